@@ -1,0 +1,74 @@
+# frae build.  No -march=native and no fast-math: SIMD kernels are built
+# per file with their own target flags and chosen at run time.
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+SAN     ?=
+CFLAGS_ALL = -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -fno-fast-math \
+             -ffp-contract=off -fPIC -D_POSIX_C_SOURCE=200809L -Iinclude \
+             -Isrc $(SAN) $(CFLAGS)
+LDLIBS_ALL = -lm $(SAN) $(LDFLAGS)
+
+LIB_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
+           src/layers.c src/model.c src/train.c src/optimizer.c src/rng.c \
+           src/synth.c
+LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o)
+TEST_SRCS = tests/test_main.c tests/test_util.c tests/test_naive.c \
+            tests/test_gradcheck.c tests/test_fixtures.c tests/test_memory.c \
+            tests/test_config.c tests/test_kernels.c
+TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
+
+LIB   = $(BUILD)/libfrae.a
+SOLIB = $(BUILD)/libfrae.so
+FRAE  = $(BUILD)/frae
+TESTS = $(BUILD)/frae_tests
+BENCH = $(BUILD)/frae_bench
+
+.PHONY: all test test-asan check bench fixtures clean
+all: $(LIB) $(SOLIB) $(FRAE) $(TESTS)
+
+$(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
+$(BUILD)/src/kernels_avx512.o: ISA_FLAGS = -mavx512f -mfma
+
+$(BUILD)/%.o: %.c include/frae.h src/frae_internal.h src/kernels.h \
+              tests/test_util.h tests/naive_ref.h tests/tests.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(SOLIB): $(LIB_OBJS)
+	$(CC) -shared -o $@ $^ $(LDLIBS_ALL)
+
+$(FRAE): $(BUILD)/src/frae_cli.o $(LIB)
+	$(CC) -o $@ $^ $(LDLIBS_ALL)
+
+$(TESTS): $(TEST_OBJS) $(LIB)
+	$(CC) -o $@ $^ $(LDLIBS_ALL)
+
+$(BENCH): $(BUILD)/bench/bench_frae.o $(LIB)
+	$(CC) -o $@ $^ $(LDLIBS_ALL)
+
+# All tests: unit tests, then the CLI checks.  Closes with "N passed, N failed".
+test: $(FRAE) $(TESTS)
+	sh tests/run_all.sh $(BUILD)
+
+# The same suite under AddressSanitizer and UBSan, in its own build dir.
+test-asan:
+	$(MAKE) BUILD=build-asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	  test
+
+check: test test-asan
+
+bench: $(FRAE) $(BENCH)
+	sh bench/run.sh $(BUILD)
+
+# Regenerates tests/fixtures from the PyTorch reference (needs python3-torch).
+fixtures:
+	/usr/bin/python3 tools/export_fixtures.py tests/fixtures
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,159 @@
+/* frae: Feedback Recurrent AutoEncoders in C.
+ *
+ * A frae_model holds one FRAE (see README "Model semantics") together with
+ * everything it will ever need to run and train: parameters, gradients, Adam
+ * moments, the activations of one BPTT window for a batch of B sequences, and
+ * B feedback buffers.  All of it is sized from the frae_config and allocated
+ * in one block by frae_create; no other call allocates.  frae_destroy frees
+ * it.  There is no global mutable state: models are independent, and two
+ * models may be used from two threads at once.
+ *
+ * Numerical contract: every dense output is the bias followed by one fused
+ * multiply-add per input, in input order ([x, newest frame, ..., oldest
+ * frame] for the first layers).  Every kernel (scalar, AVX2, AVX-512) follows
+ * that order, so results are bit-identical on every code path.
+ */
+#ifndef FRAE_H
+#define FRAE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FRAE_VERSION_STRING "0.1.0"
+#define FRAE_MAX_HIDDEN 8 /* hidden layers per side */
+
+typedef enum { FRAE_ACT_RELU = 0, FRAE_ACT_TANH = 1 } frae_activation;
+
+typedef enum {
+    FRAE_QUANT_NONE = 0,    /* identity */
+    FRAE_QUANT_BINARY = 1,  /* sign, with sign(0) = +1: exactly 1 bit */
+    FRAE_QUANT_UNIFORM = 2  /* quant_levels levels evenly spaced on [-1, 1] */
+} frae_quantizer;
+
+typedef enum {
+    FRAE_FEEDBACK_DETACHED = 0, /* buffer is a constant input (the Keras model) */
+    FRAE_FEEDBACK_FULL = 1      /* BPTT also runs through the fed-back frames */
+} frae_feedback;
+
+typedef enum {
+    FRAE_ISA_AUTO = 0, /* best the CPU supports (env FRAE_ISA overrides) */
+    FRAE_ISA_SCALAR = 1,
+    FRAE_ISA_AVX2 = 2,
+    FRAE_ISA_AVX512 = 3
+} frae_isa;
+
+typedef struct {
+    /* model shape */
+    int frame_dim;                    /* D */
+    int history;                      /* K >= 0 frames fed back; 0 = plain AE */
+    int n_enc_hidden;                 /* number of encoder hidden layers */
+    int enc_hidden[FRAE_MAX_HIDDEN];  /* their widths, input side first */
+    int latent_dim;                   /* L */
+    int n_dec_hidden;
+    int dec_hidden[FRAE_MAX_HIDDEN];
+    frae_activation activation;       /* hidden layers; latent is always tanh */
+    frae_quantizer quantizer;
+    int quant_levels;                 /* N for FRAE_QUANT_UNIFORM, >= 2 */
+    uint64_t seed;                    /* Glorot-uniform init and nothing else */
+
+    /* run-time capacity */
+    int batch;     /* B: most sequences per forward/train call */
+    int window;    /* W: BPTT window in frames (activations kept for W frames) */
+    int training;  /* 0: inference only, no gradients or Adam state */
+
+    /* training */
+    frae_feedback feedback;
+    float learning_rate; /* Adam, Keras defaults: 1e-3, 0.9, 0.999, 1e-7 */
+    float beta1;
+    float beta2;
+    float epsilon;
+
+    frae_isa isa;
+} frae_config;
+
+typedef struct frae_model frae_model;
+
+typedef struct {
+    double mse;      /* mean squared error over all B*T*D values */
+    double mae;      /* mean absolute error, reported as a metric */
+    long frames;     /* B*T */
+    long steps;      /* Adam steps taken (one per window) */
+} frae_stats;
+
+/* Fills cfg with the default model of FRAE.md: D=80, K=4, encoder 512,256,
+ * L=16, decoder 256,512, relu, no quantizer, seed 1, batch 1, window 100,
+ * training on, detached feedback, Keras Adam defaults. */
+void frae_config_default(frae_config *cfg);
+
+/* Checks cfg; on error writes one line to err (if non-NULL) and returns -1. */
+int frae_config_check(const frae_config *cfg, char *err, size_t errlen);
+
+/* Allocates and initialises a model.  Returns NULL and writes one line to
+ * err on a bad config, a size that overflows, or too little memory. */
+frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen);
+void frae_destroy(frae_model *m);
+
+const frae_config *frae_get_config(const frae_model *m);
+
+/* Sizes. */
+size_t frae_param_count(const frae_model *m);
+size_t frae_param_count_for(const frae_config *cfg); /* 0 if cfg is invalid */
+double frae_bits_per_frame(const frae_model *m); /* 32*L for none */
+size_t frae_bytes_allocated(const frae_model *m);
+const char *frae_isa_name(const frae_model *m);
+
+/* Parameters, as one flat float vector in Keras get_weights() order: for each
+ * layer (encoder hidden..., latent, decoder hidden..., output) its kernel as
+ * [in][out] row-major, then its bias [out].  The first encoder layer's input
+ * is [x (D), newest frame (D), ..., oldest frame (D)]; the first decoder
+ * layer's input is [latent (L), newest frame, ..., oldest frame]. */
+void frae_get_params(const frae_model *m, float *dst);
+void frae_set_params(frae_model *m, const float *src);
+/* Gradients of the last frae_train_batch/frae_compute_grads, same layout.
+ * Zero-filled for an inference-only model. */
+void frae_get_grads(const frae_model *m, float *dst);
+
+/* Zeroes all B feedback buffers (start of new sequences). */
+void frae_reset(frae_model *m);
+
+/* Runs nseq <= B sequences of nframes frames through the model, continuing
+ * from the current buffers (call frae_reset first for new sequences).
+ * x and y are [nseq][nframes][D]; y may not alias x. */
+int frae_forward(frae_model *m, const float *x, float *y, int nseq, int nframes);
+
+/* Trains on nseq <= B sequences of nframes frames, x as [nseq][nframes][D].
+ * Buffers are reset first.  The sequences are cut into windows of W frames
+ * (the last one may be shorter); each window runs forward, backward and one
+ * Adam step, and the buffers carry over from one window to the next.
+ * Writes the loss over all frames to *stats (if non-NULL).  Returns 0, or
+ * -1 if the model is inference-only or the sizes are out of range. */
+int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
+                     frae_stats *stats);
+
+/* Same windows and loss as frae_train_batch, without touching parameters or
+ * Adam state: for validation.  Works on inference-only models too. */
+int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
+                    frae_stats *stats);
+
+/* Computes gradients of the mean loss over a single window (nframes <= W)
+ * into the gradient buffer without an Adam step.  For gradient checks. */
+int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
+                       frae_stats *stats);
+
+/* Adam steps taken so far. */
+long frae_adam_step_count(const frae_model *m);
+
+/* Deterministic synthetic data: nseq smooth sequences of nframes frames of
+ * dimension dim (sums of slowly drifting sinusoids), as [nseq][nframes][dim].
+ * Same seed, same data. */
+void frae_synth_sequences(float *dst, int nseq, int nframes, int dim,
+                          uint64_t seed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,29 @@
+#!/bin/sh
+# Installs the Debian packages frae builds, tests and benchmarks with.
+# Idempotent: packages already present are skipped, and apt is only
+# touched when something is missing.
+set -eu
+
+# build + test: compiler, make, sanitizer runtimes come with gcc.
+# reference fixtures / bench: python3-torch and python3-numpy (optional at
+# test time: fixtures are committed, so tests never need torch).
+BUILD_PKGS="gcc make libc6-dev"
+OPTIONAL_PKGS="${FRAE_OPTIONAL_PKGS-python3-numpy python3-torch libopenblas-dev hyperfine valgrind}"
+
+missing=""
+for p in $BUILD_PKGS ${WITH_OPTIONAL:+$OPTIONAL_PKGS}; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -z "$missing" ]; then
+    exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+echo "frae: installing Debian packages:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends $missing >&2

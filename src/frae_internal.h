@@ -1,0 +1,70 @@
+/* Internal layout of a frae_model.  Not part of the public API. */
+#ifndef FRAE_INTERNAL_H
+#define FRAE_INTERNAL_H
+
+#include "frae.h"
+#include "kernels.h"
+
+enum { ACT_RELU = FRAE_ACT_RELU, ACT_TANH = FRAE_ACT_TANH, ACT_LINEAR = 2 };
+
+#define FRAE_MAX_LAYERS (2 * FRAE_MAX_HIDDEN + 2)
+
+typedef struct {
+    int in, out;
+    int act;         /* ACT_* applied to the output */
+    size_t w_off;    /* kernel [in][out] in params/grads/adam_m/adam_v */
+    size_t b_off;    /* bias [out] */
+    float *wt;       /* kernel transposed, [out][in], for input gradients */
+    float *a;        /* outputs after activation, [act_frames][B][out];
+                        the output layer writes into the ring instead */
+    float *dz;       /* gradient before activation, [W][B][out] (training) */
+} frae_layer;
+
+struct frae_model {
+    frae_config cfg;
+    frae_gemm_fn gemm;
+    const char *isa_name;
+
+    int n_layers;
+    int dec_first; /* index of the first decoder layer; 0 is the encoder's */
+    int latent;    /* index of the latent layer */
+    frae_layer layer[FRAE_MAX_LAYERS];
+
+    size_t n_params;
+    float *params, *grads, *adam_m, *adam_v;
+    long adam_step;
+
+    int act_frames;  /* frames of activations kept: W when training, else 1 */
+    float *q;        /* quantized latent, [act_frames][B][L] */
+    float *xwin;     /* the current window's input, [W][B][D] (training) */
+
+    /* Feedback ring: ring_cap = K + act_frames frames of ring_rows x D.
+     * The frame written at window position t lives at (ring_pos + t) %
+     * ring_cap; buffer slot j (0 = newest) at window position t is the frame
+     * at (ring_pos + t - 1 - j).  Nothing is ever shifted. */
+    float *ring;
+    int ring_cap;
+    int ring_pos;
+    int ring_rows;   /* sequences in flight since the last reset, 0 = none */
+
+    void *block;
+    size_t block_bytes;
+};
+
+/* optimizer.c */
+void frae_adam_update(float *params, const float *grads, float *m, float *v,
+                      size_t n, long step, float lr, float beta1, float beta2,
+                      float eps);
+void frae_refresh_transposed(frae_model *m);
+
+/* layers.c */
+void frae_activate(int act, float *z, size_t n);
+void frae_activation_backward(int act, const float *a, float *dz, size_t n);
+void frae_quantize(const frae_config *cfg, const float *a, float *q, size_t n);
+void frae_bias_grad(const float *dz, int rows, int out, float *gb);
+
+/* rng.c: splitmix64, small and seedable; state lives with its user. */
+uint64_t frae_rng_next(uint64_t *state);
+float frae_rng_uniform(uint64_t *state); /* [0, 1) with 24 bits */
+
+#endif

@@ -1,0 +1,74 @@
+/* Scalar reference kernel and runtime ISA dispatch. */
+#include "kernels.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frae.h"
+
+void frae_gemm_scalar(int M, int N, int K, const float *a, ptrdiff_t a_rs,
+                      ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
+                      ptrdiff_t ldc, const float *bias, int init)
+{
+    for (int m = 0; m < M; m++) {
+        for (int n = 0; n < N; n++) {
+            float acc = init == GEMM_ZERO   ? 0.0f
+                        : init == GEMM_BIAS ? bias[n]
+                                            : c[m * ldc + n];
+            for (int k = 0; k < K; k++)
+                acc = fmaf(a[m * a_rs + k * a_cs], b[k * ldb + n], acc);
+            c[m * ldc + n] = acc;
+        }
+    }
+}
+
+static int cpu_has(int isa)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (isa == FRAE_ISA_AVX2)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (isa == FRAE_ISA_AVX512)
+        return __builtin_cpu_supports("avx512f");
+#endif
+    return isa == FRAE_ISA_SCALAR;
+}
+
+int frae_select_gemm(int requested, frae_gemm_fn *fn, const char **name)
+{
+    int isa = requested;
+    if (isa == FRAE_ISA_AUTO) {
+        /* getenv only reads; it is the one process-wide input we honour. */
+        const char *env = getenv("FRAE_ISA");
+        if (env && !strcmp(env, "scalar"))
+            isa = FRAE_ISA_SCALAR;
+        else if (env && !strcmp(env, "avx2"))
+            isa = FRAE_ISA_AVX2;
+        else if (env && !strcmp(env, "avx512"))
+            isa = FRAE_ISA_AVX512;
+        else if (cpu_has(FRAE_ISA_AVX512))
+            isa = FRAE_ISA_AVX512;
+        else if (cpu_has(FRAE_ISA_AVX2))
+            isa = FRAE_ISA_AVX2;
+        else
+            isa = FRAE_ISA_SCALAR;
+    }
+    if (!cpu_has(isa))
+        return -1;
+    switch (isa) {
+    case FRAE_ISA_AVX512:
+        *fn = frae_gemm_avx512;
+        *name = "avx512";
+        break;
+    case FRAE_ISA_AVX2:
+        *fn = frae_gemm_avx2;
+        *name = "avx2";
+        break;
+    default:
+        *fn = frae_gemm_scalar;
+        *name = "scalar";
+        break;
+    }
+    return isa;
+}

@@ -1,0 +1,106 @@
+/* AVX2+FMA GEMM: register tiles of MR rows x NV vectors of 8 columns, 16
+ * ymm registers in all.  Compiled with -mavx2 -mfma; called only when the
+ * CPU has both. */
+#include "kernels.h"
+
+#include <immintrin.h>
+
+#define MR 4
+#define NV 3
+#define VW 8
+
+static const int mask_table[2 * VW] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                       0,  0,  0,  0,  0,  0,  0,  0};
+
+static inline __attribute__((always_inline)) void
+tile(const int mr, const int nv, int K, const float *a, ptrdiff_t a_rs,
+     ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc,
+     const float *bias, int init, __m256i last)
+{
+    const __m256i full = _mm256_set1_epi32(-1);
+    __m256 acc[MR][NV];
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++) {
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) {
+            __m256i mk = v == nv - 1 ? last : full;
+            if (init == GEMM_ZERO)
+                acc[r][v] = _mm256_setzero_ps();
+            else if (init == GEMM_BIAS)
+                acc[r][v] = _mm256_maskload_ps(bias + v * VW, mk);
+            else
+                acc[r][v] = _mm256_maskload_ps(c + r * ldc + v * VW, mk);
+        }
+    }
+    for (int k = 0; k < K; k++) {
+        const float *bk = b + k * ldb;
+        __m256 bv[NV];
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++)
+            bv[v] = v == nv - 1 ? _mm256_maskload_ps(bk + v * VW, last)
+                                : _mm256_loadu_ps(bk + v * VW);
+        const float *ak = a + k * a_cs;
+#pragma GCC unroll 8
+        for (int r = 0; r < mr; r++) {
+            __m256 av = _mm256_broadcast_ss(ak + r * a_rs);
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++)
+                acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++) {
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) {
+            if (v == nv - 1)
+                _mm256_maskstore_ps(c + r * ldc + v * VW, last, acc[r][v]);
+            else
+                _mm256_storeu_ps(c + r * ldc + v * VW, acc[r][v]);
+        }
+    }
+}
+
+#define TILE_CASE(MRV, NVV)                                                    \
+    case (MRV) * 8 + (NVV):                                                    \
+        tile(MRV, NVV, K, a, a_rs, a_cs, b, ldb, c, ldc, bias, init, last);    \
+        break;
+#define TILE_ROW(MRV) TILE_CASE(MRV, 1) TILE_CASE(MRV, 2) TILE_CASE(MRV, 3)
+
+static void tile_dispatch(int mr, int nv, int K, const float *a,
+                          ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,
+                          ptrdiff_t ldb, float *c, ptrdiff_t ldc,
+                          const float *bias, int init, __m256i last)
+{
+    switch (mr * 8 + nv) {
+        TILE_ROW(1) TILE_ROW(2) TILE_ROW(3) TILE_ROW(4)
+    default:
+        break;
+    }
+}
+
+void frae_gemm_avx2(int M, int N, int K, const float *a, ptrdiff_t a_rs,
+                    ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
+                    ptrdiff_t ldc, const float *bias, int init)
+{
+    for (int k0 = 0; k0 < K || k0 == 0; k0 += FRAE_GEMM_KC) {
+        int kc = K - k0 < FRAE_GEMM_KC ? K - k0 : FRAE_GEMM_KC;
+        int kinit = k0 == 0 ? init : GEMM_ACC;
+        const float *ak = a + k0 * a_cs;
+        const float *bk = b + k0 * ldb;
+        for (int n0 = 0; n0 < N; n0 += NV * VW) {
+            int nrem = N - n0 < NV * VW ? N - n0 : NV * VW;
+            int nv = (nrem + VW - 1) / VW;
+            int tail = nrem - (nv - 1) * VW;
+            __m256i last =
+                _mm256_loadu_si256((const __m256i *)(mask_table + VW - tail));
+            for (int m0 = 0; m0 < M; m0 += MR) {
+                int mr = M - m0 < MR ? M - m0 : MR;
+                tile_dispatch(mr, nv, kc, ak + m0 * a_rs, a_rs, a_cs, bk + n0,
+                              ldb, c + m0 * ldc + n0, ldc,
+                              bias ? bias + n0 : bias, kinit, last);
+            }
+        }
+        if (K == 0)
+            break;
+    }
+}

@@ -1,0 +1,101 @@
+/* AVX-512 GEMM: register tiles of MR rows x NV vectors of 16 columns.
+ * Compiled with -mavx512f; called only when the CPU has it. */
+#include "kernels.h"
+
+#include <immintrin.h>
+
+#define MR 6
+#define NV 4
+#define VW 16
+
+static inline __attribute__((always_inline)) void
+tile(const int mr, const int nv, int K, const float *a, ptrdiff_t a_rs,
+     ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c, ptrdiff_t ldc,
+     const float *bias, int init, __mmask16 last)
+{
+    __m512 acc[MR][NV];
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++) {
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) {
+            __mmask16 mk = v == nv - 1 ? last : (__mmask16)0xffff;
+            if (init == GEMM_ZERO)
+                acc[r][v] = _mm512_setzero_ps();
+            else if (init == GEMM_BIAS)
+                acc[r][v] = _mm512_maskz_loadu_ps(mk, bias + v * VW);
+            else
+                acc[r][v] = _mm512_maskz_loadu_ps(mk, c + r * ldc + v * VW);
+        }
+    }
+    for (int k = 0; k < K; k++) {
+        const float *bk = b + k * ldb;
+        __m512 bv[NV];
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++)
+            bv[v] = v == nv - 1 ? _mm512_maskz_loadu_ps(last, bk + v * VW)
+                                : _mm512_loadu_ps(bk + v * VW);
+        const float *ak = a + k * a_cs;
+#pragma GCC unroll 8
+        for (int r = 0; r < mr; r++) {
+            __m512 av = _mm512_set1_ps(ak[r * a_rs]);
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++)
+                acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; r++) {
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) {
+            if (v == nv - 1)
+                _mm512_mask_storeu_ps(c + r * ldc + v * VW, last, acc[r][v]);
+            else
+                _mm512_storeu_ps(c + r * ldc + v * VW, acc[r][v]);
+        }
+    }
+}
+
+#define TILE_CASE(MRV, NVV)                                                    \
+    case (MRV) * 8 + (NVV):                                                    \
+        tile(MRV, NVV, K, a, a_rs, a_cs, b, ldb, c, ldc, bias, init, last);    \
+        break;
+#define TILE_ROW(MRV)                                                          \
+    TILE_CASE(MRV, 1) TILE_CASE(MRV, 2) TILE_CASE(MRV, 3) TILE_CASE(MRV, 4)
+
+static void tile_dispatch(int mr, int nv, int K, const float *a,
+                          ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,
+                          ptrdiff_t ldb, float *c, ptrdiff_t ldc,
+                          const float *bias, int init, __mmask16 last)
+{
+    switch (mr * 8 + nv) {
+        TILE_ROW(1) TILE_ROW(2) TILE_ROW(3) TILE_ROW(4) TILE_ROW(5) TILE_ROW(6)
+    default:
+        break;
+    }
+}
+
+void frae_gemm_avx512(int M, int N, int K, const float *a, ptrdiff_t a_rs,
+                      ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
+                      ptrdiff_t ldc, const float *bias, int init)
+{
+    for (int k0 = 0; k0 < K || k0 == 0; k0 += FRAE_GEMM_KC) {
+        int kc = K - k0 < FRAE_GEMM_KC ? K - k0 : FRAE_GEMM_KC;
+        int kinit = k0 == 0 ? init : GEMM_ACC;
+        const float *ak = a + k0 * a_cs;
+        const float *bk = b + k0 * ldb;
+        for (int n0 = 0; n0 < N; n0 += NV * VW) {
+            int nrem = N - n0 < NV * VW ? N - n0 : NV * VW;
+            int nv = (nrem + VW - 1) / VW;
+            int tail = nrem - (nv - 1) * VW;
+            __mmask16 last = (__mmask16)((1u << tail) - 1u);
+            for (int m0 = 0; m0 < M; m0 += MR) {
+                int mr = M - m0 < MR ? M - m0 : MR;
+                tile_dispatch(mr, nv, kc, ak + m0 * a_rs, a_rs, a_cs, bk + n0,
+                              ldb, c + m0 * ldc + n0, ldc,
+                              bias ? bias + n0 : bias, kinit, last);
+            }
+        }
+        if (K == 0)
+            break;
+    }
+}

@@ -1,0 +1,401 @@
+/* Model creation: config checks, sizing with overflow checks, one arena for
+ * everything, Glorot-uniform initialisation. */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "frae_internal.h"
+
+#define ALIGN 64
+
+void frae_config_default(frae_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->frame_dim = 80;
+    cfg->history = 4;
+    cfg->n_enc_hidden = 2;
+    cfg->enc_hidden[0] = 512;
+    cfg->enc_hidden[1] = 256;
+    cfg->latent_dim = 16;
+    cfg->n_dec_hidden = 2;
+    cfg->dec_hidden[0] = 256;
+    cfg->dec_hidden[1] = 512;
+    cfg->activation = FRAE_ACT_RELU;
+    cfg->quantizer = FRAE_QUANT_NONE;
+    cfg->quant_levels = 0;
+    cfg->seed = 1;
+    cfg->batch = 1;
+    cfg->window = 100;
+    cfg->training = 1;
+    cfg->feedback = FRAE_FEEDBACK_DETACHED;
+    cfg->learning_rate = 1e-3f;
+    cfg->beta1 = 0.9f;
+    cfg->beta2 = 0.999f;
+    cfg->epsilon = 1e-7f;
+    cfg->isa = FRAE_ISA_AUTO;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* Widths are ints so that GEMM dimensions stay ints; products are checked. */
+static int check_size(const char *what, long v, long lo, char *err,
+                      size_t errlen)
+{
+    if (v < lo || v > INT_MAX)
+        return fail(err, errlen, "%s must be in %ld..%d, got %ld", what, lo,
+                    INT_MAX, v);
+    return 0;
+}
+
+int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
+{
+    char what[64];
+    if (!cfg)
+        return fail(err, errlen, "config is NULL");
+    if (check_size("frame dimension D", cfg->frame_dim, 1, err, errlen) ||
+        check_size("history K", cfg->history, 0, err, errlen) ||
+        check_size("latent dimension L", cfg->latent_dim, 1, err, errlen) ||
+        check_size("batch", cfg->batch, 1, err, errlen) ||
+        check_size("window", cfg->window, 1, err, errlen))
+        return -1;
+    if (cfg->n_enc_hidden < 0 || cfg->n_enc_hidden > FRAE_MAX_HIDDEN)
+        return fail(err, errlen, "encoder hidden layers must be 0..%d, got %d",
+                    FRAE_MAX_HIDDEN, cfg->n_enc_hidden);
+    if (cfg->n_dec_hidden < 0 || cfg->n_dec_hidden > FRAE_MAX_HIDDEN)
+        return fail(err, errlen, "decoder hidden layers must be 0..%d, got %d",
+                    FRAE_MAX_HIDDEN, cfg->n_dec_hidden);
+    for (int i = 0; i < cfg->n_enc_hidden; i++) {
+        snprintf(what, sizeof what, "encoder hidden layer %d width", i + 1);
+        if (check_size(what, cfg->enc_hidden[i], 1, err, errlen))
+            return -1;
+    }
+    for (int i = 0; i < cfg->n_dec_hidden; i++) {
+        snprintf(what, sizeof what, "decoder hidden layer %d width", i + 1);
+        if (check_size(what, cfg->dec_hidden[i], 1, err, errlen))
+            return -1;
+    }
+    if (cfg->activation != FRAE_ACT_RELU && cfg->activation != FRAE_ACT_TANH)
+        return fail(err, errlen, "unknown activation %d", (int)cfg->activation);
+    if (cfg->quantizer == FRAE_QUANT_UNIFORM) {
+        if (cfg->quant_levels < 2 || cfg->quant_levels > 65536)
+            return fail(err, errlen,
+                        "uniform quantizer levels must be 2..65536, got %d",
+                        cfg->quant_levels);
+    } else if (cfg->quantizer != FRAE_QUANT_NONE &&
+               cfg->quantizer != FRAE_QUANT_BINARY) {
+        return fail(err, errlen, "unknown quantizer %d", (int)cfg->quantizer);
+    }
+    if (cfg->feedback != FRAE_FEEDBACK_DETACHED &&
+        cfg->feedback != FRAE_FEEDBACK_FULL)
+        return fail(err, errlen, "unknown feedback mode %d",
+                    (int)cfg->feedback);
+    if (!(cfg->learning_rate > 0.0f) || !isfinite(cfg->learning_rate))
+        return fail(err, errlen, "learning rate must be > 0, got %g",
+                    (double)cfg->learning_rate);
+    if (!(cfg->beta1 >= 0.0f && cfg->beta1 < 1.0f) ||
+        !(cfg->beta2 >= 0.0f && cfg->beta2 < 1.0f))
+        return fail(err, errlen, "Adam betas must be in [0, 1), got %g, %g",
+                    (double)cfg->beta1, (double)cfg->beta2);
+    if (!(cfg->epsilon > 0.0f) || !isfinite(cfg->epsilon))
+        return fail(err, errlen, "Adam epsilon must be > 0, got %g",
+                    (double)cfg->epsilon);
+    if (cfg->isa < FRAE_ISA_AUTO || cfg->isa > FRAE_ISA_AVX512)
+        return fail(err, errlen, "unknown ISA %d", (int)cfg->isa);
+    return 0;
+}
+
+/* ---- sizing -------------------------------------------------------------- */
+
+typedef struct {
+    size_t bytes; /* running arena size */
+    int overflow;
+} planner;
+
+static size_t mul3(planner *p, size_t a, size_t b, size_t c)
+{
+    size_t r;
+    if (__builtin_mul_overflow(a, b, &r) || __builtin_mul_overflow(r, c, &r)) {
+        p->overflow = 1;
+        return 0;
+    }
+    return r;
+}
+
+/* Reserves n floats, 64-byte aligned; returns the offset in bytes. */
+static size_t reserve(planner *p, size_t nfloats)
+{
+    size_t off = p->bytes, sz;
+    if (__builtin_mul_overflow(nfloats, sizeof(float), &sz) ||
+        __builtin_add_overflow(sz, (size_t)ALIGN - 1, &sz) ||
+        __builtin_add_overflow(off, sz & ~(size_t)(ALIGN - 1), &p->bytes))
+        p->overflow = 1;
+    return off;
+}
+
+static int layer_in(const frae_config *c, int l, int ne, int nd, int *in,
+                    int *out, int *act)
+{
+    long D = c->frame_dim, KD = (long)c->history * c->frame_dim;
+    long i, o;
+    if (l < ne) {
+        i = l == 0 ? D + KD : c->enc_hidden[l - 1];
+        o = c->enc_hidden[l];
+        *act = c->activation;
+    } else if (l == ne) {
+        i = ne == 0 ? D + KD : c->enc_hidden[ne - 1];
+        o = c->latent_dim;
+        *act = ACT_TANH;
+    } else if (l <= ne + nd) {
+        int k = l - ne - 1;
+        i = k == 0 ? c->latent_dim + KD : c->dec_hidden[k - 1];
+        o = c->dec_hidden[k];
+        *act = c->activation;
+    } else {
+        i = nd == 0 ? c->latent_dim + KD : c->dec_hidden[nd - 1];
+        o = D;
+        *act = ACT_LINEAR;
+    }
+    if (i > INT_MAX)
+        return -1;
+    *in = (int)i;
+    *out = (int)o;
+    return 0;
+}
+
+/* Walks the layout once: used both to size the arena and to carve it. */
+typedef struct {
+    size_t params, grads, adam_m, adam_v, q, xwin, ring;
+    size_t wt[FRAE_MAX_LAYERS], a[FRAE_MAX_LAYERS], dz[FRAE_MAX_LAYERS];
+    size_t w_off[FRAE_MAX_LAYERS], b_off[FRAE_MAX_LAYERS];
+    int in[FRAE_MAX_LAYERS], out[FRAE_MAX_LAYERS], act[FRAE_MAX_LAYERS];
+    int n_layers, act_frames, ring_cap;
+    size_t n_params;
+} layout;
+
+static int plan(const frae_config *c, layout *L, planner *p, char *err,
+                size_t errlen)
+{
+    int ne = c->n_enc_hidden, nd = c->n_dec_hidden;
+    size_t B = (size_t)c->batch, D = (size_t)c->frame_dim;
+    memset(L, 0, sizeof *L);
+    memset(p, 0, sizeof *p);
+    L->n_layers = ne + nd + 2;
+    L->act_frames = c->training ? c->window : 1;
+    if ((long)c->history + L->act_frames > INT_MAX)
+        return fail(err, errlen, "history K + window W overflows");
+    L->ring_cap = c->history + L->act_frames;
+    if ((size_t)L->act_frames * B > (size_t)INT_MAX)
+        return fail(err, errlen, "batch x window = %zu rows overflows",
+                    (size_t)L->act_frames * B);
+
+    size_t np = 0;
+    for (int l = 0; l < L->n_layers; l++) {
+        if (layer_in(c, l, ne, nd, &L->in[l], &L->out[l], &L->act[l]))
+            return fail(err, errlen,
+                        "layer %d input width (history K x D) overflows",
+                        l + 1);
+        size_t w = mul3(p, (size_t)L->in[l], (size_t)L->out[l], 1);
+        L->w_off[l] = np;
+        if (__builtin_add_overflow(np, w, &np))
+            p->overflow = 1;
+        L->b_off[l] = np;
+        if (__builtin_add_overflow(np, (size_t)L->out[l], &np))
+            p->overflow = 1;
+    }
+    if (p->overflow)
+        return fail(err, errlen, "parameter count overflows size_t");
+    L->n_params = np;
+
+    size_t frames = (size_t)L->act_frames;
+    L->params = reserve(p, np);
+    if (c->training) {
+        L->grads = reserve(p, np);
+        L->adam_m = reserve(p, np);
+        L->adam_v = reserve(p, np);
+        L->xwin = reserve(p, mul3(p, frames, B, D));
+    }
+    for (int l = 0; l < L->n_layers; l++) {
+        L->wt[l] = reserve(p, mul3(p, (size_t)L->in[l], (size_t)L->out[l], 1));
+        if (l != L->n_layers - 1) /* output frames live in the ring */
+            L->a[l] = reserve(p, mul3(p, frames, B, (size_t)L->out[l]));
+        if (c->training)
+            L->dz[l] = reserve(p, mul3(p, frames, B, (size_t)L->out[l]));
+    }
+    L->q = reserve(p, mul3(p, frames, B, (size_t)c->latent_dim));
+    L->ring = reserve(p, mul3(p, (size_t)L->ring_cap, B, D));
+    if (p->overflow)
+        return fail(err, errlen, "model memory size overflows size_t");
+    return 0;
+}
+
+size_t frae_param_count_for(const frae_config *cfg)
+{
+    layout L;
+    planner p;
+    if (frae_config_check(cfg, NULL, 0) || plan(cfg, &L, &p, NULL, 0))
+        return 0;
+    return L.n_params;
+}
+
+static void glorot_init(frae_model *m)
+{
+    uint64_t rng = m->cfg.seed;
+    for (int l = 0; l < m->n_layers; l++) {
+        const frae_layer *ly = &m->layer[l];
+        float limit = sqrtf(6.0f / (float)(ly->in + ly->out));
+        float *w = m->params + ly->w_off;
+        size_t n = (size_t)ly->in * ly->out;
+        for (size_t i = 0; i < n; i++)
+            w[i] = (2.0f * frae_rng_uniform(&rng) - 1.0f) * limit;
+        memset(m->params + ly->b_off, 0, sizeof(float) * (size_t)ly->out);
+    }
+}
+
+frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
+{
+    layout L;
+    planner p;
+    if (frae_config_check(cfg, err, errlen) ||
+        plan(cfg, &L, &p, err, errlen))
+        return NULL;
+
+    frae_gemm_fn gemm;
+    const char *isa_name;
+    if (frae_select_gemm(cfg->isa, &gemm, &isa_name) < 0) {
+        fail(err, errlen, "the requested instruction set is not supported by "
+                          "this CPU");
+        return NULL;
+    }
+
+    /* Refuse what cannot fit rather than let the OOM killer decide later. */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 &&
+        p.bytes / (size_t)page >= (size_t)pages) {
+        fail(err, errlen,
+             "model needs %.1f GiB, more than this machine's %.1f GiB",
+             (double)p.bytes / 1073741824.0,
+             (double)pages * (double)page / 1073741824.0);
+        return NULL;
+    }
+
+    frae_model *m = calloc(1, sizeof *m);
+    void *block = NULL;
+    if (!m || posix_memalign(&block, ALIGN, p.bytes ? p.bytes : ALIGN)) {
+        free(m);
+        fail(err, errlen, "out of memory allocating %zu bytes", p.bytes);
+        return NULL;
+    }
+    memset(block, 0, p.bytes);
+    char *base = block;
+    m->cfg = *cfg;
+    m->gemm = gemm;
+    m->isa_name = isa_name;
+    m->block = block;
+    m->block_bytes = p.bytes;
+    m->n_layers = L.n_layers;
+    m->latent = cfg->n_enc_hidden;
+    m->dec_first = cfg->n_enc_hidden + 1;
+    m->n_params = L.n_params;
+    m->act_frames = L.act_frames;
+    m->ring_cap = L.ring_cap;
+    m->params = (float *)(base + L.params);
+    if (cfg->training) {
+        m->grads = (float *)(base + L.grads);
+        m->adam_m = (float *)(base + L.adam_m);
+        m->adam_v = (float *)(base + L.adam_v);
+        m->xwin = (float *)(base + L.xwin);
+    }
+    for (int l = 0; l < L.n_layers; l++) {
+        frae_layer *ly = &m->layer[l];
+        ly->in = L.in[l];
+        ly->out = L.out[l];
+        ly->act = L.act[l];
+        ly->w_off = L.w_off[l];
+        ly->b_off = L.b_off[l];
+        ly->wt = (float *)(base + L.wt[l]);
+        ly->a = l != L.n_layers - 1 ? (float *)(base + L.a[l]) : NULL;
+        ly->dz = cfg->training ? (float *)(base + L.dz[l]) : NULL;
+    }
+    m->q = (float *)(base + L.q);
+    m->ring = (float *)(base + L.ring);
+    glorot_init(m);
+    frae_refresh_transposed(m);
+    frae_reset(m);
+    return m;
+}
+
+void frae_destroy(frae_model *m)
+{
+    if (!m)
+        return;
+    free(m->block);
+    free(m);
+}
+
+const frae_config *frae_get_config(const frae_model *m) { return &m->cfg; }
+size_t frae_param_count(const frae_model *m) { return m->n_params; }
+const char *frae_isa_name(const frae_model *m) { return m->isa_name; }
+long frae_adam_step_count(const frae_model *m) { return m->adam_step; }
+
+size_t frae_bytes_allocated(const frae_model *m)
+{
+    return m->block_bytes + sizeof *m;
+}
+
+double frae_bits_per_frame(const frae_model *m)
+{
+    const frae_config *c = &m->cfg;
+    switch (c->quantizer) {
+    case FRAE_QUANT_BINARY:
+        return c->latent_dim;
+    case FRAE_QUANT_UNIFORM: {
+        int bits = 0;
+        while ((1L << bits) < c->quant_levels)
+            bits++;
+        return (double)c->latent_dim * bits;
+    }
+    default:
+        return 32.0 * c->latent_dim;
+    }
+}
+
+void frae_get_params(const frae_model *m, float *dst)
+{
+    memcpy(dst, m->params, sizeof(float) * m->n_params);
+}
+
+void frae_set_params(frae_model *m, const float *src)
+{
+    memcpy(m->params, src, sizeof(float) * m->n_params);
+    frae_refresh_transposed(m);
+}
+
+void frae_get_grads(const frae_model *m, float *dst)
+{
+    if (m->grads)
+        memcpy(dst, m->grads, sizeof(float) * m->n_params);
+    else
+        memset(dst, 0, sizeof(float) * m->n_params);
+}
+
+void frae_reset(frae_model *m)
+{
+    memset(m->ring, 0,
+           sizeof(float) * (size_t)m->ring_cap * m->cfg.batch *
+               m->cfg.frame_dim);
+    m->ring_pos = m->cfg.history;
+    m->ring_rows = 0;
+}

@@ -1,0 +1,152 @@
+/* The naive reference FRAE, written the way the Keras model computed it:
+ * every frame concatenates [x, buffer] into a fresh array, runs plain dense
+ * layers, and shifts the buffer by copying.  Included twice by
+ * test_naive.c: REAL = float (bit-exact comparison with the library, so
+ * each dense output is the bias then fmaf over inputs in order) and
+ * REAL = double (finite differences).
+ *
+ * Options for gradient checks:
+ *  - frozen_hist [nseq][T][K*D]: use these buffer contents instead of the
+ *    decoded frames, which is what detached feedback differentiates;
+ *  - frozen_qoff [nseq][T][L]: quantized latent = tanh output + this fixed
+ *    offset, the straight-through estimator written as a function.
+ * hist_out and qoff_out record those quantities from a normal run. */
+#ifndef REAL
+#error define REAL
+#endif
+
+#define NAIVE_CAT2(a, b) a##_##b
+#define NAIVE_CAT(a, b) NAIVE_CAT2(a, b)
+#define NAIVE(name) NAIVE_CAT(name, REAL)
+
+static void NAIVE(dense)(const REAL *in, int n_in, const REAL *w,
+                         const REAL *b, int n_out, REAL *out)
+{
+    for (int o = 0; o < n_out; o++) {
+        REAL acc = b[o];
+        for (int i = 0; i < n_in; i++)
+            acc = REAL_FMA(in[i], w[(size_t)i * n_out + o], acc);
+        out[o] = acc;
+    }
+}
+
+static void NAIVE(act)(int act, REAL *z, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (act == FRAE_ACT_RELU)
+            z[i] = z[i] > 0 ? z[i] : 0;
+        else
+            z[i] = REAL_TANH(z[i]);
+    }
+}
+
+static REAL NAIVE(quant)(const frae_config *c, REAL a)
+{
+    if (c->quantizer == FRAE_QUANT_BINARY)
+        return a >= 0 ? 1 : -1;
+    if (c->quantizer == FRAE_QUANT_UNIFORM) {
+        REAL top = (REAL)(c->quant_levels - 1);
+        REAL idx = REAL_RINT((a + 1) * (REAL)0.5 * top);
+        idx = idx < 0 ? 0 : idx > top ? top : idx;
+        return idx * ((REAL)2 / top) - 1;
+    }
+    return a;
+}
+
+/* params in frae's flat layout (converted to REAL by the caller).
+ * Returns the mean squared error over all nseq*T*D values. */
+static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
+                                   const float *x, int nseq, int T, REAL *y,
+                                   const REAL *frozen_hist, REAL *hist_out,
+                                   const REAL *frozen_qoff, REAL *qoff_out)
+{
+    const int D = c->frame_dim, K = c->history, L = c->latent_dim;
+    const int ne = c->n_enc_hidden, nd = c->n_dec_hidden;
+    int widths[2 * FRAE_MAX_HIDDEN + 3];
+    int nw = 0;
+    widths[nw++] = D + K * D;
+    for (int i = 0; i < ne; i++)
+        widths[nw++] = c->enc_hidden[i];
+    widths[nw++] = L;
+    const int dec_in = nw;
+    widths[nw++] = L + K * D;
+    for (int i = 0; i < nd; i++)
+        widths[nw++] = c->dec_hidden[i];
+    widths[nw++] = D;
+    /* widths: enc input, enc hidden..., L | dec input, dec hidden..., D */
+    double sse = 0;
+    for (int s = 0; s < nseq; s++) {
+        REAL *buffer = calloc((size_t)K * D + 1, sizeof(REAL));
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + ((size_t)s * T + t) * D;
+            const size_t fr = (size_t)s * T + t;
+            if (frozen_hist)
+                for (int i = 0; i < K * D; i++)
+                    buffer[i] = frozen_hist[fr * K * D + i];
+            if (hist_out)
+                for (int i = 0; i < K * D; i++)
+                    hist_out[fr * K * D + i] = buffer[i];
+            /* encoder: xin = concat(x_t, buffer), a fresh array */
+            REAL *cur = malloc(sizeof(REAL) * (size_t)widths[0]);
+            for (int i = 0; i < D; i++)
+                cur[i] = (REAL)xt[i];
+            for (int i = 0; i < K * D; i++)
+                cur[D + i] = buffer[i];
+            const REAL *p = params;
+            int li = 0;
+            for (; li < dec_in - 1; li++) {
+                int in = widths[li], out = widths[li + 1];
+                REAL *nxt = malloc(sizeof(REAL) * (size_t)out);
+                NAIVE(dense)(cur, in, p, p + (size_t)in * out, out, nxt);
+                p += (size_t)in * out + out;
+                NAIVE(act)(li == dec_in - 2 ? FRAE_ACT_TANH : c->activation,
+                           nxt, out);
+                free(cur);
+                cur = nxt;
+            }
+            /* cur = tanh latent; quantize; decin = concat(q, buffer) */
+            REAL *decin = malloc(sizeof(REAL) * (size_t)widths[dec_in]);
+            for (int i = 0; i < L; i++) {
+                REAL q;
+                if (frozen_qoff)
+                    q = cur[i] + frozen_qoff[fr * L + i];
+                else
+                    q = NAIVE(quant)(c, cur[i]);
+                if (qoff_out)
+                    qoff_out[fr * L + i] = q - cur[i];
+                decin[i] = q;
+            }
+            for (int i = 0; i < K * D; i++)
+                decin[L + i] = buffer[i];
+            free(cur);
+            cur = decin;
+            for (li = dec_in; li < nw - 1; li++) {
+                int in = widths[li], out = widths[li + 1];
+                REAL *nxt = malloc(sizeof(REAL) * (size_t)out);
+                NAIVE(dense)(cur, in, p, p + (size_t)in * out, out, nxt);
+                p += (size_t)in * out + out;
+                if (li != nw - 2)
+                    NAIVE(act)(c->activation, nxt, out);
+                free(cur);
+                cur = nxt;
+            }
+            for (int i = 0; i < D; i++) {
+                y[fr * D + i] = cur[i];
+                double diff = (double)cur[i] - (double)xt[i];
+                sse += diff * diff;
+            }
+            /* shift the buffer by copying, newest frame to the front */
+            if (K > 0) {
+                memmove(buffer + D, buffer, sizeof(REAL) * (size_t)(K - 1) * D);
+                memcpy(buffer, cur, sizeof(REAL) * D);
+            }
+            free(cur);
+        }
+        free(buffer);
+    }
+    return sse / ((double)nseq * T * D);
+}
+
+#undef NAIVE
+#undef NAIVE_CAT
+#undef NAIVE_CAT2

@@ -1,0 +1,31 @@
+#!/bin/sh
+# Runs the unit tests and the CLI tests of one build directory and closes
+# with one "N passed, N failed" line over both.
+# Usage: tests/run_all.sh BUILD_DIR   (from the repository root)
+BUILD=${1:-build}
+total_pass=0
+total_fail=0
+run() {
+    out=$("$@" 2>&1)
+    status=$?
+    printf '%s\n' "$out" | sed '$d'
+    summary=$(printf '%s\n' "$out" | tail -n 1)
+    p=$(printf '%s' "$summary" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
+    f=$(printf '%s' "$summary" | sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+    if [ -z "$p" ]; then
+        # crashed before its summary: count the whole binary as one failure
+        printf '%s\n' "$summary"
+        echo "    FAIL $* exited $status without a summary"
+        p=0 f=1
+    elif [ "$status" != 0 ] && [ "$f" = 0 ]; then
+        f=1
+    fi
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+}
+echo "== unit tests ($BUILD)"
+run "$BUILD/frae_tests"
+echo "== CLI tests ($BUILD)"
+run sh tests/cli_test.sh "$BUILD/frae"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" = 0 ]

@@ -1,0 +1,141 @@
+/* Bad configs give a clear error and NULL, never a crash; sizes are right. */
+#include <limits.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "tests.h"
+
+typedef void (*mutator)(frae_config *c);
+#define MUT(name, body)                                                        \
+    static void name(frae_config *c) { body; }
+
+MUT(zero_dim, c->frame_dim = 0)
+MUT(neg_dim, c->frame_dim = -3)
+MUT(neg_hist, c->history = -1)
+MUT(zero_latent, c->latent_dim = 0)
+MUT(zero_enc, c->enc_hidden[1] = 0)
+MUT(neg_dec, c->dec_hidden[0] = -512)
+MUT(too_many_layers, c->n_enc_hidden = FRAE_MAX_HIDDEN + 1)
+MUT(zero_batch, c->batch = 0)
+MUT(zero_window, c->window = 0)
+MUT(bad_levels, c->quantizer = FRAE_QUANT_UNIFORM; c->quant_levels = 1)
+MUT(bad_quant, c->quantizer = (frae_quantizer)9)
+MUT(bad_act, c->activation = (frae_activation)5)
+MUT(bad_lr, c->learning_rate = -1.0f)
+MUT(bad_beta, c->beta2 = 1.0f)
+MUT(history_overflow, c->history = 1 << 20; c->frame_dim = 1 << 12)
+MUT(params_overflow, c->enc_hidden[0] = INT_MAX; c->enc_hidden[1] = INT_MAX)
+MUT(rows_overflow, c->batch = 1 << 20; c->window = 1 << 20)
+MUT(too_large, c->enc_hidden[0] = 200000; c->enc_hidden[1] = 200000)
+
+int test_bad_configs(void)
+{
+    int failures = 0;
+    static const struct {
+        const char *what;
+        mutator fn;
+        int has_count; /* valid shape, only too big: the count exists */
+    } bad[] = {
+        {"zero D", zero_dim, 0},
+        {"negative D", neg_dim, 0},
+        {"negative K", neg_hist, 0},
+        {"zero L", zero_latent, 0},
+        {"zero encoder width", zero_enc, 0},
+        {"negative decoder width", neg_dec, 0},
+        {"too many layers", too_many_layers, 0},
+        {"zero batch", zero_batch, 0},
+        {"zero window", zero_window, 0},
+        {"uniform with 1 level", bad_levels, 0},
+        {"unknown quantizer", bad_quant, 0},
+        {"unknown activation", bad_act, 0},
+        {"negative lr", bad_lr, 0},
+        {"beta2 = 1", bad_beta, 0},
+        {"K x D overflows", history_overflow, 0},
+        {"params overflow", params_overflow, 0},
+        {"batch x window overflows", rows_overflow, 0},
+        {"too large for memory", too_large, 1},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        frae_config c;
+        frae_config_default(&c);
+        bad[i].fn(&c);
+        char err[256] = "";
+        frae_model *m = frae_create(&c, err, sizeof err);
+        CHECK(m == NULL, "%s: model was created", bad[i].what);
+        CHECK(strlen(err) > 10 && !strchr(err, '\n'),
+              "%s: error is not one clear line: '%s'", bad[i].what, err);
+        CHECK((frae_param_count_for(&c) != 0) == bad[i].has_count,
+              "%s: param count %zu", bad[i].what, frae_param_count_for(&c));
+        printf("    %-26s -> %s\n", bad[i].what, err);
+        frae_destroy(m);
+    }
+    CHECK(frae_create(NULL, NULL, 0) == NULL, "NULL config accepted");
+    return failures;
+}
+
+int test_sizes(void)
+{
+    int failures = 0;
+    frae_config c;
+    frae_config_default(&c);
+    frae_model *m = create_or_die(&c);
+    CHECK(frae_param_count(m) == 599648, "default params %zu != 599648",
+          frae_param_count(m));
+    CHECK(frae_param_count_for(&c) == 599648, "param_count_for");
+    CHECK(frae_bits_per_frame(m) == 512, "bits none");
+    /* params, grads, m, v and transposed weights: 5 copies at least */
+    CHECK(frae_bytes_allocated(m) >= 5 * 599648 * sizeof(float),
+          "bytes allocated %zu too small", frae_bytes_allocated(m));
+    size_t train_bytes = frae_bytes_allocated(m);
+    frae_destroy(m);
+    c.quantizer = FRAE_QUANT_BINARY;
+    c.training = 0;
+    m = create_or_die(&c);
+    CHECK(frae_bits_per_frame(m) == 16, "bits binary");
+    CHECK(frae_bytes_allocated(m) < train_bytes / 2,
+          "inference model is not smaller: %zu vs %zu",
+          frae_bytes_allocated(m), train_bytes);
+    float *g = malloc(sizeof(float) * frae_param_count(m));
+    g[0] = 1.0f;
+    frae_get_grads(m, g); /* inference-only: zeros */
+    CHECK(g[0] == 0.0f, "inference model has gradients");
+    CHECK(frae_train_batch(m, g, 1, 1, NULL) == -1,
+          "inference model trained");
+    free(g);
+    frae_destroy(m);
+    c.quantizer = FRAE_QUANT_UNIFORM;
+    c.quant_levels = 5;
+    m = create_or_die(&c);
+    CHECK(frae_bits_per_frame(m) == 48, "bits uniform 5: %g",
+          frae_bits_per_frame(m));
+    frae_destroy(m);
+    /* activation memory depends on the window, not the sequence length */
+    frae_config_default(&c);
+    c.window = 50;
+    m = create_or_die(&c);
+    size_t w50 = frae_bytes_allocated(m);
+    frae_destroy(m);
+    c.window = 100;
+    m = create_or_die(&c);
+    CHECK(frae_bytes_allocated(m) > w50, "window does not size activations");
+    frae_destroy(m);
+    /* same seed, same model; other seed, other model */
+    frae_config_default(&c);
+    frae_model *a = create_or_die(&c), *b = create_or_die(&c);
+    c.seed = 2;
+    frae_model *d = create_or_die(&c);
+    size_t n = frae_param_count(a);
+    float *pa = malloc(4 * n), *pb = malloc(4 * n), *pd = malloc(4 * n);
+    frae_get_params(a, pa), frae_get_params(b, pb), frae_get_params(d, pd);
+    CHECK(!memcmp(pa, pb, 4 * n), "same seed gave different models");
+    CHECK(memcmp(pa, pd, 4 * n), "different seeds gave the same model");
+    /* Glorot bound of the first layer: sqrt(6 / (400 + 512)) */
+    float mx = 0;
+    for (size_t i = 0; i < 400 * 512; i++)
+        mx = pa[i] > mx ? pa[i] : mx;
+    CHECK(mx <= 0.0811108f && mx > 0.080f, "first-layer max %g not at the Glorot "
+          "limit 0.08111", mx);
+    free(pa), free(pb), free(pd);
+    frae_destroy(a), frae_destroy(b), frae_destroy(d);
+    return failures;
+}

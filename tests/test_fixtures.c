@@ -1,0 +1,274 @@
+/* The library against the PyTorch reference (tools/frae_torch.py), on
+ * fixtures exported by tools/export_fixtures.py and committed, so no torch
+ * is needed here.  For every tensor: max |frae - torch| / max |torch|,
+ * printed, and at most FIXTURE_TOL. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "tests.h"
+
+#define FIXTURE_TOL 1e-5
+#define FIXTURE_PATH "tests/fixtures/small.bin"
+#define MAX_TENSORS 256
+
+typedef struct {
+    char name[64];
+    int ndim;
+    uint32_t dims[4];
+    size_t count;
+    const float *data;
+} fix_tensor;
+
+typedef struct {
+    unsigned char *buf;
+    float *floats; /* tensor data copied out: the file's are unaligned */
+    int n;
+    fix_tensor t[MAX_TENSORS];
+} fixtures;
+
+static uint32_t rd_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+static int load_fixtures(const char *path, fixtures *fx)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        printf("    cannot open %s (run from the repository root)\n", path);
+        return -1;
+    }
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    fx->buf = malloc((size_t)len);
+    if (!fx->buf || fread(fx->buf, 1, (size_t)len, f) != (size_t)len) {
+        fclose(f);
+        return -1;
+    }
+    fclose(f);
+    const unsigned char *p = fx->buf, *end = fx->buf + len;
+    if (len < 12 || memcmp(p, "FRAEFIX1", 8))
+        return -1;
+    uint32_t count = rd_u32(p + 8);
+    p += 12;
+    if (count > MAX_TENSORS)
+        return -1;
+    for (fx->n = 0; fx->n < (int)count; fx->n++) {
+        fix_tensor *t = &fx->t[fx->n];
+        if (end - p < 4)
+            return -1;
+        uint32_t nl = rd_u32(p);
+        p += 4;
+        if (nl >= sizeof t->name || (size_t)(end - p) < nl + 4)
+            return -1;
+        memcpy(t->name, p, nl);
+        t->name[nl] = 0;
+        p += nl;
+        t->ndim = (int)rd_u32(p);
+        p += 4;
+        if (t->ndim > 4 || end - p < 4 * t->ndim)
+            return -1;
+        t->count = 1;
+        for (int d = 0; d < t->ndim; d++, p += 4)
+            t->count *= t->dims[d] = rd_u32(p);
+        if ((size_t)(end - p) < 4 * t->count)
+            return -1;
+        t->data = (const float *)(uintptr_t)(p - fx->buf); /* offset for now */
+        p += 4 * t->count;
+    }
+    if (p != end)
+        return -1;
+    /* one aligned copy of all tensor data (little-endian host assumed) */
+    size_t total = 0;
+    for (int i = 0; i < fx->n; i++)
+        total += fx->t[i].count;
+    fx->floats = malloc(sizeof(float) * (total ? total : 1));
+    float *dst = fx->floats;
+    for (int i = 0; i < fx->n; i++) {
+        memcpy(dst, fx->buf + (uintptr_t)fx->t[i].data,
+               sizeof(float) * fx->t[i].count);
+        fx->t[i].data = dst;
+        dst += fx->t[i].count;
+    }
+    return 0;
+}
+
+static const fix_tensor *get(const fixtures *fx, const char *name)
+{
+    for (int i = 0; i < fx->n; i++)
+        if (!strcmp(fx->t[i].name, name))
+            return &fx->t[i];
+    printf("    fixture tensor '%s' missing\n", name);
+    exit(1);
+}
+
+static const char *const layer_names[] = {"enc.0", "enc.1", "latent",
+                                          "dec.0", "dec.1", "out"};
+enum { NL = 6 };
+
+static void fixture_config(frae_config *c, int window)
+{
+    const int enc[2] = {7, 6}, dec[2] = {6, 7};
+    tiny_config(c, 5, 2, 2, enc, 3, 2, dec);
+    c->batch = 2;
+    c->window = window;
+}
+
+/* torch [out][in] weights + biases under prefix -> frae flat params. */
+static void flat_from_torch(const fixtures *fx, const char *prefix, float *dst)
+{
+    char name[96];
+    for (int l = 0; l < NL; l++) {
+        snprintf(name, sizeof name, "%s%s.weight", prefix, layer_names[l]);
+        const fix_tensor *w = get(fx, name);
+        int out = (int)w->dims[0], in = (int)w->dims[1];
+        for (int i = 0; i < in; i++)
+            for (int o = 0; o < out; o++)
+                *dst++ = w->data[(size_t)o * in + i];
+        snprintf(name, sizeof name, "%s%s.bias", prefix, layer_names[l]);
+        const fix_tensor *b = get(fx, name);
+        memcpy(dst, b->data, sizeof(float) * b->count);
+        dst += b->count;
+    }
+}
+
+/* Parameters after Adam differ from the start by ~lr, so compare the
+ * updates (after - init), not the parameters: a 1e-5 relative error on the
+ * parameters would hide a 1% error in the step. */
+static void subtract(float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        a[i] -= b[i];
+}
+
+/* Compares flat vectors tensor by tensor; prints each figure. */
+static int compare_flat(const char *what, const float *got, const float *ref,
+                        const frae_config *c)
+{
+    int failures = 0;
+    int in[2 * FRAE_MAX_HIDDEN + 2], out[2 * FRAE_MAX_HIDDEN + 2];
+    int nl = layer_shapes(c, in, out);
+    size_t off = 0;
+    printf("    %-16s", what);
+    for (int l = 0; l < nl; l++) {
+        size_t nw = (size_t)in[l] * out[l];
+        double rw = max_rel_diff(got + off, ref + off, nw);
+        double rb = max_rel_diff(got + off + nw, ref + off + nw, out[l]);
+        printf(" %s.w %.1e b %.1e%s", layer_names[l], rw, rb,
+               l == 2 ? "\n                    " : "");
+        CHECK(rw <= FIXTURE_TOL, "%s %s.weight rel diff %.3g", what,
+              layer_names[l], rw);
+        CHECK(rb <= FIXTURE_TOL, "%s %s.bias rel diff %.3g", what,
+              layer_names[l], rb);
+        off += nw + out[l];
+    }
+    printf("\n");
+    return failures;
+}
+
+static int check_scalar(const char *what, double got, double ref)
+{
+    int failures = 0;
+    double rel = fabs(got - ref) / fabs(ref);
+    printf("    %-16s %.9g vs torch %.9g, rel %.1e\n", what, got, ref, rel);
+    CHECK(rel <= FIXTURE_TOL, "%s: %.9g vs %.9g", what, got, ref);
+    return failures;
+}
+
+int test_fixtures(void)
+{
+    int failures = 0;
+    fixtures fx;
+    memset(&fx, 0, sizeof fx);
+    CHECK(load_fixtures(FIXTURE_PATH, &fx) == 0, "cannot read %s",
+          FIXTURE_PATH);
+    if (failures) {
+        free(fx.buf), free(fx.floats);
+        return failures;
+    }
+    const fix_tensor *x = get(&fx, "x");
+    const int nseq = (int)x->dims[0], T = (int)x->dims[1];
+    frae_config c;
+    fixture_config(&c, T);
+    const float *hp = get(&fx, "adam.hparams")->data;
+    c.learning_rate = hp[0], c.beta1 = hp[1], c.beta2 = hp[2];
+    c.epsilon = hp[3];
+    size_t np = frae_param_count_for(&c);
+    float *init = malloc(4 * np), *ref = malloc(4 * np), *got = malloc(4 * np);
+    float *y = malloc(4 * x->count);
+    flat_from_torch(&fx, "param.", init);
+
+    /* forward, per quantizer */
+    static const struct {
+        const char *name;
+        frae_quantizer q;
+        int levels;
+    } quants[] = {{"none", FRAE_QUANT_NONE, 0},
+                  {"binary", FRAE_QUANT_BINARY, 0},
+                  {"uniform", FRAE_QUANT_UNIFORM, 5}};
+    for (int i = 0; i < 3; i++) {
+        frae_config cq = c;
+        cq.quantizer = quants[i].q;
+        cq.quant_levels = quants[i].levels;
+        frae_model *m = create_or_die(&cq);
+        frae_set_params(m, init);
+        frae_forward(m, x->data, y, nseq, T);
+        char name[32];
+        snprintf(name, sizeof name, "y.%s", quants[i].name);
+        double r = max_rel_diff(y, get(&fx, name)->data, x->count);
+        printf("    %-16s rel %.1e\n", name, r);
+        CHECK(r <= FIXTURE_TOL, "%s rel diff %.3g", name, r);
+        frae_destroy(m);
+    }
+
+    for (int full = 0; full <= 1; full++) {
+        const char *mode = full ? "full" : "detached";
+        char name[64];
+        frae_config cm = c;
+        cm.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
+
+        /* loss and gradients of one window */
+        frae_model *m = create_or_die(&cm);
+        frae_set_params(m, init);
+        frae_stats st;
+        frae_compute_grads(m, x->data, nseq, T, &st);
+        snprintf(name, sizeof name, "loss.%s", mode);
+        failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
+        frae_get_grads(m, got);
+        snprintf(name, sizeof name, "grad.%s.", mode);
+        flat_from_torch(&fx, name, ref);
+        failures += compare_flat(name, got, ref, &cm);
+
+        /* three Adam steps */
+        frae_set_params(m, init);
+        for (int s = 0; s < 3; s++)
+            frae_train_batch(m, x->data, nseq, T, NULL);
+        frae_get_params(m, got);
+        snprintf(name, sizeof name, "adam3.%s.", mode);
+        flat_from_torch(&fx, name, ref);
+        subtract(got, init, np), subtract(ref, init, np);
+        failures += compare_flat(name, got, ref, &cm);
+        frae_destroy(m);
+
+        /* truncated BPTT: windows of 4 and 2 frames, two Adam steps */
+        cm.window = 4;
+        m = create_or_die(&cm);
+        frae_set_params(m, init);
+        frae_train_batch(m, x->data, nseq, T, &st);
+        CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
+        snprintf(name, sizeof name, "tbptt.%s.loss", mode);
+        failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
+        frae_get_params(m, got);
+        snprintf(name, sizeof name, "tbptt.%s.", mode);
+        flat_from_torch(&fx, name, ref);
+        subtract(got, init, np), subtract(ref, init, np);
+        failures += compare_flat(name, got, ref, &cm);
+        frae_destroy(m);
+    }
+    free(init), free(ref), free(got), free(y), free(fx.buf), free(fx.floats);
+    return failures;
+}

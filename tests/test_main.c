@@ -1,0 +1,45 @@
+/* Runs every unit test; closes with "N passed, N failed".
+ * Usage: frae_tests [name-substring] */
+#include <stdio.h>
+#include <string.h>
+
+#include "tests.h"
+
+typedef struct {
+    const char *name;
+    int (*fn)(void);
+} test_entry;
+
+static const test_entry tests[] = {
+    {"kernels_match_scalar", test_kernels_match_scalar},
+    {"isas_train_identically", test_isas_train_identically},
+    {"naive_bitexact", test_naive_bitexact},
+    {"forward_chunked", test_forward_chunked},
+    {"gradcheck_detached", test_gradcheck_detached},
+    {"gradcheck_full", test_gradcheck_full},
+    {"gradcheck_straight_through", test_gradcheck_straight_through},
+    {"pytorch_fixtures", test_fixtures},
+    {"zero_allocations", test_zero_allocations},
+    {"flat_rss", test_flat_rss},
+    {"bad_configs", test_bad_configs},
+    {"sizes", test_sizes},
+};
+
+int main(int argc, char **argv)
+{
+    int passed = 0, failed = 0;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (size_t i = 0; i < sizeof tests / sizeof *tests; i++) {
+        if (argc > 1 && !strstr(tests[i].name, argv[1]))
+            continue;
+        printf("[ RUN  ] %s\n", tests[i].name);
+        int f = tests[i].fn();
+        printf("[ %s ] %s\n", f ? "FAIL" : " OK ", tests[i].name);
+        if (f)
+            failed++;
+        else
+            passed++;
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,153 @@
+/* The naive (concatenate and shift) reference against the library's
+ * ring-buffer, split-weight forward pass: identical to the bit. */
+#include <math.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "tests.h"
+
+#define REAL float
+#define REAL_FMA fmaf
+#define REAL_TANH tanhf
+#define REAL_RINT nearbyintf
+#include "naive_ref.h"
+#undef REAL
+#undef REAL_FMA
+#undef REAL_TANH
+#undef REAL_RINT
+
+#define REAL double
+#define REAL_FMA fma
+#define REAL_TANH tanh
+#define REAL_RINT nearbyint
+#include "naive_ref.h"
+#undef REAL
+
+double naive_forward_d(const frae_config *c, const double *params,
+                       const float *x, int nseq, int T, double *y,
+                       const double *frozen_hist, double *hist_out,
+                       const double *frozen_qoff, double *qoff_out)
+{
+    return naive_forward_double(c, params, x, nseq, T, y, frozen_hist,
+                                hist_out, frozen_qoff, qoff_out);
+}
+
+typedef struct {
+    const char *name;
+    int D, K, ne, enc[3], L, nd, dec[3];
+    frae_activation act;
+    frae_quantizer quant;
+    int levels;
+    int nseq, T;
+} naive_case;
+
+static const naive_case cases[] = {
+    {"K=3 relu", 6, 3, 2, {19, 11}, 4, 2, {13, 21}, FRAE_ACT_RELU,
+     FRAE_QUANT_NONE, 0, 3, 9},
+    {"K=0 plain AE", 7, 0, 1, {33}, 5, 1, {35}, FRAE_ACT_RELU,
+     FRAE_QUANT_NONE, 0, 2, 5},
+    {"tanh binary", 5, 2, 2, {17, 40}, 3, 1, {70}, FRAE_ACT_TANH,
+     FRAE_QUANT_BINARY, 0, 4, 7},
+    {"uniform 7", 9, 4, 1, {65}, 6, 2, {18, 66}, FRAE_ACT_RELU,
+     FRAE_QUANT_UNIFORM, 7, 7, 8},
+    {"no hidden", 4, 2, 0, {0}, 3, 0, {0}, FRAE_ACT_RELU, FRAE_QUANT_NONE, 0,
+     2, 6},
+};
+
+static void case_config(const naive_case *k, frae_config *c)
+{
+    tiny_config(c, k->D, k->K, k->ne, k->enc, k->L, k->nd, k->dec);
+    c->activation = k->act;
+    c->quantizer = k->quant;
+    c->quant_levels = k->levels;
+    c->batch = k->nseq;
+    c->window = 4;
+}
+
+int test_naive_bitexact(void)
+{
+    int failures = 0;
+    frae_isa isas[3];
+    int nisa = available_isas(isas);
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        const naive_case *k = &cases[ci];
+        frae_config c;
+        case_config(k, &c);
+        size_t nvals = (size_t)k->nseq * k->T * k->D;
+        float *x = synth(k->nseq, k->T, k->D, 11 + ci);
+        float *y_ref = malloc(sizeof(float) * nvals);
+        float *y = malloc(sizeof(float) * nvals);
+        float *params = NULL;
+        for (int ii = 0; ii < nisa; ii++) {
+            c.isa = isas[ii];
+            for (int training = 0; training <= 1; training++) {
+                c.training = training;
+                frae_model *m = create_or_die(&c);
+                if (!params) {
+                    params = malloc(sizeof(float) * frae_param_count(m));
+                    frae_get_params(m, params);
+                    /* non-zero biases, so bias handling is exercised */
+                    for (size_t i = 0; i < frae_param_count(m); i++)
+                        params[i] += 0.01f * (float)((i * 7919) % 13) - 0.06f;
+                    naive_forward_float(&c, params, x, k->nseq, k->T, y_ref,
+                                        NULL, NULL, NULL, NULL);
+                }
+                frae_set_params(m, params);
+                frae_reset(m);
+                frae_forward(m, x, y, k->nseq, k->T);
+                CHECK(!memcmp(y, y_ref, sizeof(float) * nvals),
+                      "%s, %s, training=%d: forward differs from the naive "
+                      "reference (max rel %.3g)",
+                      k->name, frae_isa_name(m), training,
+                      max_rel_diff(y, y_ref, nvals));
+                frae_destroy(m);
+            }
+        }
+        printf("    %-14s bit-identical on %d ISA(s)\n", k->name, nisa);
+        free(x), free(y_ref), free(y), free(params);
+    }
+    return failures;
+}
+
+/* Streaming in chunks continues the buffers exactly: forward over T frames
+ * equals forward over T1 then T - T1 frames. */
+int test_forward_chunked(void)
+{
+    int failures = 0;
+    frae_config c;
+    case_config(&cases[0], &c);
+    c.training = 0;
+    const int nseq = 3, T = 9, D = c.frame_dim;
+    size_t nvals = (size_t)nseq * T * D;
+    float *x = synth(nseq, T, D, 5);
+    float *y_full = malloc(sizeof(float) * nvals);
+    float *y_part = malloc(sizeof(float) * nvals);
+    float *x1 = malloc(sizeof(float) * nvals), *y1 = malloc(sizeof(float) * nvals);
+    frae_model *m = create_or_die(&c);
+    frae_forward(m, x, y_full, nseq, T);
+    for (int T1 = 1; T1 < T; T1 += 3) {
+        frae_reset(m);
+        /* the chunks are [nseq][Tk][D] arrays of their own */
+        for (int part = 0; part < 2; part++) {
+            int t0 = part ? T1 : 0, tn = part ? T - T1 : T1;
+            for (int s = 0; s < nseq; s++)
+                memcpy(x1 + (size_t)s * tn * D, x + ((size_t)s * T + t0) * D,
+                       sizeof(float) * tn * D);
+            frae_forward(m, x1, y1, nseq, tn);
+            for (int s = 0; s < nseq; s++)
+                memcpy(y_part + ((size_t)s * T + t0) * D,
+                       y1 + (size_t)s * tn * D, sizeof(float) * tn * D);
+        }
+        CHECK(!memcmp(y_full, y_part, sizeof(float) * nvals),
+              "chunks %d + %d differ from one call", T1, T - T1);
+    }
+    /* a different batch without a reset is refused */
+    CHECK(frae_forward(m, x, y1, nseq - 1, 2) == -1,
+          "forward with a different nseq and no reset was accepted");
+    frae_reset(m);
+    CHECK(frae_forward(m, x, y1, nseq - 1, 2) == 0,
+          "forward after reset with a new nseq was refused");
+    frae_destroy(m);
+    free(x), free(y_full), free(y_part), free(x1), free(y1);
+    return failures;
+}

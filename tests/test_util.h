@@ -1,0 +1,40 @@
+/* Minimal test harness: each test is a function returning the number of
+ * failed checks; test_main.c runs them all and prints "N passed, N failed". */
+#ifndef FRAE_TEST_UTIL_H
+#define FRAE_TEST_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "frae.h"
+
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            printf("    FAIL %s:%d: ", __FILE__, __LINE__);                    \
+            printf(__VA_ARGS__);                                               \
+            printf("\n");                                                      \
+            failures++;                                                        \
+        }                                                                      \
+    } while (0)
+
+/* Max |a - b| over n values, divided by max |b| (the reference). */
+double max_rel_diff(const float *a, const float *b, size_t n);
+double max_rel_diff_d(const float *a, const double *b, size_t n);
+
+/* A small config, everything set (Keras Adam defaults, seed 3). */
+void tiny_config(frae_config *c, int D, int K, int ne, const int *enc, int L,
+                 int nd, const int *dec);
+float *synth(int nseq, int nframes, int dim, uint64_t seed);
+frae_model *create_or_die(const frae_config *c);
+
+/* ISAs this CPU runs, scalar first. */
+int available_isas(frae_isa *out);
+
+
+/* Layer shapes of cfg in parameter order; returns the number of layers. */
+int layer_shapes(const frae_config *c, int *in, int *out);
+/* Sets the params of m to its init plus a deterministic non-zero offset on
+ * every value (biases included); writes them to params if non-NULL. */
+void perturb_params(frae_model *m, float *params);
+#endif

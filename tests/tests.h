@@ -1,0 +1,22 @@
+#ifndef FRAE_TESTS_H
+#define FRAE_TESTS_H
+#include "frae.h"
+
+double naive_forward_d(const frae_config *c, const double *params,
+                       const float *x, int nseq, int T, double *y,
+                       const double *frozen_hist, double *hist_out,
+                       const double *frozen_qoff, double *qoff_out);
+
+int test_kernels_match_scalar(void);
+int test_isas_train_identically(void);
+int test_naive_bitexact(void);
+int test_forward_chunked(void);
+int test_gradcheck_detached(void);
+int test_gradcheck_full(void);
+int test_gradcheck_straight_through(void);
+int test_fixtures(void);
+int test_zero_allocations(void);
+int test_flat_rss(void);
+int test_bad_configs(void);
+int test_sizes(void);
+#endif

@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""Exports the PyTorch reference fixtures that tests/test_fixtures.c reads.
+
+Usage: /usr/bin/python3 tools/export_fixtures.py tests/fixtures
+
+File format (little-endian), small enough to commit:
+  "FRAEFIX1", u32 count, then per tensor:
+  u32 name length, name (ASCII), u32 ndim, u32 dims[ndim], f32 data.
+Weights are stored as PyTorch keeps them, [out, in].
+"""
+import os
+import struct
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from frae_torch import FRAE, KerasAdam, train_batch  # noqa: E402
+
+CFG = dict(frame_dim=5, history=2, enc=(7, 6), latent=3, dec=(6, 7))
+B, T = 2, 6
+# Non-default Adam settings: updates large against the float resolution of
+# the parameters, and an epsilon big enough that putting it where torch does
+# instead of where Keras does would show.
+ADAM = dict(lr=0.01, beta1=0.8, beta2=0.99, eps=1e-4)
+
+
+def write(path, tensors):
+    with open(path, "wb") as f:
+        f.write(b"FRAEFIX1")
+        f.write(struct.pack("<I", len(tensors)))
+        for name, t in tensors:
+            t = t.detach().to(torch.float32).contiguous()
+            nb = name.encode()
+            f.write(struct.pack("<I", len(nb)) + nb)
+            f.write(struct.pack("<I", t.dim()))
+            f.write(struct.pack("<%dI" % t.dim(), *t.shape))
+            f.write(t.numpy().astype("<f4").tobytes())
+
+
+def model_with(init_state, **kw):
+    m = FRAE(**CFG, **kw)
+    m.load_state_dict(init_state)
+    return m
+
+
+def margin_to_rounding(model, x, levels):
+    """Smallest distance of a latent from a rounding boundary, so a 1-ulp
+    difference in tanh cannot flip a quantized value."""
+    mins = []
+
+    def hook(_, __, out):
+        a = torch.tanh(out)
+        s = (a + 1) * 0.5 * (levels - 1)
+        mins.append((s - torch.floor(s) - 0.5).abs().min().item())
+
+    h = model.latent.register_forward_hook(hook)
+    with torch.no_grad():
+        model(x)
+    h.remove()
+    return min(mins)
+
+
+def main(outdir):
+    torch.manual_seed(1234)
+    os.makedirs(outdir, exist_ok=True)
+    base = FRAE(**CFG)
+    with torch.no_grad():  # non-zero biases so bias handling is exercised
+        for layer in base.layers():
+            layer.bias.uniform_(-0.2, 0.2)
+    init = {k: v.clone() for k, v in base.state_dict().items()}
+    x = torch.rand(B, T, CFG["frame_dim"]) * 2 - 1
+    out = [("x", x), ("adam.hparams", torch.tensor(
+        [ADAM["lr"], ADAM["beta1"], ADAM["beta2"], ADAM["eps"]]))]
+    out += [("param." + k, v) for k, v in init.items()]
+
+    for quant, levels in (("none", 0), ("binary", 0), ("uniform", 5)):
+        m = model_with(init, quantizer=quant, levels=levels)
+        if quant == "uniform":
+            assert margin_to_rounding(m, x, levels) > 1e-4
+        with torch.no_grad():
+            y, _ = m(x)
+        out.append(("y." + quant, y))
+
+    for mode in ("detached", "full"):
+        m = model_with(init)
+        y, _ = m(x, mode)
+        loss = torch.mean((y - x) ** 2)
+        grads = torch.autograd.grad(loss, list(m.parameters()))
+        out.append(("loss." + mode, loss.reshape(1)))
+        for (k, _), g in zip(m.named_parameters(), grads):
+            out.append(("grad.%s.%s" % (mode, k), g))
+        # three Adam steps on the same batch, one window each
+        m = model_with(init)
+        opt = KerasAdam(m.parameters(), **ADAM)
+        for _ in range(3):
+            train_batch(m, opt, x, T, mode)
+        for k, v in m.state_dict().items():
+            out.append(("adam3.%s.%s" % (mode, k), v))
+        # truncated BPTT: windows of 4 then 2 frames, two Adam steps
+        m = model_with(init)
+        opt = KerasAdam(m.parameters(), **ADAM)
+        tloss = train_batch(m, opt, x, 4, mode)
+        out.append(("tbptt.%s.loss" % mode, torch.tensor([tloss])))
+        for k, v in m.state_dict().items():
+            out.append(("tbptt.%s.%s" % (mode, k), v))
+
+    path = os.path.join(outdir, "small.bin")
+    write(path, out)
+    print("wrote %s: %d tensors, %d bytes" % (path, len(out), os.path.getsize(path)))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures")
