@@ -2,10 +2,10 @@
 # per file with their own target flags and chosen at run time.
 CC      ?= cc
 BUILD   ?= build
-OPT     ?= -O2
+OPT     ?= -O3
 SAN     ?=
 CFLAGS_ALL = -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -fno-fast-math \
-             -ffp-contract=off -fPIC -D_POSIX_C_SOURCE=200809L -Iinclude \
+             -ffp-contract=off -fno-math-errno -fPIC -D_POSIX_C_SOURCE=200809L -Iinclude \
              -Isrc $(SAN) $(CFLAGS)
 LDLIBS_ALL = -lm $(SAN) $(LDFLAGS)
 
@@ -25,7 +25,7 @@ TESTS = $(BUILD)/frae_tests
 BENCH = $(BUILD)/frae_bench
 
 .PHONY: all test test-asan check bench fixtures clean
-all: $(LIB) $(SOLIB) $(FRAE) $(TESTS)
+all: $(LIB) $(SOLIB) $(FRAE) $(TESTS) $(BENCH)
 
 $(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
 $(BUILD)/src/kernels_avx512.o: ISA_FLAGS = -mavx512f -mfma
