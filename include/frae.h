@@ -64,6 +64,9 @@ typedef struct {
     int batch;     /* B: most sequences per forward/train call */
     int window;    /* W: BPTT window in frames (activations kept for W frames) */
     int training;  /* 0: inference only, no gradients or Adam state */
+    int chunk_rows; /* backward pass granularity, frames x sequences; 0 =
+                       512.  Smaller keeps fewer gradients in memory, larger
+                       makes bigger GEMMs.  Does not change the math. */
 
     /* training */
     frae_feedback feedback;

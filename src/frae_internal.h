@@ -9,15 +9,38 @@ enum { ACT_RELU = FRAE_ACT_RELU, ACT_TANH = FRAE_ACT_TANH, ACT_LINEAR = 2 };
 
 #define FRAE_MAX_LAYERS (2 * FRAE_MAX_HIDDEN + 2)
 
+/* Weight matrices are stored panel-packed: the columns are cut into panels
+ * of FRAE_PANEL (the last may be narrower), and each panel's rows x width
+ * block is contiguous.  A matrix-vector product then streams memory in
+ * order, which at batch 1 (weights far larger than L2) is what bounds the
+ * speed.  Keras order [in][out] is only the exchange format. */
+#define FRAE_PANEL 64
+
+/* By default the backward pass walks the window in chunks of about this
+ * many rows (frames x sequences), folding each chunk into the weight
+ * gradients (frae_config.chunk_rows overrides it). */
+#define FRAE_CHUNK_ROWS 512
+
+static inline size_t packed_index(int rows, int cols, int r, int c)
+{
+    int pc0 = c - c % FRAE_PANEL;
+    int w = cols - pc0 < FRAE_PANEL ? cols - pc0 : FRAE_PANEL;
+    return (size_t)pc0 * rows + (size_t)r * w + (size_t)(c - pc0);
+}
+
 typedef struct {
     int in, out;
     int act;         /* ACT_* applied to the output */
-    size_t w_off;    /* kernel [in][out] in params/grads/adam_m/adam_v */
+    size_t w_off;    /* kernel in params/grads/adam_m/adam_v, packed
+                        in x out (see FRAE_PANEL) */
     size_t b_off;    /* bias [out] */
-    float *wt;       /* kernel transposed, [out][in], for input gradients */
+    float *wt;       /* kernel transposed, packed out x in, for input
+                        gradients */
     float *a;        /* outputs after activation, [act_frames][B][out];
                         the output layer writes into the ring instead */
-    float *dz;       /* gradient before activation, [W][B][out] (training) */
+    float *dz;       /* gradient before activation (training): for the
+                        output layer dL/dy of the whole window, [W][B][out];
+                        for the others one backward chunk, [chunk][B][out] */
 } frae_layer;
 
 struct frae_model {
@@ -35,6 +58,8 @@ struct frae_model {
     long adam_step;
 
     int act_frames;  /* frames of activations kept: W when training, else 1 */
+    int chunk_frames; /* frames per backward chunk: about FRAE_CHUNK_ROWS
+                         rows, so big batches keep few frames of gradients */
     float *q;        /* quantized latent, [act_frames][B][L] */
     float *xwin;     /* the current window's input, [W][B][D] (training) */
 
@@ -61,7 +86,8 @@ void frae_refresh_transposed(frae_model *m);
 void frae_activate(int act, float *z, size_t n);
 void frae_activation_backward(int act, const float *a, float *dz, size_t n);
 void frae_quantize(const frae_config *cfg, const float *a, float *q, size_t n);
-void frae_bias_grad(const float *dz, int rows, int out, float *gb);
+void frae_bias_grad(const float *dz, int rows, int out, float *gb,
+                    int accumulate);
 
 /* rng.c: splitmix64, small and seedable; state lives with its user. */
 uint64_t frae_rng_next(uint64_t *state);

@@ -55,11 +55,13 @@ void frae_quantize(const frae_config *cfg, const float *a, float *q, size_t n)
     }
 }
 
-/* gb[o] = sum over rows of dz[row][o], rows in order. */
-void frae_bias_grad(const float *dz, int rows, int out, float *gb)
+/* gb[o] (+)= sum over rows of dz[row][o], rows in order. */
+void frae_bias_grad(const float *dz, int rows, int out, float *gb,
+                    int accumulate)
 {
-    for (int o = 0; o < out; o++)
-        gb[o] = 0.0f;
+    if (!accumulate)
+        for (int o = 0; o < out; o++)
+            gb[o] = 0.0f;
     for (int r = 0; r < rows; r++)
         for (int o = 0; o < out; o++)
             gb[o] += dz[(size_t)r * out + o];

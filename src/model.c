@@ -69,7 +69,8 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
         check_size("history K", cfg->history, 0, err, errlen) ||
         check_size("latent dimension L", cfg->latent_dim, 1, err, errlen) ||
         check_size("batch", cfg->batch, 1, err, errlen) ||
-        check_size("window", cfg->window, 1, err, errlen))
+        check_size("window", cfg->window, 1, err, errlen) ||
+        check_size("chunk rows", cfg->chunk_rows, 0, err, errlen))
         return -1;
     if (cfg->n_enc_hidden < 0 || cfg->n_enc_hidden > FRAE_MAX_HIDDEN)
         return fail(err, errlen, "encoder hidden layers must be 0..%d, got %d",
@@ -181,7 +182,7 @@ typedef struct {
     size_t wt[FRAE_MAX_LAYERS], a[FRAE_MAX_LAYERS], dz[FRAE_MAX_LAYERS];
     size_t w_off[FRAE_MAX_LAYERS], b_off[FRAE_MAX_LAYERS];
     int in[FRAE_MAX_LAYERS], out[FRAE_MAX_LAYERS], act[FRAE_MAX_LAYERS];
-    int n_layers, act_frames, ring_cap;
+    int n_layers, act_frames, chunk_frames, ring_cap;
     size_t n_params;
 } layout;
 
@@ -197,6 +198,10 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
     if ((long)c->history + L->act_frames > INT_MAX)
         return fail(err, errlen, "history K + window W overflows");
     L->ring_cap = c->history + L->act_frames;
+    long chunk_rows = c->chunk_rows ? c->chunk_rows : FRAE_CHUNK_ROWS;
+    L->chunk_frames = (int)((chunk_rows + c->batch - 1) / c->batch);
+    if (L->chunk_frames > L->act_frames)
+        L->chunk_frames = L->act_frames;
     if ((size_t)L->act_frames * B > (size_t)INT_MAX)
         return fail(err, errlen, "batch x window = %zu rows overflows",
                     (size_t)L->act_frames * B);
@@ -232,7 +237,9 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
         if (l != L->n_layers - 1) /* output frames live in the ring */
             L->a[l] = reserve(p, mul3(p, frames, B, (size_t)L->out[l]));
         if (c->training)
-            L->dz[l] = reserve(p, mul3(p, frames, B, (size_t)L->out[l]));
+            L->dz[l] = reserve(p, mul3(p, l == L->n_layers - 1 ? frames
+                                                  : (size_t)L->chunk_frames,
+                                       B, (size_t)L->out[l]));
     }
     L->q = reserve(p, mul3(p, frames, B, (size_t)c->latent_dim));
     L->ring = reserve(p, mul3(p, (size_t)L->ring_cap, B, D));
@@ -257,9 +264,11 @@ static void glorot_init(frae_model *m)
         const frae_layer *ly = &m->layer[l];
         float limit = sqrtf(6.0f / (float)(ly->in + ly->out));
         float *w = m->params + ly->w_off;
-        size_t n = (size_t)ly->in * ly->out;
-        for (size_t i = 0; i < n; i++)
-            w[i] = (2.0f * frae_rng_uniform(&rng) - 1.0f) * limit;
+        /* drawn in Keras order, so the layout does not change the model */
+        for (int i = 0; i < ly->in; i++)
+            for (int o = 0; o < ly->out; o++)
+                w[packed_index(ly->in, ly->out, i, o)] =
+                    (2.0f * frae_rng_uniform(&rng) - 1.0f) * limit;
         memset(m->params + ly->b_off, 0, sizeof(float) * (size_t)ly->out);
     }
 }
@@ -310,6 +319,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     m->dec_first = cfg->n_enc_hidden + 1;
     m->n_params = L.n_params;
     m->act_frames = L.act_frames;
+    m->chunk_frames = L.chunk_frames;
     m->ring_cap = L.ring_cap;
     m->params = (float *)(base + L.params);
     if (cfg->training) {
@@ -372,21 +382,44 @@ double frae_bits_per_frame(const frae_model *m)
     }
 }
 
+/* Keras flat order <-> the internal packed order, for any param-shaped
+ * array (parameters, gradients). */
+static void to_keras(const frae_model *m, const float *src, float *dst)
+{
+    for (int l = 0; l < m->n_layers; l++) {
+        const frae_layer *ly = &m->layer[l];
+        const float *w = src + ly->w_off;
+        for (int i = 0; i < ly->in; i++)
+            for (int o = 0; o < ly->out; o++)
+                *dst++ = w[packed_index(ly->in, ly->out, i, o)];
+        memcpy(dst, src + ly->b_off, sizeof(float) * (size_t)ly->out);
+        dst += ly->out;
+    }
+}
+
 void frae_get_params(const frae_model *m, float *dst)
 {
-    memcpy(dst, m->params, sizeof(float) * m->n_params);
+    to_keras(m, m->params, dst);
 }
 
 void frae_set_params(frae_model *m, const float *src)
 {
-    memcpy(m->params, src, sizeof(float) * m->n_params);
+    for (int l = 0; l < m->n_layers; l++) {
+        const frae_layer *ly = &m->layer[l];
+        float *w = m->params + ly->w_off;
+        for (int i = 0; i < ly->in; i++)
+            for (int o = 0; o < ly->out; o++)
+                w[packed_index(ly->in, ly->out, i, o)] = *src++;
+        memcpy(m->params + ly->b_off, src, sizeof(float) * (size_t)ly->out);
+        src += ly->out;
+    }
     frae_refresh_transposed(m);
 }
 
 void frae_get_grads(const frae_model *m, float *dst)
 {
     if (m->grads)
-        memcpy(dst, m->grads, sizeof(float) * m->n_params);
+        to_keras(m, m->grads, dst);
     else
         memset(dst, 0, sizeof(float) * m->n_params);
 }

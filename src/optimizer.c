@@ -25,22 +25,26 @@ void frae_adam_update(float *params, const float *grads, float *m, float *v,
     }
 }
 
-/* The input-gradient GEMMs read each kernel as [out][in]; keep that copy in
- * step with the parameters.  Blocked so both sides stay in cache. */
+/* The input-gradient GEMMs read each kernel transposed; keep that copy in
+ * step with the parameters.  Walks tile by tile (a source panel against a
+ * destination panel) so both sides stay in L1. */
 void frae_refresh_transposed(frae_model *m)
 {
-    enum { TB = 32 };
     for (int l = 0; l < m->n_layers; l++) {
         const frae_layer *ly = &m->layer[l];
+        const int in = ly->in, out = ly->out;
         const float *w = m->params + ly->w_off;
-        for (int i0 = 0; i0 < ly->in; i0 += TB)
-            for (int o0 = 0; o0 < ly->out; o0 += TB) {
-                int i1 = i0 + TB < ly->in ? i0 + TB : ly->in;
-                int o1 = o0 + TB < ly->out ? o0 + TB : ly->out;
-                for (int i = i0; i < i1; i++)
-                    for (int o = o0; o < o1; o++)
-                        ly->wt[(size_t)o * ly->in + i] =
-                            w[(size_t)i * ly->out + o];
+        for (int o0 = 0; o0 < out; o0 += FRAE_PANEL) {
+            const int wo = out - o0 < FRAE_PANEL ? out - o0 : FRAE_PANEL;
+            const float *src_panel = w + (size_t)o0 * in; /* rows i, width wo */
+            for (int i0 = 0; i0 < in; i0 += FRAE_PANEL) {
+                const int wi = in - i0 < FRAE_PANEL ? in - i0 : FRAE_PANEL;
+                float *dst_panel = ly->wt + (size_t)i0 * out; /* rows o, width wi */
+                for (int o = 0; o < wo; o++)
+                    for (int i = 0; i < wi; i++)
+                        dst_panel[(size_t)(o0 + o) * wi + i] =
+                            src_panel[(size_t)(i0 + i) * wo + o];
             }
+        }
     }
 }

@@ -17,6 +17,37 @@ static float *ring_frame(const frae_model *m, long pos)
     return m->ring + (size_t)p * m->ring_rows * m->cfg.frame_dim;
 }
 
+/* C[M][c0..c1) = init + A . B[k0..k0+K)[c0..c1), with B a packed rows x
+ * cols matrix: one GEMM per panel the column range touches.  bias and c
+ * are indexed from c0. */
+static void gemm_packed_b(const frae_model *m, int M, int K, const float *a,
+                          ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,
+                          int rows, int cols, int k0, int c0, int c1, float *c,
+                          ptrdiff_t ldc, const float *bias, int init)
+{
+    for (int pc0 = c0 - c0 % FRAE_PANEL; pc0 < c1; pc0 += FRAE_PANEL) {
+        int w = cols - pc0 < FRAE_PANEL ? cols - pc0 : FRAE_PANEL;
+        int lo = c0 > pc0 ? c0 : pc0, hi = c1 < pc0 + w ? c1 : pc0 + w;
+        m->gemm(M, hi - lo, K, a, a_rs, a_cs,
+                b + (size_t)pc0 * rows + (size_t)k0 * w + (lo - pc0), w,
+                c + (lo - c0), ldc, bias ? bias + (lo - c0) : NULL, init);
+    }
+}
+
+/* Rows r0..r0+M of a packed rows x cols matrix C = init + A^T . B, where A
+ * is K x M (row stride a_cs) and B is K x cols (row stride ldb): the
+ * weight-gradient shape. */
+static void gemm_packed_c(const frae_model *m, int M, int K, const float *a,
+                          ptrdiff_t a_cs, const float *b, ptrdiff_t ldb,
+                          float *c, int rows, int cols, int r0, int init)
+{
+    for (int pc0 = 0; pc0 < cols; pc0 += FRAE_PANEL) {
+        int w = cols - pc0 < FRAE_PANEL ? cols - pc0 : FRAE_PANEL;
+        m->gemm(M, w, K, a, 1, a_cs, b + pc0, ldb,
+                c + (size_t)pc0 * rows + (size_t)r0 * w, w, NULL, init);
+    }
+}
+
 /* First encoder or decoder layer: z = b + head.W_head + sum_j slot_j.W_j,
  * with slot 0 the newest frame.  Each GEMM continues the same FMA chain, so
  * this equals the dense layer applied to [head, buffer] concatenated. */
@@ -26,12 +57,12 @@ static void first_layer_forward(frae_model *m, int l, long t, const float *head,
     const frae_layer *ly = &m->layer[l];
     const float *w = m->params + ly->w_off;
     const int D = m->cfg.frame_dim;
-    m->gemm(nb, ly->out, head_w, head, head_rs, 1, w, ly->out, z, ly->out,
-            m->params + ly->b_off, GEMM_BIAS);
+    gemm_packed_b(m, nb, head_w, head, head_rs, 1, w, ly->in, ly->out, 0, 0,
+                  ly->out, z, ly->out, m->params + ly->b_off, GEMM_BIAS);
     for (int j = 0; j < m->cfg.history; j++)
-        m->gemm(nb, ly->out, D, ring_frame(m, m->ring_pos + t - 1 - j), D, 1,
-                w + (size_t)(head_w + j * D) * ly->out, ly->out, z, ly->out,
-                NULL, GEMM_ACC);
+        gemm_packed_b(m, nb, D, ring_frame(m, m->ring_pos + t - 1 - j), D, 1,
+                      w, ly->in, ly->out, head_w + j * D, 0, ly->out, z,
+                      ly->out, NULL, GEMM_ACC);
 }
 
 /* One frame for nb sequences.  x points at frame t of sequence 0; rows are
@@ -52,9 +83,10 @@ static void frame_forward(frae_model *m, long t, const float *x, ptrdiff_t x_rs,
         else if (l == m->dec_first)
             first_layer_forward(m, l, t, q, L, L, nb, z);
         else
-            m->gemm(nb, ly->out, ly->in, prev, ly->in, 1,
-                    m->params + ly->w_off, ly->out, z, ly->out,
-                    m->params + ly->b_off, GEMM_BIAS);
+            gemm_packed_b(m, nb, ly->in, prev, ly->in, 1,
+                          m->params + ly->w_off, ly->in, ly->out, 0, 0,
+                          ly->out, z, ly->out, m->params + ly->b_off,
+                          GEMM_BIAS);
         frae_activate(ly->act, z, (size_t)nb * ly->out);
         if (l == m->latent)
             frae_quantize(&m->cfg, z, q, (size_t)nb * L);
@@ -83,110 +115,131 @@ static void frame_loss(const frae_model *m, long t, const float *x,
         }
 }
 
-/* Back-propagates the output gradients of frames t0..t0+nt-1 (rows in
- * layer[last].dz) down to the first encoder layer's dz.  Rows are
- * independent, so detached mode runs the whole window as one call. */
-static void backward_chain(frae_model *m, int t0, int nt, int nb)
+/* Gradient rows of frame t for layer l: dL/dy (the output layer) is kept
+ * for the whole window, the others for the chunk starting at frame c0. */
+static float *dz_rows(const frae_model *m, int l, int t, int c0, int nb)
+{
+    const frae_layer *ly = &m->layer[l];
+    int row_frame = l == m->n_layers - 1 ? t : t - c0;
+    return ly->dz + (size_t)row_frame * nb * ly->out;
+}
+
+/* Back-propagates dL/dy of frames t0..t0+nt-1 (inside the chunk starting at
+ * c0) down to the first encoder layer's dz.  Rows are independent, so
+ * detached mode runs a whole chunk as one call. */
+static void backward_chain(frae_model *m, int t0, int nt, int nb, int c0)
 {
     const int L = m->cfg.latent_dim;
-    const size_t r0 = (size_t)t0 * nb;
     const int rows = nt * nb;
     for (int l = m->n_layers - 1; l >= 1; l--) {
         const frae_layer *ly = &m->layer[l];
-        const float *dz = ly->dz + r0 * ly->out;
         /* the layer feeding this one: the latent for the first decoder
          * layer (through the straight-through quantizer), else l - 1 */
-        const frae_layer *pv = &m->layer[l == m->dec_first ? m->latent : l - 1];
-        float *dprev = pv->dz + r0 * pv->out;
+        int p = l == m->dec_first ? m->latent : l - 1;
+        const frae_layer *pv = &m->layer[p];
+        float *dprev = dz_rows(m, p, t0, c0, nb);
         int width = l == m->dec_first ? L : ly->in;
-        m->gemm(rows, width, ly->out, dz, ly->out, 1, ly->wt, ly->in, dprev,
-                pv->out, NULL, GEMM_ZERO);
-        frae_activation_backward(pv->act, pv->a + r0 * pv->out, dprev,
-                                 (size_t)rows * pv->out);
+        gemm_packed_b(m, rows, ly->out, dz_rows(m, l, t0, c0, nb), ly->out, 1,
+                      ly->wt, ly->out, ly->in, 0, 0, width, dprev, pv->out,
+                      NULL, GEMM_ZERO);
+        frae_activation_backward(pv->act, pv->a + (size_t)t0 * nb * pv->out,
+                                 dprev, (size_t)rows * pv->out);
     }
 }
 
 /* Full feedback: y_s fed frame s+1+j as buffer slot j through both first
  * layers; send that gradient back into dL/dy_s. */
-static void feedback_backward(frae_model *m, int t, int nb)
+static void feedback_backward(frae_model *m, int t, int nb, int c0)
 {
     const int D = m->cfg.frame_dim, L = m->cfg.latent_dim;
     const frae_layer *enc = &m->layer[0], *dec = &m->layer[m->dec_first];
-    float *dy_all = m->layer[m->n_layers - 1].dz;
+    const float *dz_enc = dz_rows(m, 0, t, c0, nb);
+    const float *dz_dec = dz_rows(m, m->dec_first, t, c0, nb);
     for (int j = 0; j < m->cfg.history && t - 1 - j >= 0; j++) {
-        float *dys = dy_all + (size_t)(t - 1 - j) * nb * D;
-        m->gemm(nb, D, enc->out, enc->dz + (size_t)t * nb * enc->out,
-                enc->out, 1, enc->wt + D + j * D, enc->in, dys, D, NULL,
-                GEMM_ACC);
-        m->gemm(nb, D, dec->out, dec->dz + (size_t)t * nb * dec->out,
-                dec->out, 1, dec->wt + L + j * D, dec->in, dys, D, NULL,
-                GEMM_ACC);
+        float *dys = dz_rows(m, m->n_layers - 1, t - 1 - j, c0, nb);
+        gemm_packed_b(m, nb, enc->out, dz_enc, enc->out, 1, enc->wt, enc->out,
+                      enc->in, 0, D + j * D, D + (j + 1) * D, dys, D, NULL,
+                      GEMM_ACC);
+        gemm_packed_b(m, nb, dec->out, dz_dec, dec->out, 1, dec->wt, dec->out,
+                      dec->in, 0, L + j * D, L + (j + 1) * D, dys, D, NULL,
+                      GEMM_ACC);
     }
 }
 
-/* gW[head_w + j*D ...] for buffer slot j: the slot's frames over the window
- * are consecutive ring frames, split in two where the ring wraps. */
+/* Weight-gradient rows head_w + j*D.. for buffer slot j over frames c0..
+ * c0+nt-1: consecutive ring frames, split in two where the ring wraps. */
 static void buffer_weight_grad(frae_model *m, const frae_layer *ly, int head_w,
-                               int j, int nt, int nb)
+                               int j, int c0, int nt, int nb, int init)
 {
     const int D = m->cfg.frame_dim;
-    float *gw = m->grads + ly->w_off + (size_t)(head_w + j * D) * ly->out;
-    long p0 = (m->ring_pos - 1 - j) % m->ring_cap;
+    float *gw = m->grads + ly->w_off;
+    long p0 = (m->ring_pos + c0 - 1 - j) % m->ring_cap;
     if (p0 < 0)
         p0 += m->ring_cap;
     int n1 = m->ring_cap - p0 < nt ? (int)(m->ring_cap - p0) : nt;
-    m->gemm(D, ly->out, n1 * nb, ring_frame(m, p0), 1, D, ly->dz, ly->out, gw,
-            ly->out, NULL, GEMM_ZERO);
+    gemm_packed_c(m, D, n1 * nb, ring_frame(m, p0), D, ly->dz, ly->out, gw,
+                  ly->in, ly->out, head_w + j * D, init);
     if (n1 < nt)
-        m->gemm(D, ly->out, (nt - n1) * nb, ring_frame(m, 0), 1, D,
-                ly->dz + (size_t)n1 * nb * ly->out, ly->out, gw, ly->out, NULL,
-                GEMM_ACC);
+        gemm_packed_c(m, D, (nt - n1) * nb, ring_frame(m, 0), D,
+                      ly->dz + (size_t)n1 * nb * ly->out, ly->out, gw, ly->in,
+                      ly->out, head_w + j * D, GEMM_ACC);
 }
 
-/* All parameter gradients of the window, one GEMM per weight block. */
-static void weight_grads(frae_model *m, int nt, int nb)
+/* Adds the chunk of frames c0..c0+nt-1 to every parameter gradient (init
+ * GEMM_ZERO for the first chunk), one GEMM per weight block. */
+static void weight_grads(frae_model *m, int c0, int nt, int nb, int init)
 {
     const int rows = nt * nb, D = m->cfg.frame_dim, L = m->cfg.latent_dim;
+    const size_t r0 = (size_t)c0 * nb;
     for (int l = 0; l < m->n_layers; l++) {
         const frae_layer *ly = &m->layer[l];
         float *gw = m->grads + ly->w_off;
+        const float *dz = dz_rows(m, l, c0, c0, nb);
         if (l == 0 || l == m->dec_first) {
-            const float *head = l == 0 ? m->xwin : m->q;
             int head_w = l == 0 ? D : L;
-            m->gemm(head_w, ly->out, rows, head, 1, head_w, ly->dz, ly->out,
-                    gw, ly->out, NULL, GEMM_ZERO);
+            const float *head = (l == 0 ? m->xwin : m->q) + r0 * head_w;
+            gemm_packed_c(m, head_w, rows, head, head_w, dz, ly->out, gw,
+                          ly->in, ly->out, 0, init);
             for (int j = 0; j < m->cfg.history; j++)
-                buffer_weight_grad(m, ly, head_w, j, nt, nb);
+                buffer_weight_grad(m, ly, head_w, j, c0, nt, nb, init);
         } else {
-            const float *in = m->layer[l - 1].a;
-            m->gemm(ly->in, ly->out, rows, in, 1, ly->in, ly->dz, ly->out, gw,
-                    ly->out, NULL, GEMM_ZERO);
+            const frae_layer *in = &m->layer[l - 1];
+            gemm_packed_c(m, ly->in, rows, in->a + r0 * in->out, ly->in, dz,
+                          ly->out, gw, ly->in, ly->out, 0, init);
         }
-        frae_bias_grad(ly->dz, rows, ly->out, m->grads + ly->b_off);
+        frae_bias_grad(dz, rows, ly->out, m->grads + ly->b_off,
+                       init == GEMM_ACC);
     }
 }
 
 /* Forward, loss and gradients of one window of nt frames (x staged in
- * m->xwin).  The ring position is left at the window's start. */
+ * m->xwin).  The ring position is left at the window's start.  The
+ * backward pass runs chunk by chunk from the end of the window. */
 static void window_grads(frae_model *m, int nt, int nb, float scale,
                          loss_acc *acc)
 {
-    const int D = m->cfg.frame_dim;
+    const int D = m->cfg.frame_dim, C = m->chunk_frames;
+    const int full = m->cfg.feedback == FRAE_FEEDBACK_FULL &&
+                     m->cfg.history > 0;
     float *dy = m->layer[m->n_layers - 1].dz;
     for (int t = 0; t < nt; t++) {
         const float *xt = m->xwin + (size_t)t * nb * D;
         frame_forward(m, t, xt, D, nb);
         frame_loss(m, t, xt, D, nb, acc, dy + (size_t)t * nb * D, scale);
     }
-    if (m->cfg.feedback == FRAE_FEEDBACK_FULL && m->cfg.history > 0) {
-        for (int t = nt - 1; t >= 0; t--) {
-            backward_chain(m, t, 1, nb);
-            feedback_backward(m, t, nb);
+    int last_c0 = (nt - 1) / C * C;
+    for (int c0 = last_c0; c0 >= 0; c0 -= C) {
+        int cn = nt - c0 < C ? nt - c0 : C;
+        if (full) {
+            for (int t = c0 + cn - 1; t >= c0; t--) {
+                backward_chain(m, t, 1, nb, c0);
+                feedback_backward(m, t, nb, c0);
+            }
+        } else {
+            backward_chain(m, c0, cn, nb, c0);
         }
-    } else {
-        backward_chain(m, 0, nt, nb);
+        weight_grads(m, c0, cn, nb, c0 == last_c0 ? GEMM_ZERO : GEMM_ACC);
     }
-    weight_grads(m, nt, nb);
 }
 
 static void stage_window(frae_model *m, const float *x, int nseq, int nframes,

@@ -18,6 +18,7 @@ MUT(neg_dec, c->dec_hidden[0] = -512)
 MUT(too_many_layers, c->n_enc_hidden = FRAE_MAX_HIDDEN + 1)
 MUT(zero_batch, c->batch = 0)
 MUT(zero_window, c->window = 0)
+MUT(neg_chunk, c->chunk_rows = -1)
 MUT(bad_levels, c->quantizer = FRAE_QUANT_UNIFORM; c->quant_levels = 1)
 MUT(bad_quant, c->quantizer = (frae_quantizer)9)
 MUT(bad_act, c->activation = (frae_activation)5)
@@ -45,6 +46,7 @@ int test_bad_configs(void)
         {"too many layers", too_many_layers, 0},
         {"zero batch", zero_batch, 0},
         {"zero window", zero_window, 0},
+        {"negative chunk rows", neg_chunk, 0},
         {"uniform with 1 level", bad_levels, 0},
         {"unknown quantizer", bad_quant, 0},
         {"unknown activation", bad_act, 0},

@@ -254,8 +254,10 @@ int test_fixtures(void)
         failures += compare_flat(name, got, ref, &cm);
         frae_destroy(m);
 
-        /* truncated BPTT: windows of 4 and 2 frames, two Adam steps */
+        /* truncated BPTT: windows of 4 and 2 frames, two Adam steps, and
+         * a backward pass in chunks of one frame */
         cm.window = 4;
+        cm.chunk_rows = 1;
         m = create_or_die(&cm);
         frae_set_params(m, init);
         frae_train_batch(m, x->data, nseq, T, &st);

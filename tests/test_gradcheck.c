@@ -32,6 +32,7 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     c.feedback = g->feedback;
     c.batch = nseq;
     c.window = T;
+    c.chunk_rows = 2 * nseq; /* chunks of 2, 2 and 1 frames */
     frae_model *m = create_or_die(&c);
     size_t n = frae_param_count(m);
     float *pf = malloc(sizeof(float) * n), *grad = malloc(sizeof(float) * n);

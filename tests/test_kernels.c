@@ -79,6 +79,7 @@ int test_isas_train_identically(void)
             tiny_config(&c, 6, 3, 2, enc, 5, 2, dec);
             c.batch = 3;
             c.window = 7;
+            c.chunk_rows = 6; /* chunks of 2 frames */
             c.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
             c.isa = isas[ii];
             frae_model *m = create_or_die(&c);

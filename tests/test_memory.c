@@ -87,6 +87,7 @@ int test_zero_allocations(void)
         tiny_config(&c, 5, 3, 2, enc, 4, 2, dec);
         c.batch = nseq;
         c.window = 7;
+        c.chunk_rows = 7; /* chunks of 3 frames: 3 + 3 + 1 per window */
         c.quantizer = FRAE_QUANT_UNIFORM;
         c.quant_levels = 9;
         c.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
