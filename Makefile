@@ -7,7 +7,7 @@ SAN     ?=
 CFLAGS_ALL = -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -fno-fast-math \
              -ffp-contract=off -fno-math-errno -fPIC -D_POSIX_C_SOURCE=200809L -Iinclude \
              -Isrc $(SAN) $(CFLAGS)
-LDLIBS_ALL = -lm $(SAN) $(LDFLAGS)
+LDLIBS_ALL = -lm -pthread $(SAN) $(LDFLAGS)
 
 LIB_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
            src/layers.c src/model.c src/train.c src/optimizer.c src/rng.c \
@@ -30,7 +30,7 @@ all: $(LIB) $(SOLIB) $(FRAE) $(TESTS) $(BENCH)
 $(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
 $(BUILD)/src/kernels_avx512.o: ISA_FLAGS = -mavx512f -mfma
 
-$(BUILD)/%.o: %.c include/frae.h src/frae_internal.h src/kernels.h \
+$(BUILD)/%.o: %.c include/frae.h src/frae_internal.h src/kernels.h src/kernels_driver.h \
               tests/test_util.h tests/naive_ref.h tests/tests.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@

@@ -62,6 +62,7 @@ struct frae_model {
                          rows, so big batches keep few frames of gradients */
     float *q;        /* quantized latent, [act_frames][B][L] */
     float *xwin;     /* the current window's input, [W][B][D] (training) */
+    float *fb;       /* full feedback: dL/d(buffer) of one frame, [B][K*D] */
 
     /* Feedback ring: ring_cap = K + act_frames frames of ring_rows x D.
      * The frame written at window position t lives at (ring_pos + t) %

@@ -78,29 +78,17 @@ static void tile_dispatch(int mr, int nv, int K, const float *a,
     }
 }
 
-void frae_gemm_avx2(int M, int N, int K, const float *a, ptrdiff_t a_rs,
-                    ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
-                    ptrdiff_t ldc, const float *bias, int init)
+typedef __m256i tile_mask_t;
+static inline tile_mask_t tile_mask(int tail)
 {
-    for (int k0 = 0; k0 < K || k0 == 0; k0 += FRAE_GEMM_KC) {
-        int kc = K - k0 < FRAE_GEMM_KC ? K - k0 : FRAE_GEMM_KC;
-        int kinit = k0 == 0 ? init : GEMM_ACC;
-        const float *ak = a + k0 * a_cs;
-        const float *bk = b + k0 * ldb;
-        for (int n0 = 0; n0 < N; n0 += NV * VW) {
-            int nrem = N - n0 < NV * VW ? N - n0 : NV * VW;
-            int nv = (nrem + VW - 1) / VW;
-            int tail = nrem - (nv - 1) * VW;
-            __m256i last =
-                _mm256_loadu_si256((const __m256i *)(mask_table + VW - tail));
-            for (int m0 = 0; m0 < M; m0 += MR) {
-                int mr = M - m0 < MR ? M - m0 : MR;
-                tile_dispatch(mr, nv, kc, ak + m0 * a_rs, a_rs, a_cs, bk + n0,
-                              ldb, c + m0 * ldc + n0, ldc,
-                              bias ? bias + n0 : bias, kinit, last);
-            }
-        }
-        if (K == 0)
-            break;
-    }
+    return _mm256_loadu_si256((const __m256i *)(mask_table + VW - tail));
+}
+
+#include "kernels_driver.h"
+
+void frae_gemm_avx2(int M, int N, int K, const float *a, ptrdiff_t a_rs,
+                   ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
+                   ptrdiff_t ldc, const float *bias, int init)
+{
+    gemm_driver(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc, bias, init);
 }

@@ -178,7 +178,7 @@ static int layer_in(const frae_config *c, int l, int ne, int nd, int *in,
 
 /* Walks the layout once: used both to size the arena and to carve it. */
 typedef struct {
-    size_t params, grads, adam_m, adam_v, q, xwin, ring;
+    size_t params, grads, adam_m, adam_v, q, xwin, fb, ring;
     size_t wt[FRAE_MAX_LAYERS], a[FRAE_MAX_LAYERS], dz[FRAE_MAX_LAYERS];
     size_t w_off[FRAE_MAX_LAYERS], b_off[FRAE_MAX_LAYERS];
     int in[FRAE_MAX_LAYERS], out[FRAE_MAX_LAYERS], act[FRAE_MAX_LAYERS];
@@ -231,6 +231,7 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
         L->adam_m = reserve(p, np);
         L->adam_v = reserve(p, np);
         L->xwin = reserve(p, mul3(p, frames, B, D));
+        L->fb = reserve(p, mul3(p, B, (size_t)c->history, D));
     }
     for (int l = 0; l < L->n_layers; l++) {
         L->wt[l] = reserve(p, mul3(p, (size_t)L->in[l], (size_t)L->out[l], 1));
@@ -327,6 +328,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         m->adam_m = (float *)(base + L.adam_m);
         m->adam_v = (float *)(base + L.adam_v);
         m->xwin = (float *)(base + L.xwin);
+        m->fb = (float *)(base + L.fb);
     }
     for (int l = 0; l < L.n_layers; l++) {
         frae_layer *ly = &m->layer[l];

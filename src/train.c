@@ -9,6 +9,25 @@
 
 #include "frae_internal.h"
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+/* Denormals in decaying activations and gradients can slow every FMA
+ * many times over; flush them to zero (FTZ) and treat denormal inputs as
+ * zero (DAZ) inside frae's calls only, restoring the caller's MXCSR. */
+typedef unsigned int fp_env;
+static fp_env fp_enter(void)
+{
+    fp_env saved = _mm_getcsr();
+    _mm_setcsr(saved | 0x8040u); /* FTZ (bit 15) | DAZ (bit 6) */
+    return saved;
+}
+static void fp_leave(fp_env saved) { _mm_setcsr(saved); }
+#else
+typedef int fp_env;
+static fp_env fp_enter(void) { return 0; }
+static void fp_leave(fp_env saved) { (void)saved; }
+#endif
+
 static float *ring_frame(const frae_model *m, long pos)
 {
     long p = pos % m->ring_cap;
@@ -148,21 +167,28 @@ static void backward_chain(frae_model *m, int t0, int nt, int nb, int c0)
 }
 
 /* Full feedback: y_s fed frame s+1+j as buffer slot j through both first
- * layers; send that gradient back into dL/dy_s. */
+ * layers.  dL/d(buffer) of frame t comes from the buffer columns of the two
+ * first layers, one GEMM each over all K slots; slot j then goes back into
+ * dL/dy of frame t-1-j. */
 static void feedback_backward(frae_model *m, int t, int nb, int c0)
 {
     const int D = m->cfg.frame_dim, L = m->cfg.latent_dim;
+    const int KD = m->cfg.history * D;
     const frae_layer *enc = &m->layer[0], *dec = &m->layer[m->dec_first];
-    const float *dz_enc = dz_rows(m, 0, t, c0, nb);
-    const float *dz_dec = dz_rows(m, m->dec_first, t, c0, nb);
-    for (int j = 0; j < m->cfg.history && t - 1 - j >= 0; j++) {
+    const int nslots = t < m->cfg.history ? t : m->cfg.history;
+    if (nslots == 0)
+        return;
+    gemm_packed_b(m, nb, enc->out, dz_rows(m, 0, t, c0, nb), enc->out, 1,
+                  enc->wt, enc->out, enc->in, 0, D, D + nslots * D, m->fb, KD,
+                  NULL, GEMM_ZERO);
+    gemm_packed_b(m, nb, dec->out, dz_rows(m, m->dec_first, t, c0, nb),
+                  dec->out, 1, dec->wt, dec->out, dec->in, 0, L,
+                  L + nslots * D, m->fb, KD, NULL, GEMM_ACC);
+    for (int j = 0; j < nslots; j++) {
         float *dys = dz_rows(m, m->n_layers - 1, t - 1 - j, c0, nb);
-        gemm_packed_b(m, nb, enc->out, dz_enc, enc->out, 1, enc->wt, enc->out,
-                      enc->in, 0, D + j * D, D + (j + 1) * D, dys, D, NULL,
-                      GEMM_ACC);
-        gemm_packed_b(m, nb, dec->out, dz_dec, dec->out, 1, dec->wt, dec->out,
-                      dec->in, 0, L + j * D, L + (j + 1) * D, dys, D, NULL,
-                      GEMM_ACC);
+        for (int b = 0; b < nb; b++)
+            for (int d = 0; d < D; d++)
+                dys[(size_t)b * D + d] += m->fb[(size_t)b * KD + j * D + d];
     }
 }
 
@@ -301,7 +327,8 @@ static int run_windows(frae_model *m, const float *x, int nseq, int nframes,
     return 0;
 }
 
-int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
+static int train_batch_impl(frae_model *m, const float *x, int nseq,
+                    int nframes,
                      frae_stats *stats)
 {
     if (!m->cfg.training || bad_sizes(m, nseq, nframes))
@@ -309,7 +336,8 @@ int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
     return run_windows(m, x, nseq, nframes, stats, 1);
 }
 
-int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
+static int compute_grads_impl(frae_model *m, const float *x, int nseq,
+                    int nframes,
                        frae_stats *stats)
 {
     if (!m->cfg.training || bad_sizes(m, nseq, nframes) ||
@@ -318,7 +346,8 @@ int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
     return run_windows(m, x, nseq, nframes, stats, 0);
 }
 
-int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
+static int eval_batch_impl(frae_model *m, const float *x, int nseq,
+                    int nframes,
                     frae_stats *stats)
 {
     if (bad_sizes(m, nseq, nframes))
@@ -336,8 +365,8 @@ int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
     return 0;
 }
 
-int frae_forward(frae_model *m, const float *x, float *y, int nseq,
-                 int nframes)
+static int forward_impl(frae_model *m, const float *x, float *y, int nseq,
+                        int nframes)
 {
     if (bad_sizes(m, nseq, nframes))
         return -1;
@@ -355,4 +384,40 @@ int frae_forward(frae_model *m, const float *x, float *y, int nseq,
     }
     m->ring_pos = (int)((m->ring_pos + (long)nframes) % m->ring_cap);
     return 0;
+}
+
+int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
+                     frae_stats *stats)
+{
+    fp_env env = fp_enter();
+    int rc = train_batch_impl(m, x, nseq, nframes, stats);
+    fp_leave(env);
+    return rc;
+}
+
+int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
+                       frae_stats *stats)
+{
+    fp_env env = fp_enter();
+    int rc = compute_grads_impl(m, x, nseq, nframes, stats);
+    fp_leave(env);
+    return rc;
+}
+
+int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
+                    frae_stats *stats)
+{
+    fp_env env = fp_enter();
+    int rc = eval_batch_impl(m, x, nseq, nframes, stats);
+    fp_leave(env);
+    return rc;
+}
+
+int frae_forward(frae_model *m, const float *x, float *y, int nseq,
+                 int nframes)
+{
+    fp_env env = fp_enter();
+    int rc = forward_impl(m, x, y, nseq, nframes);
+    fp_leave(env);
+    return rc;
 }

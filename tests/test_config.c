@@ -75,6 +75,10 @@ int test_bad_configs(void)
     return failures;
 }
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 int test_sizes(void)
 {
     int failures = 0;
@@ -89,6 +93,17 @@ int test_sizes(void)
     CHECK(frae_bytes_allocated(m) >= 5 * 599648 * sizeof(float),
           "bytes allocated %zu too small", frae_bytes_allocated(m));
     size_t train_bytes = frae_bytes_allocated(m);
+#if defined(__SSE__)
+    /* FTZ/DAZ inside frae's calls; the caller's MXCSR comes back intact */
+    unsigned int csr = _mm_getcsr();
+    float *xs = synth(1, 3, 80, 1), *ys = malloc(sizeof(float) * 3 * 80);
+    frae_train_batch(m, xs, 1, 3, NULL);
+    frae_reset(m);
+    frae_forward(m, xs, ys, 1, 3);
+    CHECK(_mm_getcsr() == csr, "MXCSR changed from %#x to %#x", csr,
+          _mm_getcsr());
+    free(xs), free(ys);
+#endif
     frae_destroy(m);
     c.quantizer = FRAE_QUANT_BINARY;
     c.training = 0;

@@ -21,6 +21,7 @@ static const test_entry tests[] = {
     {"pytorch_fixtures", test_fixtures},
     {"zero_allocations", test_zero_allocations},
     {"flat_rss", test_flat_rss},
+    {"two_models_independent", test_two_models_independent},
     {"bad_configs", test_bad_configs},
     {"sizes", test_sizes},
 };

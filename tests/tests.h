@@ -17,6 +17,7 @@ int test_gradcheck_straight_through(void);
 int test_fixtures(void);
 int test_zero_allocations(void);
 int test_flat_rss(void);
+int test_two_models_independent(void);
 int test_bad_configs(void);
 int test_sizes(void);
 #endif

@@ -1,0 +1,35 @@
+/* The GEMM driver shared by the SIMD kernels: blocks over K, columns and
+ * rows, and calls the ISA's tile_dispatch.  Included by kernels_avx2.c and
+ * kernels_avx512.c after they define MR, NV, VW, tile_mask_t,
+ * tile_mask(tail) and tile_dispatch.
+ *
+ * Panels of B outer, rows of A inner: a batch-1 matrix-vector product
+ * streams B exactly once, and each output is one ordered FMA chain.
+ * (Known cost: in the weight-gradient shape A is read down columns lda
+ * apart; with lda a power of two those reads alias in L1.  Packing A per
+ * call did not pay off while C is written one panel per call.) */
+
+static void gemm_driver(int M, int N, int K, const float *a, ptrdiff_t a_rs,
+                        ptrdiff_t a_cs, const float *b, ptrdiff_t ldb,
+                        float *c, ptrdiff_t ldc, const float *bias, int init)
+{
+    for (int k0 = 0; k0 < K || k0 == 0; k0 += FRAE_GEMM_KC) {
+        int kc = K - k0 < FRAE_GEMM_KC ? K - k0 : FRAE_GEMM_KC;
+        int kinit = k0 == 0 ? init : GEMM_ACC;
+        const float *ak = a + k0 * a_cs;
+        const float *bk = b + k0 * ldb;
+        for (int n0 = 0; n0 < N; n0 += NV * VW) {
+            int nrem = N - n0 < NV * VW ? N - n0 : NV * VW;
+            int nv = (nrem + VW - 1) / VW;
+            tile_mask_t last = tile_mask(nrem - (nv - 1) * VW);
+            for (int m0 = 0; m0 < M; m0 += MR) {
+                int mr = M - m0 < MR ? M - m0 : MR;
+                tile_dispatch(mr, nv, kc, ak + m0 * a_rs, a_rs, a_cs, bk + n0,
+                              ldb, c + m0 * ldc + n0, ldc,
+                              bias ? bias + n0 : bias, kinit, last);
+            }
+        }
+        if (K == 0)
+            break;
+    }
+}
