@@ -46,6 +46,7 @@ typedef struct {
 struct frae_model {
     frae_config cfg;
     frae_gemm_fn gemm;
+    frae_gemv_sparse_fn gemv_sparse;
     const char *isa_name;
 
     int n_layers;
@@ -63,6 +64,8 @@ struct frae_model {
     float *q;        /* quantized latent, [act_frames][B][L] */
     float *xwin;     /* the current window's input, [W][B][D] (training) */
     float *fb;       /* full feedback: dL/d(buffer) of one frame, [B][K*D] */
+    int *sp_idx;     /* nonzero positions of a one-row GEMM input */
+    float *sp_val;   /* ... and their values; both [widest layer side] */
 
     /* Feedback ring: ring_cap = K + act_frames frames of ring_rows x D.
      * The frame written at window position t lives at (ring_pos + t) %

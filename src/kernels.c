@@ -23,6 +23,18 @@ void frae_gemm_scalar(int M, int N, int K, const float *a, ptrdiff_t a_rs,
     }
 }
 
+void frae_gemv_sparse_scalar(int N, int nnz, const int *idx, const float *val,
+                             const float *b, ptrdiff_t ldb, float *c,
+                             const float *bias, int init)
+{
+    for (int n = 0; n < N; n++) {
+        float acc = init == GEMM_ZERO ? 0.0f : init == GEMM_BIAS ? bias[n] : c[n];
+        for (int j = 0; j < nnz; j++)
+            acc = fmaf(val[j], b[idx[j] * ldb + n], acc);
+        c[n] = acc;
+    }
+}
+
 static int cpu_has(int isa)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -35,7 +47,8 @@ static int cpu_has(int isa)
     return isa == FRAE_ISA_SCALAR;
 }
 
-int frae_select_gemm(int requested, frae_gemm_fn *fn, const char **name)
+int frae_select_gemm(int requested, frae_gemm_fn *fn,
+                     frae_gemv_sparse_fn *sparse, const char **name)
 {
     int isa = requested;
     if (isa == FRAE_ISA_AUTO) {
@@ -59,14 +72,17 @@ int frae_select_gemm(int requested, frae_gemm_fn *fn, const char **name)
     switch (isa) {
     case FRAE_ISA_AVX512:
         *fn = frae_gemm_avx512;
+        *sparse = frae_gemv_sparse_avx512;
         *name = "avx512";
         break;
     case FRAE_ISA_AVX2:
         *fn = frae_gemm_avx2;
+        *sparse = frae_gemv_sparse_avx2;
         *name = "avx2";
         break;
     default:
         *fn = frae_gemm_scalar;
+        *sparse = frae_gemv_sparse_scalar;
         *name = "scalar";
         break;
     }

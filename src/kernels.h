@@ -30,9 +30,33 @@ void frae_gemm_avx512(int M, int N, int K, const float *a, ptrdiff_t a_rs,
                       ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
                       ptrdiff_t ldc, const float *bias, int init);
 
+/* One row times a matrix, over the nonzero entries of the row only:
+ * c[n] = init + sum_j val[j] * B[idx[j]][n], j in increasing order (so idx
+ * ascending keeps the dense chain's order).  For finite B, skipping
+ * fma(0, w, acc) leaves acc unchanged, so this equals the dense GEMM as
+ * long as no partial sum is -0 (it cannot start as one: frae keeps biases
+ * +0, and a sum of nonzero terms that cancels exactly is +0); only an
+ * underflow to -0 could tell them apart, by the sign of a zero.  At batch 1
+ * the weights stream from L3 and ReLU zeroes half the inputs, so this
+ * halves the bytes. */
+typedef void (*frae_gemv_sparse_fn)(int N, int nnz, const int *idx,
+                                    const float *val, const float *b,
+                                    ptrdiff_t ldb, float *c,
+                                    const float *bias, int init);
+void frae_gemv_sparse_scalar(int N, int nnz, const int *idx, const float *val,
+                             const float *b, ptrdiff_t ldb, float *c,
+                             const float *bias, int init);
+void frae_gemv_sparse_avx2(int N, int nnz, const int *idx, const float *val,
+                           const float *b, ptrdiff_t ldb, float *c,
+                           const float *bias, int init);
+void frae_gemv_sparse_avx512(int N, int nnz, const int *idx,
+                             const float *val, const float *b, ptrdiff_t ldb,
+                             float *c, const float *bias, int init);
+
 /* Resolves FRAE_ISA_* (AUTO reads env FRAE_ISA, then the CPU) to a kernel.
  * Returns the ISA used, or -1 if the requested one is not supported here. */
-int frae_select_gemm(int requested_isa, frae_gemm_fn *fn, const char **name);
+int frae_select_gemm(int requested_isa, frae_gemm_fn *fn,
+                     frae_gemv_sparse_fn *sparse, const char **name);
 
 /* K-block: C is stored and reloaded between blocks, which keeps the order. */
 #define FRAE_GEMM_KC 256

@@ -92,3 +92,77 @@ void frae_gemm_avx2(int M, int N, int K, const float *a, ptrdiff_t a_rs,
 {
     gemm_driver(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc, bias, init);
 }
+
+/* Sparse row times matrix (see kernels.h): up to SP_NV vectors of columns
+ * at a time, accumulators in registers, rows of B picked by idx. */
+#define SP_NV 8
+static inline __attribute__((always_inline)) void
+sparse_tile(const int nv, int nnz, const int *idx, const float *val,
+            const float *b, ptrdiff_t ldb, float *c, const float *bias,
+            int init, tile_mask_t last)
+{
+    __m256 acc[SP_NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < nv; v++) {
+        if (init == GEMM_ZERO)
+            acc[v] = _mm256_setzero_ps();
+        else if (init == GEMM_BIAS)
+            acc[v] = v == nv - 1 ? _mm256_maskload_ps((bias + v * VW), last) : _mm256_loadu_ps((bias + v * VW));
+        else
+            acc[v] = v == nv - 1 ? _mm256_maskload_ps((c + v * VW), last) : _mm256_loadu_ps((c + v * VW));
+    }
+    for (int j = 0; j < nnz; j++) {
+        const float *bk = b + idx[j] * ldb;
+        __m256 av = _mm256_set1_ps(val[j]);
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++)
+            acc[v] = _mm256_fmadd_ps(av, v == nv - 1 ? _mm256_maskload_ps((bk + v * VW), last) : _mm256_loadu_ps((bk + v * VW)), acc[v]);
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < nv; v++) {
+        if (v == nv - 1)
+            _mm256_maskstore_ps(c + v * VW, last, acc[v]);
+        else
+            _mm256_storeu_ps(c + v * VW, acc[v]);
+    }
+}
+
+void frae_gemv_sparse_avx2(int N, int nnz, const int *idx, const float *val,
+                      const float *b, ptrdiff_t ldb, float *c, const float *bias,
+                      int init)
+{
+    for (int n0 = 0; n0 < N; n0 += SP_NV * VW) {
+        int nrem = N - n0 < SP_NV * VW ? N - n0 : SP_NV * VW;
+        int nv = (nrem + VW - 1) / VW;
+        tile_mask_t last = tile_mask(nrem - (nv - 1) * VW);
+        const float *bn = bias ? bias + n0 : bias;
+        switch (nv) {
+        case 1:
+            sparse_tile(1, nnz, idx, val, b + n0, ldb, c + n0, bn, init, last);
+            break;
+        case 2:
+            sparse_tile(2, nnz, idx, val, b + n0, ldb, c + n0, bn, init, last);
+            break;
+        case 3:
+            sparse_tile(3, nnz, idx, val, b + n0, ldb, c + n0, bn, init, last);
+            break;
+        case 4:
+            sparse_tile(4, nnz, idx, val, b + n0, ldb, c + n0, bn, init, last);
+            break;
+        case 5:
+            sparse_tile(5, nnz, idx, val, b + n0, ldb, c + n0, bn, init, last);
+            break;
+        case 6:
+            sparse_tile(6, nnz, idx, val, b + n0, ldb, c + n0, bn, init, last);
+            break;
+        case 7:
+            sparse_tile(7, nnz, idx, val, b + n0, ldb, c + n0, bn, init, last);
+            break;
+        case 8:
+            sparse_tile(8, nnz, idx, val, b + n0, ldb, c + n0, bn, init, last);
+            break;
+        default:
+            break;
+        }
+    }
+}

@@ -178,7 +178,7 @@ static int layer_in(const frae_config *c, int l, int ne, int nd, int *in,
 
 /* Walks the layout once: used both to size the arena and to carve it. */
 typedef struct {
-    size_t params, grads, adam_m, adam_v, q, xwin, fb, ring;
+    size_t params, grads, adam_m, adam_v, q, xwin, fb, ring, sp_idx, sp_val;
     size_t wt[FRAE_MAX_LAYERS], a[FRAE_MAX_LAYERS], dz[FRAE_MAX_LAYERS];
     size_t w_off[FRAE_MAX_LAYERS], b_off[FRAE_MAX_LAYERS];
     int in[FRAE_MAX_LAYERS], out[FRAE_MAX_LAYERS], act[FRAE_MAX_LAYERS];
@@ -244,6 +244,15 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
     }
     L->q = reserve(p, mul3(p, frames, B, (size_t)c->latent_dim));
     L->ring = reserve(p, mul3(p, (size_t)L->ring_cap, B, D));
+    size_t widest = 0;
+    for (int l = 0; l < L->n_layers; l++) {
+        if ((size_t)L->in[l] > widest)
+            widest = (size_t)L->in[l];
+        if ((size_t)L->out[l] > widest)
+            widest = (size_t)L->out[l];
+    }
+    L->sp_idx = reserve(p, widest); /* ints, same size as floats */
+    L->sp_val = reserve(p, widest);
     if (p->overflow)
         return fail(err, errlen, "model memory size overflows size_t");
     return 0;
@@ -283,8 +292,9 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         return NULL;
 
     frae_gemm_fn gemm;
+    frae_gemv_sparse_fn gemv_sparse;
     const char *isa_name;
-    if (frae_select_gemm(cfg->isa, &gemm, &isa_name) < 0) {
+    if (frae_select_gemm(cfg->isa, &gemm, &gemv_sparse, &isa_name) < 0) {
         fail(err, errlen, "the requested instruction set is not supported by "
                           "this CPU");
         return NULL;
@@ -312,6 +322,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     char *base = block;
     m->cfg = *cfg;
     m->gemm = gemm;
+    m->gemv_sparse = gemv_sparse;
     m->isa_name = isa_name;
     m->block = block;
     m->block_bytes = p.bytes;
@@ -343,6 +354,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     }
     m->q = (float *)(base + L.q);
     m->ring = (float *)(base + L.ring);
+    m->sp_idx = (int *)(base + L.sp_idx);
+    m->sp_val = (float *)(base + L.sp_val);
     glorot_init(m);
     frae_refresh_transposed(m);
     frae_reset(m);
@@ -412,8 +425,10 @@ void frae_set_params(frae_model *m, const float *src)
         for (int i = 0; i < ly->in; i++)
             for (int o = 0; o < ly->out; o++)
                 w[packed_index(ly->in, ly->out, i, o)] = *src++;
-        memcpy(m->params + ly->b_off, src, sizeof(float) * (size_t)ly->out);
-        src += ly->out;
+        /* a -0 bias would start a chain at -0, the one case where skipping
+         * zero inputs (kernels.h) could differ, in the sign of a zero */
+        for (int o = 0; o < ly->out; o++, src++)
+            m->params[ly->b_off + o] = *src == 0.0f ? 0.0f : *src;
     }
     frae_refresh_transposed(m);
 }

@@ -38,18 +38,38 @@ static float *ring_frame(const frae_model *m, long pos)
 
 /* C[M][c0..c1) = init + A . B[k0..k0+K)[c0..c1), with B a packed rows x
  * cols matrix: one GEMM per panel the column range touches.  bias and c
- * are indexed from c0. */
+ * are indexed from c0.  A single row with enough zeros (ReLU outputs and
+ * their gradients) goes through the sparse kernel: it streams only the
+ * rows of B that meet a nonzero. */
 static void gemm_packed_b(const frae_model *m, int M, int K, const float *a,
                           ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,
                           int rows, int cols, int k0, int c0, int c1, float *c,
                           ptrdiff_t ldc, const float *bias, int init)
 {
+    int nnz = -1;
+    if (M == 1) {
+        /* branch-free: ReLU zeros are as good as random to a predictor */
+        nnz = 0;
+        for (int k = 0; k < K; k++) {
+            float v = a[k * a_cs];
+            m->sp_idx[nnz] = k0 + k;
+            m->sp_val[nnz] = v;
+            nnz += v != 0.0f;
+        }
+        if (nnz > K - K / 8) /* too dense to pay for the indirection */
+            nnz = -1;
+    }
     for (int pc0 = c0 - c0 % FRAE_PANEL; pc0 < c1; pc0 += FRAE_PANEL) {
         int w = cols - pc0 < FRAE_PANEL ? cols - pc0 : FRAE_PANEL;
         int lo = c0 > pc0 ? c0 : pc0, hi = c1 < pc0 + w ? c1 : pc0 + w;
-        m->gemm(M, hi - lo, K, a, a_rs, a_cs,
-                b + (size_t)pc0 * rows + (size_t)k0 * w + (lo - pc0), w,
-                c + (lo - c0), ldc, bias ? bias + (lo - c0) : NULL, init);
+        const float *panel = b + (size_t)pc0 * rows + (lo - pc0);
+        const float *pbias = bias ? bias + (lo - c0) : NULL;
+        if (nnz >= 0)
+            m->gemv_sparse(hi - lo, nnz, m->sp_idx, m->sp_val, panel, w,
+                           c + (lo - c0), pbias, init);
+        else
+            m->gemm(M, hi - lo, K, a, a_rs, a_cs, panel + (size_t)k0 * w, w,
+                    c + (lo - c0), ldc, pbias, init);
     }
 }
 

@@ -13,11 +13,13 @@ typedef struct {
 static const test_entry tests[] = {
     {"kernels_match_scalar", test_kernels_match_scalar},
     {"isas_train_identically", test_isas_train_identically},
+    {"sparse_kernel_matches_dense", test_sparse_kernel_matches_dense},
     {"naive_bitexact", test_naive_bitexact},
     {"forward_chunked", test_forward_chunked},
     {"gradcheck_detached", test_gradcheck_detached},
     {"gradcheck_full", test_gradcheck_full},
     {"gradcheck_straight_through", test_gradcheck_straight_through},
+    {"gradcheck_relu_batch1", test_gradcheck_relu_batch1},
     {"pytorch_fixtures", test_fixtures},
     {"zero_allocations", test_zero_allocations},
     {"flat_rss", test_flat_rss},

@@ -52,6 +52,11 @@ static const naive_case cases[] = {
      FRAE_QUANT_UNIFORM, 7, 7, 8},
     {"no hidden", 4, 2, 0, {0}, 3, 0, {0}, FRAE_ACT_RELU, FRAE_QUANT_NONE, 0,
      2, 6},
+    /* one sequence: one-row GEMMs, so ReLU zeros take the sparse kernel */
+    {"batch 1 relu", 6, 3, 2, {70, 33}, 4, 2, {40, 90}, FRAE_ACT_RELU,
+     FRAE_QUANT_NONE, 0, 1, 12},
+    {"batch 1 uniform", 5, 2, 1, {64}, 3, 1, {65}, FRAE_ACT_RELU,
+     FRAE_QUANT_UNIFORM, 4, 1, 9},
 };
 
 static void case_config(const naive_case *k, frae_config *c)

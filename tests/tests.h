@@ -9,11 +9,13 @@ double naive_forward_d(const frae_config *c, const double *params,
 
 int test_kernels_match_scalar(void);
 int test_isas_train_identically(void);
+int test_sparse_kernel_matches_dense(void);
 int test_naive_bitexact(void);
 int test_forward_chunked(void);
 int test_gradcheck_detached(void);
 int test_gradcheck_full(void);
 int test_gradcheck_straight_through(void);
+int test_gradcheck_relu_batch1(void);
 int test_fixtures(void);
 int test_zero_allocations(void);
 int test_flat_rss(void);
