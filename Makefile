@@ -15,7 +15,7 @@ LIB_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o)
 TEST_SRCS = tests/test_main.c tests/test_util.c tests/test_naive.c \
             tests/test_gradcheck.c tests/test_fixtures.c tests/test_memory.c \
-            tests/test_config.c tests/test_kernels.c
+            tests/test_config.c tests/test_kernels.c tests/test_streaming.c
 TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
 LIB   = $(BUILD)/libfrae.a

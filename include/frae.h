@@ -74,6 +74,7 @@ typedef struct {
     float beta1;
     float beta2;
     float epsilon;
+    float clip_norm;     /* clip the gradient to this global L2 norm; 0 = off */
 
     frae_isa isa;
 } frae_config;
@@ -81,10 +82,14 @@ typedef struct {
 typedef struct frae_model frae_model;
 
 typedef struct {
-    double mse;      /* mean squared error over all B*T*D values */
-    double mae;      /* mean absolute error, reported as a metric */
-    long frames;     /* B*T */
-    long steps;      /* Adam steps taken (one per window) */
+    double mse;       /* mean squared error over the valid values */
+    double mae;       /* mean absolute error, reported as a metric */
+    double sse, sae;  /* their sums, to combine calls exactly */
+    long values;      /* valid values: frames x D */
+    long frames;      /* valid frames */
+    long steps;       /* Adam steps taken (one per window with valid frames) */
+    double grad_norm; /* global L2 norm of the last step's gradient, before
+                         clipping */
 } frae_stats;
 
 /* Fills cfg with the default model of FRAE.md: D=80, K=4, encoder 512,256,
@@ -137,10 +142,25 @@ int frae_forward(frae_model *m, const float *x, float *y, int nseq, int nframes)
 int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
                      frae_stats *stats);
 
-/* Same windows and loss as frae_train_batch, without touching parameters or
- * Adam state: for validation.  Works on inference-only models too. */
+/* Same loss as frae_train_batch, without touching parameters or Adam
+ * state: for validation.  Works on inference-only models too. */
 int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
                     frae_stats *stats);
+
+/* Streaming forms of the two calls above, for data that arrives in pieces
+ * and sequences of different lengths.  They continue the buffers from the
+ * previous call (frae_reset starts new sequences; nseq must stay the same
+ * until then), and cut windows of W frames from the start of each call, so
+ * a caller feeding W frames at a time trains exactly like frae_train_batch
+ * on the whole sequences.  x is [nseq][nframes][D].  valid[b] (NULL: all)
+ * is how many of the nframes frames of sequence b are real; the rest are
+ * padding, which runs through the model but has no loss and no gradient.
+ * The loss of a window is the mean over its valid values; a window with
+ * none takes no step. */
+int frae_train_frames(frae_model *m, const float *x, int nseq, int nframes,
+                      const int *valid, frae_stats *stats);
+int frae_eval_frames(frae_model *m, const float *x, int nseq, int nframes,
+                     const int *valid, frae_stats *stats);
 
 /* Computes gradients of the mean loss over a single window (nframes <= W)
  * into the gradient buffer without an Adam step.  For gradient checks. */

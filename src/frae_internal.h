@@ -64,6 +64,7 @@ struct frae_model {
     float *q;        /* quantized latent, [act_frames][B][L] */
     float *xwin;     /* the current window's input, [W][B][D] (training) */
     float *fb;       /* full feedback: dL/d(buffer) of one frame, [B][K*D] */
+    int *wvalid;     /* valid frames per sequence in the current window [B] */
     int *sp_idx;     /* nonzero positions of a one-row GEMM input */
     float *sp_val;   /* ... and their values; both [widest layer side] */
 

@@ -72,6 +72,9 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
         check_size("window", cfg->window, 1, err, errlen) ||
         check_size("chunk rows", cfg->chunk_rows, 0, err, errlen))
         return -1;
+    if (!(cfg->clip_norm >= 0.0f) || !isfinite(cfg->clip_norm))
+        return fail(err, errlen, "gradient clip norm must be >= 0, got %g",
+                    (double)cfg->clip_norm);
     if (cfg->n_enc_hidden < 0 || cfg->n_enc_hidden > FRAE_MAX_HIDDEN)
         return fail(err, errlen, "encoder hidden layers must be 0..%d, got %d",
                     FRAE_MAX_HIDDEN, cfg->n_enc_hidden);
@@ -179,6 +182,7 @@ static int layer_in(const frae_config *c, int l, int ne, int nd, int *in,
 /* Walks the layout once: used both to size the arena and to carve it. */
 typedef struct {
     size_t params, grads, adam_m, adam_v, q, xwin, fb, ring, sp_idx, sp_val;
+    size_t wvalid;
     size_t wt[FRAE_MAX_LAYERS], a[FRAE_MAX_LAYERS], dz[FRAE_MAX_LAYERS];
     size_t w_off[FRAE_MAX_LAYERS], b_off[FRAE_MAX_LAYERS];
     int in[FRAE_MAX_LAYERS], out[FRAE_MAX_LAYERS], act[FRAE_MAX_LAYERS];
@@ -251,7 +255,8 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
         if ((size_t)L->out[l] > widest)
             widest = (size_t)L->out[l];
     }
-    L->sp_idx = reserve(p, widest); /* ints, same size as floats */
+    L->wvalid = reserve(p, B); /* ints, same size as floats */
+    L->sp_idx = reserve(p, widest);
     L->sp_val = reserve(p, widest);
     if (p->overflow)
         return fail(err, errlen, "model memory size overflows size_t");
@@ -354,6 +359,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     }
     m->q = (float *)(base + L.q);
     m->ring = (float *)(base + L.ring);
+    m->wvalid = (int *)(base + L.wvalid);
     m->sp_idx = (int *)(base + L.sp_idx);
     m->sp_val = (float *)(base + L.sp_val);
     glorot_init(m);

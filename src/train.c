@@ -135,16 +135,24 @@ static void frame_forward(frae_model *m, long t, const float *x, ptrdiff_t x_rs,
 
 typedef struct {
     double sse, sae;
+    long values, frames;
 } loss_acc;
 
-/* Adds frame t's errors to acc; if dy is non-NULL writes dL/dy there. */
+/* Adds frame t's errors to acc; if dy is non-NULL writes dL/dy there.
+ * Rows past their sequence's end (t >= valid[b]) are padding: no loss and
+ * no gradient. */
 static void frame_loss(const frae_model *m, long t, const float *x,
-                       ptrdiff_t x_rs, int nb, loss_acc *acc, float *dy,
-                       float scale)
+                       ptrdiff_t x_rs, int nb, const int *valid, loss_acc *acc,
+                       float *dy, float scale)
 {
     const int D = m->cfg.frame_dim;
     const float *y = ring_frame(m, m->ring_pos + t);
-    for (int b = 0; b < nb; b++)
+    for (int b = 0; b < nb; b++) {
+        if (valid && t >= valid[b]) {
+            if (dy)
+                memset(dy + (size_t)b * D, 0, sizeof(float) * D);
+            continue;
+        }
         for (int d = 0; d < D; d++) {
             float diff = y[(size_t)b * D + d] - x[b * x_rs + d];
             acc->sse += (double)diff * diff;
@@ -152,6 +160,9 @@ static void frame_loss(const frae_model *m, long t, const float *x,
             if (dy)
                 dy[(size_t)b * D + d] = scale * diff;
         }
+        acc->values += D;
+        acc->frames++;
+    }
 }
 
 /* Gradient rows of frame t for layer l: dL/dy (the output layer) is kept
@@ -261,8 +272,8 @@ static void weight_grads(frae_model *m, int c0, int nt, int nb, int init)
 /* Forward, loss and gradients of one window of nt frames (x staged in
  * m->xwin).  The ring position is left at the window's start.  The
  * backward pass runs chunk by chunk from the end of the window. */
-static void window_grads(frae_model *m, int nt, int nb, float scale,
-                         loss_acc *acc)
+static void window_grads(frae_model *m, int nt, int nb, const int *valid,
+                         float scale, loss_acc *acc)
 {
     const int D = m->cfg.frame_dim, C = m->chunk_frames;
     const int full = m->cfg.feedback == FRAE_FEEDBACK_FULL &&
@@ -271,7 +282,8 @@ static void window_grads(frae_model *m, int nt, int nb, float scale,
     for (int t = 0; t < nt; t++) {
         const float *xt = m->xwin + (size_t)t * nb * D;
         frame_forward(m, t, xt, D, nb);
-        frame_loss(m, t, xt, D, nb, acc, dy + (size_t)t * nb * D, scale);
+        frame_loss(m, t, xt, D, nb, valid, acc, dy + (size_t)t * nb * D,
+                   scale);
     }
     int last_c0 = (nt - 1) / C * C;
     for (int c0 = last_c0; c0 >= 0; c0 -= C) {
@@ -288,14 +300,16 @@ static void window_grads(frae_model *m, int nt, int nb, float scale,
     }
 }
 
-static void stage_window(frae_model *m, const float *x, int nseq, int nframes,
-                         int w0, int nt)
+/* Copies frames w0..w0+nt-1 of nseq sequences (rows x_rs apart) into
+ * m->xwin as [frame][sequence][D]. */
+static void stage_window(frae_model *m, const float *x, ptrdiff_t x_rs,
+                         int nseq, int w0, int nt)
 {
     const int D = m->cfg.frame_dim;
     for (int t = 0; t < nt; t++)
         for (int b = 0; b < nseq; b++)
             memcpy(m->xwin + ((size_t)t * nseq + b) * D,
-                   x + ((size_t)b * nframes + w0 + t) * D, sizeof(float) * D);
+                   x + b * x_rs + (ptrdiff_t)(w0 + t) * D, sizeof(float) * D);
 }
 
 static int bad_sizes(const frae_model *m, int nseq, int nframes)
@@ -303,97 +317,132 @@ static int bad_sizes(const frae_model *m, int nseq, int nframes)
     return nseq < 1 || nseq > m->cfg.batch || nframes < 1;
 }
 
-static void fill_stats(frae_stats *st, const loss_acc *acc, long count,
-                       long frames, long steps)
+static void fill_stats(frae_stats *st, const loss_acc *acc, long steps,
+                       double grad_norm)
 {
     if (!st)
         return;
-    st->mse = acc->sse / (double)count;
-    st->mae = acc->sae / (double)count;
-    st->frames = frames;
+    st->mse = acc->values ? acc->sse / (double)acc->values : 0.0;
+    st->mae = acc->values ? acc->sae / (double)acc->values : 0.0;
+    st->sse = acc->sse;
+    st->sae = acc->sae;
+    st->values = acc->values;
+    st->frames = acc->frames;
     st->steps = steps;
+    st->grad_norm = grad_norm;
 }
 
-static void begin_sequences(frae_model *m, int nseq)
+/* The buffers belong to the sequences in flight since the last reset. */
+static int claim_rows(frae_model *m, int nseq)
 {
-    frae_reset(m);
-    m->ring_rows = nseq;
+    if (m->ring_rows == 0)
+        m->ring_rows = nseq;
+    return m->ring_rows == nseq ? 0 : -1;
 }
 
-static int run_windows(frae_model *m, const float *x, int nseq, int nframes,
-                       frae_stats *stats, int update)
+/* Scales the gradients to global L2 norm cfg.clip_norm when above it.
+ * Returns the norm before clipping. */
+static double clip_gradients(frae_model *m)
 {
-    const int D = m->cfg.frame_dim, W = m->cfg.window;
-    loss_acc acc = {0, 0};
-    long steps = 0;
-    begin_sequences(m, nseq);
-    for (int w0 = 0; w0 < nframes; w0 += W) {
-        int nt = nframes - w0 < W ? nframes - w0 : W;
-        float scale = 2.0f / (float)((double)nt * nseq * D);
-        stage_window(m, x, nseq, nframes, w0, nt);
-        window_grads(m, nt, nseq, scale, &acc);
+    double ss = 0.0;
+    for (size_t i = 0; i < m->n_params; i++)
+        ss += (double)m->grads[i] * m->grads[i];
+    double norm = sqrt(ss);
+    if (m->cfg.clip_norm > 0.0f && norm > m->cfg.clip_norm) {
+        float scale = (float)(m->cfg.clip_norm / norm);
+        for (size_t i = 0; i < m->n_params; i++)
+            m->grads[i] *= scale;
+    }
+    return norm;
+}
+
+/* One window of nt <= W frames, continuing the buffers: forward, loss over
+ * the valid frames, backward, and (if update) clipping and an Adam step.
+ * x holds frame w0 of sequence 0; sequence rows are x_rs apart; valid[b]
+ * counts the valid frames of sequence b from x's frame 0 (NULL: all). */
+static void train_window(frae_model *m, const float *x, ptrdiff_t x_rs, int nb,
+                         int w0, int nt, const int *valid, int update,
+                         loss_acc *acc, long *steps, double *grad_norm)
+{
+    const int D = m->cfg.frame_dim;
+    long count = 0;
+    for (int b = 0; b < nb; b++) {
+        long v = valid ? valid[b] - (long)w0 : nt;
+        m->wvalid[b] = (int)(v < 0 ? 0 : v > nt ? nt : v);
+        count += m->wvalid[b];
+    }
+    if (count > 0) {
+        float scale = 2.0f / (float)((double)count * D);
+        stage_window(m, x, x_rs, nb, w0, nt);
+        window_grads(m, nt, nb, valid ? m->wvalid : NULL, scale, acc);
         if (update) {
+            *grad_norm = clip_gradients(m);
             m->adam_step++;
             frae_adam_update(m->params, m->grads, m->adam_m, m->adam_v,
                              m->n_params, m->adam_step, m->cfg.learning_rate,
                              m->cfg.beta1, m->cfg.beta2, m->cfg.epsilon);
             frae_refresh_transposed(m);
-            steps++;
+            (*steps)++;
         }
-        m->ring_pos = (int)((m->ring_pos + (long)nt) % m->ring_cap);
+    } else {
+        /* only padding: nothing to learn; the buffers still move on */
+        for (int t = 0; t < nt; t++)
+            frame_forward(m, t, x + (ptrdiff_t)(w0 + t) * D, x_rs, nb);
     }
-    fill_stats(stats, &acc, (long)nseq * nframes * D, (long)nseq * nframes,
-               steps);
-    return 0;
+    m->ring_pos = (int)((m->ring_pos + (long)nt) % m->ring_cap);
 }
 
-static int train_batch_impl(frae_model *m, const float *x, int nseq,
-                    int nframes,
-                     frae_stats *stats)
+/* Trains (update) or computes gradients over nframes frames in windows of
+ * W, from reset buffers or continuing them. */
+static int train_impl(frae_model *m, const float *x, int nseq, int nframes,
+                      const int *valid, int update, int reset,
+                      frae_stats *stats)
 {
     if (!m->cfg.training || bad_sizes(m, nseq, nframes))
         return -1;
-    return run_windows(m, x, nseq, nframes, stats, 1);
-}
-
-static int compute_grads_impl(frae_model *m, const float *x, int nseq,
-                    int nframes,
-                       frae_stats *stats)
-{
-    if (!m->cfg.training || bad_sizes(m, nseq, nframes) ||
-        nframes > m->cfg.window)
+    if (reset)
+        frae_reset(m);
+    if (claim_rows(m, nseq))
         return -1;
-    return run_windows(m, x, nseq, nframes, stats, 0);
+    const int D = m->cfg.frame_dim, W = m->cfg.window;
+    loss_acc acc = {0, 0, 0, 0};
+    long steps = 0;
+    double grad_norm = 0.0;
+    for (int w0 = 0; w0 < nframes; w0 += W) {
+        int nt = nframes - w0 < W ? nframes - w0 : W;
+        train_window(m, x, (ptrdiff_t)nframes * D, nseq, w0, nt, valid, update,
+                     &acc, &steps, &grad_norm);
+    }
+    fill_stats(stats, &acc, steps, grad_norm);
+    return 0;
 }
 
-static int eval_batch_impl(frae_model *m, const float *x, int nseq,
-                    int nframes,
-                    frae_stats *stats)
+static int eval_impl(frae_model *m, const float *x, int nseq, int nframes,
+                     const int *valid, int reset, frae_stats *stats)
 {
     if (bad_sizes(m, nseq, nframes))
         return -1;
+    if (reset)
+        frae_reset(m);
+    if (claim_rows(m, nseq))
+        return -1;
     const int D = m->cfg.frame_dim;
     const ptrdiff_t x_rs = (ptrdiff_t)nframes * D;
-    loss_acc acc = {0, 0};
-    begin_sequences(m, nseq);
+    loss_acc acc = {0, 0, 0, 0};
     for (long t = 0; t < nframes; t++) {
         frame_forward(m, t, x + t * D, x_rs, nseq);
-        frame_loss(m, t, x + t * D, x_rs, nseq, &acc, NULL, 0.0f);
+        frame_loss(m, t, x + t * D, x_rs, nseq, valid, &acc, NULL, 0.0f);
     }
     m->ring_pos = (int)((m->ring_pos + (long)nframes) % m->ring_cap);
-    fill_stats(stats, &acc, (long)nseq * nframes * D, (long)nseq * nframes, 0);
+    fill_stats(stats, &acc, 0, 0.0);
     return 0;
 }
 
 static int forward_impl(frae_model *m, const float *x, float *y, int nseq,
                         int nframes)
 {
-    if (bad_sizes(m, nseq, nframes))
+    if (bad_sizes(m, nseq, nframes) || claim_rows(m, nseq))
         return -1;
-    if (m->ring_rows == 0)
-        m->ring_rows = nseq;
-    else if (m->ring_rows != nseq)
-        return -1; /* the buffers belong to a different batch: reset first */
     const int D = m->cfg.frame_dim;
     const ptrdiff_t rs = (ptrdiff_t)nframes * D;
     for (long t = 0; t < nframes; t++) {
@@ -406,11 +455,22 @@ static int forward_impl(frae_model *m, const float *x, float *y, int nseq,
     return 0;
 }
 
+/* ---- public entry points: floating-point environment in, out ------- */
+
 int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
                      frae_stats *stats)
 {
     fp_env env = fp_enter();
-    int rc = train_batch_impl(m, x, nseq, nframes, stats);
+    int rc = train_impl(m, x, nseq, nframes, NULL, 1, 1, stats);
+    fp_leave(env);
+    return rc;
+}
+
+int frae_train_frames(frae_model *m, const float *x, int nseq, int nframes,
+                      const int *valid, frae_stats *stats)
+{
+    fp_env env = fp_enter();
+    int rc = train_impl(m, x, nseq, nframes, valid, 1, 0, stats);
     fp_leave(env);
     return rc;
 }
@@ -418,8 +478,10 @@ int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
 int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
                        frae_stats *stats)
 {
+    if (nframes > m->cfg.window)
+        return -1;
     fp_env env = fp_enter();
-    int rc = compute_grads_impl(m, x, nseq, nframes, stats);
+    int rc = train_impl(m, x, nseq, nframes, NULL, 0, 1, stats);
     fp_leave(env);
     return rc;
 }
@@ -428,7 +490,16 @@ int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
                     frae_stats *stats)
 {
     fp_env env = fp_enter();
-    int rc = eval_batch_impl(m, x, nseq, nframes, stats);
+    int rc = eval_impl(m, x, nseq, nframes, NULL, 1, stats);
+    fp_leave(env);
+    return rc;
+}
+
+int frae_eval_frames(frae_model *m, const float *x, int nseq, int nframes,
+                     const int *valid, frae_stats *stats)
+{
+    fp_env env = fp_enter();
+    int rc = eval_impl(m, x, nseq, nframes, valid, 0, stats);
     fp_leave(env);
     return rc;
 }

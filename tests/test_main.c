@@ -24,6 +24,9 @@ static const test_entry tests[] = {
     {"zero_allocations", test_zero_allocations},
     {"flat_rss", test_flat_rss},
     {"two_models_independent", test_two_models_independent},
+    {"train_frames_equals_batch", test_train_frames_equals_batch},
+    {"variable_lengths", test_variable_lengths},
+    {"gradient_clipping", test_gradient_clipping},
     {"bad_configs", test_bad_configs},
     {"sizes", test_sizes},
 };

@@ -21,5 +21,8 @@ int test_zero_allocations(void);
 int test_flat_rss(void);
 int test_two_models_independent(void);
 int test_bad_configs(void);
+int test_train_frames_equals_batch(void);
+int test_variable_lengths(void);
+int test_gradient_clipping(void);
 int test_sizes(void);
 #endif

@@ -1,0 +1,145 @@
+/* Training in pieces, sequences of different lengths, gradient clipping. */
+#include <math.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "tests.h"
+
+static void base_config(frae_config *c)
+{
+    const int enc[2] = {16, 12}, dec[2] = {12, 16};
+    tiny_config(c, 5, 2, 2, enc, 3, 2, dec);
+    c->batch = 2;
+    c->window = 4;
+}
+
+/* Feeding W frames at a time through frae_train_frames is frae_train_batch
+ * on the whole sequences, to the bit. */
+int test_train_frames_equals_batch(void)
+{
+    int failures = 0;
+    const int nseq = 2, T = 11, D = 5;
+    for (int full = 0; full <= 1; full++) {
+        frae_config c;
+        base_config(&c);
+        c.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
+        frae_model *a = create_or_die(&c), *b = create_or_die(&c);
+        float *x = synth(nseq, T, D, 4);
+        float *piece = malloc(sizeof(float) * nseq * c.window * D);
+        frae_stats sa, sb, acc = {0};
+        frae_train_batch(a, x, nseq, T, &sa);
+        frae_reset(b);
+        for (int w0 = 0; w0 < T; w0 += c.window) {
+            int nt = T - w0 < c.window ? T - w0 : c.window;
+            for (int s = 0; s < nseq; s++)
+                memcpy(piece + (size_t)s * nt * D, x + ((size_t)s * T + w0) * D,
+                       sizeof(float) * nt * D);
+            frae_train_frames(b, piece, nseq, nt, NULL, &sb);
+            acc.sse += sb.sse, acc.values += sb.values, acc.steps += sb.steps;
+        }
+        size_t n = frae_param_count(a);
+        float *pa = malloc(4 * n), *pb = malloc(4 * n);
+        frae_get_params(a, pa), frae_get_params(b, pb);
+        CHECK(!memcmp(pa, pb, 4 * n), "pieces differ from one batch (%s)",
+              full ? "full" : "detached");
+        CHECK(acc.steps == sa.steps && acc.values == sa.values,
+              "steps %ld/%ld values %ld/%ld", acc.steps, sa.steps, acc.values,
+              sa.values);
+        CHECK(fabs(acc.sse / acc.values - sa.mse) <= 1e-12 * sa.mse,
+              "loss %.12g vs %.12g", acc.sse / acc.values, sa.mse);
+        free(pa), free(pb), free(x), free(piece);
+        frae_destroy(a), frae_destroy(b);
+    }
+    return failures;
+}
+
+/* A batch whose second sequence is 3 frames shorter (zero padding) has the
+ * gradient of the value-weighted mean of the two sequences' losses. */
+int test_variable_lengths(void)
+{
+    int failures = 0;
+    const int T = 4, D = 5, short_len = 1;
+    for (int full = 0; full <= 1; full++) {
+        frae_config c;
+        base_config(&c);
+        c.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
+        c.learning_rate = 1e-30f; /* a step that changes nothing */
+        frae_model *m = create_or_die(&c);
+        size_t n = frae_param_count(m);
+        float *p0 = malloc(4 * n);
+        frae_get_params(m, p0);
+        float *x = synth(2, T, D, 6);
+        for (int t = short_len; t < T; t++) /* padding after the end */
+            memset(x + ((size_t)T + t) * D, 0, sizeof(float) * D);
+        int valid[2] = {T, short_len};
+        frae_stats st;
+        frae_reset(m);
+        frae_train_frames(m, x, 2, T, valid, &st);
+        float *g_masked = malloc(4 * n), *g0 = malloc(4 * n), *g1 = malloc(4 * n);
+        frae_get_grads(m, g_masked);
+        CHECK(st.values == (long)(T + short_len) * D, "valid values %ld",
+              st.values);
+
+        frae_config c1 = c;
+        c1.batch = 1;
+        frae_model *m1 = create_or_die(&c1);
+        frae_set_params(m1, p0);
+        frae_compute_grads(m1, x, 1, T, NULL);
+        frae_get_grads(m1, g0);
+        frae_compute_grads(m1, x + (size_t)T * D, 1, short_len, NULL);
+        frae_get_grads(m1, g1);
+        float w0 = (float)T / (T + short_len), w1 = 1.0f - w0;
+        for (size_t i = 0; i < n; i++)
+            g0[i] = w0 * g0[i] + w1 * g1[i];
+        double r = max_rel_diff(g_masked, g0, n);
+        CHECK(r <= 1e-5, "masked gradient off by %.3g (%s)", r,
+              full ? "full" : "detached");
+        printf("    %-8s masked batch vs weighted sequences: rel %.1e\n",
+               full ? "full" : "detached", r);
+        free(p0), free(x), free(g_masked), free(g0), free(g1);
+        frae_destroy(m), frae_destroy(m1);
+    }
+    return failures;
+}
+
+int test_gradient_clipping(void)
+{
+    int failures = 0;
+    frae_config c;
+    base_config(&c);
+    float *x = synth(2, 4, 5, 9);
+    frae_model *m = create_or_die(&c);
+    size_t n = frae_param_count(m);
+    float *g = malloc(4 * n), *g_free = malloc(4 * n);
+    frae_stats st;
+    frae_train_batch(m, x, 2, 4, &st);
+    frae_get_grads(m, g_free);
+    double norm = st.grad_norm;
+    frae_destroy(m);
+
+    c.clip_norm = (float)(norm / 4);
+    m = create_or_die(&c);
+    frae_train_batch(m, x, 2, 4, &st);
+    frae_get_grads(m, g);
+    double ss = 0;
+    for (size_t i = 0; i < n; i++)
+        ss += (double)g[i] * g[i];
+    CHECK(fabs(sqrt(ss) - c.clip_norm) <= 1e-5 * c.clip_norm,
+          "clipped norm %.9g, wanted %.9g", sqrt(ss), (double)c.clip_norm);
+    CHECK(fabs(st.grad_norm - norm) <= 1e-12 * norm,
+          "reported norm %.9g is not the unclipped %.9g", st.grad_norm, norm);
+    for (size_t i = 0; i < n; i++)
+        g[i] *= 4.0f;
+    CHECK(max_rel_diff(g, g_free, n) <= 1e-6, "clipping changed direction");
+    frae_destroy(m);
+
+    c.clip_norm = (float)(norm * 2); /* above the norm: untouched */
+    m = create_or_die(&c);
+    frae_train_batch(m, x, 2, 4, &st);
+    frae_get_grads(m, g);
+    CHECK(!memcmp(g, g_free, 4 * n), "a clip above the norm changed grads");
+    frae_destroy(m);
+    printf("    gradient norm %.4f clipped to %.4f\n", norm, norm / 4);
+    free(x), free(g), free(g_free);
+    return failures;
+}
