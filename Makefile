@@ -11,7 +11,8 @@ LDLIBS_ALL = -lm -pthread $(SAN) $(LDFLAGS)
 
 LIB_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
            src/layers.c src/model.c src/train.c src/optimizer.c src/rng.c \
-           src/synth.c
+           src/synth.c src/npy.c src/npz.c src/atomic_file.c src/safetensors.c \
+           src/checkpoint.c
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o)
 TEST_SRCS = tests/test_main.c tests/test_util.c tests/test_naive.c \
             tests/test_gradcheck.c tests/test_fixtures.c tests/test_memory.c \
@@ -30,7 +31,7 @@ all: $(LIB) $(SOLIB) $(FRAE) $(TESTS) $(BENCH)
 $(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
 $(BUILD)/src/kernels_avx512.o: ISA_FLAGS = -mavx512f -mfma
 
-$(BUILD)/%.o: %.c include/frae.h src/frae_internal.h src/kernels.h src/kernels_driver.h \
+$(BUILD)/%.o: %.c include/frae.h src/frae_internal.h src/kernels.h src/kernels_driver.h src/formats.h \
               tests/test_util.h tests/naive_ref.h tests/tests.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@

@@ -170,6 +170,68 @@ int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
 /* Adam steps taken so far. */
 long frae_adam_step_count(const frae_model *m);
 
+/* ---- Checkpoints --------------------------------------------------------
+ * A checkpoint is a safetensors file: u64 header length, JSON header, raw
+ * little-endian tensors.  Tensors are the PyTorch state_dict of
+ * tools/frae_torch.py ("enc.0.weight" [out, in], "enc.0.bias", ...,
+ * "latent.*", "dec.N.*", "out.*"), so they open in PyTorch and NumPy; with
+ * the optimizer also "optimizer.m.<same>" and "optimizer.v.<same>".
+ * __metadata__ holds the config ("frae.frame_dim", ...), the format name
+ * and version, and "frae.checksum" (FNV-1a 64 of the tensor data).
+ * Writes are atomic: the old file survives any failure or kill. */
+typedef struct {
+    const char *key;   /* must not start with "frae." */
+    const char *value;
+} frae_meta;
+
+typedef struct {
+    const char *name;
+    const int32_t *data;
+    long count;
+} frae_i32_array;
+
+int frae_save(const frae_model *m, const char *path, int with_optimizer,
+              const frae_meta *meta, int n_meta, const frae_i32_array *extra,
+              int n_extra, char *err, size_t errlen);
+
+/* Opens and verifies a checkpoint (structure, format version, checksum);
+ * NULL and one line in err if it is truncated, corrupted, of another
+ * version or not a frae checkpoint. */
+typedef struct frae_checkpoint frae_checkpoint;
+frae_checkpoint *frae_checkpoint_open(const char *path, char *err,
+                                      size_t errlen);
+/* The saved config (model shape and training settings). */
+int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
+                           char *err, size_t errlen);
+const char *frae_checkpoint_meta(const frae_checkpoint *ck, const char *key);
+/* Copies int32 array `name` into dst (if non-NULL, at most cap values);
+ * returns its length, or -1 if absent or too long. */
+long frae_checkpoint_i32(const frae_checkpoint *ck, const char *name,
+                         int32_t *dst, long cap);
+int frae_checkpoint_has_optimizer(const frae_checkpoint *ck);
+/* Loads the parameters (and with with_optimizer, Adam state if saved) into
+ * m, whose shape must match. */
+int frae_checkpoint_restore(const frae_checkpoint *ck, frae_model *m,
+                            int with_optimizer, char *err, size_t errlen);
+void frae_checkpoint_close(frae_checkpoint *ck);
+
+/* Opens, creates and restores in one call.  runtime (may be NULL) supplies
+ * batch, window, training, isa and chunk_rows; the rest comes from the
+ * file. */
+frae_model *frae_load(const char *path, const frae_config *runtime, char *err,
+                      size_t errlen);
+
+/* Imports weights made elsewhere into a new model:
+ *  - a PyTorch state_dict saved as safetensors (names and [out, in]
+ *    layouts of tools/frae_torch.py; F32, F64, F16 or BF16);
+ *  - a Keras .npz from np.savez(path, *model.get_weights()): kernel
+ *    [in, out] then bias, layer by layer.
+ * D, K, L and the widths are read from the shapes; hints (may be NULL)
+ * gives the rest: activation, quantizer, seed, runtime fields, and the
+ * latent width when K = 0 makes the shapes ambiguous. */
+frae_model *frae_import(const char *path, const frae_config *hints, char *err,
+                        size_t errlen);
+
 /* Deterministic synthetic data: nseq smooth sequences of nframes frames of
  * dimension dim (sums of slowly drifting sinusoids), as [nseq][nframes][dim].
  * Same seed, same data. */

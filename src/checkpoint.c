@@ -1,0 +1,692 @@
+/* Checkpoints and imports.
+ *
+ * A frae checkpoint is a safetensors file whose tensors are the PyTorch
+ * state_dict of tools/frae_torch.py ("enc.0.weight" [out, in], ...), so
+ * the weights open in PyTorch and NumPy without frae.  The model config,
+ * the format version and a checksum of the tensor data are in
+ * __metadata__; the Adam moments ("optimizer.m.<name>", "optimizer.v.
+ * <name>", same layouts) and the step count are there when saved with the
+ * optimizer; callers add their own metadata and int32 arrays (the CLI's
+ * training state). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "formats.h"
+#include "frae_internal.h"
+
+#define FORMAT_NAME "frae-model"
+#define FORMAT_VERSION 1
+
+struct frae_checkpoint {
+    frae_safetensors st;
+    char path[1024];
+};
+
+static int ck_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* "enc.0", "latent", "dec.1", "out" */
+static void layer_name(const frae_model *m, int l, char *out, size_t cap)
+{
+    int ne = m->cfg.n_enc_hidden;
+    if (l < ne)
+        snprintf(out, cap, "enc.%d", l);
+    else if (l == ne)
+        snprintf(out, cap, "latent");
+    else if (l < m->n_layers - 1)
+        snprintf(out, cap, "dec.%d", l - ne - 1);
+    else
+        snprintf(out, cap, "out");
+}
+
+static void widths_str(const int *w, int n, char *out, size_t cap)
+{
+    size_t at = 0;
+    out[0] = 0;
+    for (int i = 0; i < n && at < cap; i++)
+        at += (size_t)snprintf(out + at, cap - at, "%s%d", i ? "," : "", w[i]);
+}
+
+/* ---- saving ------------------------------------------------------------ */
+
+/* Copies a packed param-shaped array into PyTorch layout, layer by layer. */
+static void to_torch(const frae_model *m, const float *src, float *dst)
+{
+    for (int l = 0; l < m->n_layers; l++) {
+        const frae_layer *ly = &m->layer[l];
+        const float *w = src + ly->w_off;
+        for (int o = 0; o < ly->out; o++)
+            for (int i = 0; i < ly->in; i++)
+                *dst++ = w[packed_index(ly->in, ly->out, i, o)];
+        memcpy(dst, src + ly->b_off, sizeof(float) * (size_t)ly->out);
+        dst += ly->out;
+    }
+}
+
+int frae_save(const frae_model *m, const char *path, int with_optimizer,
+              const frae_meta *meta, int n_meta, const frae_i32_array *extra,
+              int n_extra, char *err, size_t errlen)
+{
+    const frae_config *c = &m->cfg;
+    const int with_opt = with_optimizer && m->adam_m;
+    const int copies = with_opt ? 3 : 1;
+    const int nt = m->n_layers * 2 * copies + n_extra;
+    float *buf = malloc(sizeof(float) * m->n_params * (size_t)copies);
+    st_out_tensor *t = calloc((size_t)nt, sizeof *t);
+    char(*names)[96] = calloc((size_t)nt, sizeof *names);
+    if (!buf || !t || !names) {
+        free(buf), free(t), free(names);
+        return ck_fail(err, errlen, "%s: out of memory saving", path);
+    }
+    static const char *const prefix[3] = {"", "optimizer.m.", "optimizer.v."};
+    const float *src[3] = {m->params, m->adam_m, m->adam_v};
+    int k = 0;
+    for (int cpy = 0; cpy < copies; cpy++) {
+        float *dst = buf + m->n_params * (size_t)cpy;
+        to_torch(m, src[cpy], dst);
+        for (int l = 0; l < m->n_layers; l++) {
+            const frae_layer *ly = &m->layer[l];
+            char ln[32];
+            layer_name(m, l, ln, sizeof ln);
+            snprintf(names[k], sizeof names[k], "%s%s.weight", prefix[cpy], ln);
+            t[k] = (st_out_tensor){names[k], ST_F32, 2, {ly->out, ly->in}, dst};
+            dst += (size_t)ly->in * ly->out;
+            k++;
+            snprintf(names[k], sizeof names[k], "%s%s.bias", prefix[cpy], ln);
+            t[k] = (st_out_tensor){names[k], ST_F32, 1, {ly->out}, dst};
+            dst += ly->out;
+            k++;
+        }
+    }
+    for (int i = 0; i < n_extra; i++, k++)
+        t[k] = (st_out_tensor){extra[i].name, ST_I32, 1, {extra[i].count},
+                               extra[i].data};
+
+    /* metadata: the config as strings, exact for floats (%.9g) */
+    enum { NMAX = 64 };
+    char vals[NMAX][128];
+    const char *keys[NMAX + 64], *vptr[NMAX + 64];
+    int nm = 0;
+#define META(key, ...)                                                         \
+    do {                                                                       \
+        keys[nm] = key;                                                        \
+        snprintf(vals[nm], sizeof vals[nm], __VA_ARGS__);                      \
+        vptr[nm] = vals[nm];                                                   \
+        nm++;                                                                  \
+    } while (0)
+    META("frae.format", "%s", FORMAT_NAME);
+    META("frae.format_version", "%d", FORMAT_VERSION);
+    META("frae.frame_dim", "%d", c->frame_dim);
+    META("frae.history", "%d", c->history);
+    widths_str(c->enc_hidden, c->n_enc_hidden, vals[nm], sizeof vals[nm]);
+    keys[nm] = "frae.enc_hidden", vptr[nm] = vals[nm], nm++;
+    META("frae.latent_dim", "%d", c->latent_dim);
+    widths_str(c->dec_hidden, c->n_dec_hidden, vals[nm], sizeof vals[nm]);
+    keys[nm] = "frae.dec_hidden", vptr[nm] = vals[nm], nm++;
+    META("frae.activation", "%s",
+         c->activation == FRAE_ACT_TANH ? "tanh" : "relu");
+    if (c->quantizer == FRAE_QUANT_UNIFORM)
+        META("frae.quantizer", "uniform:%d", c->quant_levels);
+    else
+        META("frae.quantizer", "%s",
+             c->quantizer == FRAE_QUANT_BINARY ? "binary" : "none");
+    META("frae.seed", "%llu", (unsigned long long)c->seed);
+    META("frae.feedback", "%s",
+         c->feedback == FRAE_FEEDBACK_FULL ? "full" : "detached");
+    META("frae.window", "%d", c->window);
+    META("frae.batch", "%d", c->batch);
+    META("frae.learning_rate", "%.9g", (double)c->learning_rate);
+    META("frae.beta1", "%.9g", (double)c->beta1);
+    META("frae.beta2", "%.9g", (double)c->beta2);
+    META("frae.epsilon", "%.9g", (double)c->epsilon);
+    META("frae.clip_norm", "%.9g", (double)c->clip_norm);
+    META("frae.param_count", "%zu", m->n_params);
+    META("frae.bits_per_frame", "%g", frae_bits_per_frame(m));
+    if (with_opt)
+        META("frae.adam_step", "%ld", m->adam_step);
+#undef META
+    int total = nm;
+    for (int i = 0; i < n_meta && total < NMAX + 64; i++) {
+        if (!strncmp(meta[i].key, "frae.", 5)) {
+            free(buf), free(t), free(names);
+            return ck_fail(err, errlen,
+                           "metadata key '%s': the frae. prefix is reserved",
+                           meta[i].key);
+        }
+        keys[total] = meta[i].key;
+        vptr[total++] = meta[i].value;
+    }
+    int rc = frae_st_write(path, t, nt, keys, vptr, total, err, errlen);
+    free(buf), free(t), free(names);
+    return rc;
+}
+
+/* ---- opening ----------------------------------------------------------- */
+
+frae_checkpoint *frae_checkpoint_open(const char *path, char *err,
+                                      size_t errlen)
+{
+    frae_checkpoint *ck = calloc(1, sizeof *ck);
+    if (!ck) {
+        ck_fail(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    snprintf(ck->path, sizeof ck->path, "%s", path);
+    if (frae_st_open(path, &ck->st, err, errlen)) {
+        free(ck);
+        return NULL;
+    }
+    const char *fmt = frae_st_meta(&ck->st, "frae.format");
+    const char *ver = frae_st_meta(&ck->st, "frae.format_version");
+    const char *sum = frae_st_meta(&ck->st, "frae.checksum");
+    if (!fmt || strcmp(fmt, FORMAT_NAME)) {
+        ck_fail(err, errlen,
+                "%s: a safetensors file, but not a frae checkpoint (no "
+                "frae.format metadata); to load foreign weights use "
+                "'frae import'",
+                path);
+        goto fail;
+    }
+    if (!ver || atoi(ver) != FORMAT_VERSION) {
+        ck_fail(err, errlen,
+                "%s: checkpoint format version %s; this frae reads version "
+                "%d",
+                path, ver ? ver : "(missing)", FORMAT_VERSION);
+        goto fail;
+    }
+    char want[40];
+    snprintf(want, sizeof want, "fnv1a64:%016llx",
+             (unsigned long long)frae_fnv1a64(ck->st.data, ck->st.data_len,
+                                              FRAE_FNV_INIT));
+    if (!sum || strcmp(sum, want)) {
+        ck_fail(err, errlen,
+                "%s: corrupted: tensor data checksum is %s, the header "
+                "says %s",
+                path, want, sum ? sum : "(missing)");
+        goto fail;
+    }
+    return ck;
+fail:
+    frae_st_close(&ck->st);
+    free(ck);
+    return NULL;
+}
+
+void frae_checkpoint_close(frae_checkpoint *ck)
+{
+    if (!ck)
+        return;
+    frae_st_close(&ck->st);
+    free(ck);
+}
+
+const char *frae_checkpoint_meta(const frae_checkpoint *ck, const char *key)
+{
+    return frae_st_meta(&ck->st, key);
+}
+
+long frae_checkpoint_i32(const frae_checkpoint *ck, const char *name,
+                         int32_t *dst, long cap)
+{
+    const st_tensor *t = frae_st_find(&ck->st, name);
+    if (!t || t->dtype != ST_I32 || t->ndim != 1)
+        return -1;
+    long n = (long)t->shape[0];
+    if (dst) {
+        if (n > cap)
+            return -1;
+        memcpy(dst, ck->st.data + t->begin, sizeof(int32_t) * (size_t)n);
+    }
+    return n;
+}
+
+int frae_checkpoint_has_optimizer(const frae_checkpoint *ck)
+{
+    return frae_st_meta(&ck->st, "frae.adam_step") != NULL;
+}
+
+/* ---- config from metadata ------------------------------------------------ */
+
+static int meta_long(const frae_checkpoint *ck, const char *key, long lo,
+                     long hi, long *out, char *err, size_t errlen)
+{
+    const char *v = frae_st_meta(&ck->st, key);
+    if (!v)
+        return ck_fail(err, errlen, "%s: metadata '%s' missing", ck->path,
+                       key);
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi)
+        return ck_fail(err, errlen, "%s: metadata '%s' = '%s' is invalid",
+                       ck->path, key, v);
+    *out = x;
+    return 0;
+}
+
+static int meta_float(const frae_checkpoint *ck, const char *key, float *out,
+                      char *err, size_t errlen)
+{
+    const char *v = frae_st_meta(&ck->st, key);
+    if (!v)
+        return ck_fail(err, errlen, "%s: metadata '%s' missing", ck->path,
+                       key);
+    char *end;
+    double x = strtod(v, &end);
+    if (!*v || *end)
+        return ck_fail(err, errlen, "%s: metadata '%s' = '%s' is invalid",
+                       ck->path, key, v);
+    *out = (float)x;
+    return 0;
+}
+
+static int parse_widths(const char *v, int *n, int *w)
+{
+    *n = 0;
+    while (v && *v) {
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (end == v || x < 1 || x > INT_MAX || *n == FRAE_MAX_HIDDEN ||
+            (*end && *end != ','))
+            return -1;
+        w[(*n)++] = (int)x;
+        v = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
+                           char *err, size_t errlen)
+{
+    frae_config c;
+    frae_config_default(&c);
+    long v;
+    if (meta_long(ck, "frae.frame_dim", 1, INT_MAX, &v, err, errlen))
+        return -1;
+    c.frame_dim = (int)v;
+    if (meta_long(ck, "frae.history", 0, INT_MAX, &v, err, errlen))
+        return -1;
+    c.history = (int)v;
+    if (meta_long(ck, "frae.latent_dim", 1, INT_MAX, &v, err, errlen))
+        return -1;
+    c.latent_dim = (int)v;
+    if (parse_widths(frae_st_meta(&ck->st, "frae.enc_hidden"),
+                     &c.n_enc_hidden, c.enc_hidden) ||
+        parse_widths(frae_st_meta(&ck->st, "frae.dec_hidden"),
+                     &c.n_dec_hidden, c.dec_hidden))
+        return ck_fail(err, errlen, "%s: bad hidden widths in metadata",
+                       ck->path);
+    const char *act = frae_st_meta(&ck->st, "frae.activation");
+    const char *q = frae_st_meta(&ck->st, "frae.quantizer");
+    const char *fb = frae_st_meta(&ck->st, "frae.feedback");
+    if (!act || (strcmp(act, "relu") && strcmp(act, "tanh")))
+        return ck_fail(err, errlen, "%s: bad activation in metadata",
+                       ck->path);
+    c.activation = strcmp(act, "tanh") ? FRAE_ACT_RELU : FRAE_ACT_TANH;
+    if (q && !strcmp(q, "none")) {
+        c.quantizer = FRAE_QUANT_NONE;
+    } else if (q && !strcmp(q, "binary")) {
+        c.quantizer = FRAE_QUANT_BINARY;
+    } else if (q && !strncmp(q, "uniform:", 8)) {
+        c.quantizer = FRAE_QUANT_UNIFORM;
+        c.quant_levels = atoi(q + 8);
+    } else {
+        return ck_fail(err, errlen, "%s: bad quantizer in metadata",
+                       ck->path);
+    }
+    if (!fb || (strcmp(fb, "detached") && strcmp(fb, "full")))
+        return ck_fail(err, errlen, "%s: bad feedback mode in metadata",
+                       ck->path);
+    c.feedback = strcmp(fb, "full") ? FRAE_FEEDBACK_DETACHED
+                                    : FRAE_FEEDBACK_FULL;
+    const char *seed = frae_st_meta(&ck->st, "frae.seed");
+    c.seed = seed ? strtoull(seed, NULL, 10) : 0;
+    if (meta_long(ck, "frae.window", 1, INT_MAX, &v, err, errlen))
+        return -1;
+    c.window = (int)v;
+    if (meta_long(ck, "frae.batch", 1, INT_MAX, &v, err, errlen))
+        return -1;
+    c.batch = (int)v;
+    if (meta_float(ck, "frae.learning_rate", &c.learning_rate, err, errlen) ||
+        meta_float(ck, "frae.beta1", &c.beta1, err, errlen) ||
+        meta_float(ck, "frae.beta2", &c.beta2, err, errlen) ||
+        meta_float(ck, "frae.epsilon", &c.epsilon, err, errlen) ||
+        meta_float(ck, "frae.clip_norm", &c.clip_norm, err, errlen))
+        return -1;
+    char why[200];
+    if (frae_config_check(&c, why, sizeof why))
+        return ck_fail(err, errlen, "%s: bad config in metadata: %s",
+                       ck->path, why);
+    *cfg = c;
+    return 0;
+}
+
+/* ---- restoring ------------------------------------------------------------ */
+
+/* Reads tensors "<prefix><layer>.weight|bias" into a packed param array. */
+static int read_params(const frae_safetensors *st, const frae_model *m,
+                       const char *prefix, float *dst, const char *path,
+                       char *err, size_t errlen)
+{
+    for (int l = 0; l < m->n_layers; l++) {
+        const frae_layer *ly = &m->layer[l];
+        char ln[32], name[96];
+        layer_name(m, l, ln, sizeof ln);
+        snprintf(name, sizeof name, "%s%s.weight", prefix, ln);
+        const st_tensor *w = frae_st_find(st, name);
+        if (!w)
+            return ck_fail(err, errlen, "%s: tensor '%s' missing", path, name);
+        if (w->dtype > ST_BF16 || w->ndim != 2 || w->shape[0] != ly->out ||
+            w->shape[1] != ly->in)
+            return ck_fail(err, errlen,
+                           "%s: tensor '%s' should be a float [%d, %d] "
+                           "matrix",
+                           path, name, ly->out, ly->in);
+        for (int o = 0; o < ly->out; o++)
+            for (int i = 0; i < ly->in; i++)
+                dst[ly->w_off + packed_index(ly->in, ly->out, i, o)] =
+                    frae_st_float(st, w, (size_t)o * ly->in + i);
+        snprintf(name, sizeof name, "%s%s.bias", prefix, ln);
+        const st_tensor *b = frae_st_find(st, name);
+        if (!b)
+            return ck_fail(err, errlen, "%s: tensor '%s' missing", path, name);
+        if (b->dtype > ST_BF16 || b->ndim != 1 || b->shape[0] != ly->out)
+            return ck_fail(err, errlen,
+                           "%s: tensor '%s' should be a float [%d] vector",
+                           path, name, ly->out);
+        for (int o = 0; o < ly->out; o++) {
+            float v = frae_st_float(st, b, (size_t)o);
+            dst[ly->b_off + o] = v == 0.0f ? 0.0f : v; /* no -0 biases */
+        }
+    }
+    return 0;
+}
+
+int frae_checkpoint_restore(const frae_checkpoint *ck, frae_model *m,
+                            int with_optimizer, char *err, size_t errlen)
+{
+    if (read_params(&ck->st, m, "", m->params, ck->path, err, errlen))
+        return -1;
+    frae_refresh_transposed(m);
+    if (with_optimizer && m->adam_m && frae_checkpoint_has_optimizer(ck)) {
+        long step;
+        if (read_params(&ck->st, m, "optimizer.m.", m->adam_m, ck->path, err,
+                        errlen) ||
+            read_params(&ck->st, m, "optimizer.v.", m->adam_v, ck->path, err,
+                        errlen) ||
+            meta_long(ck, "frae.adam_step", 0, LONG_MAX, &step, err, errlen))
+            return -1;
+        m->adam_step = step;
+    }
+    return 0;
+}
+
+frae_model *frae_load(const char *path, const frae_config *runtime, char *err,
+                      size_t errlen)
+{
+    frae_checkpoint *ck = frae_checkpoint_open(path, err, errlen);
+    if (!ck)
+        return NULL;
+    frae_config c;
+    frae_model *m = NULL;
+    if (!frae_checkpoint_config(ck, &c, err, errlen)) {
+        if (runtime) {
+            c.batch = runtime->batch;
+            c.window = runtime->window;
+            c.training = runtime->training;
+            c.isa = runtime->isa;
+            c.chunk_rows = runtime->chunk_rows;
+        }
+        m = frae_create(&c, err, errlen);
+        if (m && frae_checkpoint_restore(ck, m, 1, err, errlen)) {
+            frae_destroy(m);
+            m = NULL;
+        }
+    }
+    frae_checkpoint_close(ck);
+    return m;
+}
+
+/* ---- imports: weights made by PyTorch or Keras ----------------------------- */
+
+typedef struct {
+    int n;              /* layers */
+    int in[FRAE_MAX_LAYERS], out[FRAE_MAX_LAYERS];
+} shapes;
+
+/* Finds D, K, the widths and the latent layer from the layer shapes. */
+static int infer_config(const shapes *s, const frae_config *hints,
+                        int latent_at, frae_config *c, const char *path,
+                        char *err, size_t errlen)
+{
+    *c = *hints;
+    if (s->n < 2 || s->n > FRAE_MAX_LAYERS)
+        return ck_fail(err, errlen, "%s: %d layers; an FRAE has 2..%d", path,
+                       s->n, FRAE_MAX_LAYERS);
+    int D = s->out[s->n - 1];
+    if (s->in[0] % D)
+        return ck_fail(err, errlen,
+                       "%s: first layer input %d is not a multiple of the "
+                       "frame dimension %d",
+                       path, s->in[0], D);
+    int KD = s->in[0] - D;
+    if (latent_at < 0) {
+        for (int i = 0; i + 1 < s->n && latent_at < 0; i++)
+            if (KD > 0 && s->in[i + 1] == s->out[i] + KD)
+                latent_at = i;
+        for (int i = 0; i + 1 < s->n && latent_at < 0; i++)
+            if (KD == 0 && s->out[i] == hints->latent_dim)
+                latent_at = i;
+        if (latent_at < 0)
+            return ck_fail(err, errlen,
+                           "%s: cannot tell which layer is the latent from "
+                           "the shapes%s",
+                           path, KD ? "" : " (history 0: give --latent)");
+    }
+    c->frame_dim = D;
+    c->history = KD / D;
+    c->latent_dim = s->out[latent_at];
+    c->n_enc_hidden = latent_at;
+    c->n_dec_hidden = s->n - latent_at - 2;
+    if (c->n_enc_hidden > FRAE_MAX_HIDDEN || c->n_dec_hidden > FRAE_MAX_HIDDEN)
+        return ck_fail(err, errlen, "%s: too many hidden layers", path);
+    for (int i = 0; i < latent_at; i++)
+        c->enc_hidden[i] = s->out[i];
+    for (int i = 0; i < c->n_dec_hidden; i++)
+        c->dec_hidden[i] = s->out[latent_at + 1 + i];
+    /* every layer must then have the shape the config implies */
+    for (int i = 1; i < s->n; i++) {
+        int want = i == latent_at + 1 ? c->latent_dim + KD : s->out[i - 1];
+        if (s->in[i] != want)
+            return ck_fail(err, errlen,
+                           "%s: layer %d takes %d inputs; the architecture "
+                           "needs %d",
+                           path, i + 1, s->in[i], want);
+    }
+    return frae_config_check(c, err, errlen);
+}
+
+static frae_model *import_torch(const char *path, const frae_config *hints,
+                                char *err, size_t errlen)
+{
+    frae_safetensors st;
+    if (frae_st_open(path, &st, err, errlen))
+        return NULL;
+    shapes s = {0};
+    char name[64];
+    int ne = 0, nd = 0, latent_at;
+    while (snprintf(name, sizeof name, "enc.%d.weight", ne),
+           frae_st_find(&st, name) && ne < FRAE_MAX_HIDDEN)
+        ne++;
+    while (snprintf(name, sizeof name, "dec.%d.weight", nd),
+           frae_st_find(&st, name) && nd < FRAE_MAX_HIDDEN)
+        nd++;
+    latent_at = ne;
+    s.n = ne + nd + 2;
+    frae_model *m = NULL;
+    for (int l = 0; l < s.n; l++) {
+        if (l < ne)
+            snprintf(name, sizeof name, "enc.%d.weight", l);
+        else if (l == ne)
+            snprintf(name, sizeof name, "latent.weight");
+        else if (l < s.n - 1)
+            snprintf(name, sizeof name, "dec.%d.weight", l - ne - 1);
+        else
+            snprintf(name, sizeof name, "out.weight");
+        const st_tensor *t = frae_st_find(&st, name);
+        if (!t || t->ndim != 2 || t->dtype > ST_BF16 || t->shape[0] > INT_MAX ||
+            t->shape[1] > INT_MAX || t->shape[0] < 1 || t->shape[1] < 1) {
+            ck_fail(err, errlen,
+                    "%s: no float matrix '%s': not a state_dict of "
+                    "tools/frae_torch.py",
+                    path, name);
+            goto done;
+        }
+        s.out[l] = (int)t->shape[0];
+        s.in[l] = (int)t->shape[1];
+    }
+    frae_config c;
+    if (infer_config(&s, hints, latent_at, &c, path, err, errlen))
+        goto done;
+    m = frae_create(&c, err, errlen);
+    if (m && read_params(&st, m, "", m->params, path, err, errlen)) {
+        frae_destroy(m);
+        m = NULL;
+    }
+    if (m)
+        frae_refresh_transposed(m);
+done:
+    frae_st_close(&st);
+    return m;
+}
+
+static frae_model *import_keras(const unsigned char *buf, size_t size,
+                                const char *path, const frae_config *hints,
+                                char *err, size_t errlen)
+{
+    enum { CAP = 2 * FRAE_MAX_LAYERS + 2 };
+    frae_npz_member mem[CAP];
+    int nmem = frae_npz_members(buf, size, path, mem, CAP, err, errlen);
+    if (nmem < 0)
+        return NULL;
+    frae_npy arr[CAP];
+    /* np.savez(path, *weights) names them arr_0.npy, arr_1.npy, ... */
+    for (int i = 0; i < nmem; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "arr_%d.npy", i);
+        int found = -1;
+        for (int k = 0; k < nmem; k++)
+            if (!strcmp(mem[k].name, want))
+                found = k;
+        if (found < 0) {
+            ck_fail(err, errlen,
+                    "%s: no member '%s'; expected np.savez(path, "
+                    "*model.get_weights())",
+                    path, want);
+            return NULL;
+        }
+        char label[300];
+        snprintf(label, sizeof label, "%s:%s", path, want);
+        if (frae_npy_parse(mem[found].data, mem[found].size, label, &arr[i],
+                           err, errlen))
+            return NULL;
+    }
+    if (nmem % 2) {
+        ck_fail(err, errlen,
+                "%s: %d arrays; Keras weights come in kernel, bias pairs",
+                path, nmem);
+        return NULL;
+    }
+    shapes s = {0};
+    s.n = nmem / 2;
+    for (int l = 0; l < s.n && l < FRAE_MAX_LAYERS; l++) {
+        const frae_npy *k = &arr[2 * l], *b = &arr[2 * l + 1];
+        if (k->ndim != 2 || b->ndim != 1 || b->dims[0] != k->dims[1] ||
+            k->dims[0] < 1 || k->dims[1] < 1 || k->dims[0] > INT_MAX ||
+            k->dims[1] > INT_MAX) {
+            ck_fail(err, errlen,
+                    "%s: arr_%d/arr_%d are not a Dense kernel [in, out] and "
+                    "its bias [out]",
+                    path, 2 * l, 2 * l + 1);
+            return NULL;
+        }
+        s.in[l] = (int)k->dims[0];
+        s.out[l] = (int)k->dims[1];
+    }
+    frae_config c;
+    if (infer_config(&s, hints, -1, &c, path, err, errlen))
+        return NULL;
+    frae_model *m = frae_create(&c, err, errlen);
+    if (!m)
+        return NULL;
+    /* Keras kernels are [in][out], frae's exchange layout */
+    float *flat = malloc(sizeof(float) * m->n_params), *p = flat;
+    if (!flat) {
+        frae_destroy(m);
+        ck_fail(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    for (int i = 0; i < nmem; i++) {
+        size_t n = 1;
+        for (int d = 0; d < arr[i].ndim; d++)
+            n *= (size_t)arr[i].dims[d];
+        for (size_t k = 0; k < n; k++)
+            *p++ = frae_npy_value(&arr[i], k);
+    }
+    frae_set_params(m, flat);
+    free(flat);
+    return m;
+}
+
+frae_model *frae_import(const char *path, const frae_config *hints, char *err,
+                        size_t errlen)
+{
+    frae_config h;
+    if (hints)
+        h = *hints;
+    else
+        frae_config_default(&h);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        ck_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    unsigned char magic[4] = {0};
+    ssize_t got = read(fd, magic, 4);
+    struct stat sb;
+    int ok = got == 4 && !fstat(fd, &sb) && S_ISREG(sb.st_mode);
+    if (!ok || memcmp(magic, "PK\x03\x04", 4)) {
+        close(fd);
+        if (got != 4) {
+            ck_fail(err, errlen, "%s: too short to be a weights file", path);
+            return NULL;
+        }
+        return import_torch(path, &h, err, errlen);
+    }
+    void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        ck_fail(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return NULL;
+    }
+    frae_model *m = import_keras(map, (size_t)sb.st_size, path, &h, err,
+                                 errlen);
+    munmap(map, (size_t)sb.st_size);
+    return m;
+}

@@ -1,0 +1,119 @@
+/* File formats: NumPy .npy/.npz, safetensors, atomic writes.  Internal to
+ * the library; the public calls built on them are in frae.h. */
+#ifndef FRAE_FORMATS_H
+#define FRAE_FORMATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- atomic file replacement ------------------------------------------ */
+typedef struct {
+    FILE *f;         /* write here, then commit or abort */
+    char path[4096];
+    char tmp[4112];
+} frae_atomic_file;
+int frae_atomic_begin(frae_atomic_file *af, const char *path, char *err,
+                      size_t errlen);
+int frae_atomic_commit(frae_atomic_file *af, char *err, size_t errlen);
+void frae_atomic_abort(frae_atomic_file *af);
+
+/* ---- .npy ------------------------------------------------------------- */
+typedef struct {
+    int ndim;
+    long dims[8];
+    long n, t, d;              /* frames view: set when ndim is 2 ([T, D],
+                                  n = 1) or 3 ([N, T, D]) */
+    int itemsize;              /* 4 (float32) or 8 (float64) */
+    const unsigned char *data; /* little-endian values, C order */
+    void *map;                 /* set by frae_npy_open */
+    size_t map_len;
+} frae_npy;
+
+/* Parses an in-memory .npy of any rank; name is used in error messages. */
+int frae_npy_parse(const unsigned char *buf, size_t size, const char *name,
+                   frae_npy *a, char *err, size_t errlen);
+/* Checks a parsed array is frames: [T, D] or [N, T, D], not empty. */
+int frae_npy_frames(const frae_npy *a, const char *name, char *err,
+                    size_t errlen);
+int frae_npy_open(const char *path, frae_npy *a, char *err, size_t errlen);
+void frae_npy_close(frae_npy *a);
+int frae_npy_check_finite(const frae_npy *a, const char *name, char *err,
+                          size_t errlen);
+float frae_npy_value(const frae_npy *a, size_t index);
+/* Frames t0..t0+nt-1 of sequence seq, as float32. */
+void frae_npy_read(const frae_npy *a, long seq, long t0, long nt, float *dst);
+int frae_npy_write(const char *path, const float *data, int ndim,
+                   const long *shape, char *err, size_t errlen);
+
+/* ---- .npz (np.savez: a zip of .npy members, stored uncompressed) ------ */
+typedef struct {
+    char name[256];
+    const unsigned char *data;
+    size_t size;
+} frae_npz_member;
+/* Lists the members of an in-memory zip; returns their count or -1. */
+int frae_npz_members(const unsigned char *buf, size_t size, const char *path,
+                     frae_npz_member *out, int cap, char *err, size_t errlen);
+
+/* ---- safetensors ------------------------------------------------------ */
+enum { ST_F32 = 0, ST_F64, ST_F16, ST_BF16, ST_I32, ST_I64, ST_NTYPES };
+#define ST_MAX_DIMS 8
+
+typedef struct {
+    char name[256];
+    int dtype;
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+    size_t begin, end; /* byte offsets in the data section */
+} st_tensor;
+
+typedef struct {
+    char key[256];
+    char *value;
+} st_meta;
+
+typedef struct {
+    void *map;
+    size_t map_len;
+    const unsigned char *data; /* data section */
+    size_t data_len;
+    st_tensor *tensors;
+    int n_tensors;
+    st_meta *meta;
+    int n_meta;
+} frae_safetensors;
+
+/* Maps and validates a file: header JSON, dtypes, shapes, offsets inside
+ * the file and tiling the data section exactly. */
+int frae_st_open(const char *path, frae_safetensors *st, char *err,
+                 size_t errlen);
+/* Same, over a buffer the caller keeps alive (for fuzzing and tests). */
+int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
+                  frae_safetensors *st, char *err, size_t errlen);
+void frae_st_close(frae_safetensors *st);
+const st_tensor *frae_st_find(const frae_safetensors *st, const char *name);
+const char *frae_st_meta(const frae_safetensors *st, const char *key);
+int64_t frae_st_numel(const st_tensor *t);
+/* Element i of a float tensor (F32, F64, F16, BF16) as float. */
+float frae_st_float(const frae_safetensors *st, const st_tensor *t, size_t i);
+
+typedef struct {
+    const char *name;
+    int dtype; /* ST_F32 or ST_I32 */
+    int ndim;
+    int64_t shape[ST_MAX_DIMS];
+    const void *data;
+} st_out_tensor;
+
+/* Writes tensors and string metadata atomically; adds the checksum of the
+ * data section under "frae.checksum". */
+int frae_st_write(const char *path, const st_out_tensor *t, int nt,
+                  const char *const *meta_keys, const char *const *meta_vals,
+                  int nmeta, char *err, size_t errlen);
+
+/* FNV-1a, 64 bits, over bytes: the checkpoint data checksum. */
+uint64_t frae_fnv1a64(const unsigned char *p, size_t n, uint64_t h);
+#define FRAE_FNV_INIT 0xcbf29ce484222325ull
+
+#endif

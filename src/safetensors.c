@@ -1,0 +1,743 @@
+/* safetensors: u64 little-endian header length N, N bytes of JSON, then the
+ * raw little-endian tensor data.  The JSON maps each tensor name to
+ * {"dtype", "shape", "data_offsets": [begin, end]} (offsets into the data
+ * section) and "__metadata__" to a string -> string map.
+ *
+ * The reader trusts nothing: the header length, every JSON token, every
+ * shape and offset is checked against the file before any data is read,
+ * and the tensors must tile the data section exactly. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "formats.h"
+
+#define MAX_HEADER (100u << 20) /* the spec's own limit */
+#define MAX_ENTRIES 100000
+
+static const char *const dtype_names[ST_NTYPES] = {"F32", "F64",  "F16",
+                                                   "BF16", "I32", "I64"};
+static const int dtype_sizes[ST_NTYPES] = {4, 8, 2, 2, 4, 8};
+
+uint64_t frae_fnv1a64(const unsigned char *p, size_t n, uint64_t h)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* ---- a strict JSON reader, just enough for the header ------------------ */
+
+typedef struct {
+    const char *p, *end, *start;
+    const char *name; /* file, for messages */
+    char *err;
+    size_t errlen;
+    int failed;
+} json;
+
+static int jfail(json *j, const char *fmt, ...)
+{
+    if (!j->failed && j->err && j->errlen) {
+        int n = snprintf(j->err, j->errlen, "%s: bad safetensors header: ",
+                         j->name);
+        if (n >= 0 && (size_t)n < j->errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(j->err + n, j->errlen - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    j->failed = 1;
+    return -1;
+}
+
+static void jspace(json *j)
+{
+    while (j->p < j->end &&
+           (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
+        j->p++;
+}
+
+static int jexpect(json *j, char c)
+{
+    jspace(j);
+    if (j->p >= j->end || *j->p != c)
+        return jfail(j, "expected '%c' at header byte %ld", c,
+                     (long)(j->p - j->start));
+    j->p++;
+    return 0;
+}
+
+/* Appends one byte to a growing string buffer. */
+static int jpush(json *j, char **buf, size_t *n, size_t *cap, char c)
+{
+    if (*n + 1 >= *cap) {
+        if (*cap > MAX_HEADER)
+            return jfail(j, "string too long");
+        char *nb = realloc(*buf, *cap * 2);
+        if (!nb)
+            return jfail(j, "out of memory");
+        *buf = nb, *cap *= 2;
+    }
+    (*buf)[(*n)++] = c;
+    return 0;
+}
+
+/* Reads a JSON string.  With out, copies it there (cap bytes with the NUL,
+ * longer is an error); else hands a malloc'ed copy to *heap.  Returns the
+ * length, or -1. */
+static long jstring(json *j, char *out, size_t cap, char **heap)
+{
+    jspace(j);
+    if (j->p >= j->end || *j->p != '"')
+        return jfail(j, "expected a string");
+    j->p++;
+    size_t n = 0, bcap = 64;
+    char *buf = malloc(bcap);
+    if (!buf)
+        return jfail(j, "out of memory");
+    while (1) {
+        if (j->p >= j->end) {
+            free(buf);
+            return jfail(j, "unterminated string");
+        }
+        unsigned char c = (unsigned char)*j->p++;
+        if (c == '"')
+            break;
+        if (c < 0x20) {
+            free(buf);
+            return jfail(j, "control character in a string");
+        }
+        unsigned cp = c;
+        if (c == '\\') {
+            char e = j->p < j->end ? *j->p++ : 0;
+            switch (e) {
+            case '"': case '\\': case '/': cp = (unsigned char)e; break;
+            case 'b': cp = '\b'; break;
+            case 'f': cp = '\f'; break;
+            case 'n': cp = '\n'; break;
+            case 'r': cp = '\r'; break;
+            case 't': cp = '\t'; break;
+            case 'u': {
+                char hex[5] = {0}, *q;
+                if (j->end - j->p >= 4)
+                    memcpy(hex, j->p, 4);
+                cp = (unsigned)strtoul(hex, &q, 16);
+                if (q != hex + 4) {
+                    free(buf);
+                    return jfail(j, "bad \\u escape");
+                }
+                j->p += 4;
+                break;
+            }
+            default:
+                free(buf);
+                return jfail(j, "bad escape in a string");
+            }
+            /* encode the code point as UTF-8 (no surrogate pairing) */
+            int bad = 0;
+            if (cp < 0x80) {
+                bad = jpush(j, &buf, &n, &bcap, (char)cp);
+            } else if (cp < 0x800) {
+                bad = jpush(j, &buf, &n, &bcap, (char)(0xc0 | cp >> 6)) ||
+                      jpush(j, &buf, &n, &bcap, (char)(0x80 | (cp & 0x3f)));
+            } else {
+                bad = jpush(j, &buf, &n, &bcap, (char)(0xe0 | cp >> 12)) ||
+                      jpush(j, &buf, &n, &bcap,
+                            (char)(0x80 | ((cp >> 6) & 0x3f))) ||
+                      jpush(j, &buf, &n, &bcap, (char)(0x80 | (cp & 0x3f)));
+            }
+            if (bad) {
+                free(buf);
+                return -1;
+            }
+        } else if (jpush(j, &buf, &n, &bcap, (char)c)) {
+            free(buf);
+            return -1;
+        }
+    }
+    buf[n] = 0;
+    if (out) {
+        if (n + 1 > cap) {
+            free(buf);
+            return jfail(j, "string too long (%zu bytes)", n);
+        }
+        memcpy(out, buf, n + 1);
+        free(buf);
+    } else {
+        *heap = buf;
+    }
+    return (long)n;
+}
+
+static int jint(json *j, int64_t *v)
+{
+    jspace(j);
+    const char *s = j->p;
+    if (s < j->end && *s == '-')
+        return jfail(j, "negative number");
+    int64_t x = 0;
+    int digits = 0;
+    while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+        if (x > (INT64_MAX - 9) / 10)
+            return jfail(j, "number too large");
+        x = x * 10 + (*j->p++ - '0');
+        digits++;
+    }
+    if (!digits)
+        return jfail(j, "expected a number");
+    if (j->p < j->end && (*j->p == '.' || *j->p == 'e' || *j->p == 'E'))
+        return jfail(j, "expected an integer");
+    *v = x;
+    return 0;
+}
+
+static int jint_array(json *j, int64_t *vals, int cap, int *count)
+{
+    if (jexpect(j, '['))
+        return -1;
+    *count = 0;
+    jspace(j);
+    if (j->p < j->end && *j->p == ']') {
+        j->p++;
+        return 0;
+    }
+    while (1) {
+        if (*count == cap)
+            return jfail(j, "array too long");
+        if (jint(j, &vals[(*count)++]))
+            return -1;
+        jspace(j);
+        if (j->p < j->end && *j->p == ',') {
+            j->p++;
+            continue;
+        }
+        return jexpect(j, ']');
+    }
+}
+
+/* Skips any JSON value (for keys we do not use). */
+static int jskip(json *j, int depth)
+{
+    jspace(j);
+    if (depth > 32)
+        return jfail(j, "nested too deeply");
+    if (j->p >= j->end)
+        return jfail(j, "unexpected end");
+    char c = *j->p;
+    if (c == '"') {
+        char *tmp;
+        if (jstring(j, NULL, 0, &tmp) < 0)
+            return -1;
+        free(tmp);
+        return 0;
+    }
+    if (c == '{' || c == '[') {
+        char close = c == '{' ? '}' : ']';
+        j->p++;
+        jspace(j);
+        if (j->p < j->end && *j->p == close) {
+            j->p++;
+            return 0;
+        }
+        while (1) {
+            if (c == '{') {
+                char *tmp;
+                if (jstring(j, NULL, 0, &tmp) < 0)
+                    return -1;
+                free(tmp);
+                if (jexpect(j, ':'))
+                    return -1;
+            }
+            if (jskip(j, depth + 1))
+                return -1;
+            jspace(j);
+            if (j->p < j->end && *j->p == ',') {
+                j->p++;
+                continue;
+            }
+            return jexpect(j, close);
+        }
+    }
+    /* number, true, false, null */
+    const char *s = j->p;
+    while (j->p < j->end && strchr("0123456789+-.eEtruefalsn", *j->p))
+        j->p++;
+    return j->p > s ? 0 : jfail(j, "unexpected character '%c'", c);
+}
+
+static int parse_tensor(json *j, st_tensor *t)
+{
+    int have_dtype = 0, have_shape = 0, have_off = 0;
+    if (jexpect(j, '{'))
+        return -1;
+    jspace(j);
+    if (j->p < j->end && *j->p == '}')
+        return jfail(j, "tensor '%s' has no fields", t->name);
+    while (1) {
+        char key[64];
+        if (jstring(j, key, sizeof key, NULL) < 0 || jexpect(j, ':'))
+            return -1;
+        if (!strcmp(key, "dtype")) {
+            char dt[16];
+            if (jstring(j, dt, sizeof dt, NULL) < 0)
+                return -1;
+            t->dtype = -1;
+            for (int i = 0; i < ST_NTYPES; i++)
+                if (!strcmp(dt, dtype_names[i]))
+                    t->dtype = i;
+            if (t->dtype < 0)
+                return jfail(j, "tensor '%s' has unsupported dtype '%s'",
+                             t->name, dt);
+            have_dtype = 1;
+        } else if (!strcmp(key, "shape")) {
+            if (jint_array(j, t->shape, ST_MAX_DIMS, &t->ndim))
+                return -1;
+            have_shape = 1;
+        } else if (!strcmp(key, "data_offsets")) {
+            int64_t off[2];
+            int n;
+            if (jint_array(j, off, 2, &n))
+                return -1;
+            if (n != 2 || off[1] < off[0])
+                return jfail(j, "tensor '%s' has bad data_offsets", t->name);
+            t->begin = (size_t)off[0];
+            t->end = (size_t)off[1];
+            have_off = 1;
+        } else if (jskip(j, 1)) {
+            return -1;
+        }
+        jspace(j);
+        if (j->p < j->end && *j->p == ',') {
+            j->p++;
+            continue;
+        }
+        if (jexpect(j, '}'))
+            return -1;
+        break;
+    }
+    if (!have_dtype || !have_shape || !have_off)
+        return jfail(j, "tensor '%s' lacks dtype, shape or data_offsets",
+                     t->name);
+    return 0;
+}
+
+static int parse_metadata(json *j, frae_safetensors *st)
+{
+    if (jexpect(j, '{'))
+        return -1;
+    jspace(j);
+    if (j->p < j->end && *j->p == '}') {
+        j->p++;
+        return 0;
+    }
+    int cap = 16;
+    st->meta = calloc((size_t)cap, sizeof *st->meta);
+    if (!st->meta)
+        return jfail(j, "out of memory");
+    while (1) {
+        if (st->n_meta == MAX_ENTRIES)
+            return jfail(j, "too many metadata entries");
+        if (st->n_meta == cap) {
+            st_meta *nm = realloc(st->meta, sizeof *nm * (size_t)cap * 2);
+            if (!nm)
+                return jfail(j, "out of memory");
+            memset(nm + cap, 0, sizeof *nm * (size_t)cap);
+            st->meta = nm, cap *= 2;
+        }
+        st_meta *e = &st->meta[st->n_meta];
+        if (jstring(j, e->key, sizeof e->key, NULL) < 0 || jexpect(j, ':'))
+            return -1;
+        if (jstring(j, NULL, 0, &e->value) < 0)
+            return jfail(j, "metadata value of '%s' is not a string", e->key);
+        st->n_meta++;
+        jspace(j);
+        if (j->p < j->end && *j->p == ',') {
+            j->p++;
+            continue;
+        }
+        return jexpect(j, '}');
+    }
+}
+
+static int cmp_begin(const void *a, const void *b)
+{
+    const st_tensor *x = a, *y = b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+int64_t frae_st_numel(const st_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
+                  frae_safetensors *st, char *err, size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    if (size < 8) {
+        snprintf(err, errlen, "%s: not a safetensors file (%zu bytes)", name,
+                 size);
+        return -1;
+    }
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | buf[i];
+    if (hlen < 2 || hlen > MAX_HEADER || hlen > size - 8) {
+        snprintf(err, errlen,
+                 "%s: not a safetensors file, or truncated (header length "
+                 "%llu, file %zu bytes)",
+                 name, (unsigned long long)hlen, size);
+        return -1;
+    }
+    json j = {(const char *)buf + 8, (const char *)buf + 8 + hlen,
+              (const char *)buf + 8, name, err, errlen, 0};
+    int cap = 32;
+    st->tensors = calloc((size_t)cap, sizeof *st->tensors);
+    if (!st->tensors)
+        goto fail;
+    if (jexpect(&j, '{'))
+        goto fail;
+    jspace(&j);
+    if (j.p < j.end && *j.p == '}') {
+        j.p++;
+    } else {
+        while (1) {
+            char key[256];
+            if (jstring(&j, key, sizeof key, NULL) < 0 || jexpect(&j, ':'))
+                goto fail;
+            if (!strcmp(key, "__metadata__")) {
+                if (st->meta) {
+                    jfail(&j, "two __metadata__ entries");
+                    goto fail;
+                }
+                if (parse_metadata(&j, st))
+                    goto fail;
+            } else {
+                if (st->n_tensors == MAX_ENTRIES) {
+                    jfail(&j, "too many tensors");
+                    goto fail;
+                }
+                if (st->n_tensors == cap) {
+                    st_tensor *nt =
+                        realloc(st->tensors, sizeof *nt * (size_t)cap * 2);
+                    if (!nt)
+                        goto fail;
+                    st->tensors = nt, cap *= 2;
+                }
+                st_tensor *t = &st->tensors[st->n_tensors];
+                memset(t, 0, sizeof *t);
+                memcpy(t->name, key, sizeof t->name);
+                if (parse_tensor(&j, t))
+                    goto fail;
+                st->n_tensors++;
+            }
+            jspace(&j);
+            if (j.p < j.end && *j.p == ',') {
+                j.p++;
+                continue;
+            }
+            if (jexpect(&j, '}'))
+                goto fail;
+            break;
+        }
+    }
+    jspace(&j);
+    if (j.p != j.end) {
+        jfail(&j, "trailing bytes after the JSON object");
+        goto fail;
+    }
+    st->data = buf + 8 + hlen;
+    st->data_len = size - 8 - (size_t)hlen;
+
+    /* shapes against offsets, and the tensors tile the data exactly */
+    for (int i = 0; i < st->n_tensors; i++) {
+        st_tensor *t = &st->tensors[i];
+        uint64_t bytes = (uint64_t)dtype_sizes[t->dtype];
+        for (int d = 0; d < t->ndim; d++)
+            if (__builtin_mul_overflow(bytes, (uint64_t)t->shape[d], &bytes)) {
+                snprintf(err, errlen, "%s: tensor '%s' shape overflows", name,
+                         t->name);
+                goto fail_quiet;
+            }
+        if (t->end - t->begin != bytes) {
+            snprintf(err, errlen,
+                     "%s: tensor '%s' has %zu bytes for a shape of %llu",
+                     name, t->name, t->end - t->begin,
+                     (unsigned long long)bytes);
+            goto fail_quiet;
+        }
+        if (t->end > st->data_len) {
+            snprintf(err, errlen,
+                     "%s: truncated: tensor '%s' ends at byte %zu of a %zu-byte "
+                     "data section",
+                     name, t->name, t->end, st->data_len);
+            goto fail_quiet;
+        }
+        for (int k = 0; k < i; k++)
+            if (!strcmp(st->tensors[k].name, t->name)) {
+                snprintf(err, errlen, "%s: tensor '%s' appears twice", name,
+                         t->name);
+                goto fail_quiet;
+            }
+    }
+    st_tensor *sorted = malloc(sizeof *sorted * (size_t)(st->n_tensors + 1));
+    if (!sorted)
+        goto fail;
+    memcpy(sorted, st->tensors, sizeof *sorted * (size_t)st->n_tensors);
+    qsort(sorted, (size_t)st->n_tensors, sizeof *sorted, cmp_begin);
+    size_t at = 0;
+    for (int i = 0; i < st->n_tensors; i++) {
+        if (sorted[i].begin != at) {
+            snprintf(err, errlen,
+                     "%s: tensor data overlaps or leaves a hole at byte %zu",
+                     name, at);
+            free(sorted);
+            goto fail_quiet;
+        }
+        at = sorted[i].end;
+    }
+    free(sorted);
+    if (at != st->data_len) {
+        snprintf(err, errlen, "%s: %zu bytes after the last tensor", name,
+                 st->data_len - at);
+        goto fail_quiet;
+    }
+    return 0;
+fail:
+    if (!j.failed)
+        snprintf(err, errlen, "%s: out of memory reading the header", name);
+fail_quiet:
+    frae_st_close(st);
+    return -1;
+}
+
+int frae_st_open(const char *path, frae_safetensors *st, char *err,
+                 size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        snprintf(err, errlen, "%s: not a regular file", path);
+        return -1;
+    }
+    if (sb.st_size < 8) {
+        close(fd);
+        snprintf(err, errlen, "%s: not a safetensors file (%lld bytes)", path,
+                 (long long)sb.st_size);
+        return -1;
+    }
+    void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    if (frae_st_parse(map, (size_t)sb.st_size, path, st, err, errlen)) {
+        munmap(map, (size_t)sb.st_size);
+        return -1;
+    }
+    st->map = map;
+    st->map_len = (size_t)sb.st_size;
+    return 0;
+}
+
+void frae_st_close(frae_safetensors *st)
+{
+    for (int i = 0; i < st->n_meta; i++)
+        free(st->meta[i].value);
+    free(st->meta);
+    free(st->tensors);
+    if (st->map)
+        munmap(st->map, st->map_len);
+    memset(st, 0, sizeof *st);
+}
+
+const st_tensor *frae_st_find(const frae_safetensors *st, const char *name)
+{
+    for (int i = 0; i < st->n_tensors; i++)
+        if (!strcmp(st->tensors[i].name, name))
+            return &st->tensors[i];
+    return NULL;
+}
+
+const char *frae_st_meta(const frae_safetensors *st, const char *key)
+{
+    for (int i = 0; i < st->n_meta; i++)
+        if (!strcmp(st->meta[i].key, key))
+            return st->meta[i].value;
+    return NULL;
+}
+
+float frae_st_float(const frae_safetensors *st, const st_tensor *t, size_t i)
+{
+    const unsigned char *p = st->data + t->begin + i * dtype_sizes[t->dtype];
+    switch (t->dtype) {
+    case ST_F32: {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
+    }
+    case ST_F64: {
+        double d;
+        memcpy(&d, p, 8);
+        return (float)d;
+    }
+    case ST_BF16: {
+        uint32_t u = (uint32_t)(p[0] | p[1] << 8) << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    case ST_F16: {
+        unsigned h = (unsigned)(p[0] | p[1] << 8);
+        unsigned sign = h >> 15, e = (h >> 10) & 31, man = h & 1023;
+        float v;
+        if (e == 0)
+            v = (float)man * (1.0f / 16777216.0f); /* 2^-24 */
+        else if (e == 31)
+            v = man ? (float)NAN : (float)INFINITY;
+        else
+            v = (float)(1024 + man) * (float)(1 << e) / (1 << 25);
+        return sign ? -v : v;
+    }
+    default:
+        return 0.0f;
+    }
+}
+
+/* ---- writing ---------------------------------------------------------- */
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int oom;
+} sbuf;
+
+static void sb_put(sbuf *s, const char *text, size_t n)
+{
+    if (s->oom)
+        return;
+    if (s->len + n + 1 > s->cap) {
+        size_t nc = s->cap ? s->cap : 1024;
+        while (nc < s->len + n + 1)
+            nc *= 2;
+        char *nb = realloc(s->buf, nc);
+        if (!nb) {
+            s->oom = 1;
+            return;
+        }
+        s->buf = nb, s->cap = nc;
+    }
+    memcpy(s->buf + s->len, text, n);
+    s->len += n;
+    s->buf[s->len] = 0;
+}
+
+static void sb_str(sbuf *s, const char *text)
+{
+    sb_put(s, "\"", 1);
+    for (const char *p = text; *p; p++) {
+        char esc[8];
+        unsigned char c = (unsigned char)*p;
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\', esc[1] = (char)c;
+            sb_put(s, esc, 2);
+        } else if (c < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            sb_put(s, esc, 6);
+        } else {
+            sb_put(s, p, 1);
+        }
+    }
+    sb_put(s, "\"", 1);
+}
+
+int frae_st_write(const char *path, const st_out_tensor *t, int nt,
+                  const char *const *meta_keys, const char *const *meta_vals,
+                  int nmeta, char *err, size_t errlen)
+{
+    sbuf h = {0};
+    char num[96];
+    size_t off = 0;
+    uint64_t sum = FRAE_FNV_INIT;
+    sb_put(&h, "{", 1);
+    for (int i = 0; i < nt; i++) {
+        size_t bytes = (size_t)dtype_sizes[t[i].dtype];
+        for (int d = 0; d < t[i].ndim; d++)
+            bytes *= (size_t)t[i].shape[d];
+        sum = frae_fnv1a64(t[i].data, bytes, sum);
+        if (i)
+            sb_put(&h, ",", 1);
+        sb_str(&h, t[i].name);
+        snprintf(num, sizeof num, ":{\"dtype\":\"%s\",\"shape\":[",
+                 dtype_names[t[i].dtype]);
+        sb_put(&h, num, strlen(num));
+        for (int d = 0; d < t[i].ndim; d++) {
+            snprintf(num, sizeof num, "%s%lld", d ? "," : "",
+                     (long long)t[i].shape[d]);
+            sb_put(&h, num, strlen(num));
+        }
+        snprintf(num, sizeof num, "],\"data_offsets\":[%zu,%zu]}", off,
+                 off + bytes);
+        sb_put(&h, num, strlen(num));
+        off += bytes;
+    }
+    const char *meta_open = nt ? ",\"__metadata__\":{" : "\"__metadata__\":{";
+    sb_put(&h, meta_open, strlen(meta_open));
+    for (int i = 0; i < nmeta; i++) {
+        sb_str(&h, meta_keys[i]);
+        sb_put(&h, ":", 1);
+        sb_str(&h, meta_vals[i]);
+        sb_put(&h, ",", 1);
+    }
+    snprintf(num, sizeof num, "fnv1a64:%016llx", (unsigned long long)sum);
+    sb_str(&h, "frae.checksum");
+    sb_put(&h, ":", 1);
+    sb_str(&h, num);
+    sb_put(&h, "}}", 2);
+    while (h.len % 8) /* the data section starts 8-byte aligned */
+        sb_put(&h, " ", 1);
+    if (h.oom) {
+        free(h.buf);
+        snprintf(err, errlen, "%s: out of memory building the header", path);
+        return -1;
+    }
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++)
+        len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
+    frae_atomic_file af;
+    if (frae_atomic_begin(&af, path, err, errlen)) {
+        free(h.buf);
+        return -1;
+    }
+    fwrite(len8, 1, 8, af.f);
+    fwrite(h.buf, 1, h.len, af.f);
+    free(h.buf);
+    for (int i = 0; i < nt; i++) {
+        size_t bytes = (size_t)dtype_sizes[t[i].dtype];
+        for (int d = 0; d < t[i].ndim; d++)
+            bytes *= (size_t)t[i].shape[d];
+        fwrite(t[i].data, 1, bytes, af.f);
+    }
+    return frae_atomic_commit(&af, err, errlen);
+}
