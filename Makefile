@@ -16,7 +16,8 @@ LIB_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o)
 TEST_SRCS = tests/test_main.c tests/test_util.c tests/test_naive.c \
             tests/test_gradcheck.c tests/test_fixtures.c tests/test_memory.c \
-            tests/test_config.c tests/test_kernels.c tests/test_streaming.c
+            tests/test_config.c tests/test_kernels.c tests/test_streaming.c \
+            tests/test_formats.c
 TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
 LIB   = $(BUILD)/libfrae.a
@@ -31,7 +32,7 @@ all: $(LIB) $(SOLIB) $(FRAE) $(TESTS) $(BENCH)
 $(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
 $(BUILD)/src/kernels_avx512.o: ISA_FLAGS = -mavx512f -mfma
 
-$(BUILD)/%.o: %.c include/frae.h src/frae_internal.h src/kernels.h src/kernels_driver.h src/formats.h \
+$(BUILD)/%.o: %.c include/frae.h src/frae_internal.h src/kernels.h src/kernels_driver.h src/formats.h src/cli/cli.h \
               tests/test_util.h tests/naive_ref.h tests/tests.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@
@@ -43,7 +44,10 @@ $(LIB): $(LIB_OBJS)
 $(SOLIB): $(LIB_OBJS)
 	$(CC) -shared -o $@ $^ $(LDLIBS_ALL)
 
-$(FRAE): $(BUILD)/src/frae_cli.o $(LIB)
+CLI_SRCS = src/cli/main.c src/cli/common.c src/cli/train.c src/cli/tools.c
+CLI_OBJS = $(CLI_SRCS:%.c=$(BUILD)/%.o)
+
+$(FRAE): $(CLI_OBJS) $(LIB)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 $(TESTS): $(TEST_OBJS) $(LIB)

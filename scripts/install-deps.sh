@@ -5,9 +5,10 @@
 set -eu
 
 # build + test: compiler, make, sanitizer runtimes come with gcc.
-# reference fixtures / bench: python3-torch and python3-numpy (optional at
+# tests: python3-numpy builds .npy/.npz inputs and a reference forward.
+# reference fixtures / bench: python3-torch (optional at
 # test time: fixtures are committed, so tests never need torch).
-BUILD_PKGS="gcc make libc6-dev"
+BUILD_PKGS="gcc make libc6-dev python3 python3-numpy"
 OPTIONAL_PKGS="${FRAE_OPTIONAL_PKGS-python3-numpy python3-torch libopenblas-dev hyperfine valgrind}"
 
 missing=""

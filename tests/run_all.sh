@@ -27,5 +27,7 @@ echo "== unit tests ($BUILD)"
 run "$BUILD/frae_tests"
 echo "== CLI tests ($BUILD)"
 run sh tests/cli_test.sh "$BUILD/frae"
+echo "== workflow tests: files, checkpoints, resume, imports ($BUILD)"
+run /usr/bin/python3 tests/workflow_test.py "$BUILD/frae"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" = 0 ]

@@ -27,6 +27,9 @@ static const test_entry tests[] = {
     {"train_frames_equals_batch", test_train_frames_equals_batch},
     {"variable_lengths", test_variable_lengths},
     {"gradient_clipping", test_gradient_clipping},
+    {"npy_reader", test_npy_reader},
+    {"bad_checkpoints", test_bad_checkpoints},
+    {"atomic_save_under_kill", test_atomic_save_under_kill},
     {"bad_configs", test_bad_configs},
     {"sizes", test_sizes},
 };

@@ -1,0 +1,93 @@
+/* The frae command line: shared declarations. */
+#ifndef FRAE_CLI_H
+#define FRAE_CLI_H
+
+#include <stdint.h>
+
+#include "formats.h"
+#include "frae.h"
+
+/* Exit codes, documented in 'frae --help' and the README. */
+#define EXIT_OK 0
+#define EXIT_FAILED 1      /* the run failed: diverged, could not save */
+#define EXIT_USAGE 2       /* bad option, value, file or config */
+#define EXIT_INTERRUPTED 130 /* Ctrl-C: stopped cleanly after saving */
+
+/* "frae train" etc., for messages. */
+extern const char *cli_cmd;
+
+/* Prints "<cli_cmd>: <message>" as one line on stderr; returns code. */
+int cli_fail(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- options ------------------------------------------------------------ */
+typedef struct {
+    const char *name;  /* "--epochs" */
+    int takes_value;
+} cli_opt;
+
+/* Calls on_opt for each option (value NULL for flags) and on_pos for
+ * each positional argument; -h/--help calls help and exits 0.  Returns 0,
+ * or an exit code after printing the error. */
+int cli_parse(int argc, char **argv, const cli_opt *opts,
+              int (*on_opt)(void *ctx, const char *name, const char *value),
+              int (*on_pos)(void *ctx, const char *arg), void (*help)(void),
+              void *ctx);
+
+int cli_int(const char *opt, const char *s, long lo, long hi, int *out);
+int cli_long(const char *opt, const char *s, long lo, long hi, long *out);
+int cli_double(const char *opt, const char *s, double lo, double hi,
+               double *out);
+int cli_choice(const char *opt, const char *s, const char *const *names,
+               int count, int *out);
+
+/* Model-shape and training options shared by train and import.  Returns
+ * 0 if handled, 1 if not a model option, or an exit code. */
+int cli_model_option(frae_config *cfg, const char *name, const char *value);
+extern const cli_opt cli_model_opts[];
+#define CLI_MODEL_HELP                                                         \
+    "  --frame-dim D        frame dimension (80)\n"                           \
+    "  --history K          decoded frames fed back, 0 = plain AE (4)\n"      \
+    "  --enc W1,W2,...      encoder hidden widths, or none (512,256)\n"       \
+    "  --latent L           latent units (16)\n"                              \
+    "  --dec W1,W2,...      decoder hidden widths, or none (256,512)\n"       \
+    "  --activation A       relu or tanh, hidden layers (relu)\n"             \
+    "  --quantizer Q        none, binary or uniform:N (none)\n"               \
+    "  --seed S             initialisation and shuffling seed (1)\n"
+
+/* ---- datasets ------------------------------------------------------------- */
+typedef struct {
+    int file;    /* index into files, or -1 for built-in data */
+    long index;  /* sequence within the file */
+    long frames;
+} cli_seq;
+
+typedef struct {
+    frae_npy *files;
+    char **names;
+    int n_files;
+    float *builtin; /* built-in synthetic data, [n][frames][dim] */
+    cli_seq *seqs;
+    long n_seqs;
+    int dim;
+    long total_frames;
+} cli_dataset;
+
+/* Loads .npy files and directories of them (sorted), checking every value
+ * is finite and every file has frame dimension dim (0: the first file's).
+ * Returns 0 or EXIT_USAGE after printing the error. */
+int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim);
+int cli_dataset_builtin(cli_dataset *ds, int n_seqs, int frames, int dim,
+                        uint64_t seed);
+void cli_dataset_free(cli_dataset *ds);
+/* Frames t0..t0+nt-1 of sequence s (all inside it) as float32. */
+void cli_dataset_read(const cli_dataset *ds, long s, long t0, long nt,
+                      float *dst);
+
+/* ---- commands --------------------------------------------------------------- */
+int cmd_train(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+
+#endif

@@ -1,0 +1,368 @@
+/* Option parsing and datasets shared by the frae commands. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+const char *cli_cmd = "frae";
+
+int cli_fail(int code, const char *fmt, ...)
+{
+    fprintf(stderr, "%s: ", cli_cmd);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return code;
+}
+
+int cli_parse(int argc, char **argv, const cli_opt *opts,
+              int (*on_opt)(void *ctx, const char *name, const char *value),
+              int (*on_pos)(void *ctx, const char *arg), void (*help)(void),
+              void *ctx)
+{
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            help();
+            exit(EXIT_OK);
+        }
+        if (strncmp(arg, "--", 2) || !arg[2]) {
+            if (!strcmp(arg, "-o") && on_opt) { /* short for --output */
+                if (i + 1 >= argc)
+                    return cli_fail(EXIT_USAGE, "option '-o' needs a value");
+                int rc = on_opt(ctx, "--output", argv[++i]);
+                if (rc)
+                    return rc;
+                continue;
+            }
+            if (arg[0] == '-' && arg[1] && strcmp(arg, "--"))
+                return cli_fail(EXIT_USAGE,
+                                "unknown option '%s' (see '%s --help')", arg,
+                                cli_cmd);
+            if (!on_pos)
+                return cli_fail(EXIT_USAGE,
+                                "unexpected argument '%s' (see '%s --help')",
+                                arg, cli_cmd);
+            int rc = on_pos(ctx, arg);
+            if (rc)
+                return rc;
+            continue;
+        }
+        char name[64];
+        const char *eq = strchr(arg, '=');
+        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        const cli_opt *o = NULL;
+        for (const cli_opt *p = opts; p && p->name; p++)
+            if (strlen(p->name) == len && !strncmp(p->name, arg, len))
+                o = p;
+        if (!o || len >= sizeof name)
+            return cli_fail(EXIT_USAGE,
+                            "unknown option '%.*s' (see '%s --help')",
+                            (int)len, arg, cli_cmd);
+        memcpy(name, arg, len);
+        name[len] = 0;
+        const char *value = NULL;
+        if (o->takes_value) {
+            if (eq)
+                value = eq + 1;
+            else if (i + 1 < argc)
+                value = argv[++i];
+            else
+                return cli_fail(EXIT_USAGE, "option '%s' needs a value",
+                                name);
+        } else if (eq) {
+            return cli_fail(EXIT_USAGE, "option '%s' takes no value", name);
+        }
+        int rc = on_opt(ctx, name, value);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int cli_long(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno == ERANGE || v < lo || v > hi)
+        return cli_fail(EXIT_USAGE, "%s expects an integer in %ld..%ld, got '%s'",
+                        opt, lo, hi, s);
+    *out = v;
+    return 0;
+}
+
+int cli_int(const char *opt, const char *s, long lo, long hi, int *out)
+{
+    long v;
+    int rc = cli_long(opt, s, lo, hi, &v);
+    if (!rc)
+        *out = (int)v;
+    return rc;
+}
+
+int cli_double(const char *opt, const char *s, double lo, double hi,
+               double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno == ERANGE || !isfinite(v) || v < lo || v > hi)
+        return cli_fail(EXIT_USAGE, "%s expects a number in [%g, %g], got '%s'",
+                        opt, lo, hi, s);
+    *out = v;
+    return 0;
+}
+
+int cli_choice(const char *opt, const char *s, const char *const *names,
+               int count, int *out)
+{
+    for (int i = 0; i < count; i++)
+        if (!strcmp(s, names[i])) {
+            *out = i;
+            return 0;
+        }
+    char list[256] = "";
+    for (int i = 0; i < count; i++) {
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, names[i], sizeof list - strlen(list) - 1);
+    }
+    return cli_fail(EXIT_USAGE, "%s got '%s'; expected one of: %s", opt, s,
+                    list);
+}
+
+/* "512,256" -> widths; "" or "none" -> no hidden layers. */
+static int parse_widths(const char *opt, const char *s, int *n, int *w)
+{
+    *n = 0;
+    if (!*s || !strcmp(s, "none"))
+        return 0;
+    for (const char *p = s;;) {
+        if (*n == FRAE_MAX_HIDDEN)
+            return cli_fail(EXIT_USAGE, "%s takes at most %d widths, got '%s'",
+                            opt, FRAE_MAX_HIDDEN, s);
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || (*end && *end != ',') || errno == ERANGE || v < 1 ||
+            v > INT_MAX)
+            return cli_fail(EXIT_USAGE,
+                            "%s expects positive widths separated by commas, "
+                            "got '%s'",
+                            opt, s);
+        w[(*n)++] = (int)v;
+        if (!*end)
+            return 0;
+        p = end + 1;
+    }
+}
+
+const cli_opt cli_model_opts[] = {
+    {"--frame-dim", 1}, {"--history", 1}, {"--enc", 1},        {"--latent", 1},
+    {"--dec", 1},       {"--activation", 1}, {"--quantizer", 1}, {"--seed", 1},
+    {NULL, 0}};
+
+int cli_model_option(frae_config *c, const char *name, const char *value)
+{
+    static const char *const acts[] = {"relu", "tanh"};
+    int tmp, rc;
+    if (!strcmp(name, "--frame-dim"))
+        return cli_int(name, value, 1, INT_MAX, &c->frame_dim);
+    if (!strcmp(name, "--history"))
+        return cli_int(name, value, 0, INT_MAX, &c->history);
+    if (!strcmp(name, "--enc"))
+        return parse_widths(name, value, &c->n_enc_hidden, c->enc_hidden);
+    if (!strcmp(name, "--dec"))
+        return parse_widths(name, value, &c->n_dec_hidden, c->dec_hidden);
+    if (!strcmp(name, "--latent"))
+        return cli_int(name, value, 1, INT_MAX, &c->latent_dim);
+    if (!strcmp(name, "--activation")) {
+        rc = cli_choice(name, value, acts, 2, &tmp);
+        c->activation = (frae_activation)tmp;
+        return rc;
+    }
+    if (!strcmp(name, "--quantizer")) {
+        if (!strcmp(value, "none")) {
+            c->quantizer = FRAE_QUANT_NONE;
+        } else if (!strcmp(value, "binary")) {
+            c->quantizer = FRAE_QUANT_BINARY;
+        } else if (!strncmp(value, "uniform:", 8)) {
+            c->quantizer = FRAE_QUANT_UNIFORM;
+            return cli_int("--quantizer uniform:N", value + 8, 2, 65536,
+                           &c->quant_levels);
+        } else {
+            return cli_fail(EXIT_USAGE,
+                            "--quantizer expects none, binary or uniform:N, "
+                            "got '%s'",
+                            value);
+        }
+        return 0;
+    }
+    if (!strcmp(name, "--seed")) {
+        long s;
+        rc = cli_long(name, value, 0, LONG_MAX, &s);
+        c->seed = (uint64_t)s;
+        return rc;
+    }
+    return 1;
+}
+
+/* ---- datasets ------------------------------------------------------------- */
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Expands directories into their *.npy files, sorted. */
+static int expand_paths(char **paths, int n, char ***out, int *n_out)
+{
+    int cap = n + 16, count = 0;
+    char **list = malloc(sizeof *list * (size_t)cap);
+    if (!list)
+        return cli_fail(EXIT_FAILED, "out of memory");
+    for (int i = 0; i < n; i++) {
+        struct stat sb;
+        if (stat(paths[i], &sb)) {
+            for (int k = 0; k < count; k++)
+                free(list[k]);
+            free(list);
+            return cli_fail(EXIT_USAGE, "%s: cannot open: %s", paths[i],
+                            strerror(errno));
+        }
+        if (!S_ISDIR(sb.st_mode)) {
+            list[count++] = strdup(paths[i]);
+            continue;
+        }
+        DIR *d = opendir(paths[i]);
+        if (!d) {
+            free(list);
+            return cli_fail(EXIT_USAGE, "%s: cannot read directory: %s",
+                            paths[i], strerror(errno));
+        }
+        int first = count;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            size_t len = strlen(e->d_name);
+            if (len < 5 || strcmp(e->d_name + len - 4, ".npy"))
+                continue;
+            if (count == cap) {
+                cap *= 2;
+                char **nl = realloc(list, sizeof *list * (size_t)cap);
+                if (!nl) {
+                    closedir(d);
+                    return cli_fail(EXIT_FAILED, "out of memory");
+                }
+                list = nl;
+            }
+            size_t plen = strlen(paths[i]) + len + 2;
+            list[count] = malloc(plen);
+            snprintf(list[count++], plen, "%s/%s", paths[i], e->d_name);
+        }
+        closedir(d);
+        if (count == first) {
+            free(list);
+            return cli_fail(EXIT_USAGE, "%s: directory has no .npy files",
+                            paths[i]);
+        }
+        qsort(list + first, (size_t)(count - first), sizeof *list, name_cmp);
+    }
+    *out = list;
+    *n_out = count;
+    return 0;
+}
+
+int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim)
+{
+    memset(ds, 0, sizeof *ds);
+    int rc = expand_paths(paths, n_paths, &ds->names, &ds->n_files);
+    if (rc)
+        return rc;
+    ds->files = calloc((size_t)ds->n_files, sizeof *ds->files);
+    if (!ds->files)
+        return cli_fail(EXIT_FAILED, "out of memory");
+    char err[512];
+    long n_seqs = 0;
+    ds->dim = dim;
+    for (int i = 0; i < ds->n_files; i++) {
+        frae_npy *a = &ds->files[i];
+        if (frae_npy_open(ds->names[i], a, err, sizeof err) ||
+            frae_npy_frames(a, ds->names[i], err, sizeof err) ||
+            frae_npy_check_finite(a, ds->names[i], err, sizeof err))
+            return cli_fail(EXIT_USAGE, "%s", err);
+        if (ds->dim == 0)
+            ds->dim = (int)a->d;
+        if (a->d != ds->dim)
+            return cli_fail(EXIT_USAGE,
+                            "%s: frame dimension %ld does not match %d (the "
+                            "model's, or the first file's)",
+                            ds->names[i], a->d, ds->dim);
+        n_seqs += a->n;
+    }
+    ds->seqs = calloc((size_t)n_seqs, sizeof *ds->seqs);
+    if (!ds->seqs)
+        return cli_fail(EXIT_FAILED, "out of memory");
+    for (int i = 0; i < ds->n_files; i++)
+        for (long s = 0; s < ds->files[i].n; s++) {
+            ds->seqs[ds->n_seqs++] = (cli_seq){i, s, ds->files[i].t};
+            ds->total_frames += ds->files[i].t;
+        }
+    return 0;
+}
+
+int cli_dataset_builtin(cli_dataset *ds, int n_seqs, int frames, int dim,
+                        uint64_t seed)
+{
+    memset(ds, 0, sizeof *ds);
+    size_t bytes;
+    if (__builtin_mul_overflow((size_t)n_seqs * frames, (size_t)dim * 4,
+                               &bytes) ||
+        bytes > ((size_t)1 << 36))
+        return cli_fail(EXIT_USAGE,
+                        "built-in dataset of %d x %d x %d floats is too large",
+                        n_seqs, frames, dim);
+    ds->builtin = malloc(bytes);
+    ds->seqs = calloc((size_t)n_seqs, sizeof *ds->seqs);
+    if (!ds->builtin || !ds->seqs)
+        return cli_fail(EXIT_FAILED, "out of memory for the built-in data");
+    frae_synth_sequences(ds->builtin, n_seqs, frames, dim, seed);
+    for (int s = 0; s < n_seqs; s++)
+        ds->seqs[s] = (cli_seq){-1, s, frames};
+    ds->n_seqs = n_seqs;
+    ds->dim = dim;
+    ds->total_frames = (long)n_seqs * frames;
+    return 0;
+}
+
+void cli_dataset_free(cli_dataset *ds)
+{
+    for (int i = 0; i < ds->n_files; i++) {
+        frae_npy_close(&ds->files[i]);
+        free(ds->names[i]);
+    }
+    free(ds->files);
+    free(ds->names);
+    free(ds->builtin);
+    free(ds->seqs);
+    memset(ds, 0, sizeof *ds);
+}
+
+void cli_dataset_read(const cli_dataset *ds, long s, long t0, long nt,
+                      float *dst)
+{
+    const cli_seq *q = &ds->seqs[s];
+    if (q->file < 0)
+        memcpy(dst, ds->builtin + ((size_t)q->index * q->frames + t0) * ds->dim,
+               sizeof(float) * (size_t)nt * ds->dim);
+    else
+        frae_npy_read(&ds->files[q->file], q->index, t0, nt, dst);
+}

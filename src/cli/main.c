@@ -1,0 +1,51 @@
+/* frae: the command-line tool.  One file per group of commands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void print_help(void)
+{
+    printf("frae %s: Feedback Recurrent AutoEncoders\n"
+           "\n"
+           "usage: frae <command> [options]\n"
+           "\n"
+           "commands:\n"
+           "  train     train an FRAE on .npy data or the built-in data\n"
+           "  predict   reconstruct sequences with a trained model\n"
+           "  info      describe a checkpoint\n"
+           "  import    make a checkpoint from PyTorch or Keras weights\n"
+           "  help      this help; 'frae <command> --help' for one command\n"
+           "\n"
+           "Exit codes: 0 success; 1 a run failed (diverged, or a file could\n"
+           "not be written); 2 bad usage or input (options, data files,\n"
+           "checkpoints); 130 interrupted by Ctrl-C after saving.\n",
+           FRAE_VERSION_STRING);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_help();
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        print_help();
+        return EXIT_OK;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("frae %s\n", FRAE_VERSION_STRING);
+        return EXIT_OK;
+    }
+    if (!strcmp(cmd, "train"))
+        return cmd_train(argc - 2, argv + 2);
+    if (!strcmp(cmd, "predict"))
+        return cmd_predict(argc - 2, argv + 2);
+    if (!strcmp(cmd, "info"))
+        return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(cmd, "import"))
+        return cmd_import(argc - 2, argv + 2);
+    return cli_fail(EXIT_USAGE, "unknown command '%s' (see 'frae --help')",
+                    cmd);
+}

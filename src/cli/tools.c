@@ -1,0 +1,289 @@
+/* frae predict, frae info, frae import. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+/* ---- predict ---------------------------------------------------------- */
+
+typedef struct {
+    const char *model, *input, *output;
+    frae_isa isa;
+} predict_opts;
+
+static void predict_help(void)
+{
+    printf("usage: frae predict MODEL IN.npy -o OUT.npy [--isa I]\n"
+           "\n"
+           "Reconstructs sequences: runs each sequence of IN.npy ([T, D] or\n"
+           "[N, T, D], float32 or float64) through the model from empty\n"
+           "buffers, and writes the decoded frames as float32 in the same\n"
+           "shape.  Prints the MSE against the input.\n"
+           "\n"
+           "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
+           "options, model or input.\n");
+}
+
+static const cli_opt predict_list[] = {{"--output", 1}, {"--isa", 1},
+                                       {NULL, 0}};
+
+static int predict_opt(void *ctx, const char *name, const char *v)
+{
+    predict_opts *o = ctx;
+    static const char *const isas[] = {"auto", "scalar", "avx2", "avx512"};
+    if (!strcmp(name, "--output"))
+        return o->output = v, 0;
+    int tmp, rc = cli_choice(name, v, isas, 4, &tmp);
+    o->isa = (frae_isa)tmp;
+    return rc;
+}
+
+static int predict_pos(void *ctx, const char *arg)
+{
+    predict_opts *o = ctx;
+    if (!o->model)
+        return o->model = arg, 0;
+    if (!o->input)
+        return o->input = arg, 0;
+    return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see '%s --help')",
+                    arg, cli_cmd);
+}
+
+int cmd_predict(int argc, char **argv)
+{
+    cli_cmd = "frae predict";
+    predict_opts o = {0};
+    int rc = cli_parse(argc, argv, predict_list, predict_opt, predict_pos,
+                       predict_help, &o);
+    if (rc)
+        return rc;
+    if (!o.model || !o.input || !o.output)
+        return cli_fail(EXIT_USAGE, "needs MODEL, IN.npy and -o OUT.npy (see "
+                                    "'frae predict --help')");
+    char err[512];
+    frae_npy in;
+    if (frae_npy_open(o.input, &in, err, sizeof err) ||
+        frae_npy_frames(&in, o.input, err, sizeof err) ||
+        frae_npy_check_finite(&in, o.input, err, sizeof err))
+        return cli_fail(EXIT_USAGE, "%s", err);
+    frae_config rt;
+    frae_config_default(&rt);
+    rt.training = 0;
+    rt.batch = in.n < 64 ? (int)in.n : 64;
+    rt.isa = o.isa;
+    frae_model *m = frae_load(o.model, &rt, err, sizeof err);
+    if (!m) {
+        frae_npy_close(&in);
+        return cli_fail(EXIT_USAGE, "%s", err);
+    }
+    const int D = frae_get_config(m)->frame_dim;
+    if (in.d != D) {
+        frae_npy_close(&in);
+        frae_destroy(m);
+        return cli_fail(EXIT_USAGE,
+                        "%s: frame dimension %ld does not match the model's %d",
+                        o.input, in.d, D);
+    }
+    size_t count = (size_t)in.n * in.t * in.d;
+    float *x = malloc(sizeof(float) * count), *y = malloc(sizeof(float) * count);
+    if (!x || !y) {
+        free(x), free(y), frae_npy_close(&in), frae_destroy(m);
+        return cli_fail(EXIT_FAILED, "out of memory for %zu values", count);
+    }
+    frae_npy_read(&in, 0, 0, in.n * in.t, x); /* all sequences, in order */
+    double sse = 0;
+    for (long s0 = 0; s0 < in.n; s0 += rt.batch) {
+        int nb = in.n - s0 < rt.batch ? (int)(in.n - s0) : rt.batch;
+        size_t off = (size_t)s0 * in.t * D;
+        frae_reset(m);
+        frae_forward(m, x + off, y + off, nb, (int)in.t);
+    }
+    for (size_t i = 0; i < count; i++)
+        sse += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
+    long shape[3] = {in.n, in.t, in.d};
+    int ndim = in.ndim;
+    if (ndim == 2)
+        shape[0] = in.t, shape[1] = in.d;
+    rc = frae_npy_write(o.output, y, ndim, shape, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "%s: %s\n", cli_cmd, err);
+    else
+        printf("%ld sequence%s of %ld frames -> %s  mse %.6g\n", in.n,
+               in.n == 1 ? "" : "s", in.t, o.output, sse / (double)count);
+    free(x), free(y);
+    frae_npy_close(&in);
+    frae_destroy(m);
+    return rc ? EXIT_FAILED : EXIT_OK;
+}
+
+/* ---- info ----------------------------------------------------------------- */
+
+static void info_help(void)
+{
+    printf("usage: frae info MODEL\n"
+           "\n"
+           "Prints a checkpoint's architecture, parameter count, bits per\n"
+           "frame, training settings and training state, after verifying\n"
+           "its format version and checksum.\n"
+           "\n"
+           "Exit codes: 0 done, 2 bad options or checkpoint.\n");
+}
+
+static int info_pos(void *ctx, const char *arg)
+{
+    const char **path = ctx;
+    if (*path)
+        return cli_fail(EXIT_USAGE, "unexpected argument '%s'", arg);
+    *path = arg;
+    return 0;
+}
+
+int cmd_info(int argc, char **argv)
+{
+    cli_cmd = "frae info";
+    const char *path = NULL;
+    int rc = cli_parse(argc, argv, NULL, NULL, info_pos, info_help, &path);
+    if (rc)
+        return rc;
+    if (!path)
+        return cli_fail(EXIT_USAGE, "needs MODEL (see 'frae info --help')");
+    char err[512];
+    frae_checkpoint *ck = frae_checkpoint_open(path, err, sizeof err);
+    frae_config c;
+    if (!ck || frae_checkpoint_config(ck, &c, err, sizeof err)) {
+        frae_checkpoint_close(ck);
+        return cli_fail(EXIT_USAGE, "%s", err);
+    }
+    frae_config small = c; /* only for the sizes: no training buffers */
+    small.training = 0;
+    small.batch = 1;
+    frae_model *m = frae_create(&small, err, sizeof err);
+    if (!m) {
+        frae_checkpoint_close(ck);
+        return cli_fail(EXIT_USAGE, "%s", err);
+    }
+    struct stat sb;
+    stat(path, &sb);
+    printf("%s: frae checkpoint, format %s, %lld bytes, checksum ok\n", path,
+           frae_checkpoint_meta(ck, "frae.format_version"),
+           (long long)sb.st_size);
+    printf("model:\n");
+    printf("  frame dim D %d, history K %d, latent L %d\n", c.frame_dim,
+           c.history, c.latent_dim);
+    printf("  encoder  %d", c.frame_dim + c.history * c.frame_dim);
+    for (int i = 0; i < c.n_enc_hidden; i++)
+        printf(" -> %d", c.enc_hidden[i]);
+    printf(" -> %d (tanh, quantizer %s)\n", c.latent_dim,
+           frae_checkpoint_meta(ck, "frae.quantizer"));
+    printf("  decoder  %d", c.latent_dim + c.history * c.frame_dim);
+    for (int i = 0; i < c.n_dec_hidden; i++)
+        printf(" -> %d", c.dec_hidden[i]);
+    printf(" -> %d (linear)\n", c.frame_dim);
+    printf("  hidden activation %s, init seed %llu\n",
+           c.activation == FRAE_ACT_TANH ? "tanh" : "relu",
+           (unsigned long long)c.seed);
+    printf("  %zu parameters, %g bits/frame\n", frae_param_count(m),
+           frae_bits_per_frame(m));
+    printf("training settings:\n");
+    printf("  feedback %s, window %d, batch %d, Adam lr %g (beta1 %g, beta2 "
+           "%g, eps %g), clip norm %g\n",
+           c.feedback == FRAE_FEEDBACK_FULL ? "full" : "detached", c.window,
+           c.batch, (double)c.learning_rate, (double)c.beta1, (double)c.beta2,
+           (double)c.epsilon, (double)c.clip_norm);
+    const char *ep = frae_checkpoint_meta(ck, "train.epoch");
+    if (ep) {
+        printf("training state:\n");
+        printf("  epoch %s of %s, next batch %s, Adam step %s\n", ep,
+               frae_checkpoint_meta(ck, "train.epochs"),
+               frae_checkpoint_meta(ck, "train.batch"),
+               frae_checkpoint_meta(ck, "frae.adam_step"));
+        printf("  best monitored loss %s at epoch %s\n",
+               frae_checkpoint_meta(ck, "train.best"),
+               frae_checkpoint_meta(ck, "train.best_epoch"));
+        printf("  data: %s\n", frae_checkpoint_meta(ck, "train.data"));
+    } else {
+        printf("training state: none (weights only)\n");
+    }
+    frae_destroy(m);
+    frae_checkpoint_close(ck);
+    return EXIT_OK;
+}
+
+/* ---- import ---------------------------------------------------------------- */
+
+typedef struct {
+    frae_config cfg;
+    const char *input, *output;
+} import_opts;
+
+static void import_help(void)
+{
+    printf("usage: frae import WEIGHTS -o MODEL [options]\n"
+           "\n"
+           "Makes a frae checkpoint from weights trained elsewhere:\n"
+           "  - a PyTorch state_dict saved as safetensors, with the names and\n"
+           "    [out, in] layouts of tools/frae_torch.py;\n"
+           "  - a Keras .npz from np.savez(path, *model.get_weights()):\n"
+           "    kernel [in, out] then bias, layer by layer.\n"
+           "D, K, L and the widths come from the shapes; give what shapes\n"
+           "cannot tell:\n"
+           "  --activation A       relu or tanh (relu)\n"
+           "  --quantizer Q        none, binary or uniform:N (none)\n"
+           "  --latent L           the latent width, needed only when K = 0\n"
+           "\n"
+           "Exit codes: 0 done, 1 the model could not be written, 2 bad\n"
+           "options or weights.\n");
+}
+
+static const cli_opt import_list[] = {{"--output", 1}, {"--activation", 1},
+                                      {"--quantizer", 1}, {"--latent", 1},
+                                      {NULL, 0}};
+
+static int import_opt(void *ctx, const char *name, const char *v)
+{
+    import_opts *o = ctx;
+    if (!strcmp(name, "--output"))
+        return o->output = v, 0;
+    return cli_model_option(&o->cfg, name, v);
+}
+
+static int import_pos(void *ctx, const char *arg)
+{
+    import_opts *o = ctx;
+    if (o->input)
+        return cli_fail(EXIT_USAGE, "unexpected argument '%s'", arg);
+    o->input = arg;
+    return 0;
+}
+
+int cmd_import(int argc, char **argv)
+{
+    cli_cmd = "frae import";
+    import_opts o = {0};
+    frae_config_default(&o.cfg);
+    o.cfg.training = 0;
+    int rc = cli_parse(argc, argv, import_list, import_opt, import_pos,
+                       import_help, &o);
+    if (rc)
+        return rc;
+    if (!o.input || !o.output)
+        return cli_fail(EXIT_USAGE,
+                        "needs WEIGHTS and -o MODEL (see 'frae import --help')");
+    char err[512];
+    frae_model *m = frae_import(o.input, &o.cfg, err, sizeof err);
+    if (!m)
+        return cli_fail(EXIT_USAGE, "%s", err);
+    const frae_config *c = frae_get_config(m);
+    if (frae_save(m, o.output, 0, NULL, 0, NULL, 0, err, sizeof err)) {
+        frae_destroy(m);
+        return cli_fail(EXIT_FAILED, "%s", err);
+    }
+    printf("%s -> %s: D %d, K %d, L %d, %d+%d hidden layers, %zu parameters\n",
+           o.input, o.output, c->frame_dim, c->history, c->latent_dim,
+           c->n_enc_hidden, c->n_dec_hidden, frae_param_count(m));
+    frae_destroy(m);
+    return EXIT_OK;
+}

@@ -1,0 +1,755 @@
+/* frae train: the Keras-style training workflow.
+ *
+ * Data: .npy files or directories, or the built-in synthetic sequences.
+ * Each batch of sequences is fed a BPTT window at a time, so only B x W
+ * frames are ever copied out of the (memory-mapped) data.  Sequences of
+ * different lengths are zero-padded to the longest in their batch and the
+ * padding is masked out of the loss; the last window of a sequence is
+ * simply shorter.  No frame is dropped.
+ *
+ * State: a checkpoint holds the model, the Adam state and where training
+ * stands (epoch, batch, data order, RNG, running sums, early-stopping
+ * counters), so --resume continues bit for bit. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static volatile sig_atomic_t stop_requested;
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+typedef struct {
+    frae_config cfg;
+    int model_flags;   /* options that change the model or its training */
+    const char *model_flag;
+    int frame_dim_given;
+    int epochs;
+    const char *save, *save_best, *resume, *log_csv;
+    double val_split;
+    char **data, **val;
+    int n_data, n_val;
+    int patience;
+    int progress; /* -1 auto (terminal), 0 off, 1 on */
+    int sequences, frames;
+    long data_seed;
+} train_opts;
+
+typedef struct {
+    int epoch;       /* epochs completed */
+    long batch;      /* next batch of the current epoch */
+    uint64_t rng;    /* shuffling state */
+    double sse, sae; /* the current epoch so far */
+    long values, frames;
+    double seconds;  /* time in the current epoch so far, for frames/s */
+    double best;     /* best monitored loss, and when */
+    int best_epoch;
+    int bad_epochs;
+    int32_t *order;  /* the current epoch's sequence order */
+    long n_order;
+} train_state;
+
+static void train_help(void)
+{
+    printf(
+        "usage: frae train [options] [DATA ...]\n"
+        "\n"
+        "Trains an FRAE.  DATA are .npy files ([T, D] or [N, T, D], float32\n"
+        "or float64) or directories of them; without DATA, the built-in\n"
+        "synthetic sequences.  Sequences may differ in length: each batch is\n"
+        "zero-padded to its longest sequence and the padding is masked out\n"
+        "of the loss, and a sequence's last window is just shorter.\n"
+        "\n"
+        "model (fixed by the checkpoint when resuming):\n" CLI_MODEL_HELP
+        "training:\n"
+        "  --epochs N           total epochs (10)\n"
+        "  --batch B            sequences per step, run in parallel (8)\n"
+        "  --lr X               Adam learning rate (0.001)\n"
+        "  --clip-norm X        clip gradients to this global L2 norm (off)\n"
+        "  --feedback F         detached (no gradient through the buffer)\n"
+        "                       or full (BPTT through it) (detached)\n"
+        "  --window W           truncated-BPTT window in frames (100)\n"
+        "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
+        "validation and stopping:\n"
+        "  --val-split F        hold out this fraction of the sequences (0)\n"
+        "  --val-data PATH      validation .npy file or directory (repeat)\n"
+        "  --patience N         stop after N epochs without a better\n"
+        "                       validation loss (train loss if no\n"
+        "                       validation data); 0 = never (0)\n"
+        "checkpoints and logs:\n"
+        "  --save PATH          checkpoint after every epoch and on Ctrl-C\n"
+        "                       (frae-checkpoint.safetensors; none = off)\n"
+        "  --save-best PATH     the model with the best monitored loss\n"
+        "  --resume PATH        continue a checkpoint exactly where it was\n"
+        "  --log-csv PATH       append per-epoch metrics to a CSV file\n"
+        "  --progress MODE      auto, on or off: a progress bar (auto: on a\n"
+        "                       terminal; otherwise one line per epoch)\n"
+        "built-in data:\n"
+        "  --sequences N        number of sequences (64)\n"
+        "  --frames T           frames per sequence (100)\n"
+        "  --data-seed S        data seed (7)\n"
+        "\n"
+        "Exit codes: 0 done; 1 failed (diverged: the last checkpoint is\n"
+        "kept; or a save failed); 2 bad options, data or checkpoint;\n"
+        "130 interrupted by Ctrl-C after saving a checkpoint.\n");
+}
+
+static const cli_opt train_opts_list[] = {
+    {"--frame-dim", 1}, {"--history", 1},   {"--enc", 1},
+    {"--latent", 1},    {"--dec", 1},       {"--activation", 1},
+    {"--quantizer", 1}, {"--seed", 1},      {"--epochs", 1},
+    {"--batch", 1},     {"--lr", 1},        {"--clip-norm", 1},
+    {"--feedback", 1},  {"--window", 1},    {"--isa", 1},
+    {"--val-split", 1}, {"--val-data", 1},  {"--patience", 1},
+    {"--save", 1},      {"--save-best", 1}, {"--resume", 1},
+    {"--log-csv", 1},   {"--progress", 1},  {"--sequences", 1},
+    {"--frames", 1},    {"--data-seed", 1}, {NULL, 0}};
+
+static int push(char ***list, int *n, const char *v)
+{
+    char **nl = realloc(*list, sizeof *nl * (size_t)(*n + 1));
+    if (!nl)
+        return cli_fail(EXIT_FAILED, "out of memory");
+    nl[(*n)++] = (char *)v;
+    *list = nl;
+    return 0;
+}
+
+static int train_on_opt(void *ctx, const char *name, const char *v)
+{
+    train_opts *o = ctx;
+    static const char *const feedbacks[] = {"detached", "full"};
+    static const char *const isas[] = {"auto", "scalar", "avx2", "avx512"};
+    static const char *const modes[] = {"off", "on", "auto"};
+    int tmp, rc = cli_model_option(&o->cfg, name, v);
+    if (rc != 1) {
+        o->model_flags++;
+        o->model_flag = name;
+        if (!strcmp(name, "--frame-dim"))
+            o->frame_dim_given = 1;
+        return rc;
+    }
+    double d;
+    if (!strcmp(name, "--epochs"))
+        return cli_int(name, v, 1, 1000000000, &o->epochs);
+    if (!strcmp(name, "--batch")) {
+        o->model_flags++, o->model_flag = name;
+        return cli_int(name, v, 1, 1 << 20, &o->cfg.batch);
+    }
+    if (!strcmp(name, "--window")) {
+        o->model_flags++, o->model_flag = name;
+        return cli_int(name, v, 1, 1 << 24, &o->cfg.window);
+    }
+    if (!strcmp(name, "--lr") || !strcmp(name, "--clip-norm")) {
+        o->model_flags++, o->model_flag = name;
+        int lr = !strcmp(name, "--lr");
+        rc = cli_double(name, v, lr ? 1e-30 : 0.0, 1e30, &d);
+        if (lr && !rc && !(d > 0))
+            rc = cli_fail(EXIT_USAGE, "--lr must be > 0, got '%s'", v);
+        if (lr)
+            o->cfg.learning_rate = (float)d;
+        else
+            o->cfg.clip_norm = (float)d;
+        return rc;
+    }
+    if (!strcmp(name, "--feedback")) {
+        o->model_flags++, o->model_flag = name;
+        rc = cli_choice(name, v, feedbacks, 2, &tmp);
+        o->cfg.feedback = (frae_feedback)tmp;
+        return rc;
+    }
+    if (!strcmp(name, "--isa")) {
+        rc = cli_choice(name, v, isas, 4, &tmp);
+        o->cfg.isa = (frae_isa)tmp;
+        return rc;
+    }
+    if (!strcmp(name, "--val-split")) {
+        rc = cli_double(name, v, 0.0, 0.99, &o->val_split);
+        return rc;
+    }
+    if (!strcmp(name, "--val-data"))
+        return push(&o->val, &o->n_val, v);
+    if (!strcmp(name, "--patience"))
+        return cli_int(name, v, 0, 1000000000, &o->patience);
+    if (!strcmp(name, "--save"))
+        return o->save = v, 0;
+    if (!strcmp(name, "--save-best"))
+        return o->save_best = v, 0;
+    if (!strcmp(name, "--resume"))
+        return o->resume = v, 0;
+    if (!strcmp(name, "--log-csv"))
+        return o->log_csv = v, 0;
+    if (!strcmp(name, "--progress")) {
+        rc = cli_choice(name, v, modes, 3, &tmp);
+        o->progress = tmp == 2 ? -1 : tmp;
+        return rc;
+    }
+    if (!strcmp(name, "--sequences"))
+        return cli_int(name, v, 1, 1 << 30, &o->sequences);
+    if (!strcmp(name, "--frames"))
+        return cli_int(name, v, 1, 1 << 30, &o->frames);
+    if (!strcmp(name, "--data-seed"))
+        return cli_long(name, v, 0, 0x7fffffffffffffffL, &o->data_seed);
+    return cli_fail(EXIT_USAGE, "unknown option '%s'", name);
+}
+
+static int train_on_pos(void *ctx, const char *arg)
+{
+    train_opts *o = ctx;
+    return push(&o->data, &o->n_data, arg);
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void shuffle(int32_t *a, long n, uint64_t *rng)
+{
+    for (long i = n - 1; i > 0; i--) {
+        long j = (long)(rng_next(rng) % (uint64_t)(i + 1));
+        int32_t t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+    }
+}
+
+/* One batch of sequences, window by window: trains (train) or evaluates.
+ * Returns 0, or -1 if the loss went non-finite. */
+typedef struct {
+    frae_model *m;
+    const cli_dataset *ds;
+    float *win;  /* [B][W][D] */
+    int *valid;  /* [B] */
+} batch_runner;
+
+static int run_batch(batch_runner *r, const int32_t *seqs, int nb, int train,
+                     frae_stats *sum)
+{
+    const frae_config *c = frae_get_config(r->m);
+    const int W = c->window, D = c->frame_dim;
+    long longest = 0;
+    for (int b = 0; b < nb; b++)
+        if (r->ds->seqs[seqs[b]].frames > longest)
+            longest = r->ds->seqs[seqs[b]].frames;
+    frae_reset(r->m);
+    for (long w0 = 0; w0 < longest; w0 += W) {
+        int nt = longest - w0 < W ? (int)(longest - w0) : W;
+        for (int b = 0; b < nb; b++) {
+            long len = r->ds->seqs[seqs[b]].frames;
+            long have = len - w0 < 0 ? 0 : len - w0 > nt ? nt : len - w0;
+            float *dst = r->win + (size_t)b * nt * D;
+            if (have > 0)
+                cli_dataset_read(r->ds, seqs[b], w0, have, dst);
+            memset(dst + (size_t)have * D, 0,
+                   sizeof(float) * (size_t)(nt - have) * D);
+            r->valid[b] = (int)have;
+        }
+        frae_stats st;
+        if (train)
+            frae_train_frames(r->m, r->win, nb, nt, r->valid, &st);
+        else
+            frae_eval_frames(r->m, r->win, nb, nt, r->valid, &st);
+        if (!isfinite(st.sse) || (train && !isfinite(st.grad_norm)))
+            return -1;
+        sum->sse += st.sse, sum->sae += st.sae;
+        sum->values += st.values, sum->frames += st.frames;
+    }
+    return 0;
+}
+
+static int evaluate(batch_runner *r, const int32_t *seqs, long n,
+                    frae_stats *out)
+{
+    const int B = frae_get_config(r->m)->batch;
+    memset(out, 0, sizeof *out);
+    for (long i = 0; i < n; i += B) {
+        int nb = n - i < B ? (int)(n - i) : B;
+        if (run_batch(r, seqs + i, nb, 0, out))
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- checkpoints ----------------------------------------------------------- */
+
+typedef struct {
+    const train_opts *o;
+    const cli_dataset *data;
+    char summary[128];
+} run_info;
+
+static int save_checkpoint(frae_model *m, const char *path,
+                           const train_state *s, const run_info *ri,
+                           int with_state)
+{
+    char v[16][160];
+    frae_meta meta[16];
+    int n = 0;
+#define M(key, ...)                                                            \
+    do {                                                                       \
+        snprintf(v[n], sizeof v[n], __VA_ARGS__);                              \
+        meta[n] = (frae_meta){key, v[n]};                                      \
+        n++;                                                                   \
+    } while (0)
+    if (with_state) {
+        M("train.epoch", "%d", s->epoch);
+        M("train.batch", "%ld", s->batch);
+        M("train.rng", "%016llx", (unsigned long long)s->rng);
+        M("train.epoch_sse", "%.17g", s->sse);
+        M("train.epoch_sae", "%.17g", s->sae);
+        M("train.epoch_values", "%ld", s->values);
+        M("train.epoch_frames", "%ld", s->frames);
+        M("train.best", "%.17g", s->best);
+        M("train.best_epoch", "%d", s->best_epoch);
+        M("train.bad_epochs", "%d", s->bad_epochs);
+        M("train.epochs", "%d", ri->o->epochs);
+        M("train.patience", "%d", ri->o->patience);
+        M("train.val_split", "%.17g", ri->o->val_split);
+        M("train.data", "%s", ri->summary);
+    }
+#undef M
+    frae_i32_array order = {"train.order", s->order, s->n_order};
+    char err[512];
+    if (frae_save(m, path, with_state, meta, n, &order, with_state ? 1 : 0,
+                  err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", cli_cmd, err);
+        return -1;
+    }
+    return 0;
+}
+
+static int meta_num(const frae_checkpoint *ck, const char *key, double *out)
+{
+    const char *v = frae_checkpoint_meta(ck, key);
+    char *end;
+    if (!v)
+        return -1;
+    *out = strtod(v, &end);
+    return *end ? -1 : 0;
+}
+
+static int load_state(const frae_checkpoint *ck, const char *path,
+                      train_state *s, train_opts *o, char *summary,
+                      size_t sumcap)
+{
+    double ep, batch, sse, sae, values, frames, best, best_ep, bad, epochs,
+        patience, split;
+    const char *rng = frae_checkpoint_meta(ck, "train.rng");
+    const char *data = frae_checkpoint_meta(ck, "train.data");
+    if (meta_num(ck, "train.epoch", &ep) || meta_num(ck, "train.batch", &batch) ||
+        meta_num(ck, "train.epoch_sse", &sse) ||
+        meta_num(ck, "train.epoch_sae", &sae) ||
+        meta_num(ck, "train.epoch_values", &values) ||
+        meta_num(ck, "train.epoch_frames", &frames) ||
+        meta_num(ck, "train.best", &best) ||
+        meta_num(ck, "train.best_epoch", &best_ep) ||
+        meta_num(ck, "train.bad_epochs", &bad) ||
+        meta_num(ck, "train.epochs", &epochs) ||
+        meta_num(ck, "train.patience", &patience) ||
+        meta_num(ck, "train.val_split", &split) || !rng || !data ||
+        !frae_checkpoint_has_optimizer(ck))
+        return cli_fail(EXIT_USAGE,
+                        "%s: no training state to resume (a model saved "
+                        "without it, e.g. by --save-best or import)",
+                        path);
+    s->epoch = (int)ep;
+    s->batch = (long)batch;
+    s->rng = strtoull(rng, NULL, 16);
+    s->sse = sse, s->sae = sae;
+    s->values = (long)values, s->frames = (long)frames;
+    s->best = best, s->best_epoch = (int)best_ep, s->bad_epochs = (int)bad;
+    if (o->epochs == 0)
+        o->epochs = (int)epochs;
+    if (o->patience < 0)
+        o->patience = (int)patience;
+    if (o->val_split < 0)
+        o->val_split = split;
+    snprintf(summary, sumcap, "%s", data);
+    s->n_order = frae_checkpoint_i32(ck, "train.order", NULL, 0);
+    if (s->n_order < 0)
+        return cli_fail(EXIT_USAGE, "%s: training state lacks train.order",
+                        path);
+    s->order = malloc(sizeof(int32_t) * (size_t)(s->n_order + 1));
+    frae_checkpoint_i32(ck, "train.order", s->order, s->n_order);
+    return 0;
+}
+
+/* ---- progress and logs ------------------------------------------------------ */
+
+static void show_progress(int epoch, int epochs, long done, long total,
+                          const train_state *s, double elapsed)
+{
+    const int width = 24;
+    int filled = total ? (int)(width * done / total) : width;
+    char bar[32];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < filled ? '=' : i == filled ? '>' : '.';
+    bar[width] = 0;
+    double fps = elapsed > 0 ? s->frames / elapsed : 0;
+    double eta = done ? elapsed / done * (total - done) : 0;
+    printf("\repoch %d/%d [%s] %ld/%ld  loss %.6f  %.0f frames/s  ETA %.0fs"
+           "\033[K",
+           epoch, epochs, bar, done, total,
+           s->values ? s->sse / s->values : 0.0, fps, eta);
+    fflush(stdout);
+}
+
+static FILE *open_csv(const char *path)
+{
+    struct stat sb;
+    int fresh = stat(path, &sb) || sb.st_size == 0;
+    FILE *f = fopen(path, "a");
+    if (f && fresh)
+        fprintf(f, "epoch,loss,mae,val_loss,val_mae,frames_per_s,seconds\n");
+    return f;
+}
+
+/* ---- the command --------------------------------------------------------------- */
+
+int cmd_train(int argc, char **argv)
+{
+    cli_cmd = "frae train";
+    train_opts o;
+    memset(&o, 0, sizeof o);
+    frae_config_default(&o.cfg);
+    o.cfg.batch = 8;
+    o.epochs = 0;          /* 0: 10, or the checkpoint's */
+    o.patience = -1;       /* -1: 0, or the checkpoint's */
+    o.val_split = -1;      /* -1: 0, or the checkpoint's */
+    o.progress = -1;
+    o.sequences = 64;
+    o.frames = 100;
+    o.data_seed = 7;
+    o.save = "frae-checkpoint.safetensors";
+
+    /* everything below is released at done: */
+    train_state s;
+    memset(&s, 0, sizeof s);
+    cli_dataset data, val;
+    memset(&data, 0, sizeof data);
+    memset(&val, 0, sizeof val);
+    frae_checkpoint *ck = NULL;
+    frae_model *m = NULL;
+    int32_t *perm = NULL, *val_all = NULL;
+    batch_runner run = {0}, vrun;
+    FILE *csv = NULL;
+    char summary[128] = "", err[512];
+
+    int status = cli_parse(argc, argv, train_opts_list, train_on_opt,
+                           train_on_pos, train_help, &o);
+    if (status)
+        goto done;
+    s.best = INFINITY;
+    s.rng = o.cfg.seed ^ 0x0123456789abcdefull;
+    if (o.resume) {
+        if (o.model_flags) {
+            status = cli_fail(EXIT_USAGE,
+                              "%s cannot be combined with --resume: the "
+                              "model and its training settings come from "
+                              "the checkpoint",
+                              o.model_flag);
+            goto done;
+        }
+        frae_isa isa = o.cfg.isa;
+        ck = frae_checkpoint_open(o.resume, err, sizeof err);
+        if (!ck || frae_checkpoint_config(ck, &o.cfg, err, sizeof err)) {
+            status = cli_fail(EXIT_USAGE, "%s", err);
+            goto done;
+        }
+        if ((status = load_state(ck, o.resume, &s, &o, summary,
+                                 sizeof summary)))
+            goto done;
+        o.cfg.isa = isa;
+    }
+    if (o.epochs == 0)
+        o.epochs = 10;
+    if (o.patience < 0)
+        o.patience = 0;
+    if (o.val_split < 0)
+        o.val_split = 0;
+    if (o.val_split > 0 && o.n_val) {
+        status = cli_fail(EXIT_USAGE, "use --val-split or --val-data, not both");
+        goto done;
+    }
+
+    /* data */
+    if (o.n_data) {
+        status = cli_dataset_load(&data, o.data, o.n_data,
+                                  o.frame_dim_given || o.resume
+                                      ? o.cfg.frame_dim
+                                      : 0);
+        if (!status)
+            o.cfg.frame_dim = data.dim;
+    } else {
+        status = cli_dataset_builtin(&data, o.sequences, o.frames,
+                                     o.cfg.frame_dim, (uint64_t)o.data_seed);
+    }
+    if (!status && o.n_val)
+        status = cli_dataset_load(&val, o.val, o.n_val, o.cfg.frame_dim);
+    if (status)
+        goto done;
+    char now_summary[128];
+    snprintf(now_summary, sizeof now_summary, "%ld sequences, %ld frames, dim %d",
+             data.n_seqs, data.total_frames, data.dim);
+    if (o.resume && strcmp(summary, now_summary)) {
+        status = cli_fail(EXIT_USAGE,
+                          "%s was trained on %s; this data has %s: give the "
+                          "same data to resume",
+                          o.resume, summary, now_summary);
+        goto done;
+    }
+    run_info ri = {&o, &data, ""};
+    snprintf(ri.summary, sizeof ri.summary, "%s", now_summary);
+
+    /* validation split: a seeded choice of sequences, the same every run */
+    long n_all = data.n_seqs, n_val_split = (long)(o.val_split * n_all + 0.5);
+    if (o.val_split > 0 && (n_val_split < 1 || n_val_split >= n_all)) {
+        status = cli_fail(EXIT_USAGE,
+                          "--val-split %g of %ld sequences leaves an empty "
+                          "training or validation set",
+                          o.val_split, n_all);
+        goto done;
+    }
+    perm = malloc(sizeof(int32_t) * (size_t)n_all);
+    if (!perm) {
+        status = cli_fail(EXIT_FAILED, "out of memory");
+        goto done;
+    }
+    long n_train = n_all;
+    for (long i = 0; i < n_all; i++)
+        perm[i] = (int32_t)i;
+    if (n_val_split) {
+        uint64_t split_rng = o.cfg.seed ^ 0x5a17c0deull;
+        shuffle(perm, n_all, &split_rng);
+        n_train = n_all - n_val_split;
+        /* keep the training set in file order before epoch shuffles */
+        for (long i = 1; i < n_train; i++)
+            for (long j = i; j > 0 && perm[j - 1] > perm[j]; j--) {
+                int32_t t = perm[j];
+                perm[j] = perm[j - 1];
+                perm[j - 1] = t;
+            }
+    }
+    if (!o.resume) {
+        s.n_order = n_train;
+        s.order = malloc(sizeof(int32_t) * (size_t)(n_train + 1));
+        if (!s.order) {
+            status = cli_fail(EXIT_FAILED, "out of memory");
+            goto done;
+        }
+        memcpy(s.order, perm, sizeof(int32_t) * (size_t)n_train);
+    } else if (s.n_order != n_train) {
+        status = cli_fail(EXIT_USAGE,
+                          "%s: its data order has %ld sequences, the "
+                          "training set has %ld",
+                          o.resume, s.n_order, n_train);
+        goto done;
+    }
+    long n_val_seqs = 0;
+    const cli_dataset *val_ds = &data;
+    if (o.n_val) {
+        n_val_seqs = val.n_seqs;
+        val_all = malloc(sizeof(int32_t) * (size_t)n_val_seqs);
+        if (!val_all) {
+            status = cli_fail(EXIT_FAILED, "out of memory");
+            goto done;
+        }
+        for (long i = 0; i < n_val_seqs; i++)
+            val_all[i] = (int32_t)i;
+        val_ds = &val;
+    } else if (n_val_split) {
+        n_val_seqs = n_val_split;
+        val_all = malloc(sizeof(int32_t) * (size_t)n_val_seqs);
+        if (!val_all) {
+            status = cli_fail(EXIT_FAILED, "out of memory");
+            goto done;
+        }
+        memcpy(val_all, perm + n_train, sizeof(int32_t) * (size_t)n_val_seqs);
+    }
+
+    /* model */
+    o.cfg.training = 1;
+    m = frae_create(&o.cfg, err, sizeof err);
+    if (!m || (ck && frae_checkpoint_restore(ck, m, 1, err, sizeof err))) {
+        status = cli_fail(EXIT_USAGE, "%s", err);
+        goto done;
+    }
+    frae_checkpoint_close(ck);
+    ck = NULL;
+    const int B = o.cfg.batch, W = o.cfg.window, D = o.cfg.frame_dim;
+    run = (batch_runner){m, &data, malloc(sizeof(float) * (size_t)B * W * D),
+                         malloc(sizeof(int) * (size_t)B)};
+    vrun = run;
+    vrun.ds = val_ds;
+    if (!run.win || !run.valid) {
+        status = cli_fail(EXIT_FAILED, "out of memory");
+        goto done;
+    }
+    if (o.log_csv && !(csv = open_csv(o.log_csv))) {
+        status = cli_fail(EXIT_USAGE, "%s: cannot open for appending",
+                          o.log_csv);
+        goto done;
+    }
+    int save_on = o.save && strcmp(o.save, "none");
+    int bar = o.progress < 0 ? isatty(STDOUT_FILENO) : o.progress;
+
+    printf("frae: %zu parameters, %.0f bits/frame, %.1f MiB, kernels %s\n",
+           frae_param_count(m), frae_bits_per_frame(m),
+           frae_bytes_allocated(m) / 1048576.0, frae_isa_name(m));
+    printf("data: %ld training sequences (%s)%s; %ld validation; batch %d, "
+           "window %d, feedback %s\n",
+           n_train, now_summary, o.n_data ? "" : ", built-in",
+           n_val_seqs, B, W,
+           o.cfg.feedback == FRAE_FEEDBACK_FULL ? "full" : "detached");
+    if (o.resume)
+        printf("resuming %s at epoch %d, batch %ld\n", o.resume, s.epoch + 1,
+               s.batch);
+    fflush(stdout);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    long n_batches = (n_train + B - 1) / B;
+    while (s.epoch < o.epochs && status == EXIT_OK) {
+        if (s.batch == 0) { /* a new epoch: fresh order and sums */
+            shuffle(s.order, s.n_order, &s.rng);
+            s.sse = s.sae = 0, s.values = s.frames = 0, s.seconds = 0;
+        }
+        double t0 = now_seconds() - s.seconds, last_draw = 0;
+        while (s.batch < n_batches) {
+            long first = s.batch * B;
+            int nb = n_train - first < B ? (int)(n_train - first) : B;
+            frae_stats sum = {0};
+            if (run_batch(&run, s.order + first, nb, 1, &sum)) {
+                fprintf(stderr,
+                        "%s%s: training diverged at epoch %d, batch %ld "
+                        "(loss or gradient is not finite); %s\n",
+                        bar ? "\n" : "", cli_cmd, s.epoch + 1, s.batch + 1,
+                        save_on ? "the last checkpoint is kept; try a lower "
+                                  "--lr or --clip-norm"
+                                : "try a lower --lr or --clip-norm");
+                status = EXIT_FAILED;
+                break;
+            }
+            s.sse += sum.sse, s.sae += sum.sae;
+            s.values += sum.values, s.frames += sum.frames;
+            s.batch++;
+            double el = now_seconds() - t0;
+            if (bar && (el - last_draw > 0.1 || s.batch == n_batches)) {
+                show_progress(s.epoch + 1, o.epochs, s.batch, n_batches, &s,
+                              el);
+                last_draw = el;
+            }
+            if (stop_requested) {
+                s.seconds = el;
+                if (bar)
+                    printf("\n");
+                if (save_on && save_checkpoint(m, o.save, &s, &ri, 1))
+                    status = EXIT_FAILED;
+                else {
+                    fprintf(stderr,
+                            "%s: interrupted at epoch %d, batch %ld/%ld%s%s\n",
+                            cli_cmd, s.epoch + 1, s.batch, n_batches,
+                            save_on ? "; checkpoint saved to " : "",
+                            save_on ? o.save : "");
+                    status = EXIT_INTERRUPTED;
+                }
+                break;
+            }
+        }
+        if (status != EXIT_OK)
+            break;
+        double secs = now_seconds() - t0;
+        double loss = s.sse / (double)s.values, mae = s.sae / (double)s.values;
+        double vloss = NAN, vmae = NAN;
+        if (n_val_seqs) {
+            frae_stats vs;
+            if (evaluate(&vrun, val_all, n_val_seqs, &vs) == 0) {
+                vloss = vs.sse / (double)vs.values;
+                vmae = vs.sae / (double)vs.values;
+            }
+        }
+        s.epoch++;
+        s.batch = 0;
+        if (bar)
+            printf("\r\033[K");
+        printf("epoch %d/%d  loss %.6f  mae %.6f", s.epoch, o.epochs, loss,
+               mae);
+        if (n_val_seqs)
+            printf("  val_loss %.6f  val_mae %.6f", vloss, vmae);
+        printf("  %.0f frames/s  %.2f s\n", s.frames / secs, secs);
+        fflush(stdout);
+        if (csv) {
+            fprintf(csv, "%d,%.9g,%.9g,%.9g,%.9g,%.1f,%.3f\n", s.epoch, loss,
+                    mae, vloss, vmae, s.frames / secs, secs);
+            fflush(csv);
+        }
+        /* early stopping and the best model, on the monitored loss */
+        double monitored = n_val_seqs ? vloss : loss;
+        int stop = 0;
+        if (monitored < s.best) {
+            s.best = monitored;
+            s.best_epoch = s.epoch;
+            s.bad_epochs = 0;
+            if (o.save_best && save_checkpoint(m, o.save_best, &s, &ri, 0))
+                status = EXIT_FAILED;
+        } else if (o.patience && ++s.bad_epochs >= o.patience) {
+            stop = 1;
+        }
+        if (save_on && save_checkpoint(m, o.save, &s, &ri, 1))
+            status = EXIT_FAILED;
+        if (stop) {
+            printf("early stop: no better %s for %d epochs (best %.6f at "
+                   "epoch %d)\n",
+                   n_val_seqs ? "val_loss" : "loss", o.patience, s.best,
+                   s.best_epoch);
+            break;
+        }
+        if (stop_requested) {
+            fprintf(stderr, "%s: interrupted after epoch %d%s%s\n", cli_cmd,
+                    s.epoch, save_on ? "; checkpoint saved to " : "",
+                    save_on ? o.save : "");
+            status = EXIT_INTERRUPTED;
+        }
+    }
+done:
+    if (csv)
+        fclose(csv);
+    free(run.win);
+    free(run.valid);
+    free(s.order);
+    free(perm);
+    free(val_all);
+    free(o.data);
+    free(o.val);
+    cli_dataset_free(&data);
+    cli_dataset_free(&val);
+    frae_checkpoint_close(ck);
+    frae_destroy(m);
+    return status;
+}

@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+"""End-to-end tests of the frae command on real files: data loading and its
+errors, validation, logs, early stopping, checkpoints, exact resume (also
+after Ctrl-C), divergence, predict, info and imports from Keras and
+PyTorch layouts.  Needs NumPy (Debian's python3-numpy), not torch.
+
+Usage: workflow_test.py path/to/frae     Prints "N passed, N failed" last."""
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import frae_numpy  # noqa: E402
+
+FRAE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/frae")
+TMP = tempfile.mkdtemp(prefix="frae-wf-")
+passed = failed = 0
+SMALL = ["--enc", "24", "--latent", "4", "--dec", "24", "--history", "2"]
+
+
+def check(cond, what, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+        print("    ok   " + what)
+    else:
+        failed += 1
+        print("    FAIL " + what + (": " + detail if detail else ""))
+
+
+def run(*args, **kw):
+    p = subprocess.run([FRAE] + [str(a) for a in args], capture_output=True,
+                       text=True, cwd=TMP, **kw)
+    return p.returncode, p.stdout, p.stderr
+
+
+def path(name):
+    return os.path.join(TMP, name)
+
+
+def one_line_error(rc, err, code, needle):
+    lines = err.strip().splitlines()
+    return rc == code and len(lines) == 1 and needle in lines[0]
+
+
+def smooth(n, t, d, seed):
+    rng = np.random.default_rng(seed)
+    tt = np.arange(t)[None, :, None]
+    f = rng.uniform(0.01, 0.08, (n, 1, d))
+    ph = rng.uniform(0, 6.28, (n, 1, d))
+    return (0.5 * np.sin(6.28 * f * tt + ph)).astype(np.float32)
+
+
+def read_safetensors(p):
+    raw = open(p, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    return json.loads(raw[8:8 + n]), raw[8 + n:]
+
+
+def main():
+    D = 6
+    os.makedirs(path("data"))
+    # variable lengths: two [T, D] files and one [N, T, D] file
+    np.save(path("data/a.npy"), smooth(1, 37, D, 1)[0])
+    np.save(path("data/b.npy"), smooth(1, 23, D, 2)[0].astype(np.float64))
+    np.save(path("data/c.npy"), smooth(5, 30, D, 3))
+    np.save(path("val.npy"), smooth(3, 30, D, 4))
+
+    print("== data files")
+    rc, out, err = run("train", "data", *SMALL, "--epochs", "2", "--batch", "3",
+                       "--window", "16", "--save", "none")
+    check(rc == 0 and out.count("epoch ") == 2 and "7 training sequences" in out,
+          "trains on a directory of .npy files of different lengths", err + out)
+    bad = {
+        "dim.npy": (smooth(1, 10, D + 1, 5)[0], "frame dimension 7 does not match"),
+        "nan.npy": (np.where(np.arange(60).reshape(10, 6) == 45, np.nan,
+                             smooth(1, 10, D, 5)[0]).astype(np.float32), "NaN at [7, 3]"),
+        "int.npy": (np.zeros((10, D), np.int32), "unsupported dtype '<i4'"),
+        "fortran.npy": (np.asfortranarray(smooth(1, 10, D, 6)[0]), "Fortran-order"),
+        "big.npy": (smooth(1, 10, D, 7)[0].astype(">f4"), "big-endian"),
+        "empty.npy": (np.zeros((0, D), np.float32), "empty array"),
+    }
+    for name, (arr, needle) in bad.items():
+        np.save(path(name), arr)
+        rc, out, err = run("train", "data/a.npy", name, *SMALL, "--epochs", "1",
+                           "--save", "none")
+        check(one_line_error(rc, err, 2, needle) and name in err,
+              "%s: one line naming the file, exit 2" % name, "rc %d: %s" % (rc, err))
+    raw = open(path("data/a.npy"), "rb").read()
+    open(path("trunc.npy"), "wb").write(raw[:-100])
+    rc, out, err = run("train", "trunc.npy", *SMALL, "--save", "none")
+    check(one_line_error(rc, err, 2, "truncated") and "trunc.npy" in err,
+          "truncated .npy: one line, exit 2", err)
+    rc, out, err = run("train", "nothere.npy", *SMALL, "--save", "none")
+    check(one_line_error(rc, err, 2, "cannot open"), "missing file: one line, exit 2", err)
+
+    print("== validation, logs, early stopping, best model")
+    rc, out, err = run("train", "data", *SMALL, "--epochs", "3", "--val-split", "0.3",
+                       "--log-csv", "log.csv", "--save", "none", "--batch", "2")
+    check(rc == 0 and out.count("val_loss") == 3, "--val-split reports val_loss each epoch", err)
+    rows = open(path("log.csv")).read().strip().splitlines()
+    check(rows[0].startswith("epoch,loss,mae,val_loss") and len(rows) == 4,
+          "CSV log: a header and one row per epoch", str(rows))
+    rc, out, err = run("train", "data", *SMALL, "--epochs", "20", "--val-data", "val.npy",
+                       "--lr", "1e-30", "--patience", "2", "--save", "none",
+                       "--save-best", "best.safetensors")
+    epochs_run = sum(1 for line in out.splitlines() if line.startswith("epoch "))
+    check(rc == 0 and "early stop" in out and epochs_run == 3,
+          "early stopping after --patience epochs without improvement", out + err)
+    rc, out, err = run("info", "best.safetensors")
+    check(rc == 0 and "weights only" in out, "--save-best writes a model", out + err)
+
+    print("== exact resume")
+    common = ["data", *SMALL, "--batch", "2", "--window", "10", "--val-split", "0.25",
+              "--feedback", "full", "--seed", "5"]
+    rc1, _, e1 = run("train", *common, "--epochs", "4", "--save", "straight.safetensors")
+    rc2, _, e2 = run("train", *common, "--epochs", "2", "--save", "halves.safetensors")
+    rc3, out3, e3 = run("train", "data", "--resume", "halves.safetensors", "--epochs", "4",
+                        "--save", "halves.safetensors")
+    same = open(path("straight.safetensors"), "rb").read() == open(path("halves.safetensors"), "rb").read()
+    check(rc1 == rc2 == rc3 == 0 and same and "resuming" in out3,
+          "4 epochs straight == 2 + resume + 2, to the byte", e1 + e2 + e3)
+    rc, out, err = run("train", "data", "--resume", "halves.safetensors", "--lr", "0.1")
+    check(one_line_error(rc, err, 2, "cannot be combined with --resume"),
+          "a model option with --resume is refused", err)
+    rc, out, err = run("train", "data/c.npy", "--resume", "halves.safetensors")
+    check(one_line_error(rc, err, 2, "give the same data"),
+          "resuming on other data is refused", err)
+
+    print("== Ctrl-C")
+    np.save(path("many.npy"), smooth(1500, 40, D, 9))
+    big = ["many.npy", "--enc", "64", "--latent", "4", "--dec", "64", "--history", "2",
+           "--batch", "1", "--epochs", "3", "--seed", "3"]
+    rc, _, err = run("train", *big, "--save", "ref.safetensors")
+    check(rc == 0, "reference run", err)
+    p = subprocess.Popen([FRAE, "train", *big, "--save", "int.safetensors"], cwd=TMP,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in p.stdout:  # interrupt early in epoch 2, mid-epoch
+        if line.startswith("epoch 1/"):
+            p.send_signal(signal.SIGINT)
+            break
+    out, err = p.communicate()
+    check(p.returncode == 130 and "interrupted" in err and os.path.exists(path("int.safetensors")),
+          "Ctrl-C saves a checkpoint and exits 130", "rc %d %s" % (p.returncode, err))
+    rc, out, err = run("train", "many.npy", "--resume", "int.safetensors", "--save",
+                       "int.safetensors")
+    same = open(path("ref.safetensors"), "rb").read() == open(path("int.safetensors"), "rb").read()
+    check(rc == 0 and same, "resuming after Ctrl-C ends exactly as the uninterrupted run",
+          err)
+
+    print("== divergence keeps the last good checkpoint")
+    rc, out, err = run("train", "data", *SMALL, "--lr", "3e5", "--epochs", "50",
+                       "--save", "keep.safetensors")
+    diverged_in = err.split("diverged at epoch ")[-1].split(",")[0]
+    rc2, info, _ = run("info", "keep.safetensors")
+    hdr, blob = read_safetensors(path("keep.safetensors")) if rc2 == 0 else ({}, b"")
+    finite = all(np.isfinite(np.frombuffer(blob[v["data_offsets"][0]:v["data_offsets"][1]],
+                                           "<f4")).all()
+                 for k, v in hdr.items() if k != "__metadata__" and v["dtype"] == "F32")
+    last_good = "epoch %d of" % (int(diverged_in) - 1) if diverged_in.isdigit() else "?"
+    check(one_line_error(rc, err, 1, "diverged") and rc2 == 0 and finite and last_good in info,
+          "diverged: exit 1, one line; the checkpoint is the last good epoch's (%s)" % last_good,
+          "rc %d %s | %s" % (rc, err, info))
+
+    print("== predict, info")
+    rc, out, err = run("predict", "ref.safetensors", "val.npy", "-o", "rec.npy")
+    rec = np.load(path("rec.npy")) if os.path.exists(path("rec.npy")) else None
+    check(rc == 0 and rec is not None and rec.shape == (3, 30, D) and "mse" in out,
+          "predict writes the input's shape", err)
+    np.save(path("one.npy"), np.load(path("val.npy"))[1])
+    rc, out, err = run("predict", "ref.safetensors", "one.npy", "-o", "one_rec.npy")
+    check(rc == 0 and np.array_equal(np.load(path("one_rec.npy")), rec[1]),
+          "predict on [T, D] equals the same sequence in a batch", err)
+    rc, out, err = run("predict", "ref.safetensors", "data/a.npy", "-o", "x.npy", "--bogus")
+    check(one_line_error(rc, err, 2, "unknown option"), "predict: unknown option, exit 2", err)
+    rc, out, err = run("predict", "ref.safetensors", "dim.npy", "-o", "x.npy")
+    check(one_line_error(rc, err, 2, "does not match the model"), "predict: wrong D, exit 2", err)
+    rc, out, err = run("info", "ref.safetensors")
+    check(rc == 0 and "parameters" in out and "epoch 3 of 3" in out,
+          "info shows architecture and training state", out + err)
+    raw = open(path("ref.safetensors"), "rb").read()
+    open(path("cut.safetensors"), "wb").write(raw[: len(raw) // 2])
+    rc, out, err = run("info", "cut.safetensors")
+    check(one_line_error(rc, err, 2, "truncated"), "info on a truncated checkpoint: exit 2", err)
+    hdr, data = read_safetensors(path("ref.safetensors"))
+    w = hdr["enc.0.weight"]
+    check(w["shape"] == [64, 3 * D] and hdr["__metadata__"]["frae.format"] == "frae-model",
+          "checkpoint tensors use PyTorch names and [out, in] layouts", str(w))
+
+    print("== imports")
+    rng = np.random.default_rng(11)
+    K, L, enc, dec = 2, 3, [10, 8], [8, 10]
+    widths = [D + K * D] + enc + [L]
+    dwidths = [L + K * D] + dec + [D]
+    keras = []
+    for a, b in list(zip(widths, widths[1:])) + list(zip(dwidths, dwidths[1:])):
+        keras += [rng.uniform(-0.5, 0.5, (a, b)).astype(np.float32),
+                  rng.uniform(-0.1, 0.1, b).astype(np.float32)]
+    x = smooth(1, 25, D, 12)[0]
+    np.save(path("x.npy"), x)
+    for act, quant in (("relu", "none"), ("tanh", "uniform:5")):
+        ref = frae_numpy.forward([w.astype(np.float64) for w in keras], x.astype(np.float64),
+                                 K, len(enc), act, quant.split(":")[0],
+                                 int(quant.split(":")[1]) if ":" in quant else 0)
+        np.savez(path("keras.npz"), *keras)
+        rc, out, err = run("import", "keras.npz", "-o", "k.safetensors", "--activation", act,
+                           "--quantizer", quant)
+        rc2, _, err2 = run("predict", "k.safetensors", "x.npy", "-o", "ky.npy")
+        ky = np.load(path("ky.npy")) if rc2 == 0 else None
+        rel = np.abs(ky - ref).max() / np.abs(ref).max() if ky is not None else 1
+        check(rc == 0 and rc2 == 0 and rel <= 1e-5,
+              "Keras .npz (%s, %s) reproduces the NumPy reference (rel %.1e)" % (act, quant, rel),
+              err + err2)
+        # the same weights as a PyTorch state_dict in safetensors, written by hand
+        names = ["enc.0", "enc.1", "latent", "dec.0", "dec.1", "out"]
+        tensors, blob, off = {}, b"", 0
+        for i, n in enumerate(names):
+            for suffix, arr in (("weight", keras[2 * i].T), ("bias", keras[2 * i + 1])):
+                b = np.ascontiguousarray(arr, "<f4").tobytes()
+                tensors[n + "." + suffix] = {"dtype": "F32", "shape": list(arr.shape),
+                                             "data_offsets": [off, off + len(b)]}
+                blob += b
+                off += len(b)
+        head = json.dumps(tensors).encode()
+        open(path("torch.safetensors"), "wb").write(struct.pack("<Q", len(head)) + head + blob)
+        rc, out, err = run("import", "torch.safetensors", "-o", "t.safetensors",
+                           "--activation", act, "--quantizer", quant)
+        rc2, _, err2 = run("predict", "t.safetensors", "x.npy", "-o", "ty.npy")
+        same = rc2 == 0 and np.array_equal(np.load(path("ty.npy")), ky)
+        check(rc == 0 and same, "PyTorch safetensors (%s) gives the same model" % act,
+              err + err2)
+    np.savez_compressed(path("zipped.npz"), *keras)
+    rc, out, err = run("import", "zipped.npz", "-o", "z.safetensors")
+    check(one_line_error(rc, err, 2, "np.savez_compressed"),
+          "compressed .npz: one line, exit 2", err)
+    np.savez(path("odd.npz"), *keras[:-1])
+    rc, out, err = run("import", "odd.npz", "-o", "z.safetensors")
+    check(one_line_error(rc, err, 2, "pairs"), "odd number of Keras arrays: exit 2", err)
+    for cmd in ("train", "predict", "info", "import"):
+        rc, out, err = run(cmd, "--help")
+        check(rc == 0 and "usage: frae " + cmd in out and "Exit codes" in out,
+              "frae %s --help" % cmd, err)
+
+    shutil.rmtree(TMP)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
