@@ -1,4 +1,4 @@
-/* Crash-safe file replacement: write a temporary file in the target's
+/* File helpers: read-only mapping, and crash-safe file replacement: write a temporary file in the target's
  * directory, fsync it, rename it over the target, fsync the directory.
  * A crash or kill at any point leaves either the old file or the new one,
  * never a torn mix. */
@@ -8,9 +8,43 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "formats.h"
+
+int frae_map_file(const char *path, size_t min_size, void **map, size_t *size,
+                  char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        snprintf(err, errlen, "%s: not a regular file", path);
+        return -1;
+    }
+    if ((size_t)sb.st_size < min_size || sb.st_size == 0) {
+        close(fd);
+        snprintf(err, errlen, "%s: %s (%lld bytes)", path,
+                 sb.st_size ? "too short" : "empty file",
+                 (long long)sb.st_size);
+        return -1;
+    }
+    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    *map = p;
+    *size = (size_t)sb.st_size;
+    return 0;
+}
 
 int frae_atomic_begin(frae_atomic_file *af, const char *path, char *err,
                       size_t errlen)

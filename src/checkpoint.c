@@ -65,20 +65,6 @@ static void widths_str(const int *w, int n, char *out, size_t cap)
 
 /* ---- saving ------------------------------------------------------------ */
 
-/* Copies a packed param-shaped array into PyTorch layout, layer by layer. */
-static void to_torch(const frae_model *m, const float *src, float *dst)
-{
-    for (int l = 0; l < m->n_layers; l++) {
-        const frae_layer *ly = &m->layer[l];
-        const float *w = src + ly->w_off;
-        for (int o = 0; o < ly->out; o++)
-            for (int i = 0; i < ly->in; i++)
-                *dst++ = w[packed_index(ly->in, ly->out, i, o)];
-        memcpy(dst, src + ly->b_off, sizeof(float) * (size_t)ly->out);
-        dst += ly->out;
-    }
-}
-
 int frae_save(const frae_model *m, const char *path, int with_optimizer,
               const frae_meta *meta, int n_meta, const frae_i32_array *extra,
               int n_extra, char *err, size_t errlen)
@@ -99,7 +85,7 @@ int frae_save(const frae_model *m, const char *path, int with_optimizer,
     int k = 0;
     for (int cpy = 0; cpy < copies; cpy++) {
         float *dst = buf + m->n_params * (size_t)cpy;
-        to_torch(m, src[cpy], dst);
+        frae_export_params(m, src[cpy], dst, 1);
         for (int l = 0; l < m->n_layers; l++) {
             const frae_layer *ly = &m->layer[l];
             char ln[32];
@@ -662,31 +648,15 @@ frae_model *frae_import(const char *path, const frae_config *hints, char *err,
         h = *hints;
     else
         frae_config_default(&h);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        ck_fail(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    void *map;
+    size_t size;
+    if (frae_map_file(path, 8, &map, &size, err, errlen))
         return NULL;
-    }
-    unsigned char magic[4] = {0};
-    ssize_t got = read(fd, magic, 4);
-    struct stat sb;
-    int ok = got == 4 && !fstat(fd, &sb) && S_ISREG(sb.st_mode);
-    if (!ok || memcmp(magic, "PK\x03\x04", 4)) {
-        close(fd);
-        if (got != 4) {
-            ck_fail(err, errlen, "%s: too short to be a weights file", path);
-            return NULL;
-        }
-        return import_torch(path, &h, err, errlen);
-    }
-    void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) {
-        ck_fail(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        return NULL;
-    }
-    frae_model *m = import_keras(map, (size_t)sb.st_size, path, &h, err,
-                                 errlen);
-    munmap(map, (size_t)sb.st_size);
+    int zip = !memcmp(map, "PK\x03\x04", 4);
+    frae_model *m = zip ? import_keras(map, size, path, &h, err, errlen)
+                        : NULL;
+    munmap(map, size);
+    if (!zip) /* safetensors: the reader maps it again, checked */
+        m = import_torch(path, &h, err, errlen);
     return m;
 }

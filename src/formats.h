@@ -7,6 +7,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* ---- whole files -------------------------------------------------------- */
+/* Maps a regular file of at least min_size (and > 0) bytes read-only. */
+int frae_map_file(const char *path, size_t min_size, void **map, size_t *size,
+                  char *err, size_t errlen);
+
 /* ---- atomic file replacement ------------------------------------------ */
 typedef struct {
     FILE *f;         /* write here, then commit or abort */

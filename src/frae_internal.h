@@ -81,6 +81,10 @@ struct frae_model {
     size_t block_bytes;
 };
 
+/* model.c */
+void frae_export_params(const frae_model *m, const float *src, float *dst,
+                        int torch_layout);
+
 /* optimizer.c */
 void frae_adam_update(float *params, const float *grads, float *m, float *v,
                       size_t n, long step, float lr, float beta1, float beta2,

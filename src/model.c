@@ -403,16 +403,21 @@ double frae_bits_per_frame(const frae_model *m)
     }
 }
 
-/* Keras flat order <-> the internal packed order, for any param-shaped
- * array (parameters, gradients). */
-static void to_keras(const frae_model *m, const float *src, float *dst)
+/* A packed param-shaped array (parameters, gradients, Adam moments) in an
+ * exchange layout: per layer the kernel as [in][out] (Keras) or [out][in]
+ * (PyTorch), then the bias. */
+void frae_export_params(const frae_model *m, const float *src, float *dst,
+                        int torch_layout)
 {
     for (int l = 0; l < m->n_layers; l++) {
         const frae_layer *ly = &m->layer[l];
         const float *w = src + ly->w_off;
-        for (int i = 0; i < ly->in; i++)
-            for (int o = 0; o < ly->out; o++)
-                *dst++ = w[packed_index(ly->in, ly->out, i, o)];
+        const int rows = torch_layout ? ly->out : ly->in;
+        const int cols = torch_layout ? ly->in : ly->out;
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++)
+                *dst++ = w[torch_layout ? packed_index(ly->in, ly->out, c, r)
+                                        : packed_index(ly->in, ly->out, r, c)];
         memcpy(dst, src + ly->b_off, sizeof(float) * (size_t)ly->out);
         dst += ly->out;
     }
@@ -420,7 +425,7 @@ static void to_keras(const frae_model *m, const float *src, float *dst)
 
 void frae_get_params(const frae_model *m, float *dst)
 {
-    to_keras(m, m->params, dst);
+    frae_export_params(m, m->params, dst, 0);
 }
 
 void frae_set_params(frae_model *m, const float *src)
@@ -442,7 +447,7 @@ void frae_set_params(frae_model *m, const float *src)
 void frae_get_grads(const frae_model *m, float *dst)
 {
     if (m->grads)
-        to_keras(m, m->grads, dst);
+        frae_export_params(m, m->grads, dst, 0);
     else
         memset(dst, 0, sizeof(float) * m->n_params);
 }

@@ -227,30 +227,18 @@ int frae_npy_check_finite(const frae_npy *a, const char *name, char *err,
 int frae_npy_open(const char *path, frae_npy *a, char *err, size_t errlen)
 {
     memset(a, 0, sizeof *a);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return npy_fail(err, errlen, path, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return npy_fail(err, errlen, path, "not a regular file");
-    }
-    if (st.st_size == 0) {
-        close(fd);
-        return npy_fail(err, errlen, path, "empty file (0 bytes)");
-    }
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED)
-        return npy_fail(err, errlen, path, "cannot read: %s", strerror(errno));
+    void *map;
+    size_t size;
+    if (frae_map_file(path, 1, &map, &size, err, errlen))
+        return -1;
     frae_npy parsed;
-    if (frae_npy_parse(map, (size_t)st.st_size, path, &parsed, err, errlen)) {
-        munmap(map, (size_t)st.st_size);
+    if (frae_npy_parse(map, size, path, &parsed, err, errlen)) {
+        munmap(map, size);
         return -1;
     }
     *a = parsed;
     a->map = map;
-    a->map_len = (size_t)st.st_size;
+    a->map_len = size;
     return 0;
 }
 

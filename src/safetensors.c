@@ -529,35 +529,16 @@ int frae_st_open(const char *path, frae_safetensors *st, char *err,
                  size_t errlen)
 {
     memset(st, 0, sizeof *st);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    void *map;
+    size_t size;
+    if (frae_map_file(path, 8, &map, &size, err, errlen))
         return -1;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        snprintf(err, errlen, "%s: not a regular file", path);
-        return -1;
-    }
-    if (sb.st_size < 8) {
-        close(fd);
-        snprintf(err, errlen, "%s: not a safetensors file (%lld bytes)", path,
-                 (long long)sb.st_size);
-        return -1;
-    }
-    void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) {
-        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-        return -1;
-    }
-    if (frae_st_parse(map, (size_t)sb.st_size, path, st, err, errlen)) {
-        munmap(map, (size_t)sb.st_size);
+    if (frae_st_parse(map, size, path, st, err, errlen)) {
+        munmap(map, size);
         return -1;
     }
     st->map = map;
-    st->map_len = (size_t)sb.st_size;
+    st->map_len = size;
     return 0;
 }
 
