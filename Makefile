@@ -12,12 +12,12 @@ LDLIBS_ALL = -lm -pthread $(SAN) $(LDFLAGS)
 LIB_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
            src/layers.c src/model.c src/train.c src/optimizer.c src/rng.c \
            src/synth.c src/npy.c src/npz.c src/atomic_file.c src/safetensors.c \
-           src/checkpoint.c
+           src/checkpoint.c src/codec.c
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o)
 TEST_SRCS = tests/test_main.c tests/test_util.c tests/test_naive.c \
             tests/test_gradcheck.c tests/test_fixtures.c tests/test_memory.c \
             tests/test_config.c tests/test_kernels.c tests/test_streaming.c \
-            tests/test_formats.c
+            tests/test_formats.c tests/test_codec.c
 TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
 LIB   = $(BUILD)/libfrae.a
@@ -26,7 +26,7 @@ FRAE  = $(BUILD)/frae
 TESTS = $(BUILD)/frae_tests
 BENCH = $(BUILD)/frae_bench
 
-.PHONY: all test test-asan check bench fixtures clean
+.PHONY: all test test-asan check bench fixtures clean install fuzz
 all: $(LIB) $(SOLIB) $(FRAE) $(TESTS) $(BENCH)
 
 $(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
@@ -42,9 +42,10 @@ $(LIB): $(LIB_OBJS)
 	ar rcs $@ $^
 
 $(SOLIB): $(LIB_OBJS)
-	$(CC) -shared -o $@ $^ $(LDLIBS_ALL)
+	$(CC) -shared -Wl,-soname,libfrae.so.0 -o $@ $^ $(LDLIBS_ALL)
 
-CLI_SRCS = src/cli/main.c src/cli/common.c src/cli/train.c src/cli/tools.c
+CLI_SRCS = src/cli/main.c src/cli/common.c src/cli/train.c src/cli/tools.c \
+           src/cli/codec.c
 CLI_OBJS = $(CLI_SRCS:%.c=$(BUILD)/%.o)
 
 $(FRAE): $(CLI_OBJS) $(LIB)
@@ -75,5 +76,38 @@ bench: $(FRAE) $(BENCH)
 fixtures:
 	/usr/bin/python3 tools/export_fixtures.py tests/fixtures
 
+# make install PREFIX=/usr/local (DESTDIR for staging): the header, both
+# libraries, the frae command and a pkg-config file.
+PREFIX  ?= /usr/local
+VERSION  = 0.1.0
+install: $(LIB) $(SOLIB) $(FRAE)
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/frae.h $(DESTDIR)$(PREFIX)/include/frae.h
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libfrae.a
+	install -m 755 $(SOLIB) $(DESTDIR)$(PREFIX)/lib/libfrae.so.$(VERSION)
+	ln -sf libfrae.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libfrae.so.0
+	ln -sf libfrae.so.0 $(DESTDIR)$(PREFIX)/lib/libfrae.so
+	install -m 755 $(FRAE) $(DESTDIR)$(PREFIX)/bin/frae
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' frae.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/frae.pc
+
+# The bitstream fuzzer (libFuzzer, clang), for FUZZ_SECONDS seconds.
+FUZZ_SECONDS ?= 60
+FUZZ_DIR = build-fuzz
+fuzz:
+	$(MAKE) BUILD=$(FUZZ_DIR) CC=clang OPT=-O1 \
+	  SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all" \
+	  $(FUZZ_DIR)/libfrae.a
+	clang -O1 -g -Iinclude -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=all fuzz/fuzz_bitstream.c $(FUZZ_DIR)/libfrae.a \
+	  -lm -lpthread -o $(FUZZ_DIR)/fuzz_bitstream
+	mkdir -p $(FUZZ_DIR)/corpus
+	FRAE_FUZZ_SEED_DIR=$(FUZZ_DIR)/corpus $(FUZZ_DIR)/fuzz_bitstream -runs=0 \
+	  $(FUZZ_DIR)/corpus
+	$(FUZZ_DIR)/fuzz_bitstream -max_total_time=$(FUZZ_SECONDS) \
+	  -print_final_stats=1 $(FUZZ_DIR)/corpus > $(FUZZ_DIR)/fuzz.log 2>&1; \
+	  status=$$?; tail -n 8 $(FUZZ_DIR)/fuzz.log; exit $$status
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

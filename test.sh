@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs every test: installs what is missing (Debian packages), builds, runs
-# the suite, then runs it again under AddressSanitizer + UBSan.
+# the suite, runs it again under AddressSanitizer + UBSan, and fuzzes the
+# bitstream reader for a bounded time.
 # Closes with one "N passed, N failed" line over both runs.
 set -u
 cd "$(dirname "$0")"
@@ -22,5 +23,14 @@ for target in "all test" "test-asan"; do
         fail=$((fail + 1)) # the build itself failed
     fi
 done
+# the bitstream fuzzer, briefly (make fuzz FUZZ_SECONDS=600 for longer)
+echo "=== make fuzz"
+if make fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-20}"; then
+    echo "    ok   fuzz_bitstream: no crash"
+    pass=$((pass + 1))
+else
+    echo "    FAIL fuzz_bitstream (see build-fuzz/fuzz.log and crash-* files)"
+    fail=$((fail + 1))
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -232,6 +232,95 @@ frae_model *frae_load(const char *path, const frae_config *runtime, char *err,
 frae_model *frae_import(const char *path, const frae_config *hints, char *err,
                         size_t errlen);
 
+/* ---- Streaming codec -----------------------------------------------------
+ * An encoder state turns one frame into the code bytes of its quantized
+ * latent; a decoder state turns code bytes back into the frame.  The
+ * encoder runs the decoder too (closed loop), so both feed back the same
+ * frames: decoding what was encoded reproduces frae_forward exactly.
+ * A state is one block of fixed size: frae_*_size, then frae_*_init into
+ * caller memory (malloc-aligned), or frae_*_create / frae_*_destroy.  No
+ * call allocates after that; states share only the model's weights, read
+ * only, so separate states may run in separate threads.  The model must
+ * outlive its states, and its parameters must not change meanwhile. */
+typedef struct frae_encoder frae_encoder;
+typedef struct frae_decoder frae_decoder;
+
+/* Bits per latent value: 1 (binary), ceil(log2 N) (uniform N), or 32 (no
+ * quantizer: the float itself).  A frame's code is L such values packed
+ * LSB first into frae_code_bytes bytes. */
+int frae_code_bits(const frae_model *m);
+size_t frae_code_bytes(const frae_model *m);
+/* Identity of a model: its shape and weights (FNV-1a 64). */
+uint64_t frae_model_hash(const frae_model *m);
+
+size_t frae_encoder_size(const frae_model *m);
+frae_encoder *frae_encoder_init(void *mem, const frae_model *m);
+frae_encoder *frae_encoder_create(const frae_model *m);
+void frae_encoder_destroy(frae_encoder *e);
+void frae_encoder_reset(frae_encoder *e); /* a new stream */
+/* frame: D floats in; code: frae_code_bytes out; recon (may be NULL): the
+ * frame the decoder will produce. */
+void frae_encode_frame(frae_encoder *e, const float *frame,
+                       unsigned char *code, float *recon);
+
+size_t frae_decoder_size(const frae_model *m);
+frae_decoder *frae_decoder_init(void *mem, const frae_model *m);
+frae_decoder *frae_decoder_create(const frae_model *m);
+void frae_decoder_destroy(frae_decoder *d);
+void frae_decoder_reset(frae_decoder *d);
+/* Returns 0, or -1 (state unchanged) for a code no encoder makes: a
+ * uniform index >= N, or a non-finite float. */
+int frae_decode_frame(frae_decoder *d, const unsigned char *code,
+                      float *frame);
+
+/* ---- The .fbs bitstream ----------------------------------------------------
+ * All integers little-endian:
+ *   0  "FRAEBS"            6 bytes
+ *   6  version (1)         u8
+ *   7  flags               u8   bit 0: the input was one [T, D] sequence
+ *   8  model hash          u64  frae_model_hash of the encoding model
+ *  16  sequences           u32
+ *  20  frames per sequence u32
+ *  24  frame dimension D   u32
+ *  28  latent dimension L  u32
+ *  32  code bits b         u8   1..16, or 32 for float latents
+ *  33  quantizer           u8   0 none, 1 binary, 2 uniform
+ *  34  levels N            u16  for uniform
+ *  36  codes: sequences x frames x L values of b bits, LSB first, no
+ *      padding between frames, zero bits up to a byte boundary
+ *  end CRC-32 (zlib's) of every byte before it    u32
+ * Each sequence starts from empty buffers. */
+#define FRAE_STREAM_HEADER 36
+#define FRAE_STREAM_VERSION 1
+
+typedef struct {
+    uint8_t version, flags;
+    uint64_t model_hash;
+    uint32_t sequences, frames, frame_dim, latent_dim;
+    uint8_t code_bits, quantizer;
+    uint16_t levels;
+    const unsigned char *payload; /* set by frae_stream_parse */
+} frae_stream;
+
+/* Fills the header fields for a stream of m's codes. */
+void frae_stream_header(const frae_model *m, uint32_t sequences,
+                        uint32_t frames, int flags, frae_stream *s);
+size_t frae_stream_bytes(const frae_stream *s);
+/* Writes frae_stream_bytes(s) bytes: header, the frames' codes (each
+ * frae_code_bytes, in order), CRC. */
+void frae_stream_write(unsigned char *dst, const frae_stream *s,
+                       const unsigned char *frame_codes);
+/* Validates magic, version, sizes, exact length and CRC; never reads out
+ * of bounds.  One line in err on failure. */
+int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
+                      char *err, size_t errlen);
+/* Whether m can decode s: shape, code format and model hash. */
+int frae_stream_check_model(const frae_stream *s, const frae_model *m,
+                            char *err, size_t errlen);
+/* The code bytes of frame f (counting across sequences) of a parsed s. */
+void frae_stream_frame_code(const frae_stream *s, uint64_t f,
+                            unsigned char *code);
+
 /* Deterministic synthetic data: nseq smooth sequences of nframes frames of
  * dimension dim (sums of slowly drifting sinusoids), as [nseq][nframes][dim].
  * Same seed, same data. */

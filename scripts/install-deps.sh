@@ -5,10 +5,12 @@
 set -eu
 
 # build + test: compiler, make, sanitizer runtimes come with gcc.
-# tests: python3-numpy builds .npy/.npz inputs and a reference forward.
+# tests: python3-numpy builds .npy/.npz inputs and a reference forward;
+# pkgconf checks the installed library; clang + libclang-rt-14-dev build
+# the libFuzzer target.
 # reference fixtures / bench: python3-torch (optional at
 # test time: fixtures are committed, so tests never need torch).
-BUILD_PKGS="gcc make libc6-dev python3 python3-numpy"
+BUILD_PKGS="gcc make libc6-dev python3 python3-numpy pkgconf clang libclang-rt-14-dev"
 OPTIONAL_PKGS="${FRAE_OPTIONAL_PKGS-python3-numpy python3-torch libopenblas-dev hyperfine valgrind}"
 
 missing=""

@@ -81,6 +81,30 @@ struct frae_model {
     size_t block_bytes;
 };
 
+/* Denormals in decaying activations and gradients can slow every FMA many
+ * times over: frae's calls flush them (FTZ) and treat denormal inputs as
+ * zero (DAZ), and restore the caller's MXCSR on the way out. */
+#if defined(__SSE__)
+#include <xmmintrin.h>
+typedef unsigned int fp_env;
+static inline fp_env fp_enter(void)
+{
+    fp_env saved = _mm_getcsr();
+    _mm_setcsr(saved | 0x8040u); /* FTZ (bit 15) | DAZ (bit 6) */
+    return saved;
+}
+static inline void fp_leave(fp_env saved) { _mm_setcsr(saved); }
+#else
+typedef int fp_env;
+static inline fp_env fp_enter(void) { return 0; }
+static inline void fp_leave(fp_env saved) { (void)saved; }
+#endif
+
+/* train.c: the halves of a frame, for the streaming codec */
+void frae_frame_encode(frae_model *m, long t, const float *x);
+void frae_frame_decode(frae_model *m, long t);
+float *frae_ring_frame(const frae_model *m, long pos);
+
 /* model.c */
 void frae_export_params(const frae_model *m, const float *src, float *dst,
                         int torch_layout);

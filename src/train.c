@@ -9,24 +9,6 @@
 
 #include "frae_internal.h"
 
-#if defined(__SSE__)
-#include <xmmintrin.h>
-/* Denormals in decaying activations and gradients can slow every FMA
- * many times over; flush them to zero (FTZ) and treat denormal inputs as
- * zero (DAZ) inside frae's calls only, restoring the caller's MXCSR. */
-typedef unsigned int fp_env;
-static fp_env fp_enter(void)
-{
-    fp_env saved = _mm_getcsr();
-    _mm_setcsr(saved | 0x8040u); /* FTZ (bit 15) | DAZ (bit 6) */
-    return saved;
-}
-static void fp_leave(fp_env saved) { _mm_setcsr(saved); }
-#else
-typedef int fp_env;
-static fp_env fp_enter(void) { return 0; }
-static void fp_leave(fp_env saved) { (void)saved; }
-#endif
 
 static float *ring_frame(const frae_model *m, long pos)
 {
@@ -104,16 +86,16 @@ static void first_layer_forward(frae_model *m, int l, long t, const float *head,
                       ly->out, NULL, GEMM_ACC);
 }
 
-/* One frame for nb sequences.  x points at frame t of sequence 0; rows are
- * x_rs apart.  The output frame goes into the ring. */
-static void frame_forward(frae_model *m, long t, const float *x, ptrdiff_t x_rs,
-                          int nb)
+/* Layers from..to of frame t for nb sequences.  x points at frame t of
+ * sequence 0 (rows x_rs apart; read by layer 0 only).  The latent layer
+ * also quantizes into m->q; the output layer writes into the ring. */
+static void run_layers(frae_model *m, long t, const float *x, ptrdiff_t x_rs,
+                       int nb, int from, int to)
 {
     const int L = m->cfg.latent_dim, last = m->n_layers - 1;
     const size_t slot = (size_t)(t % m->act_frames) * nb;
     float *q = m->q + slot * L;
-    const float *prev = NULL;
-    for (int l = 0; l <= last; l++) {
+    for (int l = from; l <= to; l++) {
         const frae_layer *ly = &m->layer[l];
         float *z = l == last ? ring_frame(m, m->ring_pos + t)
                              : ly->a + slot * ly->out;
@@ -122,15 +104,40 @@ static void frame_forward(frae_model *m, long t, const float *x, ptrdiff_t x_rs,
         else if (l == m->dec_first)
             first_layer_forward(m, l, t, q, L, L, nb, z);
         else
-            gemm_packed_b(m, nb, ly->in, prev, ly->in, 1,
-                          m->params + ly->w_off, ly->in, ly->out, 0, 0,
-                          ly->out, z, ly->out, m->params + ly->b_off,
+            gemm_packed_b(m, nb, ly->in, m->layer[l - 1].a + slot * ly->in,
+                          ly->in, 1, m->params + ly->w_off, ly->in, ly->out,
+                          0, 0, ly->out, z, ly->out, m->params + ly->b_off,
                           GEMM_BIAS);
         frae_activate(ly->act, z, (size_t)nb * ly->out);
         if (l == m->latent)
             frae_quantize(&m->cfg, z, q, (size_t)nb * L);
-        prev = z;
     }
+}
+
+/* One frame for nb sequences: the encoder (x -> quantized latent) then the
+ * decoder (latent and buffer -> the output frame, into the ring). */
+static void frame_forward(frae_model *m, long t, const float *x, ptrdiff_t x_rs,
+                          int nb)
+{
+    run_layers(m, t, x, x_rs, nb, 0, m->n_layers - 1);
+}
+
+/* The two halves, for the streaming codec (codec.c): frame t of one
+ * sequence.  Encoding leaves the latent code in m->q; decoding reads it
+ * and writes the frame into the ring without moving ring_pos. */
+void frae_frame_encode(frae_model *m, long t, const float *x)
+{
+    run_layers(m, t, x, m->cfg.frame_dim, 1, 0, m->latent);
+}
+
+void frae_frame_decode(frae_model *m, long t)
+{
+    run_layers(m, t, NULL, 0, 1, m->dec_first, m->n_layers - 1);
+}
+
+float *frae_ring_frame(const frae_model *m, long pos)
+{
+    return ring_frame(m, pos);
 }
 
 typedef struct {

@@ -30,6 +30,10 @@ static const test_entry tests[] = {
     {"npy_reader", test_npy_reader},
     {"bad_checkpoints", test_bad_checkpoints},
     {"atomic_save_under_kill", test_atomic_save_under_kill},
+    {"codec_roundtrip", test_codec_roundtrip},
+    {"codec_threads_and_isas", test_codec_threads_and_isas},
+    {"bitstream", test_bitstream},
+    {"codec_zero_allocations", test_codec_zero_allocations},
     {"bad_configs", test_bad_configs},
     {"sizes", test_sizes},
 };

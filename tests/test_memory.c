@@ -120,6 +120,38 @@ int test_zero_allocations(void)
 
 /* Reads "<key>: N kB" from /proc/self/status with read(2) into a stack
  * buffer, so measuring allocates nothing.  Returns pages, or -1. */
+/* The streaming codec allocates nothing per frame. */
+int test_codec_zero_allocations(void)
+{
+    int failures = 0;
+    install_counter();
+    const int enc[1] = {32}, dec[1] = {32};
+    frae_config c;
+    tiny_config(&c, 6, 3, 1, enc, 4, 1, dec);
+    c.training = 0;
+    c.quantizer = FRAE_QUANT_BINARY;
+    frae_model *m = create_or_die(&c);
+    frae_encoder *e = frae_encoder_create(m);
+    frae_decoder *d = frae_decoder_create(m);
+    float *x = synth(1, 1000, 6, 3), y[6];
+    unsigned char code[8];
+    counting = 1;
+    alloc_count = 0;
+    for (int t = 0; t < 1000; t++) {
+        frae_encode_frame(e, x + (size_t)t * 6, code, NULL);
+        frae_decode_frame(d, code, y);
+        if (t % 250 == 0)
+            frae_encoder_reset(e), frae_decoder_reset(d);
+    }
+    counting = 0;
+    CHECK(alloc_count == 0, "%ld allocations in 1000 codec frames",
+          alloc_count);
+    printf("    %ld allocations in 1000 encode + decode frames\n", alloc_count);
+    frae_encoder_destroy(e), frae_decoder_destroy(d), free(x);
+    frae_destroy(m);
+    return failures;
+}
+
 static long status_pages(const char *key)
 {
     char buf[4096];

@@ -244,7 +244,51 @@ def main():
     np.savez(path("odd.npz"), *keras[:-1])
     rc, out, err = run("import", "odd.npz", "-o", "z.safetensors")
     check(one_line_error(rc, err, 2, "pairs"), "odd number of Keras arrays: exit 2", err)
-    for cmd in ("train", "predict", "info", "import"):
+    print("== codec: encode, decode")
+    rc, out, err = run("train", "data", *SMALL, "--quantizer", "uniform:6", "--epochs", "2",
+                       "--save", "q.safetensors", "--seed", "8")
+    rc2, out2, err2 = run("train", "data", *SMALL, "--quantizer", "uniform:6", "--epochs", "2",
+                          "--save", "q2.safetensors", "--seed", "9")
+    check(rc == 0 and rc2 == 0, "codec models trained", err + err2)
+    for src in ("val.npy", "one.npy"):
+        rc, out, err = run("encode", "q.safetensors", src, "-o", "s.fbs")
+        rc2, _, err2 = run("decode", "q.safetensors", "s.fbs", "-o", "dec.npy")
+        rc3, _, err3 = run("predict", "q.safetensors", src, "-o", "pred.npy")
+        dec, pred = (np.load(path("dec.npy")), np.load(path("pred.npy"))) if rc2 == rc3 == 0 else (0, 1)
+        check(rc == rc2 == rc3 == 0 and np.array_equal(dec, pred) and dec.shape == np.load(path(src)).shape,
+              "decode(encode(%s)) equals predict, to the bit, same shape" % src, err + err2 + err3)
+    n = 4 * 3  # L x ceil(log2 6) bits
+    check("%d bits/frame" % n in out and "%.3f kbit/s at 100 frames/s" % (n * 100 / 1000) in out
+          and "snr" in out and "mse" in out, "encode reports bitrate and distortion", out)
+    rc, out, _ = run("encode", "q.safetensors", "val.npy", "-o", "s50.fbs", "--frame-rate", "50")
+    check("%.3f kbit/s at 50 frames/s" % (n * 50 / 1000) in out, "--frame-rate", out)
+    size = os.path.getsize(path("s.fbs"))
+    check(size == 36 + (30 * n + 7) // 8 + 4, "the stream is header + %d bits per frame + CRC" % n,
+          str(size))
+    run("encode", "q.safetensors", "val.npy", "-o", "a.fbs")
+    run("encode", "q.safetensors", "val.npy", "-o", "b.fbs")
+    subprocess.run([FRAE, "encode", "q.safetensors", "val.npy", "-o", "c.fbs"], cwd=TMP,
+                   env=dict(os.environ, FRAE_ISA="scalar"), capture_output=True)
+    a, b, c = (open(path(f), "rb").read() for f in ("a.fbs", "b.fbs", "c.fbs"))
+    check(a == b == c, "same model and input: the same bitstream, on every run and ISA")
+    raw = open(path("a.fbs"), "rb").read()
+    open(path("cut.fbs"), "wb").write(raw[:-7])
+    flip = bytearray(raw)
+    flip[40] ^= 0x10
+    open(path("flip.fbs"), "wb").write(bytes(flip))
+    for name, needle in (("cut.fbs", "truncated"), ("flip.fbs", "corrupted"),
+                         ("val.npy", "not a frae bitstream"), ("nothere.fbs", "cannot open")):
+        rc, out, err = run("decode", "q.safetensors", name, "-o", "x.npy")
+        check(one_line_error(rc, err, 2, needle) and name in err,
+              "decode %s: one line, exit 2" % name, "rc %d %s" % (rc, err))
+    rc, out, err = run("decode", "q2.safetensors", "a.fbs", "-o", "x.npy")
+    check(one_line_error(rc, err, 2, "another model"), "decode with another model: exit 2", err)
+    rc, out, err = run("encode", "q.safetensors", "dim.npy", "-o", "x.fbs")
+    check(one_line_error(rc, err, 2, "does not match the model"), "encode: wrong D, exit 2", err)
+    rc, out, err = run("encode", "ref.safetensors", "many.npy", "-o", "f.fbs")
+    check(rc == 0 and "128 bits/frame (4 x 32 bits)" in out,
+          "a model without a quantizer streams 32-bit floats", out + err)
+    for cmd in ("train", "predict", "info", "import", "encode", "decode"):
         rc, out, err = run(cmd, "--help")
         check(rc == 0 and "usage: frae " + cmd in out and "Exit codes" in out,
               "frae %s --help" % cmd, err)

@@ -15,6 +15,8 @@ static void print_help(void)
            "  predict   reconstruct sequences with a trained model\n"
            "  info      describe a checkpoint\n"
            "  import    make a checkpoint from PyTorch or Keras weights\n"
+           "  encode    compress frames into a .fbs bitstream\n"
+           "  decode    rebuild frames from a .fbs bitstream\n"
            "  help      this help; 'frae <command> --help' for one command\n"
            "\n"
            "Exit codes: 0 success; 1 a run failed (diverged, or a file could\n"
@@ -46,6 +48,10 @@ int main(int argc, char **argv)
         return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "import"))
         return cmd_import(argc - 2, argv + 2);
+    if (!strcmp(cmd, "encode"))
+        return cmd_encode(argc - 2, argv + 2);
+    if (!strcmp(cmd, "decode"))
+        return cmd_decode(argc - 2, argv + 2);
     return cli_fail(EXIT_USAGE, "unknown command '%s' (see 'frae --help')",
                     cmd);
 }

@@ -1,0 +1,101 @@
+/* libFuzzer target for the .fbs reader and the decoder behind it.
+ *
+ * Half the inputs are taken as they are: they exercise the header and
+ * length checks.  In the other half the harness writes this model's hash
+ * and a correct CRC into the input first, so mutations reach the code
+ * unpacking and the decoder (random bytes almost never pass a CRC).
+ * FRAE_FUZZ_SEED_DIR=dir makes it write a valid stream there as a seed. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frae.h"
+
+static frae_model *model;
+static frae_decoder *decoder;
+
+static uint32_t crc32_le(const unsigned char *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = c >> 1 ^ (0xedb88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    frae_config c;
+    frae_config_default(&c);
+    c.frame_dim = 6, c.history = 2, c.latent_dim = 5;
+    c.enc_hidden[0] = 16, c.enc_hidden[1] = 8;
+    c.dec_hidden[0] = 8, c.dec_hidden[1] = 16;
+    c.quantizer = FRAE_QUANT_UNIFORM;
+    c.quant_levels = 6; /* 3 bits: indices 6 and 7 are invalid codes */
+    c.training = 0;
+    model = frae_create(&c, NULL, 0);
+    decoder = frae_decoder_create(model);
+    const char *dir = getenv("FRAE_FUZZ_SEED_DIR");
+    if (dir) {
+        frae_encoder *e = frae_encoder_create(model);
+        enum { T = 12 };
+        unsigned char codes[T * 2];
+        float x[6];
+        for (int t = 0; t < T; t++) {
+            for (int d = 0; d < 6; d++)
+                x[d] = (float)((t * 7 + d * 3) % 11) / 11.0f - 0.5f;
+            frae_encode_frame(e, x, codes + t * frae_code_bytes(model), NULL);
+        }
+        frae_stream h;
+        frae_stream_header(model, 1, T, 1, &h);
+        unsigned char *buf = malloc(frae_stream_bytes(&h));
+        frae_stream_write(buf, &h, codes);
+        char path[512];
+        snprintf(path, sizeof path, "%s/seed.fbs", dir);
+        FILE *f = fopen(path, "wb");
+        if (f) {
+            fwrite(buf, 1, frae_stream_bytes(&h), f);
+            fclose(f);
+        }
+        free(buf);
+        frae_encoder_destroy(e);
+    }
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size > (1u << 20))
+        return 0;
+    unsigned char *buf = malloc(size ? size : 1);
+    memcpy(buf, data, size);
+    if (size >= FRAE_STREAM_HEADER + 4 && (size & 1)) {
+        uint64_t h = frae_model_hash(model);
+        for (int i = 0; i < 8; i++)
+            buf[8 + i] = (unsigned char)(h >> 8 * i);
+        uint32_t crc = crc32_le(buf, size - 4);
+        for (int i = 0; i < 4; i++)
+            buf[size - 4 + i] = (unsigned char)(crc >> 8 * i);
+    }
+    frae_stream s;
+    char err[256];
+    if (!frae_stream_parse(buf, size, &s, err, sizeof err) &&
+        !frae_stream_check_model(&s, model, err, sizeof err)) {
+        unsigned char code[8];
+        float y[6];
+        uint64_t n = (uint64_t)s.sequences * s.frames;
+        for (uint64_t f = 0; f < n && f < 4096; f++) {
+            if (f % s.frames == 0)
+                frae_decoder_reset(decoder);
+            frae_stream_frame_code(&s, f, code);
+            if (frae_decode_frame(decoder, code, y))
+                break;
+        }
+    }
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,476 @@
+/* The streaming codec: per-frame encoder and decoder states, code packing,
+ * the model identity hash and the .fbs bitstream.
+ *
+ * A state is one block the caller may own (get_size + init): a copy of the
+ * model struct whose buffer pointers are redirected into the state's own
+ * memory (one frame of activations, the latent, a ring of K+1 frames), so
+ * the per-frame forward code of train.c runs unchanged on it, while the
+ * parameters are shared read-only with the model.  States never allocate
+ * after init and share nothing writable: separate states are safe in
+ * separate threads.  The model must outlive its states and keep its
+ * parameters unchanged while they are in use. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats.h"
+#include "frae_internal.h"
+
+struct frae_codec_state {
+    frae_model view; /* the model with this state's buffers */
+    size_t bytes;    /* size of the whole state */
+    int code_bits;
+};
+
+/* ---- codes ---------------------------------------------------------------- */
+
+int frae_code_bits(const frae_model *m)
+{
+    const frae_config *c = &m->cfg;
+    if (c->quantizer == FRAE_QUANT_BINARY)
+        return 1;
+    if (c->quantizer == FRAE_QUANT_UNIFORM) {
+        int bits = 0;
+        while ((1L << bits) < c->quant_levels)
+            bits++;
+        return bits;
+    }
+    return 32; /* no quantizer: the float itself */
+}
+
+size_t frae_code_bytes(const frae_model *m)
+{
+    return ((size_t)m->cfg.latent_dim * frae_code_bits(m) + 7) / 8;
+}
+
+static void put_bits(unsigned char *dst, size_t pos, uint32_t v, int bits)
+{
+    for (int i = 0; i < bits; i++, pos++) {
+        unsigned char mask = (unsigned char)(1u << (pos & 7));
+        if (v >> i & 1u)
+            dst[pos >> 3] |= mask;
+        else
+            dst[pos >> 3] &= (unsigned char)~mask;
+    }
+}
+
+static uint32_t get_bits(const unsigned char *src, size_t pos, int bits)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < bits; i++, pos++)
+        v |= (uint32_t)(src[pos >> 3] >> (pos & 7) & 1u) << i;
+    return v;
+}
+
+/* Quantized latent q -> code bytes (L values of code_bits, LSB first). */
+static void pack_code(const frae_config *c, int bits, const float *q,
+                      unsigned char *code)
+{
+    /* padding bits of the last byte are zero: codes are deterministic */
+    memset(code, 0, ((size_t)c->latent_dim * bits + 7) / 8);
+    for (int i = 0; i < c->latent_dim; i++) {
+        uint32_t v;
+        if (c->quantizer == FRAE_QUANT_BINARY) {
+            v = q[i] > 0.0f;
+        } else if (c->quantizer == FRAE_QUANT_UNIFORM) {
+            /* q = idx * step - 1 exactly as the quantizer made it */
+            float top = (float)(c->quant_levels - 1);
+            v = (uint32_t)lrintf((q[i] + 1.0f) * 0.5f * top);
+        } else {
+            memcpy(&v, &q[i], 4);
+        }
+        put_bits(code, (size_t)i * bits, v, bits);
+    }
+}
+
+/* Code bytes -> q, the same floats the encoder's quantizer produced.
+ * Returns -1 for an index beyond the quantizer's levels. */
+static int unpack_code(const frae_config *c, int bits,
+                       const unsigned char *code, float *q)
+{
+    for (int i = 0; i < c->latent_dim; i++) {
+        uint32_t v = get_bits(code, (size_t)i * bits, bits);
+        if (c->quantizer == FRAE_QUANT_BINARY) {
+            q[i] = v ? 1.0f : -1.0f;
+        } else if (c->quantizer == FRAE_QUANT_UNIFORM) {
+            if (v >= (uint32_t)c->quant_levels)
+                return -1;
+            const float top = (float)(c->quant_levels - 1);
+            q[i] = (float)v * (2.0f / top) - 1.0f;
+        } else {
+            memcpy(&q[i], &v, 4);
+            if (!isfinite(q[i]))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- model identity ------------------------------------------------------- */
+
+uint64_t frae_model_hash(const frae_model *m)
+{
+    const frae_config *c = &m->cfg;
+    int32_t shape[8 + 2 * FRAE_MAX_HIDDEN] = {
+        c->frame_dim, c->history, c->latent_dim, (int32_t)c->activation,
+        (int32_t)c->quantizer, c->quant_levels, c->n_enc_hidden,
+        c->n_dec_hidden};
+    for (int i = 0; i < c->n_enc_hidden; i++)
+        shape[8 + i] = c->enc_hidden[i];
+    for (int i = 0; i < c->n_dec_hidden; i++)
+        shape[8 + FRAE_MAX_HIDDEN + i] = c->dec_hidden[i];
+    uint64_t h = frae_fnv1a64((const unsigned char *)shape, sizeof shape,
+                              FRAE_FNV_INIT);
+    /* the weights in Keras order, so the hash does not depend on layout */
+    for (int l = 0; l < m->n_layers; l++) {
+        const frae_layer *ly = &m->layer[l];
+        for (int i = 0; i < ly->in; i++)
+            for (int o = 0; o < ly->out; o++)
+                h = frae_fnv1a64(
+                    (const unsigned char *)&m->params[ly->w_off +
+                                                      packed_index(ly->in,
+                                                                   ly->out, i,
+                                                                   o)],
+                    4, h);
+        h = frae_fnv1a64((const unsigned char *)&m->params[ly->b_off],
+                         4 * (size_t)ly->out, h);
+    }
+    return h;
+}
+
+/* ---- states ------------------------------------------------------------------ */
+
+#define ALIGN_UP(x) (((x) + 63) & ~(size_t)63)
+
+static size_t state_layout(const frae_model *m, size_t *off_act, size_t *off_q,
+                           size_t *off_ring, size_t *off_idx,
+                           size_t *off_val, size_t *off_valid)
+{
+    const frae_config *c = &m->cfg;
+    size_t at = ALIGN_UP(sizeof(struct frae_codec_state)), widest = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        if ((size_t)m->layer[l].in > widest)
+            widest = (size_t)m->layer[l].in;
+        if ((size_t)m->layer[l].out > widest)
+            widest = (size_t)m->layer[l].out;
+        if (l < m->n_layers - 1) {
+            off_act[l] = at;
+            at += ALIGN_UP(sizeof(float) * (size_t)m->layer[l].out);
+        }
+    }
+    *off_q = at;
+    at += ALIGN_UP(sizeof(float) * (size_t)c->latent_dim);
+    *off_ring = at;
+    at += ALIGN_UP(sizeof(float) * (size_t)(c->history + 1) * c->frame_dim);
+    *off_idx = at;
+    at += ALIGN_UP(sizeof(int) * widest);
+    *off_val = at;
+    at += ALIGN_UP(sizeof(float) * widest);
+    *off_valid = at;
+    at += ALIGN_UP(sizeof(int));
+    return at;
+}
+
+size_t frae_encoder_size(const frae_model *m)
+{
+    size_t a[FRAE_MAX_LAYERS], q, r, i, v, w;
+    return state_layout(m, a, &q, &r, &i, &v, &w);
+}
+
+size_t frae_decoder_size(const frae_model *m) { return frae_encoder_size(m); }
+
+static struct frae_codec_state *state_init(void *mem, const frae_model *m)
+{
+    if (!mem || !m)
+        return NULL;
+    size_t off_act[FRAE_MAX_LAYERS], off_q, off_ring, off_idx, off_val,
+        off_valid;
+    size_t bytes = state_layout(m, off_act, &off_q, &off_ring, &off_idx,
+                                &off_val, &off_valid);
+    char *base = mem;
+    memset(base, 0, bytes);
+    struct frae_codec_state *s = mem;
+    frae_model *v = &s->view;
+    *v = *m; /* shares params, kernels and shape; buffers follow */
+    v->cfg.batch = 1;
+    v->cfg.training = 0;
+    v->grads = v->adam_m = v->adam_v = NULL;
+    v->xwin = v->fb = NULL;
+    v->block = NULL;
+    v->block_bytes = 0;
+    v->act_frames = 1;
+    v->ring_cap = m->cfg.history + 1;
+    for (int l = 0; l < v->n_layers; l++) {
+        v->layer[l].a = l < v->n_layers - 1 ? (float *)(base + off_act[l])
+                                            : NULL;
+        v->layer[l].dz = NULL;
+    }
+    v->q = (float *)(base + off_q);
+    v->ring = (float *)(base + off_ring);
+    v->sp_idx = (int *)(base + off_idx);
+    v->sp_val = (float *)(base + off_val);
+    v->wvalid = (int *)(base + off_valid);
+    s->bytes = bytes;
+    s->code_bits = frae_code_bits(m);
+    frae_reset(v);
+    v->ring_rows = 1;
+    return s;
+}
+
+frae_encoder *frae_encoder_init(void *mem, const frae_model *m)
+{
+    return (frae_encoder *)state_init(mem, m);
+}
+
+frae_decoder *frae_decoder_init(void *mem, const frae_model *m)
+{
+    return (frae_decoder *)state_init(mem, m);
+}
+
+frae_encoder *frae_encoder_create(const frae_model *m)
+{
+    void *mem = aligned_alloc(64, frae_encoder_size(m));
+    return mem ? frae_encoder_init(mem, m) : NULL;
+}
+
+frae_decoder *frae_decoder_create(const frae_model *m)
+{
+    void *mem = aligned_alloc(64, frae_decoder_size(m));
+    return mem ? frae_decoder_init(mem, m) : NULL;
+}
+
+void frae_encoder_destroy(frae_encoder *e) { free(e); }
+void frae_decoder_destroy(frae_decoder *d) { free(d); }
+
+static void state_reset(struct frae_codec_state *s)
+{
+    frae_reset(&s->view);
+    s->view.ring_rows = 1;
+}
+
+void frae_encoder_reset(frae_encoder *e)
+{
+    state_reset((struct frae_codec_state *)e);
+}
+
+void frae_decoder_reset(frae_decoder *d)
+{
+    state_reset((struct frae_codec_state *)d);
+}
+
+/* The decoder half on the state's latent, then the ring moves on. */
+static void decode_and_advance(frae_model *v, float *frame)
+{
+    frae_frame_decode(v, 0);
+    if (frame)
+        memcpy(frame, frae_ring_frame(v, v->ring_pos),
+               sizeof(float) * (size_t)v->cfg.frame_dim);
+    v->ring_pos = (v->ring_pos + 1) % v->ring_cap;
+}
+
+
+void frae_encode_frame(frae_encoder *e, const float *frame,
+                       unsigned char *code, float *recon)
+{
+    struct frae_codec_state *s = (struct frae_codec_state *)e;
+    fp_env env = fp_enter();
+    frae_frame_encode(&s->view, 0, frame);
+    pack_code(&s->view.cfg, s->code_bits, s->view.q, code);
+    /* closed loop: run the decoder too, so the buffer holds exactly what
+     * the far end will have */
+    decode_and_advance(&s->view, recon);
+    fp_leave(env);
+}
+
+int frae_decode_frame(frae_decoder *d, const unsigned char *code,
+                      float *frame)
+{
+    struct frae_codec_state *s = (struct frae_codec_state *)d;
+    if (unpack_code(&s->view.cfg, s->code_bits, code, s->view.q))
+        return -1;
+    fp_env env = fp_enter();
+    decode_and_advance(&s->view, frame);
+    fp_leave(env);
+    return 0;
+}
+
+/* ---- the .fbs bitstream --------------------------------------------------------- */
+
+static uint32_t crc32_buf(const unsigned char *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = c >> 1 ^ (0xedb88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+static void wr32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> 8 * i);
+}
+
+static uint32_t rd32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+/* Total bits of codes, or 0 on overflow. */
+static uint64_t payload_bits(const frae_stream *s)
+{
+    uint64_t n;
+    if (__builtin_mul_overflow((uint64_t)s->sequences, (uint64_t)s->frames,
+                               &n) ||
+        __builtin_mul_overflow(n, (uint64_t)s->latent_dim, &n) ||
+        __builtin_mul_overflow(n, (uint64_t)s->code_bits, &n) ||
+        n > ((uint64_t)1 << 60))
+        return 0;
+    return n;
+}
+
+size_t frae_stream_bytes(const frae_stream *s)
+{
+    return FRAE_STREAM_HEADER + (size_t)((payload_bits(s) + 7) / 8) + 4;
+}
+
+void frae_stream_header(const frae_model *m, uint32_t sequences,
+                        uint32_t frames, int flags, frae_stream *s)
+{
+    memset(s, 0, sizeof *s);
+    s->version = FRAE_STREAM_VERSION;
+    s->flags = (uint8_t)flags;
+    s->model_hash = frae_model_hash(m);
+    s->sequences = sequences;
+    s->frames = frames;
+    s->frame_dim = (uint32_t)m->cfg.frame_dim;
+    s->latent_dim = (uint32_t)m->cfg.latent_dim;
+    s->code_bits = (uint8_t)frae_code_bits(m);
+    s->quantizer = (uint8_t)m->cfg.quantizer;
+    s->levels = (uint16_t)(m->cfg.quantizer == FRAE_QUANT_UNIFORM
+                               ? m->cfg.quant_levels
+                               : 0);
+}
+
+void frae_stream_write(unsigned char *dst, const frae_stream *s,
+                       const unsigned char *frame_codes)
+{
+    size_t total = frae_stream_bytes(s);
+    memset(dst, 0, total);
+    memcpy(dst, "FRAEBS", 6);
+    dst[6] = s->version;
+    dst[7] = s->flags;
+    for (int i = 0; i < 8; i++)
+        dst[8 + i] = (unsigned char)(s->model_hash >> 8 * i);
+    wr32(dst + 16, s->sequences);
+    wr32(dst + 20, s->frames);
+    wr32(dst + 24, s->frame_dim);
+    wr32(dst + 28, s->latent_dim);
+    dst[32] = s->code_bits;
+    dst[33] = s->quantizer;
+    dst[34] = (unsigned char)(s->levels & 0xff);
+    dst[35] = (unsigned char)(s->levels >> 8);
+    /* frames arrive byte-aligned; the stream packs them bit-tight */
+    const int bits = s->code_bits;
+    const size_t per_frame = ((size_t)s->latent_dim * bits + 7) / 8;
+    const uint64_t n_frames = (uint64_t)s->sequences * s->frames;
+    unsigned char *payload = dst + FRAE_STREAM_HEADER;
+    size_t pos = 0;
+    for (uint64_t f = 0; f < n_frames; f++)
+        for (uint32_t i = 0; i < s->latent_dim; i++, pos += (size_t)bits)
+            put_bits(payload, pos,
+                     get_bits(frame_codes + f * per_frame, (size_t)i * bits,
+                              bits),
+                     bits);
+    wr32(dst + total - 4, crc32_buf(dst, total - 4));
+}
+
+int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
+                      char *err, size_t errlen)
+{
+    const unsigned char *p = buf;
+    memset(s, 0, sizeof *s);
+    if (size < FRAE_STREAM_HEADER + 4 || memcmp(p, "FRAEBS", 6)) {
+        snprintf(err, errlen, "not a frae bitstream (bad magic or %zu bytes)",
+                 size);
+        return -1;
+    }
+    s->version = p[6];
+    s->flags = p[7];
+    if (s->version != FRAE_STREAM_VERSION) {
+        snprintf(err, errlen,
+                 "bitstream version %d; this frae reads version %d",
+                 s->version, FRAE_STREAM_VERSION);
+        return -1;
+    }
+    for (int i = 7; i >= 0; i--)
+        s->model_hash = s->model_hash << 8 | p[8 + i];
+    s->sequences = rd32(p + 16);
+    s->frames = rd32(p + 20);
+    s->frame_dim = rd32(p + 24);
+    s->latent_dim = rd32(p + 28);
+    s->code_bits = p[32];
+    s->quantizer = p[33];
+    s->levels = (uint16_t)(p[34] | p[35] << 8);
+    if (!s->sequences || !s->frames || !s->frame_dim || !s->latent_dim ||
+        s->frame_dim > (1u << 24) || s->latent_dim > (1u << 24) ||
+        !(s->code_bits == 32 || (s->code_bits >= 1 && s->code_bits <= 16)) ||
+        s->quantizer > FRAE_QUANT_UNIFORM || !payload_bits(s)) {
+        snprintf(err, errlen, "bitstream header has impossible sizes");
+        return -1;
+    }
+    size_t want = frae_stream_bytes(s);
+    if (size != want) {
+        snprintf(err, errlen,
+                 "%s: the header describes %zu bytes, the stream has %zu",
+                 size < want ? "truncated" : "trailing bytes", want, size);
+        return -1;
+    }
+    if (crc32_buf(p, size - 4) != rd32(p + size - 4)) {
+        snprintf(err, errlen, "corrupted: CRC-32 mismatch");
+        return -1;
+    }
+    s->payload = p + FRAE_STREAM_HEADER;
+    return 0;
+}
+
+int frae_stream_check_model(const frae_stream *s, const frae_model *m,
+                            char *err, size_t errlen)
+{
+    frae_stream want;
+    frae_stream_header(m, 1, 1, 0, &want);
+    if (s->frame_dim != want.frame_dim || s->latent_dim != want.latent_dim ||
+        s->code_bits != want.code_bits || s->quantizer != want.quantizer ||
+        s->levels != want.levels) {
+        snprintf(err, errlen,
+                 "stream has D %u, L %u, %u-bit codes; the model has D %u, L "
+                 "%u, %u-bit codes",
+                 s->frame_dim, s->latent_dim, s->code_bits, want.frame_dim,
+                 want.latent_dim, want.code_bits);
+        return -1;
+    }
+    if (s->model_hash != want.model_hash) {
+        snprintf(err, errlen,
+                 "stream was encoded with another model (hash %016llx, this "
+                 "model %016llx)",
+                 (unsigned long long)s->model_hash,
+                 (unsigned long long)want.model_hash);
+        return -1;
+    }
+    return 0;
+}
+
+void frae_stream_frame_code(const frae_stream *s, uint64_t frame,
+                            unsigned char *code)
+{
+    const int bits = s->code_bits;
+    size_t pos = (size_t)(frame * s->latent_dim * (uint64_t)bits);
+    memset(code, 0, ((size_t)s->latent_dim * bits + 7) / 8);
+    for (uint32_t i = 0; i < s->latent_dim; i++, pos += (size_t)bits)
+        put_bits(code, (size_t)i * bits, get_bits(s->payload, pos, bits),
+                 bits);
+}

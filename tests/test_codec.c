@@ -1,0 +1,243 @@
+/* The streaming codec: closed-loop exactness, caller-owned states, threads,
+ * determinism across instruction sets, and the bitstream's defences. */
+#include <pthread.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "tests.h"
+
+static void codec_config(frae_config *c, frae_quantizer q, int levels)
+{
+    const int enc[2] = {40, 24}, dec[2] = {24, 40};
+    tiny_config(c, 7, 3, 2, enc, 5, 2, dec);
+    c->quantizer = q;
+    c->quant_levels = levels;
+    c->training = 0;
+    c->batch = 3;
+}
+
+/* decode(encode(x)) == the encoder's closed-loop output == frae_forward. */
+int test_codec_roundtrip(void)
+{
+    int failures = 0;
+    static const struct {
+        frae_quantizer q;
+        int levels;
+        const char *name;
+        int bits;
+    } qs[] = {{FRAE_QUANT_BINARY, 0, "binary", 1},
+              {FRAE_QUANT_UNIFORM, 5, "uniform 5", 3},
+              {FRAE_QUANT_UNIFORM, 256, "uniform 256", 8},
+              {FRAE_QUANT_NONE, 0, "none", 32}};
+    const int nseq = 3, T = 40, D = 7;
+    for (size_t k = 0; k < sizeof qs / sizeof *qs; k++) {
+        frae_config c;
+        codec_config(&c, qs[k].q, qs[k].levels);
+        frae_model *m = create_or_die(&c);
+        perturb_params(m, NULL);
+        CHECK(frae_code_bits(m) == qs[k].bits, "%s: %d bits", qs[k].name,
+              frae_code_bits(m));
+        float *x = synth(nseq, T, D, 30 + k);
+        float *y = malloc(sizeof(float) * nseq * T * D);
+        frae_forward(m, x, y, nseq, T);
+        /* states in caller memory */
+        void *emem = malloc(frae_encoder_size(m));
+        void *dmem = malloc(frae_decoder_size(m));
+        frae_encoder *e = frae_encoder_init(emem, m);
+        frae_decoder *d = frae_decoder_init(dmem, m);
+        size_t cb = frae_code_bytes(m);
+        unsigned char *code = malloc(cb);
+        float recon[7], out[7];
+        int same_recon = 1, same_out = 1;
+        for (int s = 0; s < nseq; s++) {
+            frae_encoder_reset(e);
+            frae_decoder_reset(d);
+            for (int t = 0; t < T; t++) {
+                const float *xt = x + ((size_t)s * T + t) * D;
+                const float *yt = y + ((size_t)s * T + t) * D;
+                frae_encode_frame(e, xt, code, recon);
+                CHECK(frae_decode_frame(d, code, out) == 0, "decode failed");
+                same_recon &= !memcmp(recon, yt, sizeof recon);
+                same_out &= !memcmp(out, yt, sizeof out);
+            }
+        }
+        CHECK(same_recon, "%s: encoder's closed loop differs from forward",
+              qs[k].name);
+        CHECK(same_out, "%s: decode(encode(x)) differs from forward",
+              qs[k].name);
+        printf("    %-11s %2d bits/value, %zu bytes/frame: decode(encode(x)) "
+               "== forward to the bit\n",
+               qs[k].name, qs[k].bits, cb);
+        free(emem), free(dmem), free(code), free(x), free(y);
+        frae_destroy(m);
+    }
+    /* a uniform index no encoder makes is refused */
+    frae_config c;
+    codec_config(&c, FRAE_QUANT_UNIFORM, 5);
+    frae_model *m = create_or_die(&c);
+    frae_decoder *d = frae_decoder_create(m);
+    unsigned char bad[2] = {0xff, 0xff}; /* index 7 >= 5 */
+    float out[7];
+    CHECK(frae_decode_frame(d, bad, out) == -1, "out-of-range code accepted");
+    frae_decoder_destroy(d);
+    frae_destroy(m);
+    return failures;
+}
+
+typedef struct {
+    const frae_model *m;
+    const float *x;
+    int T;
+    unsigned char *codes;
+} enc_job;
+
+static void *encode_job(void *arg)
+{
+    enc_job *j = arg;
+    frae_encoder *e = frae_encoder_create(j->m);
+    size_t cb = frae_code_bytes(j->m);
+    for (int t = 0; t < j->T; t++)
+        frae_encode_frame(e, j->x + (size_t)t * frae_get_config(j->m)->frame_dim,
+                          j->codes + (size_t)t * cb, NULL);
+    frae_encoder_destroy(e);
+    return NULL;
+}
+
+/* Two encoders of one model in two threads give what one gives alone;
+ * the same input gives the same codes on every instruction set. */
+int test_codec_threads_and_isas(void)
+{
+    int failures = 0;
+    const int T = 200, D = 7;
+    frae_config c;
+    codec_config(&c, FRAE_QUANT_UNIFORM, 9);
+    frae_model *m = create_or_die(&c);
+    float *x = synth(2, T, D, 77);
+    size_t cb = frae_code_bytes(m);
+    unsigned char *alone = malloc(cb * T), *a = malloc(cb * T),
+                  *b = malloc(cb * T);
+    enc_job j0 = {m, x, T, alone};
+    encode_job(&j0);
+    enc_job ja = {m, x, T, a}, jb = {m, x + (size_t)T * D, T, b};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, encode_job, &ja);
+    pthread_create(&tb, NULL, encode_job, &jb);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    CHECK(!memcmp(a, alone, cb * T), "a second thread changed the codes");
+    frae_isa isas[3];
+    int nisa = available_isas(isas);
+    float *p = malloc(sizeof(float) * frae_param_count(m));
+    frae_get_params(m, p);
+    for (int i = 0; i < nisa; i++) {
+        frae_config ci = c;
+        ci.isa = isas[i];
+        frae_model *mi = create_or_die(&ci);
+        frae_set_params(mi, p);
+        enc_job ji = {mi, x, T, b};
+        encode_job(&ji);
+        CHECK(!memcmp(b, alone, cb * T), "%s codes differ",
+              frae_isa_name(mi));
+        CHECK(frae_model_hash(mi) == frae_model_hash(m), "hash depends on ISA");
+        frae_destroy(mi);
+    }
+    printf("    same codes from 2 threads and on %d ISA(s)\n", nisa);
+    free(p), free(alone), free(a), free(b), free(x);
+    frae_destroy(m);
+    return failures;
+}
+
+static uint64_t lcg(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return *s >> 17;
+}
+
+int test_bitstream(void)
+{
+    int failures = 0;
+    const int T = 25, D = 7, nseq = 2;
+    frae_config c;
+    codec_config(&c, FRAE_QUANT_UNIFORM, 5);
+    frae_model *m = create_or_die(&c);
+    float *x = synth(nseq, T, D, 5);
+    size_t cb = frae_code_bytes(m);
+    unsigned char *codes = calloc((size_t)nseq * T, cb);
+    frae_encoder *e = frae_encoder_create(m);
+    for (int s = 0; s < nseq; s++) {
+        frae_encoder_reset(e);
+        for (int t = 0; t < T; t++)
+            frae_encode_frame(e, x + ((size_t)s * T + t) * D,
+                              codes + ((size_t)s * T + t) * cb, NULL);
+    }
+    frae_stream h;
+    frae_stream_header(m, nseq, T, 0, &h);
+    size_t n = frae_stream_bytes(&h);
+    CHECK(n == FRAE_STREAM_HEADER + (nseq * T * 5 * 3 + 7) / 8 + 4,
+          "stream size %zu is not header + %d bits per frame + CRC", n, 15);
+    unsigned char *buf = malloc(n), *mut = malloc(n);
+    frae_stream_write(buf, &h, codes);
+    frae_stream s;
+    char err[256];
+    CHECK(!frae_stream_parse(buf, n, &s, err, sizeof err) &&
+              !frae_stream_check_model(&s, m, err, sizeof err),
+          "good stream: %s", err);
+    unsigned char code[16];
+    int same = 1;
+    for (int f = 0; f < nseq * T; f++) {
+        frae_stream_frame_code(&s, (uint64_t)f, code);
+        same &= !memcmp(code, codes + (size_t)f * cb, cb);
+    }
+    CHECK(same, "frame codes do not survive the stream");
+
+    /* each defence, with its message */
+    CHECK(frae_stream_parse(buf, n - 3, &s, err, sizeof err) &&
+              strstr(err, "truncated"),
+          "truncated: %s", err);
+    memcpy(mut, buf, n);
+    mut[FRAE_STREAM_HEADER + 3] ^= 4;
+    CHECK(frae_stream_parse(mut, n, &s, err, sizeof err) &&
+              strstr(err, "corrupted"),
+          "flipped bit: %s", err);
+    CHECK(frae_stream_parse("RIFF....WAVEfmt ", 16, &s, err, sizeof err) &&
+              strstr(err, "not a frae bitstream"),
+          "foreign: %s", err);
+    memcpy(mut, buf, n);
+    mut[6] = 2;
+    CHECK(frae_stream_parse(mut, n, &s, err, sizeof err) &&
+              strstr(err, "version 2"),
+          "version: %s", err);
+    frae_config c2 = c;
+    c2.seed = 99; /* same shape, other weights */
+    frae_model *other = create_or_die(&c2);
+    CHECK(!frae_stream_parse(buf, n, &s, err, sizeof err) &&
+              frae_stream_check_model(&s, other, err, sizeof err) &&
+              strstr(err, "another model"),
+          "other model: %s", err);
+    frae_destroy(other);
+    /* mutations: never a crash, never an unnoticed change */
+    uint64_t r = 1;
+    int caught = 0;
+    for (int i = 0; i < 5000; i++) {
+        size_t len = n;
+        memcpy(mut, buf, n);
+        int kind = (int)(lcg(&r) % 3);
+        if (kind == 0)
+            mut[lcg(&r) % n] ^= (unsigned char)(1 + lcg(&r) % 255);
+        else if (kind == 1)
+            len = lcg(&r) % n;
+        else
+            mut[lcg(&r) % FRAE_STREAM_HEADER] = (unsigned char)lcg(&r);
+        if (frae_stream_parse(mut, len, &s, err, sizeof err) ||
+            frae_stream_check_model(&s, m, err, sizeof err))
+            caught++;
+        else if (len != n || memcmp(mut, buf, n))
+            failures++, printf("    FAIL mutation %d went unnoticed\n", i);
+    }
+    printf("    5000 stream mutations: %d refused, the rest unchanged bytes\n",
+           caught);
+    frae_encoder_destroy(e);
+    free(buf), free(mut), free(codes), free(x);
+    frae_destroy(m);
+    return failures;
+}
