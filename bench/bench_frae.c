@@ -1,6 +1,7 @@
 /* Training throughput of the default FRAE model (FRAE.md) in frae.
  * Usage: frae_bench [--batch B] [--feedback detached|full] [--frames T]
  *                   [--seconds S]
+ *        frae_bench --seconds S --codec binary|uniform:N
  * Prints one line: key=value pairs, read by bench/run.py. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,63 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Streaming codec, batch 1: microseconds per frame for encode (which runs
+ * the decoder too, closed loop) and for decode, default model. */
+static int bench_codec(double seconds, const char *quant)
+{
+    frae_config c;
+    frae_config_default(&c);
+    c.training = 0;
+    if (!strcmp(quant, "binary")) {
+        c.quantizer = FRAE_QUANT_BINARY;
+    } else {
+        c.quantizer = FRAE_QUANT_UNIFORM;
+        c.quant_levels = atoi(quant + 8);
+    }
+    char err[256];
+    frae_model *m = frae_create(&c, err, sizeof err);
+    if (!m) {
+        fprintf(stderr, "frae_bench: %s\n", err);
+        return 1;
+    }
+    enum { T = 2000 };
+    const int D = c.frame_dim;
+    float *x = malloc(sizeof(float) * T * D), y[80];
+    frae_synth_sequences(x, 1, T, D, 3);
+    size_t cb = frae_code_bytes(m);
+    unsigned char *codes = malloc(cb * T);
+    frae_encoder *e = frae_encoder_create(m);
+    frae_decoder *d = frae_decoder_create(m);
+    long n_enc = 0, n_dec = 0;
+    double t0 = now(), t_enc, t_dec;
+    do {
+        frae_encoder_reset(e);
+        for (int t = 0; t < T; t++)
+            frae_encode_frame(e, x + (size_t)t * D, codes + (size_t)t * cb,
+                              NULL);
+        n_enc += T;
+        t_enc = now() - t0;
+    } while (t_enc < seconds / 2);
+    t0 = now();
+    do {
+        frae_decoder_reset(d);
+        for (int t = 0; t < T; t++)
+            frae_decode_frame(d, codes + (size_t)t * cb, y);
+        n_dec += T;
+        t_dec = now() - t0;
+    } while (t_dec < seconds / 2);
+    double us_enc = t_enc / n_enc * 1e6, us_dec = t_dec / n_dec * 1e6;
+    printf("system=frae codec=%s bits_per_frame=%d encode_us=%.2f "
+           "decode_us=%.2f rt_decode=%.0f rt_encode_decode=%.0f isa=%s\n",
+           quant, c.latent_dim * frae_code_bits(m), us_enc, us_dec,
+           10000.0 / us_dec, 10000.0 / (us_enc + us_dec), frae_isa_name(m));
+    frae_encoder_destroy(e);
+    frae_decoder_destroy(d);
+    free(x), free(codes);
+    frae_destroy(m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int batch = 1, frames = 100;
@@ -29,6 +87,8 @@ int main(int argc, char **argv)
             frames = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--seconds"))
             seconds = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--codec"))
+            return bench_codec(seconds, argv[i + 1]);
         else if (!strcmp(argv[i], "--feedback"))
             fb = strcmp(argv[i + 1], "full") ? FRAE_FEEDBACK_DETACHED
                                               : FRAE_FEEDBACK_FULL;

@@ -51,6 +51,17 @@ def main():
             sys.stdout.flush()
     print("speed x: frae frames/s over torch's; RSS /: torch peak RSS over "
           "frae's. frae kernels: %s." % f["isa"])
+    print()
+    print("Streaming codec, default model, batch 1, 1 core (encode runs the "
+          "decoder too, closed loop):")
+    print("%-12s %10s %12s %12s %14s %20s" % ("quantizer", "bits/frame", "encode us",
+                                              "decode us", "decode x RT", "enc+dec x RT"))
+    for q in ("binary", "uniform:4"):
+        c = run([os.path.join(build, "frae_bench"), "--seconds", seconds, "--codec", q], env)
+        print("%-12s %10s %12s %12s %14s %20s" % (q, c["bits_per_frame"], c["encode_us"],
+                                                  c["decode_us"], c["rt_decode"],
+                                                  c["rt_encode_decode"]))
+    print("x RT: real-time factor at 100 frames/s (10 ms frames).")
     if not have_torch:
         print("python3-torch is not installed: PyTorch columns skipped.")
 

@@ -50,6 +50,10 @@ float frae_npy_value(const frae_npy *a, size_t index);
 void frae_npy_read(const frae_npy *a, long seq, long t0, long nt, float *dst);
 int frae_npy_write(const char *path, const float *data, int ndim,
                    const long *shape, char *err, size_t errlen);
+/* Starts an atomic float32 .npy of the given shape: write the values to
+ * af->f in C order, then frae_atomic_commit. */
+int frae_npy_begin(frae_atomic_file *af, const char *path, int ndim,
+                   const long *shape, char *err, size_t errlen);
 
 /* ---- .npz (np.savez: a zip of .npy members, stored uncompressed) ------ */
 typedef struct {

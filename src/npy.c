@@ -251,7 +251,7 @@ void frae_npy_close(frae_npy *a)
 
 /* ---- writing ---------------------------------------------------------- */
 
-int frae_npy_write(const char *path, const float *data, int ndim,
+int frae_npy_begin(frae_atomic_file *af, const char *path, int ndim,
                    const long *shape, char *err, size_t errlen)
 {
     char header[256];
@@ -275,14 +275,22 @@ int frae_npy_write(const char *path, const float *data, int ndim,
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                              (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
+    if (frae_atomic_begin(af, path, err, errlen))
+        return -1;
+    fwrite(pre, 1, 10, af->f);
+    fwrite(header, 1, hlen, af->f);
+    return 0;
+}
+
+int frae_npy_write(const char *path, const float *data, int ndim,
+                   const long *shape, char *err, size_t errlen)
+{
     size_t count = 1;
     for (int i = 0; i < ndim; i++)
         count *= (size_t)shape[i];
     frae_atomic_file af;
-    if (frae_atomic_begin(&af, path, err, errlen))
+    if (frae_npy_begin(&af, path, ndim, shape, err, errlen))
         return -1;
-    fwrite(pre, 1, 10, af.f);
-    fwrite(header, 1, hlen, af.f);
     fwrite(data, sizeof(float), count, af.f);
     return frae_atomic_commit(&af, err, errlen);
 }

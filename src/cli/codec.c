@@ -208,33 +208,39 @@ int cmd_decode(int argc, char **argv)
         goto done;
     }
     const int D = (int)s.frame_dim;
-    size_t n_frames = (size_t)s.sequences * s.frames;
-    y = malloc(sizeof(float) * n_frames * D);
+    long shape[3] = {(long)s.sequences, (long)s.frames, D};
+    int two_d = s.flags & 1 && s.sequences == 1;
+    if (two_d)
+        shape[0] = s.frames, shape[1] = D;
+    y = malloc(sizeof(float) * D);
     code = malloc(frae_code_bytes(m));
     d = frae_decoder_create(m);
+    frae_atomic_file af;
     if (!y || !code || !d) {
-        rc = cli_fail(EXIT_FAILED, "out of memory for %zu frames", n_frames);
+        rc = cli_fail(EXIT_FAILED, "out of memory");
+        goto done;
+    }
+    /* frame by frame, straight into the output file */
+    if (frae_npy_begin(&af, o.output, two_d ? 2 : 3, shape, err, sizeof err)) {
+        rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
     for (uint32_t q = 0; q < s.sequences; q++) {
         frae_decoder_reset(d);
         for (uint32_t t = 0; t < s.frames; t++) {
-            uint64_t f = (uint64_t)q * s.frames + t;
-            frae_stream_frame_code(&s, f, code);
-            if (frae_decode_frame(d, code, y + f * D)) {
+            frae_stream_frame_code(&s, (uint64_t)q * s.frames + t, code);
+            if (frae_decode_frame(d, code, y)) {
+                frae_atomic_abort(&af);
                 rc = cli_fail(EXIT_USAGE,
                               "%s: sequence %u, frame %u: a code no encoder "
                               "makes",
                               o.input, q, t);
                 goto done;
             }
+            fwrite(y, sizeof(float), (size_t)D, af.f);
         }
     }
-    long shape[3] = {(long)s.sequences, (long)s.frames, D};
-    int two_d = s.flags & 1 && s.sequences == 1;
-    if (two_d)
-        shape[0] = s.frames, shape[1] = D;
-    if (frae_npy_write(o.output, y, two_d ? 2 : 3, shape, err, sizeof err)) {
+    if (frae_atomic_commit(&af, err, sizeof err)) {
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }

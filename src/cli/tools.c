@@ -87,36 +87,43 @@ int cmd_predict(int argc, char **argv)
                         "%s: frame dimension %ld does not match the model's %d",
                         o.input, in.d, D);
     }
-    size_t count = (size_t)in.n * in.t * in.d;
-    float *x = malloc(sizeof(float) * count), *y = malloc(sizeof(float) * count);
-    if (!x || !y) {
-        free(x), free(y), frae_npy_close(&in), frae_destroy(m);
-        return cli_fail(EXIT_FAILED, "out of memory for %zu values", count);
-    }
-    frae_npy_read(&in, 0, 0, in.n * in.t, x); /* all sequences, in order */
-    double sse = 0;
-    for (long s0 = 0; s0 < in.n; s0 += rt.batch) {
-        int nb = in.n - s0 < rt.batch ? (int)(in.n - s0) : rt.batch;
-        size_t off = (size_t)s0 * in.t * D;
-        frae_reset(m);
-        frae_forward(m, x + off, y + off, nb, (int)in.t);
-    }
-    for (size_t i = 0; i < count; i++)
-        sse += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
+    /* one batch of sequences at a time, straight into the output file */
+    size_t batch_vals = (size_t)rt.batch * in.t * D;
+    float *x = malloc(sizeof(float) * batch_vals);
+    float *y = malloc(sizeof(float) * batch_vals);
     long shape[3] = {in.n, in.t, in.d};
-    int ndim = in.ndim;
-    if (ndim == 2)
+    if (in.ndim == 2)
         shape[0] = in.t, shape[1] = in.d;
-    rc = frae_npy_write(o.output, y, ndim, shape, err, sizeof err);
-    if (rc)
-        fprintf(stderr, "%s: %s\n", cli_cmd, err);
-    else
-        printf("%ld sequence%s of %ld frames -> %s  mse %.6g\n", in.n,
-               in.n == 1 ? "" : "s", in.t, o.output, sse / (double)count);
+    frae_atomic_file af;
+    if (!x || !y) {
+        rc = cli_fail(EXIT_FAILED, "out of memory for %zu values", batch_vals);
+    } else if (frae_npy_begin(&af, o.output, in.ndim, shape, err,
+                              sizeof err)) {
+        rc = cli_fail(EXIT_FAILED, "%s", err);
+    } else {
+        double sse = 0;
+        for (long s0 = 0; s0 < in.n; s0 += rt.batch) {
+            int nb = in.n - s0 < rt.batch ? (int)(in.n - s0) : rt.batch;
+            size_t count = (size_t)nb * in.t * D;
+            frae_npy_read(&in, s0, 0, nb * in.t, x); /* nb whole sequences */
+            frae_reset(m);
+            frae_forward(m, x, y, nb, (int)in.t);
+            for (size_t i = 0; i < count; i++)
+                sse += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
+            fwrite(y, sizeof(float), count, af.f);
+        }
+        rc = frae_atomic_commit(&af, err, sizeof err);
+        if (rc)
+            rc = cli_fail(EXIT_FAILED, "%s", err);
+        else
+            printf("%ld sequence%s of %ld frames -> %s  mse %.6g\n", in.n,
+                   in.n == 1 ? "" : "s", in.t, o.output,
+                   sse / ((double)in.n * in.t * D));
+    }
     free(x), free(y);
     frae_npy_close(&in);
     frae_destroy(m);
-    return rc ? EXIT_FAILED : EXIT_OK;
+    return rc;
 }
 
 /* ---- info ----------------------------------------------------------------- */
