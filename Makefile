@@ -7,17 +7,17 @@ SAN     ?=
 CFLAGS_ALL = -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -fno-fast-math \
              -ffp-contract=off -fno-math-errno -fPIC -D_POSIX_C_SOURCE=200809L -Iinclude \
              -Isrc $(SAN) $(CFLAGS)
-LDLIBS_ALL = -lm -pthread $(SAN) $(LDFLAGS)
+LDLIBS_ALL = -lsndfile -lfftw3f -lsamplerate -lm -pthread $(SAN) $(LDFLAGS)
 
 LIB_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
            src/layers.c src/model.c src/train.c src/optimizer.c src/rng.c \
            src/synth.c src/npy.c src/npz.c src/atomic_file.c src/safetensors.c \
-           src/checkpoint.c src/codec.c
+           src/checkpoint.c src/codec.c src/audio.c
 LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o)
 TEST_SRCS = tests/test_main.c tests/test_util.c tests/test_naive.c \
             tests/test_gradcheck.c tests/test_fixtures.c tests/test_memory.c \
             tests/test_config.c tests/test_kernels.c tests/test_streaming.c \
-            tests/test_formats.c tests/test_codec.c
+            tests/test_formats.c tests/test_codec.c tests/test_audio.c
 TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
 LIB   = $(BUILD)/libfrae.a
@@ -26,7 +26,7 @@ FRAE  = $(BUILD)/frae
 TESTS = $(BUILD)/frae_tests
 BENCH = $(BUILD)/frae_bench
 
-.PHONY: all test test-asan check bench fixtures clean install fuzz
+.PHONY: all test test-asan check bench fixtures clean install fuzz demo
 all: $(LIB) $(SOLIB) $(FRAE) $(TESTS) $(BENCH)
 
 $(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
@@ -69,6 +69,10 @@ test-asan:
 
 check: test test-asan
 
+# The speech demo (the README's first command runs it through run.sh).
+demo: $(FRAE)
+	/usr/bin/python3 tools/demo.py
+
 bench: $(FRAE) $(BENCH)
 	sh bench/run.sh $(BUILD)
 
@@ -101,7 +105,7 @@ fuzz:
 	  $(FUZZ_DIR)/libfrae.a
 	clang -O1 -g -Iinclude -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all fuzz/fuzz_bitstream.c $(FUZZ_DIR)/libfrae.a \
-	  -lm -lpthread -o $(FUZZ_DIR)/fuzz_bitstream
+	  -lsndfile -lfftw3f -lsamplerate -lm -lpthread -o $(FUZZ_DIR)/fuzz_bitstream
 	mkdir -p $(FUZZ_DIR)/corpus
 	FRAE_FUZZ_SEED_DIR=$(FUZZ_DIR)/corpus $(FUZZ_DIR)/fuzz_bitstream -runs=0 \
 	  $(FUZZ_DIR)/corpus

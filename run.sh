@@ -1,9 +1,11 @@
 #!/bin/sh
-# The main job: installs what is missing, builds, and trains the default
-# FRAE (FRAE.md) on the built-in synthetic data.  Extra arguments go to
-# 'frae train', e.g. ./run.sh --epochs 3 --feedback full
+# The main job: the speech demo.  Installs what is missing, builds, makes
+# the synthetic speech corpus (espeak-ng, flite), trains an FRAE codec on it,
+# codes the held-out voices, writes decoded WAVs and figures to demo/, and
+# compares with Codec2 and Opus.  Arguments go to tools/demo.py
+# (e.g. --epochs 20).
 set -eu
 cd "$(dirname "$0")"
 sh scripts/install-deps.sh
 make -j"$(nproc 2>/dev/null || echo 2)" build/frae >/dev/null
-exec build/frae train "$@"
+exec /usr/bin/python3 tools/demo.py "$@"

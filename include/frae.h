@@ -321,6 +321,51 @@ int frae_stream_check_model(const frae_stream *s, const frae_model *m,
 void frae_stream_frame_code(const frae_stream *s, uint64_t f,
                             unsigned char *code);
 
+/* ---- Speech: audio files and log-mel features ------------------------------
+ * feature[t][b] = (ln(max(mel_b, floor)) + offset) / scale, where mel_b is
+ * the power spectrum of samples [t*hop, t*hop + win) (periodic Hann,
+ * zero-padded to n_fft) through triangular HTK-mel filters (peak 1) from
+ * fmin to fmax.  n samples give 1 + (n - win) / hop frames. */
+typedef struct {
+    int sample_rate; /* 16000 */
+    int n_mels;      /* 80 */
+    int hop;         /* 160: 10 ms */
+    int win;         /* 400: 25 ms */
+    int n_fft;       /* 512 */
+    float fmin, fmax; /* 0, 8000 Hz */
+    float floor, offset, scale; /* 1e-7, 5, 5 */
+} frae_features;
+
+void frae_features_default(frae_features *f);
+int frae_features_check(const frae_features *f, char *err, size_t errlen);
+double frae_mel_center_hz(const frae_features *f, int band);
+
+typedef struct frae_mel frae_mel; /* FFT plans and filters, made once */
+frae_mel *frae_mel_create(const frae_features *f, char *err, size_t errlen);
+void frae_mel_destroy(frae_mel *m);
+long frae_mel_frames(const frae_mel *m, long n_samples);
+/* feats: frae_mel_frames(n) x n_mels. */
+void frae_mel_compute(frae_mel *m, const float *samples, long n, float *feats);
+/* Back to audio: mel pseudo-inverse, then iters rounds of Griffin-Lim
+ * from a seeded phase.  samples needs (frames - 1) * hop + win values;
+ * returns that count, or -1. */
+long frae_mel_invert(frae_mel *m, const float *feats, long frames, int iters,
+                     float *samples);
+
+/* Reads any libsndfile format (WAV, FLAC, ...), mixed to mono, at rate Hz:
+ * resampled if resample is set, else a file at another rate is an error.
+ * *samples is malloc'ed; the caller frees it. */
+int frae_audio_read(const char *path, int rate, int resample, float **samples,
+                    long *n, char *err, size_t errlen);
+/* Read + features, refusing files shorter than one frame or silent (peak
+ * below -80 dBFS).  *feats is malloc'ed: frames x n_mels. */
+int frae_audio_features(const char *path, const frae_features *f,
+                        int resample, float **feats, long *frames, char *err,
+                        size_t errlen);
+/* 16-bit PCM WAV, scaled down only if it would clip. */
+int frae_audio_write_wav(const char *path, const float *samples, long n,
+                         int rate, char *err, size_t errlen);
+
 /* Deterministic synthetic data: nseq smooth sequences of nframes frames of
  * dimension dim (sums of slowly drifting sinusoids), as [nseq][nframes][dim].
  * Same seed, same data. */

@@ -33,6 +33,8 @@ typedef struct {
     const unsigned char *data; /* little-endian values, C order */
     void *map;                 /* set by frae_npy_open */
     size_t map_len;
+    void *owned;               /* data malloc'ed by the caller, freed by
+                                  frae_npy_close */
 } frae_npy;
 
 /* Parses an in-memory .npy of any rank; name is used in error messages. */

@@ -246,6 +246,7 @@ void frae_npy_close(frae_npy *a)
 {
     if (a->map)
         munmap(a->map, a->map_len);
+    free(a->owned);
     memset(a, 0, sizeof *a);
 }
 

@@ -34,6 +34,9 @@ static const test_entry tests[] = {
     {"codec_threads_and_isas", test_codec_threads_and_isas},
     {"bitstream", test_bitstream},
     {"codec_zero_allocations", test_codec_zero_allocations},
+    {"features_reference", test_features_reference},
+    {"griffin_lim", test_griffin_lim},
+    {"audio_files", test_audio_files},
     {"bad_configs", test_bad_configs},
     {"sizes", test_sizes},
 };

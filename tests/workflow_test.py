@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import wave
 
 import numpy as np
 
@@ -57,6 +58,25 @@ def smooth(n, t, d, seed):
     f = rng.uniform(0.01, 0.08, (n, 1, d))
     ph = rng.uniform(0, 6.28, (n, 1, d))
     return (0.5 * np.sin(6.28 * f * tt + ph)).astype(np.float32)
+
+
+def write_wav(p, x, rate):
+    with wave.open(p, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes((np.clip(x, -1, 1) * 32767).astype("<i2").tobytes())
+
+
+def voiced(seconds, rate, f0, seed):
+    """A vowel-like sound: harmonics of a wobbling f0 under a formant."""
+    t = np.arange(int(seconds * rate)) / rate
+    rng = np.random.default_rng(seed)
+    f = f0 * (1 + 0.05 * np.sin(2 * np.pi * rng.uniform(2, 5) * t))
+    phase = 2 * np.pi * np.cumsum(f) / rate
+    x = sum(np.sin(h * phase) * np.exp(-((h * f0 - 700 * (1 + seed % 3)) / 900) ** 2) / h
+            for h in range(1, 30))
+    return 0.3 * x / np.abs(x).max()
 
 
 def read_safetensors(p):
@@ -288,7 +308,50 @@ def main():
     rc, out, err = run("encode", "ref.safetensors", "many.npy", "-o", "f.fbs")
     check(rc == 0 and "128 bits/frame (4 x 32 bits)" in out,
           "a model without a quantizer streams 32-bit floats", out + err)
-    for cmd in ("train", "predict", "info", "import", "encode", "decode"):
+    print("== speech: audio in and out")
+    os.makedirs(path("speech"))
+    for i in range(6):
+        write_wav(path("speech/u%d.wav" % i), voiced(1.2 + 0.2 * i, 16000, 110 + 20 * i, i), 16000)
+    write_wav(path("at22k.wav"), voiced(1.0, 22050, 150, 9), 22050)
+    rc, out, err = run("features", "speech/u0.wav", "-o", "f0.npy")
+    f0 = np.load(path("f0.npy")) if rc == 0 else None
+    check(rc == 0 and f0.shape == (1 + (19200 - 400) // 160, 80),
+          "frae features: [T, 80] log-mel frames", err)
+    rc, out, err = run("train", "speech", "--enc", "64", "--dec", "64", "--latent", "8",
+                       "--quantizer", "binary", "--epochs", "2", "--save", "sp.safetensors",
+                       "--batch", "3")
+    rc2, info, _ = run("info", "sp.safetensors")
+    check(rc == 0 and "80 mels, 16000 Hz" in info, "trains on WAV files; the model records "
+          "its features", err + info)
+    rc, out, err = run("encode", "sp.safetensors", "at22k.wav", "-o", "sp.fbs")
+    rc2, out2, err2 = run("decode", "sp.safetensors", "sp.fbs", "-o", "sp.npy", "--wav", "sp.wav",
+                          "--gl-iters", "8")
+    ok = rc == rc2 == 0 and os.path.exists(path("sp.wav"))
+    if ok:
+        with wave.open(path("sp.wav")) as w:
+            secs = w.getnframes() / w.getframerate()
+        ok = w.getframerate() == 16000 and abs(secs - 1.0) < 0.05
+    check(ok, "encode a 22.05 kHz WAV (resampled), decode --wav to 16 kHz audio", err + err2)
+    rc, out, err = run("encode", "sp.safetensors", "at22k.wav", "-o", "x.fbs", "--no-resample")
+    check(one_line_error(rc, err, 2, "resampling is off"), "--no-resample refuses 22.05 kHz", err)
+    rc, out, err = run("encode", "sp.safetensors", "speech/u1.wav", "-o", "x.fbs", "--mels", "40")
+    check(one_line_error(rc, err, 2, "was trained on features of 80 mels"),
+          "features other than the model's are refused", err)
+    rc, out, err = run("encode", "q.safetensors", "speech/u1.wav", "-o", "x.fbs")
+    check(one_line_error(rc, err, 2, "trained on frames, not audio features"),
+          "audio into a model trained on plain frames is refused", err)
+    write_wav(path("silent.wav"), np.zeros(8000), 16000)
+    write_wav(path("short.wav"), voiced(0.01, 16000, 200, 1), 16000)
+    open(path("text.wav"), "w").write("not audio at all\n")
+    for name, needle in (("silent.wav", "only silence"), ("short.wav", "shorter than one"),
+                         ("text.wav", "not a readable audio file")):
+        rc, out, err = run("features", name, "-o", "x.npy")
+        check(one_line_error(rc, err, 2, needle) and name in err,
+              "%s: one line, exit 2" % name, err)
+    rc, out, err = run("decode", "q.safetensors", "a.fbs", "-o", "x.npy", "--wav", "x.wav")
+    check(one_line_error(rc, err, 2, "not trained on audio features"),
+          "decode --wav with a frames model is refused", err)
+    for cmd in ("train", "predict", "info", "import", "encode", "decode", "features"):
         rc, out, err = run(cmd, "--help")
         check(rc == 0 and "usage: frae " + cmd in out and "Exit codes" in out,
               "frae %s --help" % cmd, err)

@@ -55,6 +55,38 @@ extern const cli_opt cli_model_opts[];
     "  --quantizer Q        none, binary or uniform:N (none)\n"               \
     "  --seed S             initialisation and shuffling seed (1)\n"
 
+/* ---- audio features -------------------------------------------------------- */
+typedef struct {
+    frae_features f;
+    int resample;  /* resample audio at another rate (default), else refuse */
+    int given;     /* a feature option was given */
+} cli_audio;
+
+void cli_audio_default(cli_audio *a);
+/* 0 if handled, 1 if not a feature option, or an exit code. */
+int cli_feature_option(cli_audio *a, const char *name, const char *value);
+extern const cli_opt cli_feature_opts[];
+#define CLI_FEATURE_HELP                                                       \
+    "  --sample-rate HZ     audio rate (16000); other rates are resampled\n"   \
+    "  --no-resample        refuse audio at another rate instead\n"           \
+    "  --mels N             mel bands (80)\n"                                 \
+    "  --hop N, --win N     hop and window in samples (160, 400)\n"          \
+    "  --fft N              FFT size (512)\n"                                 \
+    "  --fmin HZ, --fmax HZ mel range (0, 8000)\n"
+/* Audio, by extension: anything but .npy (and .fbs, .safetensors). */
+int cli_is_audio(const char *path);
+/* The feature parameters a checkpoint was trained with: 1 if it has them,
+ * 0 if not, or -1 after printing an error. */
+int cli_model_features(const char *model, frae_features *f);
+/* Adds the features.* metadata for f to meta (needs 10 slots of vals). */
+int cli_features_meta(const frae_features *f, char (*vals)[64],
+                      frae_meta *meta);
+void cli_features_describe(const frae_features *f, char *out, size_t cap);
+/* Audio of a model: features computed with the checkpoint's parameters.
+ * Returns 0 or an exit code after printing the error. */
+int cli_model_audio(const char *model, const char *path,
+                    const cli_audio *requested, frae_npy *out);
+
 /* ---- datasets ------------------------------------------------------------- */
 typedef struct {
     int file;    /* index into files, or -1 for built-in data */
@@ -71,12 +103,14 @@ typedef struct {
     long n_seqs;
     int dim;
     long total_frames;
+    int has_audio; /* some files were audio, turned into features */
 } cli_dataset;
 
 /* Loads .npy files and directories of them (sorted), checking every value
  * is finite and every file has frame dimension dim (0: the first file's).
  * Returns 0 or EXIT_USAGE after printing the error. */
-int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim);
+int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim,
+                     const cli_audio *audio);
 int cli_dataset_builtin(cli_dataset *ds, int n_seqs, int frames, int dim,
                         uint64_t seed);
 void cli_dataset_free(cli_dataset *ds);
@@ -90,6 +124,7 @@ int cmd_predict(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_encode(int argc, char **argv);
+int cmd_features(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 
 #endif

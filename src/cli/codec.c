@@ -8,13 +8,19 @@
 #include "cli.h"
 
 typedef struct {
-    const char *model, *input, *output;
+    const char *model, *input, *output, *wav;
     double frame_rate;
+    int gl_iters;
     frae_isa isa;
+    cli_audio audio;
 } codec_opts;
 
 static const cli_opt codec_list[] = {
-    {"--output", 1}, {"--frame-rate", 1}, {"--isa", 1}, {NULL, 0}};
+    {"--output", 1},      {"--frame-rate", 1}, {"--isa", 1},
+    {"--wav", 1},         {"--gl-iters", 1},   {"--sample-rate", 1},
+    {"--no-resample", 0}, {"--mels", 1},       {"--hop", 1},
+    {"--win", 1},         {"--fft", 1},        {"--fmin", 1},
+    {"--fmax", 1},        {NULL, 0}};
 
 static int codec_opt(void *ctx, const char *name, const char *v)
 {
@@ -24,7 +30,14 @@ static int codec_opt(void *ctx, const char *name, const char *v)
         return o->output = v, 0;
     if (!strcmp(name, "--frame-rate"))
         return cli_double(name, v, 1e-3, 1e9, &o->frame_rate);
-    int tmp, rc = cli_choice(name, v, isas, 4, &tmp);
+    if (!strcmp(name, "--wav"))
+        return o->wav = v, 0;
+    if (!strcmp(name, "--gl-iters"))
+        return cli_int(name, v, 0, 10000, &o->gl_iters);
+    int tmp, rc = cli_feature_option(&o->audio, name, v);
+    if (rc != 1)
+        return rc;
+    rc = cli_choice(name, v, isas, 4, &tmp);
     o->isa = (frae_isa)tmp;
     return rc;
 }
@@ -54,11 +67,61 @@ static frae_model *load_inference(const char *path, frae_isa isa)
     return m;
 }
 
+/* Decoded log-mel frames (the .npy just written) back to audio. */
+static int write_wavs(const char *model, const char *frames_path,
+                      const char *wav, int iters)
+{
+    frae_features f;
+    int have = cli_model_features(model, &f);
+    if (have <= 0)
+        return have < 0 ? EXIT_USAGE
+                        : cli_fail(EXIT_USAGE,
+                                   "--wav: %s was not trained on audio "
+                                   "features, so its frames are not log-mel",
+                                   model);
+    char err[512];
+    frae_npy a;
+    if (frae_npy_open(frames_path, &a, err, sizeof err))
+        return cli_fail(EXIT_FAILED, "%s", err);
+    frae_mel *mel = frae_mel_create(&f, err, sizeof err);
+    float *feats = malloc(sizeof(float) * (size_t)a.t * a.d);
+    float *audio = malloc(sizeof(float) * (size_t)((a.t - 1) * f.hop + f.win));
+    int rc = EXIT_OK;
+    if (!mel || !feats || !audio) {
+        rc = cli_fail(EXIT_FAILED, "--wav: %s", mel ? "out of memory" : err);
+    }
+    for (long s = 0; s < a.n && rc == EXIT_OK; s++) {
+        frae_npy_read(&a, s, 0, a.t, feats);
+        long n = frae_mel_invert(mel, feats, a.t, iters, audio);
+        char path[4096];
+        if (a.n == 1) {
+            snprintf(path, sizeof path, "%s", wav);
+        } else {
+            const char *dot = strrchr(wav, '.');
+            int stem = dot ? (int)(dot - wav) : (int)strlen(wav);
+            snprintf(path, sizeof path, "%.*s-%ld%s", stem, wav, s,
+                     dot ? dot : ".wav");
+        }
+        if (n < 0 || frae_audio_write_wav(path, audio, n, f.sample_rate, err,
+                                          sizeof err))
+            rc = cli_fail(EXIT_FAILED, "%s", n < 0 ? "out of memory" : err);
+        else
+            printf("%s: %.2f s of audio (Griffin-Lim, %d iterations)\n", path,
+                   (double)n / f.sample_rate, iters);
+    }
+    free(feats), free(audio);
+    frae_mel_destroy(mel);
+    frae_npy_close(&a);
+    return rc;
+}
+
 static void encode_help(void)
 {
-    printf("usage: frae encode MODEL IN.npy -o OUT.fbs [--frame-rate R]\n"
+    printf("usage: frae encode MODEL IN -o OUT.fbs [--frame-rate R]\n"
            "\n"
-           "Compresses each sequence of IN.npy ([T, D] or [N, T, D]) frame by\n"
+           "Compresses each sequence of IN ([T, D] or [N, T, D] .npy, or an\n"
+           "audio file, whose features are computed as the model was\n"
+           "trained; --no-resample refuses other rates) frame by\n"
            "frame into a .fbs bitstream: the model's quantized latent codes,\n"
            "L x bits per frame (see README, 'The .fbs bitstream').  Reports\n"
            "the bitrate, in bits per frame and in kbit/s at --frame-rate\n"
@@ -74,6 +137,7 @@ int cmd_encode(int argc, char **argv)
     cli_cmd = "frae encode";
     codec_opts o = {0};
     o.frame_rate = 100;
+    cli_audio_default(&o.audio);
     int rc = cli_parse(argc, argv, codec_list, codec_opt, codec_pos,
                        encode_help, &o);
     if (rc)
@@ -83,10 +147,14 @@ int cmd_encode(int argc, char **argv)
                                     "'frae encode --help')");
     char err[512];
     frae_npy in;
-    if (frae_npy_open(o.input, &in, err, sizeof err) ||
-        frae_npy_frames(&in, o.input, err, sizeof err) ||
-        frae_npy_check_finite(&in, o.input, err, sizeof err))
+    if (cli_is_audio(o.input)) {
+        if ((rc = cli_model_audio(o.model, o.input, &o.audio, &in)))
+            return rc;
+    } else if (frae_npy_open(o.input, &in, err, sizeof err) ||
+               frae_npy_frames(&in, o.input, err, sizeof err) ||
+               frae_npy_check_finite(&in, o.input, err, sizeof err)) {
         return cli_fail(EXIT_USAGE, "%s", err);
+    }
     frae_model *m = load_inference(o.model, o.isa);
     if (!m) {
         frae_npy_close(&in);
@@ -162,12 +230,16 @@ done:
 
 static void decode_help(void)
 {
-    printf("usage: frae decode MODEL IN.fbs -o OUT.npy\n"
+    printf("usage: frae decode MODEL IN.fbs -o OUT.npy [--wav OUT.wav]\n"
            "\n"
            "Rebuilds the frames of a .fbs bitstream with the model that made\n"
            "it (checked by its hash) and writes them as float32 .npy, shaped\n"
            "like the encoded input.  The decoder runs the same feedback loop\n"
            "as training: decode(encode(x)) equals 'frae predict' on x.\n"
+           "  --wav OUT.wav        also turn log-mel frames back into audio\n"
+           "                       (mel pseudo-inverse, then Griffin-Lim;\n"
+           "                       OUT-<n>.wav per sequence if several)\n"
+           "  --gl-iters N         Griffin-Lim iterations (32)\n"
            "\n"
            "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
            "options, model or stream (truncated, corrupted, foreign, or\n"
@@ -178,6 +250,8 @@ int cmd_decode(int argc, char **argv)
 {
     cli_cmd = "frae decode";
     codec_opts o = {0};
+    o.gl_iters = 32;
+    cli_audio_default(&o.audio);
     int rc = cli_parse(argc, argv, codec_list, codec_opt, codec_pos,
                        decode_help, &o);
     if (rc)
@@ -244,6 +318,8 @@ int cmd_decode(int argc, char **argv)
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
+    if (o.wav && (rc = write_wavs(o.model, o.output, o.wav, o.gl_iters)))
+        goto done;
     printf("%s -> %s: %u sequence%s x %u frames\n", o.input, o.output,
            s.sequences, s.sequences == 1 ? "" : "s", s.frames);
     rc = EXIT_OK;

@@ -216,6 +216,148 @@ int cli_model_option(frae_config *c, const char *name, const char *value)
     return 1;
 }
 
+/* ---- audio features -------------------------------------------------------- */
+
+void cli_audio_default(cli_audio *a)
+{
+    frae_features_default(&a->f);
+    a->resample = 1;
+    a->given = 0;
+}
+
+const cli_opt cli_feature_opts[] = {
+    {"--sample-rate", 1}, {"--no-resample", 0}, {"--mels", 1}, {"--hop", 1},
+    {"--win", 1},         {"--fft", 1},         {"--fmin", 1}, {"--fmax", 1},
+    {NULL, 0}};
+
+int cli_feature_option(cli_audio *a, const char *name, const char *v)
+{
+    double d;
+    int rc;
+    if (!strcmp(name, "--no-resample"))
+        return a->resample = 0, 0;
+    if (!strcmp(name, "--sample-rate"))
+        rc = cli_int(name, v, 1000, 384000, &a->f.sample_rate);
+    else if (!strcmp(name, "--mels"))
+        rc = cli_int(name, v, 1, 4096, &a->f.n_mels);
+    else if (!strcmp(name, "--hop"))
+        rc = cli_int(name, v, 1, 1 << 20, &a->f.hop);
+    else if (!strcmp(name, "--win"))
+        rc = cli_int(name, v, 2, 1 << 20, &a->f.win);
+    else if (!strcmp(name, "--fft"))
+        rc = cli_int(name, v, 16, 65536, &a->f.n_fft);
+    else if (!strcmp(name, "--fmin") || !strcmp(name, "--fmax")) {
+        rc = cli_double(name, v, 0, 192000, &d);
+        if (name[3] == 'm' && name[4] == 'i')
+            a->f.fmin = (float)d;
+        else
+            a->f.fmax = (float)d;
+    } else
+        return 1;
+    a->given = 1;
+    return rc;
+}
+
+int cli_is_audio(const char *path)
+{
+    struct stat sb;
+    if (!stat(path, &sb) && S_ISDIR(sb.st_mode))
+        return 0; /* decided file by file when loaded */
+    size_t n = strlen(path);
+    return !(n >= 4 && !strcmp(path + n - 4, ".npy"));
+}
+
+void cli_features_describe(const frae_features *f, char *out, size_t cap)
+{
+    snprintf(out, cap, "%d mels, %d Hz, hop %d, window %d, FFT %d, %g-%g Hz",
+             f->n_mels, f->sample_rate, f->hop, f->win, f->n_fft,
+             (double)f->fmin, (double)f->fmax);
+}
+
+int cli_features_meta(const frae_features *f, char (*vals)[64],
+                      frae_meta *meta)
+{
+    static const char *const keys[] = {
+        "features.sample_rate", "features.n_mels", "features.hop",
+        "features.win",         "features.n_fft",  "features.fmin",
+        "features.fmax",        "features.floor",  "features.offset",
+        "features.scale"};
+    double v[] = {f->sample_rate, f->n_mels,   f->hop,      f->win,
+                  f->n_fft,       f->fmin,     f->fmax,     f->floor,
+                  f->offset,      f->scale};
+    for (int i = 0; i < 10; i++) {
+        snprintf(vals[i], 64, "%.9g", v[i]);
+        meta[i] = (frae_meta){keys[i], vals[i]};
+    }
+    return 10;
+}
+
+int cli_model_features(const char *model, frae_features *f)
+{
+    char err[512];
+    frae_checkpoint *ck = frae_checkpoint_open(model, err, sizeof err);
+    if (!ck) {
+        cli_fail(EXIT_USAGE, "%s", err);
+        return -1;
+    }
+    const char *keys[] = {"features.sample_rate", "features.n_mels",
+                          "features.hop",         "features.win",
+                          "features.n_fft",       "features.fmin",
+                          "features.fmax",        "features.floor",
+                          "features.offset",      "features.scale"};
+    double v[10];
+    int have = 1;
+    for (int i = 0; i < 10 && have; i++) {
+        const char *s = frae_checkpoint_meta(ck, keys[i]);
+        char *end;
+        if (!s || (v[i] = strtod(s, &end), *end))
+            have = 0;
+    }
+    frae_checkpoint_close(ck);
+    if (!have)
+        return 0;
+    *f = (frae_features){(int)v[0], (int)v[1], (int)v[2], (int)v[3],
+                         (int)v[4], (float)v[5], (float)v[6], (float)v[7],
+                         (float)v[8], (float)v[9]};
+    return 1;
+}
+
+int cli_model_audio(const char *model, const char *path,
+                    const cli_audio *requested, frae_npy *out)
+{
+    frae_features f;
+    int have = cli_model_features(model, &f);
+    if (have < 0)
+        return EXIT_USAGE;
+    if (!have)
+        return cli_fail(EXIT_USAGE,
+                        "%s: %s was trained on frames, not audio features; "
+                        "give .npy frames (or retrain with audio or "
+                        "--audio-features)",
+                        path, model);
+    char want[160], got[160];
+    cli_features_describe(&f, want, sizeof want);
+    cli_features_describe(&requested->f, got, sizeof got);
+    if (requested->given && strcmp(want, got))
+        return cli_fail(EXIT_USAGE,
+                        "%s was trained on features of %s; requested %s",
+                        model, want, got);
+    char err[512];
+    float *feats;
+    long frames;
+    if (frae_audio_features(path, &f, requested->resample, &feats, &frames,
+                            err, sizeof err))
+        return cli_fail(EXIT_USAGE, "%s", err);
+    memset(out, 0, sizeof *out);
+    out->ndim = 2;
+    out->n = 1, out->t = frames, out->d = f.n_mels;
+    out->dims[0] = frames, out->dims[1] = f.n_mels;
+    out->itemsize = 4;
+    out->data = (const unsigned char *)feats;
+    out->owned = feats;
+    return 0;
+}
+
 /* ---- datasets ------------------------------------------------------------- */
 
 static int name_cmp(const void *a, const void *b)
@@ -253,7 +395,9 @@ static int expand_paths(char **paths, int n, char ***out, int *n_out)
         struct dirent *e;
         while ((e = readdir(d))) {
             size_t len = strlen(e->d_name);
-            if (len < 5 || strcmp(e->d_name + len - 4, ".npy"))
+            if (len < 5 || (strcmp(e->d_name + len - 4, ".npy") &&
+                            strcmp(e->d_name + len - 4, ".wav") &&
+                            strcmp(e->d_name + len - 5, ".flac")))
                 continue;
             if (count == cap) {
                 cap *= 2;
@@ -271,7 +415,8 @@ static int expand_paths(char **paths, int n, char ***out, int *n_out)
         closedir(d);
         if (count == first) {
             free(list);
-            return cli_fail(EXIT_USAGE, "%s: directory has no .npy files",
+            return cli_fail(EXIT_USAGE,
+                            "%s: directory has no .npy, .wav or .flac files",
                             paths[i]);
         }
         qsort(list + first, (size_t)(count - first), sizeof *list, name_cmp);
@@ -281,7 +426,8 @@ static int expand_paths(char **paths, int n, char ***out, int *n_out)
     return 0;
 }
 
-int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim)
+int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim,
+                     const cli_audio *audio)
 {
     memset(ds, 0, sizeof *ds);
     int rc = expand_paths(paths, n_paths, &ds->names, &ds->n_files);
@@ -295,10 +441,26 @@ int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim)
     ds->dim = dim;
     for (int i = 0; i < ds->n_files; i++) {
         frae_npy *a = &ds->files[i];
-        if (frae_npy_open(ds->names[i], a, err, sizeof err) ||
-            frae_npy_frames(a, ds->names[i], err, sizeof err) ||
-            frae_npy_check_finite(a, ds->names[i], err, sizeof err))
+        if (cli_is_audio(ds->names[i])) {
+            float *feats;
+            long frames;
+            if (!audio)
+                return cli_fail(EXIT_USAGE, "%s: expected a .npy file",
+                                ds->names[i]);
+            if (frae_audio_features(ds->names[i], &audio->f, audio->resample,
+                                    &feats, &frames, err, sizeof err))
+                return cli_fail(EXIT_USAGE, "%s", err);
+            a->ndim = 2, a->n = 1, a->t = frames, a->d = audio->f.n_mels;
+            a->dims[0] = frames, a->dims[1] = audio->f.n_mels;
+            a->itemsize = 4;
+            a->data = (const unsigned char *)feats;
+            a->owned = feats;
+            ds->has_audio = 1;
+        } else if (frae_npy_open(ds->names[i], a, err, sizeof err) ||
+                   frae_npy_frames(a, ds->names[i], err, sizeof err) ||
+                   frae_npy_check_finite(a, ds->names[i], err, sizeof err)) {
             return cli_fail(EXIT_USAGE, "%s", err);
+        }
         if (ds->dim == 0)
             ds->dim = (int)a->d;
         if (a->d != ds->dim)

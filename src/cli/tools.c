@@ -12,23 +12,28 @@
 typedef struct {
     const char *model, *input, *output;
     frae_isa isa;
+    cli_audio audio;
 } predict_opts;
 
 static void predict_help(void)
 {
-    printf("usage: frae predict MODEL IN.npy -o OUT.npy [--isa I]\n"
+    printf("usage: frae predict MODEL IN -o OUT.npy [--isa I]\n"
            "\n"
-           "Reconstructs sequences: runs each sequence of IN.npy ([T, D] or\n"
-           "[N, T, D], float32 or float64) through the model from empty\n"
-           "buffers, and writes the decoded frames as float32 in the same\n"
-           "shape.  Prints the MSE against the input.\n"
+           "Reconstructs sequences: runs each sequence of IN ([T, D] or\n"
+           "[N, T, D] .npy, float32 or float64; or an audio file, whose\n"
+           "features are computed as the model was trained) through the\n"
+           "model from empty buffers, and writes the decoded frames as\n"
+           "float32 in the same shape.  Prints the MSE against the input.\n"
+           "  --no-resample        refuse audio at another sample rate\n"
            "\n"
            "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
            "options, model or input.\n");
 }
 
-static const cli_opt predict_list[] = {{"--output", 1}, {"--isa", 1},
-                                       {NULL, 0}};
+static const cli_opt predict_list[] = {
+    {"--output", 1}, {"--isa", 1},  {"--sample-rate", 1}, {"--no-resample", 0},
+    {"--mels", 1},   {"--hop", 1},  {"--win", 1},         {"--fft", 1},
+    {"--fmin", 1},   {"--fmax", 1}, {NULL, 0}};
 
 static int predict_opt(void *ctx, const char *name, const char *v)
 {
@@ -36,7 +41,10 @@ static int predict_opt(void *ctx, const char *name, const char *v)
     static const char *const isas[] = {"auto", "scalar", "avx2", "avx512"};
     if (!strcmp(name, "--output"))
         return o->output = v, 0;
-    int tmp, rc = cli_choice(name, v, isas, 4, &tmp);
+    int tmp, rc = cli_feature_option(&o->audio, name, v);
+    if (rc != 1)
+        return rc;
+    rc = cli_choice(name, v, isas, 4, &tmp);
     o->isa = (frae_isa)tmp;
     return rc;
 }
@@ -56,19 +64,24 @@ int cmd_predict(int argc, char **argv)
 {
     cli_cmd = "frae predict";
     predict_opts o = {0};
+    cli_audio_default(&o.audio);
     int rc = cli_parse(argc, argv, predict_list, predict_opt, predict_pos,
                        predict_help, &o);
     if (rc)
         return rc;
     if (!o.model || !o.input || !o.output)
-        return cli_fail(EXIT_USAGE, "needs MODEL, IN.npy and -o OUT.npy (see "
+        return cli_fail(EXIT_USAGE, "needs MODEL, IN and -o OUT.npy (see "
                                     "'frae predict --help')");
     char err[512];
     frae_npy in;
-    if (frae_npy_open(o.input, &in, err, sizeof err) ||
-        frae_npy_frames(&in, o.input, err, sizeof err) ||
-        frae_npy_check_finite(&in, o.input, err, sizeof err))
+    if (cli_is_audio(o.input)) {
+        if ((rc = cli_model_audio(o.model, o.input, &o.audio, &in)))
+            return rc;
+    } else if (frae_npy_open(o.input, &in, err, sizeof err) ||
+               frae_npy_frames(&in, o.input, err, sizeof err) ||
+               frae_npy_check_finite(&in, o.input, err, sizeof err)) {
         return cli_fail(EXIT_USAGE, "%s", err);
+    }
     frae_config rt;
     frae_config_default(&rt);
     rt.training = 0;
@@ -200,6 +213,12 @@ int cmd_info(int argc, char **argv)
            c.feedback == FRAE_FEEDBACK_FULL ? "full" : "detached", c.window,
            c.batch, (double)c.learning_rate, (double)c.beta1, (double)c.beta2,
            (double)c.epsilon, (double)c.clip_norm);
+    frae_features feat;
+    if (cli_model_features(path, &feat) == 1) {
+        char desc[160];
+        cli_features_describe(&feat, desc, sizeof desc);
+        printf("audio features: %s\n", desc);
+    }
     const char *ep = frae_checkpoint_meta(ck, "train.epoch");
     if (ep) {
         printf("training state:\n");
@@ -292,5 +311,81 @@ int cmd_import(int argc, char **argv)
            o.input, o.output, c->frame_dim, c->history, c->latent_dim,
            c->n_enc_hidden, c->n_dec_hidden, frae_param_count(m));
     frae_destroy(m);
+    return EXIT_OK;
+}
+
+/* ---- features ---------------------------------------------------------------- */
+
+typedef struct {
+    const char *input, *output;
+    cli_audio audio;
+} features_opts;
+
+static void features_help(void)
+{
+    printf("usage: frae features IN.(wav|flac|...) -o OUT.npy [options]\n"
+           "\n"
+           "Computes log-mel features of an audio file, exactly as training\n"
+           "and encoding do, and writes them as float32 [T, mels]:\n"
+           "  feature = (ln(max(mel power, 1e-7)) + 5) / 5, frames of --win\n"
+           "  samples every --hop, periodic Hann window, HTK-mel filters.\n"
+           "Audio is mixed to mono and resampled to --sample-rate.\n"
+           "\n" CLI_FEATURE_HELP
+           "\n"
+           "Train on such files with 'frae train --audio-features' (same\n"
+           "options) so the model records them.\n"
+           "\n"
+           "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
+           "options or audio (unreadable, silent, too short, wrong rate).\n");
+}
+
+static int features_opt(void *ctx, const char *name, const char *v)
+{
+    features_opts *o = ctx;
+    if (!strcmp(name, "--output"))
+        return o->output = v, 0;
+    return cli_feature_option(&o->audio, name, v);
+}
+
+static int features_pos(void *ctx, const char *arg)
+{
+    features_opts *o = ctx;
+    if (o->input)
+        return cli_fail(EXIT_USAGE, "unexpected argument '%s'", arg);
+    o->input = arg;
+    return 0;
+}
+
+int cmd_features(int argc, char **argv)
+{
+    cli_cmd = "frae features";
+    features_opts o = {0};
+    cli_audio_default(&o.audio);
+    static const cli_opt list[] = {
+        {"--output", 1}, {"--sample-rate", 1}, {"--no-resample", 0},
+        {"--mels", 1},   {"--hop", 1},         {"--win", 1},
+        {"--fft", 1},    {"--fmin", 1},        {"--fmax", 1},
+        {NULL, 0}};
+    int rc = cli_parse(argc, argv, list, features_opt, features_pos,
+                       features_help, &o);
+    if (rc)
+        return rc;
+    if (!o.input || !o.output)
+        return cli_fail(EXIT_USAGE,
+                        "needs IN and -o OUT.npy (see 'frae features --help')");
+    char err[512];
+    float *feats;
+    long frames;
+    if (frae_audio_features(o.input, &o.audio.f, o.audio.resample, &feats,
+                            &frames, err, sizeof err))
+        return cli_fail(EXIT_USAGE, "%s", err);
+    long shape[2] = {frames, o.audio.f.n_mels};
+    rc = frae_npy_write(o.output, feats, 2, shape, err, sizeof err);
+    free(feats);
+    if (rc)
+        return cli_fail(EXIT_FAILED, "%s", err);
+    char desc[160];
+    cli_features_describe(&o.audio.f, desc, sizeof desc);
+    printf("%s -> %s: %ld frames (%s)\n", o.input, o.output, frames, desc);
     return EXIT_OK;
 }

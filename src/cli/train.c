@@ -42,6 +42,8 @@ typedef struct {
     int progress; /* -1 auto (terminal), 0 off, 1 on */
     int sequences, frames;
     long data_seed;
+    cli_audio audio;
+    int audio_features; /* --audio-features: .npy data are frae features */
 } train_opts;
 
 typedef struct {
@@ -64,8 +66,10 @@ static void train_help(void)
         "usage: frae train [options] [DATA ...]\n"
         "\n"
         "Trains an FRAE.  DATA are .npy files ([T, D] or [N, T, D], float32\n"
-        "or float64) or directories of them; without DATA, the built-in\n"
-        "synthetic sequences.  Sequences may differ in length: each batch is\n"
+        "or float64), audio files (WAV, FLAC, ...: log-mel features are\n"
+        "computed, and their parameters kept in the checkpoint) or\n"
+        "directories of them; without DATA, the built-in synthetic\n"
+        "sequences.  Sequences may differ in length: each batch is\n"
         "zero-padded to its longest sequence and the padding is masked out\n"
         "of the loss, and a sequence's last window is just shorter.\n"
         "\n"
@@ -93,6 +97,9 @@ static void train_help(void)
         "  --log-csv PATH       append per-epoch metrics to a CSV file\n"
         "  --progress MODE      auto, on or off: a progress bar (auto: on a\n"
         "                       terminal; otherwise one line per epoch)\n"
+        "audio features (D = --mels):\n" CLI_FEATURE_HELP
+        "  --audio-features     the .npy DATA are such features (from\n"
+        "                       'frae features'): record their parameters\n"
         "built-in data:\n"
         "  --sequences N        number of sequences (64)\n"
         "  --frames T           frames per sequence (100)\n"
@@ -112,7 +119,10 @@ static const cli_opt train_opts_list[] = {
     {"--val-split", 1}, {"--val-data", 1},  {"--patience", 1},
     {"--save", 1},      {"--save-best", 1}, {"--resume", 1},
     {"--log-csv", 1},   {"--progress", 1},  {"--sequences", 1},
-    {"--frames", 1},    {"--data-seed", 1}, {NULL, 0}};
+    {"--frames", 1},    {"--data-seed", 1}, {"--audio-features", 0},
+    {"--sample-rate", 1}, {"--no-resample", 0}, {"--mels", 1},
+    {"--hop", 1},       {"--win", 1},       {"--fft", 1},
+    {"--fmin", 1},      {"--fmax", 1},      {NULL, 0}};
 
 static int push(char ***list, int *n, const char *v)
 {
@@ -130,7 +140,12 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
     static const char *const feedbacks[] = {"detached", "full"};
     static const char *const isas[] = {"auto", "scalar", "avx2", "avx512"};
     static const char *const modes[] = {"off", "on", "auto"};
-    int tmp, rc = cli_model_option(&o->cfg, name, v);
+    int tmp, rc = cli_feature_option(&o->audio, name, v);
+    if (rc != 1)
+        return rc;
+    if (!strcmp(name, "--audio-features"))
+        return o->audio_features = 1, 0;
+    rc = cli_model_option(&o->cfg, name, v);
     if (rc != 1) {
         o->model_flags++;
         o->model_flag = name;
@@ -298,14 +313,15 @@ typedef struct {
     const train_opts *o;
     const cli_dataset *data;
     char summary[128];
+    const frae_features *features; /* recorded in checkpoints, or NULL */
 } run_info;
 
 static int save_checkpoint(frae_model *m, const char *path,
                            const train_state *s, const run_info *ri,
                            int with_state)
 {
-    char v[16][160];
-    frae_meta meta[16];
+    char v[16][160], fv[10][64];
+    frae_meta meta[32];
     int n = 0;
 #define M(key, ...)                                                            \
     do {                                                                       \
@@ -330,6 +346,8 @@ static int save_checkpoint(frae_model *m, const char *path,
         M("train.data", "%s", ri->summary);
     }
 #undef M
+    if (ri->features)
+        n += cli_features_meta(ri->features, fv, meta + n);
     frae_i32_array order = {"train.order", s->order, s->n_order};
     char err[512];
     if (frae_save(m, path, with_state, meta, n, &order, with_state ? 1 : 0,
@@ -443,6 +461,7 @@ int cmd_train(int argc, char **argv)
     o.frames = 100;
     o.data_seed = 7;
     o.save = "frae-checkpoint.safetensors";
+    cli_audio_default(&o.audio);
 
     /* everything below is released at done: */
     train_state s;
@@ -482,6 +501,40 @@ int cmd_train(int argc, char **argv)
                                  sizeof summary)))
             goto done;
         o.cfg.isa = isa;
+        if (o.audio.given) {
+            status = cli_fail(EXIT_USAGE,
+                              "feature options cannot be combined with "
+                              "--resume: the features come from the "
+                              "checkpoint");
+            goto done;
+        }
+        int have = cli_model_features(o.resume, &o.audio.f);
+        if (have < 0) {
+            status = EXIT_USAGE;
+            goto done;
+        }
+        o.audio_features = have;
+    }
+    int uses_audio = o.audio_features || o.audio.given;
+    for (int i = 0; i < o.n_data; i++)
+        uses_audio |= cli_is_audio(o.data[i]);
+    for (int i = 0; i < o.n_val; i++)
+        uses_audio |= cli_is_audio(o.val[i]);
+    if (uses_audio) {
+        char ferr[256];
+        if (frae_features_check(&o.audio.f, ferr, sizeof ferr)) {
+            status = cli_fail(EXIT_USAGE, "bad audio features: %s", ferr);
+            goto done;
+        }
+        if (o.frame_dim_given && o.cfg.frame_dim != o.audio.f.n_mels) {
+            status = cli_fail(EXIT_USAGE,
+                              "--frame-dim %d but --mels %d: audio features "
+                              "have one value per mel band",
+                              o.cfg.frame_dim, o.audio.f.n_mels);
+            goto done;
+        }
+        o.cfg.frame_dim = o.audio.f.n_mels;
+        o.frame_dim_given = 1;
     }
     if (o.epochs == 0)
         o.epochs = 10;
@@ -499,7 +552,8 @@ int cmd_train(int argc, char **argv)
         status = cli_dataset_load(&data, o.data, o.n_data,
                                   o.frame_dim_given || o.resume
                                       ? o.cfg.frame_dim
-                                      : 0);
+                                      : 0,
+                                  &o.audio);
         if (!status)
             o.cfg.frame_dim = data.dim;
     } else {
@@ -507,9 +561,21 @@ int cmd_train(int argc, char **argv)
                                      o.cfg.frame_dim, (uint64_t)o.data_seed);
     }
     if (!status && o.n_val)
-        status = cli_dataset_load(&val, o.val, o.n_val, o.cfg.frame_dim);
+        status = cli_dataset_load(&val, o.val, o.n_val, o.cfg.frame_dim,
+                                  &o.audio);
     if (status)
         goto done;
+    if ((data.has_audio || val.has_audio) && !uses_audio) {
+        /* audio found inside a directory */
+        uses_audio = 1;
+        if (data.dim != o.audio.f.n_mels) {
+            status = cli_fail(EXIT_USAGE,
+                              "audio features have %d mels, the other data "
+                              "%d values per frame",
+                              o.audio.f.n_mels, data.dim);
+            goto done;
+        }
+    }
     char now_summary[128];
     snprintf(now_summary, sizeof now_summary, "%ld sequences, %ld frames, dim %d",
              data.n_seqs, data.total_frames, data.dim);
@@ -520,7 +586,7 @@ int cmd_train(int argc, char **argv)
                           o.resume, summary, now_summary);
         goto done;
     }
-    run_info ri = {&o, &data, ""};
+    run_info ri = {&o, &data, "", uses_audio ? &o.audio.f : NULL};
     snprintf(ri.summary, sizeof ri.summary, "%s", now_summary);
 
     /* validation split: a seeded choice of sequences, the same every run */
