@@ -172,6 +172,20 @@ static void frame_loss(const frae_model *m, long t, const float *x,
     }
 }
 
+/* Padding frames (t >= valid[b]) carry nothing: after their forward pass
+ * their output frame in the ring is zeroed, so the frames after them see a
+ * silent buffer.  Left alone, a padded row would run the feedback loop on
+ * its own outputs with no input, free to grow until it overflows, and an
+ * Inf activation times its zero gradient makes a NaN weight gradient. */
+static void silence_padding(frae_model *m, long t, int nb, const int *valid)
+{
+    const int D = m->cfg.frame_dim;
+    float *y = ring_frame(m, m->ring_pos + t);
+    for (int b = 0; valid && b < nb; b++)
+        if (t >= valid[b])
+            memset(y + (size_t)b * D, 0, sizeof(float) * D);
+}
+
 /* Gradient rows of frame t for layer l: dL/dy (the output layer) is kept
  * for the whole window, the others for the chunk starting at frame c0. */
 static float *dz_rows(const frae_model *m, int l, int t, int c0, int nb)
@@ -289,6 +303,7 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
     for (int t = 0; t < nt; t++) {
         const float *xt = m->xwin + (size_t)t * nb * D;
         frame_forward(m, t, xt, D, nb);
+        silence_padding(m, t, nb, valid);
         frame_loss(m, t, xt, D, nb, valid, acc, dy + (size_t)t * nb * D,
                    scale);
     }
@@ -393,8 +408,10 @@ static void train_window(frae_model *m, const float *x, ptrdiff_t x_rs, int nb,
         }
     } else {
         /* only padding: nothing to learn; the buffers still move on */
-        for (int t = 0; t < nt; t++)
+        for (int t = 0; t < nt; t++) {
             frame_forward(m, t, x + (ptrdiff_t)(w0 + t) * D, x_rs, nb);
+            silence_padding(m, t, nb, m->wvalid);
+        }
     }
     m->ring_pos = (int)((m->ring_pos + (long)nt) % m->ring_cap);
 }
@@ -438,6 +455,7 @@ static int eval_impl(frae_model *m, const float *x, int nseq, int nframes,
     loss_acc acc = {0, 0, 0, 0};
     for (long t = 0; t < nframes; t++) {
         frame_forward(m, t, x + t * D, x_rs, nseq);
+        silence_padding(m, t, nseq, valid);
         frame_loss(m, t, x + t * D, x_rs, nseq, valid, &acc, NULL, 0.0f);
     }
     m->ring_pos = (int)((m->ring_pos + (long)nframes) % m->ring_cap);

@@ -26,6 +26,7 @@ static const test_entry tests[] = {
     {"two_models_independent", test_two_models_independent},
     {"train_frames_equals_batch", test_train_frames_equals_batch},
     {"variable_lengths", test_variable_lengths},
+    {"padding_is_inert", test_padding_is_inert},
     {"gradient_clipping", test_gradient_clipping},
     {"npy_reader", test_npy_reader},
     {"bad_checkpoints", test_bad_checkpoints},

@@ -33,6 +33,7 @@ int test_bad_checkpoints(void);
 int test_atomic_save_under_kill(void);
 int test_train_frames_equals_batch(void);
 int test_variable_lengths(void);
+int test_padding_is_inert(void);
 int test_gradient_clipping(void);
 int test_sizes(void);
 #endif
