@@ -131,7 +131,10 @@ def main():
     cmd = [frae, "train", os.path.join(a.corpus, "feats", "train"), "--audio-features",
            "--val-data", os.path.join(a.corpus, "feats", "test"),
            "--quantizer", "uniform:4", "--latent", "16", "--batch", "16",
-           "--clip-norm", "5", "--epochs", str(a.epochs), "--save", model,
+           # full BPTT learns the feedback loop's dynamics: with detached
+           # feedback the closed loop sometimes diverged on some sequences
+           "--feedback", "full", "--lr", "0.0005", "--clip-norm", "1",
+           "--epochs", str(a.epochs), "--save", model,
            "--log-csv", log]
     if subprocess.run(cmd).returncode != 0:
         sys.exit("training failed")
