@@ -87,6 +87,23 @@ void cli_features_describe(const frae_features *f, char *out, size_t cap);
 int cli_model_audio(const char *model, const char *path,
                     const cli_audio *requested, frae_npy *out);
 
+/* ---- commands that run a model on one input ------------------------------ */
+typedef struct {
+    const char *model, *input, *output;
+    frae_isa isa;
+    cli_audio audio;
+} cli_io;
+
+void cli_io_default(cli_io *io);
+/* --output/-o, --isa and the feature options: 0 if handled, 1 if not, or
+ * an exit code. */
+int cli_io_option(cli_io *io, const char *name, const char *value);
+/* MODEL, then IN. */
+int cli_io_positional(cli_io *io, const char *arg);
+/* IN as frames: a .npy file, or audio through the model's features.
+ * Returns 0 or an exit code after printing the error. */
+int cli_open_frames(const cli_io *io, frae_npy *in);
+
 /* ---- datasets ------------------------------------------------------------- */
 typedef struct {
     int file;    /* index into files, or -1 for built-in data */

@@ -8,11 +8,10 @@
 #include "cli.h"
 
 typedef struct {
-    const char *model, *input, *output, *wav;
+    cli_io io; /* first: the shared handlers take a codec_opts as cli_io */
+    const char *wav;
     double frame_rate;
     int gl_iters;
-    frae_isa isa;
-    cli_audio audio;
 } codec_opts;
 
 static const cli_opt codec_list[] = {
@@ -25,32 +24,19 @@ static const cli_opt codec_list[] = {
 static int codec_opt(void *ctx, const char *name, const char *v)
 {
     codec_opts *o = ctx;
-    static const char *const isas[] = {"auto", "scalar", "avx2", "avx512"};
-    if (!strcmp(name, "--output"))
-        return o->output = v, 0;
     if (!strcmp(name, "--frame-rate"))
         return cli_double(name, v, 1e-3, 1e9, &o->frame_rate);
     if (!strcmp(name, "--wav"))
         return o->wav = v, 0;
     if (!strcmp(name, "--gl-iters"))
         return cli_int(name, v, 0, 10000, &o->gl_iters);
-    int tmp, rc = cli_feature_option(&o->audio, name, v);
-    if (rc != 1)
-        return rc;
-    rc = cli_choice(name, v, isas, 4, &tmp);
-    o->isa = (frae_isa)tmp;
-    return rc;
+    int rc = cli_io_option(&o->io, name, v);
+    return rc == 1 ? cli_fail(EXIT_USAGE, "unknown option '%s'", name) : rc;
 }
 
 static int codec_pos(void *ctx, const char *arg)
 {
-    codec_opts *o = ctx;
-    if (!o->model)
-        return o->model = arg, 0;
-    if (!o->input)
-        return o->input = arg, 0;
-    return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see '%s --help')",
-                    arg, cli_cmd);
+    return cli_io_positional(&((codec_opts *)ctx)->io, arg);
 }
 
 static frae_model *load_inference(const char *path, frae_isa isa)
@@ -136,26 +122,20 @@ int cmd_encode(int argc, char **argv)
 {
     cli_cmd = "frae encode";
     codec_opts o = {0};
+    cli_io_default(&o.io);
     o.frame_rate = 100;
-    cli_audio_default(&o.audio);
     int rc = cli_parse(argc, argv, codec_list, codec_opt, codec_pos,
                        encode_help, &o);
     if (rc)
         return rc;
-    if (!o.model || !o.input || !o.output)
+    if (!o.io.model || !o.io.input || !o.io.output)
         return cli_fail(EXIT_USAGE, "needs MODEL, IN.npy and -o OUT.fbs (see "
                                     "'frae encode --help')");
     char err[512];
     frae_npy in;
-    if (cli_is_audio(o.input)) {
-        if ((rc = cli_model_audio(o.model, o.input, &o.audio, &in)))
-            return rc;
-    } else if (frae_npy_open(o.input, &in, err, sizeof err) ||
-               frae_npy_frames(&in, o.input, err, sizeof err) ||
-               frae_npy_check_finite(&in, o.input, err, sizeof err)) {
-        return cli_fail(EXIT_USAGE, "%s", err);
-    }
-    frae_model *m = load_inference(o.model, o.isa);
+    if ((rc = cli_open_frames(&o.io, &in)))
+        return rc;
+    frae_model *m = load_inference(o.io.model, o.io.isa);
     if (!m) {
         frae_npy_close(&in);
         return EXIT_USAGE;
@@ -166,7 +146,7 @@ int cmd_encode(int argc, char **argv)
         frae_destroy(m);
         return cli_fail(EXIT_USAGE,
                         "%s: frame dimension %ld does not match the model's %d",
-                        o.input, in.d, D);
+                        o.io.input, in.d, D);
     }
     size_t cb = frae_code_bytes(m), n_frames = (size_t)in.n * in.t;
     unsigned char *codes = malloc(cb * n_frames);
@@ -198,7 +178,7 @@ int cmd_encode(int argc, char **argv)
     }
     frae_stream_write(stream, &h, codes);
     frae_atomic_file af;
-    if (frae_atomic_begin(&af, o.output, err, sizeof err)) {
+    if (frae_atomic_begin(&af, o.io.output, err, sizeof err)) {
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
@@ -211,7 +191,7 @@ int cmd_encode(int argc, char **argv)
     double mse = sse / ((double)n_frames * D);
     printf("%ld sequence%s x %ld frames -> %s (%zu bytes, %d of them header "
            "and CRC)\n",
-           in.n, in.n == 1 ? "" : "s", in.t, o.output, bytes,
+           in.n, in.n == 1 ? "" : "s", in.t, o.io.output, bytes,
            FRAE_STREAM_HEADER + 4);
     printf("bitrate: %.0f bits/frame (%d x %d bits) = %.3f kbit/s at %g "
            "frames/s\n",
@@ -250,26 +230,26 @@ int cmd_decode(int argc, char **argv)
 {
     cli_cmd = "frae decode";
     codec_opts o = {0};
+    cli_io_default(&o.io);
     o.gl_iters = 32;
-    cli_audio_default(&o.audio);
     int rc = cli_parse(argc, argv, codec_list, codec_opt, codec_pos,
                        decode_help, &o);
     if (rc)
         return rc;
-    if (!o.model || !o.input || !o.output)
+    if (!o.io.model || !o.io.input || !o.io.output)
         return cli_fail(EXIT_USAGE, "needs MODEL, IN.fbs and -o OUT.npy (see "
                                     "'frae decode --help')");
     char err[512];
     void *map;
     size_t size;
-    if (frae_map_file(o.input, 1, &map, &size, err, sizeof err))
+    if (frae_map_file(o.io.input, 1, &map, &size, err, sizeof err))
         return cli_fail(EXIT_USAGE, "%s", err);
     frae_stream s;
     if (frae_stream_parse(map, size, &s, err, sizeof err)) {
         munmap(map, size);
-        return cli_fail(EXIT_USAGE, "%s: %s", o.input, err);
+        return cli_fail(EXIT_USAGE, "%s: %s", o.io.input, err);
     }
-    frae_model *m = load_inference(o.model, o.isa);
+    frae_model *m = load_inference(o.io.model, o.io.isa);
     if (!m) {
         munmap(map, size);
         return EXIT_USAGE;
@@ -278,7 +258,7 @@ int cmd_decode(int argc, char **argv)
     frae_decoder *d = NULL;
     unsigned char *code = NULL;
     if (frae_stream_check_model(&s, m, err, sizeof err)) {
-        rc = cli_fail(EXIT_USAGE, "%s: %s", o.input, err);
+        rc = cli_fail(EXIT_USAGE, "%s: %s", o.io.input, err);
         goto done;
     }
     const int D = (int)s.frame_dim;
@@ -295,7 +275,7 @@ int cmd_decode(int argc, char **argv)
         goto done;
     }
     /* frame by frame, straight into the output file */
-    if (frae_npy_begin(&af, o.output, two_d ? 2 : 3, shape, err, sizeof err)) {
+    if (frae_npy_begin(&af, o.io.output, two_d ? 2 : 3, shape, err, sizeof err)) {
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
@@ -308,7 +288,7 @@ int cmd_decode(int argc, char **argv)
                 rc = cli_fail(EXIT_USAGE,
                               "%s: sequence %u, frame %u: a code no encoder "
                               "makes",
-                              o.input, q, t);
+                              o.io.input, q, t);
                 goto done;
             }
             fwrite(y, sizeof(float), (size_t)D, af.f);
@@ -318,9 +298,9 @@ int cmd_decode(int argc, char **argv)
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
-    if (o.wav && (rc = write_wavs(o.model, o.output, o.wav, o.gl_iters)))
+    if (o.wav && (rc = write_wavs(o.io.model, o.io.output, o.wav, o.gl_iters)))
         goto done;
-    printf("%s -> %s: %u sequence%s x %u frames\n", o.input, o.output,
+    printf("%s -> %s: %u sequence%s x %u frames\n", o.io.input, o.io.output,
            s.sequences, s.sequences == 1 ? "" : "s", s.frames);
     rc = EXIT_OK;
 done:

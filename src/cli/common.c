@@ -358,6 +358,49 @@ int cli_model_audio(const char *model, const char *path,
     return 0;
 }
 
+/* ---- commands that run a model on one input ------------------------------ */
+
+void cli_io_default(cli_io *io)
+{
+    memset(io, 0, sizeof *io);
+    cli_audio_default(&io->audio);
+}
+
+int cli_io_option(cli_io *io, const char *name, const char *v)
+{
+    static const char *const isas[] = {"auto", "scalar", "avx2", "avx512"};
+    if (!strcmp(name, "--output"))
+        return io->output = v, 0;
+    if (!strcmp(name, "--isa")) {
+        int tmp, rc = cli_choice(name, v, isas, 4, &tmp);
+        io->isa = (frae_isa)tmp;
+        return rc;
+    }
+    return cli_feature_option(&io->audio, name, v);
+}
+
+int cli_io_positional(cli_io *io, const char *arg)
+{
+    if (!io->model)
+        return io->model = arg, 0;
+    if (!io->input)
+        return io->input = arg, 0;
+    return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see '%s --help')",
+                    arg, cli_cmd);
+}
+
+int cli_open_frames(const cli_io *io, frae_npy *in)
+{
+    char err[512];
+    if (cli_is_audio(io->input))
+        return cli_model_audio(io->model, io->input, &io->audio, in);
+    if (frae_npy_open(io->input, in, err, sizeof err) ||
+        frae_npy_frames(in, io->input, err, sizeof err) ||
+        frae_npy_check_finite(in, io->input, err, sizeof err))
+        return cli_fail(EXIT_USAGE, "%s", err);
+    return 0;
+}
+
 /* ---- datasets ------------------------------------------------------------- */
 
 static int name_cmp(const void *a, const void *b)

@@ -9,12 +9,6 @@
 
 /* ---- predict ---------------------------------------------------------- */
 
-typedef struct {
-    const char *model, *input, *output;
-    frae_isa isa;
-    cli_audio audio;
-} predict_opts;
-
 static void predict_help(void)
 {
     printf("usage: frae predict MODEL IN -o OUT.npy [--isa I]\n"
@@ -37,34 +31,20 @@ static const cli_opt predict_list[] = {
 
 static int predict_opt(void *ctx, const char *name, const char *v)
 {
-    predict_opts *o = ctx;
-    static const char *const isas[] = {"auto", "scalar", "avx2", "avx512"};
-    if (!strcmp(name, "--output"))
-        return o->output = v, 0;
-    int tmp, rc = cli_feature_option(&o->audio, name, v);
-    if (rc != 1)
-        return rc;
-    rc = cli_choice(name, v, isas, 4, &tmp);
-    o->isa = (frae_isa)tmp;
-    return rc;
+    int rc = cli_io_option(ctx, name, v);
+    return rc == 1 ? cli_fail(EXIT_USAGE, "unknown option '%s'", name) : rc;
 }
 
 static int predict_pos(void *ctx, const char *arg)
 {
-    predict_opts *o = ctx;
-    if (!o->model)
-        return o->model = arg, 0;
-    if (!o->input)
-        return o->input = arg, 0;
-    return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see '%s --help')",
-                    arg, cli_cmd);
+    return cli_io_positional(ctx, arg);
 }
 
 int cmd_predict(int argc, char **argv)
 {
     cli_cmd = "frae predict";
-    predict_opts o = {0};
-    cli_audio_default(&o.audio);
+    cli_io o;
+    cli_io_default(&o);
     int rc = cli_parse(argc, argv, predict_list, predict_opt, predict_pos,
                        predict_help, &o);
     if (rc)
@@ -74,14 +54,8 @@ int cmd_predict(int argc, char **argv)
                                     "'frae predict --help')");
     char err[512];
     frae_npy in;
-    if (cli_is_audio(o.input)) {
-        if ((rc = cli_model_audio(o.model, o.input, &o.audio, &in)))
-            return rc;
-    } else if (frae_npy_open(o.input, &in, err, sizeof err) ||
-               frae_npy_frames(&in, o.input, err, sizeof err) ||
-               frae_npy_check_finite(&in, o.input, err, sizeof err)) {
-        return cli_fail(EXIT_USAGE, "%s", err);
-    }
+    if ((rc = cli_open_frames(&o, &in)))
+        return rc;
     frae_config rt;
     frae_config_default(&rt);
     rt.training = 0;
