@@ -1,13 +1,16 @@
 # frae build.  No -march=native and no fast-math: SIMD kernels are built
 # per file with their own target flags and chosen at run time.
 CC      ?= cc
+OPENMP  ?= -fopenmp
 BUILD   ?= build
 OPT     ?= -O3
 SAN     ?=
 CFLAGS_ALL = -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -fno-fast-math \
              -ffp-contract=off -fno-math-errno -fPIC -D_POSIX_C_SOURCE=200809L -Iinclude \
+             $(OPENMP) \
              -Isrc $(SAN) $(CFLAGS)
-LDLIBS_ALL = -lsndfile -lfftw3f -lsamplerate -lm -pthread $(SAN) $(LDFLAGS)
+LDLIBS_ALL = -lsndfile -lfftw3f -lsamplerate -lm -pthread $(OPENMP) $(SAN) \
+             $(LDFLAGS)
 
 LIB_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
            src/layers.c src/model.c src/train.c src/optimizer.c src/rng.c \
@@ -73,7 +76,12 @@ check: test test-asan
 demo: $(FRAE)
 	/usr/bin/python3 tools/demo.py
 
-bench: $(FRAE) $(BENCH)
+# OpenBLAS's sgemm, as the machine's limit (built only where the Debian
+# package is installed: scripts/install-deps.sh installs it with WITH_OPTIONAL=1)
+$(BUILD)/sgemm_peak: bench/sgemm_peak.c
+	-$(CC) -O2 -I/usr/include/x86_64-linux-gnu $< -o $@ -lopenblas
+
+bench: $(FRAE) $(BENCH) $(BUILD)/sgemm_peak
 	sh bench/run.sh $(BUILD)
 
 # Regenerates tests/fixtures from the PyTorch reference (needs python3-torch).
@@ -100,7 +108,7 @@ install: $(LIB) $(SOLIB) $(FRAE)
 FUZZ_SECONDS ?= 60
 FUZZ_DIR = build-fuzz
 fuzz:
-	$(MAKE) BUILD=$(FUZZ_DIR) CC=clang OPT=-O1 \
+	$(MAKE) BUILD=$(FUZZ_DIR) CC=clang OPT=-O1 OPENMP=-Wno-source-uses-openmp \
 	  SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all" \
 	  $(FUZZ_DIR)/libfrae.a
 	clang -O1 -g -Iinclude -fsanitize=fuzzer,address,undefined \

@@ -77,12 +77,14 @@ static int bench_codec(double seconds, const char *quant)
 
 int main(int argc, char **argv)
 {
-    int batch = 1, frames = 100;
+    int batch = 1, frames = 100, threads = 1;
     double seconds = 3.0;
     frae_feedback fb = FRAE_FEEDBACK_DETACHED;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--batch"))
             batch = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads"))
+            threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--frames"))
             frames = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--seconds"))
@@ -106,14 +108,16 @@ int main(int argc, char **argv)
     c.batch = batch;
     c.window = frames;
     c.feedback = fb;
+    c.threads = threads;
     char err[256];
     frae_model *m = frae_create(&c, err, sizeof err);
     if (!m) {
         fprintf(stderr, "frae_bench: %s\n", err);
         return 1;
     }
-    /* 8 distinct batches of data, cycled */
-    const int nbatches = 8, D = c.frame_dim;
+    /* 2 distinct batches of data, alternated (the PyTorch side does the
+     * same), so the data adds little to peak RSS */
+    const int nbatches = 2, D = c.frame_dim;
     float *x = malloc(sizeof(float) * (size_t)nbatches * batch * frames * D);
     frae_synth_sequences(x, nbatches * batch, frames, D, 7);
     frae_stats st;
@@ -129,9 +133,9 @@ int main(int argc, char **argv)
     } while (t < seconds);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("system=frae batch=%d feedback=%s frames_per_s=%.1f "
+    printf("system=frae batch=%d threads=%d feedback=%s frames_per_s=%.1f "
            "peak_rss_mb=%.1f model_mb=%.1f isa=%s loss=%.6f\n",
-           batch, fb == FRAE_FEEDBACK_FULL ? "full" : "detached",
+           batch, threads, fb == FRAE_FEEDBACK_FULL ? "full" : "detached",
            (double)done * batch * frames / t, ru.ru_maxrss / 1024.0,
            frae_bytes_allocated(m) / 1048576.0, frae_isa_name(m), st.mse);
     free(x);

@@ -20,44 +20,73 @@ def run(cmd, env=None):
     return parse(out.stdout.strip().splitlines()[-1])
 
 
+def flops_per_frame():
+    """Default model: 599,648 parameters of which 1,968 biases; a frame's
+    forward is one multiply-add per weight; training is about three times
+    that (forward, input gradients, weight gradients)."""
+    weights = 599648 - (512 + 256 + 16 + 256 + 512 + 80)
+    return 2.0 * weights, 6.0 * weights
+
+
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
     seconds = sys.argv[sys.argv.index("--seconds") + 1] if "--seconds" in sys.argv else "4"
     have_torch = subprocess.run(["/usr/bin/python3", "-c", "import torch"],
                                 capture_output=True).returncode == 0
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    print("Default FRAE (D=80, K=4, 512-256-16-256-512, 599,648 params), "
-          "sequences of 100 frames, training, 1 thread.")
-    print("%-6s %-9s | %12s %9s | %12s %9s | %8s %8s" % (
-        "batch", "feedback", "frae fr/s", "RSS MB", "torch fr/s", "RSS MB",
-        "speed x", "RSS /"))
+    fwd, train = flops_per_frame()
+    print("Default FRAE (D=80, K=4, 512-256-16-256-512, 599,648 params), sequences "
+          "of 100 frames: %.2f MFLOP/frame forward, %.2f MFLOP/frame training." %
+          (fwd / 1e6, train / 1e6))
+    peaks = {}
+    sgemm = os.path.join(build, "sgemm_peak")
+    if os.path.exists(sgemm):
+        env_blas = {k: v for k, v in os.environ.items()
+                    if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+        for t in (1, 2):
+            peaks[t] = float(run([sgemm, str(t)], env_blas)["sgemm_gflops"])
+        print("OpenBLAS sgemm (2048^3, its own kernel choice): %.0f GFLOP/s on 1 "
+              "thread, %.0f on 2." % (peaks[1], peaks[2]))
+    else:
+        print("OpenBLAS not installed (libopenblas-dev): no sgemm peak.")
+    print()
+    print("%-5s %-3s %-9s | %10s %8s %7s %7s | %10s %7s | %7s %7s" % (
+        "batch", "thr", "feedback", "frae fr/s", "GFLOP/s", "%peak", "RSS MB",
+        "torch fr/s", "RSS MB", "x same", "x best"))
+    env1 = dict(os.environ, OMP_NUM_THREADS="1")
     for batch in (1, 32):
         for fb in ("detached", "full"):
-            f = run([os.path.join(build, "frae_bench"), "--batch", str(batch),
-                     "--feedback", fb, "--seconds", seconds], env)
+            torch_fps = {}
             if have_torch:
-                t = run(["/usr/bin/python3", os.path.join(HERE, "torch_frae.py"),
-                         "--batch", str(batch), "--feedback", fb, "--threads", "1",
-                         "--seconds", seconds], env)
-                tf, tr = float(t["frames_per_s"]), float(t["peak_rss_mb"])
-                ratio = "%8.1f %8.1f" % (float(f["frames_per_s"]) / tf,
-                                         tr / float(f["peak_rss_mb"]))
-                tcols = "%12.0f %9.1f" % (tf, tr)
-            else:
-                tcols, ratio = "%12s %9s" % ("n/a", "n/a"), "%8s %8s" % ("", "")
-            print("%-6d %-9s | %12.0f %9.1f | %s | %s" % (
-                batch, fb, float(f["frames_per_s"]), float(f["peak_rss_mb"]),
-                tcols, ratio))
-            sys.stdout.flush()
-    print("speed x: frae frames/s over torch's; RSS /: torch peak RSS over "
-          "frae's. frae kernels: %s." % f["isa"])
+                for t in (1, 2):
+                    r = run(["/usr/bin/python3", os.path.join(HERE, "torch_frae.py"),
+                             "--batch", str(batch), "--feedback", fb, "--threads", str(t),
+                             "--seconds", seconds], env1)
+                    torch_fps[t] = (float(r["frames_per_s"]), float(r["peak_rss_mb"]))
+            for t in (1, 2):
+                f = run([os.path.join(build, "frae_bench"), "--batch", str(batch),
+                         "--feedback", fb, "--threads", str(t), "--seconds", seconds], env1)
+                fps = float(f["frames_per_s"])
+                gflops = fps * train / 1e9
+                pk = "%6.0f%%" % (100 * gflops / peaks[t]) if t in peaks else "    n/a"
+                if torch_fps:
+                    best = max(v[0] for v in torch_fps.values())
+                    tcols = "%10.0f %7.1f | %6.1fx %6.1fx" % (
+                        torch_fps[t][0], torch_fps[t][1], fps / torch_fps[t][0], fps / best)
+                else:
+                    tcols = "%10s %7s | %7s %7s" % ("n/a", "n/a", "", "")
+                print("%-5d %-3d %-9s | %10.0f %8.1f %7s %7.1f | %s" % (
+                    batch, t, fb, fps, gflops, pk, float(f["peak_rss_mb"]), tcols))
+                sys.stdout.flush()
+    print("x same: over PyTorch on the same thread count; x best: over PyTorch's "
+          "faster thread count. %%peak: of OpenBLAS sgemm on as many threads. "
+          "frae kernels: %s." % f["isa"])
     print()
     print("Streaming codec, default model, batch 1, 1 core (encode runs the "
           "decoder too, closed loop):")
     print("%-12s %10s %12s %12s %14s %20s" % ("quantizer", "bits/frame", "encode us",
                                               "decode us", "decode x RT", "enc+dec x RT"))
     for q in ("binary", "uniform:4"):
-        c = run([os.path.join(build, "frae_bench"), "--seconds", seconds, "--codec", q], env)
+        c = run([os.path.join(build, "frae_bench"), "--seconds", seconds, "--codec", q], env1)
         print("%-12s %10s %12s %12s %14s %20s" % (q, c["bits_per_frame"], c["encode_us"],
                                                   c["decode_us"], c["rt_decode"],
                                                   c["rt_encode_decode"]))

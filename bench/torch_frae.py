@@ -27,7 +27,7 @@ def main():
     torch.manual_seed(0)
     model = FRAE()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
-    xs = [torch.rand(a.batch, a.frames, 80) for _ in range(8)]
+    xs = [torch.rand(a.batch, a.frames, 80) for _ in range(2)]
 
     def step(x):
         y, _ = model(x, a.feedback)

@@ -77,6 +77,8 @@ typedef struct {
     float clip_norm;     /* clip the gradient to this global L2 norm; 0 = off */
 
     frae_isa isa;
+    int threads;  /* threads for large matrix products (OpenMP); 0 or 1 =
+                     one.  Results are the same bits for any count. */
 } frae_config;
 
 typedef struct frae_model frae_model;

@@ -195,6 +195,7 @@ static struct frae_codec_state *state_init(void *mem, const frae_model *m)
     *v = *m; /* shares params, kernels and shape; buffers follow */
     v->cfg.batch = 1;
     v->cfg.training = 0;
+    v->threads = 1; /* a stream is one frame at a time: never worth it */
     v->grads = v->adam_m = v->adam_v = NULL;
     v->xwin = v->fb = NULL;
     v->block = NULL;

@@ -16,6 +16,10 @@ enum { ACT_RELU = FRAE_ACT_RELU, ACT_TANH = FRAE_ACT_TANH, ACT_LINEAR = 2 };
  * speed.  Keras order [in][out] is only the exchange format. */
 #define FRAE_PANEL 64
 
+/* A GEMM is split across threads (by column panels) only above this many
+ * multiply-adds: below it the fork and join cost more than they save. */
+#define FRAE_THREAD_MACS 200000.0
+
 /* By default the backward pass walks the window in chunks of about this
  * many rows (frames x sequences), folding each chunk into the weight
  * gradients (frae_config.chunk_rows overrides it). */
@@ -48,6 +52,7 @@ struct frae_model {
     frae_gemm_fn gemm;
     frae_gemv_sparse_fn gemv_sparse;
     const char *isa_name;
+    int threads;     /* cfg.threads, resolved */
 
     int n_layers;
     int dec_first; /* index of the first decoder layer; 0 is the encoder's */

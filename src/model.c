@@ -116,6 +116,9 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
     if (!(cfg->epsilon > 0.0f) || !isfinite(cfg->epsilon))
         return fail(err, errlen, "Adam epsilon must be > 0, got %g",
                     (double)cfg->epsilon);
+    if (cfg->threads < 0 || cfg->threads > 1024)
+        return fail(err, errlen, "threads must be 0..1024, got %d",
+                    cfg->threads);
     if (cfg->isa < FRAE_ISA_AUTO || cfg->isa > FRAE_ISA_AVX512)
         return fail(err, errlen, "unknown ISA %d", (int)cfg->isa);
     return 0;
@@ -328,6 +331,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     m->cfg = *cfg;
     m->gemm = gemm;
     m->gemv_sparse = gemv_sparse;
+    m->threads = cfg->threads > 1 ? cfg->threads : 1;
     m->isa_name = isa_name;
     m->block = block;
     m->block_bytes = p.bytes;

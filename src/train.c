@@ -18,6 +18,25 @@ static float *ring_frame(const frae_model *m, long pos)
     return m->ring + (size_t)p * m->ring_rows * m->cfg.frame_dim;
 }
 
+/* Panel p of gemm_packed_b below. */
+static void panel_b(const frae_model *m, int p, int M, int K, const float *a,
+                    ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b, int rows,
+                    int cols, int k0, int c0, int c1, float *c, ptrdiff_t ldc,
+                    const float *bias, int init, int nnz)
+{
+    int pc0 = p * FRAE_PANEL;
+    int w = cols - pc0 < FRAE_PANEL ? cols - pc0 : FRAE_PANEL;
+    int lo = c0 > pc0 ? c0 : pc0, hi = c1 < pc0 + w ? c1 : pc0 + w;
+    const float *panel = b + (size_t)pc0 * rows + (lo - pc0);
+    const float *pbias = bias ? bias + (lo - c0) : NULL;
+    if (nnz >= 0)
+        m->gemv_sparse(hi - lo, nnz, m->sp_idx, m->sp_val, panel, w,
+                       c + (lo - c0), pbias, init);
+    else
+        m->gemm(M, hi - lo, K, a, a_rs, a_cs, panel + (size_t)k0 * w, w,
+                c + (lo - c0), ldc, pbias, init);
+}
+
 /* C[M][c0..c1) = init + A . B[k0..k0+K)[c0..c1), with B a packed rows x
  * cols matrix: one GEMM per panel the column range touches.  bias and c
  * are indexed from c0.  A single row with enough zeros (ReLU outputs and
@@ -41,18 +60,33 @@ static void gemm_packed_b(const frae_model *m, int M, int K, const float *a,
         if (nnz > K - K / 8) /* too dense to pay for the indirection */
             nnz = -1;
     }
-    for (int pc0 = c0 - c0 % FRAE_PANEL; pc0 < c1; pc0 += FRAE_PANEL) {
-        int w = cols - pc0 < FRAE_PANEL ? cols - pc0 : FRAE_PANEL;
-        int lo = c0 > pc0 ? c0 : pc0, hi = c1 < pc0 + w ? c1 : pc0 + w;
-        const float *panel = b + (size_t)pc0 * rows + (lo - pc0);
-        const float *pbias = bias ? bias + (lo - c0) : NULL;
-        if (nnz >= 0)
-            m->gemv_sparse(hi - lo, nnz, m->sp_idx, m->sp_val, panel, w,
-                           c + (lo - c0), pbias, init);
-        else
-            m->gemm(M, hi - lo, K, a, a_rs, a_cs, panel + (size_t)k0 * w, w,
-                    c + (lo - c0), ldc, pbias, init);
+    const int p0 = c0 / FRAE_PANEL, p1 = (c1 + FRAE_PANEL - 1) / FRAE_PANEL;
+    /* panels write disjoint columns and each output keeps its own FMA
+     * chain: any thread count gives the same bits.  The OpenMP runtime is
+     * entered only to thread: even a one-thread region costs a call, and
+     * batch 1 makes dozens of these products per frame. */
+    if (m->threads > 1 && nnz < 0 &&
+        (double)M * K * (c1 - c0) > FRAE_THREAD_MACS) {
+#pragma omp parallel for schedule(static) num_threads(m->threads)
+        for (int p = p0; p < p1; p++)
+            panel_b(m, p, M, K, a, a_rs, a_cs, b, rows, cols, k0, c0, c1, c,
+                    ldc, bias, init, nnz);
+    } else {
+        for (int p = p0; p < p1; p++)
+            panel_b(m, p, M, K, a, a_rs, a_cs, b, rows, cols, k0, c0, c1, c,
+                    ldc, bias, init, nnz);
     }
+}
+
+/* Panel p of gemm_packed_c below. */
+static void panel_c(const frae_model *m, int p, int M, int K, const float *a,
+                    ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
+                    int rows, int cols, int r0, int init)
+{
+    int pc0 = p * FRAE_PANEL;
+    int w = cols - pc0 < FRAE_PANEL ? cols - pc0 : FRAE_PANEL;
+    m->gemm(M, w, K, a, 1, a_cs, b + pc0, ldb,
+            c + (size_t)pc0 * rows + (size_t)r0 * w, w, NULL, init);
 }
 
 /* Rows r0..r0+M of a packed rows x cols matrix C = init + A^T . B, where A
@@ -62,10 +96,14 @@ static void gemm_packed_c(const frae_model *m, int M, int K, const float *a,
                           ptrdiff_t a_cs, const float *b, ptrdiff_t ldb,
                           float *c, int rows, int cols, int r0, int init)
 {
-    for (int pc0 = 0; pc0 < cols; pc0 += FRAE_PANEL) {
-        int w = cols - pc0 < FRAE_PANEL ? cols - pc0 : FRAE_PANEL;
-        m->gemm(M, w, K, a, 1, a_cs, b + pc0, ldb,
-                c + (size_t)pc0 * rows + (size_t)r0 * w, w, NULL, init);
+    const int np = (cols + FRAE_PANEL - 1) / FRAE_PANEL;
+    if (m->threads > 1 && (double)M * K * cols > FRAE_THREAD_MACS) {
+#pragma omp parallel for schedule(static) num_threads(m->threads)
+        for (int p = 0; p < np; p++)
+            panel_c(m, p, M, K, a, a_cs, b, ldb, c, rows, cols, r0, init);
+    } else {
+        for (int p = 0; p < np; p++)
+            panel_c(m, p, M, K, a, a_cs, b, ldb, c, rows, cols, r0, init);
     }
 }
 

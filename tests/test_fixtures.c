@@ -179,7 +179,24 @@ static int check_scalar(const char *what, double got, double ref)
     return failures;
 }
 
+static int fixtures_on(frae_isa isa, int threads);
+
+/* Every instruction set and thread count against the same fixtures. */
 int test_fixtures(void)
+{
+    int failures = 0;
+    frae_isa isas[3];
+    int nisa = available_isas(isas);
+    for (int i = 0; i < nisa; i++)
+        for (int threads = 1; threads <= 2; threads++) {
+            printf("  -- isa %d, %d thread%s\n", (int)isas[i], threads,
+                   threads == 1 ? "" : "s");
+            failures += fixtures_on(isas[i], threads);
+        }
+    return failures;
+}
+
+static int fixtures_on(frae_isa isa, int threads)
 {
     int failures = 0;
     fixtures fx;
@@ -194,6 +211,8 @@ int test_fixtures(void)
     const int nseq = (int)x->dims[0], T = (int)x->dims[1];
     frae_config c;
     fixture_config(&c, T);
+    c.isa = isa;
+    c.threads = threads;
     const float *hp = get(&fx, "adam.hparams")->data;
     c.learning_rate = hp[0], c.beta1 = hp[1], c.beta2 = hp[2];
     c.epsilon = hp[3];

@@ -13,6 +13,7 @@ typedef struct {
 static const test_entry tests[] = {
     {"kernels_match_scalar", test_kernels_match_scalar},
     {"isas_train_identically", test_isas_train_identically},
+    {"threads_train_identically", test_threads_train_identically},
     {"sparse_kernel_matches_dense", test_sparse_kernel_matches_dense},
     {"naive_bitexact", test_naive_bitexact},
     {"forward_chunked", test_forward_chunked},

@@ -9,6 +9,7 @@ double naive_forward_d(const frae_config *c, const double *params,
 
 int test_kernels_match_scalar(void);
 int test_isas_train_identically(void);
+int test_threads_train_identically(void);
 int test_sparse_kernel_matches_dense(void);
 int test_naive_bitexact(void);
 int test_forward_chunked(void);

@@ -83,6 +83,8 @@ static void train_help(void)
         "                       or full (BPTT through it) (detached)\n"
         "  --window W           truncated-BPTT window in frames (100)\n"
         "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
+        "  --threads N          threads for large products (all CPUs);\n"
+        "                       results are the same for any N\n"
         "validation and stopping:\n"
         "  --val-split F        hold out this fraction of the sequences (0)\n"
         "  --val-data PATH      validation .npy file or directory (repeat)\n"
@@ -122,7 +124,8 @@ static const cli_opt train_opts_list[] = {
     {"--frames", 1},    {"--data-seed", 1}, {"--audio-features", 0},
     {"--sample-rate", 1}, {"--no-resample", 0}, {"--mels", 1},
     {"--hop", 1},       {"--win", 1},       {"--fft", 1},
-    {"--fmin", 1},      {"--fmax", 1},      {NULL, 0}};
+    {"--fmin", 1},      {"--fmax", 1},      {"--threads", 1},
+    {NULL, 0}};
 
 static int push(char ***list, int *n, const char *v)
 {
@@ -187,6 +190,8 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
         o->cfg.isa = (frae_isa)tmp;
         return rc;
     }
+    if (!strcmp(name, "--threads"))
+        return cli_int(name, v, 1, 1024, &o->cfg.threads);
     if (!strcmp(name, "--val-split")) {
         rc = cli_double(name, v, 0.0, 0.99, &o->val_split);
         return rc;
@@ -462,6 +467,8 @@ int cmd_train(int argc, char **argv)
     o.data_seed = 7;
     o.save = "frae-checkpoint.safetensors";
     cli_audio_default(&o.audio);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    o.cfg.threads = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
 
     /* everything below is released at done: */
     train_state s;
@@ -492,6 +499,7 @@ int cmd_train(int argc, char **argv)
             goto done;
         }
         frae_isa isa = o.cfg.isa;
+        int threads = o.cfg.threads;
         ck = frae_checkpoint_open(o.resume, err, sizeof err);
         if (!ck || frae_checkpoint_config(ck, &o.cfg, err, sizeof err)) {
             status = cli_fail(EXIT_USAGE, "%s", err);
@@ -501,6 +509,7 @@ int cmd_train(int argc, char **argv)
                                  sizeof summary)))
             goto done;
         o.cfg.isa = isa;
+        o.cfg.threads = threads;
         if (o.audio.given) {
             status = cli_fail(EXIT_USAGE,
                               "feature options cannot be combined with "
@@ -681,9 +690,11 @@ int cmd_train(int argc, char **argv)
     int save_on = o.save && strcmp(o.save, "none");
     int bar = o.progress < 0 ? isatty(STDOUT_FILENO) : o.progress;
 
-    printf("frae: %zu parameters, %.0f bits/frame, %.1f MiB, kernels %s\n",
+    printf("frae: %zu parameters, %.0f bits/frame, %.1f MiB, kernels %s, %d "
+           "thread%s\n",
            frae_param_count(m), frae_bits_per_frame(m),
-           frae_bytes_allocated(m) / 1048576.0, frae_isa_name(m));
+           frae_bytes_allocated(m) / 1048576.0, frae_isa_name(m),
+           o.cfg.threads, o.cfg.threads == 1 ? "" : "s");
     printf("data: %ld training sequences (%s)%s; %ld validation; batch %d, "
            "window %d, feedback %s\n",
            n_train, now_summary, o.n_data ? "" : ", built-in",
