@@ -298,17 +298,6 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
 
 /* ---- the .fbs bitstream --------------------------------------------------------- */
 
-static uint32_t crc32_buf(const unsigned char *p, size_t n)
-{
-    uint32_t c = 0xffffffffu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = c >> 1 ^ (0xedb88320u & (0u - (c & 1u)));
-    }
-    return ~c;
-}
-
 static void wr32(unsigned char *p, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
@@ -387,7 +376,7 @@ void frae_stream_write(unsigned char *dst, const frae_stream *s,
                      get_bits(frame_codes + f * per_frame, (size_t)i * bits,
                               bits),
                      bits);
-    wr32(dst + total - 4, crc32_buf(dst, total - 4));
+    wr32(dst + total - 4, frae_crc32(dst, total - 4));
 }
 
 int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
@@ -431,7 +420,7 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
                  size < want ? "truncated" : "trailing bytes", want, size);
         return -1;
     }
-    if (crc32_buf(p, size - 4) != rd32(p + size - 4)) {
+    if (frae_crc32(p, size - 4) != rd32(p + size - 4)) {
         snprintf(err, errlen, "corrupted: CRC-32 mismatch");
         return -1;
     }

@@ -123,6 +123,9 @@ int frae_st_write(const char *path, const st_out_tensor *t, int nt,
                   const char *const *meta_keys, const char *const *meta_vals,
                   int nmeta, char *err, size_t errlen);
 
+/* CRC-32 with zlib's (and zip's) polynomial: .npz members, .fbs streams. */
+uint32_t frae_crc32(const unsigned char *p, size_t n);
+
 /* FNV-1a, 64 bits, over bytes: the checkpoint data checksum. */
 uint64_t frae_fnv1a64(const unsigned char *p, size_t n, uint64_t h);
 #define FRAE_FNV_INIT 0xcbf29ce484222325ull

@@ -18,7 +18,7 @@ static uint64_t rd64(const unsigned char *p)
     return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
 }
 
-static uint32_t crc32_zip(const unsigned char *p, size_t n)
+uint32_t frae_crc32(const unsigned char *p, size_t n)
 {
     uint32_t c = 0xffffffffu;
     for (size_t i = 0; i < n; i++) {
@@ -116,7 +116,7 @@ int frae_npz_members(const unsigned char *buf, size_t size, const char *path,
                  m->name);
         m->data = buf + data;
         m->size = (size_t)usize;
-        if (crc32_zip(m->data, m->size) != crc)
+        if (frae_crc32(m->data, m->size) != crc)
             FAIL("%s: member '%s' is corrupted (CRC mismatch)", path,
                  m->name);
         at += 46 + nlen + xlen + clen;
