@@ -19,7 +19,7 @@
 
 #include <fftw3.h>
 
-#include "frae.h"
+#include "frae_internal.h"
 
 #define PI 3.14159265358979323846
 
@@ -36,17 +36,6 @@ struct frae_mel {
 
 /* The FFTW planner is not thread-safe; everything else here is. */
 static pthread_mutex_t planner_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int afail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 void frae_features_default(frae_features *f)
 {
@@ -65,25 +54,25 @@ void frae_features_default(frae_features *f)
 int frae_features_check(const frae_features *f, char *err, size_t errlen)
 {
     if (f->sample_rate < 1000 || f->sample_rate > 384000)
-        return afail(err, errlen, "sample rate %d Hz is out of range",
+        return frae_errorf(err, errlen, "sample rate %d Hz is out of range",
                      f->sample_rate);
     if (f->n_fft < 16 || f->n_fft > 65536 || f->win < 2 || f->win > f->n_fft)
-        return afail(err, errlen,
+        return frae_errorf(err, errlen,
                      "window %d must be between 2 and the FFT size %d",
                      f->win, f->n_fft);
     if (f->hop < 1 || f->hop > f->win)
-        return afail(err, errlen, "hop %d must be between 1 and the window %d",
+        return frae_errorf(err, errlen, "hop %d must be between 1 and the window %d",
                      f->hop, f->win);
     if (f->n_mels < 1 || f->n_mels > f->n_fft / 2)
-        return afail(err, errlen, "%d mel bands for a %d-point FFT",
+        return frae_errorf(err, errlen, "%d mel bands for a %d-point FFT",
                      f->n_mels, f->n_fft);
     if (!(f->fmin >= 0 && f->fmin < f->fmax &&
           f->fmax <= f->sample_rate / 2.0f))
-        return afail(err, errlen,
+        return frae_errorf(err, errlen,
                      "mel range %g..%g Hz must fit below Nyquist (%g Hz)",
                      (double)f->fmin, (double)f->fmax, f->sample_rate / 2.0);
     if (!(f->floor > 0) || !(f->scale > 0))
-        return afail(err, errlen, "feature floor and scale must be > 0");
+        return frae_errorf(err, errlen, "feature floor and scale must be > 0");
     return 0;
 }
 
@@ -149,7 +138,7 @@ frae_mel *frae_mel_create(const frae_features *f, char *err, size_t errlen)
         return NULL;
     frae_mel *m = calloc(1, sizeof *m);
     if (!m) {
-        afail(err, errlen, "out of memory");
+        frae_errorf(err, errlen, "out of memory");
         return NULL;
     }
     m->f = *f;
@@ -165,7 +154,7 @@ frae_mel *frae_mel_create(const frae_features *f, char *err, size_t errlen)
         !mmt) {
         free(mmt);
         frae_mel_destroy(m);
-        afail(err, errlen, "out of memory");
+        frae_errorf(err, errlen, "out of memory");
         return NULL;
     }
     for (int i = 0; i < f->win; i++) /* periodic Hann */
@@ -198,7 +187,7 @@ frae_mel *frae_mel_create(const frae_features *f, char *err, size_t errlen)
     if (invert(mmt, nm)) {
         free(mmt);
         frae_mel_destroy(m);
-        afail(err, errlen, "mel filterbank is singular");
+        frae_errorf(err, errlen, "mel filterbank is singular");
         return NULL;
     }
     for (int k = 0; k < nb; k++)
@@ -216,7 +205,7 @@ frae_mel *frae_mel_create(const frae_features *f, char *err, size_t errlen)
     pthread_mutex_unlock(&planner_lock);
     if (!m->fwd || !m->inv) {
         frae_mel_destroy(m);
-        afail(err, errlen, "cannot plan a %d-point FFT", f->n_fft);
+        frae_errorf(err, errlen, "cannot plan a %d-point FFT", f->n_fft);
         return NULL;
     }
     return m;
@@ -377,16 +366,16 @@ int frae_audio_read(const char *path, int rate, int resample, float **out,
     memset(&info, 0, sizeof info);
     SNDFILE *sf = sf_open(path, SFM_READ, &info);
     if (!sf)
-        return afail(err, errlen, "%s: not a readable audio file (%s)", path,
+        return frae_errorf(err, errlen, "%s: not a readable audio file (%s)", path,
                      sf_strerror(NULL));
     if (info.frames <= 0 || info.channels < 1 || info.frames > (1L << 32)) {
         sf_close(sf);
-        return afail(err, errlen, "%s: no audio samples", path);
+        return frae_errorf(err, errlen, "%s: no audio samples", path);
     }
     float *inter = malloc(sizeof(float) * (size_t)info.frames * info.channels);
     if (!inter) {
         sf_close(sf);
-        return afail(err, errlen, "%s: out of memory", path);
+        return frae_errorf(err, errlen, "%s: out of memory", path);
     }
     sf_count_t got = sf_readf_float(sf, inter, info.frames);
     sf_close(sf);
@@ -402,7 +391,7 @@ int frae_audio_read(const char *path, int rate, int resample, float **out,
     if (info.samplerate != rate) {
         if (!resample) {
             free(mono);
-            return afail(err, errlen,
+            return frae_errorf(err, errlen,
                          "%s: sample rate %d Hz, the features need %d Hz "
                          "(resampling is off)",
                          path, info.samplerate, rate);
@@ -415,7 +404,7 @@ int frae_audio_read(const char *path, int rate, int resample, float **out,
         free(mono);
         if (e) {
             free(res);
-            return afail(err, errlen, "%s: resampling failed: %s", path,
+            return frae_errorf(err, errlen, "%s: resampling failed: %s", path,
                          src_strerror(e));
         }
         mono = res;
@@ -436,7 +425,7 @@ int frae_audio_features(const char *path, const frae_features *f,
         return -1;
     if (n < f->win) {
         free(x);
-        return afail(err, errlen,
+        return frae_errorf(err, errlen,
                      "%s: %ld samples, shorter than one %d-sample frame", path,
                      n, f->win);
     }
@@ -445,7 +434,7 @@ int frae_audio_features(const char *path, const frae_features *f,
         peak = fabsf(x[i]) > peak ? fabsf(x[i]) : peak;
     if (!(peak > 1e-4f)) { /* -80 dBFS */
         free(x);
-        return afail(err, errlen, "%s: only silence (peak %.2g)", path,
+        return frae_errorf(err, errlen, "%s: only silence (peak %.2g)", path,
                      (double)peak);
     }
     frae_mel *m = frae_mel_create(f, err, errlen);
@@ -458,7 +447,7 @@ int frae_audio_features(const char *path, const frae_features *f,
     if (!out) {
         free(x);
         frae_mel_destroy(m);
-        return afail(err, errlen, "%s: out of memory", path);
+        return frae_errorf(err, errlen, "%s: out of memory", path);
     }
     frae_mel_compute(m, x, n, out);
     free(x);
@@ -474,7 +463,7 @@ int frae_audio_write_wav(const char *path, const float *samples, long n,
     SF_INFO info = {0, rate, 1, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 0, 0};
     SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
     if (!sf)
-        return afail(err, errlen, "%s: cannot write: %s", path,
+        return frae_errorf(err, errlen, "%s: cannot write: %s", path,
                      sf_strerror(NULL));
     /* scale into range if Griffin-Lim overshoots, rather than clip */
     float peak = 0;
@@ -490,5 +479,5 @@ int frae_audio_write_wav(const char *path, const float *samples, long n,
         bad = sf_writef_float(sf, buf, k) != k;
     }
     sf_close(sf);
-    return bad ? afail(err, errlen, "%s: write failed", path) : 0;
+    return bad ? frae_errorf(err, errlen, "%s: write failed", path) : 0;
 }

@@ -30,17 +30,6 @@ struct frae_checkpoint {
     char path[1024];
 };
 
-static int ck_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* "enc.0", "latent", "dec.1", "out" */
 static void layer_name(const frae_model *m, int l, char *out, size_t cap)
 {
@@ -78,7 +67,7 @@ int frae_save(const frae_model *m, const char *path, int with_optimizer,
     char(*names)[96] = calloc((size_t)nt, sizeof *names);
     if (!buf || !t || !names) {
         free(buf), free(t), free(names);
-        return ck_fail(err, errlen, "%s: out of memory saving", path);
+        return frae_errorf(err, errlen, "%s: out of memory saving", path);
     }
     static const char *const prefix[3] = {"", "optimizer.m.", "optimizer.v."};
     const float *src[3] = {m->params, m->adam_m, m->adam_v};
@@ -151,7 +140,7 @@ int frae_save(const frae_model *m, const char *path, int with_optimizer,
     for (int i = 0; i < n_meta && total < NMAX + 64; i++) {
         if (!strncmp(meta[i].key, "frae.", 5)) {
             free(buf), free(t), free(names);
-            return ck_fail(err, errlen,
+            return frae_errorf(err, errlen,
                            "metadata key '%s': the frae. prefix is reserved",
                            meta[i].key);
         }
@@ -170,7 +159,7 @@ frae_checkpoint *frae_checkpoint_open(const char *path, char *err,
 {
     frae_checkpoint *ck = calloc(1, sizeof *ck);
     if (!ck) {
-        ck_fail(err, errlen, "%s: out of memory", path);
+        frae_errorf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     snprintf(ck->path, sizeof ck->path, "%s", path);
@@ -182,7 +171,7 @@ frae_checkpoint *frae_checkpoint_open(const char *path, char *err,
     const char *ver = frae_st_meta(&ck->st, "frae.format_version");
     const char *sum = frae_st_meta(&ck->st, "frae.checksum");
     if (!fmt || strcmp(fmt, FORMAT_NAME)) {
-        ck_fail(err, errlen,
+        frae_errorf(err, errlen,
                 "%s: a safetensors file, but not a frae checkpoint (no "
                 "frae.format metadata); to load foreign weights use "
                 "'frae import'",
@@ -190,7 +179,7 @@ frae_checkpoint *frae_checkpoint_open(const char *path, char *err,
         goto fail;
     }
     if (!ver || atoi(ver) != FORMAT_VERSION) {
-        ck_fail(err, errlen,
+        frae_errorf(err, errlen,
                 "%s: checkpoint format version %s; this frae reads version "
                 "%d",
                 path, ver ? ver : "(missing)", FORMAT_VERSION);
@@ -201,7 +190,7 @@ frae_checkpoint *frae_checkpoint_open(const char *path, char *err,
              (unsigned long long)frae_fnv1a64(ck->st.data, ck->st.data_len,
                                               FRAE_FNV_INIT));
     if (!sum || strcmp(sum, want)) {
-        ck_fail(err, errlen,
+        frae_errorf(err, errlen,
                 "%s: corrupted: tensor data checksum is %s, the header "
                 "says %s",
                 path, want, sum ? sum : "(missing)");
@@ -254,13 +243,13 @@ static int meta_long(const frae_checkpoint *ck, const char *key, long lo,
 {
     const char *v = frae_st_meta(&ck->st, key);
     if (!v)
-        return ck_fail(err, errlen, "%s: metadata '%s' missing", ck->path,
+        return frae_errorf(err, errlen, "%s: metadata '%s' missing", ck->path,
                        key);
     char *end;
     errno = 0;
     long x = strtol(v, &end, 10);
     if (!*v || *end || errno || x < lo || x > hi)
-        return ck_fail(err, errlen, "%s: metadata '%s' = '%s' is invalid",
+        return frae_errorf(err, errlen, "%s: metadata '%s' = '%s' is invalid",
                        ck->path, key, v);
     *out = x;
     return 0;
@@ -271,12 +260,12 @@ static int meta_float(const frae_checkpoint *ck, const char *key, float *out,
 {
     const char *v = frae_st_meta(&ck->st, key);
     if (!v)
-        return ck_fail(err, errlen, "%s: metadata '%s' missing", ck->path,
+        return frae_errorf(err, errlen, "%s: metadata '%s' missing", ck->path,
                        key);
     char *end;
     double x = strtod(v, &end);
     if (!*v || *end)
-        return ck_fail(err, errlen, "%s: metadata '%s' = '%s' is invalid",
+        return frae_errorf(err, errlen, "%s: metadata '%s' = '%s' is invalid",
                        ck->path, key, v);
     *out = (float)x;
     return 0;
@@ -316,13 +305,13 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
                      &c.n_enc_hidden, c.enc_hidden) ||
         parse_widths(frae_st_meta(&ck->st, "frae.dec_hidden"),
                      &c.n_dec_hidden, c.dec_hidden))
-        return ck_fail(err, errlen, "%s: bad hidden widths in metadata",
+        return frae_errorf(err, errlen, "%s: bad hidden widths in metadata",
                        ck->path);
     const char *act = frae_st_meta(&ck->st, "frae.activation");
     const char *q = frae_st_meta(&ck->st, "frae.quantizer");
     const char *fb = frae_st_meta(&ck->st, "frae.feedback");
     if (!act || (strcmp(act, "relu") && strcmp(act, "tanh")))
-        return ck_fail(err, errlen, "%s: bad activation in metadata",
+        return frae_errorf(err, errlen, "%s: bad activation in metadata",
                        ck->path);
     c.activation = strcmp(act, "tanh") ? FRAE_ACT_RELU : FRAE_ACT_TANH;
     if (q && !strcmp(q, "none")) {
@@ -333,11 +322,11 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         c.quantizer = FRAE_QUANT_UNIFORM;
         c.quant_levels = atoi(q + 8);
     } else {
-        return ck_fail(err, errlen, "%s: bad quantizer in metadata",
+        return frae_errorf(err, errlen, "%s: bad quantizer in metadata",
                        ck->path);
     }
     if (!fb || (strcmp(fb, "detached") && strcmp(fb, "full")))
-        return ck_fail(err, errlen, "%s: bad feedback mode in metadata",
+        return frae_errorf(err, errlen, "%s: bad feedback mode in metadata",
                        ck->path);
     c.feedback = strcmp(fb, "full") ? FRAE_FEEDBACK_DETACHED
                                     : FRAE_FEEDBACK_FULL;
@@ -357,7 +346,7 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         return -1;
     char why[200];
     if (frae_config_check(&c, why, sizeof why))
-        return ck_fail(err, errlen, "%s: bad config in metadata: %s",
+        return frae_errorf(err, errlen, "%s: bad config in metadata: %s",
                        ck->path, why);
     *cfg = c;
     return 0;
@@ -377,10 +366,10 @@ static int read_params(const frae_safetensors *st, const frae_model *m,
         snprintf(name, sizeof name, "%s%s.weight", prefix, ln);
         const st_tensor *w = frae_st_find(st, name);
         if (!w)
-            return ck_fail(err, errlen, "%s: tensor '%s' missing", path, name);
+            return frae_errorf(err, errlen, "%s: tensor '%s' missing", path, name);
         if (w->dtype > ST_BF16 || w->ndim != 2 || w->shape[0] != ly->out ||
             w->shape[1] != ly->in)
-            return ck_fail(err, errlen,
+            return frae_errorf(err, errlen,
                            "%s: tensor '%s' should be a float [%d, %d] "
                            "matrix",
                            path, name, ly->out, ly->in);
@@ -391,9 +380,9 @@ static int read_params(const frae_safetensors *st, const frae_model *m,
         snprintf(name, sizeof name, "%s%s.bias", prefix, ln);
         const st_tensor *b = frae_st_find(st, name);
         if (!b)
-            return ck_fail(err, errlen, "%s: tensor '%s' missing", path, name);
+            return frae_errorf(err, errlen, "%s: tensor '%s' missing", path, name);
         if (b->dtype > ST_BF16 || b->ndim != 1 || b->shape[0] != ly->out)
-            return ck_fail(err, errlen,
+            return frae_errorf(err, errlen,
                            "%s: tensor '%s' should be a float [%d] vector",
                            path, name, ly->out);
         for (int o = 0; o < ly->out; o++) {
@@ -463,11 +452,11 @@ static int infer_config(const shapes *s, const frae_config *hints,
 {
     *c = *hints;
     if (s->n < 2 || s->n > FRAE_MAX_LAYERS)
-        return ck_fail(err, errlen, "%s: %d layers; an FRAE has 2..%d", path,
+        return frae_errorf(err, errlen, "%s: %d layers; an FRAE has 2..%d", path,
                        s->n, FRAE_MAX_LAYERS);
     int D = s->out[s->n - 1];
     if (s->in[0] % D)
-        return ck_fail(err, errlen,
+        return frae_errorf(err, errlen,
                        "%s: first layer input %d is not a multiple of the "
                        "frame dimension %d",
                        path, s->in[0], D);
@@ -480,7 +469,7 @@ static int infer_config(const shapes *s, const frae_config *hints,
             if (KD == 0 && s->out[i] == hints->latent_dim)
                 latent_at = i;
         if (latent_at < 0)
-            return ck_fail(err, errlen,
+            return frae_errorf(err, errlen,
                            "%s: cannot tell which layer is the latent from "
                            "the shapes%s",
                            path, KD ? "" : " (history 0: give --latent)");
@@ -491,7 +480,7 @@ static int infer_config(const shapes *s, const frae_config *hints,
     c->n_enc_hidden = latent_at;
     c->n_dec_hidden = s->n - latent_at - 2;
     if (c->n_enc_hidden > FRAE_MAX_HIDDEN || c->n_dec_hidden > FRAE_MAX_HIDDEN)
-        return ck_fail(err, errlen, "%s: too many hidden layers", path);
+        return frae_errorf(err, errlen, "%s: too many hidden layers", path);
     for (int i = 0; i < latent_at; i++)
         c->enc_hidden[i] = s->out[i];
     for (int i = 0; i < c->n_dec_hidden; i++)
@@ -500,7 +489,7 @@ static int infer_config(const shapes *s, const frae_config *hints,
     for (int i = 1; i < s->n; i++) {
         int want = i == latent_at + 1 ? c->latent_dim + KD : s->out[i - 1];
         if (s->in[i] != want)
-            return ck_fail(err, errlen,
+            return frae_errorf(err, errlen,
                            "%s: layer %d takes %d inputs; the architecture "
                            "needs %d",
                            path, i + 1, s->in[i], want);
@@ -538,7 +527,7 @@ static frae_model *import_torch(const char *path, const frae_config *hints,
         const st_tensor *t = frae_st_find(&st, name);
         if (!t || t->ndim != 2 || t->dtype > ST_BF16 || t->shape[0] > INT_MAX ||
             t->shape[1] > INT_MAX || t->shape[0] < 1 || t->shape[1] < 1) {
-            ck_fail(err, errlen,
+            frae_errorf(err, errlen,
                     "%s: no float matrix '%s': not a state_dict of "
                     "tools/frae_torch.py",
                     path, name);
@@ -581,7 +570,7 @@ static frae_model *import_keras(const unsigned char *buf, size_t size,
             if (!strcmp(mem[k].name, want))
                 found = k;
         if (found < 0) {
-            ck_fail(err, errlen,
+            frae_errorf(err, errlen,
                     "%s: no member '%s'; expected np.savez(path, "
                     "*model.get_weights())",
                     path, want);
@@ -594,7 +583,7 @@ static frae_model *import_keras(const unsigned char *buf, size_t size,
             return NULL;
     }
     if (nmem % 2) {
-        ck_fail(err, errlen,
+        frae_errorf(err, errlen,
                 "%s: %d arrays; Keras weights come in kernel, bias pairs",
                 path, nmem);
         return NULL;
@@ -606,7 +595,7 @@ static frae_model *import_keras(const unsigned char *buf, size_t size,
         if (k->ndim != 2 || b->ndim != 1 || b->dims[0] != k->dims[1] ||
             k->dims[0] < 1 || k->dims[1] < 1 || k->dims[0] > INT_MAX ||
             k->dims[1] > INT_MAX) {
-            ck_fail(err, errlen,
+            frae_errorf(err, errlen,
                     "%s: arr_%d/arr_%d are not a Dense kernel [in, out] and "
                     "its bias [out]",
                     path, 2 * l, 2 * l + 1);
@@ -625,7 +614,7 @@ static frae_model *import_keras(const unsigned char *buf, size_t size,
     float *flat = malloc(sizeof(float) * m->n_params), *p = flat;
     if (!flat) {
         frae_destroy(m);
-        ck_fail(err, errlen, "%s: out of memory", path);
+        frae_errorf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     for (int i = 0; i < nmem; i++) {

@@ -111,6 +111,9 @@ void frae_frame_decode(frae_model *m, long t);
 float *frae_ring_frame(const frae_model *m, long pos);
 
 /* model.c */
+/* Formats one error line into err (if non-NULL); returns -1. */
+int frae_errorf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void frae_export_params(const frae_model *m, const float *src, float *dst,
                         int torch_layout);
 

@@ -39,7 +39,7 @@ void frae_config_default(frae_config *cfg)
     cfg->isa = FRAE_ISA_AUTO;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+int frae_errorf(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen) {
         va_list ap;
@@ -55,7 +55,7 @@ static int check_size(const char *what, long v, long lo, char *err,
                       size_t errlen)
 {
     if (v < lo || v > INT_MAX)
-        return fail(err, errlen, "%s must be in %ld..%d, got %ld", what, lo,
+        return frae_errorf(err, errlen, "%s must be in %ld..%d, got %ld", what, lo,
                     INT_MAX, v);
     return 0;
 }
@@ -64,7 +64,7 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
 {
     char what[64];
     if (!cfg)
-        return fail(err, errlen, "config is NULL");
+        return frae_errorf(err, errlen, "config is NULL");
     if (check_size("frame dimension D", cfg->frame_dim, 1, err, errlen) ||
         check_size("history K", cfg->history, 0, err, errlen) ||
         check_size("latent dimension L", cfg->latent_dim, 1, err, errlen) ||
@@ -73,13 +73,13 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
         check_size("chunk rows", cfg->chunk_rows, 0, err, errlen))
         return -1;
     if (!(cfg->clip_norm >= 0.0f) || !isfinite(cfg->clip_norm))
-        return fail(err, errlen, "gradient clip norm must be >= 0, got %g",
+        return frae_errorf(err, errlen, "gradient clip norm must be >= 0, got %g",
                     (double)cfg->clip_norm);
     if (cfg->n_enc_hidden < 0 || cfg->n_enc_hidden > FRAE_MAX_HIDDEN)
-        return fail(err, errlen, "encoder hidden layers must be 0..%d, got %d",
+        return frae_errorf(err, errlen, "encoder hidden layers must be 0..%d, got %d",
                     FRAE_MAX_HIDDEN, cfg->n_enc_hidden);
     if (cfg->n_dec_hidden < 0 || cfg->n_dec_hidden > FRAE_MAX_HIDDEN)
-        return fail(err, errlen, "decoder hidden layers must be 0..%d, got %d",
+        return frae_errorf(err, errlen, "decoder hidden layers must be 0..%d, got %d",
                     FRAE_MAX_HIDDEN, cfg->n_dec_hidden);
     for (int i = 0; i < cfg->n_enc_hidden; i++) {
         snprintf(what, sizeof what, "encoder hidden layer %d width", i + 1);
@@ -92,35 +92,35 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
             return -1;
     }
     if (cfg->activation != FRAE_ACT_RELU && cfg->activation != FRAE_ACT_TANH)
-        return fail(err, errlen, "unknown activation %d", (int)cfg->activation);
+        return frae_errorf(err, errlen, "unknown activation %d", (int)cfg->activation);
     if (cfg->quantizer == FRAE_QUANT_UNIFORM) {
         if (cfg->quant_levels < 2 || cfg->quant_levels > 65536)
-            return fail(err, errlen,
+            return frae_errorf(err, errlen,
                         "uniform quantizer levels must be 2..65536, got %d",
                         cfg->quant_levels);
     } else if (cfg->quantizer != FRAE_QUANT_NONE &&
                cfg->quantizer != FRAE_QUANT_BINARY) {
-        return fail(err, errlen, "unknown quantizer %d", (int)cfg->quantizer);
+        return frae_errorf(err, errlen, "unknown quantizer %d", (int)cfg->quantizer);
     }
     if (cfg->feedback != FRAE_FEEDBACK_DETACHED &&
         cfg->feedback != FRAE_FEEDBACK_FULL)
-        return fail(err, errlen, "unknown feedback mode %d",
+        return frae_errorf(err, errlen, "unknown feedback mode %d",
                     (int)cfg->feedback);
     if (!(cfg->learning_rate > 0.0f) || !isfinite(cfg->learning_rate))
-        return fail(err, errlen, "learning rate must be > 0, got %g",
+        return frae_errorf(err, errlen, "learning rate must be > 0, got %g",
                     (double)cfg->learning_rate);
     if (!(cfg->beta1 >= 0.0f && cfg->beta1 < 1.0f) ||
         !(cfg->beta2 >= 0.0f && cfg->beta2 < 1.0f))
-        return fail(err, errlen, "Adam betas must be in [0, 1), got %g, %g",
+        return frae_errorf(err, errlen, "Adam betas must be in [0, 1), got %g, %g",
                     (double)cfg->beta1, (double)cfg->beta2);
     if (!(cfg->epsilon > 0.0f) || !isfinite(cfg->epsilon))
-        return fail(err, errlen, "Adam epsilon must be > 0, got %g",
+        return frae_errorf(err, errlen, "Adam epsilon must be > 0, got %g",
                     (double)cfg->epsilon);
     if (cfg->threads < 0 || cfg->threads > 1024)
-        return fail(err, errlen, "threads must be 0..1024, got %d",
+        return frae_errorf(err, errlen, "threads must be 0..1024, got %d",
                     cfg->threads);
     if (cfg->isa < FRAE_ISA_AUTO || cfg->isa > FRAE_ISA_AVX512)
-        return fail(err, errlen, "unknown ISA %d", (int)cfg->isa);
+        return frae_errorf(err, errlen, "unknown ISA %d", (int)cfg->isa);
     return 0;
 }
 
@@ -203,20 +203,20 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
     L->n_layers = ne + nd + 2;
     L->act_frames = c->training ? c->window : 1;
     if ((long)c->history + L->act_frames > INT_MAX)
-        return fail(err, errlen, "history K + window W overflows");
+        return frae_errorf(err, errlen, "history K + window W overflows");
     L->ring_cap = c->history + L->act_frames;
     long chunk_rows = c->chunk_rows ? c->chunk_rows : FRAE_CHUNK_ROWS;
     L->chunk_frames = (int)((chunk_rows + c->batch - 1) / c->batch);
     if (L->chunk_frames > L->act_frames)
         L->chunk_frames = L->act_frames;
     if ((size_t)L->act_frames * B > (size_t)INT_MAX)
-        return fail(err, errlen, "batch x window = %zu rows overflows",
+        return frae_errorf(err, errlen, "batch x window = %zu rows overflows",
                     (size_t)L->act_frames * B);
 
     size_t np = 0;
     for (int l = 0; l < L->n_layers; l++) {
         if (layer_in(c, l, ne, nd, &L->in[l], &L->out[l], &L->act[l]))
-            return fail(err, errlen,
+            return frae_errorf(err, errlen,
                         "layer %d input width (history K x D) overflows",
                         l + 1);
         size_t w = mul3(p, (size_t)L->in[l], (size_t)L->out[l], 1);
@@ -228,7 +228,7 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
             p->overflow = 1;
     }
     if (p->overflow)
-        return fail(err, errlen, "parameter count overflows size_t");
+        return frae_errorf(err, errlen, "parameter count overflows size_t");
     L->n_params = np;
 
     size_t frames = (size_t)L->act_frames;
@@ -262,7 +262,7 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
     L->sp_idx = reserve(p, widest);
     L->sp_val = reserve(p, widest);
     if (p->overflow)
-        return fail(err, errlen, "model memory size overflows size_t");
+        return frae_errorf(err, errlen, "model memory size overflows size_t");
     return 0;
 }
 
@@ -303,7 +303,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     frae_gemv_sparse_fn gemv_sparse;
     const char *isa_name;
     if (frae_select_gemm(cfg->isa, &gemm, &gemv_sparse, &isa_name) < 0) {
-        fail(err, errlen, "the requested instruction set is not supported by "
+        frae_errorf(err, errlen, "the requested instruction set is not supported by "
                           "this CPU");
         return NULL;
     }
@@ -312,7 +312,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0 &&
         p.bytes / (size_t)page >= (size_t)pages) {
-        fail(err, errlen,
+        frae_errorf(err, errlen,
              "model needs %.1f GiB, more than this machine's %.1f GiB",
              (double)p.bytes / 1073741824.0,
              (double)pages * (double)page / 1073741824.0);
@@ -323,7 +323,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     void *block = NULL;
     if (!m || posix_memalign(&block, ALIGN, p.bytes ? p.bytes : ALIGN)) {
         free(m);
-        fail(err, errlen, "out of memory allocating %zu bytes", p.bytes);
+        frae_errorf(err, errlen, "out of memory allocating %zu bytes", p.bytes);
         return NULL;
     }
     memset(block, 0, p.bytes);
