@@ -404,9 +404,18 @@ static int claim_rows(frae_model *m, int nseq)
  * Returns the norm before clipping. */
 static double clip_gradients(frae_model *m)
 {
-    double ss = 0.0;
-    for (size_t i = 0; i < m->n_params; i++)
-        ss += (double)m->grads[i] * m->grads[i];
+    /* eight running sums, added in a fixed order at the end: the compiler
+     * can vectorise this (one serial sum was 8% of a batch-1 step) and the
+     * result is still the same on every path */
+    double part[8] = {0};
+    size_t j = 0;
+    for (; j + 8 <= m->n_params; j += 8)
+        for (int k = 0; k < 8; k++)
+            part[k] += (double)m->grads[j + k] * m->grads[j + k];
+    for (; j < m->n_params; j++)
+        part[0] += (double)m->grads[j] * m->grads[j];
+    double ss = ((part[0] + part[1]) + (part[2] + part[3])) +
+                ((part[4] + part[5]) + (part[6] + part[7]));
     double norm = sqrt(ss);
     if (m->cfg.clip_norm > 0.0f && norm > m->cfg.clip_norm) {
         float scale = (float)(m->cfg.clip_norm / norm);
