@@ -39,7 +39,8 @@ typedef struct {
                         in x out (see FRAE_PANEL) */
     size_t b_off;    /* bias [out] */
     float *wt;       /* kernel transposed, packed out x in, for input
-                        gradients */
+                        gradients; NULL where none are needed (see
+                        frae_needs_transposed) */
     float *a;        /* outputs after activation, [act_frames][B][out];
                         the output layer writes into the ring instead */
     float *dz;       /* gradient before activation (training): for the
@@ -111,6 +112,9 @@ void frae_frame_decode(frae_model *m, long t);
 float *frae_ring_frame(const frae_model *m, long pos);
 
 /* model.c */
+/* Whether layer l keeps a transposed copy of its kernel: only training
+ * reads one, and the first layer's only for full feedback. */
+int frae_needs_transposed(const frae_config *c, int l);
 /* Formats one error line into err (if non-NULL); returns -1. */
 int frae_errorf(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

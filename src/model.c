@@ -241,7 +241,11 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
         L->fb = reserve(p, mul3(p, B, (size_t)c->history, D));
     }
     for (int l = 0; l < L->n_layers; l++) {
-        L->wt[l] = reserve(p, mul3(p, (size_t)L->in[l], (size_t)L->out[l], 1));
+        /* transposed weights serve only input gradients: training, and
+         * for the first layer only full feedback */
+        if (frae_needs_transposed(c, l))
+            L->wt[l] = reserve(p, mul3(p, (size_t)L->in[l],
+                                       (size_t)L->out[l], 1));
         if (l != L->n_layers - 1) /* output frames live in the ring */
             L->a[l] = reserve(p, mul3(p, frames, B, (size_t)L->out[l]));
         if (c->training)
@@ -264,6 +268,12 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
     if (p->overflow)
         return frae_errorf(err, errlen, "model memory size overflows size_t");
     return 0;
+}
+
+int frae_needs_transposed(const frae_config *c, int l)
+{
+    return c->training && (l > 0 || (c->feedback == FRAE_FEEDBACK_FULL &&
+                                     c->history > 0));
 }
 
 size_t frae_param_count_for(const frae_config *cfg)
@@ -357,7 +367,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         ly->act = L.act[l];
         ly->w_off = L.w_off[l];
         ly->b_off = L.b_off[l];
-        ly->wt = (float *)(base + L.wt[l]);
+        ly->wt = frae_needs_transposed(cfg, l) ? (float *)(base + L.wt[l])
+                                               : NULL;
         ly->a = l != L.n_layers - 1 ? (float *)(base + L.a[l]) : NULL;
         ly->dz = cfg->training ? (float *)(base + L.dz[l]) : NULL;
     }
