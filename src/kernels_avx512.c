@@ -80,15 +80,6 @@ static inline tile_mask_t tile_mask(int tail)
     return (__mmask16)((1u << tail) - 1u);
 }
 
-#include "kernels_driver.h"
-
-void frae_gemm_avx512(int M, int N, int K, const float *a, ptrdiff_t a_rs,
-                     ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
-                     ptrdiff_t ldc, const float *bias, int init)
-{
-    gemm_driver(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc, bias, init);
-}
-
 /* Sparse row times matrix (see kernels.h): up to SP_NV vectors of columns
  * at a time, accumulators in registers, rows of B picked by idx. */
 #define SP_NV 4
@@ -123,30 +114,25 @@ sparse_tile(const int nv, int nnz, const int *idx, const float *val,
     }
 }
 
-void frae_gemv_sparse_avx512(int N, int nnz, const int *idx, const float *val,
-                        const float *b, ptrdiff_t ldb, float *c, const float *bias,
-                        int init)
+/* the tile widths instantiated for the shared sparse driver */
+#define SPARSE_CASES \
+    SPARSE_CASE(1) \
+    SPARSE_CASE(2) \
+    SPARSE_CASE(3) \
+    SPARSE_CASE(4)
+
+#include "kernels_driver.h"
+
+void frae_gemm_avx512(int M, int N, int K, const float *a, ptrdiff_t a_rs,
+                     ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
+                     ptrdiff_t ldc, const float *bias, int init)
 {
-    for (int n0 = 0; n0 < N; n0 += SP_NV * VW) {
-        int nrem = N - n0 < SP_NV * VW ? N - n0 : SP_NV * VW;
-        int nv = (nrem + VW - 1) / VW;
-        tile_mask_t last = tile_mask(nrem - (nv - 1) * VW);
-        const float *bn = bias ? bias + n0 : bias;
-        switch (nv) {
-        case 1:
-            sparse_tile(1, nnz, idx, val, b + n0, ldb, c + n0, bn, init, last);
-            break;
-        case 2:
-            sparse_tile(2, nnz, idx, val, b + n0, ldb, c + n0, bn, init, last);
-            break;
-        case 3:
-            sparse_tile(3, nnz, idx, val, b + n0, ldb, c + n0, bn, init, last);
-            break;
-        case 4:
-            sparse_tile(4, nnz, idx, val, b + n0, ldb, c + n0, bn, init, last);
-            break;
-        default:
-            break;
-        }
-    }
+    gemm_driver(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc, bias, init);
+}
+
+void frae_gemv_sparse_avx512(int N, int nnz, const int *idx, const float *val,
+                      const float *b, ptrdiff_t ldb, float *c, const float *bias,
+                      int init)
+{
+    sparse_driver(N, nnz, idx, val, b, ldb, c, bias, init);
 }
