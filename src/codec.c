@@ -19,7 +19,6 @@
 
 struct frae_codec_state {
     frae_model view; /* the model with this state's buffers */
-    size_t bytes;    /* size of the whole state */
     int code_bits;
 };
 
@@ -212,7 +211,6 @@ static struct frae_codec_state *state_init(void *mem, const frae_model *m)
     v->sp_idx = (int *)(base + off_idx);
     v->sp_val = (float *)(base + off_val);
     v->wvalid = (int *)(base + off_valid);
-    s->bytes = bytes;
     s->code_bits = frae_code_bits(m);
     frae_reset(v);
     v->ring_rows = 1;

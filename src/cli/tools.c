@@ -92,7 +92,8 @@ int cmd_predict(int argc, char **argv)
         for (long s0 = 0; s0 < in.n; s0 += rt.batch) {
             int nb = in.n - s0 < rt.batch ? (int)(in.n - s0) : rt.batch;
             size_t count = (size_t)nb * in.t * D;
-            frae_npy_read(&in, s0, 0, nb * in.t, x); /* nb whole sequences */
+            for (int b = 0; b < nb; b++)
+                frae_npy_read(&in, s0 + b, 0, in.t, x + (size_t)b * in.t * D);
             frae_reset(m);
             frae_forward(m, x, y, nb, (int)in.t);
             for (size_t i = 0; i < count; i++)
