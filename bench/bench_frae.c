@@ -1,7 +1,7 @@
 /* Training throughput of the default FRAE model (FRAE.md) in frae.
  * Usage: frae_bench [--batch B] [--feedback detached|full] [--frames T]
  *                   [--seconds S]
- *        frae_bench --seconds S --codec binary|uniform:N
+ *        frae_bench --seconds S --codec binary|uniform:N [--weights bf16]
  * Prints one line: key=value pairs, read by bench/run.py. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +20,12 @@ static double now(void)
 
 /* Streaming codec, batch 1: microseconds per frame for encode (which runs
  * the decoder too, closed loop) and for decode, default model. */
-static int bench_codec(double seconds, const char *quant)
+static int bench_codec(double seconds, const char *quant, int bf16)
 {
     frae_config c;
     frae_config_default(&c);
     c.training = 0;
+    c.weights = bf16 ? FRAE_WEIGHTS_BF16 : FRAE_WEIGHTS_F32;
     if (!strcmp(quant, "binary")) {
         c.quantizer = FRAE_QUANT_BINARY;
     } else {
@@ -64,10 +65,12 @@ static int bench_codec(double seconds, const char *quant)
         t_dec = now() - t0;
     } while (t_dec < seconds / 2);
     double us_enc = t_enc / n_enc * 1e6, us_dec = t_dec / n_dec * 1e6;
-    printf("system=frae codec=%s bits_per_frame=%d encode_us=%.2f "
-           "decode_us=%.2f rt_decode=%.0f rt_encode_decode=%.0f isa=%s\n",
-           quant, c.latent_dim * frae_code_bits(m), us_enc, us_dec,
-           10000.0 / us_dec, 10000.0 / (us_enc + us_dec), frae_isa_name(m));
+    printf("system=frae codec=%s weights=%s bits_per_frame=%d encode_us=%.2f "
+           "decode_us=%.2f rt_decode=%.0f rt_encode_decode=%.0f "
+           "model_mb=%.2f isa=%s\n",
+           quant, bf16 ? "bf16" : "f32", c.latent_dim * frae_code_bits(m), us_enc, us_dec,
+           10000.0 / us_dec, 10000.0 / (us_enc + us_dec),
+           frae_bytes_allocated(m) / 1048576.0, frae_isa_name(m));
     frae_encoder_destroy(e);
     frae_decoder_destroy(d);
     free(x), free(codes);
@@ -77,7 +80,8 @@ static int bench_codec(double seconds, const char *quant)
 
 int main(int argc, char **argv)
 {
-    int batch = 1, frames = 100, threads = 1;
+    int batch = 1, frames = 100, threads = 1, bf16 = 0;
+    const char *codec = NULL;
     double seconds = 3.0;
     frae_feedback fb = FRAE_FEEDBACK_DETACHED;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -90,7 +94,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seconds"))
             seconds = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--codec"))
-            return bench_codec(seconds, argv[i + 1]);
+            codec = argv[i + 1];
+        else if (!strcmp(argv[i], "--weights"))
+            bf16 = !strcmp(argv[i + 1], "bf16");
         else if (!strcmp(argv[i], "--feedback"))
             fb = strcmp(argv[i + 1], "full") ? FRAE_FEEDBACK_DETACHED
                                               : FRAE_FEEDBACK_FULL;
@@ -99,6 +105,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (codec)
+        return bench_codec(seconds, codec, bf16);
     if (batch < 1 || frames < 1 || !(seconds > 0)) {
         fprintf(stderr, "frae_bench: bad sizes\n");
         return 2;

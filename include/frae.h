@@ -39,6 +39,17 @@ typedef enum {
     FRAE_FEEDBACK_FULL = 1      /* BPTT also runs through the fed-back frames */
 } frae_feedback;
 
+/* Storage of the weight matrices (biases are always fp32). */
+typedef enum {
+    FRAE_WEIGHTS_F32 = 0,
+    /* bfloat16, for inference: frae rounds every weight to bf16 (nearest
+     * even, as PyTorch's .bfloat16()) when it is set or loaded, and keeps a
+     * bf16 copy that batch-1 products stream at half the bytes.  All
+     * arithmetic stays fp32, so the outputs are exactly those of an f32
+     * model holding the rounded weights. */
+    FRAE_WEIGHTS_BF16 = 1
+} frae_weights;
+
 typedef enum {
     FRAE_ISA_AUTO = 0, /* best the CPU supports (env FRAE_ISA overrides) */
     FRAE_ISA_SCALAR = 1,
@@ -59,6 +70,8 @@ typedef struct {
     frae_quantizer quantizer;
     int quant_levels;                 /* N for FRAE_QUANT_UNIFORM, >= 2 */
     uint64_t seed;                    /* Glorot-uniform init and nothing else */
+    frae_weights weights;             /* f32 (default) or bf16 (inference
+                                         only: training must be 0) */
 
     /* run-time capacity */
     int batch;     /* B: most sequences per forward/train call */

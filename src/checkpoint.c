@@ -62,6 +62,7 @@ int frae_save(const frae_model *m, const char *path, int with_optimizer,
     const int with_opt = with_optimizer && m->adam_m;
     const int copies = with_opt ? 3 : 1;
     const int nt = m->n_layers * 2 * copies + n_extra;
+    const int bf16 = c->weights == FRAE_WEIGHTS_BF16;
     float *buf = malloc(sizeof(float) * m->n_params * (size_t)copies);
     st_out_tensor *t = calloc((size_t)nt, sizeof *t);
     char(*names)[96] = calloc((size_t)nt, sizeof *names);
@@ -80,8 +81,18 @@ int frae_save(const frae_model *m, const char *path, int with_optimizer,
             char ln[32];
             layer_name(m, l, ln, sizeof ln);
             snprintf(names[k], sizeof names[k], "%s%s.weight", prefix[cpy], ln);
-            t[k] = (st_out_tensor){names[k], ST_F32, 2, {ly->out, ly->in}, dst};
-            dst += (size_t)ly->in * ly->out;
+            const size_t nw = (size_t)ly->in * ly->out;
+            if (bf16 && cpy == 0) {
+                /* exact: the weights are bf16 values; packed in place,
+                 * the front half of the f32 buffer */
+                for (size_t i = 0; i < nw; i++) {
+                    uint16_t h = frae_f32_to_bf16(dst[i]);
+                    memcpy((char *)dst + 2 * i, &h, 2);
+                }
+            }
+            t[k] = (st_out_tensor){names[k], bf16 && cpy == 0 ? ST_BF16 : ST_F32,
+                                   2, {ly->out, ly->in}, dst};
+            dst += nw;
             k++;
             snprintf(names[k], sizeof names[k], "%s%s.bias", prefix[cpy], ln);
             t[k] = (st_out_tensor){names[k], ST_F32, 1, {ly->out}, dst};
@@ -122,6 +133,7 @@ int frae_save(const frae_model *m, const char *path, int with_optimizer,
         META("frae.quantizer", "%s",
              c->quantizer == FRAE_QUANT_BINARY ? "binary" : "none");
     META("frae.seed", "%llu", (unsigned long long)c->seed);
+    META("frae.weights", "%s", bf16 ? "bf16" : "f32");
     META("frae.feedback", "%s",
          c->feedback == FRAE_FEEDBACK_FULL ? "full" : "detached");
     META("frae.window", "%d", c->window);
@@ -330,6 +342,16 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
                        ck->path);
     c.feedback = strcmp(fb, "full") ? FRAE_FEEDBACK_DETACHED
                                     : FRAE_FEEDBACK_FULL;
+    const char *wf = frae_st_meta(&ck->st, "frae.weights");
+    if (wf && strcmp(wf, "f32") && strcmp(wf, "bf16"))
+        return frae_errorf(err, errlen,
+                       "%s: metadata 'frae.weights' = '%s' is invalid (f32 "
+                       "or bf16)",
+                       ck->path, wf);
+    c.weights = wf && !strcmp(wf, "bf16") ? FRAE_WEIGHTS_BF16
+                                          : FRAE_WEIGHTS_F32;
+    if (c.weights == FRAE_WEIGHTS_BF16)
+        c.training = 0;
     const char *seed = frae_st_meta(&ck->st, "frae.seed");
     c.seed = seed ? strtoull(seed, NULL, 10) : 0;
     if (meta_long(ck, "frae.window", 1, INT_MAX, &v, err, errlen))
@@ -398,7 +420,7 @@ int frae_checkpoint_restore(const frae_checkpoint *ck, frae_model *m,
 {
     if (read_params(&ck->st, m, "", m->params, ck->path, err, errlen))
         return -1;
-    frae_refresh_transposed(m);
+    frae_weights_changed(m);
     if (with_optimizer && m->adam_m && frae_checkpoint_has_optimizer(ck)) {
         long step;
         if (read_params(&ck->st, m, "optimizer.m.", m->adam_m, ck->path, err,
@@ -545,7 +567,7 @@ static frae_model *import_torch(const char *path, const frae_config *hints,
         m = NULL;
     }
     if (m)
-        frae_refresh_transposed(m);
+        frae_weights_changed(m);
 done:
     frae_st_close(&st);
     return m;

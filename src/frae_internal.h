@@ -41,6 +41,9 @@ typedef struct {
     float *wt;       /* kernel transposed, packed out x in, for input
                         gradients; NULL where none are needed (see
                         frae_needs_transposed) */
+    uint16_t *wh;    /* bf16 weights (FRAE_WEIGHTS_BF16 only): panels as
+                        above, rows padded to 32 columns and paired (see
+                        frae_gemv_bf16 in kernels.h); batch 1 reads these */
     float *a;        /* outputs after activation, [act_frames][B][out];
                         the output layer writes into the ring instead */
     float *dz;       /* gradient before activation (training): for the
@@ -52,6 +55,8 @@ struct frae_model {
     frae_config cfg;
     frae_gemm_fn gemm;
     frae_gemv_sparse_fn gemv_sparse;
+    frae_gemv_bf16_fn gemv_bf16;
+    frae_compact_fn compact;
     const char *isa_name;
     int threads;     /* cfg.threads, resolved */
 
@@ -72,7 +77,8 @@ struct frae_model {
     float *fb;       /* full feedback: dL/d(buffer) of one frame, [B][K*D] */
     int *wvalid;     /* valid frames per sequence in the current window [B] */
     int *sp_idx;     /* nonzero positions of a one-row GEMM input */
-    float *sp_val;   /* ... and their values; both [widest layer side] */
+    float *sp_val;   /* ... and their values; both [widest layer side +
+                        FRAE_COMPACT_SLACK] */
 
     /* Feedback ring: ring_cap = K + act_frames frames of ring_rows x D.
      * The frame written at window position t lives at (ring_pos + t) %
@@ -118,6 +124,10 @@ int frae_needs_transposed(const frae_config *c, int l);
 /* Formats one error line into err (if non-NULL); returns -1. */
 int frae_errorf(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* After the parameters change outside training (init, set, load): rounds
+ * bf16 models' weights and packs their bf16 copy, and refreshes the
+ * transposed copies. */
+void frae_weights_changed(frae_model *m);
 void frae_export_params(const frae_model *m, const float *src, float *dst,
                         int torch_layout);
 

@@ -35,6 +35,32 @@ void frae_gemv_sparse_scalar(int N, int nnz, const int *idx, const float *val,
     }
 }
 
+void frae_gemv_bf16_scalar(int N, int nnz, const int *idx, const float *val,
+                           const uint16_t *b, ptrdiff_t ldb, float *c,
+                           const float *bias, int init)
+{
+    for (int n = 0; n < N; n++) {
+        float acc = init == GEMM_ZERO ? 0.0f : init == GEMM_BIAS ? bias[n] : c[n];
+        for (int j = 0; j < nnz; j++)
+            acc = fmaf(val[j],
+                       frae_bf16_to_f32(b[(idx ? idx[j] : j) * ldb +
+                                          frae_bf16_pos(n)]),
+                       acc);
+        c[n] = acc;
+    }
+}
+
+int frae_compact_scalar(int K, const float *a, int k0, int *idx, float *val)
+{
+    int nnz = 0;
+    for (int k = 0; k < K; k++) { /* branch-free: ReLU zeros look random */
+        idx[nnz] = k0 + k;
+        val[nnz] = a[k];
+        nnz += a[k] != 0.0f;
+    }
+    return nnz;
+}
+
 static int cpu_has(int isa)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -47,8 +73,7 @@ static int cpu_has(int isa)
     return isa == FRAE_ISA_SCALAR;
 }
 
-int frae_select_gemm(int requested, frae_gemm_fn *fn,
-                     frae_gemv_sparse_fn *sparse, const char **name)
+int frae_select_kernels(int requested, frae_kernels *k)
 {
     int isa = requested;
     if (isa == FRAE_ISA_AUTO) {
@@ -71,19 +96,18 @@ int frae_select_gemm(int requested, frae_gemm_fn *fn,
         return -1;
     switch (isa) {
     case FRAE_ISA_AVX512:
-        *fn = frae_gemm_avx512;
-        *sparse = frae_gemv_sparse_avx512;
-        *name = "avx512";
+        *k = (frae_kernels){frae_gemm_avx512, frae_gemv_sparse_avx512,
+                            frae_gemv_bf16_avx512, frae_compact_avx512,
+                            "avx512"};
         break;
-    case FRAE_ISA_AVX2:
-        *fn = frae_gemm_avx2;
-        *sparse = frae_gemv_sparse_avx2;
-        *name = "avx2";
+    case FRAE_ISA_AVX2: /* no compress instruction: the scalar scan */
+        *k = (frae_kernels){frae_gemm_avx2, frae_gemv_sparse_avx2,
+                            frae_gemv_bf16_avx2, frae_compact_scalar, "avx2"};
         break;
     default:
-        *fn = frae_gemm_scalar;
-        *sparse = frae_gemv_sparse_scalar;
-        *name = "scalar";
+        *k = (frae_kernels){frae_gemm_scalar, frae_gemv_sparse_scalar,
+                            frae_gemv_bf16_scalar, frae_compact_scalar,
+                            "scalar"};
         break;
     }
     return isa;

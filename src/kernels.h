@@ -10,6 +10,7 @@
 #define FRAE_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum { GEMM_ZERO = 0, GEMM_ACC = 1, GEMM_BIAS = 2 };
 
@@ -53,10 +54,72 @@ void frae_gemv_sparse_avx512(int N, int nnz, const int *idx,
                              const float *val, const float *b, ptrdiff_t ldb,
                              float *c, const float *bias, int init);
 
+/* The same one-row product with bfloat16 weights, for inference models
+ * whose weights are bf16 (frae_config.weights): B is a panel of rows x ldb
+ * bf16 values, ldb a multiple of 32, and N <= ldb.  Each row keeps its
+ * columns in groups of 32 stored in pairs: 32-bit word i of a group holds
+ * column i in its low half and column 16 + i in its high half, so one
+ * shift and one mask turn a 64-byte load into columns 0..15 and 16..31 as
+ * floats, with no shuffle.  idx NULL means the rows 0..nnz-1 in order (a
+ * dense row, val = a).  bf16 -> fp32 is exact, so each output is the
+ * same FMA chain as frae_gemv_sparse on the widened weights, to the bit. */
+typedef void (*frae_gemv_bf16_fn)(int N, int nnz, const int *idx,
+                                  const float *val, const uint16_t *b,
+                                  ptrdiff_t ldb, float *c, const float *bias,
+                                  int init);
+void frae_gemv_bf16_scalar(int N, int nnz, const int *idx, const float *val,
+                           const uint16_t *b, ptrdiff_t ldb, float *c,
+                           const float *bias, int init);
+void frae_gemv_bf16_avx2(int N, int nnz, const int *idx, const float *val,
+                         const uint16_t *b, ptrdiff_t ldb, float *c,
+                         const float *bias, int init);
+void frae_gemv_bf16_avx512(int N, int nnz, const int *idx, const float *val,
+                           const uint16_t *b, ptrdiff_t ldb, float *c,
+                           const float *bias, int init);
+
+/* The nonzero entries of a[0..K): writes val[j] = a[k] and idx[j] = k0 + k
+ * for them in increasing k and returns their count.  May write up to 16
+ * entries past the count: idx and val need K + 16 slots.  This is the scan
+ * behind every sparse one-row product, so it has SIMD versions too. */
+typedef int (*frae_compact_fn)(int K, const float *a, int k0, int *idx,
+                               float *val);
+int frae_compact_scalar(int K, const float *a, int k0, int *idx, float *val);
+int frae_compact_avx512(int K, const float *a, int k0, int *idx, float *val);
+#define FRAE_COMPACT_SLACK 16
+
+/* Columns per panel of a bf16 kernel (wider than FRAE_PANEL: the AVX-512
+ * kernel keeps eight accumulators, 128 columns, in flight). */
+#define FRAE_PANEL_BF16 128
+
+/* Where column col of a bf16 row lives (the pairing above). */
+static inline size_t frae_bf16_pos(int col)
+{
+    return (size_t)((col & ~31) + 2 * (col & 15) + ((col >> 4) & 1));
+}
+static inline float frae_bf16_to_f32(uint16_t h)
+{
+    union { uint32_t u; float f; } v = {(uint32_t)h << 16};
+    return v.f;
+}
+/* Round to nearest even, as PyTorch's float -> bfloat16; NaN stays NaN. */
+static inline uint16_t frae_f32_to_bf16(float f)
+{
+    union { float f; uint32_t u; } v = {f};
+    if ((v.u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)(v.u >> 16 | 0x40u);
+    return (uint16_t)((v.u + 0x7fffu + (v.u >> 16 & 1u)) >> 16);
+}
+
 /* Resolves FRAE_ISA_* (AUTO reads env FRAE_ISA, then the CPU) to a kernel.
  * Returns the ISA used, or -1 if the requested one is not supported here. */
-int frae_select_gemm(int requested_isa, frae_gemm_fn *fn,
-                     frae_gemv_sparse_fn *sparse, const char **name);
+typedef struct {
+    frae_gemm_fn gemm;
+    frae_gemv_sparse_fn sparse;
+    frae_gemv_bf16_fn bf16;
+    frae_compact_fn compact;
+    const char *name;
+} frae_kernels;
+int frae_select_kernels(int requested_isa, frae_kernels *k);
 
 /* K-block: C is stored and reloaded between blocks, which keeps the order. */
 #define FRAE_GEMM_KC 256

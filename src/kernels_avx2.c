@@ -144,3 +144,65 @@ void frae_gemv_sparse_avx2(int N, int nnz, const int *idx, const float *val,
 {
     sparse_driver(N, nnz, idx, val, b, ldb, c, bias, init);
 }
+
+/* bf16 one-row product (kernels.h): 64 columns (two pair groups) at a
+ * time, eight accumulators of 8 columns.  A group is two 32-byte loads:
+ * words 0..7 widen to columns 0..7 (shift) and 16..23 (mask), words 8..15
+ * to columns 8..15 and 24..31. */
+static inline __attribute__((always_inline)) void
+bf16_tile(const int ng, const int dense, int nnz, const int *idx, const float *val,
+          const uint16_t *b, ptrdiff_t ldb, float *c, const float *bias,
+          int init, int ncols)
+{
+    __m256 acc[8];
+    __m256i mk[8];
+    const __m256i hi_mask = _mm256_set1_epi32((int)0xffff0000u);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+#pragma GCC unroll 8
+    for (int v = 0; v < 4 * ng; v++) {
+        mk[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(ncols - v * VW), lane);
+        if (init == GEMM_ZERO)
+            acc[v] = _mm256_setzero_ps();
+        else if (init == GEMM_BIAS)
+            acc[v] = _mm256_maskload_ps(bias + v * VW, mk[v]);
+        else
+            acc[v] = _mm256_maskload_ps(c + v * VW, mk[v]);
+    }
+    for (int j = 0; j < nnz; j++) {
+        const uint16_t *row = b + (dense ? j : idx[j]) * ldb;
+        __m256 av = _mm256_set1_ps(val[j]);
+#pragma GCC unroll 2
+        for (int g = 0; g < ng; g++) {
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                __m256i w = _mm256_loadu_si256(
+                    (const __m256i *)(row + 32 * g + 16 * h));
+                __m256 lo = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+                __m256 hi = _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask));
+                acc[4 * g + h] = _mm256_fmadd_ps(av, lo, acc[4 * g + h]);
+                acc[4 * g + 2 + h] = _mm256_fmadd_ps(av, hi, acc[4 * g + 2 + h]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < 4 * ng; v++)
+        _mm256_maskstore_ps(c + v * VW, mk[v], acc[v]);
+}
+
+void frae_gemv_bf16_avx2(int N, int nnz, const int *idx, const float *val,
+                         const uint16_t *b, ptrdiff_t ldb, float *c,
+                         const float *bias, int init)
+{
+    for (int n0 = 0; n0 < N; n0 += 64) {
+        int ncols = N - n0 < 64 ? N - n0 : 64;
+        const float *bn = bias ? bias + n0 : bias;
+        if (!idx && ncols > 32)
+            bf16_tile(2, 1, nnz, idx, val, b + n0, ldb, c + n0, bn, init, ncols);
+        else if (!idx)
+            bf16_tile(1, 1, nnz, idx, val, b + n0, ldb, c + n0, bn, init, ncols);
+        else if (ncols > 32)
+            bf16_tile(2, 0, nnz, idx, val, b + n0, ldb, c + n0, bn, init, ncols);
+        else
+            bf16_tile(1, 0, nnz, idx, val, b + n0, ldb, c + n0, bn, init, ncols);
+    }
+}

@@ -136,3 +136,97 @@ void frae_gemv_sparse_avx512(int N, int nnz, const int *idx, const float *val,
 {
     sparse_driver(N, nnz, idx, val, b, ldb, c, bias, init);
 }
+
+/* bf16 one-row product (kernels.h): up to 128 columns (four pair groups)
+ * at a time, up to eight accumulators, so that the FMA latency never
+ * binds; a group is one 64-byte load, widened by a
+ * shift (low halves: columns 0..15) and a mask (high halves: 16..31). */
+static inline __attribute__((always_inline)) void
+bf16_tile(const int ng, const int dense, int nnz, const int *idx, const float *val,
+          const uint16_t *b, ptrdiff_t ldb, float *c, const float *bias,
+          int init, int ncols)
+{
+    __m512 acc[8];
+    __mmask16 mk[8];
+    const __m512i hi_mask = _mm512_set1_epi32((int)0xffff0000u);
+#pragma GCC unroll 8
+    for (int v = 0; v < 2 * ng; v++) {
+        int left = ncols - v * VW;
+        mk[v] = left >= VW ? (__mmask16)0xffff
+                           : (__mmask16)((1u << (left > 0 ? left : 0)) - 1u);
+        if (init == GEMM_ZERO)
+            acc[v] = _mm512_setzero_ps();
+        else if (init == GEMM_BIAS)
+            acc[v] = _mm512_maskz_loadu_ps(mk[v], bias + v * VW);
+        else
+            acc[v] = _mm512_maskz_loadu_ps(mk[v], c + v * VW);
+    }
+    for (int j = 0; j < nnz; j++) {
+        const uint16_t *row = b + (dense ? j : idx[j]) * ldb;
+        __m512 av = _mm512_set1_ps(val[j]);
+#pragma GCC unroll 4
+        for (int g = 0; g < ng; g++) {
+            __m512i w = _mm512_loadu_si512((const void *)(row + 32 * g));
+            __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+            __m512 hi = _mm512_castsi512_ps(_mm512_and_si512(w, hi_mask));
+            acc[2 * g] = _mm512_fmadd_ps(av, lo, acc[2 * g]);
+            acc[2 * g + 1] = _mm512_fmadd_ps(av, hi, acc[2 * g + 1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < 2 * ng; v++)
+        _mm512_mask_storeu_ps(c + v * VW, mk[v], acc[v]);
+}
+
+#define BF16_CASE(NG)                                                          \
+    case NG:                                                                   \
+        if (idx)                                                               \
+            bf16_tile(NG, 0, nnz, idx, val, b + n0, ldb, c + n0, bn, init,     \
+                      ncols);                                                  \
+        else                                                                   \
+            bf16_tile(NG, 1, nnz, idx, val, b + n0, ldb, c + n0, bn, init,     \
+                      ncols);                                                  \
+        break;
+
+void frae_gemv_bf16_avx512(int N, int nnz, const int *idx, const float *val,
+                           const uint16_t *b, ptrdiff_t ldb, float *c,
+                           const float *bias, int init)
+{
+    for (int n0 = 0; n0 < N; n0 += 128) {
+        int ncols = N - n0 < 128 ? N - n0 : 128;
+        const float *bn = bias ? bias + n0 : bias;
+        switch ((ncols + 31) / 32) {
+            BF16_CASE(1)
+            BF16_CASE(2)
+            BF16_CASE(3)
+            BF16_CASE(4)
+        default:
+            break;
+        }
+    }
+}
+
+/* The nonzero scan (kernels.h), 16 values at a time: compress into a
+ * register and store whole vectors (a compress straight to memory is slow
+ * on some cores), which is why callers leave 16 slots of slack. */
+int frae_compact_avx512(int K, const float *a, int k0, int *idx, float *val)
+{
+    int nnz = 0, k = 0;
+    __m512i ks = _mm512_add_epi32(_mm512_set1_epi32(k0),
+                                  _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8,
+                                                    9, 10, 11, 12, 13, 14, 15));
+    const __m512i step = _mm512_set1_epi32(16);
+    for (; k < K; k += 16) {
+        __mmask16 in = K - k >= 16 ? (__mmask16)0xffff
+                                   : (__mmask16)((1u << (K - k)) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(in, a + k);
+        __mmask16 nz = _mm512_mask_cmp_ps_mask(in, v, _mm512_setzero_ps(),
+                                               _CMP_NEQ_UQ);
+        _mm512_storeu_ps(val + nnz, _mm512_maskz_compress_ps(nz, v));
+        _mm512_storeu_si512((void *)(idx + nnz),
+                            _mm512_maskz_compress_epi32(nz, ks));
+        nnz += __builtin_popcount(nz);
+        ks = _mm512_add_epi32(ks, step);
+    }
+    return nnz;
+}

@@ -116,6 +116,13 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
     if (!(cfg->epsilon > 0.0f) || !isfinite(cfg->epsilon))
         return frae_errorf(err, errlen, "Adam epsilon must be > 0, got %g",
                     (double)cfg->epsilon);
+    if (cfg->weights != FRAE_WEIGHTS_F32 && cfg->weights != FRAE_WEIGHTS_BF16)
+        return frae_errorf(err, errlen, "unknown weight format %d",
+                    (int)cfg->weights);
+    if (cfg->weights == FRAE_WEIGHTS_BF16 && cfg->training)
+        return frae_errorf(err, errlen,
+                    "bf16 weights are for inference only: train in f32, "
+                    "then convert (frae convert --weights bf16)");
     if (cfg->threads < 0 || cfg->threads > 1024)
         return frae_errorf(err, errlen, "threads must be 0..1024, got %d",
                     cfg->threads);
@@ -182,11 +189,21 @@ static int layer_in(const frae_config *c, int l, int ne, int nd, int *in,
     return 0;
 }
 
+/* A bf16 kernel: panels of FRAE_PANEL_BF16 columns, rows padded to 32. */
+static size_t bf16_elems(int rows, int cols)
+{
+    int last = cols % FRAE_PANEL_BF16 ? cols % FRAE_PANEL_BF16
+                                      : FRAE_PANEL_BF16;
+    return (size_t)rows * ((size_t)cols - (size_t)last +
+                           (size_t)((last + 31) / 32 * 32));
+}
+
 /* Walks the layout once: used both to size the arena and to carve it. */
 typedef struct {
     size_t params, grads, adam_m, adam_v, q, xwin, fb, ring, sp_idx, sp_val;
     size_t wvalid;
     size_t wt[FRAE_MAX_LAYERS], a[FRAE_MAX_LAYERS], dz[FRAE_MAX_LAYERS];
+    size_t wh[FRAE_MAX_LAYERS];
     size_t w_off[FRAE_MAX_LAYERS], b_off[FRAE_MAX_LAYERS];
     int in[FRAE_MAX_LAYERS], out[FRAE_MAX_LAYERS], act[FRAE_MAX_LAYERS];
     int n_layers, act_frames, chunk_frames, ring_cap;
@@ -246,6 +263,8 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
         if (frae_needs_transposed(c, l))
             L->wt[l] = reserve(p, mul3(p, (size_t)L->in[l],
                                        (size_t)L->out[l], 1));
+        if (c->weights == FRAE_WEIGHTS_BF16) /* uint16s, as floats */
+            L->wh[l] = reserve(p, (bf16_elems(L->in[l], L->out[l]) + 1) / 2);
         if (l != L->n_layers - 1) /* output frames live in the ring */
             L->a[l] = reserve(p, mul3(p, frames, B, (size_t)L->out[l]));
         if (c->training)
@@ -263,8 +282,8 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
             widest = (size_t)L->out[l];
     }
     L->wvalid = reserve(p, B); /* ints, same size as floats */
-    L->sp_idx = reserve(p, widest);
-    L->sp_val = reserve(p, widest);
+    L->sp_idx = reserve(p, widest + FRAE_COMPACT_SLACK);
+    L->sp_val = reserve(p, widest + FRAE_COMPACT_SLACK);
     if (p->overflow)
         return frae_errorf(err, errlen, "model memory size overflows size_t");
     return 0;
@@ -309,10 +328,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         plan(cfg, &L, &p, err, errlen))
         return NULL;
 
-    frae_gemm_fn gemm;
-    frae_gemv_sparse_fn gemv_sparse;
-    const char *isa_name;
-    if (frae_select_gemm(cfg->isa, &gemm, &gemv_sparse, &isa_name) < 0) {
+    frae_kernels kern;
+    if (frae_select_kernels(cfg->isa, &kern) < 0) {
         frae_errorf(err, errlen, "the requested instruction set is not supported by "
                           "this CPU");
         return NULL;
@@ -339,10 +356,12 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     memset(block, 0, p.bytes);
     char *base = block;
     m->cfg = *cfg;
-    m->gemm = gemm;
-    m->gemv_sparse = gemv_sparse;
+    m->gemm = kern.gemm;
+    m->gemv_sparse = kern.sparse;
+    m->gemv_bf16 = kern.bf16;
+    m->compact = kern.compact;
     m->threads = cfg->threads > 1 ? cfg->threads : 1;
-    m->isa_name = isa_name;
+    m->isa_name = kern.name;
     m->block = block;
     m->block_bytes = p.bytes;
     m->n_layers = L.n_layers;
@@ -369,6 +388,9 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         ly->b_off = L.b_off[l];
         ly->wt = frae_needs_transposed(cfg, l) ? (float *)(base + L.wt[l])
                                                : NULL;
+        ly->wh = cfg->weights == FRAE_WEIGHTS_BF16
+                     ? (uint16_t *)(void *)(base + L.wh[l])
+                     : NULL;
         ly->a = l != L.n_layers - 1 ? (float *)(base + L.a[l]) : NULL;
         ly->dz = cfg->training ? (float *)(base + L.dz[l]) : NULL;
     }
@@ -378,7 +400,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     m->sp_idx = (int *)(base + L.sp_idx);
     m->sp_val = (float *)(base + L.sp_val);
     glorot_init(m);
-    frae_refresh_transposed(m);
+    frae_weights_changed(m);
     frae_reset(m);
     return m;
 }
@@ -455,6 +477,30 @@ void frae_set_params(frae_model *m, const float *src)
          * zero inputs (kernels.h) could differ, in the sign of a zero */
         for (int o = 0; o < ly->out; o++, src++)
             m->params[ly->b_off + o] = *src == 0.0f ? 0.0f : *src;
+    }
+    frae_weights_changed(m);
+}
+
+void frae_weights_changed(frae_model *m)
+{
+    for (int l = 0; l < m->n_layers && m->cfg.weights == FRAE_WEIGHTS_BF16;
+         l++) {
+        const frae_layer *ly = &m->layer[l];
+        float *w = m->params + ly->w_off;
+        for (int pc0 = 0; pc0 < ly->out; pc0 += FRAE_PANEL_BF16) {
+            int pw = ly->out - pc0 < FRAE_PANEL_BF16 ? ly->out - pc0
+                                                      : FRAE_PANEL_BF16;
+            int ldb = (pw + 31) / 32 * 32;
+            uint16_t *dst = ly->wh + (size_t)pc0 * ly->in;
+            memset(dst, 0, sizeof(uint16_t) * (size_t)ly->in * ldb);
+            for (int r = 0; r < ly->in; r++)
+                for (int c = 0; c < pw; c++) {
+                    float *src = &w[packed_index(ly->in, ly->out, r, pc0 + c)];
+                    uint16_t h = frae_f32_to_bf16(*src);
+                    *src = frae_bf16_to_f32(h); /* the model's weight now */
+                    dst[(size_t)r * ldb + frae_bf16_pos(c)] = h;
+                }
+        }
     }
     frae_refresh_transposed(m);
 }

@@ -48,15 +48,8 @@ static void gemm_packed_b(const frae_model *m, int M, int K, const float *a,
                           ptrdiff_t ldc, const float *bias, int init)
 {
     int nnz = -1;
-    if (M == 1) {
-        /* branch-free: ReLU zeros are as good as random to a predictor */
-        nnz = 0;
-        for (int k = 0; k < K; k++) {
-            float v = a[k * a_cs];
-            m->sp_idx[nnz] = k0 + k;
-            m->sp_val[nnz] = v;
-            nnz += v != 0.0f;
-        }
+    if (M == 1 && a_cs == 1) {
+        nnz = m->compact(K, a, k0, m->sp_idx, m->sp_val);
         if (nnz > K - K / 8) /* too dense to pay for the indirection */
             nnz = -1;
     }
@@ -107,6 +100,44 @@ static void gemm_packed_c(const frae_model *m, int M, int K, const float *a,
     }
 }
 
+/* One row times the bf16 copy of a layer's kernel, rows k0..k0+K: the same
+ * chains as gemm_packed_b's one-row path on the f32 weights (the zeros it
+ * skips and the density rule included), at half the bytes. */
+static void gemv_bf16_packed(const frae_model *m, const frae_layer *ly, int K,
+                             const float *a, int k0, float *c,
+                             const float *bias, int init)
+{
+    int nnz = m->compact(K, a, k0, m->sp_idx, m->sp_val);
+    const int dense = nnz > K - K / 8; /* where the f32 path goes dense */
+    for (int pc0 = 0; pc0 < ly->out; pc0 += FRAE_PANEL_BF16) {
+        int w = ly->out - pc0 < FRAE_PANEL_BF16 ? ly->out - pc0
+                                                : FRAE_PANEL_BF16;
+        int ldb = (w + 31) / 32 * 32;
+        const uint16_t *panel = ly->wh + (size_t)pc0 * ly->in;
+        if (dense)
+            m->gemv_bf16(w, K, NULL, a, panel + (size_t)k0 * ldb, ldb,
+                         c + pc0, bias ? bias + pc0 : NULL, init);
+        else
+            m->gemv_bf16(w, nnz, m->sp_idx, m->sp_val, panel, ldb, c + pc0,
+                         bias ? bias + pc0 : NULL, init);
+    }
+}
+
+/* Layer l's forward product for nb rows of A (row stride a_rs), over its
+ * kernel rows k0..k0+K: bf16 weights where the model has them at batch 1,
+ * else the f32 GEMM. */
+static void layer_product(const frae_model *m, int l, int nb, int K,
+                          const float *a, ptrdiff_t a_rs, int k0, float *z,
+                          const float *bias, int init)
+{
+    const frae_layer *ly = &m->layer[l];
+    if (nb == 1 && ly->wh)
+        gemv_bf16_packed(m, ly, K, a, k0, z, bias, init);
+    else
+        gemm_packed_b(m, nb, K, a, a_rs, 1, m->params + ly->w_off, ly->in,
+                      ly->out, k0, 0, ly->out, z, ly->out, bias, init);
+}
+
 /* First encoder or decoder layer: z = b + head.W_head + sum_j slot_j.W_j,
  * with slot 0 the newest frame.  Each GEMM continues the same FMA chain, so
  * this equals the dense layer applied to [head, buffer] concatenated. */
@@ -114,14 +145,12 @@ static void first_layer_forward(frae_model *m, int l, long t, const float *head,
                                 ptrdiff_t head_rs, int head_w, int nb, float *z)
 {
     const frae_layer *ly = &m->layer[l];
-    const float *w = m->params + ly->w_off;
     const int D = m->cfg.frame_dim;
-    gemm_packed_b(m, nb, head_w, head, head_rs, 1, w, ly->in, ly->out, 0, 0,
-                  ly->out, z, ly->out, m->params + ly->b_off, GEMM_BIAS);
+    layer_product(m, l, nb, head_w, head, head_rs, 0, z,
+                  m->params + ly->b_off, GEMM_BIAS);
     for (int j = 0; j < m->cfg.history; j++)
-        gemm_packed_b(m, nb, D, ring_frame(m, m->ring_pos + t - 1 - j), D, 1,
-                      w, ly->in, ly->out, head_w + j * D, 0, ly->out, z,
-                      ly->out, NULL, GEMM_ACC);
+        layer_product(m, l, nb, D, ring_frame(m, m->ring_pos + t - 1 - j), D,
+                      head_w + j * D, z, NULL, GEMM_ACC);
 }
 
 /* Layers from..to of frame t for nb sequences.  x points at frame t of
@@ -142,10 +171,8 @@ static void run_layers(frae_model *m, long t, const float *x, ptrdiff_t x_rs,
         else if (l == m->dec_first)
             first_layer_forward(m, l, t, q, L, L, nb, z);
         else
-            gemm_packed_b(m, nb, ly->in, m->layer[l - 1].a + slot * ly->in,
-                          ly->in, 1, m->params + ly->w_off, ly->in, ly->out,
-                          0, 0, ly->out, z, ly->out, m->params + ly->b_off,
-                          GEMM_BIAS);
+            layer_product(m, l, nb, ly->in, m->layer[l - 1].a + slot * ly->in,
+                          ly->in, 0, z, m->params + ly->b_off, GEMM_BIAS);
         frae_activate(ly->act, z, (size_t)nb * ly->out);
         if (l == m->latent)
             frae_quantize(&m->cfg, z, q, (size_t)nb * L);

@@ -2,6 +2,10 @@
  * determinism across instruction sets, and the bitstream's defences. */
 #include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kernels.h"
 
 #include "test_util.h"
 #include "tests.h"
@@ -239,5 +243,126 @@ int test_bitstream(void)
     frae_encoder_destroy(e);
     free(buf), free(mut), free(codes), free(x);
     frae_destroy(m);
+    return failures;
+}
+
+/* A bf16 model computes exactly what an f32 model holding the rounded
+ * weights computes, on every ISA, batched or one frame at a time, so their
+ * streams are interchangeable; it refuses to train; its checkpoint holds
+ * BF16 tensors and loads back as the same model. */
+int test_bf16_weights(void)
+{
+    int failures = 0;
+    const int enc[2] = {150, 40}, dec[2] = {40, 150};
+    const int nseq = 3, T = 30, D = 12;
+    frae_config c;
+    tiny_config(&c, D, 3, 2, enc, 5, 2, dec);
+    c.quantizer = FRAE_QUANT_UNIFORM;
+    c.quant_levels = 4;
+    c.training = 0;
+    c.batch = nseq;
+    frae_model *m = create_or_die(&c);
+    perturb_params(m, NULL);
+    size_t np = frae_param_count(m);
+    float *p = malloc(sizeof(float) * np), *p16 = malloc(sizeof(float) * np);
+    frae_get_params(m, p);
+    frae_destroy(m);
+
+    frae_config cb = c;
+    cb.weights = FRAE_WEIGHTS_BF16;
+    cb.training = 1;
+    char err[256] = "";
+    CHECK(!frae_create(&cb, err, sizeof err) && strstr(err, "inference only"),
+          "a training bf16 model was not refused (%s)", err);
+    cb.training = 0;
+
+    float *x = synth(nseq, T, D, 77);
+    float *y16 = malloc(sizeof(float) * nseq * T * D);
+    float *y32 = malloc(sizeof(float) * nseq * T * D);
+    frae_isa isas[3];
+    int nisa = available_isas(isas);
+    for (int ii = 0; ii < nisa; ii++) {
+        cb.isa = c.isa = isas[ii];
+        frae_model *m16 = create_or_die(&cb), *m32 = create_or_die(&c);
+        frae_set_params(m16, p);
+        frae_get_params(m16, p16);
+        int rounded = 1, changed = 0;
+        for (size_t i = 0; i < np; i++) {
+            rounded &= frae_f32_to_bf16(p16[i]) == frae_f32_to_bf16(p[i]) ||
+                       p16[i] == p[i];
+            changed |= p16[i] != p[i];
+        }
+        CHECK(rounded && changed, "%s: weights not rounded to bf16",
+              frae_isa_name(m16));
+        frae_set_params(m32, p16);
+        CHECK(frae_model_hash(m16) == frae_model_hash(m32),
+              "bf16 and rounded f32 models hash differently");
+        frae_forward(m16, x, y16, nseq, T);
+        frae_forward(m32, x, y32, nseq, T);
+        CHECK(!memcmp(y16, y32, sizeof(float) * nseq * T * D),
+              "%s: batched bf16 forward differs", frae_isa_name(m16));
+
+        /* one frame at a time: encode with bf16, decode with f32 */
+        frae_encoder *e = frae_encoder_create(m16);
+        frae_decoder *d = frae_decoder_create(m32);
+        unsigned char code[8];
+        float recon[12], out[12];
+        int same = 1;
+        for (int s = 0; s < nseq; s++) {
+            frae_encoder_reset(e);
+            frae_decoder_reset(d);
+            for (int t = 0; t < T; t++) {
+                const size_t at = ((size_t)s * T + t) * D;
+                frae_encode_frame(e, x + at, code, recon);
+                frae_decode_frame(d, code, out);
+                same &= !memcmp(recon, y32 + at, sizeof recon) &&
+                        !memcmp(out, y32 + at, sizeof out);
+            }
+        }
+        CHECK(same, "%s: bf16 encoder and f32 decoder disagree",
+              frae_isa_name(m16));
+        frae_encoder_destroy(e);
+        frae_decoder_destroy(d);
+        frae_destroy(m16);
+        frae_destroy(m32);
+    }
+
+    /* checkpoint: BF16 tensors, about half the bytes, same model back */
+    char path16[] = "/tmp/frae-bf16-XXXXXX";
+    int fd = mkstemp(path16);
+    close(fd);
+    char path32[sizeof path16 + 4];
+    snprintf(path32, sizeof path32, "%s.f32", path16);
+    frae_model *m16 = create_or_die(&cb), *m32 = create_or_die(&c);
+    frae_set_params(m16, p);
+    frae_set_params(m32, p);
+    CHECK(!frae_save(m16, path16, 0, NULL, 0, NULL, 0, err, sizeof err),
+          "save: %s", err);
+    CHECK(!frae_save(m32, path32, 0, NULL, 0, NULL, 0, err, sizeof err),
+          "save: %s", err);
+    struct stat s16, s32;
+    stat(path16, &s16), stat(path32, &s32);
+    CHECK(s16.st_size < s32.st_size * 6 / 10,
+          "bf16 checkpoint %lld bytes vs f32 %lld", (long long)s16.st_size,
+          (long long)s32.st_size);
+    frae_model *back = frae_load(path16, &cb, err, sizeof err);
+    CHECK(back != NULL, "load: %s", err);
+    if (back) {
+        float *pb = malloc(sizeof(float) * np);
+        frae_get_params(back, pb);
+        CHECK(frae_get_config(back)->weights == FRAE_WEIGHTS_BF16,
+              "loaded model is not bf16");
+        CHECK(!memcmp(pb, p16, sizeof(float) * np),
+              "bf16 checkpoint did not load back the same weights");
+        free(pb);
+        frae_destroy(back);
+    }
+    unlink(path16), unlink(path32);
+    frae_destroy(m16);
+    frae_destroy(m32);
+    free(x), free(y16), free(y32), free(p), free(p16);
+    printf("    bf16 model == f32 model on rounded weights on %d ISA(s); "
+           "checkpoint %lld vs %lld bytes\n",
+           nisa, (long long)s16.st_size, (long long)s32.st_size);
     return failures;
 }

@@ -258,6 +258,39 @@ static int fixtures_on(frae_isa isa, int threads)
         frae_destroy(m);
     }
 
+    /* bf16 weights: frae's rounding is torch's .bfloat16(), bit for bit,
+     * and the forward passes (batched f32 GEMM, one-row bf16 kernels)
+     * match torch computing on the rounded weights */
+    {
+        frae_config cb = c;
+        cb.training = 0;
+        cb.weights = FRAE_WEIGHTS_BF16;
+        frae_model *m = create_or_die(&cb);
+        frae_set_params(m, init);
+        flat_from_torch(&fx, "bf16.param.", ref);
+        frae_get_params(m, got);
+        CHECK(!memcmp(got, ref, 4 * np),
+              "bf16 rounding of the weights differs from torch's");
+        frae_forward(m, x->data, y, nseq, T);
+        double r = max_rel_diff(y, get(&fx, "y.bf16")->data, x->count);
+        printf("    %-16s rel %.1e\n", "y.bf16", r);
+        CHECK(r <= FIXTURE_TOL, "y.bf16 rel diff %.3g", r);
+        frae_destroy(m);
+        cb.batch = 1;
+        m = create_or_die(&cb);
+        frae_set_params(m, init);
+        size_t per = x->count / nseq;
+        for (int sq = 0; sq < nseq; sq++) {
+            frae_reset(m);
+            frae_forward(m, x->data + sq * per, y + sq * per, 1, T);
+        }
+        r = max_rel_diff(y, get(&fx, "y.bf16")->data, x->count);
+        printf("    %-16s rel %.1e (one sequence per call, bf16 kernels)\n",
+               "y.bf16", r);
+        CHECK(r <= FIXTURE_TOL, "y.bf16 batch 1 rel diff %.3g", r);
+        frae_destroy(m);
+    }
+
     for (int full = 0; full <= 1; full++) {
         const char *mode = full ? "full" : "detached";
         char name[64];

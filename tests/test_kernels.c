@@ -1,5 +1,6 @@
 /* Every optimised kernel against the plain scalar reference, and whole
  * training runs across instruction sets: equal to the bit. */
+#include <math.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -23,10 +24,10 @@ int test_kernels_match_scalar(void)
     uint64_t s = 42;
     long compared = 0;
     for (int ii = 1; ii < nisa; ii++) {
-        frae_gemm_fn fn;
-        frae_gemv_sparse_fn sparse;
-        const char *name;
-        frae_select_gemm(isas[ii], &fn, &sparse, &name);
+        frae_kernels kern;
+        frae_select_kernels(isas[ii], &kern);
+        frae_gemm_fn fn = kern.gemm;
+        const char *name = kern.name;
         for (size_t a = 0; a < sizeof Ms / sizeof *Ms; a++)
             for (size_t b = 0; b < sizeof Ns / sizeof *Ns; b++)
                 for (size_t k = 0; k < sizeof Ks / sizeof *Ks; k++)
@@ -119,10 +120,10 @@ int test_sparse_kernel_matches_dense(void)
     const int density_pct[] = {0, 10, 50, 90, 100};
     long compared = 0;
     for (int ii = 0; ii < nisa; ii++) {
-        frae_gemm_fn dense;
-        frae_gemv_sparse_fn sparse;
-        const char *name;
-        frae_select_gemm(isas[ii], &dense, &sparse, &name);
+        frae_kernels kern;
+        frae_select_kernels(isas[ii], &kern);
+        frae_gemv_sparse_fn sparse = kern.sparse;
+        const char *name = kern.name;
         for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
             for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
                 for (size_t di = 0; di < 5; di++)
@@ -165,6 +166,137 @@ int test_sparse_kernel_matches_dense(void)
     }
     printf("    %ld sparse shapes equal the dense reference on %d ISA(s)\n",
            compared, nisa);
+    return failures;
+}
+
+/* The bf16 one-row kernel, on every ISA (scalar included), against the
+ * dense scalar f32 GEMM on the widened weights: equal to the bit, with the
+ * masked tails leaving the rest of c alone. */
+int test_bf16_kernel_matches_f32(void)
+{
+    int failures = 0;
+    frae_isa isas[3];
+    int nisa = available_isas(isas);
+    uint64_t s = 11;
+    const int Ks[] = {0, 1, 9, 80, 257}, Ns[] = {1, 5, 16, 17, 31, 32, 33,
+                                                 48, 63, 64, 65, 80, 130};
+    const int density_pct[] = {10, 50, 100};
+    long compared = 0;
+    for (int ii = 0; ii < nisa; ii++) {
+        frae_kernels kern;
+        frae_select_kernels(isas[ii], &kern);
+        frae_gemv_bf16_fn bf16 = kern.bf16;
+        const char *name = kern.name;
+        for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
+            for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+                for (size_t di = 0; di < 3; di++)
+                    for (int init = 0; init < 3; init++) {
+                        int K = Ks[ki], N = Ns[ni];
+                        int ldh = (N + 31) / 32 * 32 + 32 * (N & 1);
+                        float *a = malloc(sizeof(float) * (K + 1));
+                        float *b = malloc(sizeof(float) * ((size_t)K * N + 1));
+                        uint16_t *h = calloc((size_t)K * ldh + 1, 2);
+                        float *bias = malloc(sizeof(float) * N);
+                        float *c0 = malloc(sizeof(float) * (N + 3));
+                        float *c1 = malloc(sizeof(float) * (N + 3));
+                        float *cs = malloc(sizeof(float) * (N + 3));
+                        int *idx = malloc(sizeof(int) * (K + 1));
+                        float *val = malloc(sizeof(float) * (K + 1));
+                        int nnz = 0;
+                        for (int k = 0; k < K; k++) {
+                            int keep = (int)((rnd(&s) + 1.0f) * 50.0f) <
+                                       density_pct[di];
+                            a[k] = keep ? rnd(&s) : 0.0f;
+                            if (a[k] != 0.0f) {
+                                idx[nnz] = k;
+                                val[nnz++] = a[k];
+                            }
+                            for (int n = 0; n < N; n++) {
+                                uint16_t w = frae_f32_to_bf16(rnd(&s));
+                                b[(size_t)k * N + n] = frae_bf16_to_f32(w);
+                                h[(size_t)k * ldh + frae_bf16_pos(n)] = w;
+                            }
+                            /* padding columns hold junk: must not leak */
+                            for (int n = N; n < (N + 31) / 32 * 32; n++)
+                                h[(size_t)k * ldh + frae_bf16_pos(n)] = 0x7fc0;
+                        }
+                        for (int i = 0; i < N; i++)
+                            bias[i] = rnd(&s);
+                        for (int i = 0; i < N + 3; i++)
+                            c0[i] = c1[i] = cs[i] = rnd(&s);
+                        frae_gemm_scalar(1, N, K, a, K, 1, b, N, c0, N, bias,
+                                         init);
+                        bf16(N, nnz, idx, val, h, ldh, c1, bias, init);
+                        CHECK(!memcmp(c0, c1, sizeof(float) * (N + 3)),
+                              "%s bf16 K=%d N=%d density %d%% init %d "
+                              "differs from f32",
+                              name, K, N, density_pct[di], init);
+                        compared++;
+                        if (nnz == K) { /* all nonzero: the dense form */
+                            memcpy(c1, cs, sizeof(float) * (N + 3));
+                            bf16(N, K, NULL, a, h, ldh, c1, bias, init);
+                            CHECK(!memcmp(c0, c1, sizeof(float) * (N + 3)),
+                                  "%s bf16 dense K=%d N=%d init %d differs",
+                                  name, K, N, init);
+                            compared++;
+                        }
+                        free(a), free(b), free(h), free(bias), free(c0);
+                        free(c1), free(cs), free(idx), free(val);
+                    }
+    }
+    /* rounding: nearest, ties to even, as torch's .bfloat16() */
+    const struct { uint32_t in; uint16_t out; } r[] = {
+        {0x3f800000u, 0x3f80}, {0x3f808000u, 0x3f80}, {0x3f818000u, 0x3f82},
+        {0x3f808001u, 0x3f81}, {0xbf80ffffu, 0xbf81}, {0x7f7fffffu, 0x7f80},
+        {0x80000000u, 0x8000}, {0x00008000u, 0x0000}, {0x7f800001u, 0x7fc0}};
+    for (size_t i = 0; i < sizeof r / sizeof *r; i++) {
+        float f;
+        memcpy(&f, &r[i].in, 4);
+        CHECK(frae_f32_to_bf16(f) == r[i].out,
+              "bf16 rounding of 0x%08x: 0x%04x, want 0x%04x",
+              (unsigned)r[i].in, frae_f32_to_bf16(f), r[i].out);
+    }
+    printf("    %ld bf16 shapes equal the f32 reference on %d ISA(s)\n",
+           compared, nisa);
+    return failures;
+}
+
+/* The nonzero scan on every ISA against the scalar one: same entries,
+ * in order, and the count (zeros, -0, NaN and every tail length). */
+int test_compact_matches_scalar(void)
+{
+    int failures = 0;
+    frae_isa isas[3];
+    int nisa = available_isas(isas);
+    uint64_t s = 5;
+    long compared = 0;
+    for (int ii = 0; ii < nisa; ii++) {
+        frae_kernels kern;
+        frae_select_kernels(isas[ii], &kern);
+        for (int K = 0; K <= 70; K++)
+            for (int pct = 0; pct <= 100; pct += 25) {
+                float a[80];
+                int i0[80 + FRAE_COMPACT_SLACK], i1[80 + FRAE_COMPACT_SLACK];
+                float v0[80 + FRAE_COMPACT_SLACK], v1[80 + FRAE_COMPACT_SLACK];
+                for (int k = 0; k < 80; k++) {
+                    float r = rnd(&s);
+                    a[k] = (r + 1.0f) * 50.0f < (float)pct ? rnd(&s) : 0.0f;
+                    if (k % 17 == 3)
+                        a[k] = -0.0f;
+                    if (k % 29 == 5)
+                        a[k] = NAN;
+                }
+                int n0 = frae_compact_scalar(K, a, 7, i0, v0);
+                int n1 = kern.compact(K, a, 7, i1, v1);
+                CHECK(n0 == n1 && !memcmp(i0, i1, sizeof(int) * n0) &&
+                          !memcmp(v0, v1, sizeof(float) * n0),
+                      "%s compact K=%d density %d%%: differs from scalar",
+                      kern.name, K, pct);
+                compared++;
+            }
+    }
+    printf("    %ld scans equal the scalar one on %d ISA(s)\n", compared,
+           nisa);
     return failures;
 }
 

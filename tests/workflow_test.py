@@ -308,6 +308,35 @@ def main():
     rc, out, err = run("encode", "ref.safetensors", "many.npy", "-o", "f.fbs")
     check(rc == 0 and "128 bits/frame (4 x 32 bits)" in out,
           "a model without a quantizer streams 32-bit floats", out + err)
+    print("== bf16 weights: frae convert")
+    rc, out, err = run("convert", "q.safetensors", "-o", "q16.safetensors", "--weights", "bf16")
+    check(rc == 0 and os.path.getsize(path("q16.safetensors")) < 0.6 * os.path.getsize(path("q.safetensors")),
+          "convert --weights bf16 halves the checkpoint", out + err)
+    with open(path("q16.safetensors"), "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        head = json.loads(f.read(n))
+    check(head["enc.0.weight"]["dtype"] == "BF16" and head["enc.0.bias"]["dtype"] == "F32"
+          and head["__metadata__"]["frae.weights"] == "bf16",
+          "bf16 checkpoint: BF16 weight tensors, F32 biases", json.dumps(head)[:300])
+    rc, info, err = run("info", "q16.safetensors")
+    check(rc == 0 and "bf16 weights" in info, "info shows the weight format", info + err)
+    rc, out, err = run("encode", "q16.safetensors", "val.npy", "-o", "s16.fbs")
+    rc2, _, err2 = run("decode", "q16.safetensors", "s16.fbs", "-o", "dec16.npy")
+    rc3, _, err3 = run("predict", "q16.safetensors", "val.npy", "-o", "pred16.npy")
+    ok = rc == rc2 == rc3 == 0 and np.array_equal(np.load(path("dec16.npy")), np.load(path("pred16.npy")))
+    check(ok, "bf16 model: decode(encode(x)) equals predict, to the bit", err + err2 + err3)
+    rc, out, err = run("convert", "q16.safetensors", "-o", "q16f.safetensors", "--weights", "f32")
+    rc2, _, err2 = run("decode", "q16f.safetensors", "s16.fbs", "-o", "dec16f.npy")
+    ok = rc == rc2 == 0 and np.array_equal(np.load(path("dec16f.npy")), np.load(path("dec16.npy")))
+    check(ok, "an f32 model of the rounded weights decodes the bf16 stream identically", err + err2)
+    rc, out, err = run("decode", "q16.safetensors", "a.fbs", "-o", "x.npy")
+    check(one_line_error(rc, err, 2, "another model"), "bf16 model refuses the f32 model's stream", err)
+    rc, out, err = run("convert", "q.safetensors", "-o", "x.safetensors", "--weights", "fp8")
+    check(one_line_error(rc, err, 2, "not bf16 or f32"), "convert --weights fp8: one line, exit 2", err)
+    rc, out, err = run("convert", "q.safetensors", "-o", "x.safetensors")
+    check(one_line_error(rc, err, 2, "--weights"), "convert without --weights: one line, exit 2", err)
+    rc, out, err = run("train", "data", "--resume", "q16.safetensors")
+    check(one_line_error(rc, err, 2, "inference only"), "training a bf16 model is refused", err)
     print("== speech: audio in and out")
     os.makedirs(path("speech"))
     for i in range(6):

@@ -105,6 +105,16 @@ def main(outdir):
         for k, v in m.state_dict().items():
             out.append(("tbptt.%s.%s" % (mode, k), v))
 
+    # bf16 weights (inference): torch rounds the weight matrices with
+    # .bfloat16() and computes in float32; biases stay float32
+    m = model_with(init)
+    with torch.no_grad():
+        for layer in m.layers():
+            layer.weight.copy_(layer.weight.bfloat16().float())
+        y, _ = m(x)
+    out.append(("y.bf16", y))
+    out += [("bf16.param." + k, v) for k, v in m.state_dict().items()]
+
     path = os.path.join(outdir, "small.bin")
     write(path, out)
     print("wrote %s: %d tensors, %d bytes" % (path, len(out), os.path.getsize(path)))

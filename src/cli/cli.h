@@ -143,5 +143,6 @@ int cmd_import(int argc, char **argv);
 int cmd_encode(int argc, char **argv);
 int cmd_features(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@ static void print_help(void)
            "  predict   reconstruct sequences with a trained model\n"
            "  info      describe a checkpoint\n"
            "  import    make a checkpoint from PyTorch or Keras weights\n"
+           "  convert   store a model's weights as bf16 (or f32) for inference\n"
            "  encode    compress frames into a .fbs bitstream\n"
            "  decode    rebuild frames (and audio) from a .fbs bitstream\n"
            "  features  log-mel features of an audio file\n"
@@ -49,6 +50,8 @@ int main(int argc, char **argv)
         return cmd_info(argc - 2, argv + 2);
     if (!strcmp(cmd, "import"))
         return cmd_import(argc - 2, argv + 2);
+    if (!strcmp(cmd, "convert"))
+        return cmd_convert(argc - 2, argv + 2);
     if (!strcmp(cmd, "encode"))
         return cmd_encode(argc - 2, argv + 2);
     if (!strcmp(cmd, "decode"))

@@ -180,8 +180,9 @@ int cmd_info(int argc, char **argv)
     printf("  hidden activation %s, init seed %llu\n",
            c.activation == FRAE_ACT_TANH ? "tanh" : "relu",
            (unsigned long long)c.seed);
-    printf("  %zu parameters, %g bits/frame\n", frae_param_count(m),
-           frae_bits_per_frame(m));
+    printf("  %zu parameters, %g bits/frame, %s weights\n",
+           frae_param_count(m), frae_bits_per_frame(m),
+           c.weights == FRAE_WEIGHTS_BF16 ? "bf16" : "f32");
     printf("training settings:\n");
     printf("  feedback %s, window %d, batch %d, Adam lr %g (beta1 %g, beta2 "
            "%g, eps %g), clip norm %g\n",
@@ -362,5 +363,119 @@ int cmd_features(int argc, char **argv)
     char desc[160];
     cli_features_describe(&o.audio.f, desc, sizeof desc);
     printf("%s -> %s: %ld frames (%s)\n", o.input, o.output, frames, desc);
+    return EXIT_OK;
+}
+
+/* ---- convert ---------------------------------------------------------------- */
+
+typedef struct {
+    const char *input, *output, *weights;
+} convert_opts;
+
+static void convert_help(void)
+{
+    printf("usage: frae convert MODEL -o OUT --weights bf16|f32\n"
+           "\n"
+           "Writes MODEL's weights in another storage format, for inference:\n"
+           "  bf16  each weight rounded to bfloat16 (nearest even, as\n"
+           "        PyTorch's .bfloat16()); half the file, and batch-1\n"
+           "        products (encode, decode, predict) stream half the bytes.\n"
+           "        All arithmetic stays float32, so the model computes\n"
+           "        exactly what an f32 model holding the rounded weights\n"
+           "        computes; streams of the two decode alike.\n"
+           "  f32   back to float32 (the rounded values), e.g. to fine-tune.\n"
+           "Audio feature settings are kept; training state is not.\n"
+           "\n"
+           "Exit codes: 0 done, 1 the model could not be written, 2 bad\n"
+           "options or model.\n");
+}
+
+static int convert_opt(void *ctx, const char *name, const char *v)
+{
+    convert_opts *o = ctx;
+    if (!strcmp(name, "--output"))
+        return o->output = v, 0;
+    if (strcmp(v, "bf16") && strcmp(v, "f32"))
+        return cli_fail(EXIT_USAGE, "--weights: '%s' is not bf16 or f32", v);
+    return o->weights = v, 0;
+}
+
+static int convert_pos(void *ctx, const char *arg)
+{
+    convert_opts *o = ctx;
+    if (o->input)
+        return cli_fail(EXIT_USAGE, "unexpected argument '%s'", arg);
+    o->input = arg;
+    return 0;
+}
+
+int cmd_convert(int argc, char **argv)
+{
+    cli_cmd = "frae convert";
+    convert_opts o = {0};
+    static const cli_opt list[] = {
+        {"--output", 1}, {"--weights", 1}, {NULL, 0}};
+    int rc = cli_parse(argc, argv, list, convert_opt, convert_pos,
+                       convert_help, &o);
+    if (rc)
+        return rc;
+    if (!o.input || !o.output || !o.weights)
+        return cli_fail(EXIT_USAGE, "needs MODEL, -o OUT and --weights "
+                                    "(see 'frae convert --help')");
+    char err[512];
+    frae_checkpoint *ck = frae_checkpoint_open(o.input, err, sizeof err);
+    frae_config c;
+    if (!ck || frae_checkpoint_config(ck, &c, err, sizeof err)) {
+        frae_checkpoint_close(ck);
+        return cli_fail(EXIT_USAGE, "%s", err);
+    }
+    c.training = 0;
+    c.batch = 1;
+    frae_config src = c;
+    c.weights = strcmp(o.weights, "bf16") ? FRAE_WEIGHTS_F32
+                                          : FRAE_WEIGHTS_BF16;
+    frae_model *in = frae_create(&src, err, sizeof err);
+    frae_model *out = in ? frae_create(&c, err, sizeof err) : NULL;
+    if (!out || frae_checkpoint_restore(ck, in, 0, err, sizeof err)) {
+        frae_destroy(in), frae_destroy(out);
+        frae_checkpoint_close(ck);
+        return cli_fail(EXIT_USAGE, "%s", err);
+    }
+    size_t np = frae_param_count(in);
+    float *p = malloc(sizeof(float) * np);
+    if (!p) {
+        frae_destroy(in), frae_destroy(out);
+        frae_checkpoint_close(ck);
+        return cli_fail(EXIT_FAILED, "out of memory");
+    }
+    frae_get_params(in, p);
+    frae_set_params(out, p); /* rounds, for bf16 */
+    frae_get_params(out, p); /* to count what rounding moved */
+    float *q = malloc(sizeof(float) * np);
+    size_t moved = 0;
+    if (q) {
+        frae_get_params(in, q);
+        for (size_t i = 0; i < np; i++)
+            moved += p[i] != q[i];
+    }
+    free(p), free(q);
+    frae_destroy(in);
+    frae_features feat;
+    frae_meta meta[10];
+    char vals[10][64];
+    int nmeta = cli_model_features(o.input, &feat) == 1
+                    ? cli_features_meta(&feat, vals, meta)
+                    : 0;
+    frae_checkpoint_close(ck);
+    rc = frae_save(out, o.output, 0, meta, nmeta, NULL, 0, err, sizeof err);
+    if (rc) {
+        frae_destroy(out);
+        return cli_fail(EXIT_FAILED, "%s", err);
+    }
+    printf("%s -> %s: %s weights, %zu of %zu parameters changed by "
+           "rounding, %.2f MiB in memory for inference\n",
+           o.input, o.output, o.weights, moved, frae_param_count(out),
+           frae_bytes_allocated(out) / 1048576.0);
+    frae_destroy(out);
     return EXIT_OK;
 }

@@ -505,6 +505,14 @@ int cmd_train(int argc, char **argv)
             status = cli_fail(EXIT_USAGE, "%s", err);
             goto done;
         }
+        if (o.cfg.weights == FRAE_WEIGHTS_BF16) {
+            status = cli_fail(EXIT_USAGE,
+                              "%s: bf16 weights are for inference only; "
+                              "'frae convert --weights f32' makes a model "
+                              "to train from",
+                              o.resume);
+            goto done;
+        }
         if ((status = load_state(ck, o.resume, &s, &o, summary,
                                  sizeof summary)))
             goto done;
