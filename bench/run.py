@@ -83,14 +83,18 @@ def main():
     print()
     print("Streaming codec, default model, batch 1, 1 core (encode runs the "
           "decoder too, closed loop):")
-    print("%-12s %10s %12s %12s %14s %20s" % ("quantizer", "bits/frame", "encode us",
-                                              "decode us", "decode x RT", "enc+dec x RT"))
+    print("%-12s %-7s %10s %12s %12s %14s %14s %10s" % (
+        "quantizer", "weights", "bits/frame", "encode us", "decode us", "decode x RT",
+        "enc+dec x RT", "model MiB"))
     for q in ("binary", "uniform:4"):
-        c = run([os.path.join(build, "frae_bench"), "--seconds", seconds, "--codec", q], env1)
-        print("%-12s %10s %12s %12s %14s %20s" % (q, c["bits_per_frame"], c["encode_us"],
-                                                  c["decode_us"], c["rt_decode"],
-                                                  c["rt_encode_decode"]))
-    print("x RT: real-time factor at 100 frames/s (10 ms frames).")
+        for w in ("f32", "bf16"):
+            c = run([os.path.join(build, "frae_bench"), "--seconds", seconds, "--codec", q,
+                     "--weights", w], env1)
+            print("%-12s %-7s %10s %12s %12s %14s %14s %10s" % (
+                q, w, c["bits_per_frame"], c["encode_us"], c["decode_us"], c["rt_decode"],
+                c["rt_encode_decode"], c["model_mb"]))
+    print("x RT: real-time factor at 100 frames/s (10 ms frames).  bf16: weights stored as "
+          "bfloat16 ('frae convert --weights bf16'), arithmetic in float32.")
     if not have_torch:
         print("python3-torch is not installed: PyTorch columns skipped.")
 

@@ -141,11 +141,14 @@ def main():
     info = sh([frae, "info", model])
     bits = [l for l in info.splitlines() if "bits/frame" in l][0].split(",")[1].split()[0]
     frae_kbps = float(bits) * 100 / 1000
+    # the deployment form: the same model with bf16 weights
+    model16 = os.path.join(out, "model-bf16.safetensors")
+    sh([frae, "convert", model, "-o", model16, "--weights", "bf16"])
 
     print("== 3. coding the held-out voices", flush=True)
     tmp = tempfile.mkdtemp(prefix="frae-demo-")
     tests = sorted(glob.glob(os.path.join(a.corpus, "wav", "test", "*.wav")))
-    refs, decoded = {}, {}
+    refs, decoded, decoded16 = {}, {}, {}
     total_bytes = 0
     for w in tests:
         name = os.path.basename(w)[:-4]
@@ -157,10 +160,15 @@ def main():
             "--wav", os.path.join(out, "wav", name + "-frae.wav"), "--gl-iters", "48"])
         shutil.copy(w, os.path.join(out, "wav", name + "-original.wav"))
         decoded[name] = np.load(os.path.join(tmp, name + "-frae.npy"))
+        fbs16 = os.path.join(tmp, name + "-bf16.fbs")
+        sh([frae, "encode", model16, w, "-o", fbs16])
+        sh([frae, "decode", model16, fbs16, "-o", os.path.join(tmp, name + "-bf16.npy")])
+        decoded16[name] = np.load(os.path.join(tmp, name + "-bf16.npy"))
     print("decoded WAVs (Griffin-Lim) in %s" % os.path.join(out, "wav"), flush=True)
 
     print("== 4. Codec2 and Opus on the same audio", flush=True)
-    systems = {"FRAE (this)": {"kbps": frae_kbps, "feats": decoded, "lags": []}}
+    systems = {"FRAE (this)": {"kbps": frae_kbps, "feats": decoded, "lags": []},
+               "FRAE, bf16 weights": {"kbps": frae_kbps, "feats": decoded16, "lags": []}}
     for mode in ("700C", "1300", "3200"):
         kbps = {"700C": 0.7, "1300": 1.3, "3200": 3.2}[mode]
         feats, lags = {}, []
