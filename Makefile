@@ -91,7 +91,7 @@ fixtures:
 # make install PREFIX=/usr/local (DESTDIR for staging): the header, both
 # libraries, the frae command and a pkg-config file.
 PREFIX  ?= /usr/local
-VERSION  = 0.1.0
+VERSION  = 0.2.0
 install: $(LIB) $(SOLIB) $(FRAE)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/bin

@@ -9,8 +9,9 @@
  * models may be used from two threads at once.
  *
  * Numerical contract: every dense output is the bias followed by one fused
- * multiply-add per input, in input order ([x, newest frame, ..., oldest
- * frame] for the first layers).  Every kernel (scalar, AVX2, AVX-512) follows
+ * multiply-add per input, in input order, except the first layers, whose
+ * chains take the fed-back frames oldest first and then the head: [oldest
+ * frame, ..., newest frame, x] (so the frames can be summed ahead).  Every kernel (scalar, AVX2, AVX-512) follows
  * that order, so results are bit-identical on every code path.
  */
 #ifndef FRAE_H
@@ -23,7 +24,7 @@
 extern "C" {
 #endif
 
-#define FRAE_VERSION_STRING "0.1.0"
+#define FRAE_VERSION_STRING "0.2.0"
 #define FRAE_MAX_HIDDEN 8 /* hidden layers per side */
 
 typedef enum { FRAE_ACT_RELU = 0, FRAE_ACT_TANH = 1 } frae_activation;
@@ -306,7 +307,9 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
  *  end CRC-32 (zlib's) of every byte before it    u32
  * Each sequence starts from empty buffers. */
 #define FRAE_STREAM_HEADER 36
-#define FRAE_STREAM_VERSION 1
+/* 2: first layers sum the fed-back frames oldest first, then the head
+ * (README, numerical contract); version 1 streams decode differently. */
+#define FRAE_STREAM_VERSION 2
 
 typedef struct {
     uint8_t version, flags;

@@ -144,7 +144,8 @@ uint64_t frae_model_hash(const frae_model *m)
 
 static size_t state_layout(const frae_model *m, size_t *off_act, size_t *off_q,
                            size_t *off_ring, size_t *off_idx,
-                           size_t *off_val, size_t *off_valid)
+                           size_t *off_val, size_t *off_valid,
+                           size_t *off_pend)
 {
     const frae_config *c = &m->cfg;
     size_t at = ALIGN_UP(sizeof(struct frae_codec_state)), widest = 0;
@@ -163,9 +164,19 @@ static size_t state_layout(const frae_model *m, size_t *off_act, size_t *off_q,
     *off_ring = at;
     at += ALIGN_UP(sizeof(float) * (size_t)(c->history + 1) * c->frame_dim);
     *off_idx = at;
-    at += ALIGN_UP(sizeof(int) * widest);
+    at += ALIGN_UP(sizeof(int) * (widest + FRAE_COMPACT_SLACK));
     *off_val = at;
-    at += ALIGN_UP(sizeof(float) * widest);
+    at += ALIGN_UP(sizeof(float) * (widest + FRAE_COMPACT_SLACK));
+    /* the first layers' sums ahead, then the pair of fed-back frames */
+    for (int i = 0; i < 2; i++) {
+        off_pend[i] = at;
+        if (c->history > 0)
+            at += ALIGN_UP(sizeof(float) * (size_t)m->pend_cap *
+                           (size_t)m->layer[i ? m->dec_first : 0].out);
+    }
+    off_pend[2] = at;
+    if (c->history > 0)
+        at += ALIGN_UP(sizeof(float) * 2 * (size_t)c->frame_dim);
     *off_valid = at;
     at += ALIGN_UP(sizeof(int));
     return at;
@@ -173,8 +184,8 @@ static size_t state_layout(const frae_model *m, size_t *off_act, size_t *off_q,
 
 size_t frae_encoder_size(const frae_model *m)
 {
-    size_t a[FRAE_MAX_LAYERS], q, r, i, v, w;
-    return state_layout(m, a, &q, &r, &i, &v, &w);
+    size_t a[FRAE_MAX_LAYERS], q, r, i, v, w, pend[3];
+    return state_layout(m, a, &q, &r, &i, &v, &w, pend);
 }
 
 size_t frae_decoder_size(const frae_model *m) { return frae_encoder_size(m); }
@@ -184,9 +195,9 @@ static struct frae_codec_state *state_init(void *mem, const frae_model *m)
     if (!mem || !m)
         return NULL;
     size_t off_act[FRAE_MAX_LAYERS], off_q, off_ring, off_idx, off_val,
-        off_valid;
+        off_valid, off_pend[3];
     size_t bytes = state_layout(m, off_act, &off_q, &off_ring, &off_idx,
-                                &off_val, &off_valid);
+                                &off_val, &off_valid, off_pend);
     char *base = mem;
     memset(base, 0, bytes);
     struct frae_codec_state *s = mem;
@@ -211,6 +222,11 @@ static struct frae_codec_state *state_init(void *mem, const frae_model *m)
     v->sp_idx = (int *)(base + off_idx);
     v->sp_val = (float *)(base + off_val);
     v->wvalid = (int *)(base + off_valid);
+    if (m->cfg.history > 0) {
+        v->pend[0] = (float *)(base + off_pend[0]);
+        v->pend[1] = (float *)(base + off_pend[1]);
+        v->pair_in = (float *)(base + off_pend[2]);
+    }
     s->code_bits = frae_code_bits(m);
     frae_reset(v);
     v->ring_rows = 1;
@@ -389,6 +405,14 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
     }
     s->version = p[6];
     s->flags = p[7];
+    if (s->version == 1) {
+        snprintf(err, errlen,
+                 "bitstream version 1, from frae 0.1, whose decoder summed "
+                 "in another order; this frae reads version %d: re-encode "
+                 "the input",
+                 FRAE_STREAM_VERSION);
+        return -1;
+    }
     if (s->version != FRAE_STREAM_VERSION) {
         snprintf(err, errlen,
                  "bitstream version %d; this frae reads version %d",

@@ -76,6 +76,14 @@ struct frae_model {
     float *xwin;     /* the current window's input, [W][B][D] (training) */
     float *fb;       /* full feedback: dL/d(buffer) of one frame, [B][K*D] */
     int *wvalid;     /* valid frames per sequence in the current window [B] */
+    /* First layers' sums ahead (train.c, "first layers"): for the encoder's
+     * (0) and the decoder's (1) first layer, pend_cap slots of [B][out],
+     * frame j's sum in slot j % pend_cap; pend_next: the frame (counted
+     * from the reset) each computes next.  NULL when K = 0. */
+    float *pend[2];
+    int pend_cap;
+    long pend_next[2];
+    float *pair_in;  /* two fed-back frames side by side, [2][B][D] */
     int *sp_idx;     /* nonzero positions of a one-row GEMM input */
     float *sp_val;   /* ... and their values; both [widest layer side +
                         FRAE_COMPACT_SLACK] */
@@ -116,6 +124,10 @@ static inline void fp_leave(fp_env saved) { (void)saved; }
 void frae_frame_encode(frae_model *m, long t, const float *x);
 void frae_frame_decode(frae_model *m, long t);
 float *frae_ring_frame(const frae_model *m, long pos);
+
+/* train.c: recomputes the first layers' sums ahead from the ring, after
+ * the weights changed (or all to the bias, with no stream under way). */
+void frae_pend_rebuild(frae_model *m);
 
 /* model.c */
 /* Whether layer l keeps a transposed copy of its kernel: only training

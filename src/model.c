@@ -201,7 +201,8 @@ static size_t bf16_elems(int rows, int cols)
 /* Walks the layout once: used both to size the arena and to carve it. */
 typedef struct {
     size_t params, grads, adam_m, adam_v, q, xwin, fb, ring, sp_idx, sp_val;
-    size_t wvalid;
+    size_t wvalid, pend[2], pair_in;
+    int pend_cap;
     size_t wt[FRAE_MAX_LAYERS], a[FRAE_MAX_LAYERS], dz[FRAE_MAX_LAYERS];
     size_t wh[FRAE_MAX_LAYERS];
     size_t w_off[FRAE_MAX_LAYERS], b_off[FRAE_MAX_LAYERS];
@@ -271,6 +272,15 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
             L->dz[l] = reserve(p, mul3(p, l == L->n_layers - 1 ? frames
                                                   : (size_t)L->chunk_frames,
                                        B, (size_t)L->out[l]));
+    }
+    if (c->history > 0) {
+        /* sums ahead for K frames, in an even number of slots */
+        L->pend_cap = c->history < 2 ? 2 : (c->history + 1) / 2 * 2;
+        L->pend[0] = reserve(p, mul3(p, (size_t)L->pend_cap, B,
+                                     (size_t)L->out[0]));
+        L->pend[1] = reserve(p, mul3(p, (size_t)L->pend_cap, B,
+                                     (size_t)L->out[ne + 1]));
+        L->pair_in = reserve(p, mul3(p, 2, B, D));
     }
     L->q = reserve(p, mul3(p, frames, B, (size_t)c->latent_dim));
     L->ring = reserve(p, mul3(p, (size_t)L->ring_cap, B, D));
@@ -394,6 +404,12 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         ly->a = l != L.n_layers - 1 ? (float *)(base + L.a[l]) : NULL;
         ly->dz = cfg->training ? (float *)(base + L.dz[l]) : NULL;
     }
+    if (cfg->history > 0) {
+        m->pend[0] = (float *)(base + L.pend[0]);
+        m->pend[1] = (float *)(base + L.pend[1]);
+        m->pair_in = (float *)(base + L.pair_in);
+        m->pend_cap = L.pend_cap;
+    }
     m->q = (float *)(base + L.q);
     m->ring = (float *)(base + L.ring);
     m->wvalid = (int *)(base + L.wvalid);
@@ -503,6 +519,8 @@ void frae_weights_changed(frae_model *m)
         }
     }
     frae_refresh_transposed(m);
+    if (m->pend[0]) /* a stream under way continues with the new weights */
+        frae_pend_rebuild(m);
 }
 
 void frae_get_grads(const frae_model *m, float *dst)
@@ -520,4 +538,6 @@ void frae_reset(frae_model *m)
                m->cfg.frame_dim);
     m->ring_pos = m->cfg.history;
     m->ring_rows = 0;
+    m->pend_next[0] = m->pend_next[1] = 0;
+    frae_pend_rebuild(m); /* every sum back to the bias */
 }

@@ -131,26 +131,130 @@ static void layer_product(const frae_model *m, int l, int nb, int K,
                           const float *bias, int init)
 {
     const frae_layer *ly = &m->layer[l];
-    if (nb == 1 && ly->wh)
-        gemv_bf16_packed(m, ly, K, a, k0, z, bias, init);
+    if (nb <= 2 && ly->wh) /* a pair: the second read comes from L2 */
+        for (int r = 0; r < nb; r++)
+            gemv_bf16_packed(m, ly, K, a + r * a_rs, k0, z + (size_t)r * ly->out,
+                             bias, init);
     else
         gemm_packed_b(m, nb, K, a, a_rs, 1, m->params + ly->w_off, ly->in,
                       ly->out, k0, 0, ly->out, z, ly->out, bias, init);
 }
 
-/* First encoder or decoder layer: z = b + head.W_head + sum_j slot_j.W_j,
- * with slot 0 the newest frame.  Each GEMM continues the same FMA chain, so
- * this equals the dense layer applied to [head, buffer] concatenated. */
-static void first_layer_forward(frae_model *m, int l, long t, const float *head,
-                                ptrdiff_t head_rs, int head_w, int nb, float *z)
+/* ---- first layers: fed-back frames summed ahead of time ----------------
+ *
+ * A first layer's output for frame t is one FMA chain per unit: the bias,
+ * then the fed-back frames oldest first (W_K y_{t-K}, ..., W_1 y_{t-1}),
+ * then the head (x_t or the latent).  Every term but the head is known
+ * before frame t, so the chain runs ahead in a pending sum per future
+ * frame (m->pend, slot t % pend_cap).  That lets a buffer block W_k (k >=
+ * 2) meet two frames per read instead of one: it is applied to the pair
+ * (y_{s-1}, y_s) at the end of frame s whenever s + k is odd.  A chain
+ * still receives its terms in order (W_k y_{s-1} is applied no later than
+ * W_{k-1} y_s), and W_1 y_s at the end of every frame.  At batch 1 the
+ * weights stream from L3, and this reads 3/8 fewer bytes of the default
+ * model's first layers.  Nothing else changes: each output is still one
+ * ordered chain, the same on every path. */
+
+static float *pend_slot(const frae_model *m, int which, long j, int nb)
 {
+    const frae_layer *ly = &m->layer[which ? m->dec_first : 0];
+    return m->pend[which] + (size_t)(j % m->pend_cap) * nb * ly->out;
+}
+
+static void fill_bias(const frae_layer *ly, const float *bias, float *dst,
+                      int rows)
+{
+    for (int r = 0; r < rows; r++)
+        memcpy(dst + (size_t)r * ly->out, bias, sizeof(float) * ly->out);
+}
+
+/* The end of frame s when W_k (k >= 2) takes y_s into its sums. */
+static long pend_when(int k, long s) { return k == 1 || ((s + k) & 1) ? s : s + 1; }
+
+/* Applies the fed-back terms due at the end of frame s (s >= 0) to first
+ * layer `which`'s pending sums; t is frame s + 1's window position. */
+static void pend_feed(frae_model *m, int which, long s, long t, int nb)
+{
+    const int l = which ? m->dec_first : 0;
+    const int D = m->cfg.frame_dim, K = m->cfg.history;
+    const int head_w = which ? m->cfg.latent_dim : D;
+    const float *ys = ring_frame(m, m->ring_pos + t - 1);
+    if (K >= 2) {
+        /* the pair (y_{s-1}, y_s), side by side: the ring may wrap */
+        const size_t fb = (size_t)nb * D;
+        memcpy(m->pair_in, ring_frame(m, m->ring_pos + t - 2),
+               sizeof(float) * fb);
+        memcpy(m->pair_in + fb, ys, sizeof(float) * fb);
+    }
+    for (int k = K; k >= 2; k--)
+        if ((s + k) & 1) /* targets s-1+k (even: its pair of slots is
+                            contiguous, pend_cap being even) and s+k */
+            layer_product(m, l, 2 * nb, D, m->pair_in, D,
+                          head_w + (k - 1) * D,
+                          pend_slot(m, which, s - 1 + k, nb), NULL, GEMM_ACC);
+    layer_product(m, l, nb, D, ys, D, head_w, pend_slot(m, which, s + 1, nb),
+                  NULL, GEMM_ACC);
+}
+
+/* Recomputes the pending sums from the ring after the weights changed
+ * mid-stream (an Adam step between windows, set_params): each sum gets the
+ * terms the schedule above has applied so far, in the same order. */
+static void pend_rebuild(frae_model *m, int which)
+{
+    const int l = which ? m->dec_first : 0;
     const frae_layer *ly = &m->layer[l];
-    const int D = m->cfg.frame_dim;
-    layer_product(m, l, nb, head_w, head, head_rs, 0, z,
-                  m->params + ly->b_off, GEMM_BIAS);
-    for (int j = 0; j < m->cfg.history; j++)
-        layer_product(m, l, nb, D, ring_frame(m, m->ring_pos + t - 1 - j), D,
-                      head_w + j * D, z, NULL, GEMM_ACC);
+    const float *bias = m->params + ly->b_off;
+    const int D = m->cfg.frame_dim, K = m->cfg.history;
+    const int head_w = which ? m->cfg.latent_dim : D;
+    const int nb = m->ring_rows;
+    const long tau = m->pend_next[which];
+    if (nb == 0 || tau == 0) { /* nothing applied yet: all bias */
+        fill_bias(ly, bias, m->pend[which], m->pend_cap * m->cfg.batch);
+        return;
+    }
+    for (long j = tau; j < tau + m->pend_cap; j++) {
+        float *acc = pend_slot(m, which, j, nb);
+        fill_bias(ly, bias, acc, nb);
+        for (int k = K; k >= 1; k--) {
+            long s = j - k, e = pend_when(k, s);
+            if (e < 0 || e > tau - 2)
+                continue;
+            /* frame s sits tau - s frames before the next one, whose
+             * window position is 0 once the window has moved on */
+            layer_product(m, l, nb, D, ring_frame(m, m->ring_pos - (tau - s)),
+                          D, head_w + (k - 1) * D, acc, NULL, GEMM_ACC);
+        }
+    }
+}
+
+void frae_pend_rebuild(frae_model *m)
+{
+    if (m->cfg.history == 0)
+        return;
+    pend_rebuild(m, 0);
+    pend_rebuild(m, 1);
+}
+
+/* First encoder or decoder layer (`which` 0 or 1) for frame t (window
+ * position) of nb sequences: z = its pending sum + head . W_head. */
+static void first_layer_forward(frae_model *m, int which, long t,
+                                const float *head, ptrdiff_t head_rs,
+                                int head_w, int nb, float *z)
+{
+    const int l = which ? m->dec_first : 0;
+    const frae_layer *ly = &m->layer[l];
+    const float *bias = m->params + ly->b_off;
+    if (m->cfg.history == 0) {
+        layer_product(m, l, nb, head_w, head, head_rs, 0, z, bias, GEMM_BIAS);
+        return;
+    }
+    const long tau = m->pend_next[which]++;
+    if (tau > 0)
+        pend_feed(m, which, tau - 1, t, nb);
+    float *acc = pend_slot(m, which, tau, nb);
+    memcpy(z, acc, sizeof(float) * (size_t)nb * ly->out);
+    fill_bias(ly, bias, acc, nb); /* the slot now serves frame tau + cap */
+    layer_product(m, l, nb, head_w, head, head_rs, 0, z, NULL, GEMM_ACC);
 }
 
 /* Layers from..to of frame t for nb sequences.  x points at frame t of
@@ -167,9 +271,9 @@ static void run_layers(frae_model *m, long t, const float *x, ptrdiff_t x_rs,
         float *z = l == last ? ring_frame(m, m->ring_pos + t)
                              : ly->a + slot * ly->out;
         if (l == 0)
-            first_layer_forward(m, l, t, x, x_rs, m->cfg.frame_dim, nb, z);
+            first_layer_forward(m, 0, t, x, x_rs, m->cfg.frame_dim, nb, z);
         else if (l == m->dec_first)
-            first_layer_forward(m, l, t, q, L, L, nb, z);
+            first_layer_forward(m, 1, t, q, L, L, nb, z);
         else
             layer_product(m, l, nb, ly->in, m->layer[l - 1].a + slot * ly->in,
                           ly->in, 0, z, m->params + ly->b_off, GEMM_BIAS);
@@ -488,6 +592,8 @@ static void train_window(frae_model *m, const float *x, ptrdiff_t x_rs, int nb,
         }
     }
     m->ring_pos = (int)((m->ring_pos + (long)nt) % m->ring_cap);
+    if (update && count > 0) /* the sums ahead were made with old weights */
+        frae_pend_rebuild(m);
 }
 
 /* Trains (update) or computes gradients over nframes frames in windows of

@@ -30,6 +30,24 @@ static void NAIVE(dense)(const REAL *in, int n_in, const REAL *w,
     }
 }
 
+/* A first layer over [head (head_w), frame 1 (D), ..., frame K (D)]: the
+ * library's chain order is the bias, the fed-back frames oldest first, then
+ * the head (README, numerical contract). */
+static void NAIVE(dense_first)(const REAL *in, int head_w, int D, int K,
+                               const REAL *w, const REAL *b, int n_out,
+                               REAL *out)
+{
+    for (int o = 0; o < n_out; o++) {
+        REAL acc = b[o];
+        for (int j = K - 1; j >= 0; j--)
+            for (int i = head_w + j * D; i < head_w + (j + 1) * D; i++)
+                acc = REAL_FMA(in[i], w[(size_t)i * n_out + o], acc);
+        for (int i = 0; i < head_w; i++)
+            acc = REAL_FMA(in[i], w[(size_t)i * n_out + o], acc);
+        out[o] = acc;
+    }
+}
+
 static void NAIVE(act)(int act, REAL *z, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -97,7 +115,11 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
             for (; li < dec_in - 1; li++) {
                 int in = widths[li], out = widths[li + 1];
                 REAL *nxt = malloc(sizeof(REAL) * (size_t)out);
-                NAIVE(dense)(cur, in, p, p + (size_t)in * out, out, nxt);
+                if (li == 0)
+                    NAIVE(dense_first)(cur, D, D, K, p, p + (size_t)in * out,
+                                       out, nxt);
+                else
+                    NAIVE(dense)(cur, in, p, p + (size_t)in * out, out, nxt);
                 p += (size_t)in * out + out;
                 NAIVE(act)(li == dec_in - 2 ? FRAE_ACT_TANH : c->activation,
                            nxt, out);
@@ -123,7 +145,11 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
             for (li = dec_in; li < nw - 1; li++) {
                 int in = widths[li], out = widths[li + 1];
                 REAL *nxt = malloc(sizeof(REAL) * (size_t)out);
-                NAIVE(dense)(cur, in, p, p + (size_t)in * out, out, nxt);
+                if (li == dec_in)
+                    NAIVE(dense_first)(cur, L, D, K, p, p + (size_t)in * out,
+                                       out, nxt);
+                else
+                    NAIVE(dense)(cur, in, p, p + (size_t)in * out, out, nxt);
                 p += (size_t)in * out + out;
                 if (li != nw - 2)
                     NAIVE(act)(c->activation, nxt, out);

@@ -207,10 +207,14 @@ int test_bitstream(void)
               strstr(err, "not a frae bitstream"),
           "foreign: %s", err);
     memcpy(mut, buf, n);
-    mut[6] = 2;
+    mut[6] = 3;
     CHECK(frae_stream_parse(mut, n, &s, err, sizeof err) &&
-              strstr(err, "version 2"),
+              strstr(err, "version 3"),
           "version: %s", err);
+    mut[6] = 1;
+    CHECK(frae_stream_parse(mut, n, &s, err, sizeof err) &&
+              strstr(err, "version 1, from frae 0.1"),
+          "version 1: %s", err);
     frae_config c2 = c;
     c2.seed = 99; /* same shape, other weights */
     frae_model *other = create_or_die(&c2);

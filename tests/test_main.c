@@ -19,6 +19,7 @@ static const test_entry tests[] = {
     {"compact_matches_scalar", test_compact_matches_scalar},
     {"naive_bitexact", test_naive_bitexact},
     {"forward_chunked", test_forward_chunked},
+    {"weights_change_midstream", test_weights_change_midstream},
     {"gradcheck_detached", test_gradcheck_detached},
     {"gradcheck_full", test_gradcheck_full},
     {"gradcheck_straight_through", test_gradcheck_straight_through},

@@ -15,6 +15,7 @@ int test_bf16_kernel_matches_f32(void);
 int test_compact_matches_scalar(void);
 int test_naive_bitexact(void);
 int test_forward_chunked(void);
+int test_weights_change_midstream(void);
 int test_gradcheck_detached(void);
 int test_gradcheck_full(void);
 int test_gradcheck_straight_through(void);
