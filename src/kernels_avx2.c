@@ -177,6 +177,7 @@ bf16_tile(const int ng, const int dense, int nnz, const int *idx, const float *v
             for (int h = 0; h < 2; h++) {
                 __m256i w = _mm256_loadu_si256(
                     (const __m256i *)(row + 32 * g + 16 * h));
+                __asm__("" : "+x"(w)); /* one load for both halves */
                 __m256 lo = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
                 __m256 hi = _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask));
                 acc[4 * g + h] = _mm256_fmadd_ps(av, lo, acc[4 * g + h]);

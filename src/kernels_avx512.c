@@ -167,6 +167,9 @@ bf16_tile(const int ng, const int dense, int nnz, const int *idx, const float *v
 #pragma GCC unroll 4
         for (int g = 0; g < ng; g++) {
             __m512i w = _mm512_loadu_si512((const void *)(row + 32 * g));
+            /* one load feeding both halves: without this the compiler
+             * folds the load into the shift and the mask, loading twice */
+            __asm__("" : "+v"(w));
             __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
             __m512 hi = _mm512_castsi512_ps(_mm512_and_si512(w, hi_mask));
             acc[2 * g] = _mm512_fmadd_ps(av, lo, acc[2 * g]);
