@@ -56,6 +56,7 @@ struct frae_model {
     frae_gemm_fn gemm;
     frae_gemv_sparse_fn gemv_sparse;
     frae_gemv_bf16_fn gemv_bf16;
+    frae_gemv2_bf16_fn gemv2_bf16;
     frae_compact_fn compact;
     const char *isa_name;
     int threads;     /* cfg.threads, resolved */

@@ -50,6 +50,22 @@ void frae_gemv_bf16_scalar(int N, int nnz, const int *idx, const float *val,
     }
 }
 
+void frae_gemv2_bf16_scalar(int N, int K, const float *a0, const float *a1,
+                            const uint16_t *b, ptrdiff_t ldb, float *c0,
+                            float *c1)
+{
+    for (int n = 0; n < N; n++) {
+        float acc0 = c0[n], acc1 = c1[n];
+        for (int k = 0; k < K; k++) {
+            float w = frae_bf16_to_f32(b[k * ldb + frae_bf16_pos(n)]);
+            acc0 = fmaf(a0[k], w, acc0);
+            acc1 = fmaf(a1[k], w, acc1);
+        }
+        c0[n] = acc0;
+        c1[n] = acc1;
+    }
+}
+
 int frae_compact_scalar(int K, const float *a, int k0, int *idx, float *val)
 {
     int nnz = 0;
@@ -97,16 +113,19 @@ int frae_select_kernels(int requested, frae_kernels *k)
     switch (isa) {
     case FRAE_ISA_AVX512:
         *k = (frae_kernels){frae_gemm_avx512, frae_gemv_sparse_avx512,
-                            frae_gemv_bf16_avx512, frae_compact_avx512,
+                            frae_gemv_bf16_avx512, frae_gemv2_bf16_avx512,
+                            frae_compact_avx512,
                             "avx512"};
         break;
     case FRAE_ISA_AVX2: /* no compress instruction: the scalar scan */
         *k = (frae_kernels){frae_gemm_avx2, frae_gemv_sparse_avx2,
-                            frae_gemv_bf16_avx2, frae_compact_scalar, "avx2"};
+                            frae_gemv_bf16_avx2, frae_gemv2_bf16_avx2,
+                            frae_compact_scalar, "avx2"};
         break;
     default:
         *k = (frae_kernels){frae_gemm_scalar, frae_gemv_sparse_scalar,
-                            frae_gemv_bf16_scalar, frae_compact_scalar,
+                            frae_gemv_bf16_scalar, frae_gemv2_bf16_scalar,
+                            frae_compact_scalar,
                             "scalar"};
         break;
     }

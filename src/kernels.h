@@ -87,6 +87,24 @@ int frae_compact_scalar(int K, const float *a, int k0, int *idx, float *val);
 int frae_compact_avx512(int K, const float *a, int k0, int *idx, float *val);
 #define FRAE_COMPACT_SLACK 16
 
+/* Two dense rows at once, accumulating: c0 += a0 . B, c1 += a1 . B over
+ * rows 0..K-1 of the bf16 panel B (same layout), each output its own
+ * chain, as the f32 GEMM computes two rows.  Every weight is loaded and
+ * widened once for two FMAs: this serves the first layers' pairs of
+ * fed-back frames. */
+typedef void (*frae_gemv2_bf16_fn)(int N, int K, const float *a0,
+                                   const float *a1, const uint16_t *b,
+                                   ptrdiff_t ldb, float *c0, float *c1);
+void frae_gemv2_bf16_scalar(int N, int K, const float *a0, const float *a1,
+                            const uint16_t *b, ptrdiff_t ldb, float *c0,
+                            float *c1);
+void frae_gemv2_bf16_avx2(int N, int K, const float *a0, const float *a1,
+                          const uint16_t *b, ptrdiff_t ldb, float *c0,
+                          float *c1);
+void frae_gemv2_bf16_avx512(int N, int K, const float *a0, const float *a1,
+                            const uint16_t *b, ptrdiff_t ldb, float *c0,
+                            float *c1);
+
 /* Columns per panel of a bf16 kernel (wider than FRAE_PANEL: the AVX-512
  * kernel keeps eight accumulators, 128 columns, in flight). */
 #define FRAE_PANEL_BF16 128
@@ -116,6 +134,7 @@ typedef struct {
     frae_gemm_fn gemm;
     frae_gemv_sparse_fn sparse;
     frae_gemv_bf16_fn bf16;
+    frae_gemv2_bf16_fn bf16_pair;
     frae_compact_fn compact;
     const char *name;
 } frae_kernels;

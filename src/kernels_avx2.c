@@ -207,3 +207,43 @@ void frae_gemv_bf16_avx2(int N, int nnz, const int *idx, const float *val,
             bf16_tile(1, 0, nnz, idx, val, b + n0, ldb, c + n0, bn, init, ncols);
     }
 }
+
+/* Two dense rows (kernels.h, frae_gemv2_bf16): 32 columns (one pair
+ * group) at a time, eight accumulators. */
+void frae_gemv2_bf16_avx2(int N, int K, const float *a0, const float *a1,
+                          const uint16_t *b, ptrdiff_t ldb, float *c0,
+                          float *c1)
+{
+    const __m256i hi_mask = _mm256_set1_epi32((int)0xffff0000u);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int n0 = 0; n0 < N; n0 += 32) {
+        __m256 acc0[4], acc1[4];
+        __m256i mk[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            mk[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(N - n0 - v * VW), lane);
+            acc0[v] = _mm256_maskload_ps(c0 + n0 + v * VW, mk[v]);
+            acc1[v] = _mm256_maskload_ps(c1 + n0 + v * VW, mk[v]);
+        }
+        for (int k = 0; k < K; k++) {
+            const uint16_t *row = b + k * ldb + n0;
+            __m256 x0 = _mm256_set1_ps(a0[k]), x1 = _mm256_set1_ps(a1[k]);
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                __m256i w = _mm256_loadu_si256((const __m256i *)(row + 16 * h));
+                __asm__("" : "+x"(w));
+                __m256 lo = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+                __m256 hi = _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask));
+                acc0[h] = _mm256_fmadd_ps(x0, lo, acc0[h]);
+                acc0[2 + h] = _mm256_fmadd_ps(x0, hi, acc0[2 + h]);
+                acc1[h] = _mm256_fmadd_ps(x1, lo, acc1[h]);
+                acc1[2 + h] = _mm256_fmadd_ps(x1, hi, acc1[2 + h]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            _mm256_maskstore_ps(c0 + n0 + v * VW, mk[v], acc0[v]);
+            _mm256_maskstore_ps(c1 + n0 + v * VW, mk[v], acc1[v]);
+        }
+    }
+}

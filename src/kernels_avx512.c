@@ -209,6 +209,59 @@ void frae_gemv_bf16_avx512(int N, int nnz, const int *idx, const float *val,
     }
 }
 
+/* Two dense rows (kernels.h, frae_gemv2_bf16): up to 64 columns, eight
+ * accumulators; each weight vector is widened once for both rows. */
+static inline __attribute__((always_inline)) void
+bf16_pair_tile(const int ng, int K, const float *a0, const float *a1,
+               const uint16_t *b, ptrdiff_t ldb, float *c0, float *c1,
+               int ncols)
+{
+    __m512 acc0[4], acc1[4];
+    __mmask16 mk[4];
+    const __m512i hi_mask = _mm512_set1_epi32((int)0xffff0000u);
+#pragma GCC unroll 4
+    for (int v = 0; v < 2 * ng; v++) {
+        int left = ncols - v * VW;
+        mk[v] = left >= VW ? (__mmask16)0xffff
+                           : (__mmask16)((1u << (left > 0 ? left : 0)) - 1u);
+        acc0[v] = _mm512_maskz_loadu_ps(mk[v], c0 + v * VW);
+        acc1[v] = _mm512_maskz_loadu_ps(mk[v], c1 + v * VW);
+    }
+    for (int k = 0; k < K; k++) {
+        const uint16_t *row = b + k * ldb;
+        __m512 x0 = _mm512_set1_ps(a0[k]), x1 = _mm512_set1_ps(a1[k]);
+#pragma GCC unroll 2
+        for (int g = 0; g < ng; g++) {
+            __m512i w = _mm512_loadu_si512((const void *)(row + 32 * g));
+            __asm__("" : "+v"(w));
+            __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+            __m512 hi = _mm512_castsi512_ps(_mm512_and_si512(w, hi_mask));
+            acc0[2 * g] = _mm512_fmadd_ps(x0, lo, acc0[2 * g]);
+            acc0[2 * g + 1] = _mm512_fmadd_ps(x0, hi, acc0[2 * g + 1]);
+            acc1[2 * g] = _mm512_fmadd_ps(x1, lo, acc1[2 * g]);
+            acc1[2 * g + 1] = _mm512_fmadd_ps(x1, hi, acc1[2 * g + 1]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int v = 0; v < 2 * ng; v++) {
+        _mm512_mask_storeu_ps(c0 + v * VW, mk[v], acc0[v]);
+        _mm512_mask_storeu_ps(c1 + v * VW, mk[v], acc1[v]);
+    }
+}
+
+void frae_gemv2_bf16_avx512(int N, int K, const float *a0, const float *a1,
+                            const uint16_t *b, ptrdiff_t ldb, float *c0,
+                            float *c1)
+{
+    for (int n0 = 0; n0 < N; n0 += 64) {
+        int ncols = N - n0 < 64 ? N - n0 : 64;
+        if (ncols > 32)
+            bf16_pair_tile(2, K, a0, a1, b + n0, ldb, c0 + n0, c1 + n0, ncols);
+        else
+            bf16_pair_tile(1, K, a0, a1, b + n0, ldb, c0 + n0, c1 + n0, ncols);
+    }
+}
+
 /* The nonzero scan (kernels.h), 16 values at a time: compress into a
  * register and store whole vectors (a compress straight to memory is slow
  * on some cores), which is why callers leave 16 slots of slack. */

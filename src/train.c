@@ -131,11 +131,20 @@ static void layer_product(const frae_model *m, int l, int nb, int K,
                           const float *bias, int init)
 {
     const frae_layer *ly = &m->layer[l];
-    if (nb <= 2 && ly->wh) /* a pair: the second read comes from L2 */
-        for (int r = 0; r < nb; r++)
-            gemv_bf16_packed(m, ly, K, a + r * a_rs, k0, z + (size_t)r * ly->out,
-                             bias, init);
-    else
+    if (nb == 1 && ly->wh) {
+        gemv_bf16_packed(m, ly, K, a, k0, z, bias, init);
+    } else if (nb == 2 && ly->wh && init == GEMM_ACC) {
+        /* two rows, dense, as the f32 GEMM does them (the first layers'
+         * pairs of fed-back frames) */
+        for (int pc0 = 0; pc0 < ly->out; pc0 += FRAE_PANEL_BF16) {
+            int w = ly->out - pc0 < FRAE_PANEL_BF16 ? ly->out - pc0
+                                                    : FRAE_PANEL_BF16;
+            int ldb = (w + 31) / 32 * 32;
+            m->gemv2_bf16(w, K, a, a + a_rs,
+                          ly->wh + (size_t)pc0 * ly->in + (size_t)k0 * ldb,
+                          ldb, z + pc0, z + ly->out + pc0);
+        }
+    } else
         gemm_packed_b(m, nb, K, a, a_rs, 1, m->params + ly->w_off, ly->in,
                       ly->out, k0, 0, ly->out, z, ly->out, bias, init);
 }

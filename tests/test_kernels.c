@@ -244,6 +244,37 @@ int test_bf16_kernel_matches_f32(void)
                         free(c1), free(cs), free(idx), free(val);
                     }
     }
+    /* the two-row form against the f32 GEMM of two rows */
+    for (int ii = 0; ii < nisa; ii++) {
+        frae_kernels kern;
+        frae_select_kernels(isas[ii], &kern);
+        for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
+            for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++) {
+                int K = Ks[ki], N = Ns[ni], ldh = (N + 31) / 32 * 32;
+                float *a = malloc(sizeof(float) * (2 * K + 1));
+                float *b = malloc(sizeof(float) * ((size_t)K * N + 1));
+                uint16_t *h = calloc((size_t)K * ldh + 1, 2);
+                float *c0 = malloc(sizeof(float) * (2 * N + 3));
+                float *c1 = malloc(sizeof(float) * (2 * N + 3));
+                for (int k = 0; k < 2 * K; k++)
+                    a[k] = k % 5 == 2 ? 0.0f : rnd(&s);
+                for (int k = 0; k < K; k++)
+                    for (int n = 0; n < N; n++) {
+                        uint16_t w = frae_f32_to_bf16(rnd(&s));
+                        b[(size_t)k * N + n] = frae_bf16_to_f32(w);
+                        h[(size_t)k * ldh + frae_bf16_pos(n)] = w;
+                    }
+                for (int i = 0; i < 2 * N + 3; i++)
+                    c0[i] = c1[i] = rnd(&s);
+                frae_gemm_scalar(2, N, K, a, K, 1, b, N, c0, N, NULL, GEMM_ACC);
+                kern.bf16_pair(N, K, a, a + K, h, ldh, c1, c1 + N);
+                CHECK(!memcmp(c0, c1, sizeof(float) * (2 * N + 3)),
+                      "%s bf16 pair K=%d N=%d differs from f32", kern.name, K,
+                      N);
+                compared++;
+                free(a), free(b), free(h), free(c0), free(c1);
+            }
+    }
     /* rounding: nearest, ties to even, as torch's .bfloat16() */
     const struct { uint32_t in; uint16_t out; } r[] = {
         {0x3f800000u, 0x3f80}, {0x3f808000u, 0x3f80}, {0x3f818000u, 0x3f82},
