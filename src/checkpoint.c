@@ -71,7 +71,7 @@ int frae_save(const frae_model *m, const char *path, int with_optimizer,
         return frae_errorf(err, errlen, "%s: out of memory saving", path);
     }
     static const char *const prefix[3] = {"", "optimizer.m.", "optimizer.v."};
-    const float *src[3] = {m->params, m->adam_m, m->adam_v};
+    const float *src[3] = {NULL, m->adam_m, m->adam_v}; /* NULL: the params */
     int k = 0;
     for (int cpy = 0; cpy < copies; cpy++) {
         float *dst = buf + m->n_params * (size_t)cpy;
@@ -396,9 +396,13 @@ static int read_params(const frae_safetensors *st, const frae_model *m,
                            "matrix",
                            path, name, ly->out, ly->in);
         for (int o = 0; o < ly->out; o++)
-            for (int i = 0; i < ly->in; i++)
-                dst[ly->w_off + packed_index(ly->in, ly->out, i, o)] =
-                    frae_st_float(st, w, (size_t)o * ly->in + i);
+            for (int i = 0; i < ly->in; i++) {
+                float v = frae_st_float(st, w, (size_t)o * ly->in + i);
+                if (dst)
+                    dst[ly->w_off + packed_index(ly->in, ly->out, i, o)] = v;
+                else
+                    frae_weight_set((frae_model *)m, l, i, o, v);
+            }
         snprintf(name, sizeof name, "%s%s.bias", prefix, ln);
         const st_tensor *b = frae_st_find(st, name);
         if (!b)
@@ -409,7 +413,8 @@ static int read_params(const frae_safetensors *st, const frae_model *m,
                            path, name, ly->out);
         for (int o = 0; o < ly->out; o++) {
             float v = frae_st_float(st, b, (size_t)o);
-            dst[ly->b_off + o] = v == 0.0f ? 0.0f : v; /* no -0 biases */
+            (dst ? dst + ly->b_off : ly->bias)[o] =
+                v == 0.0f ? 0.0f : v; /* no -0 biases */
         }
     }
     return 0;
@@ -418,7 +423,7 @@ static int read_params(const frae_safetensors *st, const frae_model *m,
 int frae_checkpoint_restore(const frae_checkpoint *ck, frae_model *m,
                             int with_optimizer, char *err, size_t errlen)
 {
-    if (read_params(&ck->st, m, "", m->params, ck->path, err, errlen))
+    if (read_params(&ck->st, m, "", NULL, ck->path, err, errlen))
         return -1;
     frae_weights_changed(m);
     if (with_optimizer && m->adam_m && frae_checkpoint_has_optimizer(ck)) {
@@ -562,7 +567,7 @@ static frae_model *import_torch(const char *path, const frae_config *hints,
     if (infer_config(&s, hints, latent_at, &c, path, err, errlen))
         goto done;
     m = frae_create(&c, err, errlen);
-    if (m && read_params(&st, m, "", m->params, path, err, errlen)) {
+    if (m && read_params(&st, m, "", NULL, path, err, errlen)) {
         frae_destroy(m);
         m = NULL;
     }

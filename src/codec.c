@@ -121,19 +121,18 @@ uint64_t frae_model_hash(const frae_model *m)
         shape[8 + FRAE_MAX_HIDDEN + i] = c->dec_hidden[i];
     uint64_t h = frae_fnv1a64((const unsigned char *)shape, sizeof shape,
                               FRAE_FNV_INIT);
-    /* the weights in Keras order, so the hash does not depend on layout */
+    /* the weights in Keras order, so the hash does not depend on layout
+     * (nor on the storage: a bf16 model hashes as the f32 model holding
+     * its rounded weights, which computes the same) */
     for (int l = 0; l < m->n_layers; l++) {
         const frae_layer *ly = &m->layer[l];
         for (int i = 0; i < ly->in; i++)
-            for (int o = 0; o < ly->out; o++)
-                h = frae_fnv1a64(
-                    (const unsigned char *)&m->params[ly->w_off +
-                                                      packed_index(ly->in,
-                                                                   ly->out, i,
-                                                                   o)],
-                    4, h);
-        h = frae_fnv1a64((const unsigned char *)&m->params[ly->b_off],
-                         4 * (size_t)ly->out, h);
+            for (int o = 0; o < ly->out; o++) {
+                float w = frae_weight_get(m, l, i, o);
+                h = frae_fnv1a64((const unsigned char *)&w, 4, h);
+            }
+        h = frae_fnv1a64((const unsigned char *)ly->bias, 4 * (size_t)ly->out,
+                         h);
     }
     return h;
 }

@@ -38,6 +38,8 @@ typedef struct {
     size_t w_off;    /* kernel in params/grads/adam_m/adam_v, packed
                         in x out (see FRAE_PANEL) */
     size_t b_off;    /* bias [out] */
+    float *bias;     /* the bias itself: params + b_off, or for bf16
+                        models (which keep no f32 weights) their own */
     float *wt;       /* kernel transposed, packed out x in, for input
                         gradients; NULL where none are needed (see
                         frae_needs_transposed) */
@@ -67,6 +69,8 @@ struct frae_model {
     frae_layer layer[FRAE_MAX_LAYERS];
 
     size_t n_params;
+    /* params: NULL for bf16 models, whose weights live only in the layers'
+     * wh and biases in their bias (use frae_weight_get/set) */
     float *params, *grads, *adam_m, *adam_v;
     long adam_step;
 
@@ -137,10 +141,16 @@ int frae_needs_transposed(const frae_config *c, int l);
 /* Formats one error line into err (if non-NULL); returns -1. */
 int frae_errorf(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* After the parameters change outside training (init, set, load): rounds
- * bf16 models' weights and packs their bf16 copy, and refreshes the
- * transposed copies. */
+/* Weight (input i, output o) of layer l, whatever the storage; set rounds
+ * to bf16 for bf16 models. */
+float frae_weight_get(const frae_model *m, int l, int i, int o);
+void frae_weight_set(frae_model *m, int l, int i, int o, float v);
+
+/* After the parameters change outside training (init, set, load):
+ * refreshes the transposed copies and rebuilds the sums ahead. */
 void frae_weights_changed(frae_model *m);
+/* A param-shaped array in an exchange layout (see model.c); src NULL means
+ * the parameters themselves. */
 void frae_export_params(const frae_model *m, const float *src, float *dst,
                         int torch_layout);
 

@@ -201,7 +201,7 @@ static size_t bf16_elems(int rows, int cols)
 /* Walks the layout once: used both to size the arena and to carve it. */
 typedef struct {
     size_t params, grads, adam_m, adam_v, q, xwin, fb, ring, sp_idx, sp_val;
-    size_t wvalid, pend[2], pair_in;
+    size_t wvalid, pend[2], pair_in, bias;
     int pend_cap;
     size_t wt[FRAE_MAX_LAYERS], a[FRAE_MAX_LAYERS], dz[FRAE_MAX_LAYERS];
     size_t wh[FRAE_MAX_LAYERS];
@@ -250,7 +250,15 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
     L->n_params = np;
 
     size_t frames = (size_t)L->act_frames;
-    L->params = reserve(p, np);
+    if (c->weights == FRAE_WEIGHTS_BF16) {
+        /* no f32 weights: the biases alone, then the bf16 kernels below */
+        size_t nb_total = 0;
+        for (int l = 0; l < L->n_layers; l++)
+            nb_total += (size_t)L->out[l];
+        L->bias = reserve(p, nb_total);
+    } else {
+        L->params = reserve(p, np);
+    }
     if (c->training) {
         L->grads = reserve(p, np);
         L->adam_m = reserve(p, np);
@@ -320,13 +328,12 @@ static void glorot_init(frae_model *m)
     for (int l = 0; l < m->n_layers; l++) {
         const frae_layer *ly = &m->layer[l];
         float limit = sqrtf(6.0f / (float)(ly->in + ly->out));
-        float *w = m->params + ly->w_off;
         /* drawn in Keras order, so the layout does not change the model */
         for (int i = 0; i < ly->in; i++)
             for (int o = 0; o < ly->out; o++)
-                w[packed_index(ly->in, ly->out, i, o)] =
-                    (2.0f * frae_rng_uniform(&rng) - 1.0f) * limit;
-        memset(m->params + ly->b_off, 0, sizeof(float) * (size_t)ly->out);
+                frae_weight_set(m, l, i, o,
+                                (2.0f * frae_rng_uniform(&rng) - 1.0f) * limit);
+        memset(ly->bias, 0, sizeof(float) * (size_t)ly->out);
     }
 }
 
@@ -382,7 +389,9 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     m->act_frames = L.act_frames;
     m->chunk_frames = L.chunk_frames;
     m->ring_cap = L.ring_cap;
-    m->params = (float *)(base + L.params);
+    m->params = cfg->weights == FRAE_WEIGHTS_BF16 ? NULL
+                                                  : (float *)(base + L.params);
+    size_t bias_at = 0;
     if (cfg->training) {
         m->grads = (float *)(base + L.grads);
         m->adam_m = (float *)(base + L.adam_m);
@@ -397,6 +406,12 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         ly->act = L.act[l];
         ly->w_off = L.w_off[l];
         ly->b_off = L.b_off[l];
+        if (m->params) {
+            ly->bias = m->params + ly->b_off;
+        } else {
+            ly->bias = (float *)(base + L.bias) + bias_at;
+            bias_at += (size_t)ly->out;
+        }
         ly->wt = frae_needs_transposed(cfg, l) ? (float *)(base + L.wt[l])
                                                : NULL;
         ly->wh = cfg->weights == FRAE_WEIGHTS_BF16
@@ -465,60 +480,70 @@ void frae_export_params(const frae_model *m, const float *src, float *dst,
 {
     for (int l = 0; l < m->n_layers; l++) {
         const frae_layer *ly = &m->layer[l];
-        const float *w = src + ly->w_off;
         const int rows = torch_layout ? ly->out : ly->in;
         const int cols = torch_layout ? ly->in : ly->out;
         for (int r = 0; r < rows; r++)
-            for (int c = 0; c < cols; c++)
-                *dst++ = w[torch_layout ? packed_index(ly->in, ly->out, c, r)
-                                        : packed_index(ly->in, ly->out, r, c)];
-        memcpy(dst, src + ly->b_off, sizeof(float) * (size_t)ly->out);
+            for (int c = 0; c < cols; c++) {
+                int i = torch_layout ? c : r, o = torch_layout ? r : c;
+                *dst++ = src ? src[ly->w_off + packed_index(ly->in, ly->out,
+                                                            i, o)]
+                             : frae_weight_get(m, l, i, o);
+            }
+        memcpy(dst, src ? src + ly->b_off : ly->bias,
+               sizeof(float) * (size_t)ly->out);
         dst += ly->out;
     }
 }
 
+/* bf16 kernels: panels of FRAE_PANEL_BF16 columns, rows padded to 32
+ * columns and paired (kernels.h). */
+static size_t bf16_index(const frae_layer *ly, int i, int o)
+{
+    int pc0 = o - o % FRAE_PANEL_BF16;
+    int w = ly->out - pc0 < FRAE_PANEL_BF16 ? ly->out - pc0 : FRAE_PANEL_BF16;
+    return (size_t)pc0 * ly->in + (size_t)i * (size_t)((w + 31) / 32 * 32) +
+           frae_bf16_pos(o - pc0);
+}
+
+float frae_weight_get(const frae_model *m, int l, int i, int o)
+{
+    const frae_layer *ly = &m->layer[l];
+    if (ly->wh)
+        return frae_bf16_to_f32(ly->wh[bf16_index(ly, i, o)]);
+    return m->params[ly->w_off + packed_index(ly->in, ly->out, i, o)];
+}
+
+void frae_weight_set(frae_model *m, int l, int i, int o, float v)
+{
+    frae_layer *ly = &m->layer[l];
+    if (ly->wh)
+        ly->wh[bf16_index(ly, i, o)] = frae_f32_to_bf16(v);
+    else
+        m->params[ly->w_off + packed_index(ly->in, ly->out, i, o)] = v;
+}
+
 void frae_get_params(const frae_model *m, float *dst)
 {
-    frae_export_params(m, m->params, dst, 0);
+    frae_export_params(m, NULL, dst, 0);
 }
 
 void frae_set_params(frae_model *m, const float *src)
 {
     for (int l = 0; l < m->n_layers; l++) {
         const frae_layer *ly = &m->layer[l];
-        float *w = m->params + ly->w_off;
         for (int i = 0; i < ly->in; i++)
             for (int o = 0; o < ly->out; o++)
-                w[packed_index(ly->in, ly->out, i, o)] = *src++;
+                frae_weight_set(m, l, i, o, *src++);
         /* a -0 bias would start a chain at -0, the one case where skipping
          * zero inputs (kernels.h) could differ, in the sign of a zero */
         for (int o = 0; o < ly->out; o++, src++)
-            m->params[ly->b_off + o] = *src == 0.0f ? 0.0f : *src;
+            ly->bias[o] = *src == 0.0f ? 0.0f : *src;
     }
     frae_weights_changed(m);
 }
 
 void frae_weights_changed(frae_model *m)
 {
-    for (int l = 0; l < m->n_layers && m->cfg.weights == FRAE_WEIGHTS_BF16;
-         l++) {
-        const frae_layer *ly = &m->layer[l];
-        float *w = m->params + ly->w_off;
-        for (int pc0 = 0; pc0 < ly->out; pc0 += FRAE_PANEL_BF16) {
-            int pw = ly->out - pc0 < FRAE_PANEL_BF16 ? ly->out - pc0
-                                                      : FRAE_PANEL_BF16;
-            int ldb = (pw + 31) / 32 * 32;
-            uint16_t *dst = ly->wh + (size_t)pc0 * ly->in;
-            memset(dst, 0, sizeof(uint16_t) * (size_t)ly->in * ldb);
-            for (int r = 0; r < ly->in; r++)
-                for (int c = 0; c < pw; c++) {
-                    float *src = &w[packed_index(ly->in, ly->out, r, pc0 + c)];
-                    uint16_t h = frae_f32_to_bf16(*src);
-                    *src = frae_bf16_to_f32(h); /* the model's weight now */
-                    dst[(size_t)r * ldb + frae_bf16_pos(c)] = h;
-                }
-        }
-    }
     frae_refresh_transposed(m);
     if (m->pend[0]) /* a stream under way continues with the new weights */
         frae_pend_rebuild(m);

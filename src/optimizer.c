@@ -68,9 +68,9 @@ void frae_refresh_transposed(frae_model *m)
     for (int l = 0; l < m->n_layers; l++) {
         const frae_layer *ly = &m->layer[l];
         const int in = ly->in, out = ly->out;
-        const float *w = m->params + ly->w_off;
         if (!ly->wt)
             continue;
+        const float *w = m->params + ly->w_off;
         for (int o0 = 0; o0 < out; o0 += FRAE_PANEL) {
             const int wo = out - o0 < FRAE_PANEL ? out - o0 : FRAE_PANEL;
             const float *src_panel = w + (size_t)o0 * in; /* in rows, wo wide */

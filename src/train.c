@@ -144,6 +144,18 @@ static void layer_product(const frae_model *m, int l, int nb, int K,
                           ly->wh + (size_t)pc0 * ly->in + (size_t)k0 * ldb,
                           ldb, z + pc0, z + ly->out + pc0);
         }
+    } else if (ly->wh) {
+        /* any other batch: row by row, dense, as the f32 GEMM does it */
+        for (int r = 0; r < nb; r++)
+            for (int pc0 = 0; pc0 < ly->out; pc0 += FRAE_PANEL_BF16) {
+                int w = ly->out - pc0 < FRAE_PANEL_BF16 ? ly->out - pc0
+                                                        : FRAE_PANEL_BF16;
+                int ldb = (w + 31) / 32 * 32;
+                m->gemv_bf16(w, K, NULL, a + r * a_rs,
+                             ly->wh + (size_t)pc0 * ly->in + (size_t)k0 * ldb,
+                             ldb, z + (size_t)r * ly->out + pc0,
+                             bias ? bias + pc0 : NULL, init);
+            }
     } else
         gemm_packed_b(m, nb, K, a, a_rs, 1, m->params + ly->w_off, ly->in,
                       ly->out, k0, 0, ly->out, z, ly->out, bias, init);
@@ -212,7 +224,7 @@ static void pend_rebuild(frae_model *m, int which)
 {
     const int l = which ? m->dec_first : 0;
     const frae_layer *ly = &m->layer[l];
-    const float *bias = m->params + ly->b_off;
+    const float *bias = ly->bias;
     const int D = m->cfg.frame_dim, K = m->cfg.history;
     const int head_w = which ? m->cfg.latent_dim : D;
     const int nb = m->ring_rows;
@@ -252,7 +264,7 @@ static void first_layer_forward(frae_model *m, int which, long t,
 {
     const int l = which ? m->dec_first : 0;
     const frae_layer *ly = &m->layer[l];
-    const float *bias = m->params + ly->b_off;
+    const float *bias = ly->bias;
     if (m->cfg.history == 0) {
         layer_product(m, l, nb, head_w, head, head_rs, 0, z, bias, GEMM_BIAS);
         return;
@@ -285,7 +297,7 @@ static void run_layers(frae_model *m, long t, const float *x, ptrdiff_t x_rs,
             first_layer_forward(m, 1, t, q, L, L, nb, z);
         else
             layer_product(m, l, nb, ly->in, m->layer[l - 1].a + slot * ly->in,
-                          ly->in, 0, z, m->params + ly->b_off, GEMM_BIAS);
+                          ly->in, 0, z, ly->bias, GEMM_BIAS);
         frae_activate(ly->act, z, (size_t)nb * ly->out);
         if (l == m->latent)
             frae_quantize(&m->cfg, z, q, (size_t)nb * L);
