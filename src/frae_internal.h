@@ -20,6 +20,10 @@ enum { ACT_RELU = FRAE_ACT_RELU, ACT_TANH = FRAE_ACT_TANH, ACT_LINEAR = 2 };
  * multiply-adds: below it the fork and join cost more than they save. */
 #define FRAE_THREAD_MACS 200000.0
 
+/* First layers sum fed-back frames ahead (train.c) for streams of at most
+ * this many sequences; larger batches reuse each weight read anyway. */
+#define FRAE_PEND_MAX_ROWS 4
+
 /* By default the backward pass walks the window in chunks of about this
  * many rows (frames x sequences), folding each chunk into the weight
  * gradients (frae_config.chunk_rows overrides it). */

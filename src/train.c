@@ -174,7 +174,9 @@ static void layer_product(const frae_model *m, int l, int nb, int K,
  * W_{k-1} y_s), and W_1 y_s at the end of every frame.  At batch 1 the
  * weights stream from L3, and this reads 3/8 fewer bytes of the default
  * model's first layers.  Nothing else changes: each output is still one
- * ordered chain, the same on every path. */
+ * ordered chain, the same on every path.  With more than
+ * FRAE_PEND_MAX_ROWS sequences each weight read already serves many rows,
+ * and the chain is computed at the frame itself, with the same result. */
 
 static float *pend_slot(const frae_model *m, int which, long j, int nb)
 {
@@ -229,7 +231,7 @@ static void pend_rebuild(frae_model *m, int which)
     const int head_w = which ? m->cfg.latent_dim : D;
     const int nb = m->ring_rows;
     const long tau = m->pend_next[which];
-    if (nb == 0 || tau == 0) { /* nothing applied yet: all bias */
+    if (nb == 0 || tau == 0 || nb > FRAE_PEND_MAX_ROWS) { /* none applied */
         fill_bias(ly, bias, m->pend[which], m->pend_cap * m->cfg.batch);
         return;
     }
@@ -270,6 +272,17 @@ static void first_layer_forward(frae_model *m, int which, long t,
         return;
     }
     const long tau = m->pend_next[which]++;
+    if (nb > FRAE_PEND_MAX_ROWS) {
+        /* many rows already share each weight read: the same chain, in
+         * the same order, computed at the frame itself */
+        const int D = m->cfg.frame_dim, K = m->cfg.history;
+        for (int k = K; k >= 1; k--)
+            layer_product(m, l, nb, D, ring_frame(m, m->ring_pos + t - k), D,
+                          head_w + (k - 1) * D, z, k == K ? bias : NULL,
+                          k == K ? GEMM_BIAS : GEMM_ACC);
+        layer_product(m, l, nb, head_w, head, head_rs, 0, z, NULL, GEMM_ACC);
+        return;
+    }
     if (tau > 0)
         pend_feed(m, which, tau - 1, t, nb);
     float *acc = pend_slot(m, which, tau, nb);
