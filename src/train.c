@@ -100,63 +100,53 @@ static void gemm_packed_c(const frae_model *m, int M, int K, const float *a,
     }
 }
 
-/* One row times the bf16 copy of a layer's kernel, rows k0..k0+K: the same
- * chains as gemm_packed_b's one-row path on the f32 weights (the zeros it
- * skips and the density rule included), at half the bytes. */
-static void gemv_bf16_packed(const frae_model *m, const frae_layer *ly, int K,
-                             const float *a, int k0, float *c,
-                             const float *bias, int init)
+/* Layer l's forward product on its bf16 weights (kernels.h), nb rows of A
+ * (row stride a_rs) over kernel rows k0..k0+K, each output the chain the
+ * f32 path computes: one row takes gemm_packed_b's one-row route (the
+ * zeros it skips and its density rule), two rows accumulating (the first
+ * layers' pairs of fed-back frames) the two-row kernel, anything else the
+ * dense kernel row by row, as the f32 GEMM does them. */
+static void bf16_product(const frae_model *m, const frae_layer *ly, int nb,
+                         int K, const float *a, ptrdiff_t a_rs, int k0,
+                         float *z, const float *bias, int init)
 {
-    int nnz = m->compact(K, a, k0, m->sp_idx, m->sp_val);
-    const int dense = nnz > K - K / 8; /* where the f32 path goes dense */
+    int nnz = K;
+    if (nb == 1) {
+        nnz = m->compact(K, a, k0, m->sp_idx, m->sp_val);
+        if (nnz > K - K / 8) /* where the f32 path goes dense */
+            nnz = K;
+    }
+    const int sparse = nnz < K;
     for (int pc0 = 0; pc0 < ly->out; pc0 += FRAE_PANEL_BF16) {
         int w = ly->out - pc0 < FRAE_PANEL_BF16 ? ly->out - pc0
                                                 : FRAE_PANEL_BF16;
         int ldb = (w + 31) / 32 * 32;
         const uint16_t *panel = ly->wh + (size_t)pc0 * ly->in;
-        if (dense)
-            m->gemv_bf16(w, K, NULL, a, panel + (size_t)k0 * ldb, ldb,
-                         c + pc0, bias ? bias + pc0 : NULL, init);
+        const uint16_t *rows = panel + (size_t)k0 * ldb; /* dense forms */
+        const float *bp = bias ? bias + pc0 : NULL;
+        if (sparse)
+            m->gemv_bf16(w, nnz, m->sp_idx, m->sp_val, panel, ldb, z + pc0,
+                         bp, init);
+        else if (nb == 2 && init == GEMM_ACC)
+            m->gemv2_bf16(w, K, a, a + a_rs, rows, ldb, z + pc0,
+                          z + ly->out + pc0);
         else
-            m->gemv_bf16(w, nnz, m->sp_idx, m->sp_val, panel, ldb, c + pc0,
-                         bias ? bias + pc0 : NULL, init);
+            for (int r = 0; r < nb; r++)
+                m->gemv_bf16(w, K, NULL, a + r * a_rs, rows, ldb,
+                             z + (size_t)r * ly->out + pc0, bp, init);
     }
 }
 
 /* Layer l's forward product for nb rows of A (row stride a_rs), over its
- * kernel rows k0..k0+K: bf16 weights where the model has them at batch 1,
- * else the f32 GEMM. */
+ * kernel rows k0..k0+K, into z (rows ly->out apart). */
 static void layer_product(const frae_model *m, int l, int nb, int K,
                           const float *a, ptrdiff_t a_rs, int k0, float *z,
                           const float *bias, int init)
 {
     const frae_layer *ly = &m->layer[l];
-    if (nb == 1 && ly->wh) {
-        gemv_bf16_packed(m, ly, K, a, k0, z, bias, init);
-    } else if (nb == 2 && ly->wh && init == GEMM_ACC) {
-        /* two rows, dense, as the f32 GEMM does them (the first layers'
-         * pairs of fed-back frames) */
-        for (int pc0 = 0; pc0 < ly->out; pc0 += FRAE_PANEL_BF16) {
-            int w = ly->out - pc0 < FRAE_PANEL_BF16 ? ly->out - pc0
-                                                    : FRAE_PANEL_BF16;
-            int ldb = (w + 31) / 32 * 32;
-            m->gemv2_bf16(w, K, a, a + a_rs,
-                          ly->wh + (size_t)pc0 * ly->in + (size_t)k0 * ldb,
-                          ldb, z + pc0, z + ly->out + pc0);
-        }
-    } else if (ly->wh) {
-        /* any other batch: row by row, dense, as the f32 GEMM does it */
-        for (int r = 0; r < nb; r++)
-            for (int pc0 = 0; pc0 < ly->out; pc0 += FRAE_PANEL_BF16) {
-                int w = ly->out - pc0 < FRAE_PANEL_BF16 ? ly->out - pc0
-                                                        : FRAE_PANEL_BF16;
-                int ldb = (w + 31) / 32 * 32;
-                m->gemv_bf16(w, K, NULL, a + r * a_rs,
-                             ly->wh + (size_t)pc0 * ly->in + (size_t)k0 * ldb,
-                             ldb, z + (size_t)r * ly->out + pc0,
-                             bias ? bias + pc0 : NULL, init);
-            }
-    } else
+    if (ly->wh)
+        bf16_product(m, ly, nb, K, a, a_rs, k0, z, bias, init);
+    else
         gemm_packed_b(m, nb, K, a, a_rs, 1, m->params + ly->w_off, ly->in,
                       ly->out, k0, 0, ly->out, z, ly->out, bias, init);
 }
@@ -199,24 +189,28 @@ static long pend_when(int k, long s) { return k == 1 || ((s + k) & 1) ? s : s + 
 static void pend_feed(frae_model *m, int which, long s, long t, int nb)
 {
     const int l = which ? m->dec_first : 0;
+    const frae_layer *ly = &m->layer[l];
     const int D = m->cfg.frame_dim, K = m->cfg.history;
     const int head_w = which ? m->cfg.latent_dim : D;
     const float *ys = ring_frame(m, m->ring_pos + t - 1);
-    if (K >= 2) {
-        /* the pair (y_{s-1}, y_s), side by side: the ring may wrap */
-        const size_t fb = (size_t)nb * D;
-        memcpy(m->pair_in, ring_frame(m, m->ring_pos + t - 2),
-               sizeof(float) * fb);
-        memcpy(m->pair_in + fb, ys, sizeof(float) * fb);
+    const float *pair = ring_frame(m, m->ring_pos + t - 2);
+    if (K >= 2 && pair + (size_t)nb * D != ys) {
+        /* the ring wraps between the two: side by side in pair_in */
+        memcpy(m->pair_in, pair, sizeof(float) * (size_t)nb * D);
+        memcpy(m->pair_in + (size_t)nb * D, ys, sizeof(float) * (size_t)nb * D);
+        pair = m->pair_in;
     }
+    /* W_K is every chain's first term, so it starts the sum from the bias
+     * (the slot's last frame has been consumed) */
     for (int k = K; k >= 2; k--)
         if ((s + k) & 1) /* targets s-1+k (even: its pair of slots is
                             contiguous, pend_cap being even) and s+k */
-            layer_product(m, l, 2 * nb, D, m->pair_in, D,
-                          head_w + (k - 1) * D,
-                          pend_slot(m, which, s - 1 + k, nb), NULL, GEMM_ACC);
+            layer_product(m, l, 2 * nb, D, pair, D, head_w + (k - 1) * D,
+                          pend_slot(m, which, s - 1 + k, nb),
+                          k == K ? ly->bias : NULL,
+                          k == K ? GEMM_BIAS : GEMM_ACC);
     layer_product(m, l, nb, D, ys, D, head_w, pend_slot(m, which, s + 1, nb),
-                  NULL, GEMM_ACC);
+                  K == 1 ? ly->bias : NULL, K == 1 ? GEMM_BIAS : GEMM_ACC);
 }
 
 /* Recomputes the pending sums from the ring after the weights changed
@@ -285,9 +279,12 @@ static void first_layer_forward(frae_model *m, int which, long t,
     }
     if (tau > 0)
         pend_feed(m, which, tau - 1, t, nb);
-    float *acc = pend_slot(m, which, tau, nb);
+    const float *acc = pend_slot(m, which, tau, nb);
+    if (nb == 1) { /* the sum is the head's starting row */
+        layer_product(m, l, 1, head_w, head, head_rs, 0, z, acc, GEMM_BIAS);
+        return;
+    }
     memcpy(z, acc, sizeof(float) * (size_t)nb * ly->out);
-    fill_bias(ly, bias, acc, nb); /* the slot now serves frame tau + cap */
     layer_product(m, l, nb, head_w, head, head_rs, 0, z, NULL, GEMM_ACC);
 }
 
