@@ -93,8 +93,9 @@ def main():
             print("%-12s %-7s %10s %12s %12s %14s %14s %10s" % (
                 q, w, c["bits_per_frame"], c["encode_us"], c["decode_us"], c["rt_decode"],
                 c["rt_encode_decode"], c["model_mb"]))
-    print("x RT: real-time factor at 100 frames/s (10 ms frames).  bf16: weights stored as "
-          "bfloat16 ('frae convert --weights bf16'), arithmetic in float32.")
+    print("x RT: real-time factor at 100 frames/s (10 ms frames); times are the median "
+          "of rounds of 2,000 frames.  bf16: weights stored as bfloat16 ('frae convert "
+          "--weights bf16'), arithmetic in float32.")
     if not have_torch:
         print("python3-torch is not installed: PyTorch columns skipped.")
 
