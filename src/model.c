@@ -252,10 +252,10 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
     size_t frames = (size_t)L->act_frames;
     if (c->weights == FRAE_WEIGHTS_BF16) {
         /* no f32 weights: the biases alone, then the bf16 kernels below */
-        size_t nb_total = 0;
+        size_t n_bias = 0;
         for (int l = 0; l < L->n_layers; l++)
-            nb_total += (size_t)L->out[l];
-        L->bias = reserve(p, nb_total);
+            n_bias += (size_t)L->out[l];
+        L->bias = reserve(p, n_bias);
     } else {
         L->params = reserve(p, np);
     }
@@ -545,8 +545,7 @@ void frae_set_params(frae_model *m, const float *src)
 void frae_weights_changed(frae_model *m)
 {
     frae_refresh_transposed(m);
-    if (m->pend[0]) /* a stream under way continues with the new weights */
-        frae_pend_rebuild(m);
+    frae_pend_rebuild(m); /* a stream under way goes on with the new weights */
 }
 
 void frae_get_grads(const frae_model *m, float *dst)
