@@ -59,5 +59,20 @@ if [ "$status" = 0 ] && [ "$same" = 1 ]; then
 else
     bad "stream: status $status, same '$same', $(cat log)"
 fi
+# the deployment form: bf16 weights, through the same example
+"$prefix/bin/frae" convert m.safetensors -o m16.safetensors --weights bf16 \
+    >/dev/null 2>&1
+"$prefix/bin/frae" predict m16.safetensors x.npy -o pred16.npy >/dev/null 2>&1
+LD_LIBRARY_PATH="$prefix/lib" ./stream m16.safetensors <x.f32 >y16.f32 2>log
+status=$?
+same=$(/usr/bin/python3 -c "
+import numpy as np
+p = np.load('pred16.npy'); y = np.fromfile('y16.f32', '<f4').reshape(p.shape)
+print(int(np.array_equal(p, y)))" 2>&1)
+if [ "$status" = 0 ] && [ "$same" = 1 ]; then
+    ok "a bf16 model streams through the API exactly as frae predict"
+else
+    bad "bf16 stream: status $status, same '$same', $(cat log)"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
