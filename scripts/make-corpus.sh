@@ -10,7 +10,9 @@ set -eu
 OUT=${1:-data/corpus}
 FRAE=${2:-build/frae}
 SENTENCES=$(dirname "$0")/corpus-sentences.txt
-[ -f "$OUT/.complete" ] && exit 0
+# the recipe's version: a corpus made by an older recipe is made again
+RECIPE="recipe 2"
+[ -f "$OUT/.complete" ] && grep -q "($RECIPE)" "$OUT/.complete" && exit 0
 rm -rf "$OUT"
 mkdir -p "$OUT/tmp" "$OUT/wav/train" "$OUT/wav/test" "$OUT/feats/train" \
     "$OUT/feats/test"
@@ -28,11 +30,12 @@ say() { # say ENGINE:VOICE SPEED PITCH TEXT OUT.wav
         flite -voice "$voice" -t "$4" -o "$OUT/tmp/raw.wav"
     fi
     # 16 kHz mono, normalised to -3 dBFS, flite's speed varied by tempo
+    # (-R: dither from a fixed seed, so the corpus is the same on every run)
     tempo=$(awk "BEGIN { printf \"%.2f\", $2 / 160 }")
     if [ "$engine" = flite ]; then
-        sox -q "$OUT/tmp/raw.wav" -r 16000 -c 1 -b 16 "$5" tempo -s "$tempo" norm -3
+        sox -R -q "$OUT/tmp/raw.wav" -r 16000 -c 1 -b 16 "$5" tempo -s "$tempo" norm -3
     else
-        sox -q "$OUT/tmp/raw.wav" -r 16000 -c 1 -b 16 "$5" norm -3
+        sox -R -q "$OUT/tmp/raw.wav" -r 16000 -c 1 -b 16 "$5" norm -3
     fi
 }
 
@@ -68,7 +71,7 @@ for split in train test; do
     done
 done
 rm -rf "$OUT/tmp"
-printf '%s training and %s held-out utterances\n' \
+printf '%s training and %s held-out utterances (%s)\n' \
     "$(ls "$OUT/wav/train" | wc -l)" "$(ls "$OUT/wav/test" | wc -l)" \
-    >"$OUT/.complete"
+    "$RECIPE" >"$OUT/.complete"
 cat "$OUT/.complete"

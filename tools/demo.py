@@ -175,13 +175,13 @@ def main():
         for w in tests:
             name = os.path.basename(w)[:-4]
             raw8 = os.path.join(tmp, "in8.raw")
-            sh(["sox", w, "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer",
+            sh(["sox", "-R", w, "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer",
                 "-t", "raw", raw8])
             c2 = os.path.join(tmp, "x.c2")
             sh(["c2enc", mode, raw8, c2])
             sh(["c2dec", mode, c2, os.path.join(tmp, "out8.raw")])
             wav = os.path.join(tmp, "c2.wav")
-            sh(["sox", "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw",
+            sh(["sox", "-R", "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw",
                 os.path.join(tmp, "out8.raw"), "-r", "16000", wav])
             f, lag = align(refs[name], features(frae, wav, os.path.join(tmp, "c2.npy")))
             feats[name] = f
