@@ -429,8 +429,7 @@ int cmd_convert(int argc, char **argv)
         frae_checkpoint_close(ck);
         return cli_fail(EXIT_USAGE, "%s", err);
     }
-    c.training = 0;
-    c.batch = 1;
+    c.training = 0; /* the batch and the rest stay as saved */
     frae_config src = c;
     c.weights = strcmp(o.weights, "bf16") ? FRAE_WEIGHTS_F32
                                           : FRAE_WEIGHTS_BF16;
@@ -473,9 +472,8 @@ int cmd_convert(int argc, char **argv)
         return cli_fail(EXIT_FAILED, "%s", err);
     }
     printf("%s -> %s: %s weights, %zu of %zu parameters changed by "
-           "rounding, %.2f MiB in memory for inference\n",
-           o.input, o.output, o.weights, moved, frae_param_count(out),
-           frae_bytes_allocated(out) / 1048576.0);
+           "rounding\n",
+           o.input, o.output, o.weights, moved, frae_param_count(out));
     frae_destroy(out);
     return EXIT_OK;
 }
