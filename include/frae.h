@@ -134,7 +134,10 @@ const char *frae_isa_name(const frae_model *m);
  * layer (encoder hidden..., latent, decoder hidden..., output) its kernel as
  * [in][out] row-major, then its bias [out].  The first encoder layer's input
  * is [x (D), newest frame (D), ..., oldest frame (D)]; the first decoder
- * layer's input is [latent (L), newest frame, ..., oldest frame]. */
+ * layer's input is [latent (L), newest frame, ..., oldest frame].
+ * A bf16 model rounds the kernels it is given (and returns them rounded).
+ * Setting parameters in the middle of a stream is allowed: the frames
+ * that follow use the new ones. */
 void frae_get_params(const frae_model *m, float *dst);
 void frae_set_params(frae_model *m, const float *src);
 /* Gradients of the last frae_train_batch/frae_compute_grads, same layout.
