@@ -35,7 +35,7 @@ all: $(LIB) $(SOLIB) $(FRAE) $(TESTS) $(BENCH)
 $(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
 $(BUILD)/src/kernels_avx512.o: ISA_FLAGS = -mavx512f -mfma
 
-$(BUILD)/%.o: %.c include/frae.h src/frae_internal.h src/kernels.h src/kernels_driver.h src/formats.h src/cli/cli.h \
+$(BUILD)/%.o: %.c include/frae.h src/frae_internal.h src/kernels.h src/kernels_driver.h src/adam_loop.h src/formats.h src/cli/cli.h \
               tests/test_util.h tests/naive_ref.h tests/tests.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@

@@ -64,6 +64,7 @@ struct frae_model {
     frae_gemv_bf16_fn gemv_bf16;
     frae_gemv2_bf16_fn gemv2_bf16;
     frae_compact_fn compact;
+    frae_adam_fn adam;
     const char *isa_name;
     int threads;     /* cfg.threads, resolved */
 
@@ -159,9 +160,9 @@ void frae_export_params(const frae_model *m, const float *src, float *dst,
                         int torch_layout);
 
 /* optimizer.c */
-void frae_adam_update(float *params, const float *grads, float *m, float *v,
-                      size_t n, long step, float lr, float beta1, float beta2,
-                      float eps);
+void frae_adam_update(const frae_model *mod, float *params, const float *grads,
+                      float *m, float *v, size_t n, long step, float lr,
+                      float beta1, float beta2, float eps);
 void frae_refresh_transposed(frae_model *m);
 
 /* layers.c */

@@ -83,8 +83,9 @@ static int cpu_has(int isa)
     __builtin_cpu_init();
     if (isa == FRAE_ISA_AVX2)
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (isa == FRAE_ISA_AVX512)
-        return __builtin_cpu_supports("avx512f");
+    if (isa == FRAE_ISA_AVX512) /* it uses the AVX2 Adam too */
+        return __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
     return isa == FRAE_ISA_SCALAR;
 }
@@ -114,18 +115,17 @@ int frae_select_kernels(int requested, frae_kernels *k)
     case FRAE_ISA_AVX512:
         *k = (frae_kernels){frae_gemm_avx512, frae_gemv_sparse_avx512,
                             frae_gemv_bf16_avx512, frae_gemv2_bf16_avx512,
-                            frae_compact_avx512,
-                            "avx512"};
+                            frae_compact_avx512, frae_adam_avx2, "avx512"};
         break;
     case FRAE_ISA_AVX2: /* no compress instruction: the scalar scan */
         *k = (frae_kernels){frae_gemm_avx2, frae_gemv_sparse_avx2,
                             frae_gemv_bf16_avx2, frae_gemv2_bf16_avx2,
-                            frae_compact_scalar, "avx2"};
+                            frae_compact_scalar, frae_adam_avx2, "avx2"};
         break;
     default:
         *k = (frae_kernels){frae_gemm_scalar, frae_gemv_sparse_scalar,
                             frae_gemv_bf16_scalar, frae_gemv2_bf16_scalar,
-                            frae_compact_scalar,
+                            frae_compact_scalar, frae_adam_scalar,
                             "scalar"};
         break;
     }

@@ -105,6 +105,18 @@ void frae_gemv2_bf16_avx512(int N, int K, const float *a0, const float *a1,
                             const uint16_t *b, ptrdiff_t ldb, float *c0,
                             float *c1);
 
+/* Adam's update (optimizer.c) with the step size already folded in; the
+ * same loop in every build, so the same bits. */
+typedef void (*frae_adam_fn)(float *params, const float *grads, float *m,
+                             float *v, size_t n, float alpha, float beta1,
+                             float beta2, float eps);
+void frae_adam_scalar(float *params, const float *grads, float *m, float *v,
+                      size_t n, float alpha, float beta1, float beta2,
+                      float eps);
+void frae_adam_avx2(float *params, const float *grads, float *m, float *v,
+                    size_t n, float alpha, float beta1, float beta2,
+                    float eps);
+
 /* Columns per panel of a bf16 kernel (wider than FRAE_PANEL: the AVX-512
  * kernel keeps eight accumulators, 128 columns, in flight). */
 #define FRAE_PANEL_BF16 128
@@ -136,6 +148,7 @@ typedef struct {
     frae_gemv_bf16_fn bf16;
     frae_gemv2_bf16_fn bf16_pair;
     frae_compact_fn compact;
+    frae_adam_fn adam;
     const char *name;
 } frae_kernels;
 int frae_select_kernels(int requested_isa, frae_kernels *k);

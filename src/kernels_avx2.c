@@ -247,3 +247,13 @@ void frae_gemv2_bf16_avx2(int N, int K, const float *a0, const float *a1,
         }
     }
 }
+
+#include <math.h>
+
+#include "adam_loop.h"
+
+void frae_adam_avx2(float *params, const float *grads, float *m, float *v,
+                    size_t n, float alpha, float beta1, float beta2, float eps)
+{
+    adam_loop(params, grads, m, v, n, alpha, beta1, beta2, eps);
+}

@@ -378,6 +378,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     m->gemv_bf16 = kern.bf16;
     m->gemv2_bf16 = kern.bf16_pair;
     m->compact = kern.compact;
+    m->adam = kern.adam;
     m->threads = cfg->threads > 1 ? cfg->threads : 1;
     m->isa_name = kern.name;
     m->block = block;

@@ -13,20 +13,23 @@
 #include <emmintrin.h>
 #endif
 
-void frae_adam_update(float *params, const float *grads, float *m, float *v,
-                      size_t n, long step, float lr, float beta1, float beta2,
+#include "adam_loop.h"
+
+void frae_adam_scalar(float *params, const float *grads, float *m, float *v,
+                      size_t n, float alpha, float beta1, float beta2,
                       float eps)
+{
+    adam_loop(params, grads, m, v, n, alpha, beta1, beta2, eps);
+}
+
+void frae_adam_update(const frae_model *mod, float *params, const float *grads,
+                      float *m, float *v, size_t n, long step, float lr,
+                      float beta1, float beta2, float eps)
 {
     const double t = (double)step;
     const float alpha =
         (float)(lr * sqrt(1.0 - pow(beta2, t)) / (1.0 - pow(beta1, t)));
-    const float one_b1 = 1.0f - beta1, one_b2 = 1.0f - beta2;
-    for (size_t i = 0; i < n; i++) {
-        float g = grads[i];
-        m[i] = beta1 * m[i] + one_b1 * g;
-        v[i] = beta2 * v[i] + one_b2 * (g * g);
-        params[i] -= alpha * m[i] / (sqrtf(v[i]) + eps);
-    }
+    mod->adam(params, grads, m, v, n, alpha, beta1, beta2, eps);
 }
 
 /* dst[o][i] = src[i][o] for a tile of ni x no values; src rows are

@@ -17,6 +17,7 @@ static const test_entry tests[] = {
     {"sparse_kernel_matches_dense", test_sparse_kernel_matches_dense},
     {"bf16_kernel_matches_f32", test_bf16_kernel_matches_f32},
     {"compact_matches_scalar", test_compact_matches_scalar},
+    {"adam_matches_scalar", test_adam_matches_scalar},
     {"naive_bitexact", test_naive_bitexact},
     {"forward_chunked", test_forward_chunked},
     {"weights_change_midstream", test_weights_change_midstream},

@@ -13,6 +13,7 @@ int test_threads_train_identically(void);
 int test_sparse_kernel_matches_dense(void);
 int test_bf16_kernel_matches_f32(void);
 int test_compact_matches_scalar(void);
+int test_adam_matches_scalar(void);
 int test_naive_bitexact(void);
 int test_forward_chunked(void);
 int test_weights_change_midstream(void);
