@@ -137,6 +137,13 @@ void frae_gemv_sparse_avx512(int N, int nnz, const int *idx, const float *val,
     sparse_driver(N, nnz, idx, val, b, ldb, c, bias, init);
 }
 
+/* The lanes of a 16-column vector that hold one of `left` columns. */
+static inline __mmask16 cols_mask(int left)
+{
+    return left >= VW ? (__mmask16)0xffff
+                      : (__mmask16)((1u << (left > 0 ? left : 0)) - 1u);
+}
+
 /* bf16 one-row product (kernels.h): up to 128 columns (four pair groups)
  * at a time, up to eight accumulators, so that the FMA latency never
  * binds; a group is one 64-byte load, widened by a
@@ -151,9 +158,7 @@ bf16_tile(const int ng, const int dense, int nnz, const int *idx, const float *v
     const __m512i hi_mask = _mm512_set1_epi32((int)0xffff0000u);
 #pragma GCC unroll 8
     for (int v = 0; v < 2 * ng; v++) {
-        int left = ncols - v * VW;
-        mk[v] = left >= VW ? (__mmask16)0xffff
-                           : (__mmask16)((1u << (left > 0 ? left : 0)) - 1u);
+        mk[v] = cols_mask(ncols - v * VW);
         if (init == GEMM_ZERO)
             acc[v] = _mm512_setzero_ps();
         else if (init == GEMM_BIAS)
@@ -221,9 +226,7 @@ bf16_pair_tile(const int ng, int K, const float *a0, const float *a1,
     const __m512i hi_mask = _mm512_set1_epi32((int)0xffff0000u);
 #pragma GCC unroll 4
     for (int v = 0; v < 2 * ng; v++) {
-        int left = ncols - v * VW;
-        mk[v] = left >= VW ? (__mmask16)0xffff
-                           : (__mmask16)((1u << (left > 0 ? left : 0)) - 1u);
+        mk[v] = cols_mask(ncols - v * VW);
         acc0[v] = _mm512_maskz_loadu_ps(mk[v], c0 + v * VW);
         acc1[v] = _mm512_maskz_loadu_ps(mk[v], c1 + v * VW);
     }

@@ -181,6 +181,38 @@ static int check_scalar(const char *what, double got, double ref)
 
 static int fixtures_on(frae_isa isa, int threads);
 
+/* Forward of all nseq sequences in one call, then one sequence per call
+ * (the one-row kernels), against the fixture `want`. */
+static int check_forward(const frae_config *c, const float *init,
+                         const float *x, int nseq, int T, const float *want,
+                         const char *name, float *y)
+{
+    int failures = 0;
+    const size_t count = (size_t)nseq * T * c->frame_dim;
+    const size_t per = count / (size_t)nseq;
+    for (int one = 0; one <= 1; one++) {
+        frae_config cc = *c;
+        if (one)
+            cc.batch = 1;
+        frae_model *m = create_or_die(&cc);
+        frae_set_params(m, init);
+        if (one)
+            for (int sq = 0; sq < nseq; sq++) {
+                frae_reset(m);
+                frae_forward(m, x + sq * per, y + sq * per, 1, T);
+            }
+        else
+            frae_forward(m, x, y, nseq, T);
+        double r = max_rel_diff(y, want, count);
+        printf("    %-16s rel %.1e%s\n", name, r,
+               one ? " (one sequence per call)" : "");
+        CHECK(r <= FIXTURE_TOL, "%s%s rel diff %.3g", name,
+              one ? " batch 1" : "", r);
+        frae_destroy(m);
+    }
+    return failures;
+}
+
 /* Every instruction set and thread count against the same fixtures. */
 int test_fixtures(void)
 {
@@ -233,29 +265,10 @@ static int fixtures_on(frae_isa isa, int threads)
         frae_config cq = c;
         cq.quantizer = quants[i].q;
         cq.quant_levels = quants[i].levels;
-        frae_model *m = create_or_die(&cq);
-        frae_set_params(m, init);
-        frae_forward(m, x->data, y, nseq, T);
         char name[32];
         snprintf(name, sizeof name, "y.%s", quants[i].name);
-        double r = max_rel_diff(y, get(&fx, name)->data, x->count);
-        printf("    %-16s rel %.1e\n", name, r);
-        CHECK(r <= FIXTURE_TOL, "%s rel diff %.3g", name, r);
-        frae_destroy(m);
-
-        /* one sequence at a time: the one-row (sparse) kernels */
-        cq.batch = 1;
-        m = create_or_die(&cq);
-        frae_set_params(m, init);
-        size_t per = x->count / nseq;
-        for (int sq = 0; sq < nseq; sq++) {
-            frae_reset(m);
-            frae_forward(m, x->data + sq * per, y + sq * per, 1, T);
-        }
-        r = max_rel_diff(y, get(&fx, name)->data, x->count);
-        printf("    %-16s rel %.1e (one sequence per call)\n", name, r);
-        CHECK(r <= FIXTURE_TOL, "%s batch 1 rel diff %.3g", name, r);
-        frae_destroy(m);
+        failures += check_forward(&cq, init, x->data, nseq, T,
+                                  get(&fx, name)->data, name, y);
     }
 
     /* bf16 weights: frae's rounding is torch's .bfloat16(), bit for bit,
@@ -271,24 +284,9 @@ static int fixtures_on(frae_isa isa, int threads)
         frae_get_params(m, got);
         CHECK(!memcmp(got, ref, 4 * np),
               "bf16 rounding of the weights differs from torch's");
-        frae_forward(m, x->data, y, nseq, T);
-        double r = max_rel_diff(y, get(&fx, "y.bf16")->data, x->count);
-        printf("    %-16s rel %.1e\n", "y.bf16", r);
-        CHECK(r <= FIXTURE_TOL, "y.bf16 rel diff %.3g", r);
         frae_destroy(m);
-        cb.batch = 1;
-        m = create_or_die(&cb);
-        frae_set_params(m, init);
-        size_t per = x->count / nseq;
-        for (int sq = 0; sq < nseq; sq++) {
-            frae_reset(m);
-            frae_forward(m, x->data + sq * per, y + sq * per, 1, T);
-        }
-        r = max_rel_diff(y, get(&fx, "y.bf16")->data, x->count);
-        printf("    %-16s rel %.1e (one sequence per call, bf16 kernels)\n",
-               "y.bf16", r);
-        CHECK(r <= FIXTURE_TOL, "y.bf16 batch 1 rel diff %.3g", r);
-        frae_destroy(m);
+        failures += check_forward(&cb, init, x->data, nseq, T,
+                                  get(&fx, "y.bf16")->data, "y.bf16", y);
     }
 
     for (int full = 0; full <= 1; full++) {
