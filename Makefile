@@ -111,7 +111,7 @@ fuzz:
 	$(MAKE) BUILD=$(FUZZ_DIR) CC=clang OPT=-O1 OPENMP=-Wno-source-uses-openmp \
 	  SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all" \
 	  $(FUZZ_DIR)/libfrae.a
-	clang -O1 -g -Iinclude -fsanitize=fuzzer,address,undefined \
+	clang -O1 -g -Iinclude -Isrc -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all fuzz/fuzz_bitstream.c $(FUZZ_DIR)/libfrae.a \
 	  -lsndfile -lfftw3f -lsamplerate -lm -lpthread -o $(FUZZ_DIR)/fuzz_bitstream
 	mkdir -p $(FUZZ_DIR)/corpus
