@@ -145,6 +145,19 @@ void frae_gemv_sparse_avx2(int N, int nnz, const int *idx, const float *val,
     sparse_driver(N, nnz, idx, val, b, ldb, c, bias, init);
 }
 
+/* Widens 16 paired bf16 words (kernels.h): their low halves (a shift)
+ * and high halves (a mask) as floats.  The empty asm keeps one load
+ * feeding both instead of two folded loads. */
+static inline __attribute__((always_inline)) void
+widen_bf16(const uint16_t *words, __m256 *lo, __m256 *hi)
+{
+    __m256i w = _mm256_loadu_si256((const __m256i *)words);
+    __asm__("" : "+x"(w));
+    *lo = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+    *hi = _mm256_castsi256_ps(
+        _mm256_and_si256(w, _mm256_set1_epi32((int)0xffff0000u)));
+}
+
 /* bf16 one-row product (kernels.h): 64 columns (two pair groups) at a
  * time, eight accumulators of 8 columns.  A group is two 32-byte loads:
  * words 0..7 widen to columns 0..7 (shift) and 16..23 (mask), words 8..15
@@ -156,7 +169,6 @@ bf16_tile(const int ng, const int dense, int nnz, const int *idx, const float *v
 {
     __m256 acc[8];
     __m256i mk[8];
-    const __m256i hi_mask = _mm256_set1_epi32((int)0xffff0000u);
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 #pragma GCC unroll 8
     for (int v = 0; v < 4 * ng; v++) {
@@ -175,11 +187,8 @@ bf16_tile(const int ng, const int dense, int nnz, const int *idx, const float *v
         for (int g = 0; g < ng; g++) {
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++) {
-                __m256i w = _mm256_loadu_si256(
-                    (const __m256i *)(row + 32 * g + 16 * h));
-                __asm__("" : "+x"(w)); /* one load for both halves */
-                __m256 lo = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-                __m256 hi = _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask));
+                __m256 lo, hi;
+                widen_bf16(row + 32 * g + 16 * h, &lo, &hi);
                 acc[4 * g + h] = _mm256_fmadd_ps(av, lo, acc[4 * g + h]);
                 acc[4 * g + 2 + h] = _mm256_fmadd_ps(av, hi, acc[4 * g + 2 + h]);
             }
@@ -214,7 +223,6 @@ void frae_gemv2_bf16_avx2(int N, int K, const float *a0, const float *a1,
                           const uint16_t *b, ptrdiff_t ldb, float *c0,
                           float *c1)
 {
-    const __m256i hi_mask = _mm256_set1_epi32((int)0xffff0000u);
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     for (int n0 = 0; n0 < N; n0 += 32) {
         __m256 acc0[4], acc1[4];
@@ -230,10 +238,8 @@ void frae_gemv2_bf16_avx2(int N, int K, const float *a0, const float *a1,
             __m256 x0 = _mm256_set1_ps(a0[k]), x1 = _mm256_set1_ps(a1[k]);
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++) {
-                __m256i w = _mm256_loadu_si256((const __m256i *)(row + 16 * h));
-                __asm__("" : "+x"(w));
-                __m256 lo = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-                __m256 hi = _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask));
+                __m256 lo, hi;
+                widen_bf16(row + 16 * h, &lo, &hi);
                 acc0[h] = _mm256_fmadd_ps(x0, lo, acc0[h]);
                 acc0[2 + h] = _mm256_fmadd_ps(x0, hi, acc0[2 + h]);
                 acc1[h] = _mm256_fmadd_ps(x1, lo, acc1[h]);

@@ -137,6 +137,20 @@ void frae_gemv_sparse_avx512(int N, int nnz, const int *idx, const float *val,
     sparse_driver(N, nnz, idx, val, b, ldb, c, bias, init);
 }
 
+/* Widens 32 paired bf16 columns (kernels.h) to floats: columns 0..15 from
+ * the low halves (a shift), 16..31 from the high halves (a mask).  The
+ * empty asm keeps one load feeding both: without it the compiler folds the
+ * load into the shift and the mask, loading twice. */
+static inline __attribute__((always_inline)) void
+widen_bf16(const uint16_t *group, __m512 *lo, __m512 *hi)
+{
+    __m512i w = _mm512_loadu_si512((const void *)group);
+    __asm__("" : "+v"(w));
+    *lo = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    *hi = _mm512_castsi512_ps(
+        _mm512_and_si512(w, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
 /* The lanes of a 16-column vector that hold one of `left` columns. */
 static inline __mmask16 cols_mask(int left)
 {
@@ -155,7 +169,6 @@ bf16_tile(const int ng, const int dense, int nnz, const int *idx, const float *v
 {
     __m512 acc[8];
     __mmask16 mk[8];
-    const __m512i hi_mask = _mm512_set1_epi32((int)0xffff0000u);
 #pragma GCC unroll 8
     for (int v = 0; v < 2 * ng; v++) {
         mk[v] = cols_mask(ncols - v * VW);
@@ -171,12 +184,8 @@ bf16_tile(const int ng, const int dense, int nnz, const int *idx, const float *v
         __m512 av = _mm512_set1_ps(val[j]);
 #pragma GCC unroll 4
         for (int g = 0; g < ng; g++) {
-            __m512i w = _mm512_loadu_si512((const void *)(row + 32 * g));
-            /* one load feeding both halves: without this the compiler
-             * folds the load into the shift and the mask, loading twice */
-            __asm__("" : "+v"(w));
-            __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-            __m512 hi = _mm512_castsi512_ps(_mm512_and_si512(w, hi_mask));
+            __m512 lo, hi;
+            widen_bf16(row + 32 * g, &lo, &hi);
             acc[2 * g] = _mm512_fmadd_ps(av, lo, acc[2 * g]);
             acc[2 * g + 1] = _mm512_fmadd_ps(av, hi, acc[2 * g + 1]);
         }
@@ -223,7 +232,6 @@ bf16_pair_tile(const int ng, int K, const float *a0, const float *a1,
 {
     __m512 acc0[4], acc1[4];
     __mmask16 mk[4];
-    const __m512i hi_mask = _mm512_set1_epi32((int)0xffff0000u);
 #pragma GCC unroll 4
     for (int v = 0; v < 2 * ng; v++) {
         mk[v] = cols_mask(ncols - v * VW);
@@ -235,10 +243,8 @@ bf16_pair_tile(const int ng, int K, const float *a0, const float *a1,
         __m512 x0 = _mm512_set1_ps(a0[k]), x1 = _mm512_set1_ps(a1[k]);
 #pragma GCC unroll 2
         for (int g = 0; g < ng; g++) {
-            __m512i w = _mm512_loadu_si512((const void *)(row + 32 * g));
-            __asm__("" : "+v"(w));
-            __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-            __m512 hi = _mm512_castsi512_ps(_mm512_and_si512(w, hi_mask));
+            __m512 lo, hi;
+            widen_bf16(row + 32 * g, &lo, &hi);
             acc0[2 * g] = _mm512_fmadd_ps(x0, lo, acc0[2 * g]);
             acc0[2 * g + 1] = _mm512_fmadd_ps(x0, hi, acc0[2 * g + 1]);
             acc1[2 * g] = _mm512_fmadd_ps(x1, lo, acc1[2 * g]);
