@@ -240,6 +240,17 @@ void frae_checkpoint_close(frae_checkpoint *ck);
 frae_model *frae_load(const char *path, const frae_config *runtime, char *err,
                       size_t errlen);
 
+/* Writes the checkpoint at in_path with its weights stored as `weights`
+ * (bf16: each rounded to nearest even, as PyTorch's .bfloat16()), for
+ * inference: the config and every metadata entry outside "frae." and
+ * "train." are kept, the optimizer and training state are not.  *moved
+ * (may be NULL) counts the parameters rounding changed.  Returns 0; -1 if
+ * the input is not a valid checkpoint; -2 if the output was not written
+ * (any old file there is untouched).  One line in err on failure. */
+int frae_convert(const char *in_path, const char *out_path,
+                 frae_weights weights, size_t *moved, char *err,
+                 size_t errlen);
+
 /* Imports weights made elsewhere into a new model:
  *  - a PyTorch state_dict saved as safetensors (names and [out, in]
  *    layouts of tools/frae_torch.py; F32, F64, F16 or BF16);
@@ -331,6 +342,23 @@ size_t frae_stream_bytes(const frae_stream *s);
  * frae_code_bytes, in order), CRC. */
 void frae_stream_write(unsigned char *dst, const frae_stream *s,
                        const unsigned char *frame_codes);
+/* The same stream written a frame at a time, for inputs too long to hold
+ * their codes: begin writes the header (FRAE_STREAM_HEADER bytes), add
+ * takes one frame's frae_code_bytes and writes the whole bytes that
+ * completes (at most frae_code_bytes + 1), end writes the last partial
+ * byte and the CRC (at most 5); each returns the bytes it wrote to out.
+ * Frames go in stream order, s->sequences x s->frames of them. */
+typedef struct {
+    frae_stream s;
+    uint32_t crc;
+    unsigned char carry; /* bits waiting for their byte */
+    int carry_bits;
+} frae_stream_writer;
+size_t frae_stream_writer_begin(frae_stream_writer *w, const frae_stream *s,
+                                unsigned char *out);
+size_t frae_stream_writer_add(frae_stream_writer *w, const unsigned char *code,
+                              unsigned char *out);
+size_t frae_stream_writer_end(frae_stream_writer *w, unsigned char *out);
 /* Validates magic, version, sizes, exact length and CRC; never reads out
  * of bounds.  One line in err on failure. */
 int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
@@ -373,16 +401,33 @@ void frae_mel_compute(frae_mel *m, const float *samples, long n, float *feats);
 long frae_mel_invert(frae_mel *m, const float *feats, long frames, int iters,
                      float *samples);
 
-/* Reads any libsndfile format (WAV, FLAC, ...), mixed to mono, at rate Hz:
- * resampled if resample is set, else a file at another rate is an error.
- * *samples is malloc'ed; the caller frees it. */
-int frae_audio_read(const char *path, int rate, int resample, float **samples,
-                    long *n, char *err, size_t errlen);
-/* Read + features, refusing files shorter than one frame or silent (peak
- * below -80 dBFS).  *feats is malloc'ed: frames x n_mels. */
+/* Audio is read in blocks, whatever its length: the calls below hold a
+ * few blocks of samples and one window, not the file.  Every sample is
+ * checked: NaN or infinite samples (float WAV) are refused, with their
+ * position. */
+
+/* Receives features as they are computed: frames x n_mels floats, in
+ * order.  Returns 0, or non-zero to stop (the call then fails). */
+typedef int (*frae_feature_sink)(void *ctx, const float *feats, long frames,
+                                 int n_mels);
+
+/* The features of an audio file (any libsndfile format: WAV, FLAC, ...),
+ * mixed to mono and resampled to f->sample_rate (if resample; else a file
+ * at another rate is an error), handed to sink in order; *frames (may be
+ * NULL) is their count.  A file shorter than one frame or silent (peak
+ * below -80 dBFS) is an error found at the end, after the sink has seen
+ * its frames: a sink that writes somewhere should discard them then. */
+int frae_audio_stream_features(const char *path, const frae_features *f,
+                               int resample, frae_feature_sink sink, void *ctx,
+                               long *frames, char *err, size_t errlen);
+/* The same, into one malloc'ed array of frames x n_mels (caller frees). */
 int frae_audio_features(const char *path, const frae_features *f,
                         int resample, float **feats, long *frames, char *err,
                         size_t errlen);
+/* Every sample, mixed to mono, at rate Hz (resampled if resample is set,
+ * else a file at another rate is an error), in one malloc'ed array. */
+int frae_audio_read(const char *path, int rate, int resample, float **samples,
+                    long *n, char *err, size_t errlen);
 /* 16-bit PCM WAV, scaled down only if it would clip. */
 int frae_audio_write_wav(const char *path, const float *samples, long n,
                          int rate, char *err, size_t errlen);

@@ -28,7 +28,9 @@ struct frae_mel {
     int nbins;          /* n_fft / 2 + 1 */
     float *window;      /* [win] */
     float *filters;     /* [n_mels][nbins] */
-    double *pinv;       /* [nbins][n_mels]: a pseudo-inverse of filters */
+    int *band_lo, *band_hi; /* each filter's nonzero bins: [lo, hi) */
+    double *pinv;       /* [nbins][n_mels]: a pseudo-inverse of filters,
+                           made by the first frae_mel_invert */
     float *frame;       /* [n_fft] */
     fftwf_complex *spec; /* [nbins] */
     fftwf_plan fwd, inv;
@@ -71,8 +73,11 @@ int frae_features_check(const frae_features *f, char *err, size_t errlen)
         return frae_errorf(err, errlen,
                      "mel range %g..%g Hz must fit below Nyquist (%g Hz)",
                      (double)f->fmin, (double)f->fmax, f->sample_rate / 2.0);
-    if (!(f->floor > 0) || !(f->scale > 0))
-        return frae_errorf(err, errlen, "feature floor and scale must be > 0");
+    if (!(f->floor > 0) || !(f->scale > 0) || !isfinite(f->floor) ||
+        !isfinite(f->scale) || !isfinite(f->offset))
+        return frae_errorf(err, errlen,
+                           "feature floor and scale must be finite and > 0, "
+                           "the offset finite");
     return 0;
 }
 
@@ -132,6 +137,48 @@ static int invert(double *a, int n)
     return 0;
 }
 
+/* pinv = M^T (M M^T + lambda I)^-1, lambda small against the diagonal:
+ * only inversion needs it, so features never pay for it. */
+static int make_pinv(frae_mel *m)
+{
+    const int nb = m->nbins, nm = m->f.n_mels;
+    m->pinv = calloc((size_t)nb * nm, sizeof(double));
+    double *mmt = calloc((size_t)nm * nm, sizeof(double));
+    if (!m->pinv || !mmt) {
+        free(mmt), free(m->pinv);
+        m->pinv = NULL;
+        return -1;
+    }
+    double trace = 0;
+    for (int a = 0; a < nm; a++)
+        for (int b = 0; b < nm; b++) {
+            double s = 0;
+            for (int k = 0; k < nb; k++)
+                s += (double)m->filters[(size_t)a * nb + k] *
+                     m->filters[(size_t)b * nb + k];
+            mmt[(size_t)a * nm + b] = s;
+            if (a == b)
+                trace += s;
+        }
+    for (int a = 0; a < nm; a++)
+        mmt[(size_t)a * nm + a] += 1e-6 * trace / nm;
+    if (invert(mmt, nm)) {
+        free(mmt), free(m->pinv);
+        m->pinv = NULL;
+        return -1;
+    }
+    for (int k = 0; k < nb; k++)
+        for (int b = 0; b < nm; b++) {
+            double s = 0;
+            for (int a = 0; a < nm; a++)
+                s += (double)m->filters[(size_t)a * nb + k] *
+                     mmt[(size_t)a * nm + b];
+            m->pinv[(size_t)k * nm + b] = s;
+        }
+    free(mmt);
+    return 0;
+}
+
 frae_mel *frae_mel_create(const frae_features *f, char *err, size_t errlen)
 {
     if (frae_features_check(f, err, errlen))
@@ -146,13 +193,12 @@ frae_mel *frae_mel_create(const frae_features *f, char *err, size_t errlen)
     m->nbins = nb;
     m->window = malloc(sizeof(float) * f->win);
     m->filters = calloc((size_t)nm * nb, sizeof(float));
-    m->pinv = calloc((size_t)nb * nm, sizeof(double));
+    m->band_lo = calloc((size_t)nm, sizeof(int));
+    m->band_hi = calloc((size_t)nm, sizeof(int));
     m->frame = fftwf_malloc(sizeof(float) * f->n_fft);
     m->spec = fftwf_malloc(sizeof(fftwf_complex) * nb);
-    double *mmt = calloc((size_t)nm * nm, sizeof(double));
-    if (!m->window || !m->filters || !m->pinv || !m->frame || !m->spec ||
-        !mmt) {
-        free(mmt);
+    if (!m->window || !m->filters || !m->frame || !m->spec || !m->band_lo ||
+        !m->band_hi) {
         frae_mel_destroy(m);
         frae_errorf(err, errlen, "out of memory");
         return NULL;
@@ -168,37 +214,21 @@ frae_mel *frae_mel_create(const frae_features *f, char *err, size_t errlen)
             double hz = (double)k * f->sample_rate / f->n_fft;
             double w = fmin((hz - fl) / (fc - fl), (fh - hz) / (fh - fc));
             m->filters[(size_t)b * nb + k] = (float)(w > 0 ? w : 0);
+            if (w > 0 && (float)w != 0.0f) {
+                if (m->band_hi[b] == 0)
+                    m->band_lo[b] = k;
+                m->band_hi[b] = k + 1;
+            }
         }
     }
-    /* pinv = M^T (M M^T + lambda I)^-1, lambda small against the diagonal */
-    double trace = 0;
-    for (int a = 0; a < nm; a++)
-        for (int b = 0; b < nm; b++) {
-            double s = 0;
-            for (int k = 0; k < nb; k++)
-                s += (double)m->filters[(size_t)a * nb + k] *
-                     m->filters[(size_t)b * nb + k];
-            mmt[(size_t)a * nm + b] = s;
-            if (a == b)
-                trace += s;
-        }
-    for (int a = 0; a < nm; a++)
-        mmt[(size_t)a * nm + a] += 1e-6 * trace / nm;
-    if (invert(mmt, nm)) {
-        free(mmt);
+    int empty = 1;
+    for (int b = 0; b < nm; b++)
+        empty &= m->band_hi[b] == 0;
+    if (empty) {
         frae_mel_destroy(m);
         frae_errorf(err, errlen, "mel filterbank is singular");
         return NULL;
     }
-    for (int k = 0; k < nb; k++)
-        for (int b = 0; b < nm; b++) {
-            double s = 0;
-            for (int a = 0; a < nm; a++)
-                s += (double)m->filters[(size_t)a * nb + k] *
-                     mmt[(size_t)a * nm + b];
-            m->pinv[(size_t)k * nm + b] = s;
-        }
-    free(mmt);
     pthread_mutex_lock(&planner_lock);
     m->fwd = fftwf_plan_dft_r2c_1d(f->n_fft, m->frame, m->spec, FFTW_ESTIMATE);
     m->inv = fftwf_plan_dft_c2r_1d(f->n_fft, m->spec, m->frame, FFTW_ESTIMATE);
@@ -225,6 +255,8 @@ void frae_mel_destroy(frae_mel *m)
     fftwf_free(m->spec);
     free(m->window);
     free(m->filters);
+    free(m->band_lo);
+    free(m->band_hi);
     free(m->pinv);
     free(m);
 }
@@ -244,24 +276,30 @@ static void analyse(frae_mel *m, const float *samples, long start)
     fftwf_execute(m->fwd);
 }
 
-void frae_mel_compute(frae_mel *m, const float *samples, long n, float *feats)
+/* The features of the frame of win samples at samples[0]. */
+static void mel_frame(frae_mel *m, const float *samples, float *feats)
 {
     const frae_features *f = &m->f;
-    const long frames = frae_mel_frames(m, n);
     const int nb = m->nbins;
-    for (long t = 0; t < frames; t++) {
-        analyse(m, samples, t * f->hop);
-        for (int b = 0; b < f->n_mels; b++) {
-            double e = 0;
-            const float *w = m->filters + (size_t)b * nb;
-            for (int k = 0; k < nb; k++)
-                if (w[k] != 0.0f)
-                    e += w[k] * ((double)m->spec[k][0] * m->spec[k][0] +
-                                 (double)m->spec[k][1] * m->spec[k][1]);
-            double v = e > f->floor ? e : f->floor;
-            feats[t * f->n_mels + b] = (float)((log(v) + f->offset) / f->scale);
-        }
+    analyse(m, samples, 0);
+    for (int b = 0; b < f->n_mels; b++) {
+        double e = 0;
+        const float *w = m->filters + (size_t)b * nb;
+        /* the filter's nonzero span, in order: the same sum as every bin */
+        for (int k = m->band_lo[b]; k < m->band_hi[b]; k++)
+            if (w[k] != 0.0f)
+                e += w[k] * ((double)m->spec[k][0] * m->spec[k][0] +
+                             (double)m->spec[k][1] * m->spec[k][1]);
+        double v = e > f->floor ? e : f->floor;
+        feats[b] = (float)((log(v) + f->offset) / f->scale);
     }
+}
+
+void frae_mel_compute(frae_mel *m, const float *samples, long n, float *feats)
+{
+    const long frames = frae_mel_frames(m, n);
+    for (long t = 0; t < frames; t++)
+        mel_frame(m, samples + t * m->f.hop, feats + t * m->f.n_mels);
 }
 
 /* Overlap-adds the inverse FFT of each frame's spectrum (mag, phase). */
@@ -290,6 +328,8 @@ long frae_mel_invert(frae_mel *m, const float *feats, long frames, int iters,
     const frae_features *f = &m->f;
     const int nb = m->nbins, nm = f->n_mels;
     const long n = (frames - 1) * f->hop + f->win;
+    if (!m->pinv && make_pinv(m))
+        return -1;
     float *mag = malloc(sizeof(float) * (size_t)frames * nb);
     float *phase = malloc(sizeof(float) * (size_t)frames * nb);
     float *norm = calloc((size_t)n, sizeof(float));
@@ -357,7 +397,337 @@ long frae_mel_invert(frae_mel *m, const float *feats, long frames, int iters,
     return n;
 }
 
-/* ---- audio files ---------------------------------------------------------- */
+/* ---- audio files, streamed ------------------------------------------------
+ * A file is read in blocks of BLOCK_SAMPLES interleaved samples, mixed to
+ * mono, resampled block by block (libsamplerate keeps its state between
+ * calls) and cut into frames as the samples arrive, so memory is a few
+ * blocks and one window whatever the file's length. */
+
+#define BLOCK_SAMPLES 65536 /* interleaved samples per read */
+#define FEAT_BATCH 256      /* frames handed to the sink at a time */
+
+typedef struct audio_stream audio_stream;
+struct audio_stream {
+    const char *name;
+    const frae_features *f;
+    int rate;      /* the rate wanted: f->sample_rate */
+    int resample;
+    /* takes n mono samples at `rate`: frames them, or keeps them */
+    int (*on_samples)(audio_stream *a, const float *x, long n);
+    float *kept;   /* frae_audio_read: every sample */
+    long kept_cap;
+    frae_feature_sink sink;
+    void *ctx;
+    frae_mel *mel;
+    SRC_STATE *src;
+    double ratio;
+    float *inter, *mono, *res; /* a read, its mix, the resampled mix */
+    long res_cap;
+    float *win;                /* samples not yet framed */
+    long win_len, win_cap;
+    float *feats;              /* FEAT_BATCH frames for the sink */
+    int n_feats;
+    long samples;              /* at the feature rate, so far */
+    long frames;
+    float peak;
+    char *err;
+    size_t errlen;
+};
+
+static int flush_feats(audio_stream *a)
+{
+    if (a->n_feats && a->sink(a->ctx, a->feats, a->n_feats, a->f->n_mels))
+        return frae_errorf(a->err, a->errlen, "%s: cannot store features",
+                           a->name);
+    a->n_feats = 0;
+    return 0;
+}
+
+/* Counts n mono samples at the wanted rate and hands them on. */
+static int push_samples(audio_stream *a, const float *x, long n)
+{
+    for (long i = 0; i < n; i++) {
+        float v = fabsf(x[i]);
+        a->peak = v > a->peak ? v : a->peak;
+    }
+    a->samples += n;
+    return a->on_samples(a, x, n);
+}
+
+/* Frames every hop samples: a window of win samples at a time. */
+static int frame_samples(audio_stream *a, const float *x, long n)
+{
+    const frae_features *f = a->f;
+    while (n > 0) {
+        long take = a->win_cap - a->win_len < n ? a->win_cap - a->win_len : n;
+        memcpy(a->win + a->win_len, x, sizeof(float) * (size_t)take);
+        a->win_len += take, x += take, n -= take;
+        long at = 0;
+        for (; a->win_len - at >= f->win; at += f->hop) {
+            mel_frame(a->mel, a->win + at, a->feats + (size_t)a->n_feats * f->n_mels);
+            a->frames++;
+            if (++a->n_feats == FEAT_BATCH && flush_feats(a))
+                return -1;
+        }
+        if (at > a->win_len)
+            at = a->win_len; /* hop > what is left: skip the rest later */
+        memmove(a->win, a->win + at, sizeof(float) * (size_t)(a->win_len - at));
+        a->win_len -= at;
+    }
+    return 0;
+}
+
+/* Resamples (if needed) and frames n mono samples; last: end of input. */
+static int push_mono(audio_stream *a, long n, int last)
+{
+    if (!a->src)
+        return push_samples(a, a->mono, n);
+    SRC_DATA d;
+    memset(&d, 0, sizeof d);
+    d.data_in = a->mono;
+    d.input_frames = n;
+    d.src_ratio = a->ratio;
+    d.end_of_input = last;
+    do {
+        d.data_out = a->res;
+        d.output_frames = a->res_cap;
+        int e = src_process(a->src, &d);
+        if (e)
+            return frae_errorf(a->err, a->errlen, "%s: resampling failed: %s",
+                               a->name, src_strerror(e));
+        if (push_samples(a, a->res, d.output_frames_gen))
+            return -1;
+        d.data_in += d.input_frames_used;
+        d.input_frames -= d.input_frames_used;
+    } while (d.input_frames > 0 || (last && d.output_frames_gen > 0));
+    return 0;
+}
+
+static int stream_sndfile(SNDFILE *sf, const SF_INFO *info, audio_stream *a)
+{
+    const int ch = info->channels;
+    if (info->frames <= 0 || ch < 1 || info->samplerate < 1)
+        return frae_errorf(a->err, a->errlen, "%s: no audio samples", a->name);
+    if (ch > BLOCK_SAMPLES)
+        return frae_errorf(a->err, a->errlen, "%s: %d channels", a->name, ch);
+    if (info->samplerate != a->rate) {
+        if (!a->resample)
+            return frae_errorf(a->err, a->errlen,
+                               "%s: sample rate %d Hz, the features need %d Hz "
+                               "(resampling is off)",
+                               a->name, info->samplerate, a->rate);
+        a->ratio = (double)a->rate / info->samplerate;
+        if (!src_is_valid_ratio(a->ratio))
+            return frae_errorf(a->err, a->errlen,
+                               "%s: cannot resample %d Hz to %d Hz", a->name,
+                               info->samplerate, a->rate);
+        int e;
+        a->src = src_new(SRC_SINC_MEDIUM_QUALITY, 1, &e);
+        if (!a->src)
+            return frae_errorf(a->err, a->errlen, "%s: resampling failed: %s",
+                               a->name, src_strerror(e));
+    }
+    const long block = BLOCK_SAMPLES / ch;
+    a->res_cap = (long)(block * (a->ratio > 1 ? a->ratio : 1.0)) + 64;
+    a->inter = malloc(sizeof(float) * (size_t)block * ch);
+    a->mono = malloc(sizeof(float) * (size_t)block);
+    a->res = malloc(sizeof(float) * (size_t)a->res_cap);
+    if (!a->inter || !a->mono || !a->res)
+        return frae_errorf(a->err, a->errlen, "%s: out of memory", a->name);
+    long long at = 0; /* samples read, per channel */
+    for (;;) {
+        sf_count_t got = sf_readf_float(sf, a->inter, block);
+        if (got < 0)
+            got = 0;
+        for (sf_count_t i = 0; i < got; i++) {
+            double s = 0;
+            for (int c = 0; c < ch; c++) {
+                float v = a->inter[i * ch + c];
+                if (!isfinite(v))
+                    return frae_errorf(
+                        a->err, a->errlen,
+                        "%s: sample %lld (%.3f s), channel %d, is %s", a->name,
+                        at + (long long)i,
+                        (double)(at + (long long)i) / info->samplerate, c + 1,
+                        isnan(v) ? "NaN" : "infinite");
+                s += v;
+            }
+            a->mono[i] = (float)(s / ch); /* mix down */
+        }
+        at += got;
+        int last = got < block;
+        if (push_mono(a, (long)got, last))
+            return -1;
+        if (last)
+            break;
+    }
+    return 0;
+}
+
+/* Features of an open file: every check that needs the whole file (length,
+ * silence) comes at the end, after the sink has seen the frames. */
+static int stream_features(SNDFILE *sf, const SF_INFO *info, const char *name,
+                           const frae_features *f, int resample,
+                           frae_feature_sink sink, void *ctx, long *frames,
+                           char *err, size_t errlen)
+{
+    audio_stream a;
+    memset(&a, 0, sizeof a);
+    a.name = name, a.f = f, a.rate = f->sample_rate, a.resample = resample;
+    a.on_samples = frame_samples, a.sink = sink, a.ctx = ctx;
+    a.err = err, a.errlen = errlen;
+    a.win_cap = f->win + BLOCK_SAMPLES;
+    a.win = malloc(sizeof(float) * (size_t)a.win_cap);
+    a.feats = malloc(sizeof(float) * FEAT_BATCH * (size_t)f->n_mels);
+    int rc = -1;
+    if (!a.win || !a.feats)
+        frae_errorf(err, errlen, "%s: out of memory", name);
+    else if ((a.mel = frae_mel_create(f, err, errlen)) &&
+             !stream_sndfile(sf, info, &a) && !flush_feats(&a)) {
+        if (a.samples < f->win)
+            frae_errorf(err, errlen,
+                        "%s: %ld samples, shorter than one %d-sample frame",
+                        name, a.samples, f->win);
+        else if (!(a.peak > 1e-4f)) /* -80 dBFS */
+            frae_errorf(err, errlen, "%s: only silence (peak %.2g)", name,
+                        (double)a.peak);
+        else
+            rc = 0;
+    }
+    if (!rc && frames)
+        *frames = a.frames;
+    if (a.src)
+        src_delete(a.src);
+    frae_mel_destroy(a.mel);
+    free(a.inter), free(a.mono), free(a.res), free(a.win), free(a.feats);
+    return rc;
+}
+
+int frae_audio_stream_features(const char *path, const frae_features *f,
+                               int resample, frae_feature_sink sink, void *ctx,
+                               long *frames, char *err, size_t errlen)
+{
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *sf = sf_open(path, SFM_READ, &info);
+    if (!sf)
+        return frae_errorf(err, errlen, "%s: not a readable audio file (%s)",
+                           path, sf_strerror(NULL));
+    int rc = stream_features(sf, &info, path, f, resample, sink, ctx, frames,
+                             err, errlen);
+    sf_close(sf);
+    return rc;
+}
+
+/* libsndfile's virtual I/O over a buffer: audio already in memory (and the
+ * fuzzer's inputs) take the same path as files. */
+typedef struct {
+    const unsigned char *buf;
+    sf_count_t size, pos;
+} mem_file;
+
+static sf_count_t mem_length(void *u) { return ((mem_file *)u)->size; }
+static sf_count_t mem_tell(void *u) { return ((mem_file *)u)->pos; }
+static sf_count_t mem_seek(sf_count_t off, int whence, void *u)
+{
+    mem_file *m = u;
+    sf_count_t base = whence == SEEK_CUR ? m->pos
+                      : whence == SEEK_END ? m->size
+                                           : 0;
+    if (off > m->size - base || off < -base)
+        return -1;
+    m->pos = base + off;
+    return m->pos;
+}
+static sf_count_t mem_read(void *ptr, sf_count_t n, void *u)
+{
+    mem_file *m = u;
+    sf_count_t left = m->pos < m->size ? m->size - m->pos : 0;
+    if (n > left)
+        n = left;
+    memcpy(ptr, m->buf + m->pos, (size_t)n);
+    m->pos += n;
+    return n;
+}
+static sf_count_t mem_write(const void *ptr, sf_count_t n, void *u)
+{
+    (void)ptr, (void)n, (void)u;
+    return 0;
+}
+
+int frae_audio_stream_memory(const void *buf, size_t size, const char *name,
+                             const frae_features *f, int resample,
+                             frae_feature_sink sink, void *ctx, long *frames,
+                             char *err, size_t errlen)
+{
+    SF_VIRTUAL_IO io = {mem_length, mem_seek, mem_read, mem_write, mem_tell};
+    mem_file mf = {buf, (sf_count_t)size, 0};
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *sf = sf_open_virtual(&io, SFM_READ, &info, &mf);
+    if (!sf)
+        return frae_errorf(err, errlen, "%s: not a readable audio file (%s)",
+                           name, sf_strerror(NULL));
+    int rc = stream_features(sf, &info, name, f, resample, sink, ctx, frames,
+                             err, errlen);
+    sf_close(sf);
+    return rc;
+}
+
+/* frae_audio_features' sink: a growing array. */
+typedef struct {
+    float *data;
+    size_t len, cap; /* floats */
+} grow_sink;
+
+static int grow_push(void *ctx, const float *feats, long frames, int n_mels)
+{
+    grow_sink *g = ctx;
+    size_t n = (size_t)frames * (size_t)n_mels;
+    if (g->len + n > g->cap) {
+        size_t cap = g->cap ? g->cap : 4096;
+        while (cap < g->len + n)
+            cap *= 2;
+        float *p = realloc(g->data, sizeof(float) * cap);
+        if (!p)
+            return -1;
+        g->data = p, g->cap = cap;
+    }
+    memcpy(g->data + g->len, feats, sizeof(float) * n);
+    g->len += n;
+    return 0;
+}
+
+int frae_audio_features(const char *path, const frae_features *f,
+                        int resample, float **feats, long *frames, char *err,
+                        size_t errlen)
+{
+    grow_sink g = {NULL, 0, 0};
+    if (frae_audio_stream_features(path, f, resample, grow_push, &g, frames,
+                                   err, errlen)) {
+        free(g.data);
+        return -1;
+    }
+    *feats = g.data;
+    return 0;
+}
+
+/* frae_audio_read's: every sample, in a growing array. */
+static int keep_samples(audio_stream *a, const float *x, long n)
+{
+    if (a->samples > a->kept_cap) {
+        long cap = a->kept_cap ? a->kept_cap : 65536;
+        while (cap < a->samples)
+            cap *= 2;
+        float *p = realloc(a->kept, sizeof(float) * (size_t)cap);
+        if (!p)
+            return frae_errorf(a->err, a->errlen, "%s: out of memory",
+                               a->name);
+        a->kept = p, a->kept_cap = cap;
+    }
+    memcpy(a->kept + a->samples - n, x, sizeof(float) * (size_t)n);
+    return 0;
+}
 
 int frae_audio_read(const char *path, int rate, int resample, float **out,
                     long *n_out, char *err, size_t errlen)
@@ -366,94 +736,23 @@ int frae_audio_read(const char *path, int rate, int resample, float **out,
     memset(&info, 0, sizeof info);
     SNDFILE *sf = sf_open(path, SFM_READ, &info);
     if (!sf)
-        return frae_errorf(err, errlen, "%s: not a readable audio file (%s)", path,
-                     sf_strerror(NULL));
-    if (info.frames <= 0 || info.channels < 1 || info.frames > (1L << 32)) {
-        sf_close(sf);
-        return frae_errorf(err, errlen, "%s: no audio samples", path);
-    }
-    float *inter = malloc(sizeof(float) * (size_t)info.frames * info.channels);
-    if (!inter) {
-        sf_close(sf);
-        return frae_errorf(err, errlen, "%s: out of memory", path);
-    }
-    sf_count_t got = sf_readf_float(sf, inter, info.frames);
+        return frae_errorf(err, errlen, "%s: not a readable audio file (%s)",
+                           path, sf_strerror(NULL));
+    audio_stream a;
+    memset(&a, 0, sizeof a);
+    a.name = path, a.rate = rate, a.resample = resample;
+    a.on_samples = keep_samples, a.err = err, a.errlen = errlen;
+    int rc = stream_sndfile(sf, &info, &a);
     sf_close(sf);
-    long n = (long)got;
-    float *mono = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    for (long i = 0; i < n; i++) { /* mix down */
-        double s = 0;
-        for (int c = 0; c < info.channels; c++)
-            s += inter[i * info.channels + c];
-        mono[i] = (float)(s / info.channels);
-    }
-    free(inter);
-    if (info.samplerate != rate) {
-        if (!resample) {
-            free(mono);
-            return frae_errorf(err, errlen,
-                         "%s: sample rate %d Hz, the features need %d Hz "
-                         "(resampling is off)",
-                         path, info.samplerate, rate);
-        }
-        double ratio = (double)rate / info.samplerate;
-        long n2 = (long)(n * ratio) + 16;
-        float *res = malloc(sizeof(float) * (size_t)n2);
-        SRC_DATA d = {mono, res, n, n2, 0, 0, 0, ratio};
-        int e = src_simple(&d, SRC_SINC_MEDIUM_QUALITY, 1);
-        free(mono);
-        if (e) {
-            free(res);
-            return frae_errorf(err, errlen, "%s: resampling failed: %s", path,
-                         src_strerror(e));
-        }
-        mono = res;
-        n = d.output_frames_gen;
-    }
-    *out = mono;
-    *n_out = n;
-    return 0;
-}
-
-int frae_audio_features(const char *path, const frae_features *f,
-                        int resample, float **feats, long *frames, char *err,
-                        size_t errlen)
-{
-    float *x;
-    long n;
-    if (frae_audio_read(path, f->sample_rate, resample, &x, &n, err, errlen))
-        return -1;
-    if (n < f->win) {
-        free(x);
-        return frae_errorf(err, errlen,
-                     "%s: %ld samples, shorter than one %d-sample frame", path,
-                     n, f->win);
-    }
-    float peak = 0;
-    for (long i = 0; i < n; i++)
-        peak = fabsf(x[i]) > peak ? fabsf(x[i]) : peak;
-    if (!(peak > 1e-4f)) { /* -80 dBFS */
-        free(x);
-        return frae_errorf(err, errlen, "%s: only silence (peak %.2g)", path,
-                     (double)peak);
-    }
-    frae_mel *m = frae_mel_create(f, err, errlen);
-    if (!m) {
-        free(x);
+    if (a.src)
+        src_delete(a.src);
+    free(a.inter), free(a.mono), free(a.res);
+    if (rc) {
+        free(a.kept);
         return -1;
     }
-    long t = frae_mel_frames(m, n);
-    float *out = malloc(sizeof(float) * (size_t)t * f->n_mels);
-    if (!out) {
-        free(x);
-        frae_mel_destroy(m);
-        return frae_errorf(err, errlen, "%s: out of memory", path);
-    }
-    frae_mel_compute(m, x, n, out);
-    free(x);
-    frae_mel_destroy(m);
-    *feats = out;
-    *frames = t;
+    *out = a.kept ? a.kept : malloc(sizeof(float));
+    *n_out = a.samples;
     return 0;
 }
 
@@ -461,10 +760,16 @@ int frae_audio_write_wav(const char *path, const float *samples, long n,
                          int rate, char *err, size_t errlen)
 {
     SF_INFO info = {0, rate, 1, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 0, 0};
-    SNDFILE *sf = sf_open(path, SFM_WRITE, &info);
-    if (!sf)
+    /* atomically, as every output: a failed write leaves the old file */
+    frae_atomic_file af;
+    if (frae_atomic_begin(&af, path, err, errlen))
+        return -1;
+    SNDFILE *sf = sf_open_fd(fileno(af.f), SFM_WRITE, &info, 0);
+    if (!sf) {
+        frae_atomic_abort(&af);
         return frae_errorf(err, errlen, "%s: cannot write: %s", path,
-                     sf_strerror(NULL));
+                           sf_strerror(NULL));
+    }
     /* scale into range if Griffin-Lim overshoots, rather than clip */
     float peak = 0;
     for (long i = 0; i < n; i++)
@@ -478,6 +783,10 @@ int frae_audio_write_wav(const char *path, const float *samples, long n,
             buf[j] = samples[i + j] * g;
         bad = sf_writef_float(sf, buf, k) != k;
     }
-    sf_close(sf);
-    return bad ? frae_errorf(err, errlen, "%s: write failed", path) : 0;
+    bad |= sf_close(sf) != 0;
+    if (bad) {
+        frae_atomic_abort(&af);
+        return frae_errorf(err, errlen, "%s: write failed", path);
+    }
+    return frae_atomic_commit(&af, err, errlen);
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,9 @@
 #include "frae_internal.h"
 
 #define FORMAT_NAME "frae-model"
-#define FORMAT_VERSION 1
+/* 2: the checksum covers the header fields as well as the tensor data.
+ * Version 1 files (data only) are still read. */
+#define FORMAT_VERSION 2
 
 struct frae_checkpoint {
     frae_safetensors st;
@@ -31,14 +34,14 @@ struct frae_checkpoint {
 };
 
 /* "enc.0", "latent", "dec.1", "out" */
-static void layer_name(const frae_model *m, int l, char *out, size_t cap)
+static void layer_name(const frae_config *c, int l, char *out, size_t cap)
 {
-    int ne = m->cfg.n_enc_hidden;
+    int ne = c->n_enc_hidden;
     if (l < ne)
         snprintf(out, cap, "enc.%d", l);
     else if (l == ne)
         snprintf(out, cap, "latent");
-    else if (l < m->n_layers - 1)
+    else if (l <= ne + c->n_dec_hidden)
         snprintf(out, cap, "dec.%d", l - ne - 1);
     else
         snprintf(out, cap, "out");
@@ -54,11 +57,14 @@ static void widths_str(const int *w, int n, char *out, size_t cap)
 
 /* ---- saving ------------------------------------------------------------ */
 
-int frae_save(const frae_model *m, const char *path, int with_optimizer,
-              const frae_meta *meta, int n_meta, const frae_i32_array *extra,
-              int n_extra, char *err, size_t errlen)
+/* Saves m; c gives the settings recorded in the metadata (m's own, or the
+ * saved ones of a model converted at a smaller run-time size). */
+static int save_model(const frae_model *m, const frae_config *c,
+                      const char *path, int with_optimizer,
+                      const frae_meta *meta, int n_meta,
+                      const frae_i32_array *extra, int n_extra, char *err,
+                      size_t errlen)
 {
-    const frae_config *c = &m->cfg;
     const int with_opt = with_optimizer && m->adam_m;
     const int copies = with_opt ? 3 : 1;
     const int nt = m->n_layers * 2 * copies + n_extra;
@@ -79,7 +85,7 @@ int frae_save(const frae_model *m, const char *path, int with_optimizer,
         for (int l = 0; l < m->n_layers; l++) {
             const frae_layer *ly = &m->layer[l];
             char ln[32];
-            layer_name(m, l, ln, sizeof ln);
+            layer_name(&m->cfg, l, ln, sizeof ln);
             snprintf(names[k], sizeof names[k], "%s%s.weight", prefix[cpy], ln);
             const size_t nw = (size_t)ly->in * ly->out;
             if (bf16 && cpy == 0) {
@@ -164,10 +170,32 @@ int frae_save(const frae_model *m, const char *path, int with_optimizer,
     return rc;
 }
 
+int frae_save(const frae_model *m, const char *path, int with_optimizer,
+              const frae_meta *meta, int n_meta, const frae_i32_array *extra,
+              int n_extra, char *err, size_t errlen)
+{
+    return save_model(m, &m->cfg, path, with_optimizer, meta, n_meta, extra,
+                      n_extra, err, errlen);
+}
+
 /* ---- opening ----------------------------------------------------------- */
 
-frae_checkpoint *frae_checkpoint_open(const char *path, char *err,
-                                      size_t errlen)
+/* A whole decimal in lo..hi, nothing around it. */
+static int parse_long(const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (!*v || *v == ' ' || *end || errno || x < lo || x > hi)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+/* Opens a file (buf NULL) or a buffer the caller keeps alive. */
+static frae_checkpoint *checkpoint_open(const void *buf, size_t size,
+                                        const char *path, char *err,
+                                        size_t errlen)
 {
     frae_checkpoint *ck = calloc(1, sizeof *ck);
     if (!ck) {
@@ -175,7 +203,8 @@ frae_checkpoint *frae_checkpoint_open(const char *path, char *err,
         return NULL;
     }
     snprintf(ck->path, sizeof ck->path, "%s", path);
-    if (frae_st_open(path, &ck->st, err, errlen)) {
+    if (buf ? frae_st_parse(buf, size, path, &ck->st, err, errlen)
+            : frae_st_open(path, &ck->st, err, errlen)) {
         free(ck);
         return NULL;
     }
@@ -190,22 +219,23 @@ frae_checkpoint *frae_checkpoint_open(const char *path, char *err,
                 path);
         goto fail;
     }
-    if (!ver || atoi(ver) != FORMAT_VERSION) {
+    long version;
+    if (!ver || parse_long(ver, 1, FORMAT_VERSION, &version)) {
         frae_errorf(err, errlen,
-                "%s: checkpoint format version %s; this frae reads version "
-                "%d",
+                "%s: checkpoint format version %s; this frae reads versions "
+                "1 to %d",
                 path, ver ? ver : "(missing)", FORMAT_VERSION);
         goto fail;
     }
     char want[40];
     snprintf(want, sizeof want, "fnv1a64:%016llx",
-             (unsigned long long)frae_fnv1a64(ck->st.data, ck->st.data_len,
-                                              FRAE_FNV_INIT));
-    if (!sum || strcmp(sum, want)) {
+             (unsigned long long)frae_st_checksum(&ck->st, version >= 2));
+    if (!FRAE_FUZZING && (!sum || strcmp(sum, want))) {
         frae_errorf(err, errlen,
-                "%s: corrupted: tensor data checksum is %s, the header "
-                "says %s",
-                path, want, sum ? sum : "(missing)");
+                "%s: corrupted or edited: the checksum of its %s is %s, the "
+                "header says %s",
+                path, version >= 2 ? "header and tensor data" : "tensor data",
+                want, sum ? sum : "(missing)");
         goto fail;
     }
     return ck;
@@ -213,6 +243,19 @@ fail:
     frae_st_close(&ck->st);
     free(ck);
     return NULL;
+}
+
+frae_checkpoint *frae_checkpoint_open(const char *path, char *err,
+                                      size_t errlen)
+{
+    return checkpoint_open(NULL, 0, path, err, errlen);
+}
+
+frae_checkpoint *frae_checkpoint_parse(const void *buf, size_t size,
+                                       const char *name, char *err,
+                                       size_t errlen)
+{
+    return checkpoint_open(buf, size, name, err, errlen);
 }
 
 void frae_checkpoint_close(frae_checkpoint *ck)
@@ -257,13 +300,11 @@ static int meta_long(const frae_checkpoint *ck, const char *key, long lo,
     if (!v)
         return frae_errorf(err, errlen, "%s: metadata '%s' missing", ck->path,
                        key);
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || errno || x < lo || x > hi)
-        return frae_errorf(err, errlen, "%s: metadata '%s' = '%s' is invalid",
-                       ck->path, key, v);
-    *out = x;
+    if (parse_long(v, lo, hi, out))
+        return frae_errorf(err, errlen,
+                           "%s: metadata '%s' = '%s' is not an integer in "
+                           "%ld..%ld",
+                           ck->path, key, v, lo, hi);
     return 0;
 }
 
@@ -295,6 +336,56 @@ static int parse_widths(const char *v, int *n, int *w)
         w[(*n)++] = (int)x;
         v = *end ? end + 1 : end;
     }
+    return 0;
+}
+
+/* Finds "<prefix><layer>.weight" and ".bias" as float tensors of the
+ * shapes the config gives; an error names the first one that is not. */
+static const st_tensor *find_layer_tensor(const frae_safetensors *st,
+                                          const frae_config *c, int l,
+                                          const char *prefix, int bias,
+                                          const char *path, char *err,
+                                          size_t errlen)
+{
+    int in, out;
+    char ln[32], name[96];
+    layer_name(c, l, ln, sizeof ln);
+    snprintf(name, sizeof name, "%s%s.%s", prefix, ln, bias ? "bias" : "weight");
+    if (frae_layer_shape(c, l, &in, &out)) {
+        frae_errorf(err, errlen, "%s: layer '%s' is too wide", path, name);
+        return NULL;
+    }
+    const st_tensor *t = frae_st_find(st, name);
+    if (!t) {
+        frae_errorf(err, errlen, "%s: tensor '%s' missing", path, name);
+        return NULL;
+    }
+    int ok = t->dtype <= ST_BF16 &&
+             (bias ? t->ndim == 1 && t->shape[0] == out
+                   : t->ndim == 2 && t->shape[0] == out && t->shape[1] == in);
+    if (!ok) {
+        if (bias)
+            frae_errorf(err, errlen,
+                        "%s: tensor '%s' should be a float [%d] vector", path,
+                        name, out);
+        else
+            frae_errorf(err, errlen,
+                        "%s: tensor '%s' should be a float [%d, %d] matrix",
+                        path, name, out, in);
+        return NULL;
+    }
+    return t;
+}
+
+static int check_tensors(const frae_checkpoint *ck, const frae_config *c,
+                         const char *prefix, char *err, size_t errlen)
+{
+    const int n_layers = c->n_enc_hidden + c->n_dec_hidden + 2;
+    for (int l = 0; l < n_layers; l++)
+        for (int bias = 0; bias < 2; bias++)
+            if (!find_layer_tensor(&ck->st, c, l, prefix, bias, ck->path, err,
+                                   errlen))
+                return -1;
     return 0;
 }
 
@@ -330,9 +421,10 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         c.quantizer = FRAE_QUANT_NONE;
     } else if (q && !strcmp(q, "binary")) {
         c.quantizer = FRAE_QUANT_BINARY;
-    } else if (q && !strncmp(q, "uniform:", 8)) {
+    } else if (q && !strncmp(q, "uniform:", 8) &&
+               !parse_long(q + 8, 2, 65536, &v)) {
         c.quantizer = FRAE_QUANT_UNIFORM;
-        c.quant_levels = atoi(q + 8);
+        c.quant_levels = (int)v;
     } else {
         return frae_errorf(err, errlen, "%s: bad quantizer in metadata",
                        ck->path);
@@ -353,7 +445,16 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
     if (c.weights == FRAE_WEIGHTS_BF16)
         c.training = 0;
     const char *seed = frae_st_meta(&ck->st, "frae.seed");
-    c.seed = seed ? strtoull(seed, NULL, 10) : 0;
+    c.seed = 0;
+    if (seed) {
+        char *end;
+        errno = 0;
+        c.seed = strtoull(seed, &end, 10);
+        if (!*seed || *seed == '-' || *end || errno)
+            return frae_errorf(err, errlen,
+                               "%s: metadata 'frae.seed' = '%s' is invalid",
+                               ck->path, seed);
+    }
     if (meta_long(ck, "frae.window", 1, INT_MAX, &v, err, errlen))
         return -1;
     c.window = (int)v;
@@ -370,6 +471,15 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
     if (frae_config_check(&c, why, sizeof why))
         return frae_errorf(err, errlen, "%s: bad config in metadata: %s",
                        ck->path, why);
+    /* the tensors must be there before anything is sized from the config:
+     * then a model is never larger than the file that describes it */
+    if (check_tensors(ck, &c, "", err, errlen))
+        return -1;
+    if (frae_checkpoint_has_optimizer(ck) &&
+        (meta_long(ck, "frae.adam_step", 0, LONG_MAX, &v, err, errlen) ||
+         check_tensors(ck, &c, "optimizer.m.", err, errlen) ||
+         check_tensors(ck, &c, "optimizer.v.", err, errlen)))
+        return -1;
     *cfg = c;
     return 0;
 }
@@ -383,36 +493,30 @@ static int read_params(const frae_safetensors *st, const frae_model *m,
 {
     for (int l = 0; l < m->n_layers; l++) {
         const frae_layer *ly = &m->layer[l];
-        char ln[32], name[96];
-        layer_name(m, l, ln, sizeof ln);
-        snprintf(name, sizeof name, "%s%s.weight", prefix, ln);
-        const st_tensor *w = frae_st_find(st, name);
-        if (!w)
-            return frae_errorf(err, errlen, "%s: tensor '%s' missing", path, name);
-        if (w->dtype > ST_BF16 || w->ndim != 2 || w->shape[0] != ly->out ||
-            w->shape[1] != ly->in)
-            return frae_errorf(err, errlen,
-                           "%s: tensor '%s' should be a float [%d, %d] "
-                           "matrix",
-                           path, name, ly->out, ly->in);
+        const st_tensor *w = find_layer_tensor(st, &m->cfg, l, prefix, 0,
+                                               path, err, errlen);
+        const st_tensor *b = find_layer_tensor(st, &m->cfg, l, prefix, 1,
+                                               path, err, errlen);
+        if (!w || !b)
+            return -1;
         for (int o = 0; o < ly->out; o++)
             for (int i = 0; i < ly->in; i++) {
                 float v = frae_st_float(st, w, (size_t)o * ly->in + i);
+                if (!isfinite(v))
+                    return frae_errorf(err, errlen,
+                                       "%s: tensor '%s' has %s at [%d, %d]",
+                                       path, w->name,
+                                       isnan(v) ? "NaN" : "Inf", o, i);
                 if (dst)
                     dst[ly->w_off + packed_index(ly->in, ly->out, i, o)] = v;
                 else
                     frae_weight_set((frae_model *)m, l, i, o, v);
             }
-        snprintf(name, sizeof name, "%s%s.bias", prefix, ln);
-        const st_tensor *b = frae_st_find(st, name);
-        if (!b)
-            return frae_errorf(err, errlen, "%s: tensor '%s' missing", path, name);
-        if (b->dtype > ST_BF16 || b->ndim != 1 || b->shape[0] != ly->out)
-            return frae_errorf(err, errlen,
-                           "%s: tensor '%s' should be a float [%d] vector",
-                           path, name, ly->out);
         for (int o = 0; o < ly->out; o++) {
             float v = frae_st_float(st, b, (size_t)o);
+            if (!isfinite(v))
+                return frae_errorf(err, errlen, "%s: tensor '%s' has %s at [%d]",
+                                   path, b->name, isnan(v) ? "NaN" : "Inf", o);
             (dst ? dst + ly->b_off : ly->bias)[o] =
                 v == 0.0f ? 0.0f : v; /* no -0 biases */
         }
@@ -463,6 +567,67 @@ frae_model *frae_load(const char *path, const frae_config *runtime, char *err,
     }
     frae_checkpoint_close(ck);
     return m;
+}
+
+/* ---- conversion of the weight format ---------------------------------------- */
+
+int frae_convert(const char *in_path, const char *out_path,
+                 frae_weights weights, size_t *moved, char *err, size_t errlen)
+{
+    frae_checkpoint *ck = frae_checkpoint_open(in_path, err, errlen);
+    frae_config saved;
+    if (!ck || frae_checkpoint_config(ck, &saved, err, errlen)) {
+        frae_checkpoint_close(ck);
+        return -1;
+    }
+    /* nothing runs: both models are sized for one sequence, and the saved
+     * run-time settings are recorded as they were */
+    frae_config src_cfg = saved, dst_cfg;
+    src_cfg.training = 0;
+    src_cfg.batch = 1;
+    dst_cfg = src_cfg;
+    dst_cfg.weights = weights;
+    saved.weights = weights;
+    int rc = -1;
+    float *p = NULL, *q = NULL;
+    const frae_meta *keep = NULL;
+    frae_meta *meta = NULL;
+    frae_model *src = frae_create(&src_cfg, err, errlen);
+    frae_model *dst = src ? frae_create(&dst_cfg, err, errlen) : NULL;
+    if (!dst || frae_checkpoint_restore(ck, src, 0, err, errlen))
+        goto done;
+    p = malloc(sizeof(float) * src->n_params);
+    q = malloc(sizeof(float) * src->n_params);
+    meta = calloc((size_t)ck->st.n_meta + 1, sizeof *meta);
+    if (!p || !q || !meta) {
+        frae_errorf(err, errlen, "%s: out of memory", in_path);
+        goto done;
+    }
+    frae_get_params(src, p);
+    frae_set_params(dst, p); /* rounds, for bf16 */
+    frae_get_params(dst, q);
+    size_t changed = 0;
+    for (size_t i = 0; i < src->n_params; i++)
+        changed += p[i] != q[i];
+    if (moved)
+        *moved = changed;
+    /* the caller's metadata (audio features, ...) stays; frae's own is
+     * rewritten, and the training state does not apply to new weights */
+    int n = 0;
+    for (int i = 0; i < ck->st.n_meta; i++) {
+        const char *k = ck->st.meta[i].key;
+        if (strncmp(k, "frae.", 5) && strncmp(k, "train.", 6))
+            meta[n++] = (frae_meta){k, ck->st.meta[i].value};
+    }
+    keep = meta;
+    rc = save_model(dst, &saved, out_path, 0, keep, n, NULL, 0, err, errlen)
+             ? -2
+             : 0;
+done:
+    free(p), free(q), free(meta);
+    frae_destroy(src), frae_destroy(dst);
+    frae_checkpoint_close(ck);
+    return rc;
 }
 
 /* ---- imports: weights made by PyTorch or Keras ----------------------------- */
@@ -524,11 +689,12 @@ static int infer_config(const shapes *s, const frae_config *hints,
     return frae_config_check(c, err, errlen);
 }
 
-static frae_model *import_torch(const char *path, const frae_config *hints,
+static frae_model *import_torch(const unsigned char *buf, size_t size,
+                                const char *path, const frae_config *hints,
                                 char *err, size_t errlen)
 {
     frae_safetensors st;
-    if (frae_st_open(path, &st, err, errlen))
+    if (frae_st_parse(buf, size, path, &st, err, errlen))
         return NULL;
     shapes s = {0};
     char name[64];
@@ -648,31 +814,48 @@ static frae_model *import_keras(const unsigned char *buf, size_t size,
         size_t n = 1;
         for (int d = 0; d < arr[i].ndim; d++)
             n *= (size_t)arr[i].dims[d];
-        for (size_t k = 0; k < n; k++)
-            *p++ = frae_npy_value(&arr[i], k);
+        for (size_t k = 0; k < n; k++) {
+            float v = frae_npy_value(&arr[i], k);
+            if (!isfinite(v)) {
+                frae_destroy(m);
+                free(flat);
+                frae_errorf(err, errlen,
+                            "%s: arr_%d.npy has %s at flat index %zu", path,
+                            i, isnan(v) ? "NaN" : "a value too large for "
+                                                  "float32 or Inf",
+                            k);
+                return NULL;
+            }
+            *p++ = v;
+        }
     }
     frae_set_params(m, flat);
     free(flat);
     return m;
 }
 
-frae_model *frae_import(const char *path, const frae_config *hints, char *err,
-                        size_t errlen)
+frae_model *frae_import_buffer(const void *buf, size_t size, const char *name,
+                               const frae_config *hints, char *err,
+                               size_t errlen)
 {
     frae_config h;
     if (hints)
         h = *hints;
     else
         frae_config_default(&h);
+    if (size >= 4 && !memcmp(buf, "PK\x03\x04", 4))
+        return import_keras(buf, size, name, &h, err, errlen);
+    return import_torch(buf, size, name, &h, err, errlen);
+}
+
+frae_model *frae_import(const char *path, const frae_config *hints, char *err,
+                        size_t errlen)
+{
     void *map;
     size_t size;
     if (frae_map_file(path, 8, &map, &size, err, errlen))
         return NULL;
-    int zip = !memcmp(map, "PK\x03\x04", 4);
-    frae_model *m = zip ? import_keras(map, size, path, &h, err, errlen)
-                        : NULL;
+    frae_model *m = frae_import_buffer(map, size, path, hints, err, errlen);
     munmap(map, size);
-    if (!zip) /* safetensors: the reader maps it again, checked */
-        m = import_torch(path, &h, err, errlen);
     return m;
 }

@@ -359,11 +359,8 @@ void frae_stream_header(const frae_model *m, uint32_t sequences,
                                : 0);
 }
 
-void frae_stream_write(unsigned char *dst, const frae_stream *s,
-                       const unsigned char *frame_codes)
+static size_t put_header(unsigned char *dst, const frae_stream *s)
 {
-    size_t total = frae_stream_bytes(s);
-    memset(dst, 0, total);
     memcpy(dst, "FRAEBS", 6);
     dst[6] = s->version;
     dst[7] = s->flags;
@@ -377,19 +374,60 @@ void frae_stream_write(unsigned char *dst, const frae_stream *s,
     dst[33] = s->quantizer;
     dst[34] = (unsigned char)(s->levels & 0xff);
     dst[35] = (unsigned char)(s->levels >> 8);
-    /* frames arrive byte-aligned; the stream packs them bit-tight */
-    const int bits = s->code_bits;
-    const size_t per_frame = ((size_t)s->latent_dim * bits + 7) / 8;
+    return FRAE_STREAM_HEADER;
+}
+
+size_t frae_stream_writer_begin(frae_stream_writer *w, const frae_stream *s,
+                                unsigned char *out)
+{
+    memset(w, 0, sizeof *w);
+    w->s = *s;
+    size_t n = put_header(out, s);
+    w->crc = frae_crc32_update(0, out, n);
+    return n;
+}
+
+size_t frae_stream_writer_add(frae_stream_writer *w, const unsigned char *code,
+                              unsigned char *out)
+{
+    /* frames arrive byte-aligned; the stream packs them bit-tight: whole
+     * bytes go out, the last partial one waits for the next frame */
+    const int bits = w->s.code_bits;
+    size_t done = 0;
+    for (uint32_t i = 0; i < w->s.latent_dim; i++) {
+        uint32_t v = get_bits(code, (size_t)i * bits, bits);
+        for (int k = 0; k < bits; k++) {
+            w->carry |= (unsigned char)((v >> k & 1u) << w->carry_bits);
+            if (++w->carry_bits == 8) {
+                out[done++] = w->carry;
+                w->carry = 0, w->carry_bits = 0;
+            }
+        }
+    }
+    w->crc = frae_crc32_update(w->crc, out, done);
+    return done;
+}
+
+size_t frae_stream_writer_end(frae_stream_writer *w, unsigned char *out)
+{
+    size_t n = 0;
+    if (w->carry_bits) /* zero bits up to the byte boundary */
+        out[n++] = w->carry;
+    w->crc = frae_crc32_update(w->crc, out, n);
+    wr32(out + n, w->crc);
+    return n + 4;
+}
+
+void frae_stream_write(unsigned char *dst, const frae_stream *s,
+                       const unsigned char *frame_codes)
+{
+    frae_stream_writer w;
+    const size_t per_frame = ((size_t)s->latent_dim * s->code_bits + 7) / 8;
     const uint64_t n_frames = (uint64_t)s->sequences * s->frames;
-    unsigned char *payload = dst + FRAE_STREAM_HEADER;
-    size_t pos = 0;
+    unsigned char *p = dst + frae_stream_writer_begin(&w, s, dst);
     for (uint64_t f = 0; f < n_frames; f++)
-        for (uint32_t i = 0; i < s->latent_dim; i++, pos += (size_t)bits)
-            put_bits(payload, pos,
-                     get_bits(frame_codes + f * per_frame, (size_t)i * bits,
-                              bits),
-                     bits);
-    wr32(dst + total - 4, frae_crc32(dst, total - 4));
+        p += frae_stream_writer_add(&w, frame_codes + f * per_frame, p);
+    frae_stream_writer_end(&w, p);
 }
 
 int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
@@ -398,14 +436,14 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
     const unsigned char *p = buf;
     memset(s, 0, sizeof *s);
     if (size < FRAE_STREAM_HEADER + 4 || memcmp(p, "FRAEBS", 6)) {
-        snprintf(err, errlen, "not a frae bitstream (bad magic or %zu bytes)",
+        frae_errorf(err, errlen, "not a frae bitstream (bad magic or %zu bytes)",
                  size);
         return -1;
     }
     s->version = p[6];
     s->flags = p[7];
     if (s->version == 1) {
-        snprintf(err, errlen,
+        frae_errorf(err, errlen,
                  "bitstream version 1, from frae 0.1, whose decoder summed "
                  "in another order; this frae reads version %d: re-encode "
                  "the input",
@@ -413,7 +451,7 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
         return -1;
     }
     if (s->version != FRAE_STREAM_VERSION) {
-        snprintf(err, errlen,
+        frae_errorf(err, errlen,
                  "bitstream version %d; this frae reads version %d",
                  s->version, FRAE_STREAM_VERSION);
         return -1;
@@ -431,18 +469,18 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
         s->frame_dim > (1u << 24) || s->latent_dim > (1u << 24) ||
         !(s->code_bits == 32 || (s->code_bits >= 1 && s->code_bits <= 16)) ||
         s->quantizer > FRAE_QUANT_UNIFORM || !payload_bits(s)) {
-        snprintf(err, errlen, "bitstream header has impossible sizes");
+        frae_errorf(err, errlen, "bitstream header has impossible sizes");
         return -1;
     }
     size_t want = frae_stream_bytes(s);
     if (size != want) {
-        snprintf(err, errlen,
+        frae_errorf(err, errlen,
                  "%s: the header describes %zu bytes, the stream has %zu",
                  size < want ? "truncated" : "trailing bytes", want, size);
         return -1;
     }
     if (frae_crc32(p, size - 4) != rd32(p + size - 4)) {
-        snprintf(err, errlen, "corrupted: CRC-32 mismatch");
+        frae_errorf(err, errlen, "corrupted: CRC-32 mismatch");
         return -1;
     }
     s->payload = p + FRAE_STREAM_HEADER;
@@ -457,7 +495,7 @@ int frae_stream_check_model(const frae_stream *s, const frae_model *m,
     if (s->frame_dim != want.frame_dim || s->latent_dim != want.latent_dim ||
         s->code_bits != want.code_bits || s->quantizer != want.quantizer ||
         s->levels != want.levels) {
-        snprintf(err, errlen,
+        frae_errorf(err, errlen,
                  "stream has D %u, L %u, %u-bit codes; the model has D %u, L "
                  "%u, %u-bit codes",
                  s->frame_dim, s->latent_dim, s->code_bits, want.frame_dim,
@@ -465,7 +503,7 @@ int frae_stream_check_model(const frae_stream *s, const frae_model *m,
         return -1;
     }
     if (s->model_hash != want.model_hash) {
-        snprintf(err, errlen,
+        frae_errorf(err, errlen,
                  "stream was encoded with another model (hash %016llx, this "
                  "model %016llx)",
                  (unsigned long long)s->model_hash,

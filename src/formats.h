@@ -7,6 +7,20 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "frae.h"
+
+/* Formats one error line into err (if non-NULL); returns -1. */
+int frae_errorf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Fuzzing builds (libFuzzer's convention) skip checksum and CRC
+ * comparisons, so that mutations reach the parsers behind them. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define FRAE_FUZZING 1
+#else
+#define FRAE_FUZZING 0
+#endif
+
 /* ---- whole files -------------------------------------------------------- */
 /* Maps a regular file of at least min_size (and > 0) bytes read-only. */
 int frae_map_file(const char *path, size_t min_size, void **map, size_t *size,
@@ -56,6 +70,13 @@ int frae_npy_write(const char *path, const float *data, int ndim,
  * af->f in C order, then frae_atomic_commit. */
 int frae_npy_begin(frae_atomic_file *af, const char *path, int ndim,
                    const long *shape, char *err, size_t errlen);
+
+/* Starts an atomic float32 .npy whose first dimension is not known yet:
+ * write the values, then frae_npy_finish with the final shape. */
+int frae_npy_begin_growing(frae_atomic_file *af, const char *path, int ndim,
+                           char *err, size_t errlen);
+int frae_npy_finish(frae_atomic_file *af, int ndim, const long *shape,
+                    char *err, size_t errlen);
 
 /* ---- .npz (np.savez: a zip of .npy members, stored uncompressed) ------ */
 typedef struct {
@@ -117,14 +138,32 @@ typedef struct {
     const void *data;
 } st_out_tensor;
 
-/* Writes tensors and string metadata atomically; adds the checksum of the
- * data section under "frae.checksum". */
+/* Writes tensors and string metadata atomically; adds under
+ * "frae.checksum" the checksum of the header fields and the data
+ * (frae_st_checksum with the header). */
+#define FRAE_ST_CHECKSUM_KEY "frae.checksum"
 int frae_st_write(const char *path, const st_out_tensor *t, int nt,
                   const char *const *meta_keys, const char *const *meta_vals,
                   int nmeta, char *err, size_t errlen);
 
+/* FNV-1a 64 of the data section, preceded (with_header) by the parsed
+ * header: every tensor's name, dtype, shape and offsets and every metadata
+ * pair but the checksum, in file order. */
+uint64_t frae_st_checksum(const frae_safetensors *st, int with_header);
+
+/* ---- audio held in memory ---------------------------------------------- */
+/* frae_audio_stream_features over a buffer (libsndfile's virtual I/O): the
+ * same checks and the same features as a file; name is for messages. */
+int frae_audio_stream_memory(const void *buf, size_t size, const char *name,
+                             const frae_features *f, int resample,
+                             frae_feature_sink sink, void *ctx, long *frames,
+                             char *err, size_t errlen);
+
 /* CRC-32 with zlib's (and zip's) polynomial: .npz members, .fbs streams. */
 uint32_t frae_crc32(const unsigned char *p, size_t n);
+/* The same, continued: frae_crc32_update(frae_crc32(a), b) is the CRC of a
+ * followed by b; start from 0. */
+uint32_t frae_crc32_update(uint32_t crc, const unsigned char *p, size_t n);
 
 /* FNV-1a, 64 bits, over bytes: the checkpoint data checksum. */
 uint64_t frae_fnv1a64(const unsigned char *p, size_t n, uint64_t h);

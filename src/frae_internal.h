@@ -2,6 +2,7 @@
 #ifndef FRAE_INTERNAL_H
 #define FRAE_INTERNAL_H
 
+#include "formats.h" /* frae_errorf */
 #include "frae.h"
 #include "kernels.h"
 
@@ -143,9 +144,17 @@ void frae_pend_rebuild(frae_model *m);
 /* Whether layer l keeps a transposed copy of its kernel: only training
  * reads one, and the first layer's only for full feedback. */
 int frae_needs_transposed(const frae_config *c, int l);
-/* Formats one error line into err (if non-NULL); returns -1. */
-int frae_errorf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Inputs and outputs of layer l (0 .. n_enc_hidden + n_dec_hidden + 1) of a
+ * checked config; -1 if the input width overflows an int. */
+int frae_layer_shape(const frae_config *c, int l, int *in, int *out);
+/* frae_checkpoint_open and frae_import over a buffer the caller keeps
+ * alive (the fuzzers' entry points); name is used in messages. */
+frae_checkpoint *frae_checkpoint_parse(const void *buf, size_t size,
+                                       const char *name, char *err,
+                                       size_t errlen);
+frae_model *frae_import_buffer(const void *buf, size_t size, const char *name,
+                               const frae_config *hints, char *err,
+                               size_t errlen);
 /* Weight (input i, output o) of layer l, whatever the storage; set rounds
  * to bf16 for bf16 models. */
 float frae_weight_get(const frae_model *m, int l, int i, int o);

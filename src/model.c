@@ -46,6 +46,10 @@ int frae_errorf(char *err, size_t errlen, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err, errlen, fmt, ap);
         va_end(ap);
+        /* one line, whatever a file's bytes quoted in it hold */
+        for (char *p = err; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = '?';
     }
     return -1;
 }
@@ -187,6 +191,12 @@ static int layer_in(const frae_config *c, int l, int ne, int nd, int *in,
     *in = (int)i;
     *out = (int)o;
     return 0;
+}
+
+int frae_layer_shape(const frae_config *c, int l, int *in, int *out)
+{
+    int act;
+    return layer_in(c, l, c->n_enc_hidden, c->n_dec_hidden, in, out, &act);
 }
 
 /* A bf16 kernel: panels of FRAE_PANEL_BF16 columns, rows padded to 32. */

@@ -4,10 +4,12 @@
  * Format: "\x93NUMPY", version, header length (u16 for 1.x, u32 for
  * 2.x/3.x), then a Python dict literal with 'descr', 'fortran_order' and
  * 'shape', padded so the data is aligned. */
-#include <errno.h>
+#define _DEFAULT_SOURCE /* MADV_DONTNEED */
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,16 +22,12 @@
 static int npy_fail(char *err, size_t errlen, const char *name,
                     const char *fmt, ...)
 {
-    if (err && errlen) {
-        int n = snprintf(err, errlen, "%s: ", name);
-        if (n >= 0 && (size_t)n < errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-            va_end(ap);
-        }
-    }
-    return -1;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return frae_errorf(err, errlen, "%s: %s", name, msg);
 }
 
 /* Finds 'key' in the header dict and returns the text after its colon. */
@@ -46,6 +44,29 @@ static const char *dict_value(const char *h, size_t len, const char *key)
         }
     }
     return NULL;
+}
+
+/* Whether the n bytes at p, bounded by end, begin with lit. */
+static int starts_with(const char *p, const char *end, const char *lit)
+{
+    size_t n = strlen(lit);
+    return (size_t)(end - p) >= n && !memcmp(p, lit, n);
+}
+
+/* A non-negative decimal of at most 18 digits (then 'L', as Python 2
+ * wrote), bounded by end: returns the byte after it, or NULL. */
+static const char *parse_dim(const char *p, const char *end, long *out)
+{
+    long v = 0;
+    int digits = 0;
+    while (p < end && *p >= '0' && *p <= '9' && digits < 18)
+        v = v * 10 + (*p++ - '0'), digits++;
+    if (!digits || (p < end && *p >= '0' && *p <= '9'))
+        return NULL; /* none, or a 19th digit */
+    if (p < end && *p == 'L')
+        p++;
+    *out = v;
+    return p;
 }
 
 int frae_npy_parse(const unsigned char *buf, size_t size, const char *name,
@@ -102,14 +123,14 @@ int frae_npy_parse(const unsigned char *buf, size_t size, const char *name,
                         "('<f4') or float64 ('<f8')",
                         dt);
 
-    const char *fo = dict_value(h, hlen, "fortran_order");
+    const char *fo = dict_value(h, hlen, "fortran_order"), *end = h + hlen;
     if (!fo)
         return npy_fail(err, errlen, name, "header has no 'fortran_order'");
-    if (!strncmp(fo, "True", 4))
+    if (starts_with(fo, end, "True"))
         return npy_fail(err, errlen, name,
                         "Fortran-order arrays are not supported; save a "
                         "C-order copy (np.ascontiguousarray)");
-    if (strncmp(fo, "False", 5))
+    if (!starts_with(fo, end, "False"))
         return npy_fail(err, errlen, name, "bad 'fortran_order' value");
 
     const char *sh = dict_value(h, hlen, "shape");
@@ -117,18 +138,18 @@ int frae_npy_parse(const unsigned char *buf, size_t size, const char *name,
         return npy_fail(err, errlen, name, "header has no 'shape' tuple");
     long dims[8];
     int nd = 0;
-    const char *p = sh + 1, *end = h + hlen;
+    const char *p = sh + 1;
     while (p < end && *p != ')') {
         while (p < end && (*p == ' ' || *p == ','))
             p++;
         if (p < end && *p == ')')
             break;
-        char *q;
-        errno = 0;
-        long v = strtol(p, &q, 10);
-        if (q == p || errno || v < 0 || nd == 8)
-            return npy_fail(err, errlen, name, "bad 'shape' in header");
-        dims[nd++] = v;
+        const char *q = nd < 8 ? parse_dim(p, end, &dims[nd]) : NULL;
+        if (!q)
+            return npy_fail(err, errlen, name,
+                            "bad 'shape' in header (byte %ld)",
+                            (long)(hstart + (size_t)(p - h)));
+        nd++;
         p = q;
     }
     if (p >= end)
@@ -192,6 +213,26 @@ void frae_npy_read(const frae_npy *a, long seq, long t0, long nt, float *dst)
         for (size_t i = 0; i < n; i++)
             dst[i] = frae_npy_value(a, base + i);
     }
+    if (a->map) {
+        /* the copy is all a caller keeps: unmap the pages it came from, so
+         * that reading a file end to end does not make it resident.  A
+         * fault maps the neighbouring cached pages too (fault-around, 64
+         * KiB by default), so whole aligned MiB are dropped, within the
+         * mapping.  The mapping is read-only and private: nothing is lost,
+         * and a later read maps the pages back from the page cache. */
+        const uintptr_t block = (uintptr_t)1 << 20;
+        const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t lo = (uintptr_t)(a->data + base * a->itemsize);
+        uintptr_t hi = lo + n * (size_t)a->itemsize;
+        uintptr_t first = (uintptr_t)a->map;
+        uintptr_t last = first + (a->map_len + page - 1) / page * page;
+        lo = lo / block * block;
+        hi = (hi + block - 1) / block * block;
+        lo = lo < first ? first : lo;
+        hi = hi > last ? last : hi;
+        if (hi > lo)
+            madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    }
 }
 
 int frae_npy_check_finite(const frae_npy *a, const char *name, char *err,
@@ -252,35 +293,83 @@ void frae_npy_close(frae_npy *a)
 
 /* ---- writing ---------------------------------------------------------- */
 
-int frae_npy_begin(frae_atomic_file *af, const char *path, int ndim,
-                   const long *shape, char *err, size_t errlen)
+/* The header of a float32 array of this shape, padded with spaces and a
+ * newline so that the data starts at a multiple of 64 bytes, and to at
+ * least min_total bytes.  Returns its length. */
+static size_t npy_header(unsigned char *out, size_t cap, int ndim,
+                         const long *shape, size_t min_total)
 {
-    char header[256];
+    char dict[192];
     int n;
     if (ndim == 2)
-        n = snprintf(header, sizeof header,
+        n = snprintf(dict, sizeof dict,
                      "{'descr': '<f4', 'fortran_order': False, 'shape': "
                      "(%ld, %ld), }",
                      shape[0], shape[1]);
     else
-        n = snprintf(header, sizeof header,
+        n = snprintf(dict, sizeof dict,
                      "{'descr': '<f4', 'fortran_order': False, 'shape': "
                      "(%ld, %ld, %ld), }",
                      shape[0], shape[1], shape[2]);
-    /* pad with spaces and a newline so the data starts 64-byte aligned */
-    size_t total = 10 + (size_t)n + 1;
-    size_t padded = (total + 63) / 64 * 64;
-    memset(header + n, ' ', padded - total);
-    header[padded - 10 - 1] = '\n';
-    size_t hlen = padded - 10;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                             (unsigned char)(hlen & 0xff),
-                             (unsigned char)(hlen >> 8)};
+    size_t total = (10 + (size_t)n + 1 + 63) / 64 * 64;
+    if (total < min_total)
+        total = min_total;
+    if (total > cap)
+        return 0;
+    size_t hlen = total - 10;
+    memcpy(out, "\x93NUMPY\x01\x00", 8);
+    out[8] = (unsigned char)(hlen & 0xff);
+    out[9] = (unsigned char)(hlen >> 8);
+    memcpy(out + 10, dict, (size_t)n);
+    memset(out + 10 + n, ' ', total - 10 - (size_t)n);
+    out[total - 1] = '\n';
+    return total;
+}
+
+int frae_npy_begin(frae_atomic_file *af, const char *path, int ndim,
+                   const long *shape, char *err, size_t errlen)
+{
+    unsigned char header[256];
+    size_t n = npy_header(header, sizeof header, ndim, shape, 0);
     if (frae_atomic_begin(af, path, err, errlen))
         return -1;
-    fwrite(pre, 1, 10, af->f);
-    fwrite(header, 1, hlen, af->f);
+    fwrite(header, 1, n, af->f);
     return 0;
+}
+
+/* Room for any shape: every dimension as wide as the widest long. */
+static size_t npy_header_room(int ndim)
+{
+    unsigned char header[256];
+    const long widest[3] = {LONG_MAX, LONG_MAX, LONG_MAX};
+    return npy_header(header, sizeof header, ndim, widest, 0);
+}
+
+int frae_npy_begin_growing(frae_atomic_file *af, const char *path, int ndim,
+                           char *err, size_t errlen)
+{
+    unsigned char header[256];
+    const long zero[3] = {0, 0, 0};
+    size_t n = npy_header(header, sizeof header, ndim, zero,
+                          npy_header_room(ndim));
+    if (frae_atomic_begin(af, path, err, errlen))
+        return -1;
+    fwrite(header, 1, n, af->f);
+    return 0;
+}
+
+int frae_npy_finish(frae_atomic_file *af, int ndim, const long *shape,
+                    char *err, size_t errlen)
+{
+    unsigned char header[256];
+    size_t n = npy_header(header, sizeof header, ndim, shape,
+                          npy_header_room(ndim));
+    if (fflush(af->f) || fseek(af->f, 0, SEEK_SET) ||
+        fwrite(header, 1, n, af->f) != n || fseek(af->f, 0, SEEK_END)) {
+        frae_atomic_abort(af);
+        return frae_errorf(err, errlen, "%s: write failed", af->path);
+    }
+    return frae_atomic_commit(af, err, errlen);
 }
 
 int frae_npy_write(const char *path, const float *data, int ndim,

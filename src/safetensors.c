@@ -35,6 +35,58 @@ uint64_t frae_fnv1a64(const unsigned char *p, size_t n, uint64_t h)
     return h;
 }
 
+/* The checkpoint checksum covers the header as parsed (each tensor's name,
+ * dtype, shape and offsets, each metadata pair but the checksum itself, in
+ * file order) and then the data: editing any of them is noticed.  Hashing
+ * the parsed fields rather than the JSON text keeps writer and reader on
+ * one definition. */
+static uint64_t hash_u64(uint64_t h, uint64_t v)
+{
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+    return frae_fnv1a64(b, 8, h);
+}
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+    return frae_fnv1a64((const unsigned char *)s, strlen(s) + 1, h);
+}
+
+static uint64_t hash_tensor_entry(uint64_t h, const char *name, int dtype,
+                                  int ndim, const int64_t *shape,
+                                  uint64_t begin, uint64_t end)
+{
+    h = hash_str(h, name);
+    h = hash_str(h, dtype_names[dtype]);
+    h = hash_u64(h, (uint64_t)ndim);
+    for (int d = 0; d < ndim; d++)
+        h = hash_u64(h, (uint64_t)shape[d]);
+    return hash_u64(hash_u64(h, begin), end);
+}
+
+static uint64_t hash_meta_entry(uint64_t h, const char *key, const char *val)
+{
+    if (!strcmp(key, FRAE_ST_CHECKSUM_KEY))
+        return h;
+    return hash_str(hash_str(h, key), val);
+}
+
+uint64_t frae_st_checksum(const frae_safetensors *st, int with_header)
+{
+    uint64_t h = FRAE_FNV_INIT;
+    if (with_header) {
+        for (int i = 0; i < st->n_tensors; i++) {
+            const st_tensor *t = &st->tensors[i];
+            h = hash_tensor_entry(h, t->name, t->dtype, t->ndim, t->shape,
+                                  t->begin, t->end);
+        }
+        for (int i = 0; i < st->n_meta; i++)
+            h = hash_meta_entry(h, st->meta[i].key, st->meta[i].value);
+    }
+    return frae_fnv1a64(st->data, st->data_len, h);
+}
+
 /* ---- a strict JSON reader, just enough for the header ------------------ */
 
 typedef struct {
@@ -47,15 +99,14 @@ typedef struct {
 
 static int jfail(json *j, const char *fmt, ...)
 {
-    if (!j->failed && j->err && j->errlen) {
-        int n = snprintf(j->err, j->errlen, "%s: bad safetensors header: ",
-                         j->name);
-        if (n >= 0 && (size_t)n < j->errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(j->err + n, j->errlen - (size_t)n, fmt, ap);
-            va_end(ap);
-        }
+    if (!j->failed) {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        frae_errorf(j->err, j->errlen, "%s: bad safetensors header: %s",
+                    j->name, msg);
     }
     j->failed = 1;
     return -1;
@@ -376,6 +427,21 @@ static int cmp_begin(const void *a, const void *b)
     return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Sorts names; returns one that appears twice, or NULL. */
+static const char *first_duplicate(const char **names, int n)
+{
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    for (int i = 1; i < n; i++)
+        if (!strcmp(names[i - 1], names[i]))
+            return names[i];
+    return NULL;
+}
+
 int64_t frae_st_numel(const st_tensor *t)
 {
     int64_t n = 1;
@@ -389,7 +455,7 @@ int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
 {
     memset(st, 0, sizeof *st);
     if (size < 8) {
-        snprintf(err, errlen, "%s: not a safetensors file (%zu bytes)", name,
+        frae_errorf(err, errlen, "%s: not a safetensors file (%zu bytes)", name,
                  size);
         return -1;
     }
@@ -397,7 +463,7 @@ int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | buf[i];
     if (hlen < 2 || hlen > MAX_HEADER || hlen > size - 8) {
-        snprintf(err, errlen,
+        frae_errorf(err, errlen,
                  "%s: not a safetensors file, or truncated (header length "
                  "%llu, file %zu bytes)",
                  name, (unsigned long long)hlen, size);
@@ -469,31 +535,47 @@ int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
         uint64_t bytes = (uint64_t)dtype_sizes[t->dtype];
         for (int d = 0; d < t->ndim; d++)
             if (__builtin_mul_overflow(bytes, (uint64_t)t->shape[d], &bytes)) {
-                snprintf(err, errlen, "%s: tensor '%s' shape overflows", name,
+                frae_errorf(err, errlen, "%s: tensor '%s' shape overflows", name,
                          t->name);
                 goto fail_quiet;
             }
         if (t->end - t->begin != bytes) {
-            snprintf(err, errlen,
+            frae_errorf(err, errlen,
                      "%s: tensor '%s' has %zu bytes for a shape of %llu",
                      name, t->name, t->end - t->begin,
                      (unsigned long long)bytes);
             goto fail_quiet;
         }
         if (t->end > st->data_len) {
-            snprintf(err, errlen,
+            frae_errorf(err, errlen,
                      "%s: truncated: tensor '%s' ends at byte %zu of a %zu-byte "
                      "data section",
                      name, t->name, t->end, st->data_len);
             goto fail_quiet;
         }
-        for (int k = 0; k < i; k++)
-            if (!strcmp(st->tensors[k].name, t->name)) {
-                snprintf(err, errlen, "%s: tensor '%s' appears twice", name,
-                         t->name);
-                goto fail_quiet;
-            }
     }
+    /* names unique (sorted, so a header of many entries stays fast) */
+    const char *dup = NULL;
+    int n_names = st->n_tensors > st->n_meta ? st->n_tensors : st->n_meta;
+    const char **names = malloc(sizeof *names * (size_t)(n_names + 1));
+    if (!names)
+        goto fail;
+    for (int i = 0; i < st->n_tensors; i++)
+        names[i] = st->tensors[i].name;
+    if ((dup = first_duplicate(names, st->n_tensors))) {
+        frae_errorf(err, errlen, "%s: tensor '%s' appears twice", name, dup);
+        free(names);
+        goto fail_quiet;
+    }
+    for (int i = 0; i < st->n_meta; i++)
+        names[i] = st->meta[i].key;
+    if ((dup = first_duplicate(names, st->n_meta))) {
+        frae_errorf(err, errlen, "%s: metadata key '%s' appears twice", name,
+                 dup);
+        free(names);
+        goto fail_quiet;
+    }
+    free(names);
     st_tensor *sorted = malloc(sizeof *sorted * (size_t)(st->n_tensors + 1));
     if (!sorted)
         goto fail;
@@ -502,7 +584,7 @@ int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
     size_t at = 0;
     for (int i = 0; i < st->n_tensors; i++) {
         if (sorted[i].begin != at) {
-            snprintf(err, errlen,
+            frae_errorf(err, errlen,
                      "%s: tensor data overlaps or leaves a hole at byte %zu",
                      name, at);
             free(sorted);
@@ -512,14 +594,14 @@ int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
     }
     free(sorted);
     if (at != st->data_len) {
-        snprintf(err, errlen, "%s: %zu bytes after the last tensor", name,
+        frae_errorf(err, errlen, "%s: %zu bytes after the last tensor", name,
                  st->data_len - at);
         goto fail_quiet;
     }
     return 0;
 fail:
     if (!j.failed)
-        snprintf(err, errlen, "%s: out of memory reading the header", name);
+        frae_errorf(err, errlen, "%s: out of memory reading the header", name);
 fail_quiet:
     frae_st_close(st);
     return -1;
@@ -666,7 +748,8 @@ int frae_st_write(const char *path, const st_out_tensor *t, int nt,
         size_t bytes = (size_t)dtype_sizes[t[i].dtype];
         for (int d = 0; d < t[i].ndim; d++)
             bytes *= (size_t)t[i].shape[d];
-        sum = frae_fnv1a64(t[i].data, bytes, sum);
+        sum = hash_tensor_entry(sum, t[i].name, t[i].dtype, t[i].ndim,
+                                t[i].shape, off, off + bytes);
         if (i)
             sb_put(&h, ",", 1);
         sb_str(&h, t[i].name);
@@ -686,13 +769,20 @@ int frae_st_write(const char *path, const st_out_tensor *t, int nt,
     const char *meta_open = nt ? ",\"__metadata__\":{" : "\"__metadata__\":{";
     sb_put(&h, meta_open, strlen(meta_open));
     for (int i = 0; i < nmeta; i++) {
+        sum = hash_meta_entry(sum, meta_keys[i], meta_vals[i]);
         sb_str(&h, meta_keys[i]);
         sb_put(&h, ":", 1);
         sb_str(&h, meta_vals[i]);
         sb_put(&h, ",", 1);
     }
+    for (int i = 0; i < nt; i++) {
+        size_t bytes = (size_t)dtype_sizes[t[i].dtype];
+        for (int d = 0; d < t[i].ndim; d++)
+            bytes *= (size_t)t[i].shape[d];
+        sum = frae_fnv1a64(t[i].data, bytes, sum);
+    }
     snprintf(num, sizeof num, "fnv1a64:%016llx", (unsigned long long)sum);
-    sb_str(&h, "frae.checksum");
+    sb_str(&h, FRAE_ST_CHECKSUM_KEY);
     sb_put(&h, ":", 1);
     sb_str(&h, num);
     sb_put(&h, "}}", 2);
@@ -700,7 +790,7 @@ int frae_st_write(const char *path, const st_out_tensor *t, int nt,
         sb_put(&h, " ", 1);
     if (h.oom) {
         free(h.buf);
-        snprintf(err, errlen, "%s: out of memory building the header", path);
+        frae_errorf(err, errlen, "%s: out of memory building the header", path);
         return -1;
     }
     unsigned char len8[8];

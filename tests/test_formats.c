@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -275,8 +276,8 @@ int test_bad_checkpoints(void)
                   sizeof err);
     /* a newer format version, with a valid checksum */
     const char *k2[] = {"frae.format", "frae.format_version"},
-               *v2[] = {"frae-model", "2"};
-    frae_st_write(tmp_path("v2.safetensors"), &t, 1, k2, v2, 2, err,
+               *v2[] = {"frae-model", "3"};
+    frae_st_write(tmp_path("v3.safetensors"), &t, 1, k2, v2, 2, err,
                   sizeof err);
     static const struct {
         const char *file, *want;
@@ -287,7 +288,7 @@ int test_bad_checkpoints(void)
         {"json.safetensors", "bad safetensors header"},
         {"garbage.safetensors", "not a safetensors file"},
         {"foreign.safetensors", "not a frae checkpoint"},
-        {"v2.safetensors", "format version 2"},
+        {"v3.safetensors", "format version 3"},
         {"nothere.safetensors", "cannot open"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -310,11 +311,16 @@ int test_bad_checkpoints(void)
     frae_checkpoint_close(ck);
     frae_destroy(other);
 
-    /* mutation fuzz: random byte changes in the header never crash and
-     * never pass unnoticed */
+    /* mutation fuzz: random byte changes in the header never crash, and
+     * a mutant that still opens (whitespace, say) is the same model */
     uint64_t s = 99;
     long hlen = 8 + (long)(b[0] | b[1] << 8);
-    int accepted = 0;
+    int parsed = 0, opened = 0;
+    const size_t np = frae_param_count(m);
+    float *want = malloc(sizeof(float) * np), *got = malloc(sizeof(float) * np);
+    frae_get_params(m, want);
+    char mutant[256];
+    snprintf(mutant, sizeof mutant, "%s", tmp_path("mutant.safetensors"));
     for (int i = 0; i < 3000; i++) {
         memcpy(c, b, (size_t)n);
         int flips = 1 + (int)(rnd64(&s) % 4);
@@ -322,14 +328,27 @@ int test_bad_checkpoints(void)
             c[rnd64(&s) % (uint64_t)hlen] =
                 (unsigned char)rnd64(&s);
         frae_safetensors st;
-        if (!frae_st_parse(c, (size_t)n, "fuzz", &st, err, sizeof err)) {
-            accepted++;
-            frae_st_close(&st);
-        }
+        if (frae_st_parse(c, (size_t)n, "fuzz", &st, err, sizeof err))
+            continue;
+        parsed++;
+        frae_st_close(&st);
+        spit(mutant, c, n);
+        frae_config rt = *frae_get_config(m);
+        frae_model *back = frae_load(mutant, &rt, err, sizeof err);
+        if (!back)
+            continue;
+        opened++;
+        frae_get_params(back, got);
+        CHECK(!memcmp(want, got, sizeof(float) * np) &&
+                  !memcmp(frae_get_config(back), frae_get_config(m),
+                          sizeof(frae_config)),
+              "mutation %d opened as a different model", i);
+        frae_destroy(back);
     }
-    printf("    3000 header mutations: %d still parse (e.g. spaces, digits "
-           "in metadata), none crash\n",
-           accepted);
+    free(want), free(got);
+    printf("    3000 header mutations: %d still parse, %d open (whitespace) "
+           "and are the same model, none crash\n",
+           parsed, opened);
     free(b), free(c);
     frae_destroy(m);
     return failures;
@@ -373,7 +392,7 @@ int test_atomic_save_under_kill(void)
         }
         /* wait for the child to be inside a write (its temp file exists),
          * then kill it a little later: early, midway or at the end */
-        for (int w = 0; w < 2000 && !tmp_exists(tmpdir, "killed.safetensors.tmp."); w++) {
+        for (int w = 0; w < 2000 && !tmp_exists(tmpdir, "killed.safetensors.tmp-"); w++) {
             struct timespec ms = {0, 1000000L};
             nanosleep(&ms, NULL);
         }
@@ -384,16 +403,47 @@ int test_atomic_save_under_kill(void)
         frae_checkpoint *ck = frae_checkpoint_open(path, err, sizeof err);
         CHECK(ck != NULL, "after a kill in round %d: %s", round, err);
         frae_checkpoint_close(ck);
-        /* a leftover temp file means the kill landed inside a write */
-        char cmd[600];
-        snprintf(cmd, sizeof cmd, "ls %s/killed.safetensors.tmp.* >/dev/null 2>&1 && rm -f %s/killed.safetensors.tmp.*", tmpdir, tmpdir);
-        if (system(cmd) == 0)
+        /* a leftover temp file means the kill landed inside a write; the
+         * next save removes it, since its writer is gone */
+        if (tmp_exists(tmpdir, "killed.safetensors.tmp-"))
             killed_mid++;
+        CHECK(!frae_save(m, path, 1, NULL, 0, NULL, 0, err, sizeof err), "%s",
+              err);
+        CHECK(!tmp_exists(tmpdir, "killed.safetensors.tmp-"),
+              "round %d: the next save left the killed writer's temporary",
+              round);
     }
     printf("    12 kills, %d inside a write: the checkpoint verified every "
-           "time\n",
+           "time, and the next save removed every orphan\n",
            killed_mid);
     CHECK(killed_mid > 0, "no kill landed inside a write: test proved nothing");
+
+    /* a live writer's temporary is not touched */
+    char live[300];
+    snprintf(live, sizeof live, "%s.tmp-%ld-7", path, (long)getpid());
+    FILE *lf = fopen(live, "w");
+    if (lf)
+        fclose(lf);
+    CHECK(!frae_save(m, path, 0, NULL, 0, NULL, 0, err, sizeof err), "%s", err);
+    CHECK(access(live, F_OK) == 0, "a save removed a live writer's temporary");
+    unlink(live);
+
+    /* new files: 0666 through the umask, as open() makes them; a replaced
+     * file keeps its permissions */
+    mode_t old_mask = umask(022);
+    char fresh[300];
+    snprintf(fresh, sizeof fresh, "%s", tmp_path("mode.safetensors"));
+    struct stat sb;
+    CHECK(!frae_save(m, fresh, 0, NULL, 0, NULL, 0, err, sizeof err) &&
+              !stat(fresh, &sb) && (sb.st_mode & 0777) == 0644,
+          "a new checkpoint is mode %o under umask 022, not 644",
+          (unsigned)(sb.st_mode & 0777));
+    chmod(fresh, 0600);
+    CHECK(!frae_save(m, fresh, 0, NULL, 0, NULL, 0, err, sizeof err) &&
+              !stat(fresh, &sb) && (sb.st_mode & 0777) == 0600,
+          "a replaced file lost its mode 600 (now %o)",
+          (unsigned)(sb.st_mode & 0777));
+    umask(old_mask);
     frae_destroy(m);
     return failures;
 }
