@@ -82,6 +82,11 @@ int cli_model_features(const char *model, frae_features *f);
 int cli_features_meta(const frae_features *f, char (*vals)[64],
                       frae_meta *meta);
 void cli_features_describe(const frae_features *f, char *out, size_t cap);
+/* The features of an audio file as frames ([T, n_mels]), computed block by
+ * block into an unlinked temporary file (TMPDIR, else /tmp) and mapped.
+ * Returns 0 or an exit code after printing the error. */
+int cli_audio_frames(const char *path, const frae_features *f, int resample,
+                     frae_npy *out);
 /* Audio of a model: features computed with the checkpoint's parameters.
  * Returns 0 or an exit code after printing the error. */
 int cli_model_audio(const char *model, const char *path,

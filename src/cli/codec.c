@@ -142,33 +142,54 @@ int cmd_encode(int argc, char **argv)
     }
     const int D = frae_get_config(m)->frame_dim;
     if (in.d != D || in.n > 0xffffffffL || in.t > 0xffffffffL) {
+        rc = in.d != D
+                 ? cli_fail(EXIT_USAGE,
+                            "%s: frame dimension %ld does not match the "
+                            "model's %d",
+                            o.io.input, in.d, D)
+                 : cli_fail(EXIT_USAGE,
+                            "%s: %ld x %ld frames, more than a stream holds "
+                            "(2^32 - 1 each)",
+                            o.io.input, in.n, in.t);
         frae_npy_close(&in);
         frae_destroy(m);
-        return cli_fail(EXIT_USAGE,
-                        "%s: frame dimension %ld does not match the model's %d",
-                        o.io.input, in.d, D);
+        return rc;
     }
     size_t cb = frae_code_bytes(m), n_frames = (size_t)in.n * in.t;
-    unsigned char *codes = malloc(cb * n_frames);
-    float *x = malloc(sizeof(float) * (size_t)in.t * D);
+    /* frames are read a chunk at a time and their codes written as they
+     * come: memory does not grow with the input */
+    const long chunk = in.t < 512 ? in.t : 512;
+    float *x = malloc(sizeof(float) * (size_t)chunk * D);
     float *recon = malloc(sizeof(float) * D);
+    unsigned char *code = malloc(cb), *bytes_out = malloc(cb + 8);
     frae_encoder *e = frae_encoder_create(m);
     frae_stream h;
     frae_stream_header(m, (uint32_t)in.n, (uint32_t)in.t, in.ndim == 2, &h);
     size_t bytes = frae_stream_bytes(&h);
-    unsigned char *stream = malloc(bytes);
-    if (!codes || !x || !recon || !e || !stream) {
+    frae_atomic_file af;
+    af.f = NULL;
+    if (!code || !x || !recon || !e || !bytes_out) {
         rc = cli_fail(EXIT_FAILED, "out of memory");
         goto done;
     }
+    if (frae_atomic_begin(&af, o.io.output, err, sizeof err)) {
+        rc = cli_fail(EXIT_FAILED, "%s", err);
+        goto done;
+    }
+    frae_stream_writer w;
+    unsigned char head[FRAE_STREAM_HEADER];
+    fwrite(head, 1, frae_stream_writer_begin(&w, &h, head), af.f);
     double sse = 0, energy = 0;
     for (long s = 0; s < in.n; s++) {
-        frae_npy_read(&in, s, 0, in.t, x);
         frae_encoder_reset(e);
         for (long t = 0; t < in.t; t++) {
-            const float *xt = x + (size_t)t * D;
-            frae_encode_frame(e, xt, codes + ((size_t)s * in.t + t) * cb,
-                              recon);
+            if (t % chunk == 0)
+                frae_npy_read(&in, s, t, in.t - t < chunk ? in.t - t : chunk,
+                              x);
+            const float *xt = x + (size_t)(t % chunk) * D;
+            frae_encode_frame(e, xt, code, recon);
+            fwrite(bytes_out, 1, frae_stream_writer_add(&w, code, bytes_out),
+                   af.f);
             for (int d = 0; d < D; d++) {
                 double diff = (double)recon[d] - xt[d];
                 sse += diff * diff;
@@ -176,13 +197,7 @@ int cmd_encode(int argc, char **argv)
             }
         }
     }
-    frae_stream_write(stream, &h, codes);
-    frae_atomic_file af;
-    if (frae_atomic_begin(&af, o.io.output, err, sizeof err)) {
-        rc = cli_fail(EXIT_FAILED, "%s", err);
-        goto done;
-    }
-    fwrite(stream, 1, bytes, af.f);
+    fwrite(bytes_out, 1, frae_stream_writer_end(&w, bytes_out), af.f);
     if (frae_atomic_commit(&af, err, sizeof err)) {
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
@@ -201,7 +216,7 @@ int cmd_encode(int argc, char **argv)
            sse > 0 ? 10.0 * log10(energy / sse) : INFINITY);
     rc = EXIT_OK;
 done:
-    free(codes), free(x), free(recon), free(stream);
+    free(code), free(x), free(recon), free(bytes_out);
     frae_encoder_destroy(e);
     frae_npy_close(&in);
     frae_destroy(m);

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -15,12 +17,16 @@ const char *cli_cmd = "frae";
 
 int cli_fail(int code, const char *fmt, ...)
 {
-    fprintf(stderr, "%s: ", cli_cmd);
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    /* one line, whatever a file's bytes quoted in it hold */
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    fprintf(stderr, "%s: %s\n", cli_cmd, msg);
     return code;
 }
 
@@ -82,7 +88,8 @@ int cli_parse(int argc, char **argv, const cli_opt *opts,
         } else if (eq) {
             return cli_fail(EXIT_USAGE, "option '%s' takes no value", name);
         }
-        int rc = on_opt(ctx, name, value);
+        /* the table's name, not the local copy: handlers may keep it */
+        int rc = on_opt(ctx, o->name, value);
         if (rc)
             return rc;
     }
@@ -300,26 +307,45 @@ int cli_model_features(const char *model, frae_features *f)
         cli_fail(EXIT_USAGE, "%s", err);
         return -1;
     }
-    const char *keys[] = {"features.sample_rate", "features.n_mels",
+    static const char *const keys[] = {"features.sample_rate", "features.n_mels",
                           "features.hop",         "features.win",
                           "features.n_fft",       "features.fmin",
                           "features.fmax",        "features.floor",
                           "features.offset",      "features.scale"};
     double v[10];
-    int have = 1;
-    for (int i = 0; i < 10 && have; i++) {
+    int present = 0, bad = -1;
+    for (int i = 0; i < 10; i++) {
         const char *s = frae_checkpoint_meta(ck, keys[i]);
         char *end;
-        if (!s || (v[i] = strtod(s, &end), *end))
-            have = 0;
+        if (!s)
+            continue;
+        present++;
+        v[i] = strtod(s, &end);
+        /* the first five are integers of at most a million or so */
+        if (bad < 0 && (!*s || *end || !isfinite(v[i]) ||
+                        (i < 5 && (v[i] != floor(v[i]) || fabs(v[i]) > 1e7))))
+            bad = i;
+    }
+    int rc = 1;
+    if (present == 0) {
+        rc = 0;
+    } else if (present < 10 || bad >= 0) {
+        cli_fail(EXIT_USAGE, "%s: bad audio feature metadata ('%s' %s)",
+                 model, present < 10 ? "features.*" : keys[bad],
+                 present < 10 ? "incomplete" : "invalid");
+        rc = -1;
+    } else {
+        *f = (frae_features){(int)v[0], (int)v[1], (int)v[2], (int)v[3],
+                             (int)v[4], (float)v[5], (float)v[6], (float)v[7],
+                             (float)v[8], (float)v[9]};
+        if (frae_features_check(f, err, sizeof err)) {
+            cli_fail(EXIT_USAGE, "%s: bad audio feature metadata: %s", model,
+                     err);
+            rc = -1;
+        }
     }
     frae_checkpoint_close(ck);
-    if (!have)
-        return 0;
-    *f = (frae_features){(int)v[0], (int)v[1], (int)v[2], (int)v[3],
-                         (int)v[4], (float)v[5], (float)v[6], (float)v[7],
-                         (float)v[8], (float)v[9]};
-    return 1;
+    return rc;
 }
 
 int cli_model_audio(const char *model, const char *path,
@@ -342,19 +368,75 @@ int cli_model_audio(const char *model, const char *path,
         return cli_fail(EXIT_USAGE,
                         "%s was trained on features of %s; requested %s",
                         model, want, got);
+    return cli_audio_frames(path, &f, requested->resample, out);
+}
+
+/* Features go to an unlinked temporary file as they are computed, which
+ * is then mapped like any .npy: audio of any length takes a few blocks of
+ * memory to read, and its features are on disk, not on the heap. */
+typedef struct {
+    int fd;
+    int errnum; /* a failed write's errno */
+} file_sink;
+
+static int file_sink_push(void *ctx, const float *feats, long frames,
+                          int n_mels)
+{
+    file_sink *fs = ctx;
+    const char *p = (const char *)feats;
+    size_t left = sizeof(float) * (size_t)frames * (size_t)n_mels;
+    while (left) {
+        ssize_t w = write(fs->fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            fs->errnum = w < 0 ? errno : ENOSPC;
+            return -1;
+        }
+        p += w, left -= (size_t)w;
+    }
+    return 0;
+}
+
+int cli_audio_frames(const char *path, const frae_features *f, int resample,
+                     frae_npy *out)
+{
+    const char *dir = getenv("TMPDIR");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/frae-features-XXXXXX",
+             dir && *dir ? dir : "/tmp");
+    file_sink fs = {mkstemp(tmp), 0};
+    if (fs.fd < 0)
+        return cli_fail(EXIT_FAILED,
+                        "%s: cannot create a temporary file for its "
+                        "features (%s): %s",
+                        path, tmp, strerror(errno));
+    unlink(tmp); /* gone when closed and unmapped, whatever happens */
     char err[512];
-    float *feats;
     long frames;
-    if (frae_audio_features(path, &f, requested->resample, &feats, &frames,
-                            err, sizeof err))
+    if (frae_audio_stream_features(path, f, resample, file_sink_push, &fs,
+                                   &frames, err, sizeof err)) {
+        close(fs.fd);
+        if (fs.errnum)
+            return cli_fail(EXIT_FAILED,
+                            "%s: cannot store its features in %s: %s", path,
+                            dir && *dir ? dir : "/tmp", strerror(fs.errnum));
         return cli_fail(EXIT_USAGE, "%s", err);
+    }
+    size_t bytes = sizeof(float) * (size_t)frames * f->n_mels;
+    void *map = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fs.fd, 0);
+    close(fs.fd);
+    if (map == MAP_FAILED)
+        return cli_fail(EXIT_FAILED, "%s: cannot map its features: %s", path,
+                        strerror(errno));
     memset(out, 0, sizeof *out);
     out->ndim = 2;
-    out->n = 1, out->t = frames, out->d = f.n_mels;
-    out->dims[0] = frames, out->dims[1] = f.n_mels;
+    out->n = 1, out->t = frames, out->d = f->n_mels;
+    out->dims[0] = frames, out->dims[1] = f->n_mels;
     out->itemsize = 4;
-    out->data = (const unsigned char *)feats;
-    out->owned = feats;
+    out->data = map;
+    out->map = map;
+    out->map_len = bytes;
     return 0;
 }
 
@@ -485,19 +567,13 @@ int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim,
     for (int i = 0; i < ds->n_files; i++) {
         frae_npy *a = &ds->files[i];
         if (cli_is_audio(ds->names[i])) {
-            float *feats;
-            long frames;
             if (!audio)
                 return cli_fail(EXIT_USAGE, "%s: expected a .npy file",
                                 ds->names[i]);
-            if (frae_audio_features(ds->names[i], &audio->f, audio->resample,
-                                    &feats, &frames, err, sizeof err))
-                return cli_fail(EXIT_USAGE, "%s", err);
-            a->ndim = 2, a->n = 1, a->t = frames, a->d = audio->f.n_mels;
-            a->dims[0] = frames, a->dims[1] = audio->f.n_mels;
-            a->itemsize = 4;
-            a->data = (const unsigned char *)feats;
-            a->owned = feats;
+            int rc2 = cli_audio_frames(ds->names[i], &audio->f,
+                                       audio->resample, a);
+            if (rc2)
+                return rc2;
             ds->has_audio = 1;
         } else if (frae_npy_open(ds->names[i], a, err, sizeof err) ||
                    frae_npy_frames(a, ds->names[i], err, sizeof err) ||
@@ -512,6 +588,10 @@ int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim,
                             "model's, or the first file's)",
                             ds->names[i], a->d, ds->dim);
         n_seqs += a->n;
+        if (n_seqs > INT32_MAX)
+            return cli_fail(EXIT_USAGE,
+                            "%s: more than %d sequences in all", ds->names[i],
+                            INT32_MAX);
     }
     ds->seqs = calloc((size_t)n_seqs, sizeof *ds->seqs);
     if (!ds->seqs)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -68,45 +69,62 @@ int cmd_predict(int argc, char **argv)
     }
     const int D = frae_get_config(m)->frame_dim;
     if (in.d != D) {
+        rc = cli_fail(EXIT_USAGE,
+                      "%s: frame dimension %ld does not match the model's %d",
+                      o.input, in.d, D);
         frae_npy_close(&in);
         frae_destroy(m);
-        return cli_fail(EXIT_USAGE,
-                        "%s: frame dimension %ld does not match the model's %d",
-                        o.input, in.d, D);
+        return rc;
     }
-    /* one batch of sequences at a time, straight into the output file */
-    size_t batch_vals = (size_t)rt.batch * in.t * D;
-    float *x = malloc(sizeof(float) * batch_vals);
-    float *y = malloc(sizeof(float) * batch_vals);
+    /* a batch of sequences at a time, in chunks of frames (the buffers
+     * carry over), each chunk written to its place in the output: memory
+     * does not grow with the sequences' length */
+    const long chunk = in.t < 512 ? in.t : 512;
+    size_t chunk_vals = (size_t)rt.batch * chunk * D;
+    float *x = malloc(sizeof(float) * chunk_vals);
+    float *y = malloc(sizeof(float) * chunk_vals);
     long shape[3] = {in.n, in.t, in.d};
     if (in.ndim == 2)
         shape[0] = in.t, shape[1] = in.d;
     frae_atomic_file af;
     if (!x || !y) {
-        rc = cli_fail(EXIT_FAILED, "out of memory for %zu values", batch_vals);
+        rc = cli_fail(EXIT_FAILED, "out of memory for %zu values", chunk_vals);
     } else if (frae_npy_begin(&af, o.output, in.ndim, shape, err,
                               sizeof err)) {
         rc = cli_fail(EXIT_FAILED, "%s", err);
     } else {
         double sse = 0;
-        for (long s0 = 0; s0 < in.n; s0 += rt.batch) {
+        const off_t data_at = ftello(af.f);
+        int fd = fileno(af.f), bad = fflush(af.f) != 0;
+        for (long s0 = 0; s0 < in.n && !bad; s0 += rt.batch) {
             int nb = in.n - s0 < rt.batch ? (int)(in.n - s0) : rt.batch;
-            size_t count = (size_t)nb * in.t * D;
-            for (int b = 0; b < nb; b++)
-                frae_npy_read(&in, s0 + b, 0, in.t, x + (size_t)b * in.t * D);
             frae_reset(m);
-            frae_forward(m, x, y, nb, (int)in.t);
-            for (size_t i = 0; i < count; i++)
-                sse += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
-            fwrite(y, sizeof(float), count, af.f);
+            for (long t0 = 0; t0 < in.t && !bad; t0 += chunk) {
+                int nt = (int)(in.t - t0 < chunk ? in.t - t0 : chunk);
+                size_t seq_vals = (size_t)nt * D;
+                for (int b = 0; b < nb; b++)
+                    frae_npy_read(&in, s0 + b, t0, nt, x + b * seq_vals);
+                frae_forward(m, x, y, nb, nt);
+                for (size_t i = 0; i < (size_t)nb * seq_vals; i++)
+                    sse += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
+                for (int b = 0; b < nb && !bad; b++) {
+                    off_t at = data_at + (off_t)sizeof(float) * D *
+                                             ((s0 + b) * in.t + t0);
+                    bad = pwrite(fd, y + b * seq_vals, sizeof(float) * seq_vals,
+                                 at) != (ssize_t)(sizeof(float) * seq_vals);
+                }
+            }
         }
-        rc = frae_atomic_commit(&af, err, sizeof err);
-        if (rc)
+        if (bad) {
+            frae_atomic_abort(&af);
+            rc = cli_fail(EXIT_FAILED, "%s: write failed", o.output);
+        } else if (frae_atomic_commit(&af, err, sizeof err)) {
             rc = cli_fail(EXIT_FAILED, "%s", err);
-        else
+        } else {
             printf("%ld sequence%s of %ld frames -> %s  mse %.6g\n", in.n,
                    in.n == 1 ? "" : "s", in.t, o.output,
                    sse / ((double)in.n * in.t * D));
+        }
     }
     free(x), free(y);
     frae_npy_close(&in);
@@ -152,6 +170,12 @@ int cmd_info(int argc, char **argv)
         frae_checkpoint_close(ck);
         return cli_fail(EXIT_USAGE, "%s", err);
     }
+    frae_features feat;
+    int have_features = cli_model_features(path, &feat);
+    if (have_features < 0) {
+        frae_checkpoint_close(ck);
+        return EXIT_USAGE;
+    }
     frae_config small = c; /* only for the sizes: no training buffers */
     small.training = 0;
     small.batch = 1;
@@ -189,8 +213,7 @@ int cmd_info(int argc, char **argv)
            c.feedback == FRAE_FEEDBACK_FULL ? "full" : "detached", c.window,
            c.batch, (double)c.learning_rate, (double)c.beta1, (double)c.beta2,
            (double)c.epsilon, (double)c.clip_norm);
-    frae_features feat;
-    if (cli_model_features(path, &feat) == 1) {
+    if (have_features) {
         char desc[160];
         cli_features_describe(&feat, desc, sizeof desc);
         printf("audio features: %s\n", desc);
@@ -332,6 +355,14 @@ static int features_pos(void *ctx, const char *arg)
     return 0;
 }
 
+static int features_write(void *ctx, const float *feats, long frames,
+                          int n_mels)
+{
+    FILE *f = ctx;
+    size_t n = (size_t)frames * (size_t)n_mels;
+    return fwrite(feats, sizeof(float), n, f) == n ? 0 : -1;
+}
+
 int cmd_features(int argc, char **argv)
 {
     cli_cmd = "frae features";
@@ -350,15 +381,25 @@ int cmd_features(int argc, char **argv)
         return cli_fail(EXIT_USAGE,
                         "needs IN and -o OUT.npy (see 'frae features --help')");
     char err[512];
-    float *feats;
+    if (frae_features_check(&o.audio.f, err, sizeof err))
+        return cli_fail(EXIT_USAGE, "bad audio features: %s", err);
+    /* block by block into the output: memory does not grow with the
+     * audio's length; a refused file leaves no output behind */
+    frae_atomic_file af;
+    if (frae_npy_begin_growing(&af, o.output, 2, err, sizeof err))
+        return cli_fail(EXIT_FAILED, "%s", err);
     long frames;
-    if (frae_audio_features(o.input, &o.audio.f, o.audio.resample, &feats,
-                            &frames, err, sizeof err))
+    if (frae_audio_stream_features(o.input, &o.audio.f, o.audio.resample,
+                                   features_write, af.f, &frames, err,
+                                   sizeof err)) {
+        int write_failed = ferror(af.f);
+        frae_atomic_abort(&af);
+        if (write_failed)
+            return cli_fail(EXIT_FAILED, "%s: write failed", o.output);
         return cli_fail(EXIT_USAGE, "%s", err);
+    }
     long shape[2] = {frames, o.audio.f.n_mels};
-    rc = frae_npy_write(o.output, feats, 2, shape, err, sizeof err);
-    free(feats);
-    if (rc)
+    if (frae_npy_finish(&af, 2, shape, err, sizeof err))
         return cli_fail(EXIT_FAILED, "%s", err);
     char desc[160];
     cli_features_describe(&o.audio.f, desc, sizeof desc);
@@ -429,51 +470,16 @@ int cmd_convert(int argc, char **argv)
         frae_checkpoint_close(ck);
         return cli_fail(EXIT_USAGE, "%s", err);
     }
-    c.training = 0; /* the batch and the rest stay as saved */
-    frae_config src = c;
-    c.weights = strcmp(o.weights, "bf16") ? FRAE_WEIGHTS_F32
-                                          : FRAE_WEIGHTS_BF16;
-    frae_model *in = frae_create(&src, err, sizeof err);
-    frae_model *out = in ? frae_create(&c, err, sizeof err) : NULL;
-    if (!out || frae_checkpoint_restore(ck, in, 0, err, sizeof err)) {
-        frae_destroy(in), frae_destroy(out);
-        frae_checkpoint_close(ck);
-        return cli_fail(EXIT_USAGE, "%s", err);
-    }
-    size_t np = frae_param_count(in);
-    float *p = malloc(sizeof(float) * np);
-    if (!p) {
-        frae_destroy(in), frae_destroy(out);
-        frae_checkpoint_close(ck);
-        return cli_fail(EXIT_FAILED, "out of memory");
-    }
-    frae_get_params(in, p);
-    frae_set_params(out, p); /* rounds, for bf16 */
-    frae_get_params(out, p); /* to count what rounding moved */
-    float *q = malloc(sizeof(float) * np);
-    size_t moved = 0;
-    if (q) {
-        frae_get_params(in, q);
-        for (size_t i = 0; i < np; i++)
-            moved += p[i] != q[i];
-    }
-    free(p), free(q);
-    frae_destroy(in);
-    frae_features feat;
-    frae_meta meta[10];
-    char vals[10][64];
-    int nmeta = cli_model_features(o.input, &feat) == 1
-                    ? cli_features_meta(&feat, vals, meta)
-                    : 0;
     frae_checkpoint_close(ck);
-    rc = frae_save(out, o.output, 0, meta, nmeta, NULL, 0, err, sizeof err);
-    if (rc) {
-        frae_destroy(out);
-        return cli_fail(EXIT_FAILED, "%s", err);
-    }
+    size_t moved = 0;
+    rc = frae_convert(o.input, o.output,
+                      strcmp(o.weights, "bf16") ? FRAE_WEIGHTS_F32
+                                                : FRAE_WEIGHTS_BF16,
+                      &moved, err, sizeof err);
+    if (rc)
+        return cli_fail(rc == -2 ? EXIT_FAILED : EXIT_USAGE, "%s", err);
     printf("%s -> %s: %s weights, %zu of %zu parameters changed by "
            "rounding\n",
-           o.input, o.output, o.weights, moved, frae_param_count(out));
-    frae_destroy(out);
+           o.input, o.output, o.weights, moved, frae_param_count_for(&c));
     return EXIT_OK;
 }

@@ -10,6 +10,9 @@
  * State: a checkpoint holds the model, the Adam state and where training
  * stands (epoch, batch, data order, RNG, running sums, early-stopping
  * counters), so --resume continues bit for bit. */
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -363,46 +366,85 @@ static int save_checkpoint(frae_model *m, const char *path,
     return 0;
 }
 
-static int meta_num(const frae_checkpoint *ck, const char *key, double *out)
+/* ---- the training state of a checkpoint, trusted only once checked ------- */
+
+/* One line naming the field, and EXIT_USAGE. */
+static int bad_state(const char *path, const char *key, const char *v,
+                     const char *why)
+{
+    return cli_fail(EXIT_USAGE, "%s: training state '%s' = '%s' %s", path,
+                    key, v ? v : "(missing)", why);
+}
+
+static int state_long(const frae_checkpoint *ck, const char *path,
+                      const char *key, long lo, long hi, long *out)
 {
     const char *v = frae_checkpoint_meta(ck, key);
     char *end;
-    if (!v)
-        return -1;
-    *out = strtod(v, &end);
-    return *end ? -1 : 0;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || !*v || *v == ' ' || *end || errno || x < lo || x > hi) {
+        char why[96];
+        snprintf(why, sizeof why, "is not an integer in %ld..%ld", lo, hi);
+        return bad_state(path, key, v, why);
+    }
+    *out = x;
+    return 0;
+}
+
+/* A finite number >= 0 (or +inf where inf_ok). */
+static int state_double(const frae_checkpoint *ck, const char *path,
+                        const char *key, double hi, int inf_ok, double *out)
+{
+    const char *v = frae_checkpoint_meta(ck, key);
+    char *end;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v || !*v || *end || !(x >= 0) || (x > hi && !(inf_ok && isinf(x))))
+        return bad_state(path, key, v, "is not a number in range");
+    *out = x;
+    return 0;
 }
 
 static int load_state(const frae_checkpoint *ck, const char *path,
                       train_state *s, train_opts *o, char *summary,
                       size_t sumcap)
 {
-    double ep, batch, sse, sae, values, frames, best, best_ep, bad, epochs,
-        patience, split;
-    const char *rng = frae_checkpoint_meta(ck, "train.rng");
-    const char *data = frae_checkpoint_meta(ck, "train.data");
-    if (meta_num(ck, "train.epoch", &ep) || meta_num(ck, "train.batch", &batch) ||
-        meta_num(ck, "train.epoch_sse", &sse) ||
-        meta_num(ck, "train.epoch_sae", &sae) ||
-        meta_num(ck, "train.epoch_values", &values) ||
-        meta_num(ck, "train.epoch_frames", &frames) ||
-        meta_num(ck, "train.best", &best) ||
-        meta_num(ck, "train.best_epoch", &best_ep) ||
-        meta_num(ck, "train.bad_epochs", &bad) ||
-        meta_num(ck, "train.epochs", &epochs) ||
-        meta_num(ck, "train.patience", &patience) ||
-        meta_num(ck, "train.val_split", &split) || !rng || !data ||
+    if (!frae_checkpoint_meta(ck, "train.epoch") ||
         !frae_checkpoint_has_optimizer(ck))
         return cli_fail(EXIT_USAGE,
                         "%s: no training state to resume (a model saved "
                         "without it, e.g. by --save-best or import)",
                         path);
-    s->epoch = (int)ep;
-    s->batch = (long)batch;
-    s->rng = strtoull(rng, NULL, 16);
+    const long big = 1000000000L;
+    long epoch = 0, batch = 0, values = 0, frames = 0, best_epoch = 0,
+         bad = 0, epochs = 0, patience = 0;
+    double sse = 0, sae = 0, best = 0, split = 0;
+    if (state_long(ck, path, "train.epochs", 1, big, &epochs) ||
+        state_long(ck, path, "train.epoch", 0, epochs, &epoch) ||
+        state_long(ck, path, "train.batch", 0, INT32_MAX, &batch) ||
+        state_long(ck, path, "train.epoch_values", 0, LONG_MAX, &values) ||
+        state_long(ck, path, "train.epoch_frames", 0, LONG_MAX, &frames) ||
+        state_long(ck, path, "train.best_epoch", 0, epoch, &best_epoch) ||
+        state_long(ck, path, "train.bad_epochs", 0, epoch, &bad) ||
+        state_long(ck, path, "train.patience", 0, big, &patience) ||
+        state_double(ck, path, "train.epoch_sse", DBL_MAX, 0, &sse) ||
+        state_double(ck, path, "train.epoch_sae", DBL_MAX, 0, &sae) ||
+        state_double(ck, path, "train.best", DBL_MAX, 1, &best) ||
+        state_double(ck, path, "train.val_split", 0.99, 0, &split))
+        return EXIT_USAGE;
+    const char *rng = frae_checkpoint_meta(ck, "train.rng");
+    char *end = NULL;
+    s->rng = rng ? strtoull(rng, &end, 16) : 0;
+    if (!rng || strlen(rng) != 16 || *end || strspn(rng, "0123456789abcdef") != 16)
+        return bad_state(path, "train.rng", rng, "is not 16 hex digits");
+    const char *data = frae_checkpoint_meta(ck, "train.data");
+    if (!data || strlen(data) >= sumcap)
+        return bad_state(path, "train.data", data, "is missing or too long");
+    s->epoch = (int)epoch;
+    s->batch = batch;
     s->sse = sse, s->sae = sae;
-    s->values = (long)values, s->frames = (long)frames;
-    s->best = best, s->best_epoch = (int)best_ep, s->bad_epochs = (int)bad;
+    s->values = values, s->frames = frames;
+    s->best = best, s->best_epoch = (int)best_epoch, s->bad_epochs = (int)bad;
     if (o->epochs == 0)
         o->epochs = (int)epochs;
     if (o->patience < 0)
@@ -411,11 +453,55 @@ static int load_state(const frae_checkpoint *ck, const char *path,
         o->val_split = split;
     snprintf(summary, sumcap, "%s", data);
     s->n_order = frae_checkpoint_i32(ck, "train.order", NULL, 0);
-    if (s->n_order < 0)
-        return cli_fail(EXIT_USAGE, "%s: training state lacks train.order",
+    if (s->n_order < 1 || s->n_order > INT32_MAX)
+        return cli_fail(EXIT_USAGE,
+                        "%s: training state lacks its data order "
+                        "(train.order)",
                         path);
     s->order = malloc(sizeof(int32_t) * (size_t)(s->n_order + 1));
+    if (!s->order)
+        return cli_fail(EXIT_FAILED, "out of memory");
     frae_checkpoint_i32(ck, "train.order", s->order, s->n_order);
+    return 0;
+}
+
+/* The state against the data it resumes on: the order is a permutation of
+ * the training set, the batch inside the epoch, the running sums those of
+ * at most the frames the epoch has. */
+static int check_state(const train_state *s, const char *path,
+                       const int32_t *train_set, long n_train, long n_all,
+                       long n_batches, long total_frames, int dim)
+{
+    unsigned char *seen = calloc((size_t)n_all, 1);
+    if (!seen)
+        return cli_fail(EXIT_FAILED, "out of memory");
+    for (long i = 0; i < n_train; i++)
+        seen[train_set[i]] = 1; /* 1: may appear in the order */
+    for (long i = 0; i < s->n_order; i++) {
+        int32_t v = s->order[i];
+        if (v < 0 || v >= n_all || seen[v] != 1) {
+            const char *why = v < 0 || v >= n_all ? "out of range"
+                              : seen[v] == 2      ? "repeated"
+                                                  : "a validation sequence";
+            free(seen);
+            return cli_fail(EXIT_USAGE,
+                            "%s: training state 'train.order' entry %ld = %d "
+                            "is %s",
+                            path, i, v, why);
+        }
+        seen[v] = 2;
+    }
+    free(seen);
+    if (s->batch > n_batches) /* n_batches: stopped after the last one */
+        return cli_fail(EXIT_USAGE,
+                        "%s: training state 'train.batch' = %ld, but an "
+                        "epoch has %ld batches",
+                        path, s->batch, n_batches);
+    if (s->frames > total_frames || s->values != s->frames * (long)dim)
+        return cli_fail(EXIT_USAGE,
+                        "%s: training state counts %ld frames and %ld values "
+                        "in this epoch; the data has %ld frames of %d values",
+                        path, s->frames, s->values, total_frames, dim);
     return 0;
 }
 
@@ -649,6 +735,11 @@ int cmd_train(int argc, char **argv)
                           "training set has %ld",
                           o.resume, s.n_order, n_train);
         goto done;
+    } else if ((status = check_state(&s, o.resume, perm, n_train, n_all,
+                                     (n_train + o.cfg.batch - 1) /
+                                         o.cfg.batch,
+                                     data.total_frames, data.dim))) {
+        goto done;
     }
     long n_val_seqs = 0;
     const cli_dataset *val_ds = &data;
@@ -672,7 +763,19 @@ int cmd_train(int argc, char **argv)
         memcpy(val_all, perm + n_train, sizeof(int32_t) * (size_t)n_val_seqs);
     }
 
-    /* model */
+    /* model.  No call ever gets more sequences than a set has, or more
+     * frames than its longest sequence: capacity past that would change
+     * nothing but memory, so a batch or window (from the command line or
+     * a checkpoint) is capped there, and the results are the same. */
+    long most_seqs = n_train > n_val_seqs ? n_train : n_val_seqs, longest = 1;
+    for (long i = 0; i < data.n_seqs; i++)
+        longest = data.seqs[i].frames > longest ? data.seqs[i].frames : longest;
+    for (long i = 0; i < val.n_seqs; i++)
+        longest = val.seqs[i].frames > longest ? val.seqs[i].frames : longest;
+    if (o.cfg.batch > most_seqs)
+        o.cfg.batch = (int)most_seqs;
+    if (o.cfg.window > longest)
+        o.cfg.window = (int)longest;
     o.cfg.training = 1;
     m = frae_create(&o.cfg, err, sizeof err);
     if (!m || (ck && frae_checkpoint_restore(ck, m, 1, err, sizeof err))) {
