@@ -29,7 +29,7 @@ FRAE  = $(BUILD)/frae
 TESTS = $(BUILD)/frae_tests
 BENCH = $(BUILD)/frae_bench
 
-.PHONY: all test test-asan check bench fixtures clean install fuzz demo
+.PHONY: all test test-asan check bench fixtures clean install fuzz fuzz-seeds demo
 all: $(LIB) $(SOLIB) $(FRAE) $(TESTS) $(BENCH)
 
 $(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
@@ -104,22 +104,37 @@ install: $(LIB) $(SOLIB) $(FRAE)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' frae.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/frae.pc
 
-# The bitstream fuzzer (libFuzzer, clang), for FUZZ_SECONDS seconds.
+# libFuzzer targets, one per format frae reads (clang): .npy, .npz and the
+# Keras import, safetensors (checkpoints and the PyTorch import), the .fbs
+# bitstream, and audio through libsndfile from memory.  Each runs for
+# FUZZ_SECONDS seconds from its tracked seeds (fuzz/corpus/<target>) into
+# build-fuzz/corpus/<target>.  Fuzzing builds skip checksum comparisons
+# (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION) so mutations get past them.
 FUZZ_SECONDS ?= 60
 FUZZ_DIR = build-fuzz
-fuzz:
+FUZZ_TARGETS = npy npz safetensors bitstream audio
+FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all \
+           -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+FUZZ_BINS = $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+
+ifneq ($(BUILD),$(FUZZ_DIR)) # the library itself: the same rules, instrumented
+$(FUZZ_DIR)/libfrae.a: $(LIB_SRCS) include/frae.h src/*.h
 	$(MAKE) BUILD=$(FUZZ_DIR) CC=clang OPT=-O1 OPENMP=-Wno-source-uses-openmp \
-	  SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all" \
-	  $(FUZZ_DIR)/libfrae.a
-	clang -O1 -g -Iinclude -Isrc -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all fuzz/fuzz_bitstream.c $(FUZZ_DIR)/libfrae.a \
-	  -lsndfile -lfftw3f -lsamplerate -lm -lpthread -o $(FUZZ_DIR)/fuzz_bitstream
-	mkdir -p $(FUZZ_DIR)/corpus
-	FRAE_FUZZ_SEED_DIR=$(FUZZ_DIR)/corpus $(FUZZ_DIR)/fuzz_bitstream -runs=0 \
-	  $(FUZZ_DIR)/corpus
-	$(FUZZ_DIR)/fuzz_bitstream -max_total_time=$(FUZZ_SECONDS) \
-	  -print_final_stats=1 $(FUZZ_DIR)/corpus > $(FUZZ_DIR)/fuzz.log 2>&1; \
-	  status=$$?; tail -n 8 $(FUZZ_DIR)/fuzz.log; exit $$status
+	  SAN="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(FUZZ_DIR)/libfrae.a
+endif
+
+$(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h $(FUZZ_DIR)/libfrae.a
+	clang -O1 -g -Iinclude -Isrc -fsanitize=fuzzer $(FUZZ_SAN) $< \
+	  $(FUZZ_DIR)/libfrae.a -lsndfile -lfftw3f -lsamplerate -lm -lpthread -o $@
+
+fuzz: $(FUZZ_BINS)
+	sh fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# Rewrites the tracked seed corpora (needs python3-numpy).
+fuzz-seeds: $(FRAE) $(FUZZ_DIR)/fuzz_bitstream
+	/usr/bin/python3 fuzz/make_seeds.py $(FRAE)
+	FRAE_FUZZ_SEED_DIR=fuzz/corpus/bitstream $(FUZZ_DIR)/fuzz_bitstream -runs=0 \
+	  fuzz/corpus/bitstream
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -29,6 +29,8 @@ echo "== CLI tests ($BUILD)"
 run sh tests/cli_test.sh "$BUILD/frae"
 echo "== workflow tests: files, checkpoints, resume, imports ($BUILD)"
 run /usr/bin/python3 tests/workflow_test.py "$BUILD/frae"
+echo "== hostile inputs: malformed files, forged state, long audio ($BUILD)"
+run /usr/bin/python3 tests/hostile_test.py "$BUILD/frae"
 if [ "$BUILD" = build ]; then # installs and links uninstrumented code
     echo "== install and pkg-config ($BUILD)"
     run sh tests/install_test.sh "$BUILD"

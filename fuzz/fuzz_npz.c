@@ -1,0 +1,29 @@
+/* libFuzzer target for the .npz reader and the Keras import behind it:
+ * the zip directory (zip64 included), each member's .npy header, the
+ * shapes that make a model, and its values. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "frae_internal.h"
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    unsigned char *buf = malloc(size ? size : 1);
+    memcpy(buf, data, size);
+    frae_npz_member mem[8];
+    char err[512] = "";
+    if (frae_npz_members(buf, size, "fuzz.npz", mem, 8, err, sizeof err) < 0)
+        fuzz_check_error(err);
+    frae_config hints;
+    frae_config_default(&hints);
+    hints.training = 0;
+    err[0] = 0;
+    frae_model *m = frae_import_buffer(buf, size, "fuzz.npz", &hints, err,
+                                       sizeof err);
+    if (!m)
+        fuzz_check_error(err);
+    frae_destroy(m);
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,48 @@
+/* libFuzzer target for safetensors: a checkpoint opened as 'frae info',
+ * 'predict' and '--resume' open it (header, metadata, config, tensors
+ * checked before the model is made, values), and the same bytes imported
+ * as a PyTorch state_dict.  Fuzzing builds skip the checksum comparison
+ * (FRAE_FUZZING), so mutations reach what lies behind it. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "frae_internal.h"
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    unsigned char *buf = malloc(size ? size : 1);
+    memcpy(buf, data, size);
+    char err[512] = "";
+    frae_checkpoint *ck = frae_checkpoint_parse(buf, size, "fuzz.safetensors",
+                                                err, sizeof err);
+    frae_config c;
+    if (!ck || frae_checkpoint_config(ck, &c, err, sizeof err)) {
+        fuzz_check_error(err);
+    } else {
+        c.training = 1;
+        c.batch = 2;
+        c.window = 3;
+        if (c.weights == FRAE_WEIGHTS_BF16)
+            c.training = 0;
+        frae_model *m = frae_create(&c, err, sizeof err);
+        if (!m || frae_checkpoint_restore(ck, m, 1, err, sizeof err))
+            fuzz_check_error(err);
+        int32_t order[16];
+        frae_checkpoint_i32(ck, "train.order", order, 16);
+        frae_destroy(m);
+    }
+    frae_checkpoint_close(ck);
+
+    frae_config hints;
+    frae_config_default(&hints);
+    hints.training = 0;
+    err[0] = 0;
+    frae_model *imported = frae_import_buffer(buf, size, "fuzz.safetensors",
+                                              &hints, err, sizeof err);
+    if (!imported)
+        fuzz_check_error(err);
+    frae_destroy(imported);
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,423 @@
+#!/usr/bin/python3
+"""Hostile inputs: every file frae reads, malformed by hand, must be
+refused with exit 2 and one line on stderr saying what was wrong, in
+under 10 s and (uninstrumented) 512 MB of peak RSS, leaving nothing
+behind.  One regression case per defect found (issue 10), plus the
+bounded-memory audio path and output permissions.
+
+Also a module: fuzz/make_seeds.py takes the hostile files from here.
+
+Usage: hostile_test.py path/to/frae     Prints "N passed, N failed" last."""
+import json
+import math
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+FRAE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/frae")
+# sanitizer builds: shadow memory and slower code; the bars are for the
+# plain build, the sanitizers check the same inputs for memory errors
+SANITIZED = "asan" in FRAE
+RSS_LIMIT_MB = 512
+TIME_LIMIT_S = 10.0
+passed = failed = 0
+
+
+def check(cond, what, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+        print("    ok   " + what)
+    else:
+        failed += 1
+        print("    FAIL " + what + (": " + detail if detail else ""))
+
+
+def run(args, cwd, umask=None):
+    """Runs frae in a helper process so that the peak RSS is this run's."""
+    helper = r"""
+import os, resource, subprocess, sys, time, json
+umask = json.loads(sys.argv[1]); args = json.loads(sys.argv[2])
+def pre():
+    if umask is not None: os.umask(umask)
+t0 = time.monotonic()
+p = subprocess.run(args, capture_output=True, preexec_fn=pre, timeout=600)
+dt = time.monotonic() - t0
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+print(json.dumps([p.returncode, p.stdout.decode(errors="replace"),
+                  p.stderr.decode(errors="replace"), dt, rss]))
+"""
+    p = subprocess.run([sys.executable, "-c", helper, json.dumps(umask),
+                        json.dumps([FRAE] + [str(a) for a in args])],
+                       capture_output=True, text=True, cwd=cwd)
+    rc, out, err, dt, rss = json.loads(p.stdout)
+    return rc, out, err, dt, rss
+
+
+def refused(tmp, what, args, needle, code=2):
+    """The case's bar: exit code, one line containing needle, time, RSS."""
+    rc, out, err, dt, rss = run(args, tmp)
+    lines = err.strip().splitlines()
+    ok = rc == code and len(lines) == 1 and needle in lines[0]
+    bars = dt < TIME_LIMIT_S and (SANITIZED or rss < RSS_LIMIT_MB)
+    check(ok and bars, "%s: exit %d, one line (%.2f s, %.0f MB)" % (what, code, dt, rss),
+          "rc %d, %d lines, wanted '%s': %s" % (rc, len(lines), needle, err.strip()[:400]))
+    return lines[0] if lines else ""
+
+
+# ---- file builders (also used by fuzz/make_seeds.py) ------------------------
+
+def wav_bytes(x, rate, kind):
+    """A WAV of samples x ([n] or [n, channels]): pcm16 or float (IEEE)."""
+    import numpy as np
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    ch = x.shape[1]
+    if kind == "pcm16":
+        data = (np.clip(x, -1, 1) * 32767).astype("<i2").tobytes()
+        fmt, width = 1, 2
+    else:
+        data = x.astype("<f4").tobytes()
+        fmt, width = 3, 4
+    fmt_chunk = struct.pack("<HHIIHH", fmt, ch, rate, rate * ch * width, ch * width, 8 * width)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt_chunk)) + fmt_chunk
+    if fmt == 3:  # float WAVs carry a fact chunk
+        body += b"fact" + struct.pack("<II", 4, x.shape[0])
+    body += b"data" + struct.pack("<I", len(data)) + data
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def sparse_wav(path, seconds, rate=16000):
+    """A 16-bit WAV of the given length: one second of tone, then a hole
+    (a sparse file: it takes no disk)."""
+    n = int(seconds * rate)
+    with open(path, "wb") as f:
+        f.write(b"RIFF" + struct.pack("<I", 36 + 2 * n) + b"WAVE")
+        f.write(b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, rate, 2 * rate, 2, 16))
+        f.write(b"data" + struct.pack("<I", 2 * n))
+        f.write(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / rate)))
+                         for i in range(rate)))
+        f.truncate(44 + 2 * n)
+
+
+def fnv1a64(data, h=0xcbf29ce484222325):
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def st_read(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    return json.loads(raw[8:8 + n]), raw[8 + n:]
+
+
+def st_write(path, header, data, version=2):
+    """A safetensors file with frae's checksum made anew (version 2: the
+    header fields and the data; 1: the data only), as a forger would."""
+    u64 = lambda v: struct.pack("<Q", v)  # noqa: E731
+    h = 0xcbf29ce484222325
+    meta = header.get("__metadata__", {})
+    if version >= 2:
+        for name, t in header.items():
+            if name == "__metadata__":
+                continue
+            h = fnv1a64(name.encode() + b"\0" + t["dtype"].encode() + b"\0" + u64(len(t["shape"]))
+                        + b"".join(u64(d) for d in t["shape"])
+                        + u64(t["data_offsets"][0]) + u64(t["data_offsets"][1]), h)
+        for k, v in meta.items():
+            if k != "frae.checksum":
+                h = fnv1a64(k.encode() + b"\0" + v.encode() + b"\0", h)
+    h = fnv1a64(data, h)
+    if "__metadata__" in header:
+        meta["frae.checksum"] = "fnv1a64:%016x" % h
+    head = json.dumps(header, separators=(",", ":")).encode()
+    head += b" " * (-len(head) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head + data)
+
+
+def edited(src, dst, meta=None, drop_tensors=False, version=None, data_edit=None):
+    header, data = st_read(src)
+    if drop_tensors:
+        header = {"__metadata__": header["__metadata__"]}
+        data = b""
+    for k, v in (meta or {}).items():
+        if v is None:
+            header["__metadata__"].pop(k, None)
+        else:
+            header["__metadata__"][k] = v
+    if data_edit:
+        data = data_edit(header, bytearray(data))
+    if version:
+        header["__metadata__"]["frae.format_version"] = str(version)
+    st_write(dst, header, bytes(data), version or 2)
+
+
+def npy_header_only(text):
+    """A .npy whose header (declared length exact) ends with text."""
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text
+
+
+HOSTILE_NPY = {
+    # headers that stop where the parser once read on past them
+    "fortran_cut.npy": b"{'descr': '<f4', 'fortran_order': Fals",
+    "true_cut.npy": b"{'descr': '<f4', 'fortran_order': Tr",
+    "shape_cut.npy": b"{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4",
+    "shape_digits.npy": b"{'descr': '<f4', 'fortran_order': False, 'shape': (123456789",
+    "descr_cut.npy": b"{'descr': '<f",
+    # a dimension of 19 digits (the digit parser once overflowed)
+    "shape_19_digits.npy": b"{'descr': '<f4', 'fortran_order': False, 'shape': (9999999999999999999, 1), }",
+    # nine dimensions (the parser once wrote the ninth past its array)
+    "nine_dims.npy": b"{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }",
+    # a dtype that would have put a line break in the message
+    "newline_dtype.npy": b"{'descr': '<f\n4', 'fortran_order': False, 'shape': (1, 1), }",
+}
+
+
+def tiny_zip64():
+    """A zip64 end-of-central-directory locator in a file shorter than the
+    zip64 record it points at (the npz reader once wrapped around)."""
+    eocd = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    loc = struct.pack("<IIQI", 0x07064B50, 0, 1 << 40, 1)
+    return b"PK\x03\x04" + loc + eocd
+
+
+def huge_model_checkpoint(good, dst):
+    """1 KB of metadata declaring a model of billions of parameters, and no
+    tensors (frae info once took 250 s and 14 GB on it)."""
+    edited(good, dst, {"frae.frame_dim": "2000000", "frae.enc_hidden": "60000,60000",
+                       "frae.dec_hidden": "60000,60000", "frae.history": "8"},
+           drop_tensors=True)
+
+
+def fuzz_seeds(tmp, checkpoint):
+    """(target, name, bytes) of the hostile files, for the fuzz corpora."""
+    seeds = [("npz", "hostile_tiny_zip64.npz", tiny_zip64())]
+    for name, text in HOSTILE_NPY.items():
+        seeds.append(("npy", "hostile_" + name, npy_header_only(text)))
+    p = os.path.join(tmp, "huge.safetensors")
+    huge_model_checkpoint(checkpoint, p)
+    seeds.append(("safetensors", "hostile_huge_model.safetensors", open(p, "rb").read()))
+    nan = [0.1, float("nan"), -0.2] * 200
+    seeds.append(("audio", "hostile_nan.wav", wav_bytes(nan, 16000, "float")))
+    return seeds
+
+
+# ---- the cases ----------------------------------------------------------------
+
+def main():
+    import numpy as np
+    tmp = tempfile.mkdtemp(prefix="frae-hostile-")
+    p = lambda name: os.path.join(tmp, name)  # noqa: E731
+    small = ["--frame-dim", "6", "--history", "2", "--enc", "16", "--latent", "4",
+             "--dec", "16", "--quantizer", "uniform:4"]
+    rng = np.random.default_rng(5)
+    data = (0.5 * np.sin(np.arange(6 * 40 * 6).reshape(6, 40, 6) * 0.05)).astype("<f4")
+    np.save(p("data.npy"), data)
+    rc, _, err, _, _ = run(["train", "data.npy", *small, "--epochs", "1", "--batch", "2",
+                            "--window", "16", "--save", "good.safetensors", "--progress",
+                            "off"], tmp)
+    if rc:
+        print("    FAIL cannot train the reference model: " + err)
+        print("0 passed, 1 failed")
+        return 1
+    good = p("good.safetensors")
+
+    print("== .npz: zip64 records outside the file (defect 1)")
+    open(p("tiny.npz"), "wb").write(tiny_zip64())
+    refused(tmp, "a 46-byte zip64 .npz", ["import", "tiny.npz", "-o", "x.safetensors"],
+            "zip64")
+
+    print("== .npy: headers that end where the parser read on (defect 2), odd bytes")
+    for name, text in HOSTILE_NPY.items():
+        open(p(name), "wb").write(npy_header_only(text))
+        refused(tmp, name, ["train", name, *small, "--save", "none"], name)
+        refused(tmp, name + " to predict", ["predict", "good.safetensors", name, "-o", "y.npy"],
+                name)
+
+    print("== checkpoints: sizes checked against the tensors before allocating (defect 3)")
+    huge_model_checkpoint(good, p("huge.safetensors"))
+    for cmd in (["info", "huge.safetensors"],
+                ["predict", "huge.safetensors", "data.npy", "-o", "y.npy"],
+                ["encode", "huge.safetensors", "data.npy", "-o", "y.fbs"],
+                ["convert", "huge.safetensors", "-o", "c.safetensors", "--weights", "bf16"],
+                ["train", "data.npy", "--resume", "huge.safetensors", "--save", "none"]):
+        refused(tmp, "a huge declared model, no tensors: frae " + cmd[0], cmd,
+                "tensor 'enc.0.weight' missing")
+    edited(good, p("empty.safetensors"), drop_tensors=True)
+    refused(tmp, "no tensors at all: frae info", ["info", "empty.safetensors"], "missing")
+    edited(good, p("shape.safetensors"), {"frae.latent_dim": "5"})
+    refused(tmp, "metadata and tensors disagree", ["info", "shape.safetensors"],
+            "should be a float")
+
+    def put_nan(header, data):
+        t = header["dec.0.weight"]
+        struct.pack_into("<f", data, t["data_offsets"][0] + 4 * 7, float("nan"))
+        return data
+    edited(good, p("nanw.safetensors"), data_edit=put_nan)
+    refused(tmp, "a NaN weight", ["predict", "nanw.safetensors", "data.npy", "-o", "y.npy"],
+            "'dec.0.weight' has NaN at [0, 7]")
+    edited(good, p("feat.safetensors"), {
+        "features.sample_rate": "16000", "features.n_mels": "1e300", "features.hop": "160",
+        "features.win": "400", "features.n_fft": "512", "features.fmin": "0",
+        "features.fmax": "8000", "features.floor": "1e-07", "features.offset": "5",
+        "features.scale": "5"})
+    refused(tmp, "absurd audio feature metadata", ["info", "feat.safetensors"],
+            "features.n_mels")
+    # the old (version 1) checksum covers the data alone: still read
+    edited(good, p("v1.safetensors"), version=1)
+    rc, out, err, _, _ = run(["info", "v1.safetensors"], tmp)
+    check(rc == 0 and "format 1" in out, "a version 1 checkpoint still opens", err)
+
+    print("== --resume: the training state, checked field by field (defect 4)")
+    raw = bytearray(open(good, "rb").read())
+    hlen = struct.unpack("<Q", raw[:8])[0]
+    at = raw.index(b'"train.batch":"0"', 8, 8 + hlen)
+    raw[at + len(b'"train.batch":"')] = ord("7")  # edited, checksum not redone
+    open(p("edited.safetensors"), "wb").write(raw)
+    refused(tmp, "metadata edited without its checksum",
+            ["train", "data.npy", "--resume", "edited.safetensors", "--save", "none"],
+            "corrupted or edited")
+
+    def order_edit(values):
+        def f(header, d):
+            t = header["train.order"]
+            for i, v in enumerate(values):
+                struct.pack_into("<i", d, t["data_offsets"][0] + 4 * i, v)
+            return d
+        return f
+    forged = [
+        ("negative batch", {"train.batch": "-3"}, None, "'train.batch' = '-3'"),
+        ("batch past the epoch", {"train.batch": "9"}, None, "'train.batch' = 9"),
+        ("epoch 1e300", {"train.epoch": "1e300"}, None, "'train.epoch' = '1e300'"),
+        ("epoch past the epochs", {"train.epoch": "12", "train.epochs": "10"}, None,
+         "'train.epoch' = '12'"),
+        ("rng not hex", {"train.rng": "zz"}, None, "'train.rng'"),
+        ("NaN running loss", {"train.epoch_sse": "nan"}, None, "'train.epoch_sse'"),
+        ("frames past the data", {"train.epoch_frames": "100000",
+                                  "train.epoch_values": "600000"}, None, "frames"),
+        ("order out of range", {}, order_edit([99]), "out of range"),
+        ("order repeated", {}, order_edit([1, 1]), "repeated"),
+        ("huge model batch", {"frae.batch": "-1"}, None, "frae.batch"),
+        ("learning rate NaN", {"frae.learning_rate": "nan"}, None, "learning rate"),
+    ]
+    for what, meta, data_edit, needle in forged:
+        edited(good, p("forged.safetensors"), meta, data_edit=data_edit)
+        refused(tmp, "forged state, checksum redone: " + what,
+                ["train", "data.npy", "--resume", "forged.safetensors", "--save", "none"],
+                needle)
+    edited(good, p("bigbatch.safetensors"), {"frae.batch": "1000000000",
+                                             "frae.window": "1000000000"})
+    rc, out, err, dt, rss = run(["train", "data.npy", "--resume", "bigbatch.safetensors",
+                                 "--epochs", "2", "--save", "none", "--progress", "off"], tmp)
+    check(rc == 0 and (SANITIZED or rss < RSS_LIMIT_MB),
+          "a checkpoint's batch and window of 10^9 take the data's size (%.0f MB)" % rss,
+          err)
+
+    print("== option names in errors (defect 5)")
+    refused(tmp, "a model flag with --resume names the flag",
+            ["train", "--frame-dim", "6", "--resume", "good.safetensors", "--save", "y"],
+            "--frame-dim cannot be combined with --resume")
+
+    print("== audio: NaN samples, long files (defects 6, 7)")
+    x = 0.3 * np.sin(np.arange(16000) * 0.1)
+    x[12345] = np.nan
+    open(p("nan.wav"), "wb").write(wav_bytes(x, 16000, "float"))
+    x[12345] = np.inf
+    open(p("inf.wav"), "wb").write(wav_bytes(np.stack([0.5 * x, x], 1), 16000, "float"))
+    refused(tmp, "a NaN sample: frae features", ["features", "nan.wav", "-o", "f.npy"],
+            "sample 12345 (0.772 s), channel 1, is NaN")
+    refused(tmp, "an infinite sample: frae train",
+            ["train", "inf.wav", "--epochs", "1", "--save", "none"],
+            "sample 12345 (0.772 s), channel 1, is infinite")
+    np.save(p("mels.npy"), rng.uniform(-1, 0, (2, 30, 80)).astype("<f4"))
+    run(["train", "mels.npy", "--audio-features", "--enc", "8", "--dec", "8", "--latent",
+         "2", "--history", "1", "--epochs", "1", "--save", "audio.safetensors"], tmp)
+    refused(tmp, "a NaN sample: frae encode",
+            ["encode", "audio.safetensors", "nan.wav", "-o", "y.fbs"],
+            "sample 12345 (0.772 s), channel 1, is NaN")
+    check(not os.path.exists(p("f.npy")), "a refused audio file leaves no output")
+    sparse_wav(p("minutes.wav"), 180)
+    sparse_wav(p("hour.wav"), 3600)
+    rss = {}
+    for name in ("minutes", "hour"):
+        rc, out, err, dt, rss[name] = run(["features", name + ".wav", "-o", name + ".npy"], tmp)
+        frames = int(out.split(": ")[1].split()[0]) if rc == 0 else -1
+        want = 1 + (180 if name == "minutes" else 3600) * 16000 // 160 - 3
+        check(rc == 0 and frames == want and os.path.getsize(p(name + ".npy")) ==
+              128 + 4 * 80 * frames,
+              "%s of audio -> %d frames, streamed to the .npy (%.1f s, %.1f MB)"
+              % ("3 minutes" if name == "minutes" else "an hour", frames, dt, rss[name]), err)
+        os.unlink(p(name + ".npy"))
+    check(SANITIZED or rss["hour"] - rss["minutes"] < 4,
+          "an hour of audio takes the memory of 3 minutes (%.1f vs %.1f MB)"
+          % (rss["hour"], rss["minutes"]))
+    # train, predict and encode stream it too (features in a temporary file
+    # read a window at a time): 20 minutes in the memory of 3
+    sparse_wav(p("twenty.wav"), 1200)
+    for cmd in (["encode", "audio.safetensors", "{}.wav", "-o", "{}.fbs"],
+                ["predict", "audio.safetensors", "{}.wav", "-o", "{}.npy"],
+                ["train", "{}.wav", "--enc", "8", "--dec", "8", "--latent", "2", "--history",
+                 "1", "--epochs", "1", "--save", "none", "--progress", "off"]):
+        used = {}
+        for name in ("minutes", "twenty"):
+            rc, out, err, dt, used[name] = run([a.format(name) for a in cmd], tmp)
+            if rc:
+                break
+        check(rc == 0 and (SANITIZED or used["twenty"] - used["minutes"] < 4),
+              "frae %s: 20 minutes of audio in the memory of 3 (%.1f vs %.1f MB)"
+              % (cmd[0], used.get("twenty", -1), used.get("minutes", -1)), err)
+    os.unlink(p("hour.wav"))
+    os.unlink(p("twenty.wav"))
+
+    print("== outputs respect the umask (defect 8), no orphans (defect 9)")
+    np.save(p("x6.npy"), data[:2])
+    for mask, mode in ((0o022, 0o644), (0o077, 0o600)):
+        outs = {"train": (["train", "data.npy", *small, "--epochs", "1", "--save",
+                           "m%o.safetensors" % mask, "--progress", "off"], "m%o.safetensors" % mask),
+                "predict": (["predict", "good.safetensors", "x6.npy", "-o", "y%o.npy" % mask],
+                            "y%o.npy" % mask),
+                "encode": (["encode", "good.safetensors", "x6.npy", "-o", "y%o.fbs" % mask],
+                           "y%o.fbs" % mask)}
+        for cmd, (args, out) in outs.items():
+            rc, _, err, _, _ = run(args, tmp, umask=mask)
+            got = os.stat(p(out)).st_mode & 0o777 if rc == 0 else -1
+            check(got == mode, "frae %s under umask %03o writes mode %o" % (cmd, mask, mode),
+                  "mode %o, rc %d %s" % (got, rc, err))
+    dead = 4194000
+    while True:
+        try:
+            os.kill(dead, 0)
+            dead -= 1
+        except ProcessLookupError:
+            break
+        except PermissionError:
+            dead -= 1
+    orphan = p("m22.safetensors.tmp-%d-0" % dead)
+    open(orphan, "wb").write(b"x" * 1000)
+    run(["train", "data.npy", *small, "--epochs", "1", "--save", "m22.safetensors",
+         "--progress", "off"], tmp)
+    check(not os.path.exists(orphan), "the next save removes a killed writer's temporary")
+
+    print("== messages (defect 10)")
+    np.save(p("d5.npy"), data[:, :, :5])
+    refused(tmp, "frame dimension 5 against 6",
+            ["predict", "good.safetensors", "d5.npy", "-o", "y.npy"],
+            "frame dimension 5 does not match the model's 6")
+
+    leftovers = [n for n in os.listdir(tmp) if ".tmp-" in n or n.startswith("frae-features")]
+    check(not leftovers, "no temporary files left behind", str(leftovers))
+    shutil.rmtree(tmp)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
