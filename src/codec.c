@@ -1,14 +1,15 @@
 /* The streaming codec: per-frame encoder and decoder states, code packing,
  * the model identity hash and the .fbs bitstream.
  *
- * A state is one block the caller may own (get_size + init): a copy of the
- * model struct whose buffer pointers are redirected into the state's own
- * memory (one frame of activations, the latent, a ring of K+1 frames), so
- * the per-frame forward code of train.c runs unchanged on it, while the
- * parameters are shared read-only with the model.  States never allocate
- * after init and share nothing writable: separate states are safe in
- * separate threads.  The model must outlive its states and keep its
- * parameters unchanged while they are in use. */
+ * A state is one block the caller may own (get_size + init): a const
+ * pointer to the model and a stream state for one sequence (state.h: one
+ * frame of activations, the latent, a ring of K+1 frames, the sums ahead),
+ * carved from the rest of the block by the same layout as the model's own.
+ * The forward pass (forward.c) runs on the pair; the parameters are the
+ * model's, read only.  States never allocate after init and share nothing
+ * writable: separate states are safe in separate threads.  The model must
+ * outlive its states and keep its parameters unchanged while they are in
+ * use. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,8 @@
 #include "frae_internal.h"
 
 struct frae_codec_state {
-    frae_model view; /* the model with this state's buffers */
+    const frae_model *model;
+    frae_state st; /* one sequence, one frame of activations */
     int code_bits;
 };
 
@@ -139,96 +141,31 @@ uint64_t frae_model_hash(const frae_model *m)
 
 /* ---- states ------------------------------------------------------------------ */
 
-#define ALIGN_UP(x) (((x) + 63) & ~(size_t)63)
-
-static size_t state_layout(const frae_model *m, size_t *off_act, size_t *off_q,
-                           size_t *off_ring, size_t *off_idx,
-                           size_t *off_val, size_t *off_valid,
-                           size_t *off_pend)
-{
-    const frae_config *c = &m->cfg;
-    size_t at = ALIGN_UP(sizeof(struct frae_codec_state)), widest = 0;
-    for (int l = 0; l < m->n_layers; l++) {
-        if ((size_t)m->layer[l].in > widest)
-            widest = (size_t)m->layer[l].in;
-        if ((size_t)m->layer[l].out > widest)
-            widest = (size_t)m->layer[l].out;
-        if (l < m->n_layers - 1) {
-            off_act[l] = at;
-            at += ALIGN_UP(sizeof(float) * (size_t)m->layer[l].out);
-        }
-    }
-    *off_q = at;
-    at += ALIGN_UP(sizeof(float) * (size_t)c->latent_dim);
-    *off_ring = at;
-    at += ALIGN_UP(sizeof(float) * (size_t)(c->history + 1) * c->frame_dim);
-    *off_idx = at;
-    at += ALIGN_UP(sizeof(int) * (widest + FRAE_COMPACT_SLACK));
-    *off_val = at;
-    at += ALIGN_UP(sizeof(float) * (widest + FRAE_COMPACT_SLACK));
-    /* the first layers' sums ahead, then the pair of fed-back frames */
-    for (int i = 0; i < 2; i++) {
-        off_pend[i] = at;
-        if (c->history > 0)
-            at += ALIGN_UP(sizeof(float) * (size_t)m->pend_cap *
-                           (size_t)m->layer[i ? m->dec_first : 0].out);
-    }
-    off_pend[2] = at;
-    if (c->history > 0)
-        at += ALIGN_UP(sizeof(float) * 2 * (size_t)c->frame_dim);
-    *off_valid = at;
-    at += ALIGN_UP(sizeof(int));
-    return at;
-}
+#define HEAD_BYTES ((sizeof(struct frae_codec_state) + 63) & ~(size_t)63)
 
 size_t frae_encoder_size(const frae_model *m)
 {
-    size_t a[FRAE_MAX_LAYERS], q, r, i, v, w, pend[3];
-    return state_layout(m, a, &q, &r, &i, &v, &w, pend);
+    return HEAD_BYTES + frae_state_layout(&m->cfg, 1, 1, NULL, NULL);
 }
 
 size_t frae_decoder_size(const frae_model *m) { return frae_encoder_size(m); }
+
+static void state_reset(struct frae_codec_state *s)
+{
+    frae_state_reset(s->model, &s->st);
+    s->st.ring_rows = 1; /* the one sequence, from the first frame */
+}
 
 static struct frae_codec_state *state_init(void *mem, const frae_model *m)
 {
     if (!mem || !m)
         return NULL;
-    size_t off_act[FRAE_MAX_LAYERS], off_q, off_ring, off_idx, off_val,
-        off_valid, off_pend[3];
-    size_t bytes = state_layout(m, off_act, &off_q, &off_ring, &off_idx,
-                                &off_val, &off_valid, off_pend);
-    char *base = mem;
-    memset(base, 0, bytes);
+    memset(mem, 0, frae_encoder_size(m));
     struct frae_codec_state *s = mem;
-    frae_model *v = &s->view;
-    *v = *m; /* shares params, kernels and shape; buffers follow */
-    v->cfg.batch = 1;
-    v->cfg.training = 0;
-    v->threads = 1; /* a stream is one frame at a time: never worth it */
-    v->grads = v->adam_m = v->adam_v = NULL;
-    v->xwin = v->fb = NULL;
-    v->block = NULL;
-    v->block_bytes = 0;
-    v->act_frames = 1;
-    v->ring_cap = m->cfg.history + 1;
-    for (int l = 0; l < v->n_layers; l++) {
-        v->layer[l].a = l < v->n_layers - 1 ? (float *)(base + off_act[l])
-                                            : NULL;
-        v->layer[l].dz = NULL;
-    }
-    v->q = (float *)(base + off_q);
-    v->ring = (float *)(base + off_ring);
-    v->sp_idx = (int *)(base + off_idx);
-    v->sp_val = (float *)(base + off_val);
-    v->wvalid = (int *)(base + off_valid);
-    if (m->cfg.history > 0) {
-        v->pend[0] = (float *)(base + off_pend[0]);
-        v->pend[1] = (float *)(base + off_pend[1]);
-        v->pair_in = (float *)(base + off_pend[2]);
-    }
+    s->model = m;
+    frae_state_layout(&m->cfg, 1, 1, &s->st, (char *)mem + HEAD_BYTES);
     s->code_bits = frae_code_bits(m);
-    frae_reset(v);
-    v->ring_rows = 1;
+    state_reset(s);
     return s;
 }
 
@@ -257,12 +194,6 @@ frae_decoder *frae_decoder_create(const frae_model *m)
 void frae_encoder_destroy(frae_encoder *e) { free(e); }
 void frae_decoder_destroy(frae_decoder *d) { free(d); }
 
-static void state_reset(struct frae_codec_state *s)
-{
-    frae_reset(&s->view);
-    s->view.ring_rows = 1;
-}
-
 void frae_encoder_reset(frae_encoder *e)
 {
     state_reset((struct frae_codec_state *)e);
@@ -274,26 +205,26 @@ void frae_decoder_reset(frae_decoder *d)
 }
 
 /* The decoder half on the state's latent, then the ring moves on. */
-static void decode_and_advance(frae_model *v, float *frame)
+static void decode_and_advance(struct frae_codec_state *s, float *frame)
 {
-    frae_frame_decode(v, 0);
+    frae_state *st = &s->st;
+    frae_forward_decode(s->model, st, 0);
     if (frame)
-        memcpy(frame, frae_ring_frame(v, v->ring_pos),
-               sizeof(float) * (size_t)v->cfg.frame_dim);
-    v->ring_pos = (v->ring_pos + 1) % v->ring_cap;
+        memcpy(frame, frae_state_frame(st, st->ring_pos),
+               sizeof(float) * (size_t)st->frame_dim);
+    st->ring_pos = (st->ring_pos + 1) % st->ring_cap;
 }
-
 
 void frae_encode_frame(frae_encoder *e, const float *frame,
                        unsigned char *code, float *recon)
 {
     struct frae_codec_state *s = (struct frae_codec_state *)e;
     fp_env env = fp_enter();
-    frae_frame_encode(&s->view, 0, frame);
-    pack_code(&s->view.cfg, s->code_bits, s->view.q, code);
+    frae_forward_encode(s->model, &s->st, 0, frame);
+    pack_code(&s->model->cfg, s->code_bits, s->st.q, code);
     /* closed loop: run the decoder too, so the buffer holds exactly what
      * the far end will have */
-    decode_and_advance(&s->view, recon);
+    decode_and_advance(s, recon);
     fp_leave(env);
 }
 
@@ -301,10 +232,10 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
                       float *frame)
 {
     struct frae_codec_state *s = (struct frae_codec_state *)d;
-    if (unpack_code(&s->view.cfg, s->code_bits, code, s->view.q))
+    if (unpack_code(&s->model->cfg, s->code_bits, code, s->st.q))
         return -1;
     fp_env env = fp_enter();
-    decode_and_advance(&s->view, frame);
+    decode_and_advance(s, frame);
     fp_leave(env);
     return 0;
 }

@@ -5,10 +5,9 @@
 #include "formats.h" /* frae_errorf */
 #include "frae.h"
 #include "kernels.h"
+#include "state.h"
 
 enum { ACT_RELU = FRAE_ACT_RELU, ACT_TANH = FRAE_ACT_TANH, ACT_LINEAR = 2 };
-
-#define FRAE_MAX_LAYERS (2 * FRAE_MAX_HIDDEN + 2)
 
 /* Weight matrices are stored panel-packed: the columns are cut into panels
  * of FRAE_PANEL (the last may be narrower), and each panel's rows x width
@@ -51,8 +50,6 @@ typedef struct {
     uint16_t *wh;    /* bf16 weights (FRAE_WEIGHTS_BF16 only): panels as
                         above, rows padded to 32 columns and paired (see
                         frae_gemv_bf16 in kernels.h); batch 1 reads these */
-    float *a;        /* outputs after activation, [act_frames][B][out];
-                        the output layer writes into the ring instead */
     float *dz;       /* gradient before activation (training): for the
                         output layer dL/dy of the whole window, [W][B][out];
                         for the others one backward chunk, [chunk][B][out] */
@@ -80,33 +77,15 @@ struct frae_model {
     float *params, *grads, *adam_m, *adam_v;
     long adam_step;
 
-    int act_frames;  /* frames of activations kept: W when training, else 1 */
+    /* the stream of the model's batch: B sequences, and a window of
+     * activations when it trains */
+    frae_state state;
+
     int chunk_frames; /* frames per backward chunk: about FRAE_CHUNK_ROWS
                          rows, so big batches keep few frames of gradients */
-    float *q;        /* quantized latent, [act_frames][B][L] */
     float *xwin;     /* the current window's input, [W][B][D] (training) */
     float *fb;       /* full feedback: dL/d(buffer) of one frame, [B][K*D] */
     int *wvalid;     /* valid frames per sequence in the current window [B] */
-    /* First layers' sums ahead (train.c, "first layers"): for the encoder's
-     * (0) and the decoder's (1) first layer, pend_cap slots of [B][out],
-     * frame j's sum in slot j % pend_cap; pend_next: the frame (counted
-     * from the reset) each computes next.  NULL when K = 0. */
-    float *pend[2];
-    int pend_cap;
-    long pend_next[2];
-    float *pair_in;  /* two fed-back frames side by side, [2][B][D] */
-    int *sp_idx;     /* nonzero positions of a one-row GEMM input */
-    float *sp_val;   /* ... and their values; both [widest layer side +
-                        FRAE_COMPACT_SLACK] */
-
-    /* Feedback ring: ring_cap = K + act_frames frames of ring_rows x D.
-     * The frame written at window position t lives at (ring_pos + t) %
-     * ring_cap; buffer slot j (0 = newest) at window position t is the frame
-     * at (ring_pos + t - 1 - j).  Nothing is ever shifted. */
-    float *ring;
-    int ring_cap;
-    int ring_pos;
-    int ring_rows;   /* sequences in flight since the last reset, 0 = none */
 
     void *block;
     size_t block_bytes;
@@ -131,14 +110,37 @@ static inline fp_env fp_enter(void) { return 0; }
 static inline void fp_leave(fp_env saved) { (void)saved; }
 #endif
 
-/* train.c: the halves of a frame, for the streaming codec */
-void frae_frame_encode(frae_model *m, long t, const float *x);
-void frae_frame_decode(frae_model *m, long t);
-float *frae_ring_frame(const frae_model *m, long pos);
+/* gemm.c: the packed-GEMM driver.  C[M][c0..c1) = init + A . B[k0..k0+K)
+ * [c0..c1), B a packed rows x cols matrix (bias and c indexed from c0). */
+void frae_gemm_packed_b(const frae_model *m, const frae_scratch *sc, int M,
+                        int K, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
+                        const float *b, int rows, int cols, int k0, int c0,
+                        int c1, float *c, ptrdiff_t ldc, const float *bias,
+                        int init);
+/* Rows r0..r0+M of a packed rows x cols C = init + A^T . B: A is K x M (row
+ * stride a_cs), B is K x cols (row stride ldb): weight gradients. */
+void frae_gemm_packed_c(const frae_model *m, const frae_scratch *sc, int M,
+                        int K, const float *a, ptrdiff_t a_cs, const float *b,
+                        ptrdiff_t ldb, float *c, int rows, int cols, int r0,
+                        int init);
+/* Layer l's forward product, nb rows of A (row stride a_rs) over kernel
+ * rows k0..k0+K, into z (rows ly->out apart), on f32 or bf16 weights. */
+void frae_layer_product(const frae_model *m, const frae_scratch *sc, int l,
+                        int nb, int K, const float *a, ptrdiff_t a_rs, int k0,
+                        float *z, const float *bias, int init);
 
-/* train.c: recomputes the first layers' sums ahead from the ring, after
- * the weights changed (or all to the bias, with no stream under way). */
-void frae_pend_rebuild(frae_model *m);
+/* forward.c: frame t (window position) of nb sequences, x at frame t of
+ * sequence 0 with rows x_rs apart; the decoded frames land in the ring.
+ * The halves, for the codec: encoding leaves the code in st->q, decoding
+ * reads it; neither moves ring_pos. */
+void frae_forward_frame(const frae_model *m, frae_state *st, long t,
+                        const float *x, ptrdiff_t x_rs, int nb);
+void frae_forward_encode(const frae_model *m, frae_state *st, long t,
+                         const float *x);
+void frae_forward_decode(const frae_model *m, frae_state *st, long t);
+
+/* state.c: every pending sum of first layer `which` back to its bias */
+void frae_state_fill_sums(const frae_model *m, frae_state *s, int which);
 
 /* model.c */
 /* Whether layer l keeps a transposed copy of its kernel: only training

@@ -1,6 +1,7 @@
 /* Model creation: config checks, sizing with overflow checks, one arena for
  * everything, Glorot-uniform initialisation. */
 #include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -210,14 +211,12 @@ static size_t bf16_elems(int rows, int cols)
 
 /* Walks the layout once: used both to size the arena and to carve it. */
 typedef struct {
-    size_t params, grads, adam_m, adam_v, q, xwin, fb, ring, sp_idx, sp_val;
-    size_t wvalid, pend[2], pair_in, bias;
-    int pend_cap;
-    size_t wt[FRAE_MAX_LAYERS], a[FRAE_MAX_LAYERS], dz[FRAE_MAX_LAYERS];
+    size_t params, grads, adam_m, adam_v, xwin, fb, state, wvalid, bias;
+    size_t wt[FRAE_MAX_LAYERS], dz[FRAE_MAX_LAYERS];
     size_t wh[FRAE_MAX_LAYERS];
     size_t w_off[FRAE_MAX_LAYERS], b_off[FRAE_MAX_LAYERS];
     int in[FRAE_MAX_LAYERS], out[FRAE_MAX_LAYERS], act[FRAE_MAX_LAYERS];
-    int n_layers, act_frames, chunk_frames, ring_cap;
+    int n_layers, act_frames, chunk_frames;
     size_t n_params;
 } layout;
 
@@ -232,7 +231,6 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
     L->act_frames = c->training ? c->window : 1;
     if ((long)c->history + L->act_frames > INT_MAX)
         return frae_errorf(err, errlen, "history K + window W overflows");
-    L->ring_cap = c->history + L->act_frames;
     long chunk_rows = c->chunk_rows ? c->chunk_rows : FRAE_CHUNK_ROWS;
     L->chunk_frames = (int)((chunk_rows + c->batch - 1) / c->batch);
     if (L->chunk_frames > L->act_frames)
@@ -284,34 +282,19 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
                                        (size_t)L->out[l], 1));
         if (c->weights == FRAE_WEIGHTS_BF16) /* uint16s, as floats */
             L->wh[l] = reserve(p, (bf16_elems(L->in[l], L->out[l]) + 1) / 2);
-        if (l != L->n_layers - 1) /* output frames live in the ring */
-            L->a[l] = reserve(p, mul3(p, frames, B, (size_t)L->out[l]));
         if (c->training)
             L->dz[l] = reserve(p, mul3(p, l == L->n_layers - 1 ? frames
                                                   : (size_t)L->chunk_frames,
                                        B, (size_t)L->out[l]));
     }
-    if (c->history > 0) {
-        /* sums ahead for K frames, in an even number of slots */
-        L->pend_cap = c->history < 2 ? 2 : (c->history + 1) / 2 * 2;
-        L->pend[0] = reserve(p, mul3(p, (size_t)L->pend_cap, B,
-                                     (size_t)L->out[0]));
-        L->pend[1] = reserve(p, mul3(p, (size_t)L->pend_cap, B,
-                                     (size_t)L->out[ne + 1]));
-        L->pair_in = reserve(p, mul3(p, 2, B, D));
-    }
-    L->q = reserve(p, mul3(p, frames, B, (size_t)c->latent_dim));
-    L->ring = reserve(p, mul3(p, (size_t)L->ring_cap, B, D));
-    size_t widest = 0;
-    for (int l = 0; l < L->n_layers; l++) {
-        if ((size_t)L->in[l] > widest)
-            widest = (size_t)L->in[l];
-        if ((size_t)L->out[l] > widest)
-            widest = (size_t)L->out[l];
-    }
+    /* the batch's stream: activations of act_frames frames, the ring, the
+     * sums ahead and the products' scratch (state.c) */
+    size_t state_bytes = frae_state_layout(c, c->batch, L->act_frames, NULL,
+                                           NULL);
+    if (state_bytes == SIZE_MAX)
+        p->overflow = 1;
+    L->state = reserve(p, state_bytes / sizeof(float));
     L->wvalid = reserve(p, B); /* ints, same size as floats */
-    L->sp_idx = reserve(p, widest + FRAE_COMPACT_SLACK);
-    L->sp_val = reserve(p, widest + FRAE_COMPACT_SLACK);
     if (p->overflow)
         return frae_errorf(err, errlen, "model memory size overflows size_t");
     return 0;
@@ -397,9 +380,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     m->latent = cfg->n_enc_hidden;
     m->dec_first = cfg->n_enc_hidden + 1;
     m->n_params = L.n_params;
-    m->act_frames = L.act_frames;
     m->chunk_frames = L.chunk_frames;
-    m->ring_cap = L.ring_cap;
     m->params = cfg->weights == FRAE_WEIGHTS_BF16 ? NULL
                                                   : (float *)(base + L.params);
     size_t bias_at = 0;
@@ -428,20 +409,12 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         ly->wh = cfg->weights == FRAE_WEIGHTS_BF16
                      ? (uint16_t *)(void *)(base + L.wh[l])
                      : NULL;
-        ly->a = l != L.n_layers - 1 ? (float *)(base + L.a[l]) : NULL;
         ly->dz = cfg->training ? (float *)(base + L.dz[l]) : NULL;
     }
-    if (cfg->history > 0) {
-        m->pend[0] = (float *)(base + L.pend[0]);
-        m->pend[1] = (float *)(base + L.pend[1]);
-        m->pair_in = (float *)(base + L.pair_in);
-        m->pend_cap = L.pend_cap;
-    }
-    m->q = (float *)(base + L.q);
-    m->ring = (float *)(base + L.ring);
+    frae_state_layout(cfg, cfg->batch, L.act_frames, &m->state,
+                      base + L.state);
+    m->state.scratch.threads = m->threads;
     m->wvalid = (int *)(base + L.wvalid);
-    m->sp_idx = (int *)(base + L.sp_idx);
-    m->sp_val = (float *)(base + L.sp_val);
     glorot_init(m);
     frae_weights_changed(m);
     frae_reset(m);
@@ -556,7 +529,8 @@ void frae_set_params(frae_model *m, const float *src)
 void frae_weights_changed(frae_model *m)
 {
     frae_refresh_transposed(m);
-    frae_pend_rebuild(m); /* a stream under way goes on with the new weights */
+    /* a stream under way goes on with the new weights */
+    frae_state_rebuild(m, &m->state);
 }
 
 void frae_get_grads(const frae_model *m, float *dst)
@@ -567,13 +541,4 @@ void frae_get_grads(const frae_model *m, float *dst)
         memset(dst, 0, sizeof(float) * m->n_params);
 }
 
-void frae_reset(frae_model *m)
-{
-    memset(m->ring, 0,
-           sizeof(float) * (size_t)m->ring_cap * m->cfg.batch *
-               m->cfg.frame_dim);
-    m->ring_pos = m->cfg.history;
-    m->ring_rows = 0;
-    m->pend_next[0] = m->pend_next[1] = 0;
-    frae_pend_rebuild(m); /* every sum back to the bias */
-}
+void frae_reset(frae_model *m) { frae_state_reset(m, &m->state); }

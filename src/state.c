@@ -1,0 +1,110 @@
+/* The stream state (state.h): its layout, carved from memory its owner
+ * provides, and its reset.  One layout for the model's batch and for a
+ * codec's single sequence. */
+#include <stdint.h>
+#include <string.h>
+
+#include "frae_internal.h"
+
+#define ALIGN 64
+
+typedef struct {
+    size_t at;
+    int overflow;
+    char *base; /* NULL: only sizing */
+} walker;
+
+/* n elements of 4 bytes (floats or ints), 64-byte aligned: their address
+ * once carved, NULL when only sizing. */
+static void *take(walker *w, size_t n)
+{
+    size_t bytes, end;
+    if (__builtin_mul_overflow(n, (size_t)4, &bytes) ||
+        __builtin_add_overflow(bytes, (size_t)ALIGN - 1, &bytes) ||
+        __builtin_add_overflow(w->at, bytes & ~(size_t)(ALIGN - 1), &end)) {
+        w->overflow = 1;
+        return NULL;
+    }
+    void *p = w->base ? w->base + w->at : NULL;
+    w->at = end;
+    return p;
+}
+
+/* a x b x c, or 0 with overflow set */
+static size_t prod(walker *w, size_t a, size_t b, size_t c)
+{
+    size_t r;
+    if (__builtin_mul_overflow(a, b, &r) || __builtin_mul_overflow(r, c, &r)) {
+        w->overflow = 1;
+        return 0;
+    }
+    return r;
+}
+
+size_t frae_state_layout(const frae_config *c, int rows, int frames,
+                         frae_state *s, char *base)
+{
+    walker w = {0, 0, base};
+    frae_state st;
+    memset(&st, 0, sizeof st);
+    const int ne = c->n_enc_hidden, nd = c->n_dec_hidden, n_layers = ne + nd + 2;
+    const size_t R = (size_t)rows, F = (size_t)frames, D = (size_t)c->frame_dim;
+    const int K = c->history;
+    int in[FRAE_MAX_LAYERS], out[FRAE_MAX_LAYERS];
+    size_t widest = 0;
+    for (int l = 0; l < n_layers; l++) {
+        if (frae_layer_shape(c, l, &in[l], &out[l]))
+            return SIZE_MAX;
+        widest = (size_t)in[l] > widest ? (size_t)in[l] : widest;
+        widest = (size_t)out[l] > widest ? (size_t)out[l] : widest;
+    }
+    st.rows = rows;
+    st.frames = frames;
+    st.frame_dim = c->frame_dim;
+    for (int l = 0; l < n_layers - 1; l++) /* the output layer writes the ring */
+        st.a[l] = take(&w, prod(&w, F, R, (size_t)out[l]));
+    if (K > 0) {
+        /* an even number of slots: a pair of frames' sums is contiguous */
+        st.pend_cap = K < 2 ? 2 : (K + 1) / 2 * 2;
+        st.pend[0] = take(&w, prod(&w, (size_t)st.pend_cap, R, (size_t)out[0]));
+        st.pend[1] = take(&w, prod(&w, (size_t)st.pend_cap, R,
+                                   (size_t)out[ne + 1]));
+        st.pair_in = take(&w, prod(&w, 2, R, D));
+    }
+    st.q = take(&w, prod(&w, F, R, (size_t)c->latent_dim));
+    if ((long)K + frames > INT32_MAX)
+        return SIZE_MAX;
+    st.ring_cap = K + frames;
+    st.ring = take(&w, prod(&w, (size_t)st.ring_cap, R, D));
+    st.scratch.idx = take(&w, widest + FRAE_COMPACT_SLACK);
+    st.scratch.val = take(&w, widest + FRAE_COMPACT_SLACK);
+    st.scratch.threads = 1;
+    if (w.overflow)
+        return SIZE_MAX;
+    if (base)
+        *s = st;
+    return w.at;
+}
+
+/* Every pending sum of first layer `which` back to its bias. */
+void frae_state_fill_sums(const frae_model *m, frae_state *s, int which)
+{
+    const frae_layer *ly = &m->layer[which ? m->dec_first : 0];
+    const size_t rows = (size_t)s->pend_cap * s->rows;
+    for (size_t r = 0; r < rows; r++)
+        memcpy(s->pend[which] + r * ly->out, ly->bias,
+               sizeof(float) * ly->out);
+}
+
+void frae_state_reset(const frae_model *m, frae_state *s)
+{
+    memset(s->ring, 0,
+           sizeof(float) * (size_t)s->ring_cap * s->rows * s->frame_dim);
+    s->ring_pos = m->cfg.history;
+    s->ring_rows = 0;
+    s->pend_next[0] = s->pend_next[1] = 0;
+    if (m->cfg.history > 0) {
+        frae_state_fill_sums(m, s, 0);
+        frae_state_fill_sums(m, s, 1);
+    }
+}

@@ -1,0 +1,80 @@
+/* The stream state: what a stream of frames carries from one frame to the
+ * next, for S sequences side by side.  A model holds one for its batch (in
+ * its arena, with a window of activations when it trains); each codec
+ * encoder or decoder holds one for a single sequence, next to a const
+ * pointer to the model, as rnnoise's DenoiseState does.  The forward pass
+ * (forward.c) takes a model, read only, and a state. */
+#ifndef FRAE_STATE_H
+#define FRAE_STATE_H
+
+#include <stddef.h>
+
+#include "frae.h"
+
+#define FRAE_MAX_LAYERS (2 * FRAE_MAX_HIDDEN + 2)
+
+/* Scratch of the one-row products (gemm.c), and how many threads the
+ * products of this state may use. */
+typedef struct {
+    int *idx;     /* nonzero positions of a one-row product's input */
+    float *val;   /* ... and their values; both [widest layer side +
+                     FRAE_COMPACT_SLACK] */
+    int threads;  /* 1 for a one-frame stream: never worth a fork */
+} frae_scratch;
+
+typedef struct {
+    int rows;    /* S: sequences it holds */
+    int frame_dim; /* D */
+    int frames;  /* frames of activations kept: a window (training), or 1 */
+    /* outputs after activation of every layer but the output one,
+     * [frames][rows][out]; frame t in slot t % frames */
+    float *a[FRAE_MAX_LAYERS];
+    float *q;    /* quantized latent, [frames][rows][L] */
+
+    /* Feedback ring: ring_cap = K + frames frames of ring_rows x D.  The
+     * frame written at window position t lives at (ring_pos + t) %
+     * ring_cap; buffer slot j (0 = newest) at window position t is the
+     * frame at (ring_pos + t - 1 - j).  Nothing is ever shifted. */
+    float *ring;
+    int ring_cap;
+    int ring_pos;
+    int ring_rows; /* sequences in flight since the last reset, 0 = none */
+
+    /* First layers' sums ahead (forward.c): for the encoder's (0) and the
+     * decoder's (1) first layer, pend_cap slots of [rows][out], frame j's
+     * sum in slot j % pend_cap; pend_next: the frame (counted from the
+     * reset) each computes next.  NULL when K = 0. */
+    float *pend[2];
+    int pend_cap;
+    long pend_next[2];
+    float *pair_in; /* two fed-back frames side by side, [2][rows][D] */
+
+    frae_scratch scratch;
+} frae_state;
+
+/* Bytes a state of `rows` sequences keeping `frames` frames of activations
+ * takes for a model of config c (checked), every buffer 64-byte aligned
+ * from a 64-byte aligned base; SIZE_MAX if that overflows.  With base,
+ * also carves the buffers from base into s (threads set to 1). */
+size_t frae_state_layout(const frae_config *c, int rows, int frames,
+                         frae_state *s, char *base);
+
+/* New sequences: an empty (all-zero) buffer, every sum ahead back to the
+ * bias. */
+void frae_state_reset(const frae_model *m, frae_state *s);
+
+/* After the model's weights changed mid-stream (an Adam step between
+ * windows, frae_set_params): the sums ahead made so far again, with the new
+ * weights (forward.c). */
+void frae_state_rebuild(const frae_model *m, frae_state *s);
+
+/* The ring frame at position pos (any integer: taken mod ring_cap). */
+static inline float *frae_state_frame(const frae_state *s, long pos)
+{
+    long p = pos % s->ring_cap;
+    if (p < 0)
+        p += s->ring_cap;
+    return s->ring + (size_t)p * s->ring_rows * s->frame_dim;
+}
+
+#endif
