@@ -13,6 +13,7 @@ LDLIBS_ALL = -lsndfile -lfftw3f -lsamplerate -lm -pthread $(OPENMP) $(SAN) \
              $(LDFLAGS)
 
 LIB_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c src/gemm.c \
+           src/names.c \
            src/layers.c src/model.c src/state.c src/forward.c src/train.c \
            src/optimizer.c src/rng.c \
            src/synth.c src/npy.c src/npz.c src/atomic_file.c src/safetensors.c \
@@ -36,7 +37,7 @@ all: $(LIB) $(SOLIB) $(FRAE) $(TESTS) $(BENCH)
 $(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
 $(BUILD)/src/kernels_avx512.o: ISA_FLAGS = -mavx512f -mfma
 
-$(BUILD)/%.o: %.c include/frae.h src/frae_internal.h src/kernels.h src/kernels_driver.h src/state.h src/adam_loop.h src/formats.h src/cli/cli.h \
+$(BUILD)/%.o: %.c include/frae.h src/frae_internal.h src/kernels.h src/kernels_driver.h src/state.h src/util.h src/adam_loop.h src/formats.h src/cli/cli.h \
               tests/test_util.h tests/naive_ref.h tests/tests.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "frae.h"
+#include "util.h" /* frae_synth_sequences */
 
 static double now(void)
 {

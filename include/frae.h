@@ -108,7 +108,7 @@ typedef struct {
                          clipping */
 } frae_stats;
 
-/* Fills cfg with the default model of FRAE.md: D=80, K=4, encoder 512,256,
+/* Fills cfg with the default model (README): D=80, K=4, encoder 512,256,
  * L=16, decoder 256,512, relu, no quantizer, seed 1, batch 1, window 100,
  * training on, detached feedback, Keras Adam defaults. */
 void frae_config_default(frae_config *cfg);
@@ -306,7 +306,7 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
 /* ---- The .fbs bitstream ----------------------------------------------------
  * All integers little-endian:
  *   0  "FRAEBS"            6 bytes
- *   6  version (1)         u8
+ *   6  version (2)         u8
  *   7  flags               u8   bit 0: the input was one [T, D] sequence
  *   8  model hash          u64  frae_model_hash of the encoding model
  *  16  sequences           u32
@@ -431,12 +431,6 @@ int frae_audio_read(const char *path, int rate, int resample, float **samples,
 /* 16-bit PCM WAV, scaled down only if it would clip. */
 int frae_audio_write_wav(const char *path, const float *samples, long n,
                          int rate, char *err, size_t errlen);
-
-/* Deterministic synthetic data: nseq smooth sequences of nframes frames of
- * dimension dim (sums of slowly drifting sinusoids), as [nseq][nframes][dim].
- * Same seed, same data. */
-void frae_synth_sequences(float *dst, int nseq, int nframes, int dim,
-                          uint64_t seed);
 
 #ifdef __cplusplus
 }

@@ -47,13 +47,6 @@ static void layer_name(const frae_config *c, int l, char *out, size_t cap)
         snprintf(out, cap, "out");
 }
 
-static void widths_str(const int *w, int n, char *out, size_t cap)
-{
-    size_t at = 0;
-    out[0] = 0;
-    for (int i = 0; i < n && at < cap; i++)
-        at += (size_t)snprintf(out + at, cap - at, "%s%d", i ? "," : "", w[i]);
-}
 
 /* ---- saving ------------------------------------------------------------ */
 
@@ -126,22 +119,17 @@ static int save_model(const frae_model *m, const frae_config *c,
     META("frae.format_version", "%d", FORMAT_VERSION);
     META("frae.frame_dim", "%d", c->frame_dim);
     META("frae.history", "%d", c->history);
-    widths_str(c->enc_hidden, c->n_enc_hidden, vals[nm], sizeof vals[nm]);
+    frae_widths_name(c->enc_hidden, c->n_enc_hidden, vals[nm], sizeof vals[nm]);
     keys[nm] = "frae.enc_hidden", vptr[nm] = vals[nm], nm++;
     META("frae.latent_dim", "%d", c->latent_dim);
-    widths_str(c->dec_hidden, c->n_dec_hidden, vals[nm], sizeof vals[nm]);
+    frae_widths_name(c->dec_hidden, c->n_dec_hidden, vals[nm], sizeof vals[nm]);
     keys[nm] = "frae.dec_hidden", vptr[nm] = vals[nm], nm++;
-    META("frae.activation", "%s",
-         c->activation == FRAE_ACT_TANH ? "tanh" : "relu");
-    if (c->quantizer == FRAE_QUANT_UNIFORM)
-        META("frae.quantizer", "uniform:%d", c->quant_levels);
-    else
-        META("frae.quantizer", "%s",
-             c->quantizer == FRAE_QUANT_BINARY ? "binary" : "none");
+    META("frae.activation", "%s", frae_activation_names[c->activation]);
+    frae_quantizer_name(c, vals[nm], sizeof vals[nm]);
+    keys[nm] = "frae.quantizer", vptr[nm] = vals[nm], nm++;
     META("frae.seed", "%llu", (unsigned long long)c->seed);
-    META("frae.weights", "%s", bf16 ? "bf16" : "f32");
-    META("frae.feedback", "%s",
-         c->feedback == FRAE_FEEDBACK_FULL ? "full" : "detached");
+    META("frae.weights", "%s", frae_weights_names[c->weights]);
+    META("frae.feedback", "%s", frae_feedback_names[c->feedback]);
     META("frae.window", "%d", c->window);
     META("frae.batch", "%d", c->batch);
     META("frae.learning_rate", "%.9g", (double)c->learning_rate);
@@ -324,21 +312,6 @@ static int meta_float(const frae_checkpoint *ck, const char *key, float *out,
     return 0;
 }
 
-static int parse_widths(const char *v, int *n, int *w)
-{
-    *n = 0;
-    while (v && *v) {
-        char *end;
-        long x = strtol(v, &end, 10);
-        if (end == v || x < 1 || x > INT_MAX || *n == FRAE_MAX_HIDDEN ||
-            (*end && *end != ','))
-            return -1;
-        w[(*n)++] = (int)x;
-        v = *end ? end + 1 : end;
-    }
-    return 0;
-}
-
 /* Finds "<prefix><layer>.weight" and ".bias" as float tensors of the
  * shapes the config gives; an error names the first one that is not. */
 static const st_tensor *find_layer_tensor(const frae_safetensors *st,
@@ -404,44 +377,40 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
     if (meta_long(ck, "frae.latent_dim", 1, INT_MAX, &v, err, errlen))
         return -1;
     c.latent_dim = (int)v;
-    if (parse_widths(frae_st_meta(&ck->st, "frae.enc_hidden"),
-                     &c.n_enc_hidden, c.enc_hidden) ||
-        parse_widths(frae_st_meta(&ck->st, "frae.dec_hidden"),
-                     &c.n_dec_hidden, c.dec_hidden))
+    const char *enc = frae_st_meta(&ck->st, "frae.enc_hidden");
+    const char *dec = frae_st_meta(&ck->st, "frae.dec_hidden");
+    if (!enc || !dec || frae_parse_widths(enc, &c.n_enc_hidden, c.enc_hidden) ||
+        frae_parse_widths(dec, &c.n_dec_hidden, c.dec_hidden))
         return frae_errorf(err, errlen, "%s: bad hidden widths in metadata",
                        ck->path);
     const char *act = frae_st_meta(&ck->st, "frae.activation");
     const char *q = frae_st_meta(&ck->st, "frae.quantizer");
     const char *fb = frae_st_meta(&ck->st, "frae.feedback");
-    if (!act || (strcmp(act, "relu") && strcmp(act, "tanh")))
+    const char *wf = frae_st_meta(&ck->st, "frae.weights");
+    int a_i = frae_name_index(frae_activation_names,
+                              FRAE_NAME_COUNT(frae_activation_names), act);
+    int f_i = frae_name_index(frae_feedback_names,
+                              FRAE_NAME_COUNT(frae_feedback_names), fb);
+    int w_i = wf ? frae_name_index(frae_weights_names,
+                                   FRAE_NAME_COUNT(frae_weights_names), wf)
+                 : FRAE_WEIGHTS_F32; /* absent: f32 */
+    if (a_i < 0)
         return frae_errorf(err, errlen, "%s: bad activation in metadata",
                        ck->path);
-    c.activation = strcmp(act, "tanh") ? FRAE_ACT_RELU : FRAE_ACT_TANH;
-    if (q && !strcmp(q, "none")) {
-        c.quantizer = FRAE_QUANT_NONE;
-    } else if (q && !strcmp(q, "binary")) {
-        c.quantizer = FRAE_QUANT_BINARY;
-    } else if (q && !strncmp(q, "uniform:", 8) &&
-               !parse_long(q + 8, 2, 65536, &v)) {
-        c.quantizer = FRAE_QUANT_UNIFORM;
-        c.quant_levels = (int)v;
-    } else {
+    if (!q || frae_quantizer_parse(q, &c))
         return frae_errorf(err, errlen, "%s: bad quantizer in metadata",
                        ck->path);
-    }
-    if (!fb || (strcmp(fb, "detached") && strcmp(fb, "full")))
+    if (f_i < 0)
         return frae_errorf(err, errlen, "%s: bad feedback mode in metadata",
                        ck->path);
-    c.feedback = strcmp(fb, "full") ? FRAE_FEEDBACK_DETACHED
-                                    : FRAE_FEEDBACK_FULL;
-    const char *wf = frae_st_meta(&ck->st, "frae.weights");
-    if (wf && strcmp(wf, "f32") && strcmp(wf, "bf16"))
+    if (w_i < 0)
         return frae_errorf(err, errlen,
                        "%s: metadata 'frae.weights' = '%s' is invalid (f32 "
                        "or bf16)",
                        ck->path, wf);
-    c.weights = wf && !strcmp(wf, "bf16") ? FRAE_WEIGHTS_BF16
-                                          : FRAE_WEIGHTS_F32;
+    c.activation = (frae_activation)a_i;
+    c.feedback = (frae_feedback)f_i;
+    c.weights = (frae_weights)w_i;
     if (c.weights == FRAE_WEIGHTS_BF16)
         c.training = 0;
     const char *seed = frae_st_meta(&ck->st, "frae.seed");

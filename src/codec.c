@@ -26,20 +26,6 @@ struct frae_codec_state {
 
 /* ---- codes ---------------------------------------------------------------- */
 
-int frae_code_bits(const frae_model *m)
-{
-    const frae_config *c = &m->cfg;
-    if (c->quantizer == FRAE_QUANT_BINARY)
-        return 1;
-    if (c->quantizer == FRAE_QUANT_UNIFORM) {
-        int bits = 0;
-        while ((1L << bits) < c->quant_levels)
-            bits++;
-        return bits;
-    }
-    return 32; /* no quantizer: the float itself */
-}
-
 size_t frae_code_bytes(const frae_model *m)
 {
     return ((size_t)m->cfg.latent_dim * frae_code_bits(m) + 7) / 8;

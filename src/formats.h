@@ -8,10 +8,7 @@
 #include <stdio.h>
 
 #include "frae.h"
-
-/* Formats one error line into err (if non-NULL); returns -1. */
-int frae_errorf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#include "util.h" /* frae_errorf */
 
 /* Fuzzing builds (libFuzzer's convention) skip checksum and CRC
  * comparisons, so that mutations reach the parsers behind them. */

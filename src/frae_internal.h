@@ -2,7 +2,7 @@
 #ifndef FRAE_INTERNAL_H
 #define FRAE_INTERNAL_H
 
-#include "formats.h" /* frae_errorf */
+#include "formats.h"
 #include "frae.h"
 #include "kernels.h"
 #include "state.h"
@@ -183,8 +183,5 @@ void frae_quantize(const frae_config *cfg, const float *a, float *q, size_t n);
 void frae_bias_grad(const float *dz, int rows, int out, float *gb,
                     int accumulate);
 
-/* rng.c: splitmix64, small and seedable; state lives with its user. */
-uint64_t frae_rng_next(uint64_t *state);
-float frae_rng_uniform(uint64_t *state); /* [0, 1) with 24 bits */
 
 #endif

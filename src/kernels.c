@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "frae.h"
+#include "util.h"
 
 void frae_gemm_scalar(int M, int N, int K, const float *a, ptrdiff_t a_rs,
                       ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
@@ -95,13 +96,12 @@ int frae_select_kernels(int requested, frae_kernels *k)
     int isa = requested;
     if (isa == FRAE_ISA_AUTO) {
         /* getenv only reads; it is the one process-wide input we honour. */
-        const char *env = getenv("FRAE_ISA");
-        if (env && !strcmp(env, "scalar"))
-            isa = FRAE_ISA_SCALAR;
-        else if (env && !strcmp(env, "avx2"))
-            isa = FRAE_ISA_AVX2;
-        else if (env && !strcmp(env, "avx512"))
-            isa = FRAE_ISA_AVX512;
+        /* getenv only reads; it is the one process-wide input we honour */
+        int forced = frae_name_index(frae_isa_names,
+                                     FRAE_NAME_COUNT(frae_isa_names),
+                                     getenv("FRAE_ISA"));
+        if (forced > FRAE_ISA_AUTO)
+            isa = forced;
         else if (cpu_has(FRAE_ISA_AVX512))
             isa = FRAE_ISA_AVX512;
         else if (cpu_has(FRAE_ISA_AVX2))

@@ -66,3 +66,18 @@ void frae_bias_grad(const float *dz, int rows, int out, float *gb,
         for (int o = 0; o < out; o++)
             gb[o] += dz[(size_t)r * out + o];
 }
+
+/* Bits per latent value: the quantizer's (frae.h, "Streaming codec"). */
+int frae_code_bits(const frae_model *m)
+{
+    const frae_config *c = &m->cfg;
+    if (c->quantizer == FRAE_QUANT_BINARY)
+        return 1;
+    if (c->quantizer == FRAE_QUANT_UNIFORM) {
+        int bits = 0;
+        while ((1L << bits) < c->quant_levels)
+            bits++;
+        return bits;
+    }
+    return 32; /* no quantizer: the float itself */
+}

@@ -441,19 +441,7 @@ size_t frae_bytes_allocated(const frae_model *m)
 
 double frae_bits_per_frame(const frae_model *m)
 {
-    const frae_config *c = &m->cfg;
-    switch (c->quantizer) {
-    case FRAE_QUANT_BINARY:
-        return c->latent_dim;
-    case FRAE_QUANT_UNIFORM: {
-        int bits = 0;
-        while ((1L << bits) < c->quant_levels)
-            bits++;
-        return (double)c->latent_dim * bits;
-    }
-    default:
-        return 32.0 * c->latent_dim;
-    }
+    return (double)m->cfg.latent_dim * frae_code_bits(m);
 }
 
 /* A packed param-shaped array (parameters, gradients, Adam moments) in an

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "frae.h"
+#include "util.h" /* frae_synth_sequences */
 
 #define CHECK(cond, ...)                                                       \
     do {                                                                       \

@@ -150,27 +150,16 @@ int cli_choice(const char *opt, const char *s, const char *const *names,
 /* "512,256" -> widths; "" or "none" -> no hidden layers. */
 static int parse_widths(const char *opt, const char *s, int *n, int *w)
 {
-    *n = 0;
-    if (!*s || !strcmp(s, "none"))
-        return 0;
-    for (const char *p = s;;) {
-        if (*n == FRAE_MAX_HIDDEN)
-            return cli_fail(EXIT_USAGE, "%s takes at most %d widths, got '%s'",
-                            opt, FRAE_MAX_HIDDEN, s);
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || (*end && *end != ',') || errno == ERANGE || v < 1 ||
-            v > INT_MAX)
-            return cli_fail(EXIT_USAGE,
-                            "%s expects positive widths separated by commas, "
-                            "got '%s'",
-                            opt, s);
-        w[(*n)++] = (int)v;
-        if (!*end)
-            return 0;
-        p = end + 1;
-    }
+    int rc = frae_parse_widths(s, n, w);
+    if (rc == -2)
+        return cli_fail(EXIT_USAGE, "%s takes at most %d widths, got '%s'",
+                        opt, FRAE_MAX_HIDDEN, s);
+    if (rc)
+        return cli_fail(EXIT_USAGE,
+                        "%s expects positive widths separated by commas, "
+                        "got '%s'",
+                        opt, s);
+    return 0;
 }
 
 const cli_opt cli_model_opts[] = {
@@ -180,7 +169,6 @@ const cli_opt cli_model_opts[] = {
 
 int cli_model_option(frae_config *c, const char *name, const char *value)
 {
-    static const char *const acts[] = {"relu", "tanh"};
     int tmp, rc;
     if (!strcmp(name, "--frame-dim"))
         return cli_int(name, value, 1, INT_MAX, &c->frame_dim);
@@ -193,25 +181,23 @@ int cli_model_option(frae_config *c, const char *name, const char *value)
     if (!strcmp(name, "--latent"))
         return cli_int(name, value, 1, INT_MAX, &c->latent_dim);
     if (!strcmp(name, "--activation")) {
-        rc = cli_choice(name, value, acts, 2, &tmp);
+        rc = cli_choice(name, value, frae_activation_names,
+                        FRAE_NAME_COUNT(frae_activation_names), &tmp);
         c->activation = (frae_activation)tmp;
         return rc;
     }
     if (!strcmp(name, "--quantizer")) {
-        if (!strcmp(value, "none")) {
-            c->quantizer = FRAE_QUANT_NONE;
-        } else if (!strcmp(value, "binary")) {
-            c->quantizer = FRAE_QUANT_BINARY;
-        } else if (!strncmp(value, "uniform:", 8)) {
-            c->quantizer = FRAE_QUANT_UNIFORM;
-            return cli_int("--quantizer uniform:N", value + 8, 2, 65536,
-                           &c->quant_levels);
-        } else {
+        rc = frae_quantizer_parse(value, c);
+        if (rc == -2)
+            return cli_fail(EXIT_USAGE,
+                            "--quantizer uniform:N expects an integer in "
+                            "2..65536, got '%s'",
+                            value + 8);
+        if (rc)
             return cli_fail(EXIT_USAGE,
                             "--quantizer expects none, binary or uniform:N, "
                             "got '%s'",
                             value);
-        }
         return 0;
     }
     if (!strcmp(name, "--seed")) {
@@ -450,11 +436,11 @@ void cli_io_default(cli_io *io)
 
 int cli_io_option(cli_io *io, const char *name, const char *v)
 {
-    static const char *const isas[] = {"auto", "scalar", "avx2", "avx512"};
     if (!strcmp(name, "--output"))
         return io->output = v, 0;
     if (!strcmp(name, "--isa")) {
-        int tmp, rc = cli_choice(name, v, isas, 4, &tmp);
+        int tmp, rc = cli_choice(name, v, frae_isa_names,
+                                 FRAE_NAME_COUNT(frae_isa_names), &tmp);
         io->isa = (frae_isa)tmp;
         return rc;
     }

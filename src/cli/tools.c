@@ -202,15 +202,15 @@ int cmd_info(int argc, char **argv)
         printf(" -> %d", c.dec_hidden[i]);
     printf(" -> %d (linear)\n", c.frame_dim);
     printf("  hidden activation %s, init seed %llu\n",
-           c.activation == FRAE_ACT_TANH ? "tanh" : "relu",
+           frae_activation_names[c.activation],
            (unsigned long long)c.seed);
     printf("  %zu parameters, %g bits/frame, %s weights\n",
            frae_param_count(m), frae_bits_per_frame(m),
-           c.weights == FRAE_WEIGHTS_BF16 ? "bf16" : "f32");
+           frae_weights_names[c.weights]);
     printf("training settings:\n");
     printf("  feedback %s, window %d, batch %d, Adam lr %g (beta1 %g, beta2 "
            "%g, eps %g), clip norm %g\n",
-           c.feedback == FRAE_FEEDBACK_FULL ? "full" : "detached", c.window,
+           frae_feedback_names[c.feedback], c.window,
            c.batch, (double)c.learning_rate, (double)c.beta1, (double)c.beta2,
            (double)c.epsilon, (double)c.clip_norm);
     if (have_features) {
@@ -410,7 +410,9 @@ int cmd_features(int argc, char **argv)
 /* ---- convert ---------------------------------------------------------------- */
 
 typedef struct {
-    const char *input, *output, *weights;
+    const char *input, *output;
+    frae_weights weights;
+    int weights_given;
 } convert_opts;
 
 static void convert_help(void)
@@ -436,9 +438,13 @@ static int convert_opt(void *ctx, const char *name, const char *v)
     convert_opts *o = ctx;
     if (!strcmp(name, "--output"))
         return o->output = v, 0;
-    if (strcmp(v, "bf16") && strcmp(v, "f32"))
+    int w = frae_name_index(frae_weights_names,
+                            FRAE_NAME_COUNT(frae_weights_names), v);
+    if (w < 0)
         return cli_fail(EXIT_USAGE, "--weights: '%s' is not bf16 or f32", v);
-    return o->weights = v, 0;
+    o->weights = (frae_weights)w;
+    o->weights_given = 1;
+    return 0;
 }
 
 static int convert_pos(void *ctx, const char *arg)
@@ -460,7 +466,7 @@ int cmd_convert(int argc, char **argv)
                        convert_help, &o);
     if (rc)
         return rc;
-    if (!o.input || !o.output || !o.weights)
+    if (!o.input || !o.output || !o.weights_given)
         return cli_fail(EXIT_USAGE, "needs MODEL, -o OUT and --weights "
                                     "(see 'frae convert --help')");
     char err[512];
@@ -472,14 +478,12 @@ int cmd_convert(int argc, char **argv)
     }
     frae_checkpoint_close(ck);
     size_t moved = 0;
-    rc = frae_convert(o.input, o.output,
-                      strcmp(o.weights, "bf16") ? FRAE_WEIGHTS_F32
-                                                : FRAE_WEIGHTS_BF16,
-                      &moved, err, sizeof err);
+    rc = frae_convert(o.input, o.output, o.weights, &moved, err, sizeof err);
     if (rc)
         return cli_fail(rc == -2 ? EXIT_FAILED : EXIT_USAGE, "%s", err);
     printf("%s -> %s: %s weights, %zu of %zu parameters changed by "
            "rounding\n",
-           o.input, o.output, o.weights, moved, frae_param_count_for(&c));
+           o.input, o.output, frae_weights_names[o.weights], moved,
+           frae_param_count_for(&c));
     return EXIT_OK;
 }

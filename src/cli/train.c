@@ -143,8 +143,6 @@ static int push(char ***list, int *n, const char *v)
 static int train_on_opt(void *ctx, const char *name, const char *v)
 {
     train_opts *o = ctx;
-    static const char *const feedbacks[] = {"detached", "full"};
-    static const char *const isas[] = {"auto", "scalar", "avx2", "avx512"};
     static const char *const modes[] = {"off", "on", "auto"};
     int tmp, rc = cli_feature_option(&o->audio, name, v);
     if (rc != 1)
@@ -184,12 +182,14 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
     }
     if (!strcmp(name, "--feedback")) {
         o->model_flags++, o->model_flag = name;
-        rc = cli_choice(name, v, feedbacks, 2, &tmp);
+        rc = cli_choice(name, v, frae_feedback_names,
+                        FRAE_NAME_COUNT(frae_feedback_names), &tmp);
         o->cfg.feedback = (frae_feedback)tmp;
         return rc;
     }
     if (!strcmp(name, "--isa")) {
-        rc = cli_choice(name, v, isas, 4, &tmp);
+        rc = cli_choice(name, v, frae_isa_names,
+                        FRAE_NAME_COUNT(frae_isa_names), &tmp);
         o->cfg.isa = (frae_isa)tmp;
         return rc;
     }
@@ -240,18 +240,10 @@ static double now_seconds(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static void shuffle(int32_t *a, long n, uint64_t *rng)
 {
     for (long i = n - 1; i > 0; i--) {
-        long j = (long)(rng_next(rng) % (uint64_t)(i + 1));
+        long j = (long)(frae_rng_next(rng) % (uint64_t)(i + 1));
         int32_t t = a[i];
         a[i] = a[j];
         a[j] = t;
@@ -810,7 +802,7 @@ int cmd_train(int argc, char **argv)
            "window %d, feedback %s\n",
            n_train, now_summary, o.n_data ? "" : ", built-in",
            n_val_seqs, B, W,
-           o.cfg.feedback == FRAE_FEEDBACK_FULL ? "full" : "detached");
+           frae_feedback_names[o.cfg.feedback]);
     if (o.resume)
         printf("resuming %s at epoch %d, batch %ld\n", o.resume, s.epoch + 1,
                s.batch);
