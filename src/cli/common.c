@@ -1,6 +1,7 @@
 /* Option parsing and datasets shared by the frae commands. */
 #include <dirent.h>
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -30,70 +31,96 @@ int cli_fail(int code, const char *fmt, ...)
     return code;
 }
 
+/* The table's entry named exactly as the first len bytes of arg, or -1. */
+static int find_opt(const cli_opt *opts, int n, const char *arg, size_t len)
+{
+    for (int i = 0; i < n; i++)
+        if (strlen(opts[i].name) == len && !strncmp(opts[i].name, arg, len))
+            return i;
+    return -1;
+}
+
+static int positional(int (*on_pos)(void *, const char *), void *ctx,
+                      const char *arg)
+{
+    if (!on_pos)
+        return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see '%s --help')",
+                        arg, cli_cmd);
+    return on_pos(ctx, arg);
+}
+
 int cli_parse(int argc, char **argv, const cli_opt *opts,
               int (*on_opt)(void *ctx, const char *name, const char *value),
               int (*on_pos)(void *ctx, const char *arg), void (*help)(void),
               void *ctx)
 {
-    for (int i = 0; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            help();
-            exit(EXIT_OK);
+    /* getopt_long over the command's table: "--name value" or
+     * "--name=value", -o for --output, -h and --help, "--" before
+     * arguments that start with a dash.  Names must be given whole:
+     * getopt_long would take a unique prefix, which a later option could
+     * make mean something else. */
+    int n = 0;
+    while (opts && opts[n].name)
+        n++;
+    struct option *longs = calloc((size_t)n + 2, sizeof *longs);
+    char **args = malloc(sizeof *args * ((size_t)argc + 2));
+    if (!longs || !args) {
+        free(longs), free(args);
+        return cli_fail(EXIT_FAILED, "out of memory");
+    }
+    for (int i = 0; i < n; i++)
+        longs[i] = (struct option){opts[i].name + 2,
+                                   opts[i].takes_value ? required_argument
+                                                       : no_argument,
+                                   NULL, i};
+    longs[n] = (struct option){"help", no_argument, NULL, 'h'};
+    args[0] = (char *)cli_cmd; /* getopt's argv[0] */
+    memcpy(args + 1, argv, sizeof *args * (size_t)argc);
+    args[argc + 1] = NULL;
+    /* '+': arguments are taken in place, in order; ':': a missing value
+     * is reported to us rather than printed */
+    const char *shorts = find_opt(opts, n, "--output", 8) >= 0 ? "+:ho:"
+                                                                : "+:h";
+    int rc = 0, at = 1, end = argc + 1;
+    optind = 0; /* a fresh scan */
+    opterr = 0;
+    while (!rc && at < end) {
+        const char *given = args[at];
+        if (!strcmp(given, "--")) { /* the rest are arguments */
+            for (at++; !rc && at < end; at++)
+                rc = positional(on_pos, ctx, args[at]);
+            break;
         }
-        if (strncmp(arg, "--", 2) || !arg[2]) {
-            if (!strcmp(arg, "-o") && on_opt) { /* short for --output */
-                if (i + 1 >= argc)
-                    return cli_fail(EXIT_USAGE, "option '-o' needs a value");
-                int rc = on_opt(ctx, "--output", argv[++i]);
-                if (rc)
-                    return rc;
-                continue;
-            }
-            if (arg[0] == '-' && arg[1] && strcmp(arg, "--"))
-                return cli_fail(EXIT_USAGE,
-                                "unknown option '%s' (see '%s --help')", arg,
-                                cli_cmd);
-            if (!on_pos)
-                return cli_fail(EXIT_USAGE,
-                                "unexpected argument '%s' (see '%s --help')",
-                                arg, cli_cmd);
-            int rc = on_pos(ctx, arg);
-            if (rc)
-                return rc;
+        if (given[0] != '-' || !given[1]) {
+            rc = positional(on_pos, ctx, given);
+            at++;
             continue;
         }
-        char name[64];
-        const char *eq = strchr(arg, '=');
-        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-        const cli_opt *o = NULL;
-        for (const cli_opt *p = opts; p && p->name; p++)
-            if (strlen(p->name) == len && !strncmp(p->name, arg, len))
-                o = p;
-        if (!o || len >= sizeof name)
-            return cli_fail(EXIT_USAGE,
-                            "unknown option '%.*s' (see '%s --help')",
-                            (int)len, arg, cli_cmd);
-        memcpy(name, arg, len);
-        name[len] = 0;
-        const char *value = NULL;
-        if (o->takes_value) {
-            if (eq)
-                value = eq + 1;
-            else if (i + 1 < argc)
-                value = argv[++i];
-            else
-                return cli_fail(EXIT_USAGE, "option '%s' needs a value",
-                                name);
-        } else if (eq) {
-            return cli_fail(EXIT_USAGE, "option '%s' takes no value", name);
+        optind = at;
+        int c = getopt_long(end, args, shorts, longs, NULL);
+        at = optind;
+        size_t len = strcspn(given, "=");
+        if (c == 'h') {
+            help();
+            free(longs), free(args);
+            exit(EXIT_OK);
+        } else if (c == 'o') {
+            rc = on_opt(ctx, "--output", optarg);
+        } else if (c >= 0 && c < n && find_opt(opts, n, given, len) == c) {
+            rc = on_opt(ctx, opts[c].name, opts[c].takes_value ? optarg : NULL);
+        } else if (c == ':') {
+            rc = cli_fail(EXIT_USAGE, "option '%.*s' needs a value", (int)len,
+                          given);
+        } else if (given[len] == '=' && find_opt(opts, n, given, len) >= 0) {
+            rc = cli_fail(EXIT_USAGE, "option '%.*s' takes no value",
+                          (int)len, given);
+        } else { /* unknown, or a prefix of a name */
+            rc = cli_fail(EXIT_USAGE, "unknown option '%.*s' (see '%s --help')",
+                          (int)len, given, cli_cmd);
         }
-        /* the table's name, not the local copy: handlers may keep it */
-        int rc = on_opt(ctx, o->name, value);
-        if (rc)
-            return rc;
     }
-    return 0;
+    free(longs), free(args);
+    return rc;
 }
 
 int cli_long(const char *opt, const char *s, long lo, long hi, long *out)

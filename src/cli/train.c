@@ -56,6 +56,7 @@ typedef struct {
     double sse, sae; /* the current epoch so far */
     long values, frames;
     double seconds;  /* time in the current epoch so far, for frames/s */
+    double started;  /* when the epoch started, less seconds */
     double best;     /* best monitored loss, and when */
     int best_epoch;
     int bad_epochs;
@@ -527,409 +528,470 @@ static FILE *open_csv(const char *path)
     return f;
 }
 
-/* ---- the command --------------------------------------------------------------- */
+/* ---- the run, step by step ------------------------------------------------ */
 
-int cmd_train(int argc, char **argv)
-{
-    cli_cmd = "frae train";
+/* Everything one run owns; train_run_free releases it. */
+typedef struct {
     train_opts o;
-    memset(&o, 0, sizeof o);
-    frae_config_default(&o.cfg);
-    o.cfg.batch = 8;
-    o.epochs = 0;          /* 0: 10, or the checkpoint's */
-    o.patience = -1;       /* -1: 0, or the checkpoint's */
-    o.val_split = -1;      /* -1: 0, or the checkpoint's */
-    o.progress = -1;
-    o.sequences = 64;
-    o.frames = 100;
-    o.data_seed = 7;
-    o.save = "frae-checkpoint.safetensors";
-    cli_audio_default(&o.audio);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    o.cfg.threads = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
-
-    /* everything below is released at done: */
     train_state s;
-    memset(&s, 0, sizeof s);
     cli_dataset data, val;
-    memset(&data, 0, sizeof data);
-    memset(&val, 0, sizeof val);
-    frae_checkpoint *ck = NULL;
-    frae_model *m = NULL;
-    int32_t *perm = NULL, *val_all = NULL;
-    batch_runner run = {0}, vrun;
-    FILE *csv = NULL;
-    char summary[128] = "", err[512];
+    const cli_dataset *val_ds; /* val, or data for a split */
+    frae_checkpoint *ck;       /* the checkpoint resumed, until restored */
+    char resumed_data[128];    /* the data summary it was trained on */
+    int uses_audio;
+    int32_t *perm;    /* sequence indices: the training set, then a split's
+                         validation sequences */
+    int32_t *val_seqs;
+    long n_all, n_train, n_val;
+    frae_model *m;
+    batch_runner run, vrun;
+    FILE *csv;
+    int save_on, bar;
+    run_info ri;
+} train_run;
 
-    int status = cli_parse(argc, argv, train_opts_list, train_on_opt,
-                           train_on_pos, train_help, &o);
+static void train_run_init(train_run *r)
+{
+    memset(r, 0, sizeof *r);
+    train_opts *o = &r->o;
+    frae_config_default(&o->cfg);
+    o->cfg.batch = 8;
+    o->epochs = 0;     /* 0: 10, or the checkpoint's */
+    o->patience = -1;  /* -1: 0, or the checkpoint's */
+    o->val_split = -1; /* -1: 0, or the checkpoint's */
+    o->progress = -1;
+    o->sequences = 64;
+    o->frames = 100;
+    o->data_seed = 7;
+    o->save = "frae-checkpoint.safetensors";
+    cli_audio_default(&o->audio);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    o->cfg.threads = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
+    r->s.best = INFINITY;
+}
+
+static void train_run_free(train_run *r)
+{
+    if (r->csv)
+        fclose(r->csv);
+    free(r->run.win);
+    free(r->run.valid);
+    free(r->s.order);
+    free(r->perm);
+    free(r->val_seqs);
+    free(r->o.data);
+    free(r->o.val);
+    cli_dataset_free(&r->data);
+    cli_dataset_free(&r->val);
+    frae_checkpoint_close(r->ck);
+    frae_destroy(r->m);
+}
+
+/* --resume: the model, its settings, the features and where training
+ * stood come from the checkpoint. */
+static int resume_from_checkpoint(train_run *r)
+{
+    train_opts *o = &r->o;
+    if (o->model_flags)
+        return cli_fail(EXIT_USAGE,
+                        "%s cannot be combined with --resume: the model and "
+                        "its training settings come from the checkpoint",
+                        o->model_flag);
+    if (o->audio.given)
+        return cli_fail(EXIT_USAGE,
+                        "feature options cannot be combined with --resume: "
+                        "the features come from the checkpoint");
+    const frae_isa isa = o->cfg.isa;
+    const int threads = o->cfg.threads;
+    char err[512];
+    r->ck = frae_checkpoint_open(o->resume, err, sizeof err);
+    if (!r->ck || frae_checkpoint_config(r->ck, &o->cfg, err, sizeof err))
+        return cli_fail(EXIT_USAGE, "%s", err);
+    if (o->cfg.weights == FRAE_WEIGHTS_BF16)
+        return cli_fail(EXIT_USAGE,
+                        "%s: bf16 weights are for inference only; 'frae "
+                        "convert --weights f32' makes a model to train from",
+                        o->resume);
+    int status = load_state(r->ck, o->resume, &r->s, o, r->resumed_data,
+                            sizeof r->resumed_data);
     if (status)
-        goto done;
-    s.best = INFINITY;
-    s.rng = o.cfg.seed ^ 0x0123456789abcdefull;
-    if (o.resume) {
-        if (o.model_flags) {
-            status = cli_fail(EXIT_USAGE,
-                              "%s cannot be combined with --resume: the "
-                              "model and its training settings come from "
-                              "the checkpoint",
-                              o.model_flag);
-            goto done;
-        }
-        frae_isa isa = o.cfg.isa;
-        int threads = o.cfg.threads;
-        ck = frae_checkpoint_open(o.resume, err, sizeof err);
-        if (!ck || frae_checkpoint_config(ck, &o.cfg, err, sizeof err)) {
-            status = cli_fail(EXIT_USAGE, "%s", err);
-            goto done;
-        }
-        if (o.cfg.weights == FRAE_WEIGHTS_BF16) {
-            status = cli_fail(EXIT_USAGE,
-                              "%s: bf16 weights are for inference only; "
-                              "'frae convert --weights f32' makes a model "
-                              "to train from",
-                              o.resume);
-            goto done;
-        }
-        if ((status = load_state(ck, o.resume, &s, &o, summary,
-                                 sizeof summary)))
-            goto done;
-        o.cfg.isa = isa;
-        o.cfg.threads = threads;
-        if (o.audio.given) {
-            status = cli_fail(EXIT_USAGE,
-                              "feature options cannot be combined with "
-                              "--resume: the features come from the "
-                              "checkpoint");
-            goto done;
-        }
-        int have = cli_model_features(o.resume, &o.audio.f);
-        if (have < 0) {
-            status = EXIT_USAGE;
-            goto done;
-        }
-        o.audio_features = have;
-    }
-    int uses_audio = o.audio_features || o.audio.given;
-    for (int i = 0; i < o.n_data; i++)
-        uses_audio |= cli_is_audio(o.data[i]);
-    for (int i = 0; i < o.n_val; i++)
-        uses_audio |= cli_is_audio(o.val[i]);
-    if (uses_audio) {
-        char ferr[256];
-        if (frae_features_check(&o.audio.f, ferr, sizeof ferr)) {
-            status = cli_fail(EXIT_USAGE, "bad audio features: %s", ferr);
-            goto done;
-        }
-        if (o.frame_dim_given && o.cfg.frame_dim != o.audio.f.n_mels) {
-            status = cli_fail(EXIT_USAGE,
-                              "--frame-dim %d but --mels %d: audio features "
-                              "have one value per mel band",
-                              o.cfg.frame_dim, o.audio.f.n_mels);
-            goto done;
-        }
-        o.cfg.frame_dim = o.audio.f.n_mels;
-        o.frame_dim_given = 1;
-    }
-    if (o.epochs == 0)
-        o.epochs = 10;
-    if (o.patience < 0)
-        o.patience = 0;
-    if (o.val_split < 0)
-        o.val_split = 0;
-    if (o.val_split > 0 && o.n_val) {
-        status = cli_fail(EXIT_USAGE, "use --val-split or --val-data, not both");
-        goto done;
-    }
+        return status;
+    o->cfg.isa = isa; /* the machine's, not the checkpoint's */
+    o->cfg.threads = threads;
+    int have = cli_model_features(o->resume, &o->audio.f);
+    if (have < 0)
+        return EXIT_USAGE;
+    o->audio_features = have;
+    return 0;
+}
 
-    /* data */
-    if (o.n_data) {
-        status = cli_dataset_load(&data, o.data, o.n_data,
-                                  o.frame_dim_given || o.resume
-                                      ? o.cfg.frame_dim
+/* Audio anywhere (files, feature options, a checkpoint's features): the
+ * frame dimension is the number of mel bands. */
+static int settle_features(train_run *r)
+{
+    train_opts *o = &r->o;
+    r->uses_audio = o->audio_features || o->audio.given;
+    for (int i = 0; i < o->n_data; i++)
+        r->uses_audio |= cli_is_audio(o->data[i]);
+    for (int i = 0; i < o->n_val; i++)
+        r->uses_audio |= cli_is_audio(o->val[i]);
+    if (r->uses_audio) {
+        char err[256];
+        if (frae_features_check(&o->audio.f, err, sizeof err))
+            return cli_fail(EXIT_USAGE, "bad audio features: %s", err);
+        if (o->frame_dim_given && o->cfg.frame_dim != o->audio.f.n_mels)
+            return cli_fail(EXIT_USAGE,
+                            "--frame-dim %d but --mels %d: audio features "
+                            "have one value per mel band",
+                            o->cfg.frame_dim, o->audio.f.n_mels);
+        o->cfg.frame_dim = o->audio.f.n_mels;
+        o->frame_dim_given = 1;
+    }
+    if (o->epochs == 0)
+        o->epochs = 10;
+    if (o->patience < 0)
+        o->patience = 0;
+    if (o->val_split < 0)
+        o->val_split = 0;
+    if (o->val_split > 0 && o->n_val)
+        return cli_fail(EXIT_USAGE, "use --val-split or --val-data, not both");
+    return 0;
+}
+
+/* The training data (files or built-in) and any validation files; when
+ * resuming, the same data as before. */
+static int load_data(train_run *r)
+{
+    train_opts *o = &r->o;
+    int status;
+    if (o->n_data) {
+        status = cli_dataset_load(&r->data, o->data, o->n_data,
+                                  o->frame_dim_given || o->resume
+                                      ? o->cfg.frame_dim
                                       : 0,
-                                  &o.audio);
+                                  &o->audio);
         if (!status)
-            o.cfg.frame_dim = data.dim;
+            o->cfg.frame_dim = r->data.dim;
     } else {
-        status = cli_dataset_builtin(&data, o.sequences, o.frames,
-                                     o.cfg.frame_dim, (uint64_t)o.data_seed);
+        status = cli_dataset_builtin(&r->data, o->sequences, o->frames,
+                                     o->cfg.frame_dim, (uint64_t)o->data_seed);
     }
-    if (!status && o.n_val)
-        status = cli_dataset_load(&val, o.val, o.n_val, o.cfg.frame_dim,
-                                  &o.audio);
+    if (!status && o->n_val)
+        status = cli_dataset_load(&r->val, o->val, o->n_val, o->cfg.frame_dim,
+                                  &o->audio);
     if (status)
-        goto done;
-    if ((data.has_audio || val.has_audio) && !uses_audio) {
+        return status;
+    if ((r->data.has_audio || r->val.has_audio) && !r->uses_audio) {
         /* audio found inside a directory */
-        uses_audio = 1;
-        if (data.dim != o.audio.f.n_mels) {
-            status = cli_fail(EXIT_USAGE,
-                              "audio features have %d mels, the other data "
-                              "%d values per frame",
-                              o.audio.f.n_mels, data.dim);
-            goto done;
-        }
+        r->uses_audio = 1;
+        if (r->data.dim != o->audio.f.n_mels)
+            return cli_fail(EXIT_USAGE,
+                            "audio features have %d mels, the other data %d "
+                            "values per frame",
+                            o->audio.f.n_mels, r->data.dim);
     }
-    char now_summary[128];
-    snprintf(now_summary, sizeof now_summary, "%ld sequences, %ld frames, dim %d",
-             data.n_seqs, data.total_frames, data.dim);
-    if (o.resume && strcmp(summary, now_summary)) {
-        status = cli_fail(EXIT_USAGE,
-                          "%s was trained on %s; this data has %s: give the "
-                          "same data to resume",
-                          o.resume, summary, now_summary);
-        goto done;
-    }
-    run_info ri = {&o, &data, "", uses_audio ? &o.audio.f : NULL};
-    snprintf(ri.summary, sizeof ri.summary, "%s", now_summary);
+    r->ri = (run_info){o, &r->data, "", r->uses_audio ? &o->audio.f : NULL};
+    snprintf(r->ri.summary, sizeof r->ri.summary,
+             "%ld sequences, %ld frames, dim %d", r->data.n_seqs,
+             r->data.total_frames, r->data.dim);
+    if (o->resume && strcmp(r->resumed_data, r->ri.summary))
+        return cli_fail(EXIT_USAGE,
+                        "%s was trained on %s; this data has %s: give the "
+                        "same data to resume",
+                        o->resume, r->resumed_data, r->ri.summary);
+    return 0;
+}
 
-    /* validation split: a seeded choice of sequences, the same every run */
-    long n_all = data.n_seqs, n_val_split = (long)(o.val_split * n_all + 0.5);
-    if (o.val_split > 0 && (n_val_split < 1 || n_val_split >= n_all)) {
-        status = cli_fail(EXIT_USAGE,
-                          "--val-split %g of %ld sequences leaves an empty "
-                          "training or validation set",
-                          o.val_split, n_all);
-        goto done;
-    }
-    perm = malloc(sizeof(int32_t) * (size_t)n_all);
-    if (!perm) {
-        status = cli_fail(EXIT_FAILED, "out of memory");
-        goto done;
-    }
-    long n_train = n_all;
-    for (long i = 0; i < n_all; i++)
-        perm[i] = (int32_t)i;
-    if (n_val_split) {
-        uint64_t split_rng = o.cfg.seed ^ 0x5a17c0deull;
-        shuffle(perm, n_all, &split_rng);
-        n_train = n_all - n_val_split;
-        /* keep the training set in file order before epoch shuffles */
-        for (long i = 1; i < n_train; i++)
-            for (long j = i; j > 0 && perm[j - 1] > perm[j]; j--) {
-                int32_t t = perm[j];
-                perm[j] = perm[j - 1];
-                perm[j - 1] = t;
-            }
-    }
-    if (!o.resume) {
-        s.n_order = n_train;
-        s.order = malloc(sizeof(int32_t) * (size_t)(n_train + 1));
-        if (!s.order) {
-            status = cli_fail(EXIT_FAILED, "out of memory");
-            goto done;
-        }
-        memcpy(s.order, perm, sizeof(int32_t) * (size_t)n_train);
-    } else if (s.n_order != n_train) {
-        status = cli_fail(EXIT_USAGE,
-                          "%s: its data order has %ld sequences, the "
-                          "training set has %ld",
-                          o.resume, s.n_order, n_train);
-        goto done;
-    } else if ((status = check_state(&s, o.resume, perm, n_train, n_all,
-                                     (n_train + o.cfg.batch - 1) /
-                                         o.cfg.batch,
-                                     data.total_frames, data.dim))) {
-        goto done;
-    }
-    long n_val_seqs = 0;
-    const cli_dataset *val_ds = &data;
-    if (o.n_val) {
-        n_val_seqs = val.n_seqs;
-        val_all = malloc(sizeof(int32_t) * (size_t)n_val_seqs);
-        if (!val_all) {
-            status = cli_fail(EXIT_FAILED, "out of memory");
-            goto done;
-        }
-        for (long i = 0; i < n_val_seqs; i++)
-            val_all[i] = (int32_t)i;
-        val_ds = &val;
-    } else if (n_val_split) {
-        n_val_seqs = n_val_split;
-        val_all = malloc(sizeof(int32_t) * (size_t)n_val_seqs);
-        if (!val_all) {
-            status = cli_fail(EXIT_FAILED, "out of memory");
-            goto done;
-        }
-        memcpy(val_all, perm + n_train, sizeof(int32_t) * (size_t)n_val_seqs);
-    }
+static int cmp_int32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
 
-    /* model.  No call ever gets more sequences than a set has, or more
-     * frames than its longest sequence: capacity past that would change
-     * nothing but memory, so a batch or window (from the command line or
-     * a checkpoint) is capped there, and the results are the same. */
-    long most_seqs = n_train > n_val_seqs ? n_train : n_val_seqs, longest = 1;
-    for (long i = 0; i < data.n_seqs; i++)
-        longest = data.seqs[i].frames > longest ? data.seqs[i].frames : longest;
-    for (long i = 0; i < val.n_seqs; i++)
-        longest = val.seqs[i].frames > longest ? val.seqs[i].frames : longest;
-    if (o.cfg.batch > most_seqs)
-        o.cfg.batch = (int)most_seqs;
-    if (o.cfg.window > longest)
-        o.cfg.window = (int)longest;
-    o.cfg.training = 1;
-    m = frae_create(&o.cfg, err, sizeof err);
-    if (!m || (ck && frae_checkpoint_restore(ck, m, 1, err, sizeof err))) {
-        status = cli_fail(EXIT_USAGE, "%s", err);
-        goto done;
+/* The training set and the validation sequences: a seeded split of the
+ * data (the same every run), or other files.  A new run's epoch order
+ * starts as the training set; a resumed one's must be a permutation of it. */
+static int split_validation(train_run *r)
+{
+    train_opts *o = &r->o;
+    r->n_all = r->data.n_seqs;
+    long n_split = (long)(o->val_split * r->n_all + 0.5);
+    if (o->val_split > 0 && (n_split < 1 || n_split >= r->n_all))
+        return cli_fail(EXIT_USAGE,
+                        "--val-split %g of %ld sequences leaves an empty "
+                        "training or validation set",
+                        o->val_split, r->n_all);
+    r->perm = malloc(sizeof(int32_t) * (size_t)r->n_all);
+    if (!r->perm)
+        return cli_fail(EXIT_FAILED, "out of memory");
+    for (long i = 0; i < r->n_all; i++)
+        r->perm[i] = (int32_t)i;
+    r->n_train = r->n_all;
+    if (n_split) {
+        uint64_t split_rng = o->cfg.seed ^ 0x5a17c0deull;
+        shuffle(r->perm, r->n_all, &split_rng);
+        r->n_train = r->n_all - n_split;
+        /* the training set in file order before epoch shuffles */
+        qsort(r->perm, (size_t)r->n_train, sizeof *r->perm, cmp_int32);
     }
-    frae_checkpoint_close(ck);
-    ck = NULL;
-    const int B = o.cfg.batch, W = o.cfg.window, D = o.cfg.frame_dim;
-    run = (batch_runner){m, &data, malloc(sizeof(float) * (size_t)B * W * D),
-                         malloc(sizeof(int) * (size_t)B)};
-    vrun = run;
-    vrun.ds = val_ds;
-    if (!run.win || !run.valid) {
-        status = cli_fail(EXIT_FAILED, "out of memory");
-        goto done;
+    if (!o->resume) {
+        r->s.n_order = r->n_train;
+        r->s.order = malloc(sizeof(int32_t) * (size_t)(r->n_train + 1));
+        if (!r->s.order)
+            return cli_fail(EXIT_FAILED, "out of memory");
+        memcpy(r->s.order, r->perm, sizeof(int32_t) * (size_t)r->n_train);
+    } else if (r->s.n_order != r->n_train) {
+        return cli_fail(EXIT_USAGE,
+                        "%s: its data order has %ld sequences, the training "
+                        "set has %ld",
+                        o->resume, r->s.n_order, r->n_train);
+    } else {
+        int status = check_state(&r->s, o->resume, r->perm, r->n_train,
+                                 r->n_all,
+                                 (r->n_train + o->cfg.batch - 1) / o->cfg.batch,
+                                 r->data.total_frames, r->data.dim);
+        if (status)
+            return status;
     }
-    if (o.log_csv && !(csv = open_csv(o.log_csv))) {
-        status = cli_fail(EXIT_USAGE, "%s: cannot open for appending",
-                          o.log_csv);
-        goto done;
+    const int32_t *val_from = r->perm + r->n_train;
+    r->val_ds = &r->data;
+    r->n_val = n_split;
+    if (o->n_val) {
+        r->val_ds = &r->val;
+        r->n_val = r->val.n_seqs;
+        val_from = NULL; /* all of them, in order */
     }
-    int save_on = o.save && strcmp(o.save, "none");
-    int bar = o.progress < 0 ? isatty(STDOUT_FILENO) : o.progress;
+    if (r->n_val) {
+        r->val_seqs = malloc(sizeof(int32_t) * (size_t)r->n_val);
+        if (!r->val_seqs)
+            return cli_fail(EXIT_FAILED, "out of memory");
+        for (long i = 0; i < r->n_val; i++)
+            r->val_seqs[i] = val_from ? val_from[i] : (int32_t)i;
+    }
+    return 0;
+}
 
+/* The longest sequence of a dataset (1 if empty). */
+static long longest_sequence(const cli_dataset *ds)
+{
+    long longest = 1;
+    for (long i = 0; i < ds->n_seqs; i++)
+        longest = ds->seqs[i].frames > longest ? ds->seqs[i].frames : longest;
+    return longest;
+}
+
+/* The model (from the checkpoint when resuming) and its window buffers.
+ * No call ever gets more sequences than a set has, or more frames than its
+ * longest sequence: capacity past that would change nothing but memory,
+ * so a batch or window (from the command line or a checkpoint) is capped
+ * there, and the results are the same. */
+static int make_model(train_run *r)
+{
+    train_opts *o = &r->o;
+    long most_seqs = r->n_train > r->n_val ? r->n_train : r->n_val;
+    long longest = longest_sequence(&r->data);
+    if (longest_sequence(&r->val) > longest)
+        longest = longest_sequence(&r->val);
+    if (o->cfg.batch > most_seqs)
+        o->cfg.batch = (int)most_seqs;
+    if (o->cfg.window > longest)
+        o->cfg.window = (int)longest;
+    o->cfg.training = 1;
+    char err[512];
+    r->m = frae_create(&o->cfg, err, sizeof err);
+    if (!r->m || (r->ck && frae_checkpoint_restore(r->ck, r->m, 1, err,
+                                                   sizeof err)))
+        return cli_fail(EXIT_USAGE, "%s", err);
+    frae_checkpoint_close(r->ck);
+    r->ck = NULL;
+    const int B = o->cfg.batch, W = o->cfg.window, D = o->cfg.frame_dim;
+    r->run = (batch_runner){r->m, &r->data,
+                            malloc(sizeof(float) * (size_t)B * W * D),
+                            malloc(sizeof(int) * (size_t)B)};
+    r->vrun = r->run;
+    r->vrun.ds = r->val_ds;
+    if (!r->run.win || !r->run.valid)
+        return cli_fail(EXIT_FAILED, "out of memory");
+    if (o->log_csv && !(r->csv = open_csv(o->log_csv)))
+        return cli_fail(EXIT_USAGE, "%s: cannot open for appending",
+                        o->log_csv);
+    r->save_on = o->save && strcmp(o->save, "none");
+    r->bar = o->progress < 0 ? isatty(STDOUT_FILENO) : o->progress;
+    return 0;
+}
+
+static void print_header(const train_run *r)
+{
+    const frae_config *c = &r->o.cfg;
     printf("frae: %zu parameters, %.0f bits/frame, %.1f MiB, kernels %s, %d "
            "thread%s\n",
-           frae_param_count(m), frae_bits_per_frame(m),
-           frae_bytes_allocated(m) / 1048576.0, frae_isa_name(m),
-           o.cfg.threads, o.cfg.threads == 1 ? "" : "s");
+           frae_param_count(r->m), frae_bits_per_frame(r->m),
+           frae_bytes_allocated(r->m) / 1048576.0, frae_isa_name(r->m),
+           c->threads, c->threads == 1 ? "" : "s");
     printf("data: %ld training sequences (%s)%s; %ld validation; batch %d, "
            "window %d, feedback %s\n",
-           n_train, now_summary, o.n_data ? "" : ", built-in",
-           n_val_seqs, B, W,
-           frae_feedback_names[o.cfg.feedback]);
-    if (o.resume)
-        printf("resuming %s at epoch %d, batch %ld\n", o.resume, s.epoch + 1,
-               s.batch);
+           r->n_train, r->ri.summary, r->o.n_data ? "" : ", built-in", r->n_val,
+           c->batch, c->window, frae_feedback_names[c->feedback]);
+    if (r->o.resume)
+        printf("resuming %s at epoch %d, batch %ld\n", r->o.resume,
+               r->s.epoch + 1, r->s.batch);
     fflush(stdout);
+}
 
+/* Ctrl-C and SIGTERM stop training at the next batch, with a checkpoint. */
+static void catch_stop_signals(void)
+{
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+}
 
-    long n_batches = (n_train + B - 1) / B;
-    while (s.epoch < o.epochs && status == EXIT_OK) {
-        if (s.batch == 0) { /* a new epoch: fresh order and sums */
-            shuffle(s.order, s.n_order, &s.rng);
-            s.sse = s.sae = 0, s.values = s.frames = 0, s.seconds = 0;
+/* The epoch's batches, from where it stands: 0 when it is done (or was
+ * already), or the exit status (diverged, interrupted). */
+static int train_epoch(train_run *r)
+{
+    train_state *s = &r->s;
+    const int B = r->o.cfg.batch;
+    const long n_batches = (r->n_train + B - 1) / B;
+    if (s->batch == 0) { /* a new epoch: fresh order and sums */
+        shuffle(s->order, s->n_order, &s->rng);
+        s->sse = s->sae = 0, s->values = s->frames = 0, s->seconds = 0;
+    }
+    s->started = now_seconds() - s->seconds;
+    double last_draw = 0;
+    while (s->batch < n_batches) {
+        long first = s->batch * B;
+        int nb = r->n_train - first < B ? (int)(r->n_train - first) : B;
+        frae_stats sum = {0};
+        if (run_batch(&r->run, s->order + first, nb, 1, &sum)) {
+            fprintf(stderr,
+                    "%s%s: training diverged at epoch %d, batch %ld (loss or "
+                    "gradient is not finite); %s\n",
+                    r->bar ? "\n" : "", cli_cmd, s->epoch + 1, s->batch + 1,
+                    r->save_on ? "the last checkpoint is kept; try a lower "
+                                 "--lr or --clip-norm"
+                               : "try a lower --lr or --clip-norm");
+            return EXIT_FAILED;
         }
-        double t0 = now_seconds() - s.seconds, last_draw = 0;
-        while (s.batch < n_batches) {
-            long first = s.batch * B;
-            int nb = n_train - first < B ? (int)(n_train - first) : B;
-            frae_stats sum = {0};
-            if (run_batch(&run, s.order + first, nb, 1, &sum)) {
-                fprintf(stderr,
-                        "%s%s: training diverged at epoch %d, batch %ld "
-                        "(loss or gradient is not finite); %s\n",
-                        bar ? "\n" : "", cli_cmd, s.epoch + 1, s.batch + 1,
-                        save_on ? "the last checkpoint is kept; try a lower "
-                                  "--lr or --clip-norm"
-                                : "try a lower --lr or --clip-norm");
-                status = EXIT_FAILED;
-                break;
-            }
-            s.sse += sum.sse, s.sae += sum.sae;
-            s.values += sum.values, s.frames += sum.frames;
-            s.batch++;
-            double el = now_seconds() - t0;
-            if (bar && (el - last_draw > 0.1 || s.batch == n_batches)) {
-                show_progress(s.epoch + 1, o.epochs, s.batch, n_batches, &s,
-                              el);
-                last_draw = el;
-            }
-            if (stop_requested) {
-                s.seconds = el;
-                if (bar)
-                    printf("\n");
-                if (save_on && save_checkpoint(m, o.save, &s, &ri, 1))
-                    status = EXIT_FAILED;
-                else {
-                    fprintf(stderr,
-                            "%s: interrupted at epoch %d, batch %ld/%ld%s%s\n",
-                            cli_cmd, s.epoch + 1, s.batch, n_batches,
-                            save_on ? "; checkpoint saved to " : "",
-                            save_on ? o.save : "");
-                    status = EXIT_INTERRUPTED;
-                }
-                break;
-            }
-        }
-        if (status != EXIT_OK)
-            break;
-        double secs = now_seconds() - t0;
-        double loss = s.sse / (double)s.values, mae = s.sae / (double)s.values;
-        double vloss = NAN, vmae = NAN;
-        if (n_val_seqs) {
-            frae_stats vs;
-            if (evaluate(&vrun, val_all, n_val_seqs, &vs) == 0) {
-                vloss = vs.sse / (double)vs.values;
-                vmae = vs.sae / (double)vs.values;
-            }
-        }
-        s.epoch++;
-        s.batch = 0;
-        if (bar)
-            printf("\r\033[K");
-        printf("epoch %d/%d  loss %.6f  mae %.6f", s.epoch, o.epochs, loss,
-               mae);
-        if (n_val_seqs)
-            printf("  val_loss %.6f  val_mae %.6f", vloss, vmae);
-        printf("  %.0f frames/s  %.2f s\n", s.frames / secs, secs);
-        fflush(stdout);
-        if (csv) {
-            fprintf(csv, "%d,%.9g,%.9g,%.9g,%.9g,%.1f,%.3f\n", s.epoch, loss,
-                    mae, vloss, vmae, s.frames / secs, secs);
-            fflush(csv);
-        }
-        /* early stopping and the best model, on the monitored loss */
-        double monitored = n_val_seqs ? vloss : loss;
-        int stop = 0;
-        if (monitored < s.best) {
-            s.best = monitored;
-            s.best_epoch = s.epoch;
-            s.bad_epochs = 0;
-            if (o.save_best && save_checkpoint(m, o.save_best, &s, &ri, 0))
-                status = EXIT_FAILED;
-        } else if (o.patience && ++s.bad_epochs >= o.patience) {
-            stop = 1;
-        }
-        if (save_on && save_checkpoint(m, o.save, &s, &ri, 1))
-            status = EXIT_FAILED;
-        if (stop) {
-            printf("early stop: no better %s for %d epochs (best %.6f at "
-                   "epoch %d)\n",
-                   n_val_seqs ? "val_loss" : "loss", o.patience, s.best,
-                   s.best_epoch);
-            break;
+        s->sse += sum.sse, s->sae += sum.sae;
+        s->values += sum.values, s->frames += sum.frames;
+        s->batch++;
+        double el = now_seconds() - s->started;
+        if (r->bar && (el - last_draw > 0.1 || s->batch == n_batches)) {
+            show_progress(s->epoch + 1, r->o.epochs, s->batch, n_batches, s,
+                          el);
+            last_draw = el;
         }
         if (stop_requested) {
-            fprintf(stderr, "%s: interrupted after epoch %d%s%s\n", cli_cmd,
-                    s.epoch, save_on ? "; checkpoint saved to " : "",
-                    save_on ? o.save : "");
-            status = EXIT_INTERRUPTED;
+            s->seconds = el;
+            if (r->bar)
+                printf("\n");
+            if (r->save_on && save_checkpoint(r->m, r->o.save, s, &r->ri, 1))
+                return EXIT_FAILED;
+            fprintf(stderr, "%s: interrupted at epoch %d, batch %ld/%ld%s%s\n",
+                    cli_cmd, s->epoch + 1, s->batch, n_batches,
+                    r->save_on ? "; checkpoint saved to " : "",
+                    r->save_on ? r->o.save : "");
+            return EXIT_INTERRUPTED;
         }
     }
-done:
-    if (csv)
-        fclose(csv);
-    free(run.win);
-    free(run.valid);
-    free(s.order);
-    free(perm);
-    free(val_all);
-    free(o.data);
-    free(o.val);
-    cli_dataset_free(&data);
-    cli_dataset_free(&val);
-    frae_checkpoint_close(ck);
-    frae_destroy(m);
+    return 0;
+}
+
+/* The end of an epoch: validation, the log line and CSV row, the best
+ * model and early stopping, the checkpoint.  *stop is set to stop early. */
+static int finish_epoch(train_run *r, int *stop)
+{
+    train_state *s = &r->s;
+    const train_opts *o = &r->o;
+    double secs = now_seconds() - s->started;
+    double loss = s->sse / (double)s->values, mae = s->sae / (double)s->values;
+    double vloss = NAN, vmae = NAN;
+    if (r->n_val) {
+        frae_stats vs;
+        if (evaluate(&r->vrun, r->val_seqs, r->n_val, &vs) == 0) {
+            vloss = vs.sse / (double)vs.values;
+            vmae = vs.sae / (double)vs.values;
+        }
+    }
+    s->epoch++;
+    s->batch = 0;
+    if (r->bar)
+        printf("\r\033[K");
+    printf("epoch %d/%d  loss %.6f  mae %.6f", s->epoch, o->epochs, loss, mae);
+    if (r->n_val)
+        printf("  val_loss %.6f  val_mae %.6f", vloss, vmae);
+    printf("  %.0f frames/s  %.2f s\n", s->frames / secs, secs);
+    fflush(stdout);
+    if (r->csv) {
+        fprintf(r->csv, "%d,%.9g,%.9g,%.9g,%.9g,%.1f,%.3f\n", s->epoch, loss,
+                mae, vloss, vmae, s->frames / secs, secs);
+        fflush(r->csv);
+    }
+    /* early stopping and the best model, on the monitored loss */
+    int status = EXIT_OK;
+    double monitored = r->n_val ? vloss : loss;
+    if (monitored < s->best) {
+        s->best = monitored;
+        s->best_epoch = s->epoch;
+        s->bad_epochs = 0;
+        if (o->save_best && save_checkpoint(r->m, o->save_best, s, &r->ri, 0))
+            status = EXIT_FAILED;
+    } else if (o->patience && ++s->bad_epochs >= o->patience) {
+        *stop = 1;
+    }
+    if (r->save_on && save_checkpoint(r->m, o->save, s, &r->ri, 1))
+        status = EXIT_FAILED;
+    if (status)
+        return status;
+    if (*stop) {
+        printf("early stop: no better %s for %d epochs (best %.6f at epoch "
+               "%d)\n",
+               r->n_val ? "val_loss" : "loss", o->patience, s->best,
+               s->best_epoch);
+        return EXIT_OK;
+    }
+    if (stop_requested) {
+        fprintf(stderr, "%s: interrupted after epoch %d%s%s\n", cli_cmd,
+                s->epoch, r->save_on ? "; checkpoint saved to " : "",
+                r->save_on ? o->save : "");
+        return EXIT_INTERRUPTED;
+    }
+    return EXIT_OK;
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+int cmd_train(int argc, char **argv)
+{
+    cli_cmd = "frae train";
+    train_run r;
+    train_run_init(&r);
+    int status = cli_parse(argc, argv, train_opts_list, train_on_opt,
+                           train_on_pos, train_help, &r.o);
+    r.s.rng = r.o.cfg.seed ^ 0x0123456789abcdefull; /* the epochs' shuffles */
+    if (!status && r.o.resume)
+        status = resume_from_checkpoint(&r);
+    if (!status)
+        status = settle_features(&r);
+    if (!status)
+        status = load_data(&r);
+    if (!status)
+        status = split_validation(&r);
+    if (!status)
+        status = make_model(&r);
+    if (!status) {
+        print_header(&r);
+        catch_stop_signals();
+    }
+    int stop = 0;
+    while (!status && !stop && r.s.epoch < r.o.epochs) {
+        status = train_epoch(&r);
+        if (!status)
+            status = finish_epoch(&r, &stop);
+    }
+    train_run_free(&r);
     return status;
 }
