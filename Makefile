@@ -1,69 +1,97 @@
 # frae build.  No -march=native and no fast-math: SIMD kernels are built
 # per file with their own target flags and chosen at run time.
+#
+# Two libraries, each static and shared: libfrae (the model, training,
+# checkpoints, the codec; needs only libm, pthreads and OpenMP) and
+# libfrae-audio (the speech front end: libsndfile, FFTW, libsamplerate).
+# Both build with -fvisibility=hidden: a shared library exports what its
+# public header declares (FRAE_API) and nothing else.  frae's own command,
+# tests, benchmarks and fuzzers use internal calls too, so they link
+# libfrae-internal.a: every object of both, never installed.
 CC      ?= cc
 OPENMP  ?= -fopenmp
 BUILD   ?= build
 OPT     ?= -O3
 SAN     ?=
-CFLAGS_ALL = -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -fno-fast-math \
-             -ffp-contract=off -fno-math-errno -fPIC -D_POSIX_C_SOURCE=200809L -Iinclude \
-             $(OPENMP) \
-             -Isrc $(SAN) $(CFLAGS)
-LDLIBS_ALL = -lsndfile -lfftw3f -lsamplerate -lm -pthread $(OPENMP) $(SAN) \
-             $(LDFLAGS)
+WERROR  ?=  # .ci/run builds with -Werror
+# the version lives in frae.h alone
+VERSION := $(shell sed -n 's/^\#define FRAE_VERSION_STRING "\(.*\)"$$/\1/p' include/frae.h)
+CFLAGS_ALL = -std=c11 $(OPT) -g -Wall -Wextra -Wshadow $(WERROR) \
+             -fno-fast-math -ffp-contract=off -fno-math-errno -fPIC \
+             -fvisibility=hidden -MMD -MP -D_POSIX_C_SOURCE=200809L \
+             -Iinclude -Isrc $(OPENMP) $(SAN) $(CFLAGS)
+CORE_LDLIBS  = -lm -pthread $(OPENMP)
+AUDIO_LDLIBS = -lsndfile -lfftw3f -lsamplerate -lm -pthread
+LDLIBS_ALL = $(AUDIO_LDLIBS) $(CORE_LDLIBS) $(SAN) $(LDFLAGS)
 
-LIB_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c src/gemm.c \
-           src/names.c \
-           src/layers.c src/model.c src/state.c src/forward.c src/train.c \
-           src/optimizer.c src/rng.c \
-           src/synth.c src/npy.c src/npz.c src/atomic_file.c src/safetensors.c \
-           src/checkpoint.c src/codec.c src/audio.c
-LIB_OBJS = $(LIB_SRCS:%.c=$(BUILD)/%.o)
-TEST_SRCS = tests/test_main.c tests/test_util.c tests/test_naive.c \
-            tests/test_gradcheck.c tests/test_fixtures.c tests/test_memory.c \
-            tests/test_config.c tests/test_kernels.c tests/test_streaming.c \
-            tests/test_formats.c tests/test_codec.c tests/test_audio.c
-TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
+CORE_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
+            src/gemm.c src/names.c src/errors.c src/layers.c src/model.c \
+            src/state.c src/forward.c src/train.c src/optimizer.c src/rng.c \
+            src/synth.c src/npy.c src/npz.c src/atomic_file.c \
+            src/safetensors.c src/checkpoint.c src/codec.c
+AUDIO_SRCS = src/audio.c src/errors.c src/atomic_file.c
+CORE_OBJS  = $(CORE_SRCS:%.c=$(BUILD)/%.o)
+AUDIO_OBJS = $(AUDIO_SRCS:%.c=$(BUILD)/%.o)
+ALL_OBJS   = $(CORE_OBJS) $(BUILD)/src/audio.o # errors, atomic files: once
 
-LIB   = $(BUILD)/libfrae.a
-SOLIB = $(BUILD)/libfrae.so
+LIB       = $(BUILD)/libfrae.a
+SOLIB     = $(BUILD)/libfrae.so
+AUDIO_LIB = $(BUILD)/libfrae-audio.a
+AUDIO_SO  = $(BUILD)/libfrae-audio.so
+INTERNAL  = $(BUILD)/libfrae-internal.a
 FRAE  = $(BUILD)/frae
 TESTS = $(BUILD)/frae_tests
 BENCH = $(BUILD)/frae_bench
 
-.PHONY: all test test-asan check bench fixtures clean install fuzz fuzz-seeds demo
-all: $(LIB) $(SOLIB) $(FRAE) $(TESTS) $(BENCH)
+CLI_SRCS = src/cli/main.c src/cli/common.c src/cli/train.c src/cli/tools.c \
+           src/cli/codec.c
+TEST_SRCS = $(sort $(wildcard tests/test_*.c))
+CLI_OBJS  = $(CLI_SRCS:%.c=$(BUILD)/%.o)
+TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
+
+.PHONY: all test test-asan check bench fixtures clean install fuzz \
+        fuzz-seeds demo
+all: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE) $(TESTS) $(BENCH)
 
 $(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
 $(BUILD)/src/kernels_avx512.o: ISA_FLAGS = -mavx512f -mfma
 
-$(BUILD)/%.o: %.c include/frae.h src/frae_internal.h src/kernels.h src/kernels_driver.h src/state.h src/util.h src/adam_loop.h src/formats.h src/cli/cli.h \
-              tests/test_util.h tests/naive_ref.h tests/tests.h
+# headers are tracked by the compiler's own dependency files (-MMD)
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@
 
-$(LIB): $(LIB_OBJS)
+-include $(wildcard $(BUILD)/src/*.d $(BUILD)/src/cli/*.d \
+                    $(BUILD)/tests/*.d $(BUILD)/bench/*.d)
+
+$(LIB): $(CORE_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+$(AUDIO_LIB): $(AUDIO_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+$(INTERNAL): $(ALL_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-$(SOLIB): $(LIB_OBJS)
-	$(CC) -shared -Wl,-soname,libfrae.so.0 -o $@ $^ $(LDLIBS_ALL)
+$(SOLIB): $(CORE_OBJS)
+	$(CC) -shared -Wl,-soname,libfrae.so.0 -o $@ $^ $(CORE_LDLIBS) $(SAN) \
+	  $(LDFLAGS)
+$(AUDIO_SO): $(AUDIO_OBJS)
+	$(CC) -shared -Wl,-soname,libfrae-audio.so.0 -o $@ $^ $(AUDIO_LDLIBS) \
+	  $(SAN) $(LDFLAGS)
 
-CLI_SRCS = src/cli/main.c src/cli/common.c src/cli/train.c src/cli/tools.c \
-           src/cli/codec.c
-CLI_OBJS = $(CLI_SRCS:%.c=$(BUILD)/%.o)
-
-$(FRAE): $(CLI_OBJS) $(LIB)
+$(FRAE): $(CLI_OBJS) $(INTERNAL)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
-$(TESTS): $(TEST_OBJS) $(LIB)
+$(TESTS): $(TEST_OBJS) $(INTERNAL)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
-$(BENCH): $(BUILD)/bench/bench_frae.o $(LIB)
+$(BENCH): $(BUILD)/bench/bench_frae.o $(INTERNAL)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 # All tests: unit tests, then the CLI checks.  Closes with "N passed, N failed".
-test: $(FRAE) $(TESTS)
+test: $(FRAE) $(TESTS) $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO)
 	sh tests/run_all.sh $(BUILD)
 
 # The same suite under AddressSanitizer and UBSan, in its own build dir.
@@ -90,21 +118,25 @@ bench: $(FRAE) $(BENCH) $(BUILD)/sgemm_peak
 fixtures:
 	/usr/bin/python3 tools/export_fixtures.py tests/fixtures
 
-# make install PREFIX=/usr/local (DESTDIR for staging): the header, both
-# libraries, the frae command and a pkg-config file.
+# make install PREFIX=/usr/local (DESTDIR for staging): the headers, both
+# libraries (static and shared), the frae command and two pkg-config files.
 PREFIX  ?= /usr/local
-VERSION  = 0.2.0
-install: $(LIB) $(SOLIB) $(FRAE)
+install: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/bin
-	install -m 644 include/frae.h $(DESTDIR)$(PREFIX)/include/frae.h
-	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libfrae.a
+	install -m 644 include/frae.h include/frae_audio.h \
+	  $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(LIB) $(AUDIO_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SOLIB) $(DESTDIR)$(PREFIX)/lib/libfrae.so.$(VERSION)
-	ln -sf libfrae.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libfrae.so.0
-	ln -sf libfrae.so.0 $(DESTDIR)$(PREFIX)/lib/libfrae.so
+	install -m 755 $(AUDIO_SO) \
+	  $(DESTDIR)$(PREFIX)/lib/libfrae-audio.so.$(VERSION)
+	for l in libfrae libfrae-audio; do \
+	  ln -sf $$l.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$$l.so.0 && \
+	  ln -sf $$l.so.0 $(DESTDIR)$(PREFIX)/lib/$$l.so || exit 1; done
 	install -m 755 $(FRAE) $(DESTDIR)$(PREFIX)/bin/frae
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' frae.pc.in \
-	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/frae.pc
+	for pc in frae frae-audio; do \
+	  sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+	    $$pc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$pc.pc || exit 1; done
 
 # libFuzzer targets, one per format frae reads (clang): .npy, .npz and the
 # Keras import, safetensors (checkpoints and the PyTorch import), the .fbs
@@ -120,14 +152,15 @@ FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all \
 FUZZ_BINS = $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 
 ifneq ($(BUILD),$(FUZZ_DIR)) # the library itself: the same rules, instrumented
-$(FUZZ_DIR)/libfrae.a: $(LIB_SRCS) include/frae.h src/*.h
+$(FUZZ_DIR)/libfrae-internal.a: $(CORE_SRCS) $(AUDIO_SRCS) include/*.h src/*.h
 	$(MAKE) BUILD=$(FUZZ_DIR) CC=clang OPT=-O1 OPENMP=-Wno-source-uses-openmp \
-	  SAN="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(FUZZ_DIR)/libfrae.a
+	  SAN="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(FUZZ_DIR)/libfrae-internal.a
 endif
 
-$(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h $(FUZZ_DIR)/libfrae.a
+$(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h $(FUZZ_DIR)/libfrae-internal.a
 	clang -O1 -g -Iinclude -Isrc -fsanitize=fuzzer $(FUZZ_SAN) $< \
-	  $(FUZZ_DIR)/libfrae.a -lsndfile -lfftw3f -lsamplerate -lm -lpthread -o $@
+	  $(FUZZ_DIR)/libfrae-internal.a -lsndfile -lfftw3f -lsamplerate -lm \
+	  -lpthread -o $@
 
 fuzz: $(FUZZ_BINS)
 	sh fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)

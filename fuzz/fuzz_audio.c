@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "formats.h"
+#include "frae_audio.h"
 #include "fuzz_common.h"
 
 static int discard(void *ctx, const float *feats, long frames, int n_mels)

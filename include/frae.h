@@ -11,8 +11,9 @@
  * Numerical contract: every dense output is the bias followed by one fused
  * multiply-add per input, in input order, except the first layers, whose
  * chains take the fed-back frames oldest first and then the head: [oldest
- * frame, ..., newest frame, x] (so the frames can be summed ahead).  Every kernel (scalar, AVX2, AVX-512) follows
- * that order, so results are bit-identical on every code path.
+ * frame, ..., newest frame, x] (so the frames can be summed ahead).  Every
+ * kernel (scalar, AVX2, AVX-512) follows that order, so results are
+ * bit-identical on every code path.
  */
 #ifndef FRAE_H
 #define FRAE_H
@@ -22,6 +23,14 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* Everything declared here is exported from libfrae.so (FRAE_API); the
+ * library's other symbols are hidden. */
+#if defined(__GNUC__)
+#define FRAE_API __attribute__((visibility("default")))
+#else
+#define FRAE_API
 #endif
 
 #define FRAE_VERSION_STRING "0.2.0"
@@ -111,23 +120,33 @@ typedef struct {
 /* Fills cfg with the default model (README): D=80, K=4, encoder 512,256,
  * L=16, decoder 256,512, relu, no quantizer, seed 1, batch 1, window 100,
  * training on, detached feedback, Keras Adam defaults. */
+FRAE_API
 void frae_config_default(frae_config *cfg);
 
 /* Checks cfg; on error writes one line to err (if non-NULL) and returns -1. */
+FRAE_API
 int frae_config_check(const frae_config *cfg, char *err, size_t errlen);
 
 /* Allocates and initialises a model.  Returns NULL and writes one line to
  * err on a bad config, a size that overflows, or too little memory. */
+FRAE_API
 frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen);
+FRAE_API
 void frae_destroy(frae_model *m);
 
+FRAE_API
 const frae_config *frae_get_config(const frae_model *m);
 
 /* Sizes. */
+FRAE_API
 size_t frae_param_count(const frae_model *m);
+FRAE_API
 size_t frae_param_count_for(const frae_config *cfg); /* 0 if cfg is invalid */
+FRAE_API
 double frae_bits_per_frame(const frae_model *m); /* 32*L for none */
+FRAE_API
 size_t frae_bytes_allocated(const frae_model *m);
+FRAE_API
 const char *frae_isa_name(const frae_model *m);
 
 /* Parameters, as one flat float vector in Keras get_weights() order: for each
@@ -138,18 +157,23 @@ const char *frae_isa_name(const frae_model *m);
  * A bf16 model rounds the kernels it is given (and returns them rounded).
  * Setting parameters in the middle of a stream is allowed: the frames
  * that follow use the new ones. */
+FRAE_API
 void frae_get_params(const frae_model *m, float *dst);
+FRAE_API
 void frae_set_params(frae_model *m, const float *src);
 /* Gradients of the last frae_train_batch/frae_compute_grads, same layout.
  * Zero-filled for an inference-only model. */
+FRAE_API
 void frae_get_grads(const frae_model *m, float *dst);
 
 /* Zeroes all B feedback buffers (start of new sequences). */
+FRAE_API
 void frae_reset(frae_model *m);
 
 /* Runs nseq <= B sequences of nframes frames through the model, continuing
  * from the current buffers (call frae_reset first for new sequences).
  * x and y are [nseq][nframes][D]; y may not alias x. */
+FRAE_API
 int frae_forward(frae_model *m, const float *x, float *y, int nseq, int nframes);
 
 /* Trains on nseq <= B sequences of nframes frames, x as [nseq][nframes][D].
@@ -158,11 +182,13 @@ int frae_forward(frae_model *m, const float *x, float *y, int nseq, int nframes)
  * Adam step, and the buffers carry over from one window to the next.
  * Writes the loss over all frames to *stats (if non-NULL).  Returns 0, or
  * -1 if the model is inference-only or the sizes are out of range. */
+FRAE_API
 int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
                      frae_stats *stats);
 
 /* Same loss as frae_train_batch, without touching parameters or Adam
  * state: for validation.  Works on inference-only models too. */
+FRAE_API
 int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
                     frae_stats *stats);
 
@@ -176,17 +202,21 @@ int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
  * padding, which runs through the model but has no loss and no gradient.
  * The loss of a window is the mean over its valid values; a window with
  * none takes no step. */
+FRAE_API
 int frae_train_frames(frae_model *m, const float *x, int nseq, int nframes,
                       const int *valid, frae_stats *stats);
+FRAE_API
 int frae_eval_frames(frae_model *m, const float *x, int nseq, int nframes,
                      const int *valid, frae_stats *stats);
 
 /* Computes gradients of the mean loss over a single window (nframes <= W)
  * into the gradient buffer without an Adam step.  For gradient checks. */
+FRAE_API
 int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
                        frae_stats *stats);
 
 /* Adam steps taken so far. */
+FRAE_API
 long frae_adam_step_count(const frae_model *m);
 
 /* ---- Checkpoints --------------------------------------------------------
@@ -196,19 +226,30 @@ long frae_adam_step_count(const frae_model *m);
  * "latent.*", "dec.N.*", "out.*"), so they open in PyTorch and NumPy; with
  * the optimizer also "optimizer.m.<same>" and "optimizer.v.<same>".
  * __metadata__ holds the config ("frae.frame_dim", ...), the format name
- * and version, and "frae.checksum" (FNV-1a 64 of the tensor data).
- * Writes are atomic: the old file survives any failure or kill. */
+ * and version, and "frae.checksum" (FNV-1a 64 of the header fields and the
+ * tensor data: README, "Checkpoint format").  Writes are atomic: the old
+ * file survives any failure or kill.
+ *
+ * A checkpoint also carries what its writer wants kept with the model:
+ * string pairs (frae_meta, keys outside "frae.") and int32 arrays
+ * (frae_i32_array), read back with frae_checkpoint_meta and
+ * frae_checkpoint_i32.  The frae command keeps its training state there
+ * ("train.*") and the audio features a model was trained on
+ * ("features.*"); an application may keep its own the same way. */
 typedef struct {
     const char *key;   /* must not start with "frae." */
     const char *value;
 } frae_meta;
 
 typedef struct {
-    const char *name;
+    const char *name;  /* a tensor name no model tensor uses */
     const int32_t *data;
     long count;
 } frae_i32_array;
 
+/* Saves m (with_optimizer: the Adam moments and step too, when it trains)
+ * with the caller's metadata and arrays (NULL, 0 for none). */
+FRAE_API
 int frae_save(const frae_model *m, const char *path, int with_optimizer,
               const frae_meta *meta, int n_meta, const frae_i32_array *extra,
               int n_extra, char *err, size_t errlen);
@@ -217,26 +258,34 @@ int frae_save(const frae_model *m, const char *path, int with_optimizer,
  * NULL and one line in err if it is truncated, corrupted, of another
  * version or not a frae checkpoint. */
 typedef struct frae_checkpoint frae_checkpoint;
+FRAE_API
 frae_checkpoint *frae_checkpoint_open(const char *path, char *err,
                                       size_t errlen);
 /* The saved config (model shape and training settings). */
+FRAE_API
 int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
                            char *err, size_t errlen);
+FRAE_API
 const char *frae_checkpoint_meta(const frae_checkpoint *ck, const char *key);
 /* Copies int32 array `name` into dst (if non-NULL, at most cap values);
  * returns its length, or -1 if absent or too long. */
+FRAE_API
 long frae_checkpoint_i32(const frae_checkpoint *ck, const char *name,
                          int32_t *dst, long cap);
+FRAE_API
 int frae_checkpoint_has_optimizer(const frae_checkpoint *ck);
 /* Loads the parameters (and with with_optimizer, Adam state if saved) into
  * m, whose shape must match. */
+FRAE_API
 int frae_checkpoint_restore(const frae_checkpoint *ck, frae_model *m,
                             int with_optimizer, char *err, size_t errlen);
+FRAE_API
 void frae_checkpoint_close(frae_checkpoint *ck);
 
 /* Opens, creates and restores in one call.  runtime (may be NULL) supplies
  * batch, window, training, isa and chunk_rows; the rest comes from the
  * file. */
+FRAE_API
 frae_model *frae_load(const char *path, const frae_config *runtime, char *err,
                       size_t errlen);
 
@@ -247,6 +296,7 @@ frae_model *frae_load(const char *path, const frae_config *runtime, char *err,
  * (may be NULL) counts the parameters rounding changed.  Returns 0; -1 if
  * the input is not a valid checkpoint; -2 if the output was not written
  * (any old file there is untouched).  One line in err on failure. */
+FRAE_API
 int frae_convert(const char *in_path, const char *out_path,
                  frae_weights weights, size_t *moved, char *err,
                  size_t errlen);
@@ -259,6 +309,7 @@ int frae_convert(const char *in_path, const char *out_path,
  * D, K, L and the widths are read from the shapes; hints (may be NULL)
  * gives the rest: activation, quantizer, seed, runtime fields, and the
  * latent width when K = 0 makes the shapes ambiguous. */
+FRAE_API
 frae_model *frae_import(const char *path, const frae_config *hints, char *err,
                         size_t errlen);
 
@@ -278,28 +329,43 @@ typedef struct frae_decoder frae_decoder;
 /* Bits per latent value: 1 (binary), ceil(log2 N) (uniform N), or 32 (no
  * quantizer: the float itself).  A frame's code is L such values packed
  * LSB first into frae_code_bytes bytes. */
+FRAE_API
 int frae_code_bits(const frae_model *m);
+FRAE_API
 size_t frae_code_bytes(const frae_model *m);
 /* Identity of a model: its shape and weights (FNV-1a 64). */
+FRAE_API
 uint64_t frae_model_hash(const frae_model *m);
 
+FRAE_API
 size_t frae_encoder_size(const frae_model *m);
+FRAE_API
 frae_encoder *frae_encoder_init(void *mem, const frae_model *m);
+FRAE_API
 frae_encoder *frae_encoder_create(const frae_model *m);
+FRAE_API
 void frae_encoder_destroy(frae_encoder *e);
+FRAE_API
 void frae_encoder_reset(frae_encoder *e); /* a new stream */
 /* frame: D floats in; code: frae_code_bytes out; recon (may be NULL): the
  * frame the decoder will produce. */
+FRAE_API
 void frae_encode_frame(frae_encoder *e, const float *frame,
                        unsigned char *code, float *recon);
 
+FRAE_API
 size_t frae_decoder_size(const frae_model *m);
+FRAE_API
 frae_decoder *frae_decoder_init(void *mem, const frae_model *m);
+FRAE_API
 frae_decoder *frae_decoder_create(const frae_model *m);
+FRAE_API
 void frae_decoder_destroy(frae_decoder *d);
+FRAE_API
 void frae_decoder_reset(frae_decoder *d);
 /* Returns 0, or -1 (state unchanged) for a code no encoder makes: a
  * uniform index >= N, or a non-finite float. */
+FRAE_API
 int frae_decode_frame(frae_decoder *d, const unsigned char *code,
                       float *frame);
 
@@ -335,11 +401,14 @@ typedef struct {
 } frae_stream;
 
 /* Fills the header fields for a stream of m's codes. */
+FRAE_API
 void frae_stream_header(const frae_model *m, uint32_t sequences,
                         uint32_t frames, int flags, frae_stream *s);
+FRAE_API
 size_t frae_stream_bytes(const frae_stream *s);
 /* Writes frae_stream_bytes(s) bytes: header, the frames' codes (each
  * frae_code_bytes, in order), CRC. */
+FRAE_API
 void frae_stream_write(unsigned char *dst, const frae_stream *s,
                        const unsigned char *frame_codes);
 /* The same stream written a frame at a time, for inputs too long to hold
@@ -354,83 +423,27 @@ typedef struct {
     unsigned char carry; /* bits waiting for their byte */
     int carry_bits;
 } frae_stream_writer;
+FRAE_API
 size_t frae_stream_writer_begin(frae_stream_writer *w, const frae_stream *s,
                                 unsigned char *out);
+FRAE_API
 size_t frae_stream_writer_add(frae_stream_writer *w, const unsigned char *code,
                               unsigned char *out);
+FRAE_API
 size_t frae_stream_writer_end(frae_stream_writer *w, unsigned char *out);
 /* Validates magic, version, sizes, exact length and CRC; never reads out
  * of bounds.  One line in err on failure. */
+FRAE_API
 int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
                       char *err, size_t errlen);
 /* Whether m can decode s: shape, code format and model hash. */
+FRAE_API
 int frae_stream_check_model(const frae_stream *s, const frae_model *m,
                             char *err, size_t errlen);
 /* The code bytes of frame f (counting across sequences) of a parsed s. */
+FRAE_API
 void frae_stream_frame_code(const frae_stream *s, uint64_t f,
                             unsigned char *code);
-
-/* ---- Speech: audio files and log-mel features ------------------------------
- * feature[t][b] = (ln(max(mel_b, floor)) + offset) / scale, where mel_b is
- * the power spectrum of samples [t*hop, t*hop + win) (periodic Hann,
- * zero-padded to n_fft) through triangular HTK-mel filters (peak 1) from
- * fmin to fmax.  n samples give 1 + (n - win) / hop frames. */
-typedef struct {
-    int sample_rate; /* 16000 */
-    int n_mels;      /* 80 */
-    int hop;         /* 160: 10 ms */
-    int win;         /* 400: 25 ms */
-    int n_fft;       /* 512 */
-    float fmin, fmax; /* 0, 8000 Hz */
-    float floor, offset, scale; /* 1e-7, 5, 5 */
-} frae_features;
-
-void frae_features_default(frae_features *f);
-int frae_features_check(const frae_features *f, char *err, size_t errlen);
-double frae_mel_center_hz(const frae_features *f, int band);
-
-typedef struct frae_mel frae_mel; /* FFT plans and filters, made once */
-frae_mel *frae_mel_create(const frae_features *f, char *err, size_t errlen);
-void frae_mel_destroy(frae_mel *m);
-long frae_mel_frames(const frae_mel *m, long n_samples);
-/* feats: frae_mel_frames(n) x n_mels. */
-void frae_mel_compute(frae_mel *m, const float *samples, long n, float *feats);
-/* Back to audio: mel pseudo-inverse, then iters rounds of Griffin-Lim
- * from a seeded phase.  samples needs (frames - 1) * hop + win values;
- * returns that count, or -1. */
-long frae_mel_invert(frae_mel *m, const float *feats, long frames, int iters,
-                     float *samples);
-
-/* Audio is read in blocks, whatever its length: the calls below hold a
- * few blocks of samples and one window, not the file.  Every sample is
- * checked: NaN or infinite samples (float WAV) are refused, with their
- * position. */
-
-/* Receives features as they are computed: frames x n_mels floats, in
- * order.  Returns 0, or non-zero to stop (the call then fails). */
-typedef int (*frae_feature_sink)(void *ctx, const float *feats, long frames,
-                                 int n_mels);
-
-/* The features of an audio file (any libsndfile format: WAV, FLAC, ...),
- * mixed to mono and resampled to f->sample_rate (if resample; else a file
- * at another rate is an error), handed to sink in order; *frames (may be
- * NULL) is their count.  A file shorter than one frame or silent (peak
- * below -80 dBFS) is an error found at the end, after the sink has seen
- * its frames: a sink that writes somewhere should discard them then. */
-int frae_audio_stream_features(const char *path, const frae_features *f,
-                               int resample, frae_feature_sink sink, void *ctx,
-                               long *frames, char *err, size_t errlen);
-/* The same, into one malloc'ed array of frames x n_mels (caller frees). */
-int frae_audio_features(const char *path, const frae_features *f,
-                        int resample, float **feats, long *frames, char *err,
-                        size_t errlen);
-/* Every sample, mixed to mono, at rate Hz (resampled if resample is set,
- * else a file at another rate is an error), in one malloc'ed array. */
-int frae_audio_read(const char *path, int rate, int resample, float **samples,
-                    long *n, char *err, size_t errlen);
-/* 16-bit PCM WAV, scaled down only if it would clip. */
-int frae_audio_write_wav(const char *path, const float *samples, long n,
-                         int rate, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

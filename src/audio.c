@@ -19,7 +19,8 @@
 
 #include <fftw3.h>
 
-#include "frae_internal.h"
+#include "frae_audio.h"
+#include "formats.h" /* frae_errorf, atomic files */
 
 #define PI 3.14159265358979323846
 

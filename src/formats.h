@@ -148,14 +148,6 @@ int frae_st_write(const char *path, const st_out_tensor *t, int nt,
  * pair but the checksum, in file order. */
 uint64_t frae_st_checksum(const frae_safetensors *st, int with_header);
 
-/* ---- audio held in memory ---------------------------------------------- */
-/* frae_audio_stream_features over a buffer (libsndfile's virtual I/O): the
- * same checks and the same features as a file; name is for messages. */
-int frae_audio_stream_memory(const void *buf, size_t size, const char *name,
-                             const frae_features *f, int resample,
-                             frae_feature_sink sink, void *ctx, long *frames,
-                             char *err, size_t errlen);
-
 /* CRC-32 with zlib's (and zip's) polynomial: .npz members, .fbs streams. */
 uint32_t frae_crc32(const unsigned char *p, size_t n);
 /* The same, continued: frae_crc32_update(frae_crc32(a), b) is the CRC of a

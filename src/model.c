@@ -40,21 +40,6 @@ void frae_config_default(frae_config *cfg)
     cfg->isa = FRAE_ISA_AUTO;
 }
 
-int frae_errorf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-        /* one line, whatever a file's bytes quoted in it hold */
-        for (char *p = err; *p; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                *p = '?';
-    }
-    return -1;
-}
-
 /* Widths are ints so that GEMM dimensions stay ints; products are checked. */
 static int check_size(const char *what, long v, long lo, char *err,
                       size_t errlen)

@@ -12,8 +12,10 @@ trap 'rm -rf "$prefix"' EXIT
 
 if make -s BUILD="$BUILD" install PREFIX="$prefix" >"$prefix/log" 2>&1 &&
     [ -f "$prefix/include/frae.h" ] && [ -f "$prefix/lib/libfrae.a" ] &&
-    [ -x "$prefix/bin/frae" ] && [ -f "$prefix/lib/pkgconfig/frae.pc" ]; then
-    ok "make install PREFIX=...: header, libraries, frae, frae.pc"
+    [ -f "$prefix/include/frae_audio.h" ] && [ -f "$prefix/lib/libfrae-audio.so" ] &&
+    [ -x "$prefix/bin/frae" ] && [ -f "$prefix/lib/pkgconfig/frae.pc" ] &&
+    [ -f "$prefix/lib/pkgconfig/frae-audio.pc" ]; then
+    ok "make install PREFIX=...: headers, libraries, frae, frae.pc, frae-audio.pc"
 else
     bad "make install: $(cat "$prefix/log")"
 fi
@@ -73,6 +75,51 @@ if [ "$status" = 0 ] && [ "$same" = 1 ]; then
     ok "a bf16 model streams through the API exactly as frae predict"
 else
     bad "bf16 stream: status $status, same '$same', $(cat log)"
+fi
+
+# the public surface: each shared library exports exactly the functions its
+# header declares with FRAE_API, and the codec's library needs none of the
+# audio libraries
+cd "$OLDPWD" || exit 1
+for pair in "libfrae.so include/frae.h" "libfrae-audio.so include/frae_audio.h"; do
+    set -- $pair
+    declared=$(awk 'prev == "FRAE_API" { sub(/\(.*/, ""); sub(/.*[ *]/, ""); print }
+                    { prev = $0 }' "$2" | sort)
+    exported=$(nm -D --defined-only "$BUILD/$1" | awk '$2 == "T" {print $3}' | sort)
+    if [ -n "$declared" ] && [ "$declared" = "$exported" ]; then
+        ok "$1 exports exactly the $(echo "$declared" | wc -l) functions of $2"
+    else
+        bad "$1 exports: $(echo "$exported" | tr '\n' ' ') / $2 declares: $(echo "$declared" | tr '\n' ' ')"
+    fi
+done
+if readelf -d "$BUILD/libfrae.so" | grep NEEDED | grep -qE 'sndfile|fftw|samplerate'; then
+    bad "libfrae.so depends on audio libraries: $(readelf -d "$BUILD/libfrae.so" | grep NEEDED)"
+else
+    ok "libfrae.so needs no audio library (libsndfile, FFTW, libsamplerate)"
+fi
+cat >"$prefix/feat.c" <<'C'
+#include <stdio.h>
+#include "frae_audio.h"
+int main(void)
+{
+    frae_features f;
+    frae_features_default(&f);
+    char err[256];
+    frae_mel *m = frae_mel_create(&f, err, sizeof err);
+    float x[400] = {0}, feats[80];
+    for (int i = 0; i < 400; i++)
+        x[i] = (float)((i * 37) % 100) / 100.0f - 0.5f;
+    frae_mel_compute(m, x, 400, feats);
+    frae_mel_destroy(m);
+    printf("%d\n", m != NULL && feats[0] == feats[0]);
+    return 0;
+}
+C
+if cc "$prefix/feat.c" $(pkg-config --cflags --libs frae-audio) -o "$prefix/feat" \
+    2>"$prefix/log" && [ "$(LD_LIBRARY_PATH="$prefix/lib" "$prefix/feat")" = 1 ]; then
+    ok "the audio front end builds and runs alone with pkg-config frae-audio"
+else
+    bad "frae-audio: $(cat "$prefix/log")"
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

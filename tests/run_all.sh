@@ -1,10 +1,12 @@
 #!/bin/sh
 # Runs the unit tests and the CLI tests of one build directory and closes
-# with one "N passed, N failed" line over both.
+# with one "N passed, N failed" line over all (after "N skipped", when some
+# test compared nothing on this machine).
 # Usage: tests/run_all.sh BUILD_DIR   (from the repository root)
 BUILD=${1:-build}
 total_pass=0
 total_fail=0
+total_skip=0
 run() {
     out=$("$@" 2>&1)
     status=$?
@@ -22,6 +24,8 @@ run() {
     fi
     total_pass=$((total_pass + p))
     total_fail=$((total_fail + f))
+    k=$(printf '%s\n' "$out" | sed -n 's/^\([0-9]*\) skipped$/\1/p' | tail -n 1)
+    total_skip=$((total_skip + ${k:-0}))
 }
 echo "== unit tests ($BUILD)"
 run "$BUILD/frae_tests"
@@ -35,5 +39,6 @@ if [ "$BUILD" = build ]; then # installs and links uninstrumented code
     echo "== install and pkg-config ($BUILD)"
     run sh tests/install_test.sh "$BUILD"
 fi
+[ "$total_skip" = 0 ] || echo "$total_skip skipped"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" = 0 ]

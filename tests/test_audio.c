@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "frae_audio.h"
 #include "test_util.h"
 #include "tests.h"
 

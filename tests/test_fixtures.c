@@ -214,7 +214,7 @@ static int check_forward(const frae_config *c, const float *init,
 }
 
 /* Every instruction set and thread count against the same fixtures. */
-int test_fixtures(void)
+int test_pytorch_fixtures(void)
 {
     int failures = 0;
     frae_isa isas[3];

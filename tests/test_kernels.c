@@ -18,6 +18,7 @@ int test_kernels_match_scalar(void)
     int failures = 0;
     frae_isa isas[3];
     int nisa = available_isas(isas);
+    SKIP_IF(nisa < 2, "no SIMD instruction set on this CPU to compare");
     const int Ms[] = {1, 2, 5, 6, 7, 13, 32}, Ns[] = {1, 3, 8, 16, 17, 33,
                                                       64, 65, 80, 130};
     const int Ks[] = {0, 1, 7, 80, 257, 600};
@@ -73,6 +74,7 @@ int test_isas_train_identically(void)
     int failures = 0;
     frae_isa isas[3];
     int nisa = available_isas(isas);
+    SKIP_IF(nisa < 2, "no SIMD instruction set on this CPU to compare");
     const int enc[2] = {40, 17}, dec[2] = {19, 33};
     float *ref = NULL, *p = NULL;
     for (int full = 0; full <= 1; full++)
@@ -299,6 +301,7 @@ int test_compact_matches_scalar(void)
     int failures = 0;
     frae_isa isas[3];
     int nisa = available_isas(isas);
+    SKIP_IF(nisa < 2, "no SIMD instruction set on this CPU to compare");
     uint64_t s = 5;
     long compared = 0;
     for (int ii = 0; ii < nisa; ii++) {
@@ -338,6 +341,7 @@ int test_adam_matches_scalar(void)
     int failures = 0;
     frae_isa isas[3];
     int nisa = available_isas(isas);
+    SKIP_IF(nisa < 2, "no SIMD instruction set on this CPU to compare");
     uint64_t s = 9;
     const size_t n = 1037;
     float *p0 = malloc(sizeof(float) * n * 8), *g = p0 + n, *m0 = p0 + 2 * n,

@@ -96,15 +96,22 @@ int test_zero_allocations(void)
         float *y = malloc(sizeof(float) * nseq * T * 5);
         frae_stats st;
         frae_train_batch(m, x, nseq, T, &st); /* warm-up outside the count */
+        /* every call must have done its work: a call that returned early
+         * would allocate nothing and prove nothing */
+        int bad_calls = 0;
         counting = 1;
         alloc_count = 0;
         for (int step = 0; step < 100; step++) {
-            frae_train_batch(m, x, nseq, T, &st);
-            frae_eval_batch(m, x, nseq, T, &st);
+            bad_calls += frae_train_batch(m, x, nseq, T, &st) != 0 ||
+                         st.steps != 4 || st.frames != nseq * T;
+            bad_calls += frae_eval_batch(m, x, nseq, T, &st) != 0 ||
+                         st.frames != nseq * T;
             frae_reset(m);
-            frae_forward(m, x, y, nseq, T);
+            bad_calls += frae_forward(m, x, y, nseq, T) != 0;
         }
         counting = 0;
+        CHECK(bad_calls == 0, "%d of 300 counted calls failed or did nothing",
+              bad_calls);
         CHECK(alloc_count == 0,
               "%ld heap allocations in 100 train/eval/predict steps",
               alloc_count);
@@ -118,8 +125,6 @@ int test_zero_allocations(void)
     return failures;
 }
 
-/* Reads "<key>: N kB" from /proc/self/status with read(2) into a stack
- * buffer, so measuring allocates nothing.  Returns pages, or -1. */
 /* The streaming codec allocates nothing per frame. */
 int test_codec_zero_allocations(void)
 {
@@ -135,15 +140,18 @@ int test_codec_zero_allocations(void)
     frae_decoder *d = frae_decoder_create(m);
     float *x = synth(1, 1000, 6, 3), y[6];
     unsigned char code[8];
+    CHECK(e && d, "no codec states");
+    int bad_frames = 0;
     counting = 1;
     alloc_count = 0;
     for (int t = 0; t < 1000; t++) {
         frae_encode_frame(e, x + (size_t)t * 6, code, NULL);
-        frae_decode_frame(d, code, y);
+        bad_frames += frae_decode_frame(d, code, y) != 0 || y[0] != y[0];
         if (t % 250 == 0)
             frae_encoder_reset(e), frae_decoder_reset(d);
     }
     counting = 0;
+    CHECK(bad_frames == 0, "%d of 1000 frames did not decode", bad_frames);
     CHECK(alloc_count == 0, "%ld allocations in 1000 codec frames",
           alloc_count);
     printf("    %ld allocations in 1000 encode + decode frames\n", alloc_count);
@@ -152,6 +160,8 @@ int test_codec_zero_allocations(void)
     return failures;
 }
 
+/* Reads "<key>: N kB" from /proc/self/status with read(2) into a stack
+ * buffer, so measuring allocates nothing.  Returns pages, or -1. */
 static long status_pages(const char *key)
 {
     char buf[4096];

@@ -9,6 +9,16 @@
 #include "frae.h"
 #include "util.h" /* frae_synth_sequences */
 
+/* What a test returns when it would compare nothing on this machine. */
+#define TEST_SKIPPED (-1)
+#define SKIP_IF(cond, why)                                                     \
+    do {                                                                       \
+        if (cond) {                                                            \
+            printf("    skipped: %s\n", why);                                 \
+            return TEST_SKIPPED;                                               \
+        }                                                                      \
+    } while (0)
+
 #define CHECK(cond, ...)                                                       \
     do {                                                                       \
         if (!(cond)) {                                                         \
@@ -29,7 +39,8 @@ void tiny_config(frae_config *c, int D, int K, int ne, const int *enc, int L,
 float *synth(int nseq, int nframes, int dim, uint64_t seed);
 frae_model *create_or_die(const frae_config *c);
 
-/* ISAs this CPU runs, scalar first. */
+/* ISAs this CPU runs, scalar first (FRAE_TEST_ISAS=scalar pretends the
+ * CPU has no SIMD: for checking that such tests skip). */
 int available_isas(frae_isa *out);
 
 

@@ -6,6 +6,7 @@
 
 #include "formats.h"
 #include "frae.h"
+#include "frae_audio.h"
 
 /* Exit codes, documented in 'frae --help' and the README. */
 #define EXIT_OK 0

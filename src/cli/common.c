@@ -137,7 +137,7 @@ int cli_long(const char *opt, const char *s, long lo, long hi, long *out)
 
 int cli_int(const char *opt, const char *s, long lo, long hi, int *out)
 {
-    long v;
+    long v = 0;
     int rc = cli_long(opt, s, lo, hi, &v);
     if (!rc)
         *out = (int)v;
@@ -196,7 +196,7 @@ const cli_opt cli_model_opts[] = {
 
 int cli_model_option(frae_config *c, const char *name, const char *value)
 {
-    int tmp, rc;
+    int tmp = 0, rc;
     if (!strcmp(name, "--frame-dim"))
         return cli_int(name, value, 1, INT_MAX, &c->frame_dim);
     if (!strcmp(name, "--history"))
@@ -228,7 +228,7 @@ int cli_model_option(frae_config *c, const char *name, const char *value)
         return 0;
     }
     if (!strcmp(name, "--seed")) {
-        long s;
+        long s = 0;
         rc = cli_long(name, value, 0, LONG_MAX, &s);
         c->seed = (uint64_t)s;
         return rc;
@@ -252,7 +252,7 @@ const cli_opt cli_feature_opts[] = {
 
 int cli_feature_option(cli_audio *a, const char *name, const char *v)
 {
-    double d;
+    double d = 0;
     int rc;
     if (!strcmp(name, "--no-resample"))
         return a->resample = 0, 0;
@@ -466,7 +466,7 @@ int cli_io_option(cli_io *io, const char *name, const char *v)
     if (!strcmp(name, "--output"))
         return io->output = v, 0;
     if (!strcmp(name, "--isa")) {
-        int tmp, rc = cli_choice(name, v, frae_isa_names,
+        int tmp = 0, rc = cli_choice(name, v, frae_isa_names,
                                  FRAE_NAME_COUNT(frae_isa_names), &tmp);
         io->isa = (frae_isa)tmp;
         return rc;

@@ -145,7 +145,7 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
 {
     train_opts *o = ctx;
     static const char *const modes[] = {"off", "on", "auto"};
-    int tmp, rc = cli_feature_option(&o->audio, name, v);
+    int tmp = 0, rc = cli_feature_option(&o->audio, name, v);
     if (rc != 1)
         return rc;
     if (!strcmp(name, "--audio-features"))
@@ -158,7 +158,7 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
             o->frame_dim_given = 1;
         return rc;
     }
-    double d;
+    double d = 0;
     if (!strcmp(name, "--epochs"))
         return cli_int(name, v, 1, 1000000000, &o->epochs);
     if (!strcmp(name, "--batch")) {

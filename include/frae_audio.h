@@ -1,0 +1,108 @@
+/* frae_audio: the speech front end of frae, a library of its own
+ * (libfrae-audio, pkg-config frae-audio), so that embedding the codec
+ * (libfrae) pulls in neither libsndfile nor FFTW nor libsamplerate.
+ *
+ * Audio files in any format libsndfile reads, mixed to mono and resampled
+ * (libsamplerate), log-mel features (FFTW) and their inversion (mel
+ * pseudo-inverse, then Griffin-Lim).  Nothing here calls libfrae: the
+ * features are frames for any frae model of D = n_mels.  No global state
+ * but FFTW's planner, which is not thread-safe: a mutex guards it, taken
+ * only while a frae_mel is made or destroyed. */
+#ifndef FRAE_AUDIO_H
+#define FRAE_AUDIO_H
+
+#include <stddef.h>
+
+#include "frae.h" /* FRAE_API */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Speech: audio files and log-mel features ------------------------------
+ * feature[t][b] = (ln(max(mel_b, floor)) + offset) / scale, where mel_b is
+ * the power spectrum of samples [t*hop, t*hop + win) (periodic Hann,
+ * zero-padded to n_fft) through triangular HTK-mel filters (peak 1) from
+ * fmin to fmax.  n samples give 1 + (n - win) / hop frames. */
+typedef struct {
+    int sample_rate; /* 16000 */
+    int n_mels;      /* 80 */
+    int hop;         /* 160: 10 ms */
+    int win;         /* 400: 25 ms */
+    int n_fft;       /* 512 */
+    float fmin, fmax; /* 0, 8000 Hz */
+    float floor, offset, scale; /* 1e-7, 5, 5 */
+} frae_features;
+
+FRAE_API
+void frae_features_default(frae_features *f);
+FRAE_API
+int frae_features_check(const frae_features *f, char *err, size_t errlen);
+FRAE_API
+double frae_mel_center_hz(const frae_features *f, int band);
+
+typedef struct frae_mel frae_mel; /* FFT plans and filters, made once */
+FRAE_API
+frae_mel *frae_mel_create(const frae_features *f, char *err, size_t errlen);
+FRAE_API
+void frae_mel_destroy(frae_mel *m);
+FRAE_API
+long frae_mel_frames(const frae_mel *m, long n_samples);
+/* feats: frae_mel_frames(n) x n_mels. */
+FRAE_API
+void frae_mel_compute(frae_mel *m, const float *samples, long n, float *feats);
+/* Back to audio: mel pseudo-inverse, then iters rounds of Griffin-Lim
+ * from a seeded phase.  samples needs (frames - 1) * hop + win values;
+ * returns that count, or -1. */
+FRAE_API
+long frae_mel_invert(frae_mel *m, const float *feats, long frames, int iters,
+                     float *samples);
+
+/* Audio is read in blocks, whatever its length: the calls below hold a
+ * few blocks of samples and one window, not the file.  Every sample is
+ * checked: NaN or infinite samples (float WAV) are refused, with their
+ * position. */
+
+/* Receives features as they are computed: frames x n_mels floats, in
+ * order.  Returns 0, or non-zero to stop (the call then fails). */
+typedef int (*frae_feature_sink)(void *ctx, const float *feats, long frames,
+                                 int n_mels);
+
+/* The features of an audio file (any libsndfile format: WAV, FLAC, ...),
+ * mixed to mono and resampled to f->sample_rate (if resample; else a file
+ * at another rate is an error), handed to sink in order; *frames (may be
+ * NULL) is their count.  A file shorter than one frame or silent (peak
+ * below -80 dBFS) is an error found at the end, after the sink has seen
+ * its frames: a sink that writes somewhere should discard them then. */
+FRAE_API
+int frae_audio_stream_features(const char *path, const frae_features *f,
+                               int resample, frae_feature_sink sink, void *ctx,
+                               long *frames, char *err, size_t errlen);
+/* The same, into one malloc'ed array of frames x n_mels (caller frees). */
+FRAE_API
+int frae_audio_features(const char *path, const frae_features *f,
+                        int resample, float **feats, long *frames, char *err,
+                        size_t errlen);
+/* Every sample, mixed to mono, at rate Hz (resampled if resample is set,
+ * else a file at another rate is an error), in one malloc'ed array. */
+FRAE_API
+int frae_audio_read(const char *path, int rate, int resample, float **samples,
+                    long *n, char *err, size_t errlen);
+/* 16-bit PCM WAV, scaled down only if it would clip. */
+FRAE_API
+int frae_audio_write_wav(const char *path, const float *samples, long n,
+                         int rate, char *err, size_t errlen);
+
+/* frae_audio_stream_features over audio already in memory (libsndfile's
+ * virtual I/O): the same checks and the same features as a file; name is
+ * used in messages. */
+FRAE_API
+int frae_audio_stream_memory(const void *buf, size_t size, const char *name,
+                             const frae_features *f, int resample,
+                             frae_feature_sink sink, void *ctx, long *frames,
+                             char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
