@@ -20,6 +20,43 @@ def run(cmd, env=None):
     return parse(out.stdout.strip().splitlines()[-1])
 
 
+def cpu_flags():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def core_types():
+    """OpenBLAS kernel sets to try: its own choice (None), and the x86 sets
+    this CPU can run.  Debian's OpenBLAS 0.3.21 takes CPUs it does not
+    recognise (Sapphire-Rapids-class virtual CPUs among them) for generic
+    Prescott ones, several times slower; PyTorch links the same library."""
+    flags = cpu_flags()
+    types = [None]
+    if "avx512f" in flags:
+        types.append("SkylakeX")
+    if "avx2" in flags:
+        types.append("Haswell")
+    return types
+
+
+def blas_env(base, core):
+    env = {k: v for k, v in base.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    if core:
+        env["OPENBLAS_CORETYPE"] = core
+    return env
+
+
+def fastest(results):
+    """(value, core type) of the largest value over {core: value}."""
+    core = max(results, key=lambda c: results[c][0])
+    return results[core], core or "auto"
+
+
 def flops_per_frame():
     """Default model: 599,648 parameters of which 1,968 biases; a frame's
     forward is one multiply-add per weight; training is about three times
@@ -38,14 +75,17 @@ def main():
           "of 100 frames: %.2f MFLOP/frame forward, %.2f MFLOP/frame training." %
           (fwd / 1e6, train / 1e6))
     peaks = {}
+    cores = core_types()
     sgemm = os.path.join(build, "sgemm_peak")
     if os.path.exists(sgemm):
-        env_blas = {k: v for k, v in os.environ.items()
-                    if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
         for t in (1, 2):
-            peaks[t] = float(run([sgemm, str(t)], env_blas)["sgemm_gflops"])
-        print("OpenBLAS sgemm (2048^3, its own kernel choice): %.0f GFLOP/s on 1 "
-              "thread, %.0f on 2." % (peaks[1], peaks[2]))
+            tried = {c: (float(run([sgemm, str(t)], blas_env(os.environ, c))["sgemm_gflops"]),)
+                     for c in cores}
+            (peaks[t],), used = fastest(tried)
+            print("OpenBLAS sgemm (2048^3) on %d thread%s: %.0f GFLOP/s with core type %s "
+                  "(tried: %s)." % (t, "" if t == 1 else "s", peaks[t], used,
+                                    ", ".join("%s %.0f" % (c or "auto", v[0])
+                                              for c, v in tried.items())))
     else:
         print("OpenBLAS not installed (libopenblas-dev): no sgemm peak.")
     print()
@@ -53,15 +93,19 @@ def main():
         "batch", "thr", "feedback", "frae fr/s", "GFLOP/s", "%peak", "RSS MB",
         "torch fr/s", "RSS MB", "x same", "x best"))
     env1 = dict(os.environ, OMP_NUM_THREADS="1")
+    torch_core = {}
     for batch in (1, 32):
         for fb in ("detached", "full"):
             torch_fps = {}
             if have_torch:
                 for t in (1, 2):
-                    r = run(["/usr/bin/python3", os.path.join(HERE, "torch_frae.py"),
-                             "--batch", str(batch), "--feedback", fb, "--threads", str(t),
-                             "--seconds", seconds], env1)
-                    torch_fps[t] = (float(r["frames_per_s"]), float(r["peak_rss_mb"]))
+                    tried = {}
+                    for c in cores:
+                        r = run(["/usr/bin/python3", os.path.join(HERE, "torch_frae.py"),
+                                 "--batch", str(batch), "--feedback", fb, "--threads", str(t),
+                                 "--seconds", seconds], blas_env(env1, c))
+                        tried[c] = (float(r["frames_per_s"]), float(r["peak_rss_mb"]))
+                    torch_fps[t], torch_core[(batch, fb, t)] = fastest(tried)
             for t in (1, 2):
                 f = run([os.path.join(build, "frae_bench"), "--batch", str(batch),
                          "--feedback", fb, "--threads", str(t), "--seconds", seconds], env1)
@@ -80,6 +124,11 @@ def main():
     print("x same: over PyTorch on the same thread count; x best: over PyTorch's "
           "faster thread count. %%peak: of OpenBLAS sgemm on as many threads. "
           "frae kernels: %s." % f["isa"])
+    if torch_core:
+        print("PyTorch's fastest OpenBLAS core type per configuration (of %s): %s." % (
+            ", ".join(c or "auto" for c in cores),
+            "; ".join("batch %d %s %d thr: %s" % (b, fb, t, c)
+                      for (b, fb, t), c in sorted(torch_core.items()))))
     print()
     print("Streaming codec, default model, batch 1, 1 core (encode runs the "
           "decoder too, closed loop):")
