@@ -56,8 +56,9 @@ all: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE) $(TESTS) $(BENCH)
 $(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
 $(BUILD)/src/kernels_avx512.o: ISA_FLAGS = -mavx512f -mfma
 
-# headers are tracked by the compiler's own dependency files (-MMD)
-$(BUILD)/%.o: %.c
+# headers are tracked by the compiler's own dependency files (-MMD); the
+# flags live here, so an object also depends on this Makefile
+$(BUILD)/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@
 
