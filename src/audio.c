@@ -604,6 +604,22 @@ static int stream_features(SNDFILE *sf, const SF_INFO *info, const char *name,
     return rc;
 }
 
+/* The features of what sf_open or sf_open_virtual gave (NULL: refused),
+ * closed after. */
+static int features_of(SNDFILE *sf, const SF_INFO *info, const char *name,
+                       const frae_features *f, int resample,
+                       frae_feature_sink sink, void *ctx, long *frames,
+                       char *err, size_t errlen)
+{
+    if (!sf)
+        return frae_errorf(err, errlen, "%s: not a readable audio file (%s)",
+                           name, sf_strerror(NULL));
+    int rc = stream_features(sf, info, name, f, resample, sink, ctx, frames,
+                             err, errlen);
+    sf_close(sf);
+    return rc;
+}
+
 int frae_audio_stream_features(const char *path, const frae_features *f,
                                int resample, frae_feature_sink sink, void *ctx,
                                long *frames, char *err, size_t errlen)
@@ -611,13 +627,8 @@ int frae_audio_stream_features(const char *path, const frae_features *f,
     SF_INFO info;
     memset(&info, 0, sizeof info);
     SNDFILE *sf = sf_open(path, SFM_READ, &info);
-    if (!sf)
-        return frae_errorf(err, errlen, "%s: not a readable audio file (%s)",
-                           path, sf_strerror(NULL));
-    int rc = stream_features(sf, &info, path, f, resample, sink, ctx, frames,
-                             err, errlen);
-    sf_close(sf);
-    return rc;
+    return features_of(sf, &info, path, f, resample, sink, ctx, frames, err,
+                       errlen);
 }
 
 /* libsndfile's virtual I/O over a buffer: audio already in memory (and the
@@ -666,13 +677,8 @@ int frae_audio_stream_memory(const void *buf, size_t size, const char *name,
     SF_INFO info;
     memset(&info, 0, sizeof info);
     SNDFILE *sf = sf_open_virtual(&io, SFM_READ, &info, &mf);
-    if (!sf)
-        return frae_errorf(err, errlen, "%s: not a readable audio file (%s)",
-                           name, sf_strerror(NULL));
-    int rc = stream_features(sf, &info, name, f, resample, sink, ctx, frames,
-                             err, errlen);
-    sf_close(sf);
-    return rc;
+    return features_of(sf, &info, name, f, resample, sink, ctx, frames, err,
+                       errlen);
 }
 
 /* frae_audio_features' sink: a growing array. */

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "frae_internal.h"
 
-#define ALIGN 64
 
 void frae_config_default(frae_config *cfg)
 {
@@ -123,32 +123,6 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
 
 /* ---- sizing -------------------------------------------------------------- */
 
-typedef struct {
-    size_t bytes; /* running arena size */
-    int overflow;
-} planner;
-
-static size_t mul3(planner *p, size_t a, size_t b, size_t c)
-{
-    size_t r;
-    if (__builtin_mul_overflow(a, b, &r) || __builtin_mul_overflow(r, c, &r)) {
-        p->overflow = 1;
-        return 0;
-    }
-    return r;
-}
-
-/* Reserves n floats, 64-byte aligned; returns the offset in bytes. */
-static size_t reserve(planner *p, size_t nfloats)
-{
-    size_t off = p->bytes, sz;
-    if (__builtin_mul_overflow(nfloats, sizeof(float), &sz) ||
-        __builtin_add_overflow(sz, (size_t)ALIGN - 1, &sz) ||
-        __builtin_add_overflow(off, sz & ~(size_t)(ALIGN - 1), &p->bytes))
-        p->overflow = 1;
-    return off;
-}
-
 static int layer_in(const frae_config *c, int l, int ne, int nd, int *in,
                     int *out, int *act)
 {
@@ -205,7 +179,7 @@ typedef struct {
     size_t n_params;
 } layout;
 
-static int plan(const frae_config *c, layout *L, planner *p, char *err,
+static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
                 size_t errlen)
 {
     int ne = c->n_enc_hidden, nd = c->n_dec_hidden;
@@ -230,7 +204,7 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
             return frae_errorf(err, errlen,
                         "layer %d input width (history K x D) overflows",
                         l + 1);
-        size_t w = mul3(p, (size_t)L->in[l], (size_t)L->out[l], 1);
+        size_t w = frae_arena_mul3(p, (size_t)L->in[l], (size_t)L->out[l], 1);
         L->w_off[l] = np;
         if (__builtin_add_overflow(np, w, &np))
             p->overflow = 1;
@@ -248,27 +222,27 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
         size_t n_bias = 0;
         for (int l = 0; l < L->n_layers; l++)
             n_bias += (size_t)L->out[l];
-        L->bias = reserve(p, n_bias);
+        L->bias = frae_arena_reserve(p, n_bias);
     } else {
-        L->params = reserve(p, np);
+        L->params = frae_arena_reserve(p, np);
     }
     if (c->training) {
-        L->grads = reserve(p, np);
-        L->adam_m = reserve(p, np);
-        L->adam_v = reserve(p, np);
-        L->xwin = reserve(p, mul3(p, frames, B, D));
-        L->fb = reserve(p, mul3(p, B, (size_t)c->history, D));
+        L->grads = frae_arena_reserve(p, np);
+        L->adam_m = frae_arena_reserve(p, np);
+        L->adam_v = frae_arena_reserve(p, np);
+        L->xwin = frae_arena_reserve(p, frae_arena_mul3(p, frames, B, D));
+        L->fb = frae_arena_reserve(p, frae_arena_mul3(p, B, (size_t)c->history, D));
     }
     for (int l = 0; l < L->n_layers; l++) {
         /* transposed weights serve only input gradients: training, and
          * for the first layer only full feedback */
         if (frae_needs_transposed(c, l))
-            L->wt[l] = reserve(p, mul3(p, (size_t)L->in[l],
+            L->wt[l] = frae_arena_reserve(p, frae_arena_mul3(p, (size_t)L->in[l],
                                        (size_t)L->out[l], 1));
         if (c->weights == FRAE_WEIGHTS_BF16) /* uint16s, as floats */
-            L->wh[l] = reserve(p, (bf16_elems(L->in[l], L->out[l]) + 1) / 2);
+            L->wh[l] = frae_arena_reserve(p, (bf16_elems(L->in[l], L->out[l]) + 1) / 2);
         if (c->training)
-            L->dz[l] = reserve(p, mul3(p, l == L->n_layers - 1 ? frames
+            L->dz[l] = frae_arena_reserve(p, frae_arena_mul3(p, l == L->n_layers - 1 ? frames
                                                   : (size_t)L->chunk_frames,
                                        B, (size_t)L->out[l]));
     }
@@ -278,8 +252,8 @@ static int plan(const frae_config *c, layout *L, planner *p, char *err,
                                            NULL);
     if (state_bytes == SIZE_MAX)
         p->overflow = 1;
-    L->state = reserve(p, state_bytes / sizeof(float));
-    L->wvalid = reserve(p, B); /* ints, same size as floats */
+    L->state = frae_arena_reserve(p, state_bytes / sizeof(float));
+    L->wvalid = frae_arena_reserve(p, B); /* ints, same size as floats */
     if (p->overflow)
         return frae_errorf(err, errlen, "model memory size overflows size_t");
     return 0;
@@ -294,7 +268,7 @@ int frae_needs_transposed(const frae_config *c, int l)
 size_t frae_param_count_for(const frae_config *cfg)
 {
     layout L;
-    planner p;
+    frae_arena p;
     if (frae_config_check(cfg, NULL, 0) || plan(cfg, &L, &p, NULL, 0))
         return 0;
     return L.n_params;
@@ -318,7 +292,7 @@ static void glorot_init(frae_model *m)
 frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
 {
     layout L;
-    planner p;
+    frae_arena p;
     if (frae_config_check(cfg, err, errlen) ||
         plan(cfg, &L, &p, err, errlen))
         return NULL;
@@ -343,7 +317,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
 
     frae_model *m = calloc(1, sizeof *m);
     void *block = NULL;
-    if (!m || posix_memalign(&block, ALIGN, p.bytes ? p.bytes : ALIGN)) {
+    if (!m || posix_memalign(&block, FRAE_ARENA_ALIGN,
+                               p.bytes ? p.bytes : FRAE_ARENA_ALIGN)) {
         free(m);
         frae_errorf(err, errlen, "out of memory allocating %zu bytes", p.bytes);
         return NULL;

@@ -4,47 +4,30 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "arena.h"
 #include "frae_internal.h"
 
-#define ALIGN 64
-
+/* The pieces' pointers once carved (base), NULL when only sizing. */
 typedef struct {
-    size_t at;
-    int overflow;
-    char *base; /* NULL: only sizing */
+    frae_arena arena;
+    char *base;
 } walker;
 
-/* n elements of 4 bytes (floats or ints), 64-byte aligned: their address
- * once carved, NULL when only sizing. */
 static void *take(walker *w, size_t n)
 {
-    size_t bytes, end;
-    if (__builtin_mul_overflow(n, (size_t)4, &bytes) ||
-        __builtin_add_overflow(bytes, (size_t)ALIGN - 1, &bytes) ||
-        __builtin_add_overflow(w->at, bytes & ~(size_t)(ALIGN - 1), &end)) {
-        w->overflow = 1;
-        return NULL;
-    }
-    void *p = w->base ? w->base + w->at : NULL;
-    w->at = end;
-    return p;
+    size_t off = frae_arena_reserve(&w->arena, n);
+    return w->base && !w->arena.overflow ? w->base + off : NULL;
 }
 
-/* a x b x c, or 0 with overflow set */
 static size_t prod(walker *w, size_t a, size_t b, size_t c)
 {
-    size_t r;
-    if (__builtin_mul_overflow(a, b, &r) || __builtin_mul_overflow(r, c, &r)) {
-        w->overflow = 1;
-        return 0;
-    }
-    return r;
+    return frae_arena_mul3(&w->arena, a, b, c);
 }
 
 size_t frae_state_layout(const frae_config *c, int rows, int frames,
                          frae_state *s, char *base)
 {
-    walker w = {0, 0, base};
+    walker w = {{0, 0}, base};
     frae_state st;
     memset(&st, 0, sizeof st);
     const int ne = c->n_enc_hidden, nd = c->n_dec_hidden, n_layers = ne + nd + 2;
@@ -79,11 +62,11 @@ size_t frae_state_layout(const frae_config *c, int rows, int frames,
     st.scratch.idx = take(&w, widest + FRAE_COMPACT_SLACK);
     st.scratch.val = take(&w, widest + FRAE_COMPACT_SLACK);
     st.scratch.threads = 1;
-    if (w.overflow)
+    if (w.arena.overflow)
         return SIZE_MAX;
     if (base)
         *s = st;
-    return w.at;
+    return w.arena.bytes;
 }
 
 /* Every pending sum of first layer `which` back to its bias. */
