@@ -44,8 +44,10 @@ typedef struct {
     const unsigned char *data; /* little-endian values, C order */
     void *map;                 /* set by frae_npy_open */
     size_t map_len;
-    void *owned;               /* data malloc'ed by the caller, freed by
-                                  frae_npy_close */
+    int from_fd;               /* values not mapped but read from fd as
+                                  needed (float32 from offset 0); closed
+                                  by frae_npy_close */
+    int fd;
 } frae_npy;
 
 /* Parses an in-memory .npy of any rank; name is used in error messages. */
@@ -59,8 +61,9 @@ void frae_npy_close(frae_npy *a);
 int frae_npy_check_finite(const frae_npy *a, const char *name, char *err,
                           size_t errlen);
 float frae_npy_value(const frae_npy *a, size_t index);
-/* Frames t0..t0+nt-1 of sequence seq, as float32. */
-void frae_npy_read(const frae_npy *a, long seq, long t0, long nt, float *dst);
+/* Frames t0..t0+nt-1 of sequence seq, as float32.  Returns 0, or -1 if
+ * values read from a file descriptor could not be read. */
+int frae_npy_read(const frae_npy *a, long seq, long t0, long nt, float *dst);
 int frae_npy_write(const char *path, const float *data, int ndim,
                    const long *shape, char *err, size_t errlen);
 /* Starts an atomic float32 .npy of the given shape: write the values to

@@ -4,12 +4,11 @@
  * Format: "\x93NUMPY", version, header length (u16 for 1.x, u32 for
  * 2.x/3.x), then a Python dict literal with 'descr', 'fortran_order' and
  * 'shape', padded so the data is aligned. */
-#define _DEFAULT_SOURCE /* MADV_DONTNEED */
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,36 +202,29 @@ float frae_npy_value(const frae_npy *a, size_t index)
     return (float)d;
 }
 
-void frae_npy_read(const frae_npy *a, long seq, long t0, long nt, float *dst)
+int frae_npy_read(const frae_npy *a, long seq, long t0, long nt, float *dst)
 {
     size_t base = ((size_t)seq * a->t + (size_t)t0) * a->d;
     size_t n = (size_t)nt * a->d;
-    if (a->itemsize == 4) {
+    if (a->from_fd) { /* float32 values in a file, read as needed */
+        char *p = (char *)dst;
+        size_t left = n * 4;
+        off_t at = (off_t)(base * 4);
+        while (left) {
+            ssize_t got = pread(a->fd, p, left, at);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0)
+                return -1;
+            p += got, left -= (size_t)got, at += got;
+        }
+    } else if (a->itemsize == 4) {
         memcpy(dst, a->data + base * 4, n * 4);
     } else {
         for (size_t i = 0; i < n; i++)
             dst[i] = frae_npy_value(a, base + i);
     }
-    if (a->map) {
-        /* the copy is all a caller keeps: unmap the pages it came from, so
-         * that reading a file end to end does not make it resident.  A
-         * fault maps the neighbouring cached pages too (fault-around, 64
-         * KiB by default), so whole aligned MiB are dropped, within the
-         * mapping.  The mapping is read-only and private: nothing is lost,
-         * and a later read maps the pages back from the page cache. */
-        const uintptr_t block = (uintptr_t)1 << 20;
-        const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-        uintptr_t lo = (uintptr_t)(a->data + base * a->itemsize);
-        uintptr_t hi = lo + n * (size_t)a->itemsize;
-        uintptr_t first = (uintptr_t)a->map;
-        uintptr_t last = first + (a->map_len + page - 1) / page * page;
-        lo = lo / block * block;
-        hi = (hi + block - 1) / block * block;
-        lo = lo < first ? first : lo;
-        hi = hi > last ? last : hi;
-        if (hi > lo)
-            madvise((void *)lo, hi - lo, MADV_DONTNEED);
-    }
+    return 0;
 }
 
 int frae_npy_check_finite(const frae_npy *a, const char *name, char *err,
@@ -287,7 +279,8 @@ void frae_npy_close(frae_npy *a)
 {
     if (a->map)
         munmap(a->map, a->map_len);
-    free(a->owned);
+    if (a->from_fd)
+        close(a->fd);
     memset(a, 0, sizeof *a);
 }
 

@@ -84,7 +84,8 @@ int cli_features_meta(const frae_features *f, char (*vals)[64],
                       frae_meta *meta);
 void cli_features_describe(const frae_features *f, char *out, size_t cap);
 /* The features of an audio file as frames ([T, n_mels]), computed block by
- * block into an unlinked temporary file (TMPDIR, else /tmp) and mapped.
+ * block into an unlinked temporary file (TMPDIR, else /tmp), read back a
+ * window at a time.
  * Returns 0 or an exit code after printing the error. */
 int cli_audio_frames(const char *path, const frae_features *f, int resample,
                      frae_npy *out);
@@ -137,9 +138,11 @@ int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim,
 int cli_dataset_builtin(cli_dataset *ds, int n_seqs, int frames, int dim,
                         uint64_t seed);
 void cli_dataset_free(cli_dataset *ds);
-/* Frames t0..t0+nt-1 of sequence s (all inside it) as float32. */
-void cli_dataset_read(const cli_dataset *ds, long s, long t0, long nt,
-                      float *dst);
+/* Frames t0..t0+nt-1 of sequence s (all inside it) as float32.  Returns
+ * 0, or EXIT_FAILED after printing the error (an audio file's features
+ * could not be read back). */
+int cli_dataset_read(const cli_dataset *ds, long s, long t0, long nt,
+                     float *dst);
 
 /* ---- commands --------------------------------------------------------------- */
 int cmd_train(int argc, char **argv);

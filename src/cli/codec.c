@@ -1,4 +1,5 @@
 /* frae encode, frae decode: the codec on files. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,7 +78,8 @@ static int write_wavs(const char *model, const char *frames_path,
         rc = cli_fail(EXIT_FAILED, "--wav: %s", mel ? "out of memory" : err);
     }
     for (long s = 0; s < a.n && rc == EXIT_OK; s++) {
-        frae_npy_read(&a, s, 0, a.t, feats);
+        if (frae_npy_read(&a, s, 0, a.t, feats)) /* mapped: cannot fail */
+            break;
         long n = frae_mel_invert(mel, feats, a.t, iters, audio);
         char path[4096];
         if (a.n == 1) {
@@ -183,9 +185,15 @@ int cmd_encode(int argc, char **argv)
     for (long s = 0; s < in.n; s++) {
         frae_encoder_reset(e);
         for (long t = 0; t < in.t; t++) {
-            if (t % chunk == 0)
+            if (t % chunk == 0 &&
                 frae_npy_read(&in, s, t, in.t - t < chunk ? in.t - t : chunk,
-                              x);
+                              x)) {
+                frae_atomic_abort(&af);
+                rc = cli_fail(EXIT_FAILED,
+                              "%s: cannot read its features back: %s",
+                              o.io.input, strerror(errno));
+                goto done;
+            }
             const float *xt = x + (size_t)(t % chunk) * D;
             frae_encode_frame(e, xt, code, recon);
             fwrite(bytes_out, 1, frae_stream_writer_add(&w, code, bytes_out),

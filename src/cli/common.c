@@ -384,9 +384,10 @@ int cli_model_audio(const char *model, const char *path,
     return cli_audio_frames(path, &f, requested->resample, out);
 }
 
-/* Features go to an unlinked temporary file as they are computed, which
- * is then mapped like any .npy: audio of any length takes a few blocks of
- * memory to read, and its features are on disk, not on the heap. */
+/* Features go to an unlinked temporary file as they are computed, and are
+ * read back from it a window at a time (pread, not a mapping, so they never
+ * become resident as a whole): audio of any length takes a few blocks of
+ * memory to read and a window to use; its features are on disk. */
 typedef struct {
     int fd;
     int errnum; /* a failed write's errno */
@@ -436,20 +437,13 @@ int cli_audio_frames(const char *path, const frae_features *f, int resample,
                             dir && *dir ? dir : "/tmp", strerror(fs.errnum));
         return cli_fail(EXIT_USAGE, "%s", err);
     }
-    size_t bytes = sizeof(float) * (size_t)frames * f->n_mels;
-    void *map = mmap(NULL, bytes, PROT_READ, MAP_PRIVATE, fs.fd, 0);
-    close(fs.fd);
-    if (map == MAP_FAILED)
-        return cli_fail(EXIT_FAILED, "%s: cannot map its features: %s", path,
-                        strerror(errno));
     memset(out, 0, sizeof *out);
     out->ndim = 2;
     out->n = 1, out->t = frames, out->d = f->n_mels;
     out->dims[0] = frames, out->dims[1] = f->n_mels;
     out->itemsize = 4;
-    out->data = map;
-    out->map = map;
-    out->map_len = bytes;
+    out->from_fd = 1; /* read as needed: never resident as a whole */
+    out->fd = fs.fd;
     return 0;
 }
 
@@ -654,13 +648,17 @@ void cli_dataset_free(cli_dataset *ds)
     memset(ds, 0, sizeof *ds);
 }
 
-void cli_dataset_read(const cli_dataset *ds, long s, long t0, long nt,
-                      float *dst)
+int cli_dataset_read(const cli_dataset *ds, long s, long t0, long nt,
+                     float *dst)
 {
     const cli_seq *q = &ds->seqs[s];
-    if (q->file < 0)
+    if (q->file < 0) {
         memcpy(dst, ds->builtin + ((size_t)q->index * q->frames + t0) * ds->dim,
                sizeof(float) * (size_t)nt * ds->dim);
-    else
-        frae_npy_read(&ds->files[q->file], q->index, t0, nt, dst);
+        return 0;
+    }
+    if (frae_npy_read(&ds->files[q->file], q->index, t0, nt, dst))
+        return cli_fail(EXIT_FAILED, "%s: cannot read its features back: %s",
+                        ds->names[q->file], strerror(errno));
+    return 0;
 }

@@ -1,4 +1,5 @@
 /* frae predict, frae info, frae import. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,15 +96,18 @@ int cmd_predict(int argc, char **argv)
     } else {
         double sse = 0;
         const off_t data_at = ftello(af.f);
-        int fd = fileno(af.f), bad = fflush(af.f) != 0;
-        for (long s0 = 0; s0 < in.n && !bad; s0 += rt.batch) {
+        int fd = fileno(af.f), bad = fflush(af.f) != 0, bad_input = 0;
+        for (long s0 = 0; s0 < in.n && !bad && !bad_input; s0 += rt.batch) {
             int nb = in.n - s0 < rt.batch ? (int)(in.n - s0) : rt.batch;
             frae_reset(m);
             for (long t0 = 0; t0 < in.t && !bad; t0 += chunk) {
                 int nt = (int)(in.t - t0 < chunk ? in.t - t0 : chunk);
                 size_t seq_vals = (size_t)nt * D;
-                for (int b = 0; b < nb; b++)
-                    frae_npy_read(&in, s0 + b, t0, nt, x + b * seq_vals);
+                for (int b = 0; b < nb && !bad_input; b++)
+                    bad_input = frae_npy_read(&in, s0 + b, t0, nt,
+                                              x + b * seq_vals) != 0;
+                if (bad_input)
+                    break;
                 frae_forward(m, x, y, nb, nt);
                 for (size_t i = 0; i < (size_t)nb * seq_vals; i++)
                     sse += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
@@ -115,9 +119,13 @@ int cmd_predict(int argc, char **argv)
                 }
             }
         }
-        if (bad) {
+        if (bad || bad_input) {
             frae_atomic_abort(&af);
-            rc = cli_fail(EXIT_FAILED, "%s: write failed", o.output);
+            rc = bad_input ? cli_fail(EXIT_FAILED,
+                                      "%s: cannot read its features back: %s",
+                                      o.input, strerror(errno))
+                           : cli_fail(EXIT_FAILED, "%s: write failed",
+                                      o.output);
         } else if (frae_atomic_commit(&af, err, sizeof err)) {
             rc = cli_fail(EXIT_FAILED, "%s", err);
         } else {

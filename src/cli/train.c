@@ -252,7 +252,8 @@ static void shuffle(int32_t *a, long n, uint64_t *rng)
 }
 
 /* One batch of sequences, window by window: trains (train) or evaluates.
- * Returns 0, or -1 if the loss went non-finite. */
+ * Returns 0, -1 if the loss went non-finite, or EXIT_FAILED after printing
+ * why the data could not be read. */
 typedef struct {
     frae_model *m;
     const cli_dataset *ds;
@@ -276,8 +277,8 @@ static int run_batch(batch_runner *r, const int32_t *seqs, int nb, int train,
             long len = r->ds->seqs[seqs[b]].frames;
             long have = len - w0 < 0 ? 0 : len - w0 > nt ? nt : len - w0;
             float *dst = r->win + (size_t)b * nt * D;
-            if (have > 0)
-                cli_dataset_read(r->ds, seqs[b], w0, have, dst);
+            if (have > 0 && cli_dataset_read(r->ds, seqs[b], w0, have, dst))
+                return EXIT_FAILED;
             memset(dst + (size_t)have * D, 0,
                    sizeof(float) * (size_t)(nt - have) * D);
             r->valid[b] = (int)have;
@@ -302,8 +303,9 @@ static int evaluate(batch_runner *r, const int32_t *seqs, long n,
     memset(out, 0, sizeof *out);
     for (long i = 0; i < n; i += B) {
         int nb = n - i < B ? (int)(n - i) : B;
-        if (run_batch(r, seqs + i, nb, 0, out))
-            return -1;
+        int rc = run_batch(r, seqs + i, nb, 0, out);
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -865,7 +867,10 @@ static int train_epoch(train_run *r)
         long first = s->batch * B;
         int nb = r->n_train - first < B ? (int)(r->n_train - first) : B;
         frae_stats sum = {0};
-        if (run_batch(&r->run, s->order + first, nb, 1, &sum)) {
+        int rc = run_batch(&r->run, s->order + first, nb, 1, &sum);
+        if (rc == EXIT_FAILED) /* the data could not be read */
+            return rc;
+        if (rc) {
             fprintf(stderr,
                     "%s%s: training diverged at epoch %d, batch %ld (loss or "
                     "gradient is not finite); %s\n",
@@ -911,7 +916,10 @@ static int finish_epoch(train_run *r, int *stop)
     double vloss = NAN, vmae = NAN;
     if (r->n_val) {
         frae_stats vs;
-        if (evaluate(&r->vrun, r->val_seqs, r->n_val, &vs) == 0) {
+        int rc = evaluate(&r->vrun, r->val_seqs, r->n_val, &vs);
+        if (rc == EXIT_FAILED)
+            return rc;
+        if (rc == 0) {
             vloss = vs.sse / (double)vs.values;
             vmae = vs.sae / (double)vs.values;
         }
