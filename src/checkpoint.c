@@ -559,7 +559,6 @@ int frae_convert(const char *in_path, const char *out_path,
     saved.weights = weights;
     int rc = -1;
     float *p = NULL, *q = NULL;
-    const frae_meta *keep = NULL;
     frae_meta *meta = NULL;
     frae_model *src = frae_create(&src_cfg, err, errlen);
     frae_model *dst = src ? frae_create(&dst_cfg, err, errlen) : NULL;
@@ -588,8 +587,7 @@ int frae_convert(const char *in_path, const char *out_path,
         if (strncmp(k, "frae.", 5) && strncmp(k, "train.", 6))
             meta[n++] = (frae_meta){k, ck->st.meta[i].value};
     }
-    keep = meta;
-    rc = save_model(dst, &saved, out_path, 0, keep, n, NULL, 0, err, errlen)
+    rc = save_model(dst, &saved, out_path, 0, meta, n, NULL, 0, err, errlen)
              ? -2
              : 0;
 done:

@@ -6,6 +6,13 @@
 
 #include "util.h"
 
+void frae_one_line(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = '?';
+}
+
 int frae_errorf(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen) {
@@ -13,10 +20,7 @@ int frae_errorf(char *err, size_t errlen, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err, errlen, fmt, ap);
         va_end(ap);
-        /* one line, whatever a file's bytes quoted in it hold */
-        for (char *p = err; *p; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7f)
-                *p = '?';
+        frae_one_line(err); /* whatever a file's bytes quoted in it hold */
     }
     return -1;
 }

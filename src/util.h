@@ -13,6 +13,8 @@
  * from a file become '?'.  Returns -1. */
 int frae_errorf(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Replaces control characters (a line break among them) with '?'. */
+void frae_one_line(char *s);
 
 /* rng.c: splitmix64, small and seedable; the state lives with its user. */
 uint64_t frae_rng_next(uint64_t *state);

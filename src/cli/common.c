@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,10 +22,7 @@ int cli_fail(int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    /* one line, whatever a file's bytes quoted in it hold */
-    for (char *p = msg; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
+    frae_one_line(msg); /* whatever a file's bytes quoted in it hold */
     fprintf(stderr, "%s: %s\n", cli_cmd, msg);
     return code;
 }
