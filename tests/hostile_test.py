@@ -19,23 +19,16 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import check, summary  # noqa: E402
+
 FRAE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/frae")
 # sanitizer builds: shadow memory and slower code; the bars are for the
 # plain build, the sanitizers check the same inputs for memory errors
 SANITIZED = "asan" in FRAE
 RSS_LIMIT_MB = 512
 TIME_LIMIT_S = 10.0
-passed = failed = 0
 
-
-def check(cond, what, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("    ok   " + what)
-    else:
-        failed += 1
-        print("    FAIL " + what + (": " + detail if detail else ""))
 
 
 def run(args, cwd, umask=None):
@@ -415,8 +408,7 @@ def main():
     leftovers = [n for n in os.listdir(tmp) if ".tmp-" in n or n.startswith("frae-features")]
     check(not leftovers, "no temporary files left behind", str(leftovers))
     shutil.rmtree(tmp)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

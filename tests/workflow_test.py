@@ -21,20 +21,13 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import frae_numpy  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import check, summary  # noqa: E402
+
 FRAE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/frae")
 TMP = tempfile.mkdtemp(prefix="frae-wf-")
-passed = failed = 0
 SMALL = ["--enc", "24", "--latent", "4", "--dec", "24", "--history", "2"]
 
-
-def check(cond, what, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("    ok   " + what)
-    else:
-        failed += 1
-        print("    FAIL " + what + (": " + detail if detail else ""))
 
 
 def run(*args, **kw):
@@ -386,8 +379,7 @@ def main():
               "frae %s --help" % cmd, err)
 
     shutil.rmtree(TMP)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":
