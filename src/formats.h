@@ -126,7 +126,6 @@ int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
 void frae_st_close(frae_safetensors *st);
 const st_tensor *frae_st_find(const frae_safetensors *st, const char *name);
 const char *frae_st_meta(const frae_safetensors *st, const char *key);
-int64_t frae_st_numel(const st_tensor *t);
 /* Element i of a float tensor (F32, F64, F16, BF16) as float. */
 float frae_st_float(const frae_safetensors *st, const st_tensor *t, size_t i);
 

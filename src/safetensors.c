@@ -442,14 +442,6 @@ static const char *first_duplicate(const char **names, int n)
     return NULL;
 }
 
-int64_t frae_st_numel(const st_tensor *t)
-{
-    int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++)
-        n *= t->shape[i];
-    return n;
-}
-
 int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
                   frae_safetensors *st, char *err, size_t errlen)
 {
