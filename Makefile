@@ -28,7 +28,7 @@ CORE_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
             src/gemm.c src/names.c src/errors.c src/layers.c src/model.c \
             src/state.c src/forward.c src/train.c src/optimizer.c src/rng.c \
             src/synth.c src/npy.c src/npz.c src/atomic_file.c \
-            src/safetensors.c src/checkpoint.c src/codec.c
+            src/safetensors.c src/checkpoint.c src/codec.c src/gru.c
 AUDIO_SRCS = src/audio.c src/errors.c src/atomic_file.c
 CORE_OBJS  = $(CORE_SRCS:%.c=$(BUILD)/%.o)
 AUDIO_OBJS = $(AUDIO_SRCS:%.c=$(BUILD)/%.o)

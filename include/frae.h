@@ -11,8 +11,10 @@
  * Numerical contract: every dense output is the bias followed by one fused
  * multiply-add per input, in input order, except the first layers, whose
  * chains take the fed-back frames oldest first and then the head: [oldest
- * frame, ..., newest frame, x] (so the frames can be summed ahead).  Every
- * kernel (scalar, AVX2, AVX-512) follows that order, so results are
+ * frame, ..., newest frame, x] (so the frames can be summed ahead).  A GRU
+ * cell's two products (input and recurrent) are such chains each, the
+ * encoder GRU's head being [x, h_dec]; the gates are then computed
+ * element-wise as torch.nn.GRUCell does.  Every kernel (scalar, AVX2, AVX-512) follows that order, so results are
  * bit-identical on every code path.
  */
 #ifndef FRAE_H
@@ -33,10 +35,22 @@ extern "C" {
 #define FRAE_API
 #endif
 
-#define FRAE_VERSION_STRING "0.3.0"
+#define FRAE_VERSION_STRING "0.4.0"
 #define FRAE_MAX_HIDDEN 8 /* hidden layers per side */
 
 typedef enum { FRAE_ACT_RELU = 0, FRAE_ACT_TANH = 1 } frae_activation;
+
+/* The two model families (README, "Model semantics"). */
+typedef enum {
+    /* dense layers, and the buffer of the K last decoded frames fed back
+     * to both ends (the original Keras model) */
+    FRAE_FAMILY_DENSE = 0,
+    /* the paper's FRAE: the first hidden layer of each side is a GRU cell
+     * (the equations of torch.nn.GRUCell), and the decoder GRU's state
+     * h_dec(t-1) is fed back to the encoder beside x_t; the buffer of K
+     * decoded frames can be fed back as well (K > 0) */
+    FRAE_FAMILY_GRU = 1
+} frae_family;
 
 typedef enum {
     FRAE_QUANT_NONE = 0,    /* identity */
@@ -69,10 +83,13 @@ typedef enum {
 
 typedef struct {
     /* model shape */
+    frae_family family;               /* dense (default) or GRU */
     int frame_dim;                    /* D */
     int history;                      /* K >= 0 frames fed back; 0 = plain AE */
     int n_enc_hidden;                 /* number of encoder hidden layers */
-    int enc_hidden[FRAE_MAX_HIDDEN];  /* their widths, input side first */
+    int enc_hidden[FRAE_MAX_HIDDEN];  /* their widths, input side first;
+                                         GRU family: [0] is the GRU's
+                                         state size, the rest dense */
     int latent_dim;                   /* L */
     int n_dec_hidden;
     int dec_hidden[FRAE_MAX_HIDDEN];
@@ -122,6 +139,11 @@ typedef struct {
  * training on, detached feedback, Keras Adam defaults. */
 FRAE_API
 void frae_config_default(frae_config *cfg);
+/* The default recurrent model: as frae_config_default, with family GRU,
+ * K = 0 (state feedback only), an encoder GRU of 240 units and a decoder
+ * GRU of 240 units (613,536 parameters). */
+FRAE_API
+void frae_config_default_gru(frae_config *cfg);
 
 /* Checks cfg; on error writes one line to err (if non-NULL) and returns -1. */
 FRAE_API
@@ -154,6 +176,10 @@ const char *frae_isa_name(const frae_model *m);
  * [in][out] row-major, then its bias [out].  The first encoder layer's input
  * is [x (D), newest frame (D), ..., oldest frame (D)]; the first decoder
  * layer's input is [latent (L), newest frame, ..., oldest frame].
+ * A GRU layer of H units (GRU family) is a Keras GRU with reset_after=True:
+ * kernel [in][3H], recurrent_kernel [H][3H], bias [2][3H] (input bias,
+ * then recurrent bias), gates in Keras order z, r, h.  The encoder GRU's
+ * input is [x (D), h_dec (H_dec), newest frame, ..., oldest frame].
  * A bf16 model rounds the kernels it is given (and returns them rounded).
  * Setting parameters in the middle of a stream is allowed: the frames
  * that follow use the new ones. */

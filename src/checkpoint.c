@@ -312,19 +312,19 @@ static int meta_float(const frae_checkpoint *ck, const char *key, float *out,
     return 0;
 }
 
-/* Finds "<prefix><layer>.weight" and ".bias" as float tensors of the
- * shapes the config gives; an error names the first one that is not. */
-static const st_tensor *find_layer_tensor(const frae_safetensors *st,
-                                          const frae_config *c, int l,
-                                          const char *prefix, int bias,
+/* Finds "<prefix><tensor>" as a float tensor of the shape the config
+ * gives; an error names it and that shape. */
+static const st_tensor *find_entry_tensor(const frae_safetensors *st,
+                                          const frae_config *c,
+                                          const frae_tensor_entry *e,
+                                          const char *prefix,
                                           const char *path, char *err,
                                           size_t errlen)
 {
     int in, out;
-    char ln[32], name[96];
-    layer_name(c, l, ln, sizeof ln);
-    snprintf(name, sizeof name, "%s%s.%s", prefix, ln, bias ? "bias" : "weight");
-    if (frae_layer_shape(c, l, &in, &out)) {
+    char name[96];
+    snprintf(name, sizeof name, "%s%s", prefix, e->name);
+    if (frae_layer_shape(c, e->mat, &in, &out)) {
         frae_errorf(err, errlen, "%s: layer '%s' is too wide", path, name);
         return NULL;
     }
@@ -334,10 +334,10 @@ static const st_tensor *find_layer_tensor(const frae_safetensors *st,
         return NULL;
     }
     int ok = t->dtype <= ST_BF16 &&
-             (bias ? t->ndim == 1 && t->shape[0] == out
-                   : t->ndim == 2 && t->shape[0] == out && t->shape[1] == in);
+             (e->bias ? t->ndim == 1 && t->shape[0] == out
+                      : t->ndim == 2 && t->shape[0] == out && t->shape[1] == in);
     if (!ok) {
-        if (bias)
+        if (e->bias)
             frae_errorf(err, errlen,
                         "%s: tensor '%s' should be a float [%d] vector", path,
                         name, out);
@@ -353,12 +353,12 @@ static const st_tensor *find_layer_tensor(const frae_safetensors *st,
 static int check_tensors(const frae_checkpoint *ck, const frae_config *c,
                          const char *prefix, char *err, size_t errlen)
 {
-    const int n_layers = c->n_enc_hidden + c->n_dec_hidden + 2;
-    for (int l = 0; l < n_layers; l++)
-        for (int bias = 0; bias < 2; bias++)
-            if (!find_layer_tensor(&ck->st, c, l, prefix, bias, ck->path, err,
-                                   errlen))
-                return -1;
+    frae_tensor_entry e[FRAE_MAX_TENSORS];
+    const int n = frae_tensor_entries(c, e);
+    for (int k = 0; k < n; k++)
+        if (!find_entry_tensor(&ck->st, c, &e[k], prefix, ck->path, err,
+                               errlen))
+            return -1;
     return 0;
 }
 
@@ -383,6 +383,16 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         frae_parse_widths(dec, &c.n_dec_hidden, c.dec_hidden))
         return frae_errorf(err, errlen, "%s: bad hidden widths in metadata",
                        ck->path);
+    const char *fam = frae_st_meta(&ck->st, "frae.family");
+    int fam_i = fam ? frae_name_index(frae_family_names,
+                                      FRAE_NAME_COUNT(frae_family_names), fam)
+                    : FRAE_FAMILY_DENSE; /* absent: dense, as before */
+    if (fam_i < 0)
+        return frae_errorf(err, errlen,
+                           "%s: metadata 'frae.family' = '%s' is invalid "
+                           "(dense or gru)",
+                           ck->path, fam);
+    c.family = (frae_family)fam_i;
     const char *act = frae_st_meta(&ck->st, "frae.activation");
     const char *q = frae_st_meta(&ck->st, "frae.quantizer");
     const char *fb = frae_st_meta(&ck->st, "frae.feedback");
@@ -455,40 +465,46 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
 
 /* ---- restoring ------------------------------------------------------------ */
 
-/* Reads tensors "<prefix><layer>.weight|bias" into a packed param array. */
+/* Reads tensors "<prefix><tensor>" into a packed param array (dst), or
+ * into the model's weights (dst NULL). */
 static int read_params(const frae_safetensors *st, const frae_model *m,
                        const char *prefix, float *dst, const char *path,
                        char *err, size_t errlen)
 {
-    for (int l = 0; l < m->n_layers; l++) {
+    frae_tensor_entry e[FRAE_MAX_TENSORS];
+    const int n = frae_tensor_entries(&m->cfg, e);
+    for (int k = 0; k < n; k++) {
+        const int l = e[k].mat;
         const frae_layer *ly = &m->layer[l];
-        const st_tensor *w = find_layer_tensor(st, &m->cfg, l, prefix, 0,
+        const st_tensor *t = find_entry_tensor(st, &m->cfg, &e[k], prefix,
                                                path, err, errlen);
-        const st_tensor *b = find_layer_tensor(st, &m->cfg, l, prefix, 1,
-                                               path, err, errlen);
-        if (!w || !b)
+        if (!t)
             return -1;
+        if (e[k].bias) {
+            for (int o = 0; o < ly->out; o++) {
+                float v = frae_st_float(st, t, (size_t)o);
+                if (!isfinite(v))
+                    return frae_errorf(err, errlen,
+                                       "%s: tensor '%s' has %s at [%d]", path,
+                                       t->name, isnan(v) ? "NaN" : "Inf", o);
+                (dst ? dst + ly->b_off : ly->bias)[o] =
+                    v == 0.0f ? 0.0f : v; /* no -0 biases */
+            }
+            continue;
+        }
         for (int o = 0; o < ly->out; o++)
             for (int i = 0; i < ly->in; i++) {
-                float v = frae_st_float(st, w, (size_t)o * ly->in + i);
+                float v = frae_st_float(st, t, (size_t)o * ly->in + i);
                 if (!isfinite(v))
                     return frae_errorf(err, errlen,
                                        "%s: tensor '%s' has %s at [%d, %d]",
-                                       path, w->name,
+                                       path, t->name,
                                        isnan(v) ? "NaN" : "Inf", o, i);
                 if (dst)
                     dst[ly->w_off + packed_index(ly->in, ly->out, i, o)] = v;
                 else
                     frae_weight_set((frae_model *)m, l, i, o, v);
             }
-        for (int o = 0; o < ly->out; o++) {
-            float v = frae_st_float(st, b, (size_t)o);
-            if (!isfinite(v))
-                return frae_errorf(err, errlen, "%s: tensor '%s' has %s at [%d]",
-                                   path, b->name, isnan(v) ? "NaN" : "Inf", o);
-            (dst ? dst + ly->b_off : ly->bias)[o] =
-                v == 0.0f ? 0.0f : v; /* no -0 biases */
-        }
     }
     return 0;
 }

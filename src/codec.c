@@ -109,18 +109,26 @@ uint64_t frae_model_hash(const frae_model *m)
         shape[8 + FRAE_MAX_HIDDEN + i] = c->dec_hidden[i];
     uint64_t h = frae_fnv1a64((const unsigned char *)shape, sizeof shape,
                               FRAE_FNV_INIT);
+    if (c->family != FRAE_FAMILY_DENSE) { /* dense models hash as before */
+        int32_t family = (int32_t)c->family;
+        h = frae_fnv1a64((const unsigned char *)&family, 4, h);
+    }
     /* the weights in Keras order, so the hash does not depend on layout
      * (nor on the storage: a bf16 model hashes as the f32 model holding
      * its rounded weights, which computes the same) */
-    for (int l = 0; l < m->n_layers; l++) {
+    frae_tensor_entry e[FRAE_MAX_TENSORS];
+    const int n = frae_tensor_entries(c, e);
+    for (int k = 0; k < n; k++) {
+        const int l = e[k].mat;
         const frae_layer *ly = &m->layer[l];
-        for (int i = 0; i < ly->in; i++)
+        const int H = ly->out / 3;
+        for (int i = 0; i < (e[k].bias ? 1 : ly->in); i++)
             for (int o = 0; o < ly->out; o++) {
-                float w = frae_weight_get(m, l, i, o);
+                int col = e[k].gru ? frae_keras_gate_col(o, H) : o;
+                float w = e[k].bias ? ly->bias[col]
+                                    : frae_weight_get(m, l, i, col);
                 h = frae_fnv1a64((const unsigned char *)&w, 4, h);
             }
-        h = frae_fnv1a64((const unsigned char *)ly->bias, 4 * (size_t)ly->out,
-                         h);
     }
     return h;
 }

@@ -49,7 +49,7 @@ static void pend_feed(const frae_model *m, frae_state *st, int which, long s,
     const int l = which ? m->dec_first : 0;
     const frae_layer *ly = &m->layer[l];
     const int D = m->cfg.frame_dim, K = m->cfg.history;
-    const int head_w = which ? m->cfg.latent_dim : D;
+    const int head_w = frae_buffer_row(m, which);
     const float *ys = frae_state_frame(st, st->ring_pos + t - 1);
     const float *pair = frae_state_frame(st, st->ring_pos + t - 2);
     if (K >= 2 && pair + (size_t)nb * D != ys) {
@@ -83,7 +83,7 @@ static void pend_rebuild(const frae_model *m, frae_state *st, int which)
     const frae_layer *ly = &m->layer[l];
     const float *bias = ly->bias;
     const int D = m->cfg.frame_dim, K = m->cfg.history;
-    const int head_w = which ? m->cfg.latent_dim : D;
+    const int head_w = frae_buffer_row(m, which);
     const int nb = st->ring_rows;
     const long tau = st->pend_next[which];
     if (nb == 0 || tau == 0 || nb > FRAE_PEND_MAX_ROWS) { /* none applied */
@@ -115,7 +115,9 @@ void frae_state_rebuild(const frae_model *m, frae_state *st)
 }
 
 /* First encoder or decoder layer (`which` 0 or 1) for frame t (window
- * position) of nb sequences: z = its pending sum + head . W_head. */
+ * position) of nb sequences: z = its pending sum + head . W_head, the head
+ * being head_w values per row (x or the latent) at kernel row 0.  The GRU
+ * encoder's head goes on with h_dec (see gru_forward). */
 static void first_layer_forward(const frae_model *m, frae_state *st,
                                 int which, long t, const float *head,
                                 ptrdiff_t head_rs, int head_w, int nb, float *z)
@@ -133,10 +135,11 @@ static void first_layer_forward(const frae_model *m, frae_state *st,
         /* many rows already share each weight read: the same chain, in
          * the same order, computed at the frame itself */
         const int D = m->cfg.frame_dim, K = m->cfg.history;
+        const int buf = frae_buffer_row(m, which);
         for (int k = K; k >= 1; k--)
             frae_layer_product(m, &st->scratch, l, nb, D,
                                frae_state_frame(st, st->ring_pos + t - k), D,
-                               head_w + (k - 1) * D, z, k == K ? bias : NULL,
+                               buf + (k - 1) * D, z, k == K ? bias : NULL,
                                k == K ? GEMM_BIAS : GEMM_ACC);
         frae_layer_product(m, &st->scratch, l, nb, head_w, head, head_rs, 0, z,
                            NULL, GEMM_ACC);
@@ -155,6 +158,31 @@ static void first_layer_forward(const frae_model *m, frae_state *st,
                        NULL, GEMM_ACC);
 }
 
+/* A GRU layer (side 0: the encoder's, layer 0; 1: the decoder's) for frame
+ * t: its input product (first_layer_forward, then for the encoder the
+ * chain goes on over h_dec(t-1)), its recurrent product on its own h(t-1),
+ * and the cell.  h(t) lands in the activation slot and in st->h. */
+static void gru_forward(const frae_model *m, frae_state *st, int side,
+                        long t, const float *head, ptrdiff_t head_rs,
+                        int head_w, int nb, size_t slot)
+{
+    const int l = side ? m->dec_first : 0, rec = m->rec[side];
+    const int H = m->layer[l].units;
+    float *gx = st->gx[side], *gh = st->gh[side];
+    first_layer_forward(m, st, side, t, head, head_rs, head_w, nb, gx);
+    if (side == 0) {
+        const int Hd = m->layer[m->dec_first].units;
+        frae_layer_product(m, &st->scratch, 0, nb, Hd, st->h[1], Hd,
+                           m->cfg.frame_dim, gx, NULL, GEMM_ACC);
+    }
+    frae_layer_product(m, &st->scratch, rec, nb, H, st->h[side], H, 0, gh,
+                       m->layer[rec].bias, GEMM_BIAS);
+    float *h = st->a[l] + slot * H;
+    frae_gru_forward(nb, H, gx, gh, st->h[side],
+                     st->gates[side] + slot * 4 * H, h);
+    memcpy(st->h[side], h, sizeof(float) * (size_t)nb * H);
+}
+
 /* Layers from..to of frame t for nb sequences.  x points at frame t of
  * sequence 0 (rows x_rs apart; read by layer 0 only).  The latent layer
  * also quantizes into the state's q; the output layer writes into its
@@ -167,6 +195,13 @@ static void run_layers(const frae_model *m, frae_state *st, long t,
     float *q = st->q + slot * L;
     for (int l = from; l <= to; l++) {
         const frae_layer *ly = &m->layer[l];
+        if (ly->act == ACT_GRU) {
+            if (l == 0)
+                gru_forward(m, st, 0, t, x, x_rs, m->cfg.frame_dim, nb, slot);
+            else
+                gru_forward(m, st, 1, t, q, L, L, nb, slot);
+            continue;
+        }
         float *z = l == last ? frae_state_frame(st, st->ring_pos + t)
                              : st->a[l] + slot * ly->out;
         if (l == 0)

@@ -7,7 +7,10 @@
 #include "kernels.h"
 #include "state.h"
 
-enum { ACT_RELU = FRAE_ACT_RELU, ACT_TANH = FRAE_ACT_TANH, ACT_LINEAR = 2 };
+/* ACT_GRU: the layer is a GRU cell; its product is the input one (3H
+ * gate pre-activations) and its activation the cell update (gru.c). */
+enum { ACT_RELU = FRAE_ACT_RELU, ACT_TANH = FRAE_ACT_TANH, ACT_LINEAR = 2,
+       ACT_GRU = 3 };
 
 /* Weight matrices are stored panel-packed: the columns are cut into panels
  * of FRAE_PANEL (the last may be narrower), and each panel's rows x width
@@ -36,8 +39,14 @@ static inline size_t packed_index(int rows, int cols, int r, int c)
     return (size_t)pc0 * rows + (size_t)r * w + (size_t)(c - pc0);
 }
 
+/* A weight matrix and its bias.  The model's layers are the first
+ * n_layers (encoder hidden..., latent, decoder hidden..., output); a GRU
+ * family model also holds each GRU's recurrent matrix, W_hh [H][3H] and
+ * b_hh, after them (frae_model.rec). */
 typedef struct {
-    int in, out;
+    int in, out;     /* the product's widths (3H for a GRU's matrices) */
+    int units;       /* width of the activation the next layer reads: out,
+                        or H for a GRU */
     int act;         /* ACT_* applied to the output */
     size_t w_off;    /* kernel in params/grads/adam_m/adam_v, packed
                         in x out (see FRAE_PANEL) */
@@ -69,7 +78,10 @@ struct frae_model {
     int n_layers;
     int dec_first; /* index of the first decoder layer; 0 is the encoder's */
     int latent;    /* index of the latent layer */
-    frae_layer layer[FRAE_MAX_LAYERS];
+    int gru;       /* GRU family: layers 0 and dec_first are GRU cells */
+    int rec[2];    /* their recurrent matrices' indices (encoder, decoder) */
+    int n_mats;    /* matrices: n_layers, + 2 for the GRU family */
+    frae_layer layer[FRAE_MAX_MATS];
 
     size_t n_params;
     /* params: NULL for bf16 models, whose weights live only in the layers'
@@ -86,6 +98,10 @@ struct frae_model {
     float *xwin;     /* the current window's input, [W][B][D] (training) */
     float *fb;       /* full feedback: dL/d(buffer) of one frame, [B][K*D] */
     int *wvalid;     /* valid frames per sequence in the current window [B] */
+    /* GRU family, training: dL/dh of one frame [B][H] per side, and the
+     * part carried back to the frame before (recurrence, and with full
+     * feedback the encoder's input h_dec) */
+    float *dh_carry[2];
 
     void *block;
     size_t block_bytes;
@@ -146,9 +162,31 @@ void frae_state_fill_sums(const frae_model *m, frae_state *s, int which);
 /* Whether layer l keeps a transposed copy of its kernel: only training
  * reads one, and the first layer's only for full feedback. */
 int frae_needs_transposed(const frae_config *c, int l);
-/* Inputs and outputs of layer l (0 .. n_enc_hidden + n_dec_hidden + 1) of a
- * checked config; -1 if the input width overflows an int. */
+/* Inputs and outputs of matrix l of a checked config: layers 0 ..
+ * n_enc_hidden + n_dec_hidden + 1, then for the GRU family the encoder's
+ * and the decoder's recurrent matrices; -1 if a width overflows an int. */
 int frae_layer_shape(const frae_config *c, int l, int *in, int *out);
+/* Matrices of a checked config: layers + 2 for the GRU family. */
+int frae_mat_count(const frae_config *c);
+
+/* The model's tensors in exchange order (the PyTorch state_dict's, which
+ * is also Keras get_weights()'s): per layer its weight and bias, and per
+ * GRU weight_ih, weight_hh, bias_ih, bias_hh. */
+typedef struct {
+    int mat;    /* matrix index in frae_model.layer */
+    int bias;   /* 1: the bias vector, 0: the weight matrix */
+    int gru;    /* a GRU's: 3H gates (Keras orders them z, r, h) */
+    char name[32]; /* "enc.0.weight", "dec.0.bias_hh", "out.bias" */
+} frae_tensor_entry;
+#define FRAE_MAX_TENSORS (2 * FRAE_MAX_MATS)
+int frae_tensor_entries(const frae_config *c, frae_tensor_entry *e);
+/* Keras gate column c (z, r, h order) of a [.][3H] GRU matrix -> frae's
+ * (PyTorch's r, z, n order). */
+static inline int frae_keras_gate_col(int c, int H)
+{
+    int g = c / H;
+    return (g == 0 ? 1 : g == 1 ? 0 : 2) * H + c % H;
+}
 /* frae_checkpoint_open and frae_import over a buffer the caller keeps
  * alive (the fuzzers' entry points); name is used in messages. */
 frae_checkpoint *frae_checkpoint_parse(const void *buf, size_t size,
@@ -175,6 +213,27 @@ void frae_adam_update(const frae_model *mod, float *params, const float *grads,
                       float *m, float *v, size_t n, long step, float lr,
                       float beta1, float beta2, float eps);
 void frae_refresh_transposed(frae_model *m);
+
+/* gru.c: the cell update for nb rows of H units from the two products gx
+ * = b_ih + W_ih in and gh = b_hh + W_hh h_prev ([nb][3H], gates r, z, n):
+ * writes h [nb][H] and keeps r, z, n and gh_n in gates [nb][4H] for the
+ * backward pass. */
+void frae_gru_forward(int nb, int H, const float *gx, const float *gh,
+                      const float *h_prev, float *gates, float *h);
+/* Its backward: dh [nb][H] is dL/dh; writes dgx, dgh [nb][3H] (dL/d of
+ * the two products) and dh_prev = dh * z (the direct path; the caller
+ * adds dgh . W_hh). */
+void frae_gru_backward(int nb, int H, const float *dh, const float *gates,
+                       const float *h_prev, float *dgx, float *dgh,
+                       float *dh_prev);
+/* The kernel row where first layer `which` (0 encoder, 1 decoder) takes the
+ * fed-back frames: after its head ([x], [x, h_dec] or [latent]). */
+static inline int frae_buffer_row(const frae_model *m, int which)
+{
+    if (which)
+        return m->cfg.latent_dim;
+    return m->cfg.frame_dim + (m->gru ? m->cfg.dec_hidden[0] : 0);
+}
 
 /* layers.c */
 void frae_activate(int act, float *z, size_t n);

@@ -40,6 +40,17 @@ void frae_config_default(frae_config *cfg)
     cfg->isa = FRAE_ISA_AUTO;
 }
 
+void frae_config_default_gru(frae_config *cfg)
+{
+    frae_config_default(cfg);
+    cfg->family = FRAE_FAMILY_GRU;
+    cfg->history = 0;
+    cfg->n_enc_hidden = 1;
+    cfg->enc_hidden[0] = 240;
+    cfg->n_dec_hidden = 1;
+    cfg->dec_hidden[0] = 240;
+}
+
 /* Widths are ints so that GEMM dimensions stay ints; products are checked. */
 static int check_size(const char *what, long v, long lo, char *err,
                       size_t errlen)
@@ -80,6 +91,18 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
         snprintf(what, sizeof what, "decoder hidden layer %d width", i + 1);
         if (check_size(what, cfg->dec_hidden[i], 1, err, errlen))
             return -1;
+    }
+    if (cfg->family != FRAE_FAMILY_DENSE && cfg->family != FRAE_FAMILY_GRU)
+        return frae_errorf(err, errlen, "unknown model family %d",
+                           (int)cfg->family);
+    if (cfg->family == FRAE_FAMILY_GRU) {
+        if (cfg->n_enc_hidden < 1 || cfg->n_dec_hidden < 1)
+            return frae_errorf(err, errlen,
+                               "a GRU model needs at least one hidden layer "
+                               "per side (the first is the GRU)");
+        if (cfg->enc_hidden[0] > INT_MAX / 3 || cfg->dec_hidden[0] > INT_MAX / 3)
+            return frae_errorf(err, errlen, "GRU width must be at most %d",
+                               INT_MAX / 3);
     }
     if (cfg->activation != FRAE_ACT_RELU && cfg->activation != FRAE_ACT_TANH)
         return frae_errorf(err, errlen, "unknown activation %d", (int)cfg->activation);
@@ -124,14 +147,24 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
 /* ---- sizing -------------------------------------------------------------- */
 
 static int layer_in(const frae_config *c, int l, int ne, int nd, int *in,
-                    int *out, int *act)
+                    int *out, int *act, int *units)
 {
+    const int gru = c->family == FRAE_FAMILY_GRU;
+    const int n_layers = ne + nd + 2;
     long D = c->frame_dim, KD = (long)c->history * c->frame_dim;
     long i, o;
+    if (l >= n_layers) { /* a GRU's recurrent matrix: [H][3H] */
+        long H = l == n_layers ? c->enc_hidden[0] : c->dec_hidden[0];
+        *in = (int)H;
+        *out = (int)(3 * H);
+        *units = *out;
+        *act = ACT_LINEAR;
+        return 0;
+    }
     if (l < ne) {
-        i = l == 0 ? D + KD : c->enc_hidden[l - 1];
+        i = l == 0 ? D + KD + (gru ? c->dec_hidden[0] : 0) : c->enc_hidden[l - 1];
         o = c->enc_hidden[l];
-        *act = c->activation;
+        *act = gru && l == 0 ? ACT_GRU : (int)c->activation;
     } else if (l == ne) {
         i = ne == 0 ? D + KD : c->enc_hidden[ne - 1];
         o = c->latent_dim;
@@ -140,7 +173,7 @@ static int layer_in(const frae_config *c, int l, int ne, int nd, int *in,
         int k = l - ne - 1;
         i = k == 0 ? c->latent_dim + KD : c->dec_hidden[k - 1];
         o = c->dec_hidden[k];
-        *act = c->activation;
+        *act = gru && k == 0 ? ACT_GRU : (int)c->activation;
     } else {
         i = nd == 0 ? c->latent_dim + KD : c->dec_hidden[nd - 1];
         o = D;
@@ -149,14 +182,57 @@ static int layer_in(const frae_config *c, int l, int ne, int nd, int *in,
     if (i > INT_MAX)
         return -1;
     *in = (int)i;
-    *out = (int)o;
+    *units = (int)o;
+    *out = *act == ACT_GRU ? (int)(3 * o) : (int)o;
     return 0;
+}
+
+int frae_mat_count(const frae_config *c)
+{
+    return c->n_enc_hidden + c->n_dec_hidden + 2 +
+           (c->family == FRAE_FAMILY_GRU ? 2 : 0);
 }
 
 int frae_layer_shape(const frae_config *c, int l, int *in, int *out)
 {
-    int act;
-    return layer_in(c, l, c->n_enc_hidden, c->n_dec_hidden, in, out, &act);
+    int act, units;
+    return layer_in(c, l, c->n_enc_hidden, c->n_dec_hidden, in, out, &act,
+                    &units);
+}
+
+int frae_tensor_entries(const frae_config *c, frae_tensor_entry *e)
+{
+    const int ne = c->n_enc_hidden, nd = c->n_dec_hidden;
+    const int n_layers = ne + nd + 2, gru = c->family == FRAE_FAMILY_GRU;
+    int n = 0;
+    for (int l = 0; l < n_layers; l++) {
+        char base[16];
+        if (l < ne)
+            snprintf(base, sizeof base, "enc.%d", l);
+        else if (l == ne)
+            snprintf(base, sizeof base, "latent");
+        else if (l <= ne + nd)
+            snprintf(base, sizeof base, "dec.%d", l - ne - 1);
+        else
+            snprintf(base, sizeof base, "out");
+        if (gru && (l == 0 || l == ne + 1)) {
+            int rec = n_layers + (l != 0);
+            e[n++] = (frae_tensor_entry){l, 0, 1, ""};
+            snprintf(e[n - 1].name, sizeof e[n - 1].name, "%s.weight_ih", base);
+            e[n++] = (frae_tensor_entry){rec, 0, 1, ""};
+            snprintf(e[n - 1].name, sizeof e[n - 1].name, "%s.weight_hh", base);
+            e[n++] = (frae_tensor_entry){l, 1, 1, ""};
+            snprintf(e[n - 1].name, sizeof e[n - 1].name, "%s.bias_ih", base);
+            e[n++] = (frae_tensor_entry){rec, 1, 1, ""};
+            snprintf(e[n - 1].name, sizeof e[n - 1].name, "%s.bias_hh", base);
+        } else {
+            e[n++] = (frae_tensor_entry){l, 0, 0, ""};
+            snprintf(e[n - 1].name, sizeof e[n - 1].name, "%s.weight", base);
+            e[n++] = (frae_tensor_entry){l, 1, 0, ""};
+            snprintf(e[n - 1].name, sizeof e[n - 1].name, "%s.bias", base);
+        }
+    }
+    return n;
 }
 
 /* A bf16 kernel: panels of FRAE_PANEL_BF16 columns, rows padded to 32. */
@@ -171,11 +247,13 @@ static size_t bf16_elems(int rows, int cols)
 /* Walks the layout once: used both to size the arena and to carve it. */
 typedef struct {
     size_t params, grads, adam_m, adam_v, xwin, fb, state, wvalid, bias;
-    size_t wt[FRAE_MAX_LAYERS], dz[FRAE_MAX_LAYERS];
-    size_t wh[FRAE_MAX_LAYERS];
-    size_t w_off[FRAE_MAX_LAYERS], b_off[FRAE_MAX_LAYERS];
-    int in[FRAE_MAX_LAYERS], out[FRAE_MAX_LAYERS], act[FRAE_MAX_LAYERS];
-    int n_layers, act_frames, chunk_frames;
+    size_t wt[FRAE_MAX_MATS], dz[FRAE_MAX_MATS];
+    size_t wh[FRAE_MAX_MATS];
+    size_t w_off[FRAE_MAX_MATS], b_off[FRAE_MAX_MATS];
+    int in[FRAE_MAX_MATS], out[FRAE_MAX_MATS], act[FRAE_MAX_MATS];
+    int units[FRAE_MAX_MATS];
+    size_t dh_carry[2];
+    int n_layers, n_mats, act_frames, chunk_frames;
     size_t n_params;
 } layout;
 
@@ -187,6 +265,7 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
     memset(L, 0, sizeof *L);
     memset(p, 0, sizeof *p);
     L->n_layers = ne + nd + 2;
+    L->n_mats = frae_mat_count(c);
     L->act_frames = c->training ? c->window : 1;
     if ((long)c->history + L->act_frames > INT_MAX)
         return frae_errorf(err, errlen, "history K + window W overflows");
@@ -199,8 +278,9 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
                     (size_t)L->act_frames * B);
 
     size_t np = 0;
-    for (int l = 0; l < L->n_layers; l++) {
-        if (layer_in(c, l, ne, nd, &L->in[l], &L->out[l], &L->act[l]))
+    for (int l = 0; l < L->n_mats; l++) {
+        if (layer_in(c, l, ne, nd, &L->in[l], &L->out[l], &L->act[l],
+                     &L->units[l]))
             return frae_errorf(err, errlen,
                         "layer %d input width (history K x D) overflows",
                         l + 1);
@@ -220,7 +300,7 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
     if (c->weights == FRAE_WEIGHTS_BF16) {
         /* no f32 weights: the biases alone, then the bf16 kernels below */
         size_t n_bias = 0;
-        for (int l = 0; l < L->n_layers; l++)
+        for (int l = 0; l < L->n_mats; l++)
             n_bias += (size_t)L->out[l];
         L->bias = frae_arena_reserve(p, n_bias);
     } else {
@@ -232,8 +312,14 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
         L->adam_v = frae_arena_reserve(p, np);
         L->xwin = frae_arena_reserve(p, frae_arena_mul3(p, frames, B, D));
         L->fb = frae_arena_reserve(p, frae_arena_mul3(p, B, (size_t)c->history, D));
+        if (c->family == FRAE_FAMILY_GRU)
+            for (int s = 0; s < 2; s++)
+                L->dh_carry[s] = frae_arena_reserve(
+                    p, frae_arena_mul3(p, B, (size_t)(s ? c->dec_hidden[0]
+                                                        : c->enc_hidden[0]),
+                                       1));
     }
-    for (int l = 0; l < L->n_layers; l++) {
+    for (int l = 0; l < L->n_mats; l++) {
         /* transposed weights serve only input gradients: training, and
          * for the first layer only full feedback */
         if (frae_needs_transposed(c, l))
@@ -261,8 +347,10 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
 
 int frae_needs_transposed(const frae_config *c, int l)
 {
-    return c->training && (l > 0 || (c->feedback == FRAE_FEEDBACK_FULL &&
-                                     c->history > 0));
+    /* a GRU encoder's input gradient reaches h_dec with full feedback */
+    return c->training &&
+           (l > 0 || (c->feedback == FRAE_FEEDBACK_FULL &&
+                      (c->history > 0 || c->family == FRAE_FAMILY_GRU)));
 }
 
 size_t frae_param_count_for(const frae_config *cfg)
@@ -274,18 +362,80 @@ size_t frae_param_count_for(const frae_config *cfg)
     return L.n_params;
 }
 
+/* Normal deviate (Box-Muller), for the orthogonal initialiser. */
+static double rng_normal(uint64_t *rng)
+{
+    double u1 = ((double)frae_rng_uniform(rng) + 0x1p-25), u2 = frae_rng_uniform(rng);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* Keras' orthogonal initialiser for a GRU's recurrent kernel [H][3H]: its
+ * H rows orthonormal (Gram-Schmidt on normal rows, in double).  Element
+ * (i, c) goes to keras column c. */
+static void orthogonal_init(frae_model *m, int l, uint64_t *rng)
+{
+    const frae_layer *ly = &m->layer[l];
+    const int H = ly->in, C = ly->out;
+    double *rows = malloc(sizeof(double) * (size_t)H * C);
+    if (!rows) { /* init only: fall back to Glorot rather than fail */
+        float limit = sqrtf(6.0f / (float)(H + C));
+        for (int i = 0; i < H; i++)
+            for (int c = 0; c < C; c++)
+                frae_weight_set(m, l, i, frae_keras_gate_col(c, H),
+                                (2.0f * frae_rng_uniform(rng) - 1.0f) * limit);
+        return;
+    }
+    for (size_t k = 0; k < (size_t)H * C; k++)
+        rows[k] = rng_normal(rng);
+    for (int i = 0; i < H; i++) {
+        double *r = rows + (size_t)i * C;
+        for (int j = 0; j < i; j++) {
+            const double *q = rows + (size_t)j * C;
+            double dot = 0.0;
+            for (int c = 0; c < C; c++)
+                dot += r[c] * q[c];
+            for (int c = 0; c < C; c++)
+                r[c] -= dot * q[c];
+        }
+        double norm = 0.0;
+        for (int c = 0; c < C; c++)
+            norm += r[c] * r[c];
+        norm = sqrt(norm);
+        for (int c = 0; c < C; c++)
+            r[c] /= norm;
+    }
+    for (int i = 0; i < H; i++)
+        for (int c = 0; c < C; c++)
+            frae_weight_set(m, l, i, frae_keras_gate_col(c, H),
+                            (float)rows[(size_t)i * C + c]);
+    free(rows);
+}
+
+/* Keras defaults, drawn in Keras order so that the layout does not change
+ * the model: Glorot-uniform kernels (a GRU's over its [in][3H] kernel),
+ * orthogonal recurrent kernels, zero biases. */
 static void glorot_init(frae_model *m)
 {
     uint64_t rng = m->cfg.seed;
-    for (int l = 0; l < m->n_layers; l++) {
+    frae_tensor_entry e[FRAE_MAX_TENSORS];
+    const int n = frae_tensor_entries(&m->cfg, e);
+    for (int k = 0; k < n; k++) {
+        const int l = e[k].mat;
         const frae_layer *ly = &m->layer[l];
+        if (e[k].bias) {
+            memset(ly->bias, 0, sizeof(float) * (size_t)ly->out);
+            continue;
+        }
+        if (l >= m->n_layers) {
+            orthogonal_init(m, l, &rng);
+            continue;
+        }
+        const int H = ly->out / 3;
         float limit = sqrtf(6.0f / (float)(ly->in + ly->out));
-        /* drawn in Keras order, so the layout does not change the model */
         for (int i = 0; i < ly->in; i++)
             for (int o = 0; o < ly->out; o++)
-                frae_weight_set(m, l, i, o,
+                frae_weight_set(m, l, i, e[k].gru ? frae_keras_gate_col(o, H) : o,
                                 (2.0f * frae_rng_uniform(&rng) - 1.0f) * limit);
-        memset(ly->bias, 0, sizeof(float) * (size_t)ly->out);
     }
 }
 
@@ -337,6 +487,10 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     m->block = block;
     m->block_bytes = p.bytes;
     m->n_layers = L.n_layers;
+    m->n_mats = L.n_mats;
+    m->gru = cfg->family == FRAE_FAMILY_GRU;
+    m->rec[0] = m->gru ? L.n_layers : -1;
+    m->rec[1] = m->gru ? L.n_layers + 1 : -1;
     m->latent = cfg->n_enc_hidden;
     m->dec_first = cfg->n_enc_hidden + 1;
     m->n_params = L.n_params;
@@ -350,11 +504,15 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         m->adam_v = (float *)(base + L.adam_v);
         m->xwin = (float *)(base + L.xwin);
         m->fb = (float *)(base + L.fb);
+        if (m->gru)
+            for (int s = 0; s < 2; s++)
+                m->dh_carry[s] = (float *)(base + L.dh_carry[s]);
     }
-    for (int l = 0; l < L.n_layers; l++) {
+    for (int l = 0; l < L.n_mats; l++) {
         frae_layer *ly = &m->layer[l];
         ly->in = L.in[l];
         ly->out = L.out[l];
+        ly->units = L.units[l];
         ly->act = L.act[l];
         ly->w_off = L.w_off[l];
         ly->b_off = L.b_off[l];
@@ -405,25 +563,35 @@ double frae_bits_per_frame(const frae_model *m)
 }
 
 /* A packed param-shaped array (parameters, gradients, Adam moments) in an
- * exchange layout: per layer the kernel as [in][out] (Keras) or [out][in]
- * (PyTorch), then the bias. */
+ * exchange layout, tensor by tensor (frae_tensor_entries): each kernel as
+ * [in][out] with a GRU's gates in Keras order (Keras), or [out][in] with
+ * PyTorch's (torch_layout), then the bias likewise. */
 void frae_export_params(const frae_model *m, const float *src, float *dst,
                         int torch_layout)
 {
-    for (int l = 0; l < m->n_layers; l++) {
+    frae_tensor_entry e[FRAE_MAX_TENSORS];
+    const int n = frae_tensor_entries(&m->cfg, e);
+    for (int k = 0; k < n; k++) {
+        const int l = e[k].mat;
         const frae_layer *ly = &m->layer[l];
+        const int H = ly->out / 3, keras_gates = e[k].gru && !torch_layout;
+        if (e[k].bias) {
+            const float *b = src ? src + ly->b_off : ly->bias;
+            for (int o = 0; o < ly->out; o++)
+                *dst++ = b[keras_gates ? frae_keras_gate_col(o, H) : o];
+            continue;
+        }
         const int rows = torch_layout ? ly->out : ly->in;
         const int cols = torch_layout ? ly->in : ly->out;
         for (int r = 0; r < rows; r++)
             for (int c = 0; c < cols; c++) {
                 int i = torch_layout ? c : r, o = torch_layout ? r : c;
+                if (keras_gates)
+                    o = frae_keras_gate_col(o, H);
                 *dst++ = src ? src[ly->w_off + packed_index(ly->in, ly->out,
                                                             i, o)]
                              : frae_weight_get(m, l, i, o);
             }
-        memcpy(dst, src ? src + ly->b_off : ly->bias,
-               sizeof(float) * (size_t)ly->out);
-        dst += ly->out;
     }
 }
 
@@ -461,15 +629,25 @@ void frae_get_params(const frae_model *m, float *dst)
 
 void frae_set_params(frae_model *m, const float *src)
 {
-    for (int l = 0; l < m->n_layers; l++) {
+    frae_tensor_entry e[FRAE_MAX_TENSORS];
+    const int n = frae_tensor_entries(&m->cfg, e);
+    for (int k = 0; k < n; k++) {
+        const int l = e[k].mat;
         const frae_layer *ly = &m->layer[l];
+        const int H = ly->out / 3;
+        if (e[k].bias) {
+            /* a -0 bias would start a chain at -0, the one case where
+             * skipping zero inputs (kernels.h) could differ, in the sign
+             * of a zero */
+            for (int o = 0; o < ly->out; o++, src++)
+                ly->bias[e[k].gru ? frae_keras_gate_col(o, H) : o] =
+                    *src == 0.0f ? 0.0f : *src;
+            continue;
+        }
         for (int i = 0; i < ly->in; i++)
             for (int o = 0; o < ly->out; o++)
-                frae_weight_set(m, l, i, o, *src++);
-        /* a -0 bias would start a chain at -0, the one case where skipping
-         * zero inputs (kernels.h) could differ, in the sign of a zero */
-        for (int o = 0; o < ly->out; o++, src++)
-            ly->bias[o] = *src == 0.0f ? 0.0f : *src;
+                frae_weight_set(m, l, i, e[k].gru ? frae_keras_gate_col(o, H) : o,
+                                *src++);
     }
     frae_weights_changed(m);
 }

@@ -9,6 +9,7 @@
 #include "util.h"
 
 const char *const frae_activation_names[2] = {"relu", "tanh"};
+const char *const frae_family_names[2] = {"dense", "gru"};
 const char *const frae_feedback_names[2] = {"detached", "full"};
 const char *const frae_weights_names[2] = {"f32", "bf16"};
 const char *const frae_isa_names[4] = {"auto", "scalar", "avx2", "avx512"};

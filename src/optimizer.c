@@ -68,7 +68,7 @@ static void transpose_tile(const float *src, int src_ld, float *dst,
  * destination panel at a time, so both sides stay in L1. */
 void frae_refresh_transposed(frae_model *m)
 {
-    for (int l = 0; l < m->n_layers; l++) {
+    for (int l = 0; l < m->n_mats; l++) {
         const frae_layer *ly = &m->layer[l];
         const int in = ly->in, out = ly->out;
         if (!ly->wt)

@@ -31,11 +31,12 @@ size_t frae_state_layout(const frae_config *c, int rows, int frames,
     frae_state st;
     memset(&st, 0, sizeof st);
     const int ne = c->n_enc_hidden, nd = c->n_dec_hidden, n_layers = ne + nd + 2;
+    const int n_mats = frae_mat_count(c);
     const size_t R = (size_t)rows, F = (size_t)frames, D = (size_t)c->frame_dim;
     const int K = c->history;
-    int in[FRAE_MAX_LAYERS], out[FRAE_MAX_LAYERS];
+    int in[FRAE_MAX_MATS], out[FRAE_MAX_MATS];
     size_t widest = 0;
-    for (int l = 0; l < n_layers; l++) {
+    for (int l = 0; l < n_mats; l++) {
         if (frae_layer_shape(c, l, &in[l], &out[l]))
             return SIZE_MAX;
         widest = (size_t)in[l] > widest ? (size_t)in[l] : widest;
@@ -44,8 +45,20 @@ size_t frae_state_layout(const frae_config *c, int rows, int frames,
     st.rows = rows;
     st.frames = frames;
     st.frame_dim = c->frame_dim;
-    for (int l = 0; l < n_layers - 1; l++) /* the output layer writes the ring */
-        st.a[l] = take(&w, prod(&w, F, R, (size_t)out[l]));
+    const int gru = c->family == FRAE_FAMILY_GRU;
+    for (int l = 0; l < n_layers - 1; l++) { /* the output layer writes the ring */
+        int gru_side = gru && l == 0 ? 0 : gru && l == ne + 1 ? 1 : -1;
+        /* a GRU keeps its state h, H of its 3H products */
+        size_t units = gru_side >= 0 ? (size_t)out[l] / 3 : (size_t)out[l];
+        st.a[l] = take(&w, prod(&w, F, R, units));
+        if (gru_side >= 0) {
+            st.h[gru_side] = take(&w, prod(&w, R, units, 1));
+            st.h0[gru_side] = take(&w, prod(&w, R, units, 1));
+            st.gx[gru_side] = take(&w, prod(&w, R, (size_t)out[l], 1));
+            st.gh[gru_side] = take(&w, prod(&w, R, (size_t)out[l], 1));
+            st.gates[gru_side] = take(&w, prod(&w, F, R, 4 * units));
+        }
+    }
     if (K > 0) {
         /* an even number of slots: a pair of frames' sums is contiguous */
         st.pend_cap = K < 2 ? 2 : (K + 1) / 2 * 2;
@@ -86,6 +99,10 @@ void frae_state_reset(const frae_model *m, frae_state *s)
     s->ring_pos = m->cfg.history;
     s->ring_rows = 0;
     s->pend_next[0] = s->pend_next[1] = 0;
+    for (int side = 0; side < 2; side++)
+        if (s->h[side]) /* h(-1) = 0, as torch.nn.GRUCell's default */
+            memset(s->h[side], 0, sizeof(float) * (size_t)s->rows *
+                                      m->layer[m->rec[side]].in);
     if (m->cfg.history > 0) {
         frae_state_fill_sums(m, s, 0);
         frae_state_fill_sums(m, s, 1);

@@ -12,6 +12,7 @@
 #include "frae.h"
 
 #define FRAE_MAX_LAYERS (2 * FRAE_MAX_HIDDEN + 2)
+#define FRAE_MAX_MATS (FRAE_MAX_LAYERS + 2) /* + two GRUs' recurrent ones */
 
 /* Scratch of the one-row products (gemm.c), and how many threads the
  * products of this state may use. */
@@ -48,6 +49,12 @@ typedef struct {
     int pend_cap;
     long pend_next[2];
     float *pair_in; /* two fed-back frames side by side, [2][rows][D] */
+
+    /* GRU family, per side (0 encoder, 1 decoder; NULL otherwise): */
+    float *h[2];     /* the state h(t-1) before the next frame, [rows][H] */
+    float *h0[2];    /* h at the start of the training window, [rows][H] */
+    float *gx[2], *gh[2]; /* the frame's two products, [rows][3H] */
+    float *gates[2]; /* r, z, n, gh_n of every kept frame, [frames][rows][4H] */
 
     frae_scratch scratch;
 } frae_state;

@@ -103,20 +103,21 @@ static void backward_chain(frae_model *m, int t0, int nt, int nb, int c0)
  * dL/dy of frame t-1-j. */
 static void feedback_backward(frae_model *m, int t, int nb, int c0)
 {
-    const int D = m->cfg.frame_dim, L = m->cfg.latent_dim;
+    const int D = m->cfg.frame_dim;
     const int KD = m->cfg.history * D;
+    const int e0 = frae_buffer_row(m, 0), d0 = frae_buffer_row(m, 1);
     const frae_layer *enc = &m->layer[0], *dec = &m->layer[m->dec_first];
     const int nslots = t < m->cfg.history ? t : m->cfg.history;
     if (nslots == 0)
         return;
     frae_gemm_packed_b(m, &m->state.scratch, nb, enc->out,
                        dz_rows(m, 0, t, c0, nb), enc->out, 1, enc->wt,
-                       enc->out, enc->in, 0, D, D + nslots * D, m->fb, KD,
+                       enc->out, enc->in, 0, e0, e0 + nslots * D, m->fb, KD,
                        NULL, GEMM_ZERO);
     frae_gemm_packed_b(m, &m->state.scratch, nb, dec->out,
                        dz_rows(m, m->dec_first, t, c0, nb), dec->out, 1,
-                       dec->wt, dec->out, dec->in, 0, L, L + nslots * D, m->fb,
-                       KD, NULL, GEMM_ACC);
+                       dec->wt, dec->out, dec->in, 0, d0, d0 + nslots * D,
+                       m->fb, KD, NULL, GEMM_ACC);
     for (int j = 0; j < nslots; j++) {
         float *dys = dz_rows(m, m->n_layers - 1, t - 1 - j, c0, nb);
         for (int b = 0; b < nb; b++)
@@ -147,6 +148,115 @@ static void buffer_weight_grad(frae_model *m, const frae_layer *ly, int head_w,
                            ly->in, ly->out, head_w + j * D, GEMM_ACC);
 }
 
+/* GRU family: weight-gradient rows row0.. of matrix ly (whose dz holds the
+ * chunk's product gradients) from the GRU state of `side` one frame back,
+ * h(t-1) for t = c0..c0+nt-1: the window's first frame reads the state the
+ * window started from (h0), the others the kept activations. */
+static void prev_state_grad(frae_model *m, int side, const frae_layer *ly,
+                            int row0, int c0, int nt, int nb, int init)
+{
+    const frae_state *st = &m->state;
+    const int lg = side ? m->dec_first : 0, H = m->layer[lg].units;
+    float *gw = m->grads + ly->w_off;
+    const float *dz = ly->dz; /* the chunk's first frame */
+    if (c0 == 0) {
+        frae_gemm_packed_c(m, &st->scratch, H, nb, st->h0[side], H, dz,
+                           ly->out, gw, ly->in, ly->out, row0, init);
+        if (nt > 1)
+            frae_gemm_packed_c(m, &st->scratch, H, (nt - 1) * nb, st->a[lg],
+                               H, dz + (size_t)nb * ly->out, ly->out, gw,
+                               ly->in, ly->out, row0, GEMM_ACC);
+    } else {
+        frae_gemm_packed_c(m, &st->scratch, H, nt * nb,
+                           st->a[lg] + (size_t)(c0 - 1) * nb * H, H, dz,
+                           ly->out, gw, ly->in, ly->out, row0, init);
+    }
+}
+
+/* GRU family: the state h of `side` one frame before t. */
+static const float *prev_state(const frae_model *m, int side, int t, int nb)
+{
+    const int lg = side ? m->dec_first : 0, H = m->layer[lg].units;
+    return t == 0 ? m->state.h0[side]
+                  : m->state.a[lg] + (size_t)(t - 1) * nb * H;
+}
+
+/* GRU family: dh_carry[side] holds the gradient carried from later frames
+ * into h(t); completes it with the layers above (added to it) and runs the
+ * cell backward: the products' gradients land in the dz rows of the input
+ * and recurrent matrices, and dh_carry becomes what goes on to h(t-1). */
+static void gru_cell_backward(frae_model *m, int side, int t, int nb, int c0)
+{
+    const int lg = side ? m->dec_first : 0, rec = m->rec[side];
+    const frae_layer *ly = &m->layer[lg], *rl = &m->layer[rec];
+    const int H = ly->units;
+    float *carry = m->dh_carry[side];
+    float *dgx = dz_rows(m, lg, t, c0, nb), *dgh = dz_rows(m, rec, t, c0, nb);
+    frae_gru_backward(nb, H, carry,
+                      m->state.gates[side] + (size_t)t * nb * 4 * H,
+                      prev_state(m, side, t, nb), dgx, dgh, carry);
+    frae_gemm_packed_b(m, &m->state.scratch, nb, rl->out, dgh, rl->out, 1,
+                       rl->wt, rl->out, rl->in, 0, 0, H, carry, H, NULL,
+                       GEMM_ACC);
+}
+
+/* dL/d(input) of layers l from..to+1 down to layer `to`'s input: through
+ * dense layers as backward_chain does, into a GRU's carry (added). */
+static void dense_backward(frae_model *m, int from, int to, int t, int nb,
+                           int c0)
+{
+    for (int l = from; l > to; l--) {
+        const frae_layer *ly = &m->layer[l];
+        const int p = l - 1;
+        const frae_layer *pv = &m->layer[p];
+        const float *dz = dz_rows(m, l, t, c0, nb);
+        if (pv->act == ACT_GRU) {
+            frae_gemm_packed_b(m, &m->state.scratch, nb, ly->out, dz, ly->out,
+                               1, ly->wt, ly->out, ly->in, 0, 0, ly->in,
+                               m->dh_carry[p != 0], ly->in, NULL, GEMM_ACC);
+            continue;
+        }
+        float *dprev = dz_rows(m, p, t, c0, nb);
+        frae_gemm_packed_b(m, &m->state.scratch, nb, ly->out, dz, ly->out, 1,
+                           ly->wt, ly->out, ly->in, 0, 0, ly->in, dprev,
+                           pv->out, NULL, GEMM_ZERO);
+        frae_activation_backward(pv->act,
+                                 m->state.a[p] + (size_t)t * nb * pv->out,
+                                 dprev, (size_t)nb * pv->out);
+    }
+}
+
+/* GRU family: back-propagates frame t (the frames after it done): the
+ * decoder's dense layers, its GRU, the latent through the straight-through
+ * quantizer, the encoder's dense layers and GRU; with full feedback also
+ * into h_dec(t-1) and the fed-back frames. */
+static void gru_backward_frame(frae_model *m, int t, int nb, int c0)
+{
+    const int D = m->cfg.frame_dim, L = m->cfg.latent_dim;
+    const frae_layer *dec = &m->layer[m->dec_first], *enc = &m->layer[0];
+    dense_backward(m, m->n_layers - 1, m->dec_first, t, nb, c0);
+    gru_cell_backward(m, 1, t, nb, c0);
+    float *dq = dz_rows(m, m->latent, t, c0, nb);
+    frae_gemm_packed_b(m, &m->state.scratch, nb, dec->out,
+                       dz_rows(m, m->dec_first, t, c0, nb), dec->out, 1,
+                       dec->wt, dec->out, dec->in, 0, 0, L, dq, L, NULL,
+                       GEMM_ZERO);
+    frae_activation_backward(ACT_TANH,
+                             m->state.a[m->latent] + (size_t)t * nb * L, dq,
+                             (size_t)nb * L);
+    dense_backward(m, m->latent, 0, t, nb, c0);
+    gru_cell_backward(m, 0, t, nb, c0);
+    if (m->cfg.feedback == FRAE_FEEDBACK_FULL) {
+        if (t > 0) /* h_dec(t-1) fed the encoder; h0 is a constant */
+            frae_gemm_packed_b(m, &m->state.scratch, nb, enc->out,
+                               dz_rows(m, 0, t, c0, nb), enc->out, 1, enc->wt,
+                               enc->out, enc->in, 0, D, D + dec->units,
+                               m->dh_carry[1], dec->units, NULL, GEMM_ACC);
+        if (m->cfg.history > 0)
+            feedback_backward(m, t, nb, c0);
+    }
+}
+
 /* Adds the chunk of frames c0..c0+nt-1 to every parameter gradient (init
  * GEMM_ZERO for the first chunk), one GEMM per weight block. */
 static void weight_grads(frae_model *m, int c0, int nt, int nb, int init)
@@ -163,16 +273,24 @@ static void weight_grads(frae_model *m, int c0, int nt, int nb, int init)
             frae_gemm_packed_c(m, &m->state.scratch, head_w, rows, head,
                                head_w, dz, ly->out, gw, ly->in, ly->out, 0,
                                init);
+            if (m->gru && l == 0) /* the GRU encoder's h_dec(t-1) rows */
+                prev_state_grad(m, 1, ly, D, c0, nt, nb, init);
             for (int j = 0; j < m->cfg.history; j++)
-                buffer_weight_grad(m, ly, head_w, j, c0, nt, nb, init);
+                buffer_weight_grad(m, ly, frae_buffer_row(m, l != 0), j, c0,
+                                   nt, nb, init);
         } else {
-            const frae_layer *in = &m->layer[l - 1];
             frae_gemm_packed_c(m, &m->state.scratch, ly->in, rows,
-                               m->state.a[l - 1] + r0 * in->out, ly->in, dz,
+                               m->state.a[l - 1] + r0 * ly->in, ly->in, dz,
                                ly->out, gw, ly->in, ly->out, 0, init);
         }
         frae_bias_grad(dz, rows, ly->out, m->grads + ly->b_off,
                        init == GEMM_ACC);
+    }
+    for (int side = 0; m->gru && side < 2; side++) {
+        const frae_layer *rec = &m->layer[m->rec[side]];
+        prev_state_grad(m, side, rec, 0, c0, nt, nb, init);
+        frae_bias_grad(dz_rows(m, m->rec[side], c0, c0, nb), rows, rec->out,
+                       m->grads + rec->b_off, init == GEMM_ACC);
     }
 }
 
@@ -186,6 +304,13 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
     const int full = m->cfg.feedback == FRAE_FEEDBACK_FULL &&
                      m->cfg.history > 0;
     float *dy = m->layer[m->n_layers - 1].dz;
+    for (int side = 0; m->gru && side < 2; side++) {
+        /* the window starts from these states (constants for it) and its
+         * backward from no gradient beyond it */
+        const size_t n = (size_t)nb * m->layer[m->rec[side]].in;
+        memcpy(m->state.h0[side], m->state.h[side], sizeof(float) * n);
+        memset(m->dh_carry[side], 0, sizeof(float) * n);
+    }
     for (int t = 0; t < nt; t++) {
         const float *xt = m->xwin + (size_t)t * nb * D;
         frae_forward_frame(m, &m->state, t, xt, D, nb);
@@ -196,7 +321,10 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
     int last_c0 = (nt - 1) / C * C;
     for (int c0 = last_c0; c0 >= 0; c0 -= C) {
         int cn = nt - c0 < C ? nt - c0 : C;
-        if (full) {
+        if (m->gru) {
+            for (int t = c0 + cn - 1; t >= c0; t--)
+                gru_backward_frame(m, t, nb, c0);
+        } else if (full) {
             for (int t = c0 + cn - 1; t >= c0; t--) {
                 backward_chain(m, t, 1, nb, c0);
                 feedback_backward(m, t, nb, c0);

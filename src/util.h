@@ -24,6 +24,7 @@ float frae_rng_uniform(uint64_t *state); /* [0, 1) with 24 bits */
  * them, indexed by the enum's value. */
 extern const char *const frae_activation_names[2];
 extern const char *const frae_feedback_names[2];
+extern const char *const frae_family_names[2];
 extern const char *const frae_weights_names[2];
 extern const char *const frae_isa_names[4];
 #define FRAE_NAME_COUNT(names) ((int)(sizeof(names) / sizeof *(names)))

@@ -6,11 +6,11 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "frae_internal.h"
 #include "test_util.h"
 #include "tests.h"
 
 #define FIXTURE_TOL 1e-5
-#define FIXTURE_PATH "tests/fixtures/small.bin"
 #define MAX_TENSORS 256
 
 typedef struct {
@@ -106,33 +106,49 @@ static const fix_tensor *get(const fixtures *fx, const char *name)
     exit(1);
 }
 
-static const char *const layer_names[] = {"enc.0", "enc.1", "latent",
-                                          "dec.0", "dec.1", "out"};
-enum { NL = 6 };
+/* The fixture sets of tools/export_fixtures.py and their configs. */
+typedef struct {
+    const char *path;
+    frae_family family;
+    int K, ne, enc[2], nd, dec[2];
+} fixture_set;
 
-static void fixture_config(frae_config *c, int window)
+static const fixture_set fixture_sets[] = {
+    {"tests/fixtures/small.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2, {6, 7}},
+    {"tests/fixtures/gru.bin", FRAE_FAMILY_GRU, 2, 2, {7, 6}, 2, {6, 7}},
+    {"tests/fixtures/gru_k0.bin", FRAE_FAMILY_GRU, 0, 1, {7}, 1, {6}},
+};
+
+static void fixture_config(const fixture_set *fs, frae_config *c, int window)
 {
-    const int enc[2] = {7, 6}, dec[2] = {6, 7};
-    tiny_config(c, 5, 2, 2, enc, 3, 2, dec);
+    tiny_config(c, 5, fs->K, fs->ne, fs->enc, 3, fs->nd, fs->dec);
+    c->family = fs->family;
     c->batch = 2;
     c->window = window;
 }
 
-/* torch [out][in] weights + biases under prefix -> frae flat params. */
-static void flat_from_torch(const fixtures *fx, const char *prefix, float *dst)
+/* torch [out][in] weights + biases under prefix -> frae flat params
+ * (Keras order: [in][out], a GRU's gates z, r, h). */
+static void flat_from_torch(const fixtures *fx, const char *prefix,
+                            const frae_config *c, float *dst)
 {
     char name[96];
-    for (int l = 0; l < NL; l++) {
-        snprintf(name, sizeof name, "%s%s.weight", prefix, layer_names[l]);
-        const fix_tensor *w = get(fx, name);
-        int out = (int)w->dims[0], in = (int)w->dims[1];
+    frae_tensor_entry e[FRAE_MAX_TENSORS];
+    const int n = frae_tensor_entries(c, e);
+    for (int k = 0; k < n; k++) {
+        snprintf(name, sizeof name, "%s%s", prefix, e[k].name);
+        const fix_tensor *t = get(fx, name);
+        if (e[k].bias) {
+            const int out = (int)t->dims[0];
+            for (int o = 0; o < out; o++)
+                *dst++ = t->data[e[k].gru ? frae_keras_gate_col(o, out / 3) : o];
+            continue;
+        }
+        const int out = (int)t->dims[0], in = (int)t->dims[1];
         for (int i = 0; i < in; i++)
             for (int o = 0; o < out; o++)
-                *dst++ = w->data[(size_t)o * in + i];
-        snprintf(name, sizeof name, "%s%s.bias", prefix, layer_names[l]);
-        const fix_tensor *b = get(fx, name);
-        memcpy(dst, b->data, sizeof(float) * b->count);
-        dst += b->count;
+                *dst++ = t->data[(size_t)(e[k].gru ? frae_keras_gate_col(o, out / 3)
+                                                   : o) * in + i];
     }
 }
 
@@ -150,21 +166,19 @@ static int compare_flat(const char *what, const float *got, const float *ref,
                         const frae_config *c)
 {
     int failures = 0;
-    int in[2 * FRAE_MAX_HIDDEN + 2], out[2 * FRAE_MAX_HIDDEN + 2];
-    int nl = layer_shapes(c, in, out);
+    frae_tensor_entry e[FRAE_MAX_TENSORS];
+    const int n = frae_tensor_entries(c, e);
     size_t off = 0;
     printf("    %-16s", what);
-    for (int l = 0; l < nl; l++) {
-        size_t nw = (size_t)in[l] * out[l];
-        double rw = max_rel_diff(got + off, ref + off, nw);
-        double rb = max_rel_diff(got + off + nw, ref + off + nw, out[l]);
-        printf(" %s.w %.1e b %.1e%s", layer_names[l], rw, rb,
-               l == 2 ? "\n                    " : "");
-        CHECK(rw <= FIXTURE_TOL, "%s %s.weight rel diff %.3g", what,
-              layer_names[l], rw);
-        CHECK(rb <= FIXTURE_TOL, "%s %s.bias rel diff %.3g", what,
-              layer_names[l], rb);
-        off += nw + out[l];
+    for (int k = 0; k < n; k++) {
+        int in, out;
+        frae_layer_shape(c, e[k].mat, &in, &out);
+        size_t count = e[k].bias ? (size_t)out : (size_t)in * out;
+        double r = max_rel_diff(got + off, ref + off, count);
+        printf(" %s %.1e%s", e[k].name, r,
+               k % 4 == 3 && k + 1 < n ? "\n                    " : "");
+        CHECK(r <= FIXTURE_TOL, "%s %s rel diff %.3g", what, e[k].name, r);
+        off += count;
     }
     printf("\n");
     return failures;
@@ -179,7 +193,7 @@ static int check_scalar(const char *what, double got, double ref)
     return failures;
 }
 
-static int fixtures_on(frae_isa isa, int threads);
+static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads);
 
 /* Forward of all nseq sequences in one call, then one sequence per call
  * (the one-row kernels), against the fixture `want`. */
@@ -219,22 +233,22 @@ int test_pytorch_fixtures(void)
     int failures = 0;
     frae_isa isas[3];
     int nisa = available_isas(isas);
-    for (int i = 0; i < nisa; i++)
-        for (int threads = 1; threads <= 2; threads++) {
-            printf("  -- isa %d, %d thread%s\n", (int)isas[i], threads,
-                   threads == 1 ? "" : "s");
-            failures += fixtures_on(isas[i], threads);
-        }
+    for (size_t f = 0; f < sizeof fixture_sets / sizeof *fixture_sets; f++)
+        for (int i = 0; i < nisa; i++)
+            for (int threads = 1; threads <= 2; threads++) {
+                printf("  -- %s, isa %d, %d thread%s\n", fixture_sets[f].path,
+                       (int)isas[i], threads, threads == 1 ? "" : "s");
+                failures += fixtures_on(&fixture_sets[f], isas[i], threads);
+            }
     return failures;
 }
 
-static int fixtures_on(frae_isa isa, int threads)
+static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
 {
     int failures = 0;
     fixtures fx;
     memset(&fx, 0, sizeof fx);
-    CHECK(load_fixtures(FIXTURE_PATH, &fx) == 0, "cannot read %s",
-          FIXTURE_PATH);
+    CHECK(load_fixtures(fs->path, &fx) == 0, "cannot read %s", fs->path);
     if (failures) {
         free(fx.buf), free(fx.floats);
         return failures;
@@ -242,7 +256,7 @@ static int fixtures_on(frae_isa isa, int threads)
     const fix_tensor *x = get(&fx, "x");
     const int nseq = (int)x->dims[0], T = (int)x->dims[1];
     frae_config c;
-    fixture_config(&c, T);
+    fixture_config(fs, &c, T);
     c.isa = isa;
     c.threads = threads;
     const float *hp = get(&fx, "adam.hparams")->data;
@@ -251,7 +265,7 @@ static int fixtures_on(frae_isa isa, int threads)
     size_t np = frae_param_count_for(&c);
     float *init = malloc(4 * np), *ref = malloc(4 * np), *got = malloc(4 * np);
     float *y = malloc(4 * x->count);
-    flat_from_torch(&fx, "param.", init);
+    flat_from_torch(&fx, "param.", &c, init);
 
     /* forward, per quantizer */
     static const struct {
@@ -280,7 +294,7 @@ static int fixtures_on(frae_isa isa, int threads)
         cb.weights = FRAE_WEIGHTS_BF16;
         frae_model *m = create_or_die(&cb);
         frae_set_params(m, init);
-        flat_from_torch(&fx, "bf16.param.", ref);
+        flat_from_torch(&fx, "bf16.param.", &c, ref);
         frae_get_params(m, got);
         CHECK(!memcmp(got, ref, 4 * np),
               "bf16 rounding of the weights differs from torch's");
@@ -304,7 +318,7 @@ static int fixtures_on(frae_isa isa, int threads)
         failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
         frae_get_grads(m, got);
         snprintf(name, sizeof name, "grad.%s.", mode);
-        flat_from_torch(&fx, name, ref);
+        flat_from_torch(&fx, name, &c, ref);
         failures += compare_flat(name, got, ref, &cm);
 
         /* the same gradients one sequence at a time (batch-1 kernels): the
@@ -332,7 +346,7 @@ static int fixtures_on(frae_isa isa, int threads)
             frae_train_batch(m, x->data, nseq, T, NULL);
         frae_get_params(m, got);
         snprintf(name, sizeof name, "adam3.%s.", mode);
-        flat_from_torch(&fx, name, ref);
+        flat_from_torch(&fx, name, &c, ref);
         subtract(got, init, np), subtract(ref, init, np);
         failures += compare_flat(name, got, ref, &cm);
         frae_destroy(m);
@@ -349,7 +363,7 @@ static int fixtures_on(frae_isa isa, int threads)
         failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
         frae_get_params(m, got);
         snprintf(name, sizeof name, "tbptt.%s.", mode);
-        flat_from_torch(&fx, name, ref);
+        flat_from_torch(&fx, name, &c, ref);
         subtract(got, init, np), subtract(ref, init, np);
         failures += compare_flat(name, got, ref, &cm);
         frae_destroy(m);

@@ -3,6 +3,10 @@
 
 Usage: /usr/bin/python3 tools/export_fixtures.py tests/fixtures
 
+Writes small.bin (the dense family), gru.bin (the GRU family with a buffer
+of K = 2 frames and a dense layer after each GRU) and gru_k0.bin (GRUs
+alone, state feedback only).
+
 File format (little-endian), small enough to commit:
   "FRAEFIX1", u32 count, then per tensor:
   u32 name length, name (ASCII), u32 ndim, u32 dims[ndim], f32 data.
@@ -18,6 +22,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from frae_torch import FRAE, KerasAdam, train_batch  # noqa: E402
 
 CFG = dict(frame_dim=5, history=2, enc=(7, 6), latent=3, dec=(6, 7))
+CONFIGS = {
+    "small": CFG,
+    "gru": dict(CFG, family="gru"),
+    "gru_k0": dict(frame_dim=5, history=0, enc=(7,), latent=3, dec=(6,),
+                   family="gru"),
+}
 B, T = 2, 6
 # Non-default Adam settings: updates large against the float resolution of
 # the parameters, and an epsilon big enough that putting it where torch does
@@ -38,8 +48,8 @@ def write(path, tensors):
             f.write(t.numpy().astype("<f4").tobytes())
 
 
-def model_with(init_state, **kw):
-    m = FRAE(**CFG, **kw)
+def model_with(init_state, cfg=CFG, **kw):
+    m = FRAE(**cfg, **kw)
     m.load_state_dict(init_state)
     return m
 
@@ -61,21 +71,21 @@ def margin_to_rounding(model, x, levels):
     return min(mins)
 
 
-def main(outdir):
+def export(outdir, which):
+    cfg = CONFIGS[which]
     torch.manual_seed(1234)
-    os.makedirs(outdir, exist_ok=True)
-    base = FRAE(**CFG)
+    base = FRAE(**cfg)
     with torch.no_grad():  # non-zero biases so bias handling is exercised
-        for layer in base.layers():
-            layer.bias.uniform_(-0.2, 0.2)
+        for _, bias in base.matrices():
+            bias.uniform_(-0.2, 0.2)
     init = {k: v.clone() for k, v in base.state_dict().items()}
-    x = torch.rand(B, T, CFG["frame_dim"]) * 2 - 1
+    x = torch.rand(B, T, cfg["frame_dim"]) * 2 - 1
     out = [("x", x), ("adam.hparams", torch.tensor(
         [ADAM["lr"], ADAM["beta1"], ADAM["beta2"], ADAM["eps"]]))]
     out += [("param." + k, v) for k, v in init.items()]
 
     for quant, levels in (("none", 0), ("binary", 0), ("uniform", 5)):
-        m = model_with(init, quantizer=quant, levels=levels)
+        m = model_with(init, cfg, quantizer=quant, levels=levels)
         if quant == "uniform":
             assert margin_to_rounding(m, x, levels) > 1e-4
         with torch.no_grad():
@@ -83,7 +93,7 @@ def main(outdir):
         out.append(("y." + quant, y))
 
     for mode in ("detached", "full"):
-        m = model_with(init)
+        m = model_with(init, cfg)
         y, _ = m(x, mode)
         loss = torch.mean((y - x) ** 2)
         grads = torch.autograd.grad(loss, list(m.parameters()))
@@ -91,14 +101,14 @@ def main(outdir):
         for (k, _), g in zip(m.named_parameters(), grads):
             out.append(("grad.%s.%s" % (mode, k), g))
         # three Adam steps on the same batch, one window each
-        m = model_with(init)
+        m = model_with(init, cfg)
         opt = KerasAdam(m.parameters(), **ADAM)
         for _ in range(3):
             train_batch(m, opt, x, T, mode)
         for k, v in m.state_dict().items():
             out.append(("adam3.%s.%s" % (mode, k), v))
         # truncated BPTT: windows of 4 then 2 frames, two Adam steps
-        m = model_with(init)
+        m = model_with(init, cfg)
         opt = KerasAdam(m.parameters(), **ADAM)
         tloss = train_batch(m, opt, x, 4, mode)
         out.append(("tbptt.%s.loss" % mode, torch.tensor([tloss])))
@@ -107,17 +117,23 @@ def main(outdir):
 
     # bf16 weights (inference): torch rounds the weight matrices with
     # .bfloat16() and computes in float32; biases stay float32
-    m = model_with(init)
+    m = model_with(init, cfg)
     with torch.no_grad():
-        for layer in m.layers():
-            layer.weight.copy_(layer.weight.bfloat16().float())
+        for weight, _ in m.matrices():
+            weight.copy_(weight.bfloat16().float())
         y, _ = m(x)
     out.append(("y.bf16", y))
     out += [("bf16.param." + k, v) for k, v in m.state_dict().items()]
 
-    path = os.path.join(outdir, "small.bin")
+    path = os.path.join(outdir, which + ".bin")
     write(path, out)
     print("wrote %s: %d tensors, %d bytes" % (path, len(out), os.path.getsize(path)))
+
+
+def main(outdir):
+    os.makedirs(outdir, exist_ok=True)
+    for which in CONFIGS:
+        export(outdir, which)
 
 
 if __name__ == "__main__":
