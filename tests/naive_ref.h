@@ -6,8 +6,10 @@
  * REAL = double (finite differences).
  *
  * Options for gradient checks:
- *  - frozen_hist [nseq][T][K*D]: use these buffer contents instead of the
- *    decoded frames, which is what detached feedback differentiates;
+ *  - frozen_hist [nseq][T][K*D + Hf]: use these buffer contents (and for
+ *    the GRU family the Hf = H_dec values of h_dec fed to the encoder)
+ *    instead of the decoded ones, which is what detached feedback
+ *    differentiates;
  *  - frozen_qoff [nseq][T][L]: quantized latent = tanh output + this fixed
  *    offset, the straight-through estimator written as a function.
  * hist_out and qoff_out record those quantities from a normal run. */
@@ -48,6 +50,26 @@ static void NAIVE(dense_first)(const REAL *in, int head_w, int D, int K,
     }
 }
 
+/* A GRU layer, Keras reset_after=True layout (frae's flat params): kernel
+ * [in][3H] (its input chained as dense_first does), recurrent kernel
+ * [H][3H], bias [2][3H]; gates z, r, h.  h is updated in place. */
+static void NAIVE(gru)(const REAL *in, int head_w, int D, int K,
+                       const REAL *kernel, const REAL *rec, const REAL *bias,
+                       int H, REAL *h)
+{
+    REAL *gx = malloc(sizeof(REAL) * 3 * (size_t)H);
+    REAL *gh = malloc(sizeof(REAL) * 3 * (size_t)H);
+    NAIVE(dense_first)(in, head_w, D, K, kernel, bias, 3 * H, gx);
+    NAIVE(dense)(h, H, rec, bias + 3 * H, 3 * H, gh);
+    for (int j = 0; j < H; j++) {
+        REAL z = (REAL)1 / ((REAL)1 + REAL_EXP(-(gx[j] + gh[j])));
+        REAL r = (REAL)1 / ((REAL)1 + REAL_EXP(-(gx[H + j] + gh[H + j])));
+        REAL n = REAL_TANH(gx[2 * H + j] + r * gh[2 * H + j]);
+        h[j] = n + z * (h[j] - n);
+    }
+    free(gx), free(gh);
+}
+
 static void NAIVE(act)(int act, REAL *z, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -80,9 +102,12 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
 {
     const int D = c->frame_dim, K = c->history, L = c->latent_dim;
     const int ne = c->n_enc_hidden, nd = c->n_dec_hidden;
+    const int gru = c->family == FRAE_FAMILY_GRU;
+    const int Hf = gru ? c->dec_hidden[0] : 0; /* h_dec fed to the encoder */
+    const int fed = K * D + Hf; /* fed-back values per frame */
     int widths[2 * FRAE_MAX_HIDDEN + 3];
     int nw = 0;
-    widths[nw++] = D + K * D;
+    widths[nw++] = D + Hf + K * D;
     for (int i = 0; i < ne; i++)
         widths[nw++] = c->enc_hidden[i];
     widths[nw++] = L;
@@ -95,26 +120,49 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
     double sse = 0;
     for (int s = 0; s < nseq; s++) {
         REAL *buffer = calloc((size_t)K * D + 1, sizeof(REAL));
+        REAL *h_enc = calloc(gru ? (size_t)c->enc_hidden[0] : 1, sizeof(REAL));
+        REAL *h_dec = calloc(gru ? (size_t)Hf : 1, sizeof(REAL));
         for (int t = 0; t < T; t++) {
             const float *xt = x + ((size_t)s * T + t) * D;
             const size_t fr = (size_t)s * T + t;
+            /* what the encoder is fed: the buffer, then h_dec */
+            REAL *fedv = malloc(sizeof(REAL) * ((size_t)fed + 1));
+            for (int i = 0; i < K * D; i++)
+                fedv[i] = buffer[i];
+            for (int i = 0; i < Hf; i++)
+                fedv[K * D + i] = h_dec[i];
             if (frozen_hist)
-                for (int i = 0; i < K * D; i++)
-                    buffer[i] = frozen_hist[fr * K * D + i];
+                for (int i = 0; i < fed; i++)
+                    fedv[i] = frozen_hist[fr * fed + i];
             if (hist_out)
-                for (int i = 0; i < K * D; i++)
-                    hist_out[fr * K * D + i] = buffer[i];
-            /* encoder: xin = concat(x_t, buffer), a fresh array */
+                for (int i = 0; i < fed; i++)
+                    hist_out[fr * fed + i] = fedv[i];
+            for (int i = 0; i < K * D; i++)
+                buffer[i] = fedv[i];
+            /* encoder: xin = concat(x_t, [h_dec,] buffer), a fresh array */
             REAL *cur = malloc(sizeof(REAL) * (size_t)widths[0]);
             for (int i = 0; i < D; i++)
                 cur[i] = (REAL)xt[i];
+            for (int i = 0; i < Hf; i++)
+                cur[D + i] = fedv[K * D + i];
             for (int i = 0; i < K * D; i++)
-                cur[D + i] = buffer[i];
+                cur[D + Hf + i] = buffer[i];
+            free(fedv);
             const REAL *p = params;
             int li = 0;
             for (; li < dec_in - 1; li++) {
                 int in = widths[li], out = widths[li + 1];
                 REAL *nxt = malloc(sizeof(REAL) * (size_t)out);
+                if (li == 0 && gru) {
+                    const REAL *rec = p + (size_t)in * 3 * out;
+                    NAIVE(gru)(cur, D + Hf, D, K, p, rec,
+                               rec + (size_t)out * 3 * out, out, h_enc);
+                    p += (size_t)(in + out) * 3 * out + 6 * (size_t)out;
+                    memcpy(nxt, h_enc, sizeof(REAL) * (size_t)out);
+                    free(cur);
+                    cur = nxt;
+                    continue;
+                }
                 if (li == 0)
                     NAIVE(dense_first)(cur, D, D, K, p, p + (size_t)in * out,
                                        out, nxt);
@@ -145,6 +193,16 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
             for (li = dec_in; li < nw - 1; li++) {
                 int in = widths[li], out = widths[li + 1];
                 REAL *nxt = malloc(sizeof(REAL) * (size_t)out);
+                if (li == dec_in && gru) {
+                    const REAL *rec = p + (size_t)in * 3 * out;
+                    NAIVE(gru)(cur, L, D, K, p, rec,
+                               rec + (size_t)out * 3 * out, out, h_dec);
+                    p += (size_t)(in + out) * 3 * out + 6 * (size_t)out;
+                    memcpy(nxt, h_dec, sizeof(REAL) * (size_t)out);
+                    free(cur);
+                    cur = nxt;
+                    continue;
+                }
                 if (li == dec_in)
                     NAIVE(dense_first)(cur, L, D, K, p, p + (size_t)in * out,
                                        out, nxt);
@@ -168,7 +226,7 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
             }
             free(cur);
         }
-        free(buffer);
+        free(buffer), free(h_enc), free(h_dec);
     }
     return sse / ((double)nseq * T * D);
 }

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "frae_internal.h"
 #include "test_util.h"
 #include "tests.h"
 
@@ -17,6 +18,7 @@ typedef struct {
     int levels;
     const char *label;
     int relu_batch1; /* ReLU and one sequence: the sparse one-row path */
+    frae_family family;
 } grad_case;
 
 /* Returns failures; writes the finite-difference gradient to fd_out. */
@@ -33,6 +35,7 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     c.quantizer = g->quant;
     c.quant_levels = g->levels;
     c.feedback = g->feedback;
+    c.family = g->family;
     c.batch = nseq;
     c.window = T;
     c.chunk_rows = 2 * nseq; /* chunks of 2, 2 and 1 frames */
@@ -46,7 +49,10 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     float *x = synth(nseq, T, c.frame_dim, 21);
     size_t nv = (size_t)nseq * T * c.frame_dim;
     double *y = malloc(sizeof(double) * nv);
-    double *hist = malloc(sizeof(double) * nseq * T * c.history * c.frame_dim);
+    /* fed back per frame: the buffer, and a GRU model's h_dec */
+    const int fed = c.history * c.frame_dim +
+                    (c.family == FRAE_FAMILY_GRU ? c.dec_hidden[0] : 0);
+    double *hist = malloc(sizeof(double) * nseq * T * fed);
     double *qoff = malloc(sizeof(double) * nseq * T * c.latent_dim);
 
     frae_stats st;
@@ -73,22 +79,20 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
         fd[i] = (lp - lm) / (2 * h);
     }
 
-    int in[FRAE_MAX_HIDDEN * 2 + 2], out[FRAE_MAX_HIDDEN * 2 + 2];
-    int nl = layer_shapes(&c, in, out);
+    frae_tensor_entry e[FRAE_MAX_TENSORS];
+    const int ne = frae_tensor_entries(&c, e);
     size_t off = 0;
     double worst = 0;
-    for (int l = 0; l < nl; l++) {
-        size_t nw = (size_t)in[l] * out[l];
-        double rw = max_rel_diff_d(grad + off, fd + off, nw);
-        double rb = max_rel_diff_d(grad + off + nw, fd + off + nw, out[l]);
-        CHECK(rw <= GRAD_TOL, "%s layer %d kernel: rel diff %.3g", g->label,
-              l, rw);
-        CHECK(rb <= GRAD_TOL, "%s layer %d bias: rel diff %.3g", g->label, l,
-              rb);
-        worst = fmax(worst, fmax(rw, rb));
-        off += nw + out[l];
+    for (int k = 0; k < ne; k++) {
+        int in, out;
+        frae_layer_shape(&c, e[k].mat, &in, &out);
+        size_t count = e[k].bias ? (size_t)out : (size_t)in * out;
+        double r = max_rel_diff_d(grad + off, fd + off, count);
+        CHECK(r <= GRAD_TOL, "%s %s: rel diff %.3g", g->label, e[k].name, r);
+        worst = fmax(worst, r);
+        off += count;
     }
-    printf("    %-30s %2d tensors, worst rel diff %.2e\n", g->label, 2 * nl,
+    printf("    %-30s %2d tensors, worst rel diff %.2e\n", g->label, ne,
            worst);
     *n_out = n;
     frae_destroy(m);
@@ -100,7 +104,7 @@ int test_gradcheck_detached(void)
 {
     double fd[4096];
     size_t n;
-    grad_case g = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "detached", 0};
+    grad_case g = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "detached", 0, FRAE_FAMILY_DENSE};
     return gradcheck(&g, fd, &n);
 }
 
@@ -111,9 +115,9 @@ int test_gradcheck_full(void)
     int failures = 0;
     double fd_full[4096], fd_det[4096];
     size_t n;
-    grad_case g = {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "full", 0};
+    grad_case g = {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "full", 0, FRAE_FAMILY_DENSE};
     failures += gradcheck(&g, fd_full, &n);
-    grad_case d = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "detached", 0};
+    grad_case d = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "detached", 0, FRAE_FAMILY_DENSE};
     failures += gradcheck(&d, fd_det, &n);
     float tmp[4096];
     for (size_t i = 0; i < n; i++)
@@ -130,8 +134,8 @@ int test_gradcheck_relu_batch1(void)
     double fd[4096];
     size_t n;
     const grad_case cs[] = {
-        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "relu batch 1, detached", 1},
-        {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "relu batch 1, full", 1},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "relu batch 1, detached", 1, FRAE_FAMILY_DENSE},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "relu batch 1, full", 1, FRAE_FAMILY_DENSE},
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
         failures += gradcheck(&cs[i], fd, &n);
@@ -144,10 +148,46 @@ int test_gradcheck_straight_through(void)
     double fd[4096];
     size_t n;
     const grad_case cs[] = {
-        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "binary, detached", 0},
-        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "binary, full", 0},
-        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 5, "uniform 5, detached", 0},
-        {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 5, "uniform 5, full", 0},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "binary, detached", 0, FRAE_FAMILY_DENSE},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "binary, full", 0, FRAE_FAMILY_DENSE},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 5, "uniform 5, detached", 0, FRAE_FAMILY_DENSE},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 5, "uniform 5, full", 0, FRAE_FAMILY_DENSE},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+        failures += gradcheck(&cs[i], fd, &n);
+    return failures;
+}
+
+/* The GRU family: BPTT through both GRUs' states (chunks of 2, 2 and 1
+ * frames, so the carried gradient crosses chunks), h_dec and the buffer
+ * fed back; full feedback must differ from detached. */
+int test_gradcheck_gru(void)
+{
+    int failures = 0;
+    double fd_full[4096], fd_det[4096], fd[4096];
+    size_t n;
+    grad_case full = {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "gru full", 0,
+                      FRAE_FAMILY_GRU};
+    grad_case det = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0,
+                     "gru detached", 0, FRAE_FAMILY_GRU};
+    failures += gradcheck(&full, fd_full, &n);
+    failures += gradcheck(&det, fd_det, &n);
+    float tmp[4096];
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = (float)fd_det[i];
+    double gap = max_rel_diff_d(tmp, fd_full, n);
+    CHECK(gap > 1e-2, "gru full and detached gradients differ by only %.3g",
+          gap);
+    printf("    gru full vs detached gradients differ by %.3g (rel)\n", gap);
+    const grad_case cs[] = {
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "gru binary, full", 0,
+         FRAE_FAMILY_GRU},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 5,
+         "gru uniform 5, detached", 0, FRAE_FAMILY_GRU},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "gru relu batch 1, full", 1,
+         FRAE_FAMILY_GRU},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0,
+         "gru relu batch 1, detached", 1, FRAE_FAMILY_GRU},
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
         failures += gradcheck(&cs[i], fd, &n);

@@ -9,16 +9,19 @@
 #define REAL float
 #define REAL_FMA fmaf
 #define REAL_TANH tanhf
+#define REAL_EXP expf
 #define REAL_RINT nearbyintf
 #include "naive_ref.h"
 #undef REAL
 #undef REAL_FMA
 #undef REAL_TANH
+#undef REAL_EXP
 #undef REAL_RINT
 
 #define REAL double
 #define REAL_FMA fma
 #define REAL_TANH tanh
+#define REAL_EXP exp
 #define REAL_RINT nearbyint
 #include "naive_ref.h"
 #undef REAL
@@ -39,24 +42,35 @@ typedef struct {
     frae_quantizer quant;
     int levels;
     int nseq, T;
+    frae_family family;
 } naive_case;
 
 static const naive_case cases[] = {
     {"K=3 relu", 6, 3, 2, {19, 11}, 4, 2, {13, 21}, FRAE_ACT_RELU,
-     FRAE_QUANT_NONE, 0, 3, 9},
+     FRAE_QUANT_NONE, 0, 3, 9, FRAE_FAMILY_DENSE},
     {"K=0 plain AE", 7, 0, 1, {33}, 5, 1, {35}, FRAE_ACT_RELU,
-     FRAE_QUANT_NONE, 0, 2, 5},
+     FRAE_QUANT_NONE, 0, 2, 5, FRAE_FAMILY_DENSE},
     {"tanh binary", 5, 2, 2, {17, 40}, 3, 1, {70}, FRAE_ACT_TANH,
-     FRAE_QUANT_BINARY, 0, 4, 7},
+     FRAE_QUANT_BINARY, 0, 4, 7, FRAE_FAMILY_DENSE},
     {"uniform 7", 9, 4, 1, {65}, 6, 2, {18, 66}, FRAE_ACT_RELU,
-     FRAE_QUANT_UNIFORM, 7, 7, 8},
+     FRAE_QUANT_UNIFORM, 7, 7, 8, FRAE_FAMILY_DENSE},
     {"no hidden", 4, 2, 0, {0}, 3, 0, {0}, FRAE_ACT_RELU, FRAE_QUANT_NONE, 0,
-     2, 6},
+     2, 6, FRAE_FAMILY_DENSE},
     /* one sequence: one-row GEMMs, so ReLU zeros take the sparse kernel */
     {"batch 1 relu", 6, 3, 2, {70, 33}, 4, 2, {40, 90}, FRAE_ACT_RELU,
-     FRAE_QUANT_NONE, 0, 1, 12},
+     FRAE_QUANT_NONE, 0, 1, 12, FRAE_FAMILY_DENSE},
     {"batch 1 uniform", 5, 2, 1, {64}, 3, 1, {65}, FRAE_ACT_RELU,
-     FRAE_QUANT_UNIFORM, 4, 1, 9},
+     FRAE_QUANT_UNIFORM, 4, 1, 9, FRAE_FAMILY_DENSE},
+    /* the GRU family: state feedback alone, with the buffer, with dense
+     * layers around the GRUs, at batch 1, 3 and past FRAE_PEND_MAX_ROWS */
+    {"gru K=0", 6, 0, 1, {70}, 4, 1, {66}, FRAE_ACT_RELU, FRAE_QUANT_NONE, 0,
+     3, 9, FRAE_FAMILY_GRU},
+    {"gru K=2 dense", 5, 2, 2, {33, 17}, 3, 2, {40, 21}, FRAE_ACT_RELU,
+     FRAE_QUANT_BINARY, 0, 3, 8, FRAE_FAMILY_GRU},
+    {"gru batch 1", 7, 3, 1, {65}, 4, 2, {64, 30}, FRAE_ACT_TANH,
+     FRAE_QUANT_UNIFORM, 5, 1, 10, FRAE_FAMILY_GRU},
+    {"gru batch 6", 4, 2, 1, {20}, 3, 1, {18}, FRAE_ACT_RELU, FRAE_QUANT_NONE,
+     0, 6, 7, FRAE_FAMILY_GRU},
 };
 
 static void case_config(const naive_case *k, frae_config *c)
@@ -67,6 +81,7 @@ static void case_config(const naive_case *k, frae_config *c)
     c->quant_levels = k->levels;
     c->batch = k->nseq;
     c->window = 4;
+    c->family = k->family;
 }
 
 int test_naive_bitexact(void)

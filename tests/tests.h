@@ -25,6 +25,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(gradcheck_full) \
     X(gradcheck_straight_through) \
     X(gradcheck_relu_batch1) \
+    X(gradcheck_gru) \
     X(pytorch_fixtures) \
     X(zero_allocations) \
     X(flat_rss) \
