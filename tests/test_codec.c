@@ -34,9 +34,12 @@ int test_codec_roundtrip(void)
               {FRAE_QUANT_UNIFORM, 256, "uniform 256", 8},
               {FRAE_QUANT_NONE, 0, "none", 32}};
     const int nseq = 3, T = 40, D = 7;
-    for (size_t k = 0; k < sizeof qs / sizeof *qs; k++) {
+    for (size_t kk = 0; kk < 2 * sizeof qs / sizeof *qs; kk++) {
+        const size_t k = kk % (sizeof qs / sizeof *qs);
+        const int gru = kk >= sizeof qs / sizeof *qs;
         frae_config c;
         codec_config(&c, qs[k].q, qs[k].levels);
+        c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
         frae_model *m = create_or_die(&c);
         perturb_params(m, NULL);
         CHECK(frae_code_bits(m) == qs[k].bits, "%s: %d bits", qs[k].name,
@@ -69,9 +72,9 @@ int test_codec_roundtrip(void)
               qs[k].name);
         CHECK(same_out, "%s: decode(encode(x)) differs from forward",
               qs[k].name);
-        printf("    %-11s %2d bits/value, %zu bytes/frame: decode(encode(x)) "
-               "== forward to the bit\n",
-               qs[k].name, qs[k].bits, cb);
+        printf("    %s %-11s %2d bits/value, %zu bytes/frame: "
+               "decode(encode(x)) == forward to the bit\n",
+               gru ? "gru  " : "dense", qs[k].name, qs[k].bits, cb);
         free(emem), free(dmem), free(code), free(x), free(y);
         frae_destroy(m);
     }
@@ -113,8 +116,10 @@ int test_codec_threads_and_isas(void)
 {
     int failures = 0;
     const int T = 200, D = 7;
+    for (int gru = 0; gru <= 1; gru++) {
     frae_config c;
     codec_config(&c, FRAE_QUANT_UNIFORM, 9);
+    c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
     frae_model *m = create_or_die(&c);
     float *x = synth(2, T, D, 77);
     size_t cb = frae_code_bytes(m);
@@ -145,9 +150,11 @@ int test_codec_threads_and_isas(void)
         CHECK(frae_model_hash(mi) == frae_model_hash(m), "hash depends on ISA");
         frae_destroy(mi);
     }
-    printf("    same codes from 2 threads and on %d ISA(s)\n", nisa);
+    printf("    %s: same codes from 2 threads and on %d ISA(s)\n",
+           gru ? "gru" : "dense", nisa);
     free(p), free(alone), free(a), free(b), free(x);
     frae_destroy(m);
+    }
     return failures;
 }
 

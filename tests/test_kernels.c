@@ -77,10 +77,12 @@ int test_isas_train_identically(void)
     SKIP_IF(nisa < 2, "no SIMD instruction set on this CPU to compare");
     const int enc[2] = {40, 17}, dec[2] = {19, 33};
     float *ref = NULL, *p = NULL;
-    for (int full = 0; full <= 1; full++)
+    for (int mode = 0; mode < 4; mode++)
         for (int ii = 0; ii < nisa; ii++) {
+            const int full = mode & 1, gru = mode >> 1;
             frae_config c;
             tiny_config(&c, 6, 3, 2, enc, 5, 2, dec);
+            c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
             c.batch = 3;
             c.window = 7;
             c.chunk_rows = 6; /* chunks of 2 frames */
@@ -99,13 +101,14 @@ int test_isas_train_identically(void)
                 p = realloc(p, sizeof(float) * n);
                 frae_get_params(m, p);
                 CHECK(!memcmp(p, ref, sizeof(float) * n),
-                      "%s training differs from scalar (feedback %d)",
-                      frae_isa_name(m), full);
+                      "%s training differs from scalar (feedback %d, gru %d)",
+                      frae_isa_name(m), full, gru);
             }
             free(x);
             frae_destroy(m);
         }
-    printf("    12 windows of training identical on %d ISA(s)\n", nisa);
+    printf("    12 windows of training identical on %d ISA(s), dense and "
+           "GRU\n", nisa);
     free(ref), free(p);
     return failures;
 }
@@ -379,10 +382,12 @@ int test_threads_train_identically(void)
     int failures = 0;
     const int enc[2] = {256, 96}, dec[2] = {96, 256};
     float *ref = NULL, *p = NULL;
-    for (int full = 0; full <= 1; full++)
+    for (int mode = 0; mode < 4; mode++)
         for (int threads = 1; threads <= 3; threads++) {
+            const int full = mode & 1, gru = mode >> 1;
             frae_config c;
             tiny_config(&c, 40, 3, 2, enc, 8, 2, dec);
+            c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
             c.batch = 16;
             c.window = 12;
             c.threads = threads;
@@ -400,13 +405,14 @@ int test_threads_train_identically(void)
                 p = realloc(p, sizeof(float) * n);
                 frae_get_params(m, p);
                 CHECK(!memcmp(p, ref, sizeof(float) * n),
-                      "%d threads train differently (feedback %d)", threads,
-                      full);
+                      "%d threads train differently (feedback %d, gru %d)",
+                      threads, full, gru);
             }
             free(x);
             frae_destroy(m);
         }
-    printf("    1, 2 and 3 threads: identical parameters after training\n");
+    printf("    1, 2 and 3 threads: identical parameters after training, "
+           "dense and GRU\n");
     free(ref), free(p);
     return failures;
 }

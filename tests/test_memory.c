@@ -82,9 +82,11 @@ int test_zero_allocations(void)
 
     const int enc[2] = {24, 16}, dec[2] = {16, 24};
     const int nseq = 3, T = 23; /* 3 windows of 7 and a tail of 2 */
-    for (int full = 0; full <= 1; full++) {
+    for (int mode = 0; mode < 4; mode++) {
+        const int full = mode & 1, gru = mode >> 1;
         frae_config c;
         tiny_config(&c, 5, 3, 2, enc, 4, 2, dec);
+        c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
         c.batch = nseq;
         c.window = 7;
         c.chunk_rows = 7; /* chunks of 3 frames: 3 + 3 + 1 per window */
@@ -115,9 +117,9 @@ int test_zero_allocations(void)
         CHECK(alloc_count == 0,
               "%ld heap allocations in 100 train/eval/predict steps",
               alloc_count);
-        printf("    feedback %-8s: %ld allocations in 100 steps (%ld Adam "
-               "steps)\n",
-               full ? "full" : "detached", alloc_count,
+        printf("    %s, feedback %-8s: %ld allocations in 100 steps (%ld "
+               "Adam steps)\n",
+               gru ? "gru  " : "dense", full ? "full" : "detached", alloc_count,
                frae_adam_step_count(m));
         free(x), free(y);
         frae_destroy(m);
@@ -131,10 +133,12 @@ int test_codec_zero_allocations(void)
     int failures = 0;
     install_counter();
     const int enc[1] = {32}, dec[1] = {32};
+    for (int gru = 0; gru <= 1; gru++) {
     frae_config c;
     tiny_config(&c, 6, 3, 1, enc, 4, 1, dec);
     c.training = 0;
     c.quantizer = FRAE_QUANT_BINARY;
+    c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
     frae_model *m = create_or_die(&c);
     frae_encoder *e = frae_encoder_create(m);
     frae_decoder *d = frae_decoder_create(m);
@@ -154,9 +158,11 @@ int test_codec_zero_allocations(void)
     CHECK(bad_frames == 0, "%d of 1000 frames did not decode", bad_frames);
     CHECK(alloc_count == 0, "%ld allocations in 1000 codec frames",
           alloc_count);
-    printf("    %ld allocations in 1000 encode + decode frames\n", alloc_count);
+    printf("    %s: %ld allocations in 1000 encode + decode frames\n",
+           gru ? "gru" : "dense", alloc_count);
     frae_encoder_destroy(e), frae_decoder_destroy(d), free(x);
     frae_destroy(m);
+    }
     return failures;
 }
 
@@ -185,8 +191,10 @@ int test_flat_rss(void)
     int failures = 0;
     const int enc[1] = {48}, dec[1] = {48};
     const int nseq = 8, T = 60, epochs = 500;
+    for (int gru = 0; gru <= 1; gru++) {
     frae_config c;
     tiny_config(&c, 12, 3, 1, enc, 6, 1, dec);
+    c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
     c.batch = 4;
     c.window = 25;
     c.feedback = FRAE_FEEDBACK_FULL;
@@ -213,11 +221,13 @@ int test_flat_rss(void)
     CHECK(labs(anon_end - anon10) <= 1,
           "anonymous RSS moved from %ld to %ld pages between epoch 10 and %d",
           anon10, anon_end, epochs);
-    printf("    after epoch 10: RSS %ld pages (anon %ld); after epoch %d: "
-           "RSS %ld pages (anon %ld); loss %.5f\n",
-           rss10, anon10, epochs, rss_end, anon_end, st.mse);
+    printf("    %s: after epoch 10: RSS %ld pages (anon %ld); after epoch "
+           "%d: RSS %ld pages (anon %ld); loss %.5f\n",
+           gru ? "gru  " : "dense", rss10, anon10, epochs, rss_end, anon_end,
+           st.mse);
     free(x);
     frae_destroy(m);
+    }
     return failures;
 }
 
