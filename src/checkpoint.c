@@ -33,21 +33,6 @@ struct frae_checkpoint {
     char path[1024];
 };
 
-/* "enc.0", "latent", "dec.1", "out" */
-static void layer_name(const frae_config *c, int l, char *out, size_t cap)
-{
-    int ne = c->n_enc_hidden;
-    if (l < ne)
-        snprintf(out, cap, "enc.%d", l);
-    else if (l == ne)
-        snprintf(out, cap, "latent");
-    else if (l <= ne + c->n_dec_hidden)
-        snprintf(out, cap, "dec.%d", l - ne - 1);
-    else
-        snprintf(out, cap, "out");
-}
-
-
 /* ---- saving ------------------------------------------------------------ */
 
 /* Saves m; c gives the settings recorded in the metadata (m's own, or the
@@ -60,7 +45,9 @@ static int save_model(const frae_model *m, const frae_config *c,
 {
     const int with_opt = with_optimizer && m->adam_m;
     const int copies = with_opt ? 3 : 1;
-    const int nt = m->n_layers * 2 * copies + n_extra;
+    frae_tensor_entry ent[FRAE_MAX_TENSORS];
+    const int n_ent = frae_tensor_entries(&m->cfg, ent);
+    const int nt = n_ent * copies + n_extra;
     const int bf16 = c->weights == FRAE_WEIGHTS_BF16;
     float *buf = malloc(sizeof(float) * m->n_params * (size_t)copies);
     st_out_tensor *t = calloc((size_t)nt, sizeof *t);
@@ -74,16 +61,20 @@ static int save_model(const frae_model *m, const frae_config *c,
     int k = 0;
     for (int cpy = 0; cpy < copies; cpy++) {
         float *dst = buf + m->n_params * (size_t)cpy;
-        frae_export_params(m, src[cpy], dst, 1);
-        for (int l = 0; l < m->n_layers; l++) {
-            const frae_layer *ly = &m->layer[l];
-            char ln[32];
-            layer_name(&m->cfg, l, ln, sizeof ln);
-            snprintf(names[k], sizeof names[k], "%s%s.weight", prefix[cpy], ln);
+        frae_export_params(m, src[cpy], dst, 1); /* in ent's order */
+        for (int e = 0; e < n_ent; e++, k++) {
+            const frae_layer *ly = &m->layer[ent[e].mat];
+            snprintf(names[k], sizeof names[k], "%s%s", prefix[cpy],
+                     ent[e].name);
+            if (ent[e].bias) {
+                t[k] = (st_out_tensor){names[k], ST_F32, 1, {ly->out}, dst};
+                dst += ly->out;
+                continue;
+            }
             const size_t nw = (size_t)ly->in * ly->out;
             if (bf16 && cpy == 0) {
                 /* exact: the weights are bf16 values; packed in place,
-                 * the front half of the f32 buffer */
+                 * the front half of this tensor's f32 values */
                 for (size_t i = 0; i < nw; i++) {
                     uint16_t h = frae_f32_to_bf16(dst[i]);
                     memcpy((char *)dst + 2 * i, &h, 2);
@@ -92,11 +83,6 @@ static int save_model(const frae_model *m, const frae_config *c,
             t[k] = (st_out_tensor){names[k], bf16 && cpy == 0 ? ST_BF16 : ST_F32,
                                    2, {ly->out, ly->in}, dst};
             dst += nw;
-            k++;
-            snprintf(names[k], sizeof names[k], "%s%s.bias", prefix[cpy], ln);
-            t[k] = (st_out_tensor){names[k], ST_F32, 1, {ly->out}, dst};
-            dst += ly->out;
-            k++;
         }
     }
     for (int i = 0; i < n_extra; i++, k++)
@@ -117,6 +103,8 @@ static int save_model(const frae_model *m, const frae_config *c,
     } while (0)
     META("frae.format", "%s", FORMAT_NAME);
     META("frae.format_version", "%d", FORMAT_VERSION);
+    if (c->family != FRAE_FAMILY_DENSE) /* absent: dense, as before */
+        META("frae.family", "%s", frae_family_names[c->family]);
     META("frae.frame_dim", "%d", c->frame_dim);
     META("frae.history", "%d", c->history);
     frae_widths_name(c->enc_hidden, c->n_enc_hidden, vals[nm], sizeof vals[nm]);
@@ -512,6 +500,15 @@ static int read_params(const frae_safetensors *st, const frae_model *m,
 int frae_checkpoint_restore(const frae_checkpoint *ck, frae_model *m,
                             int with_optimizer, char *err, size_t errlen)
 {
+    const char *fam = frae_st_meta(&ck->st, "frae.family");
+    const int family = fam ? frae_name_index(frae_family_names,
+                                             FRAE_NAME_COUNT(frae_family_names),
+                                             fam)
+                           : FRAE_FAMILY_DENSE;
+    if (family != (int)m->cfg.family)
+        return frae_errorf(err, errlen, "%s holds a %s model; this model is %s",
+                           ck->path, family < 0 ? fam : frae_family_names[family],
+                           frae_family_names[m->cfg.family]);
     if (read_params(&ck->st, m, "", NULL, ck->path, err, errlen))
         return -1;
     frae_weights_changed(m);
@@ -617,8 +614,69 @@ done:
 
 typedef struct {
     int n;              /* layers */
-    int in[FRAE_MAX_LAYERS], out[FRAE_MAX_LAYERS];
+    int in[FRAE_MAX_LAYERS], out[FRAE_MAX_LAYERS]; /* a GRU's out is 3H */
+    int gru[FRAE_MAX_LAYERS];
+    char what[FRAE_MAX_LAYERS][80]; /* the tensor that gave the shape */
 } shapes;
+
+/* The GRU family from the shapes: GRUs at layer 0 and right after the
+ * latent (gru_at); the encoder GRU also takes h_dec. */
+static int infer_gru_config(const shapes *s, const frae_config *hints,
+                            frae_config *c, const char *path, char *err,
+                            size_t errlen)
+{
+    *c = *hints;
+    c->family = FRAE_FAMILY_GRU;
+    int gru_at = -1, n_gru = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->gru[i]) {
+            n_gru++;
+            if (i > 0)
+                gru_at = i;
+        }
+    if (!s->gru[0] || n_gru != 2 || gru_at < 2 || gru_at > s->n - 2)
+        return frae_errorf(err, errlen,
+                           "%s: a GRU FRAE has exactly two GRU layers, the "
+                           "encoder's first and the decoder's first",
+                           path);
+    for (int g = 0; g < 2; g++) {
+        int i = g ? gru_at : 0;
+        if (s->out[i] % 3)
+            return frae_errorf(err, errlen,
+                               "%s: %s has %d gate rows; a GRU's are 3 x its "
+                               "units",
+                               path, s->what[i], s->out[i]);
+    }
+    const int latent_at = gru_at - 1;
+    const int D = s->out[s->n - 1], He = s->out[0] / 3, Hd = s->out[gru_at] / 3;
+    const long KD = (long)s->in[0] - D - Hd;
+    if (KD < 0 || KD % D)
+        return frae_errorf(err, errlen,
+                           "%s: %s takes %d inputs; the encoder GRU takes "
+                           "x (%d), h_dec (%d) and K frames of %d",
+                           path, s->what[0], s->in[0], D, Hd, D);
+    c->frame_dim = D;
+    c->history = (int)(KD / D);
+    c->latent_dim = s->out[latent_at];
+    c->n_enc_hidden = latent_at;
+    c->n_dec_hidden = s->n - latent_at - 2;
+    if (c->n_enc_hidden > FRAE_MAX_HIDDEN || c->n_dec_hidden > FRAE_MAX_HIDDEN)
+        return frae_errorf(err, errlen, "%s: too many hidden layers", path);
+    for (int i = 0; i < latent_at; i++)
+        c->enc_hidden[i] = i == 0 ? He : s->out[i];
+    for (int i = 0; i < c->n_dec_hidden; i++)
+        c->dec_hidden[i] = i == 0 ? Hd : s->out[latent_at + 1 + i];
+    for (int i = 1; i < s->n; i++) {
+        int prev = s->gru[i - 1] ? s->out[i - 1] / 3 : s->out[i - 1];
+        int want = i == gru_at ? c->latent_dim + (int)KD : prev;
+        if (s->in[i] != want)
+            return frae_errorf(err, errlen,
+                               "%s: %s takes %d inputs; the architecture "
+                               "needs %d",
+                               path, s->what[i], s->in[i], want);
+    }
+    return frae_config_check(c, err, errlen);
+}
 
 /* Finds D, K, the widths and the latent layer from the layer shapes. */
 static int infer_config(const shapes *s, const frae_config *hints,
@@ -626,9 +684,13 @@ static int infer_config(const shapes *s, const frae_config *hints,
                         char *err, size_t errlen)
 {
     *c = *hints;
+    c->family = FRAE_FAMILY_DENSE;
     if (s->n < 2 || s->n > FRAE_MAX_LAYERS)
         return frae_errorf(err, errlen, "%s: %d layers; an FRAE has 2..%d", path,
                        s->n, FRAE_MAX_LAYERS);
+    for (int i = 0; i < s->n; i++)
+        if (s->gru[i])
+            return infer_gru_config(s, hints, c, path, err, errlen);
     int D = s->out[s->n - 1];
     if (s->in[0] % D)
         return frae_errorf(err, errlen,
@@ -681,7 +743,9 @@ static frae_model *import_torch(const unsigned char *buf, size_t size,
         return NULL;
     shapes s = {0};
     char name[64];
-    int ne = 0, nd = 0, latent_at;
+    /* a GRU model's first layers are "enc.0.weight_ih", "dec.0.weight_ih" */
+    const int gru = frae_st_find(&st, "enc.0.weight_ih") != NULL;
+    int ne = gru, nd = gru, latent_at;
     while (snprintf(name, sizeof name, "enc.%d.weight", ne),
            frae_st_find(&st, name) && ne < FRAE_MAX_HIDDEN)
         ne++;
@@ -692,14 +756,18 @@ static frae_model *import_torch(const unsigned char *buf, size_t size,
     s.n = ne + nd + 2;
     frae_model *m = NULL;
     for (int l = 0; l < s.n; l++) {
+        const char *sfx = gru && (l == 0 || l == ne + 1) ? "weight_ih"
+                                                         : "weight";
+        s.gru[l] = gru && (l == 0 || l == ne + 1);
         if (l < ne)
-            snprintf(name, sizeof name, "enc.%d.weight", l);
+            snprintf(name, sizeof name, "enc.%d.%s", l, sfx);
         else if (l == ne)
             snprintf(name, sizeof name, "latent.weight");
         else if (l < s.n - 1)
-            snprintf(name, sizeof name, "dec.%d.weight", l - ne - 1);
+            snprintf(name, sizeof name, "dec.%d.%s", l - ne - 1, sfx);
         else
             snprintf(name, sizeof name, "out.weight");
+        snprintf(s.what[l], sizeof s.what[l], "tensor '%s'", name);
         const st_tensor *t = frae_st_find(&st, name);
         if (!t || t->ndim != 2 || t->dtype > ST_BF16 || t->shape[0] > INT_MAX ||
             t->shape[1] > INT_MAX || t->shape[0] < 1 || t->shape[1] < 1) {
@@ -713,6 +781,8 @@ static frae_model *import_torch(const unsigned char *buf, size_t size,
         s.in[l] = (int)t->shape[1];
     }
     frae_config c;
+    /* every tensor's shape is then checked against the config, and a
+     * wrong one named with the shape it needs (read_params) */
     if (infer_config(&s, hints, latent_at, &c, path, err, errlen))
         goto done;
     m = frae_create(&c, err, errlen);
@@ -758,27 +828,73 @@ static frae_model *import_keras(const unsigned char *buf, size_t size,
                            err, errlen))
             return NULL;
     }
-    if (nmem % 2) {
-        frae_errorf(err, errlen,
-                "%s: %d arrays; Keras weights come in kernel, bias pairs",
-                path, nmem);
-        return NULL;
-    }
+    /* layer by layer: a Dense layer is kernel [in, out] and bias [out]; a
+     * GRU (reset_after=True) kernel [in, 3H], recurrent kernel [H, 3H]
+     * and bias [2, 3H] */
     shapes s = {0};
-    s.n = nmem / 2;
-    for (int l = 0; l < s.n && l < FRAE_MAX_LAYERS; l++) {
-        const frae_npy *k = &arr[2 * l], *b = &arr[2 * l + 1];
-        if (k->ndim != 2 || b->ndim != 1 || b->dims[0] != k->dims[1] ||
-            k->dims[0] < 1 || k->dims[1] < 1 || k->dims[0] > INT_MAX ||
-            k->dims[1] > INT_MAX) {
-            frae_errorf(err, errlen,
-                    "%s: arr_%d/arr_%d are not a Dense kernel [in, out] and "
-                    "its bias [out]",
-                    path, 2 * l, 2 * l + 1);
+    int gru_model = 0;
+    for (int i = 0; i < nmem; i++)
+        gru_model |= arr[i].ndim == 2 && arr[i].dims[0] == 2 && i >= 2 &&
+                     arr[i - 1].ndim == 2 && arr[i - 2].ndim == 2;
+    int at = 0;
+    while (at < nmem) {
+        if (s.n == FRAE_MAX_LAYERS) {
+            frae_errorf(err, errlen, "%s: more than %d layers", path,
+                        FRAE_MAX_LAYERS);
             return NULL;
         }
+        const frae_npy *k = &arr[at];
+        const int l = s.n;
+        if (k->ndim != 2 || k->dims[0] < 1 || k->dims[1] < 1 ||
+            k->dims[0] > INT_MAX || k->dims[1] > INT_MAX) {
+            frae_errorf(err, errlen, "%s: arr_%d is not a kernel [in, out]",
+                        path, at);
+            return NULL;
+        }
+        const int is_gru = gru_model && at + 2 < nmem &&
+                           arr[at + 2].ndim == 2 && arr[at + 2].dims[0] == 2;
+        snprintf(s.what[l], sizeof s.what[l], "arr_%d", at);
         s.in[l] = (int)k->dims[0];
         s.out[l] = (int)k->dims[1];
+        s.gru[l] = is_gru;
+        if (is_gru) {
+            const frae_npy *r = &arr[at + 1], *b = &arr[at + 2];
+            const long G = (long)k->dims[1], H = G / 3;
+            if (G % 3) {
+                frae_errorf(err, errlen,
+                            "%s: arr_%d (a GRU kernel) has %ld columns; a "
+                            "GRU's are 3 x its units",
+                            path, at, G);
+                return NULL;
+            }
+            if (r->ndim != 2 || r->dims[0] != H ||
+                r->dims[1] != G) {
+                frae_errorf(err, errlen,
+                            "%s: arr_%d (the GRU's recurrent kernel) should "
+                            "be [%ld, %ld]",
+                            path, at + 1, H, G);
+                return NULL;
+            }
+            if (b->dims[1] != G) {
+                frae_errorf(err, errlen,
+                            "%s: arr_%d (the GRU's bias) should be [2, %ld]",
+                            path, at + 2, G);
+                return NULL;
+            }
+            at += 3;
+        } else {
+            const frae_npy *b = at + 1 < nmem ? &arr[at + 1] : NULL;
+            if (!b || b->ndim != 1 || b->dims[0] != k->dims[1]) {
+                frae_errorf(err, errlen,
+                            "%s: arr_%d/arr_%d are not a Dense kernel [in, "
+                            "out] and its bias [out]: Keras weights come in "
+                            "kernel, bias pairs",
+                            path, at, at + 1);
+                return NULL;
+            }
+            at += 2;
+        }
+        s.n++;
     }
     frae_config c;
     if (infer_config(&s, hints, -1, &c, path, err, errlen))

@@ -257,6 +257,102 @@ def main():
     np.savez(path("odd.npz"), *keras[:-1])
     rc, out, err = run("import", "odd.npz", "-o", "z.safetensors")
     check(one_line_error(rc, err, 2, "pairs"), "odd number of Keras arrays: exit 2", err)
+    print("== the GRU family")
+    gru = ["data", "--family", "gru", "--enc", "12,8", "--latent", "3", "--dec", "10",
+           "--history", "1", "--batch", "2", "--window", "10", "--val-split", "0.25",
+           "--feedback", "full", "--seed", "5", "--quantizer", "uniform:5"]
+    rc1, _, e1 = run("train", *gru, "--epochs", "4", "--save", "gstraight.safetensors")
+    rc2, _, e2 = run("train", *gru, "--epochs", "2", "--save", "ghalves.safetensors")
+    rc3, out3, e3 = run("train", "data", "--resume", "ghalves.safetensors", "--epochs", "4",
+                        "--save", "ghalves.safetensors")
+    same = open(path("gstraight.safetensors"), "rb").read() == \
+        open(path("ghalves.safetensors"), "rb").read()
+    check(rc1 == rc2 == rc3 == 0 and same and "resuming" in out3,
+          "GRU: 4 epochs straight == 2 + resume + 2, to the byte", e1 + e2 + e3)
+    rc, out, err = run("info", "gstraight.safetensors")
+    check(rc == 0 and "family gru" in out and "GRU 12" in out and "GRU 10" in out,
+          "info shows the family and the GRUs", out + err)
+    hdr, _ = read_safetensors(path("gstraight.safetensors"))
+    check(hdr["enc.0.weight_ih"]["shape"] == [36, D + 10 + D] and
+          hdr["dec.0.weight_hh"]["shape"] == [30, 10] and hdr["dec.0.bias_hh"]["shape"] == [30],
+          "GRU tensors use torch.nn.GRUCell's names and shapes", str(hdr.get("enc.0.weight_ih")))
+    for src in ("val.npy", "one.npy"):
+        rc, out, err = run("encode", "gstraight.safetensors", src, "-o", "g.fbs")
+        rc2, _, err2 = run("decode", "gstraight.safetensors", "g.fbs", "-o", "gdec.npy")
+        rc3, _, err3 = run("predict", "gstraight.safetensors", src, "-o", "gpred.npy")
+        ok = rc == rc2 == rc3 == 0 and np.array_equal(np.load(path("gdec.npy")),
+                                                      np.load(path("gpred.npy")))
+        check(ok, "GRU: decode(encode(%s)) equals predict, to the bit" % src,
+              err + err2 + err3)
+    rc, out, err = run("decode", "ref.safetensors", "g.fbs", "-o", "x.npy")
+    check(one_line_error(rc, err, 2, ""), "a GRU stream refused by a dense model", err)
+    # Keras GRU(reset_after=True) weights: the gates z, r, h
+    K, L, He, Hd = 1, 3, 7, 5
+    gw = [rng.uniform(-0.5, 0.5, (D + Hd + K * D, 3 * He)),
+          rng.uniform(-0.5, 0.5, (He, 3 * He)), rng.uniform(-0.2, 0.2, (2, 3 * He)),
+          rng.uniform(-0.5, 0.5, (He, 6)), rng.uniform(-0.1, 0.1, 6),
+          rng.uniform(-0.5, 0.5, (6, L)), rng.uniform(-0.1, 0.1, L),
+          rng.uniform(-0.5, 0.5, (L + K * D, 3 * Hd)),
+          rng.uniform(-0.5, 0.5, (Hd, 3 * Hd)), rng.uniform(-0.2, 0.2, (2, 3 * Hd)),
+          rng.uniform(-0.5, 0.5, (Hd, D)), rng.uniform(-0.1, 0.1, D)]
+    gw = [w.astype(np.float32) for w in gw]
+    ref = frae_numpy.forward_gru([w.astype(np.float64) for w in gw], x.astype(np.float64),
+                                 K, 1, 0, "tanh")
+    np.savez(path("kgru.npz"), *gw)
+    rc, out, err = run("import", "kgru.npz", "-o", "kg.safetensors", "--activation", "tanh",
+                       "--family", "gru")
+    rc2, _, err2 = run("predict", "kg.safetensors", "x.npy", "-o", "kgy.npy")
+    kgy = np.load(path("kgy.npy")) if rc2 == 0 else None
+    rel = np.abs(kgy - ref).max() / np.abs(ref).max() if kgy is not None else 1
+    check(rc == 0 and rc2 == 0 and rel <= 1e-5 and "gru" in out,
+          "Keras GRU .npz reproduces the NumPy reference (rel %.1e)" % rel, err + err2)
+    rc, out, err = run("import", "kgru.npz", "-o", "kg2.safetensors", "--family", "dense")
+    check(one_line_error(rc, err, 2, "holds a gru model"),
+          "importing a GRU model as dense is refused", err)
+
+    def torch_gru_file(name, weights, bad_hh=False):
+        """The Keras weights as torch.nn.GRUCell tensors: [3H, in], gates r, z, n."""
+        def gates(a):  # Keras z, r, h -> torch r, z, n along the last axis
+            H = a.shape[-1] // 3
+            return np.concatenate([a[..., H:2 * H], a[..., :H], a[..., 2 * H:]], axis=-1)
+        (k0, r0, b0, k1, b1, k2, b2, k3, r3, b3, k4, b4) = weights
+        named = {"enc.0.weight_ih": gates(k0).T, "enc.0.weight_hh": gates(r0).T,
+                 "enc.0.bias_ih": gates(b0[0]), "enc.0.bias_hh": gates(b0[1]),
+                 "enc.1.weight": k1.T, "enc.1.bias": b1, "latent.weight": k2.T,
+                 "latent.bias": b2, "dec.0.weight_ih": gates(k3).T,
+                 "dec.0.weight_hh": gates(r3).T[:, :-1] if bad_hh else gates(r3).T,
+                 "dec.0.bias_ih": gates(b3[0]), "dec.0.bias_hh": gates(b3[1]),
+                 "out.weight": k4.T, "out.bias": b4}
+        tensors, blob, off = {}, b"", 0
+        for n, arr in named.items():
+            b = np.ascontiguousarray(arr, "<f4").tobytes()
+            tensors[n] = {"dtype": "F32", "shape": list(arr.shape),
+                          "data_offsets": [off, off + len(b)]}
+            blob += b
+            off += len(b)
+        head = json.dumps(tensors).encode()
+        open(path(name), "wb").write(struct.pack("<Q", len(head)) + head + blob)
+
+    torch_gru_file("tgru.safetensors", gw)
+    rc, out, err = run("import", "tgru.safetensors", "-o", "tg.safetensors", "--activation",
+                       "tanh")
+    rc2, _, err2 = run("predict", "tg.safetensors", "x.npy", "-o", "tgy.npy")
+    same = rc2 == 0 and kgy is not None and np.array_equal(np.load(path("tgy.npy")), kgy)
+    check(rc == 0 and same, "PyTorch GRUCell safetensors give the same model as Keras",
+          err + err2)
+    torch_gru_file("tbad.safetensors", gw, bad_hh=True)
+    rc, out, err = run("import", "tbad.safetensors", "-o", "x.safetensors")
+    check(one_line_error(rc, err, 2, "'dec.0.weight_hh' should be a float [15, 5] matrix"),
+          "a wrong GRU gate shape names the tensor and the shape it needs", err)
+    bad = list(gw)
+    bad[8] = bad[8][:, :-3]
+    np.savez(path("kbad.npz"), *bad)
+    rc, out, err = run("import", "kbad.npz", "-o", "x.safetensors")
+    check(one_line_error(rc, err, 2, "arr_8") and "[5, 15]" in err,
+          "a wrong Keras recurrent kernel names the array and the shape it needs", err)
+    rc, out, err = run("predict", "kg.safetensors", "dim.npy", "-o", "x.npy")
+    check(one_line_error(rc, err, 2, ""), "GRU model on data of another dimension: exit 2", err)
+
     print("== codec: encode, decode")
     rc, out, err = run("train", "data", *SMALL, "--quantizer", "uniform:6", "--epochs", "2",
                        "--save", "q.safetensors", "--seed", "8")

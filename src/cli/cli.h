@@ -44,14 +44,29 @@ int cli_choice(const char *opt, const char *s, const char *const *names,
 
 /* Model-shape and training options shared by train and import.  Returns
  * 0 if handled, 1 if not a model option, or an exit code. */
-int cli_model_option(frae_config *cfg, const char *name, const char *value);
+enum {
+    CLI_GIVEN_HISTORY = 1,
+    CLI_GIVEN_ENC = 2,
+    CLI_GIVEN_DEC = 4,
+    CLI_GIVEN_FAMILY = 8
+};
+/* *given collects the CLI_GIVEN_* options seen. */
+int cli_model_option(frae_config *cfg, unsigned *given, const char *name,
+                     const char *value);
+/* After parsing: the GRU family's defaults for what was not given. */
+void cli_model_defaults(frae_config *cfg, unsigned given);
 extern const cli_opt cli_model_opts[];
 #define CLI_MODEL_HELP                                                         \
+    "  --family F           dense (fed-back frames) or gru (the paper's\n"    \
+    "                       FRAE: GRU cells, h_dec fed back) (dense)\n"       \
     "  --frame-dim D        frame dimension (80)\n"                           \
-    "  --history K          decoded frames fed back, 0 = plain AE (4)\n"      \
-    "  --enc W1,W2,...      encoder hidden widths, or none (512,256)\n"       \
+    "  --history K          decoded frames fed back, 0 = plain AE\n"          \
+    "                       (dense 4, gru 0)\n"                               \
+    "  --enc W1,W2,...      encoder hidden widths, or none; for gru the\n"    \
+    "                       first is the GRU (dense 512,256; gru 240)\n"      \
     "  --latent L           latent units (16)\n"                              \
-    "  --dec W1,W2,...      decoder hidden widths, or none (256,512)\n"       \
+    "  --dec W1,W2,...      decoder hidden widths, or none; for gru the\n"    \
+    "                       first is the GRU (dense 256,512; gru 240)\n"      \
     "  --activation A       relu or tanh, hidden layers (relu)\n"             \
     "  --quantizer Q        none, binary or uniform:N (none)\n"               \
     "  --seed S             initialisation and shuffling seed (1)\n"

@@ -188,19 +188,30 @@ static int parse_widths(const char *opt, const char *s, int *n, int *w)
 const cli_opt cli_model_opts[] = {
     {"--frame-dim", 1}, {"--history", 1}, {"--enc", 1},        {"--latent", 1},
     {"--dec", 1},       {"--activation", 1}, {"--quantizer", 1}, {"--seed", 1},
-    {NULL, 0}};
+    {"--family", 1},    {NULL, 0}};
 
-int cli_model_option(frae_config *c, const char *name, const char *value)
+int cli_model_option(frae_config *c, unsigned *given, const char *name,
+                     const char *value)
 {
     int tmp = 0, rc;
     if (!strcmp(name, "--frame-dim"))
         return cli_int(name, value, 1, INT_MAX, &c->frame_dim);
     if (!strcmp(name, "--history"))
-        return cli_int(name, value, 0, INT_MAX, &c->history);
+        return *given |= CLI_GIVEN_HISTORY,
+               cli_int(name, value, 0, INT_MAX, &c->history);
     if (!strcmp(name, "--enc"))
-        return parse_widths(name, value, &c->n_enc_hidden, c->enc_hidden);
+        return *given |= CLI_GIVEN_ENC,
+               parse_widths(name, value, &c->n_enc_hidden, c->enc_hidden);
     if (!strcmp(name, "--dec"))
-        return parse_widths(name, value, &c->n_dec_hidden, c->dec_hidden);
+        return *given |= CLI_GIVEN_DEC,
+               parse_widths(name, value, &c->n_dec_hidden, c->dec_hidden);
+    if (!strcmp(name, "--family")) {
+        *given |= CLI_GIVEN_FAMILY;
+        rc = cli_choice(name, value, frae_family_names,
+                        FRAE_NAME_COUNT(frae_family_names), &tmp);
+        c->family = (frae_family)tmp;
+        return rc;
+    }
     if (!strcmp(name, "--latent"))
         return cli_int(name, value, 1, INT_MAX, &c->latent_dim);
     if (!strcmp(name, "--activation")) {
@@ -230,6 +241,24 @@ int cli_model_option(frae_config *c, const char *name, const char *value)
         return rc;
     }
     return 1;
+}
+
+void cli_model_defaults(frae_config *c, unsigned given)
+{
+    if (c->family != FRAE_FAMILY_GRU)
+        return;
+    frae_config g;
+    frae_config_default_gru(&g);
+    if (!(given & CLI_GIVEN_HISTORY))
+        c->history = g.history;
+    if (!(given & CLI_GIVEN_ENC)) {
+        c->n_enc_hidden = g.n_enc_hidden;
+        memcpy(c->enc_hidden, g.enc_hidden, sizeof c->enc_hidden);
+    }
+    if (!(given & CLI_GIVEN_DEC)) {
+        c->n_dec_hidden = g.n_dec_hidden;
+        memcpy(c->dec_hidden, g.dec_hidden, sizeof c->dec_hidden);
+    }
 }
 
 /* ---- audio features -------------------------------------------------------- */

@@ -198,16 +198,21 @@ int cmd_info(int argc, char **argv)
            frae_checkpoint_meta(ck, "frae.format_version"),
            (long long)sb.st_size);
     printf("model:\n");
+    const int gru = c.family == FRAE_FAMILY_GRU;
+    printf("  family %s: %s\n", frae_family_names[c.family],
+           gru ? "GRU encoder and decoder, h_dec fed back to the encoder"
+               : "dense layers");
     printf("  frame dim D %d, history K %d, latent L %d\n", c.frame_dim,
            c.history, c.latent_dim);
-    printf("  encoder  %d", c.frame_dim + c.history * c.frame_dim);
+    printf("  encoder  %d", c.frame_dim + c.history * c.frame_dim +
+                                (gru ? c.dec_hidden[0] : 0));
     for (int i = 0; i < c.n_enc_hidden; i++)
-        printf(" -> %d", c.enc_hidden[i]);
+        printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.enc_hidden[i]);
     printf(" -> %d (tanh, quantizer %s)\n", c.latent_dim,
            frae_checkpoint_meta(ck, "frae.quantizer"));
     printf("  decoder  %d", c.latent_dim + c.history * c.frame_dim);
     for (int i = 0; i < c.n_dec_hidden; i++)
-        printf(" -> %d", c.dec_hidden[i]);
+        printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.dec_hidden[i]);
     printf(" -> %d (linear)\n", c.frame_dim);
     printf("  hidden activation %s, init seed %llu\n",
            frae_activation_names[c.activation],
@@ -249,6 +254,7 @@ int cmd_info(int argc, char **argv)
 
 typedef struct {
     frae_config cfg;
+    unsigned given; /* CLI_GIVEN_* */
     const char *input, *output;
 } import_opts;
 
@@ -260,12 +266,14 @@ static void import_help(void)
            "  - a PyTorch state_dict saved as safetensors, with the names and\n"
            "    [out, in] layouts of tools/frae_torch.py;\n"
            "  - a Keras .npz from np.savez(path, *model.get_weights()):\n"
-           "    kernel [in, out] then bias, layer by layer.\n"
-           "D, K, L and the widths come from the shapes; give what shapes\n"
-           "cannot tell:\n"
+           "    kernel [in, out] then bias, layer by layer (a GRU layer,\n"
+           "    reset_after=True: kernel, recurrent kernel, bias [2, 3H]).\n"
+           "The family, D, K, L and the widths come from the shapes; give\n"
+           "what shapes cannot tell:\n"
            "  --activation A       relu or tanh (relu)\n"
            "  --quantizer Q        none, binary or uniform:N (none)\n"
            "  --latent L           the latent width, needed only when K = 0\n"
+           "  --family F           dense or gru: refuse weights of the other\n"
            "\n"
            "Exit codes: 0 done, 1 the model could not be written, 2 bad\n"
            "options or weights.\n");
@@ -273,14 +281,14 @@ static void import_help(void)
 
 static const cli_opt import_list[] = {{"--output", 1}, {"--activation", 1},
                                       {"--quantizer", 1}, {"--latent", 1},
-                                      {NULL, 0}};
+                                      {"--family", 1},    {NULL, 0}};
 
 static int import_opt(void *ctx, const char *name, const char *v)
 {
     import_opts *o = ctx;
     if (!strcmp(name, "--output"))
         return o->output = v, 0;
-    return cli_model_option(&o->cfg, name, v);
+    return cli_model_option(&o->cfg, &o->given, name, v);
 }
 
 static int import_pos(void *ctx, const char *arg)
@@ -310,12 +318,21 @@ int cmd_import(int argc, char **argv)
     if (!m)
         return cli_fail(EXIT_USAGE, "%s", err);
     const frae_config *c = frae_get_config(m);
+    if ((o.given & CLI_GIVEN_FAMILY) && c->family != o.cfg.family) {
+        const frae_family held = c->family; /* c is m's: read it first */
+        frae_destroy(m);
+        return cli_fail(EXIT_USAGE, "%s holds a %s model, not %s", o.input,
+                        frae_family_names[held],
+                        frae_family_names[o.cfg.family]);
+    }
     if (frae_save(m, o.output, 0, NULL, 0, NULL, 0, err, sizeof err)) {
         frae_destroy(m);
         return cli_fail(EXIT_FAILED, "%s", err);
     }
-    printf("%s -> %s: D %d, K %d, L %d, %d+%d hidden layers, %zu parameters\n",
-           o.input, o.output, c->frame_dim, c->history, c->latent_dim,
+    printf("%s -> %s: %s, D %d, K %d, L %d, %d+%d hidden layers, %zu "
+           "parameters\n",
+           o.input, o.output, frae_family_names[c->family], c->frame_dim,
+           c->history, c->latent_dim,
            c->n_enc_hidden, c->n_dec_hidden, frae_param_count(m));
     frae_destroy(m);
     return EXIT_OK;

@@ -34,6 +34,7 @@ static void on_stop_signal(int sig)
 typedef struct {
     frae_config cfg;
     int model_flags;   /* options that change the model or its training */
+    unsigned model_given; /* CLI_GIVEN_* */
     const char *model_flag;
     int frame_dim_given;
     int epochs;
@@ -129,7 +130,7 @@ static const cli_opt train_opts_list[] = {
     {"--sample-rate", 1}, {"--no-resample", 0}, {"--mels", 1},
     {"--hop", 1},       {"--win", 1},       {"--fft", 1},
     {"--fmin", 1},      {"--fmax", 1},      {"--threads", 1},
-    {NULL, 0}};
+    {"--family", 1},    {NULL, 0}};
 
 static int push(char ***list, int *n, const char *v)
 {
@@ -150,7 +151,7 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
         return rc;
     if (!strcmp(name, "--audio-features"))
         return o->audio_features = 1, 0;
-    rc = cli_model_option(&o->cfg, name, v);
+    rc = cli_model_option(&o->cfg, &o->model_given, name, v);
     if (rc != 1) {
         o->model_flags++;
         o->model_flag = name;
@@ -979,6 +980,7 @@ int cmd_train(int argc, char **argv)
     train_run_init(&r);
     int status = cli_parse(argc, argv, train_opts_list, train_on_opt,
                            train_on_pos, train_help, &r.o);
+    cli_model_defaults(&r.o.cfg, r.o.model_given);
     r.s.rng = r.o.cfg.seed ^ 0x0123456789abcdefull; /* the epochs' shuffles */
     if (!status && r.o.resume)
         status = resume_from_checkpoint(&r);
