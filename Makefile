@@ -55,6 +55,9 @@ all: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE) $(TESTS) $(BENCH)
 
 $(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
 $(BUILD)/src/kernels_avx512.o: ISA_FLAGS = -mavx512f -mfma
+# the GRU cell vectorises its selects only when FP compares may be
+# speculated; frae never reads FP exception flags, and the bits are the same
+$(BUILD)/src/gru.o: ISA_FLAGS = -fno-trapping-math
 
 # headers are tracked by the compiler's own dependency files (-MMD); the
 # flags live here, so an object also depends on this Makefile

@@ -1,7 +1,9 @@
 /* Training throughput of the default FRAE model (FRAE.md) in frae.
  * Usage: frae_bench [--batch B] [--feedback detached|full] [--frames T]
- *                   [--seconds S]
+ *                   [--seconds S] [--family dense|gru]
  *        frae_bench --seconds S --codec binary|uniform:N [--weights bf16]
+ *                   [--family dense|gru]
+ * --family gru: the default GRU model (frae_config_default_gru). 
  * Prints one line: key=value pairs, read by bench/run.py. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,10 +29,20 @@ static int cmp_double(const void *a, const void *b)
 
 /* Streaming codec, batch 1: microseconds per frame for encode (which runs
  * the decoder too, closed loop) and for decode, default model. */
+static int gru_family;
+
+static void default_config(frae_config *c)
+{
+    if (gru_family)
+        frae_config_default_gru(c);
+    else
+        frae_config_default(c);
+}
+
 static int bench_codec(double seconds, const char *quant, int bf16)
 {
     frae_config c;
-    frae_config_default(&c);
+    default_config(&c);
     c.training = 0;
     c.weights = bf16 ? FRAE_WEIGHTS_BF16 : FRAE_WEIGHTS_F32;
     if (!strcmp(quant, "binary")) {
@@ -80,10 +92,12 @@ static int bench_codec(double seconds, const char *quant, int bf16)
     qsort(r_dec, (size_t)n_dec, sizeof *r_dec, cmp_double);
     double t_enc = r_enc[n_enc / 2], t_dec = r_dec[n_dec / 2];
     double us_enc = t_enc * 1e6, us_dec = t_dec * 1e6;
-    printf("system=frae codec=%s weights=%s bits_per_frame=%d encode_us=%.2f "
+    printf("system=frae family=%s codec=%s weights=%s bits_per_frame=%d "
+           "encode_us=%.2f "
            "decode_us=%.2f rt_decode=%.0f rt_encode_decode=%.0f "
            "model_mb=%.2f isa=%s\n",
-           quant, bf16 ? "bf16" : "f32", c.latent_dim * frae_code_bits(m), us_enc, us_dec,
+           gru_family ? "gru" : "dense", quant, bf16 ? "bf16" : "f32",
+           c.latent_dim * frae_code_bits(m), us_enc, us_dec,
            10000.0 / us_dec, 10000.0 / (us_enc + us_dec),
            frae_bytes_allocated(m) / 1048576.0, frae_isa_name(m));
     frae_encoder_destroy(e);
@@ -110,6 +124,8 @@ int main(int argc, char **argv)
             seconds = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--codec"))
             codec = argv[i + 1];
+        else if (!strcmp(argv[i], "--family"))
+            gru_family = !strcmp(argv[i + 1], "gru");
         else if (!strcmp(argv[i], "--weights"))
             bf16 = !strcmp(argv[i + 1], "bf16");
         else if (!strcmp(argv[i], "--feedback"))
@@ -127,7 +143,7 @@ int main(int argc, char **argv)
         return 2;
     }
     frae_config c;
-    frae_config_default(&c);
+    default_config(&c);
     c.batch = batch;
     c.window = frames;
     c.feedback = fb;
@@ -156,11 +172,13 @@ int main(int argc, char **argv)
     } while (t < seconds);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("system=frae batch=%d threads=%d feedback=%s frames_per_s=%.1f "
-           "peak_rss_mb=%.1f model_mb=%.1f isa=%s loss=%.6f\n",
-           batch, threads, fb == FRAE_FEEDBACK_FULL ? "full" : "detached",
+    printf("system=frae family=%s batch=%d threads=%d feedback=%s "
+           "frames_per_s=%.1f peak_rss_mb=%.1f model_mb=%.1f isa=%s "
+           "params=%zu loss=%.6f\n",
+           gru_family ? "gru" : "dense", batch, threads, fb == FRAE_FEEDBACK_FULL ? "full" : "detached",
            (double)done * batch * frames / t, ru.ru_maxrss / 1024.0,
-           frae_bytes_allocated(m) / 1048576.0, frae_isa_name(m), st.mse);
+           frae_bytes_allocated(m) / 1048576.0, frae_isa_name(m),
+           frae_param_count(m), st.mse);
     free(x);
     frae_destroy(m);
     return 0;

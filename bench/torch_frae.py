@@ -2,6 +2,7 @@
 """Training throughput of the same default FRAE in PyTorch (CPU), the way
 the seed trained it: frame-by-frame loop, cat for the buffer, Adam.
 Usage: torch_frae.py --batch B --feedback detached|full --threads N
+                     [--family dense|gru]
 Prints one line of key=value pairs, read by bench/run.py."""
 import argparse
 import os
@@ -22,10 +23,13 @@ def main():
     ap.add_argument("--frames", type=int, default=100)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--family", default="dense")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = FRAE()
+    # the default GRU model is frae_config_default_gru's
+    model = FRAE(history=0, enc=(240,), dec=(240,), family="gru") \
+        if a.family == "gru" else FRAE()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
     xs = [torch.rand(a.batch, a.frames, 80) for _ in range(2)]
 

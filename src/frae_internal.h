@@ -220,6 +220,9 @@ void frae_refresh_transposed(frae_model *m);
  * backward pass. */
 void frae_gru_forward(int nb, int H, const float *gx, const float *gh,
                       const float *h_prev, float *gates, float *h);
+/* The cell's exp and tanh (gru.c): a few ulp from libm's, vectorisable. */
+float frae_gru_exp(float x);
+float frae_gru_tanh(float x);
 /* Its backward: dh [nb][H] is dL/dh; writes dgx, dgh [nb][3H] (dL/d of
  * the two products) and dh_prev = dh * z (the direct path; the caller
  * adds dgh . W_hh). */

@@ -64,7 +64,7 @@ static void NAIVE(gru)(const REAL *in, int head_w, int D, int K,
     for (int j = 0; j < H; j++) {
         REAL z = (REAL)1 / ((REAL)1 + REAL_EXP(-(gx[j] + gh[j])));
         REAL r = (REAL)1 / ((REAL)1 + REAL_EXP(-(gx[H + j] + gh[H + j])));
-        REAL n = REAL_TANH(gx[2 * H + j] + r * gh[2 * H + j]);
+        REAL n = REAL_GRU_TANH(gx[2 * H + j] + r * gh[2 * H + j]);
         h[j] = n + z * (h[j] - n);
     }
     free(gx), free(gh);

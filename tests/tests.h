@@ -18,6 +18,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(bf16_kernel_matches_f32) \
     X(compact_matches_scalar) \
     X(adam_matches_scalar) \
+    X(gru_math_accuracy) \
     X(naive_bitexact) \
     X(forward_chunked) \
     X(weights_change_midstream) \
