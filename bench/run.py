@@ -145,8 +145,56 @@ def main():
     print("x RT: real-time factor at 100 frames/s (10 ms frames); times are the median "
           "of rounds of 2,000 frames.  bf16: weights stored as bfloat16 ('frae convert "
           "--weights bf16'), arithmetic in float32.")
+    gru_section(build, seconds, have_torch, peaks, cores, env1)
     if not have_torch:
         print("python3-torch is not installed: PyTorch columns skipped.")
+
+
+def gru_section(build, seconds, have_torch, peaks, cores, env1):
+    """The default GRU model (frae_config_default_gru: D=80, K=0, GRU 240
+    each side, 613,536 params) against the same model in PyTorch
+    (nn.GRUCell), detached feedback."""
+    weights = 613536 - (3 * 240 * 2 * 2 + 16 + 80)
+    train = 6.0 * weights
+    print()
+    print("GRU FRAE (D=80, K=0, GRU 240 each side, h_dec fed back, 613,536 params), "
+          "sequences of 100 frames, detached: %.2f MFLOP/frame training." % (train / 1e6))
+    print("%-5s %-3s | %10s %8s %7s %7s | %10s %7s | %7s %7s" % (
+        "batch", "thr", "frae fr/s", "GFLOP/s", "%peak", "RSS MB", "torch fr/s", "RSS MB",
+        "x same", "x best"))
+    for batch in (1, 32):
+        torch_fps = {}
+        if have_torch:
+            for t in (1, 2):
+                tried = {}
+                for c in cores:
+                    r = run(["/usr/bin/python3", os.path.join(HERE, "torch_frae.py"),
+                             "--family", "gru", "--batch", str(batch), "--threads", str(t),
+                             "--seconds", seconds], blas_env(env1, c))
+                    tried[c] = (float(r["frames_per_s"]), float(r["peak_rss_mb"]))
+                torch_fps[t], _ = fastest(tried)
+        for t in (1, 2):
+            f = run([os.path.join(build, "frae_bench"), "--family", "gru", "--batch",
+                     str(batch), "--threads", str(t), "--seconds", seconds], env1)
+            fps = float(f["frames_per_s"])
+            gflops = fps * train / 1e9
+            pk = "%6.0f%%" % (100 * gflops / peaks[t]) if t in peaks else "    n/a"
+            if torch_fps:
+                best = max(v[0] for v in torch_fps.values())
+                tcols = "%10.0f %7.1f | %6.1fx %6.1fx" % (
+                    torch_fps[t][0], torch_fps[t][1], fps / torch_fps[t][0], fps / best)
+            else:
+                tcols = "%10s %7s | %7s %7s" % ("n/a", "n/a", "", "")
+            print("%-5d %-3d | %10.0f %8.1f %7s %7.1f | %s" % (
+                batch, t, fps, gflops, pk, float(f["peak_rss_mb"]), tcols))
+            sys.stdout.flush()
+    print("GRU streaming codec, batch 1, 1 core:")
+    for w in ("f32", "bf16"):
+        c = run([os.path.join(build, "frae_bench"), "--family", "gru", "--seconds", seconds,
+                 "--codec", "uniform:4", "--weights", w], env1)
+        print("  uniform:4 %-4s %s bits/frame: encode %s us, decode %s us, decode %sx real "
+              "time" % (w, c["bits_per_frame"], c["encode_us"], c["decode_us"],
+                        c["rt_decode"]))
 
 
 if __name__ == "__main__":
