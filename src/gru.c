@@ -18,6 +18,14 @@
 
 #include "frae_internal.h"
 
+/* "no dependence between iterations", for GCC's vectoriser (clang
+ * vectorises these loops with run-time alias checks, and would warn) */
+#if defined(__GNUC__) && !defined(__clang__)
+#define IVDEP _Pragma("GCC ivdep")
+#else
+#define IVDEP
+#endif
+
 float frae_gru_exp(float x)
 {
     /* e^x = 2^n e^r, n = round(x log2 e), |r| <= ln2/2 */
@@ -72,7 +80,7 @@ void frae_gru_forward(int nb, int H, const float *gx, const float *gh,
         const float *hp = h_prev + (size_t)b * H;
         float *g = gates + (size_t)b * 4 * H, *ho = h + (size_t)b * H;
         /* no dependence between units (h may be h_prev, unit for unit) */
-#pragma GCC ivdep
+IVDEP
         for (int j = 0; j < H; j++) {
             float r = sigmoid(xi[j] + hi[j]);
             float z = sigmoid(xi[H + j] + hi[H + j]);
@@ -99,7 +107,7 @@ void frae_gru_backward(int nb, int H, const float *dh, const float *gates,
         const float *g = gates + (size_t)b * 4 * H;
         float *gx = dgx + (size_t)b * 3 * H, *gh = dgh + (size_t)b * 3 * H;
         float *dp = dh_prev + (size_t)b * H;
-#pragma GCC ivdep
+IVDEP
         for (int j = 0; j < H; j++) {
             float r = g[j], z = g[H + j], n = g[2 * H + j], hn = g[3 * H + j];
             float dn = d[j] * (1.0f - z);
