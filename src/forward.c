@@ -161,7 +161,8 @@ static void first_layer_forward(const frae_model *m, frae_state *st,
 /* A GRU layer (side 0: the encoder's, layer 0; 1: the decoder's) for frame
  * t: its input product (first_layer_forward, then for the encoder the
  * chain goes on over h_dec(t-1)), its recurrent product on its own h(t-1),
- * and the cell.  h(t) lands in the activation slot and in st->h. */
+ * and the cell.  h(t) lands in the activation slot, which st->h then
+ * points at (with one frame kept, the cell updates it in place). */
 static void gru_forward(const frae_model *m, frae_state *st, int side,
                         long t, const float *head, ptrdiff_t head_rs,
                         int head_w, int nb, size_t slot)
@@ -180,7 +181,7 @@ static void gru_forward(const frae_model *m, frae_state *st, int side,
     float *h = st->a[l] + slot * H;
     frae_gru_forward(nb, H, gx, gh, st->h[side],
                      st->gates[side] + slot * 4 * H, h);
-    memcpy(st->h[side], h, sizeof(float) * (size_t)nb * H);
+    st->h[side] = h;
 }
 
 /* Layers from..to of frame t for nb sequences.  x points at frame t of

@@ -52,8 +52,8 @@ size_t frae_state_layout(const frae_config *c, int rows, int frames,
         size_t units = gru_side >= 0 ? (size_t)out[l] / 3 : (size_t)out[l];
         st.a[l] = take(&w, prod(&w, F, R, units));
         if (gru_side >= 0) {
-            st.h[gru_side] = take(&w, prod(&w, R, units, 1));
             st.h0[gru_side] = take(&w, prod(&w, R, units, 1));
+            st.h[gru_side] = st.h0[gru_side];
             st.gx[gru_side] = take(&w, prod(&w, R, (size_t)out[l], 1));
             st.gh[gru_side] = take(&w, prod(&w, R, (size_t)out[l], 1));
             st.gates[gru_side] = take(&w, prod(&w, F, R, 4 * units));
@@ -100,9 +100,11 @@ void frae_state_reset(const frae_model *m, frae_state *s)
     s->ring_rows = 0;
     s->pend_next[0] = s->pend_next[1] = 0;
     for (int side = 0; side < 2; side++)
-        if (s->h[side]) /* h(-1) = 0, as torch.nn.GRUCell's default */
-            memset(s->h[side], 0, sizeof(float) * (size_t)s->rows *
-                                      m->layer[m->rec[side]].in);
+        if (s->h0[side]) { /* h(-1) = 0, as torch.nn.GRUCell's default */
+            memset(s->h0[side], 0, sizeof(float) * (size_t)s->rows *
+                                       m->layer[m->rec[side]].in);
+            s->h[side] = s->h0[side];
+        }
     if (m->cfg.history > 0) {
         frae_state_fill_sums(m, s, 0);
         frae_state_fill_sums(m, s, 1);

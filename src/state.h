@@ -51,8 +51,11 @@ typedef struct {
     float *pair_in; /* two fed-back frames side by side, [2][rows][D] */
 
     /* GRU family, per side (0 encoder, 1 decoder; NULL otherwise): */
-    float *h[2];     /* the state h(t-1) before the next frame, [rows][H] */
-    float *h0[2];    /* h at the start of the training window, [rows][H] */
+    float *h[2];     /* h(t-1), what the next frame reads: h0 after a reset
+                        or at a training window's start, else the last
+                        frame's activation slot (nothing is copied) */
+    float *h0[2];    /* [rows][H]: zeros after a reset, the state a training
+                        window starts from */
     float *gx[2], *gh[2]; /* the frame's two products, [rows][3H] */
     float *gates[2]; /* r, z, n, gh_n of every kept frame, [frames][rows][4H] */
 

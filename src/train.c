@@ -308,7 +308,10 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
         /* the window starts from these states (constants for it) and its
          * backward from no gradient beyond it */
         const size_t n = (size_t)nb * m->layer[m->rec[side]].in;
-        memcpy(m->state.h0[side], m->state.h[side], sizeof(float) * n);
+        if (m->state.h[side] != m->state.h0[side]) {
+            memcpy(m->state.h0[side], m->state.h[side], sizeof(float) * n);
+            m->state.h[side] = m->state.h0[side];
+        }
         memset(m->dh_carry[side], 0, sizeof(float) * n);
     }
     for (int t = 0; t < nt; t++) {
