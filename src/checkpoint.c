@@ -300,6 +300,23 @@ static int meta_float(const frae_checkpoint *ck, const char *key, float *out,
     return 0;
 }
 
+/* "frae.family": dense when absent (files from before the GRU family). */
+static int meta_family(const frae_checkpoint *ck, frae_family *out, char *err,
+                       size_t errlen)
+{
+    const char *fam = frae_st_meta(&ck->st, "frae.family");
+    int i = fam ? frae_name_index(frae_family_names,
+                                  FRAE_NAME_COUNT(frae_family_names), fam)
+                : FRAE_FAMILY_DENSE;
+    if (i < 0)
+        return frae_errorf(err, errlen,
+                           "%s: metadata 'frae.family' = '%s' is invalid "
+                           "(dense or gru)",
+                           ck->path, fam);
+    *out = (frae_family)i;
+    return 0;
+}
+
 /* Finds "<prefix><tensor>" as a float tensor of the shape the config
  * gives; an error names it and that shape. */
 static const st_tensor *find_entry_tensor(const frae_safetensors *st,
@@ -371,16 +388,8 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         frae_parse_widths(dec, &c.n_dec_hidden, c.dec_hidden))
         return frae_errorf(err, errlen, "%s: bad hidden widths in metadata",
                        ck->path);
-    const char *fam = frae_st_meta(&ck->st, "frae.family");
-    int fam_i = fam ? frae_name_index(frae_family_names,
-                                      FRAE_NAME_COUNT(frae_family_names), fam)
-                    : FRAE_FAMILY_DENSE; /* absent: dense, as before */
-    if (fam_i < 0)
-        return frae_errorf(err, errlen,
-                           "%s: metadata 'frae.family' = '%s' is invalid "
-                           "(dense or gru)",
-                           ck->path, fam);
-    c.family = (frae_family)fam_i;
+    if (meta_family(ck, &c.family, err, errlen))
+        return -1;
     const char *act = frae_st_meta(&ck->st, "frae.activation");
     const char *q = frae_st_meta(&ck->st, "frae.quantizer");
     const char *fb = frae_st_meta(&ck->st, "frae.feedback");
@@ -500,14 +509,12 @@ static int read_params(const frae_safetensors *st, const frae_model *m,
 int frae_checkpoint_restore(const frae_checkpoint *ck, frae_model *m,
                             int with_optimizer, char *err, size_t errlen)
 {
-    const char *fam = frae_st_meta(&ck->st, "frae.family");
-    const int family = fam ? frae_name_index(frae_family_names,
-                                             FRAE_NAME_COUNT(frae_family_names),
-                                             fam)
-                           : FRAE_FAMILY_DENSE;
-    if (family != (int)m->cfg.family)
+    frae_family family = FRAE_FAMILY_DENSE;
+    if (meta_family(ck, &family, err, errlen))
+        return -1;
+    if (family != m->cfg.family)
         return frae_errorf(err, errlen, "%s holds a %s model; this model is %s",
-                           ck->path, family < 0 ? fam : frae_family_names[family],
+                           ck->path, frae_family_names[family],
                            frae_family_names[m->cfg.family]);
     if (read_params(&ck->st, m, "", NULL, ck->path, err, errlen))
         return -1;
@@ -619,66 +626,9 @@ typedef struct {
     char what[FRAE_MAX_LAYERS][80]; /* the tensor that gave the shape */
 } shapes;
 
-/* The GRU family from the shapes: GRUs at layer 0 and right after the
- * latent (gru_at); the encoder GRU also takes h_dec. */
-static int infer_gru_config(const shapes *s, const frae_config *hints,
-                            frae_config *c, const char *path, char *err,
-                            size_t errlen)
-{
-    *c = *hints;
-    c->family = FRAE_FAMILY_GRU;
-    int gru_at = -1, n_gru = 0;
-    for (int i = 0; i < s->n; i++)
-        if (s->gru[i]) {
-            n_gru++;
-            if (i > 0)
-                gru_at = i;
-        }
-    if (!s->gru[0] || n_gru != 2 || gru_at < 2 || gru_at > s->n - 2)
-        return frae_errorf(err, errlen,
-                           "%s: a GRU FRAE has exactly two GRU layers, the "
-                           "encoder's first and the decoder's first",
-                           path);
-    for (int g = 0; g < 2; g++) {
-        int i = g ? gru_at : 0;
-        if (s->out[i] % 3)
-            return frae_errorf(err, errlen,
-                               "%s: %s has %d gate rows; a GRU's are 3 x its "
-                               "units",
-                               path, s->what[i], s->out[i]);
-    }
-    const int latent_at = gru_at - 1;
-    const int D = s->out[s->n - 1], He = s->out[0] / 3, Hd = s->out[gru_at] / 3;
-    const long KD = (long)s->in[0] - D - Hd;
-    if (KD < 0 || KD % D)
-        return frae_errorf(err, errlen,
-                           "%s: %s takes %d inputs; the encoder GRU takes "
-                           "x (%d), h_dec (%d) and K frames of %d",
-                           path, s->what[0], s->in[0], D, Hd, D);
-    c->frame_dim = D;
-    c->history = (int)(KD / D);
-    c->latent_dim = s->out[latent_at];
-    c->n_enc_hidden = latent_at;
-    c->n_dec_hidden = s->n - latent_at - 2;
-    if (c->n_enc_hidden > FRAE_MAX_HIDDEN || c->n_dec_hidden > FRAE_MAX_HIDDEN)
-        return frae_errorf(err, errlen, "%s: too many hidden layers", path);
-    for (int i = 0; i < latent_at; i++)
-        c->enc_hidden[i] = i == 0 ? He : s->out[i];
-    for (int i = 0; i < c->n_dec_hidden; i++)
-        c->dec_hidden[i] = i == 0 ? Hd : s->out[latent_at + 1 + i];
-    for (int i = 1; i < s->n; i++) {
-        int prev = s->gru[i - 1] ? s->out[i - 1] / 3 : s->out[i - 1];
-        int want = i == gru_at ? c->latent_dim + (int)KD : prev;
-        if (s->in[i] != want)
-            return frae_errorf(err, errlen,
-                               "%s: %s takes %d inputs; the architecture "
-                               "needs %d",
-                               path, s->what[i], s->in[i], want);
-    }
-    return frae_config_check(c, err, errlen);
-}
-
-/* Finds D, K, the widths and the latent layer from the layer shapes. */
+/* Finds the family, D, K, the widths and the latent layer from the layer
+ * shapes.  A GRU FRAE has two GRU layers, the encoder's first and the one
+ * right after the latent; its encoder GRU also takes h_dec. */
 static int infer_config(const shapes *s, const frae_config *hints,
                         int latent_at, frae_config *c, const char *path,
                         char *err, size_t errlen)
@@ -688,16 +638,40 @@ static int infer_config(const shapes *s, const frae_config *hints,
     if (s->n < 2 || s->n > FRAE_MAX_LAYERS)
         return frae_errorf(err, errlen, "%s: %d layers; an FRAE has 2..%d", path,
                        s->n, FRAE_MAX_LAYERS);
-    for (int i = 0; i < s->n; i++)
-        if (s->gru[i])
-            return infer_gru_config(s, hints, c, path, err, errlen);
-    int D = s->out[s->n - 1];
-    if (s->in[0] % D)
+    int units[FRAE_MAX_LAYERS], gru_at = -1, n_gru = 0;
+    for (int i = 0; i < s->n; i++) {
+        units[i] = s->out[i];
+        if (!s->gru[i])
+            continue;
+        if (s->out[i] % 3)
+            return frae_errorf(err, errlen,
+                               "%s: %s has %d gate rows; a GRU's are 3 x its "
+                               "units",
+                               path, s->what[i], s->out[i]);
+        units[i] = s->out[i] / 3;
+        n_gru++;
+        if (i > 0)
+            gru_at = i;
+    }
+    int fed = 0; /* h_dec's width in the encoder's input */
+    if (n_gru) {
+        if (!s->gru[0] || n_gru != 2 || gru_at < 2 || gru_at > s->n - 2)
+            return frae_errorf(err, errlen,
+                               "%s: a GRU FRAE has exactly two GRU layers, "
+                               "the encoder's first and the decoder's first",
+                               path);
+        c->family = FRAE_FAMILY_GRU;
+        latent_at = gru_at - 1;
+        fed = units[gru_at];
+    }
+    const int D = s->out[s->n - 1];
+    const long KD = (long)s->in[0] - D - fed;
+    if (KD < 0 || KD % D)
         return frae_errorf(err, errlen,
-                       "%s: first layer input %d is not a multiple of the "
-                       "frame dimension %d",
-                       path, s->in[0], D);
-    int KD = s->in[0] - D;
+                           "%s: %s takes %d inputs: not x (%d)%s and K "
+                           "frames of %d",
+                           path, s->what[0], s->in[0], D,
+                           fed ? ", h_dec" : "", D);
     if (latent_at < 0) {
         for (int i = 0; i + 1 < s->n && latent_at < 0; i++)
             if (KD > 0 && s->in[i + 1] == s->out[i] + KD)
@@ -712,24 +686,23 @@ static int infer_config(const shapes *s, const frae_config *hints,
                            path, KD ? "" : " (history 0: give --latent)");
     }
     c->frame_dim = D;
-    c->history = KD / D;
+    c->history = (int)(KD / D);
     c->latent_dim = s->out[latent_at];
     c->n_enc_hidden = latent_at;
     c->n_dec_hidden = s->n - latent_at - 2;
     if (c->n_enc_hidden > FRAE_MAX_HIDDEN || c->n_dec_hidden > FRAE_MAX_HIDDEN)
         return frae_errorf(err, errlen, "%s: too many hidden layers", path);
     for (int i = 0; i < latent_at; i++)
-        c->enc_hidden[i] = s->out[i];
+        c->enc_hidden[i] = units[i];
     for (int i = 0; i < c->n_dec_hidden; i++)
-        c->dec_hidden[i] = s->out[latent_at + 1 + i];
+        c->dec_hidden[i] = units[latent_at + 1 + i];
     /* every layer must then have the shape the config implies */
     for (int i = 1; i < s->n; i++) {
-        int want = i == latent_at + 1 ? c->latent_dim + KD : s->out[i - 1];
+        int want = i == latent_at + 1 ? c->latent_dim + (int)KD : units[i - 1];
         if (s->in[i] != want)
             return frae_errorf(err, errlen,
-                           "%s: layer %d takes %d inputs; the architecture "
-                           "needs %d",
-                           path, i + 1, s->in[i], want);
+                           "%s: %s takes %d inputs; the architecture needs %d",
+                           path, s->what[i], s->in[i], want);
     }
     return frae_config_check(c, err, errlen);
 }
