@@ -121,10 +121,9 @@ uint64_t frae_model_hash(const frae_model *m)
     for (int k = 0; k < n; k++) {
         const int l = e[k].mat;
         const frae_layer *ly = &m->layer[l];
-        const int H = ly->out / 3;
         for (int i = 0; i < (e[k].bias ? 1 : ly->in); i++)
             for (int o = 0; o < ly->out; o++) {
-                int col = e[k].gru ? frae_keras_gate_col(o, H) : o;
+                int col = frae_keras_col(e[k].gru, o, ly->out);
                 float w = e[k].bias ? ly->bias[col]
                                     : frae_weight_get(m, l, i, col);
                 h = frae_fnv1a64((const unsigned char *)&w, 4, h);

@@ -180,11 +180,14 @@ typedef struct {
 } frae_tensor_entry;
 #define FRAE_MAX_TENSORS (2 * FRAE_MAX_MATS)
 int frae_tensor_entries(const frae_config *c, frae_tensor_entry *e);
-/* Keras gate column c (z, r, h order) of a [.][3H] GRU matrix -> frae's
- * (PyTorch's r, z, n order). */
-static inline int frae_keras_gate_col(int c, int H)
+/* Column c, in Keras order, of a tensor `out` wide -> frae's column: the
+ * same, except that a GRU's gates (gru: out = 3H) go from Keras's z, r, h
+ * order to frae's (PyTorch's) r, z, n. */
+static inline int frae_keras_col(int gru, int c, int out)
 {
-    int g = c / H;
+    if (!gru)
+        return c;
+    const int H = out / 3, g = c / H;
     return (g == 0 ? 1 : g == 1 ? 0 : 2) * H + c % H;
 }
 /* frae_checkpoint_open and frae_import over a buffer the caller keeps

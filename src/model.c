@@ -370,21 +370,16 @@ static double rng_normal(uint64_t *rng)
 }
 
 /* Keras' orthogonal initialiser for a GRU's recurrent kernel [H][3H]: its
- * H rows orthonormal (Gram-Schmidt on normal rows, in double).  Element
- * (i, c) goes to keras column c. */
-static void orthogonal_init(frae_model *m, int l, uint64_t *rng)
+ * H rows orthonormal (Gram-Schmidt on normal rows, in double, in a
+ * scratch block freed at once).  Element (i, c) goes to Keras column c.
+ * -1 if the scratch cannot be had. */
+static int orthogonal_init(frae_model *m, int l, uint64_t *rng)
 {
     const frae_layer *ly = &m->layer[l];
     const int H = ly->in, C = ly->out;
     double *rows = malloc(sizeof(double) * (size_t)H * C);
-    if (!rows) { /* init only: fall back to Glorot rather than fail */
-        float limit = sqrtf(6.0f / (float)(H + C));
-        for (int i = 0; i < H; i++)
-            for (int c = 0; c < C; c++)
-                frae_weight_set(m, l, i, frae_keras_gate_col(c, H),
-                                (2.0f * frae_rng_uniform(rng) - 1.0f) * limit);
-        return;
-    }
+    if (!rows)
+        return -1;
     for (size_t k = 0; k < (size_t)H * C; k++)
         rows[k] = rng_normal(rng);
     for (int i = 0; i < H; i++) {
@@ -406,15 +401,16 @@ static void orthogonal_init(frae_model *m, int l, uint64_t *rng)
     }
     for (int i = 0; i < H; i++)
         for (int c = 0; c < C; c++)
-            frae_weight_set(m, l, i, frae_keras_gate_col(c, H),
+            frae_weight_set(m, l, i, frae_keras_col(1, c, C),
                             (float)rows[(size_t)i * C + c]);
     free(rows);
+    return 0;
 }
 
 /* Keras defaults, drawn in Keras order so that the layout does not change
  * the model: Glorot-uniform kernels (a GRU's over its [in][3H] kernel),
- * orthogonal recurrent kernels, zero biases. */
-static void glorot_init(frae_model *m)
+ * orthogonal recurrent kernels, zero biases.  -1 if out of memory. */
+static int glorot_init(frae_model *m)
 {
     uint64_t rng = m->cfg.seed;
     frae_tensor_entry e[FRAE_MAX_TENSORS];
@@ -427,16 +423,17 @@ static void glorot_init(frae_model *m)
             continue;
         }
         if (l >= m->n_layers) {
-            orthogonal_init(m, l, &rng);
+            if (orthogonal_init(m, l, &rng))
+                return -1;
             continue;
         }
-        const int H = ly->out / 3;
         float limit = sqrtf(6.0f / (float)(ly->in + ly->out));
         for (int i = 0; i < ly->in; i++)
             for (int o = 0; o < ly->out; o++)
-                frae_weight_set(m, l, i, e[k].gru ? frae_keras_gate_col(o, H) : o,
+                frae_weight_set(m, l, i, frae_keras_col(e[k].gru, o, ly->out),
                                 (2.0f * frae_rng_uniform(&rng) - 1.0f) * limit);
     }
+    return 0;
 }
 
 frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
@@ -533,7 +530,11 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
                       base + L.state);
     m->state.scratch.threads = m->threads;
     m->wvalid = (int *)(base + L.wvalid);
-    glorot_init(m);
+    if (glorot_init(m)) {
+        frae_errorf(err, errlen, "out of memory initialising the GRU weights");
+        frae_destroy(m);
+        return NULL;
+    }
     frae_weights_changed(m);
     frae_reset(m);
     return m;
@@ -574,11 +575,11 @@ void frae_export_params(const frae_model *m, const float *src, float *dst,
     for (int k = 0; k < n; k++) {
         const int l = e[k].mat;
         const frae_layer *ly = &m->layer[l];
-        const int H = ly->out / 3, keras_gates = e[k].gru && !torch_layout;
+        const int keras_gates = e[k].gru && !torch_layout;
         if (e[k].bias) {
             const float *b = src ? src + ly->b_off : ly->bias;
             for (int o = 0; o < ly->out; o++)
-                *dst++ = b[keras_gates ? frae_keras_gate_col(o, H) : o];
+                *dst++ = b[frae_keras_col(keras_gates, o, ly->out)];
             continue;
         }
         const int rows = torch_layout ? ly->out : ly->in;
@@ -586,8 +587,7 @@ void frae_export_params(const frae_model *m, const float *src, float *dst,
         for (int r = 0; r < rows; r++)
             for (int c = 0; c < cols; c++) {
                 int i = torch_layout ? c : r, o = torch_layout ? r : c;
-                if (keras_gates)
-                    o = frae_keras_gate_col(o, H);
+                o = frae_keras_col(keras_gates, o, ly->out);
                 *dst++ = src ? src[ly->w_off + packed_index(ly->in, ly->out,
                                                             i, o)]
                              : frae_weight_get(m, l, i, o);
@@ -634,19 +634,18 @@ void frae_set_params(frae_model *m, const float *src)
     for (int k = 0; k < n; k++) {
         const int l = e[k].mat;
         const frae_layer *ly = &m->layer[l];
-        const int H = ly->out / 3;
         if (e[k].bias) {
             /* a -0 bias would start a chain at -0, the one case where
              * skipping zero inputs (kernels.h) could differ, in the sign
              * of a zero */
             for (int o = 0; o < ly->out; o++, src++)
-                ly->bias[e[k].gru ? frae_keras_gate_col(o, H) : o] =
+                ly->bias[frae_keras_col(e[k].gru, o, ly->out)] =
                     *src == 0.0f ? 0.0f : *src;
             continue;
         }
         for (int i = 0; i < ly->in; i++)
             for (int o = 0; o < ly->out; o++)
-                frae_weight_set(m, l, i, e[k].gru ? frae_keras_gate_col(o, H) : o,
+                frae_weight_set(m, l, i, frae_keras_col(e[k].gru, o, ly->out),
                                 *src++);
     }
     frae_weights_changed(m);

@@ -141,14 +141,14 @@ static void flat_from_torch(const fixtures *fx, const char *prefix,
         if (e[k].bias) {
             const int out = (int)t->dims[0];
             for (int o = 0; o < out; o++)
-                *dst++ = t->data[e[k].gru ? frae_keras_gate_col(o, out / 3) : o];
+                *dst++ = t->data[frae_keras_col(e[k].gru, o, out)];
             continue;
         }
         const int out = (int)t->dims[0], in = (int)t->dims[1];
         for (int i = 0; i < in; i++)
             for (int o = 0; o < out; o++)
-                *dst++ = t->data[(size_t)(e[k].gru ? frae_keras_gate_col(o, out / 3)
-                                                   : o) * in + i];
+                *dst++ = t->data[(size_t)frae_keras_col(e[k].gru, o, out) * in +
+                                 i];
     }
 }
 
