@@ -50,13 +50,17 @@ static void NAIVE(dense_first)(const REAL *in, int head_w, int D, int K,
     }
 }
 
-/* A GRU layer, Keras reset_after=True layout (frae's flat params): kernel
- * [in][3H] (its input chained as dense_first does), recurrent kernel
- * [H][3H], bias [2][3H]; gates z, r, h.  h is updated in place. */
-static void NAIVE(gru)(const REAL *in, int head_w, int D, int K,
-                       const REAL *kernel, const REAL *rec, const REAL *bias,
-                       int H, REAL *h)
+/* A GRU layer of H units over n_in inputs, Keras reset_after=True layout
+ * (frae's flat params, read at *p, which moves past them): kernel
+ * [n_in][3H] (its input chained as dense_first does), recurrent kernel
+ * [H][3H], bias [2][3H]; gates z, r, h.  h is updated in place and copied
+ * to out. */
+static void NAIVE(gru)(const REAL *in, int n_in, int head_w, int D, int K,
+                       const REAL **p, int H, REAL *h, REAL *out)
 {
+    const REAL *kernel = *p, *rec = kernel + (size_t)n_in * 3 * H;
+    const REAL *bias = rec + (size_t)H * 3 * H;
+    *p = bias + 6 * (size_t)H;
     REAL *gx = malloc(sizeof(REAL) * 3 * (size_t)H);
     REAL *gh = malloc(sizeof(REAL) * 3 * (size_t)H);
     NAIVE(dense_first)(in, head_w, D, K, kernel, bias, 3 * H, gx);
@@ -67,6 +71,7 @@ static void NAIVE(gru)(const REAL *in, int head_w, int D, int K,
         REAL n = REAL_GRU_TANH(gx[2 * H + j] + r * gh[2 * H + j]);
         h[j] = n + z * (h[j] - n);
     }
+    memcpy(out, h, sizeof(REAL) * (size_t)H);
     free(gx), free(gh);
 }
 
@@ -154,11 +159,7 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
                 int in = widths[li], out = widths[li + 1];
                 REAL *nxt = malloc(sizeof(REAL) * (size_t)out);
                 if (li == 0 && gru) {
-                    const REAL *rec = p + (size_t)in * 3 * out;
-                    NAIVE(gru)(cur, D + Hf, D, K, p, rec,
-                               rec + (size_t)out * 3 * out, out, h_enc);
-                    p += (size_t)(in + out) * 3 * out + 6 * (size_t)out;
-                    memcpy(nxt, h_enc, sizeof(REAL) * (size_t)out);
+                    NAIVE(gru)(cur, in, D + Hf, D, K, &p, out, h_enc, nxt);
                     free(cur);
                     cur = nxt;
                     continue;
@@ -194,11 +195,7 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
                 int in = widths[li], out = widths[li + 1];
                 REAL *nxt = malloc(sizeof(REAL) * (size_t)out);
                 if (li == dec_in && gru) {
-                    const REAL *rec = p + (size_t)in * 3 * out;
-                    NAIVE(gru)(cur, L, D, K, p, rec,
-                               rec + (size_t)out * 3 * out, out, h_dec);
-                    p += (size_t)(in + out) * 3 * out + 6 * (size_t)out;
-                    memcpy(nxt, h_dec, sizeof(REAL) * (size_t)out);
+                    NAIVE(gru)(cur, in, L, D, K, &p, out, h_dec, nxt);
                     free(cur);
                     cur = nxt;
                     continue;

@@ -4,6 +4,15 @@ tests of imported weights; see README "Model semantics"."""
 import numpy as np
 
 
+def _quantize(a, quantizer, levels):
+    if quantizer == "binary":
+        return np.where(a >= 0, 1.0, -1.0)
+    if quantizer == "uniform":
+        top = levels - 1
+        return np.clip(np.round((a + 1) * 0.5 * top), 0, top) * (2.0 / top) - 1
+    return a
+
+
 def forward(weights, x, history, latent_layer, activation="relu",
             quantizer="none", levels=0):
     """weights: list of arrays as model.get_weights() returns them.
@@ -19,13 +28,7 @@ def forward(weights, x, history, latent_layer, activation="relu",
         for i in range(latent_layer):
             h = act(h @ kernels[i] + biases[i])
         a = np.tanh(h @ kernels[latent_layer] + biases[latent_layer])
-        if quantizer == "binary":
-            q = np.where(a >= 0, 1.0, -1.0)
-        elif quantizer == "uniform":
-            top = levels - 1
-            q = np.clip(np.round((a + 1) * 0.5 * top), 0, top) * (2.0 / top) - 1
-        else:
-            q = a
+        q = _quantize(a, quantizer, levels)
         h = np.concatenate([q, buffer])
         n = len(kernels)
         for i in range(latent_layer + 1, n):
@@ -76,13 +79,7 @@ def forward_gru(weights, x, history, enc_dense, dec_dense, activation="relu",
         for k, b in enc:
             h = act(h @ k + b)
         a = np.tanh(h @ latent[0] + latent[1])
-        if quantizer == "binary":
-            q = np.where(a >= 0, 1.0, -1.0)
-        elif quantizer == "uniform":
-            top = levels - 1
-            q = np.clip(np.round((a + 1) * 0.5 * top), 0, top) * (2.0 / top) - 1
-        else:
-            q = a
+        q = _quantize(a, quantizer, levels)
         h_dec = _gru(*dec_gru, np.concatenate([q, buffer]), h_dec)
         h = h_dec
         for k, b in dec:
