@@ -57,6 +57,35 @@ def fastest(results):
     return results[core], core or "auto"
 
 
+def torch_fastest(args, cores, seconds, env1):
+    """PyTorch's frames/s and RSS of torch_frae.py ARGS on 1 and 2 threads,
+    each on its fastest OpenBLAS core type: {threads: ((fps, rss), core)}."""
+    out = {}
+    for t in (1, 2):
+        tried = {}
+        for c in cores:
+            r = run(["/usr/bin/python3", os.path.join(HERE, "torch_frae.py"), *args,
+                     "--threads", str(t), "--seconds", seconds], blas_env(env1, c))
+            tried[c] = (float(r["frames_per_s"]), float(r["peak_rss_mb"]))
+        out[t] = fastest(tried)
+    return out
+
+
+def frae_columns(f, t, train, peaks, torch_fps):
+    """The frae and PyTorch columns of a row: frae_bench line f on t
+    threads, against torch_fastest's result (empty without torch)."""
+    fps = float(f["frames_per_s"])
+    gflops = fps * train / 1e9
+    pk = "%6.0f%%" % (100 * gflops / peaks[t]) if t in peaks else "    n/a"
+    if torch_fps:
+        best = max(v[0][0] for v in torch_fps.values())
+        tcols = "%10.0f %7.1f | %6.1fx %6.1fx" % (
+            torch_fps[t][0][0], torch_fps[t][0][1], fps / torch_fps[t][0][0], fps / best)
+    else:
+        tcols = "%10s %7s | %7s %7s" % ("n/a", "n/a", "", "")
+    return "%10.0f %8.1f %7s %7.1f | %s" % (fps, gflops, pk, float(f["peak_rss_mb"]), tcols)
+
+
 def flops_per_frame():
     """Default model: 599,648 parameters of which 1,968 biases; a frame's
     forward is one multiply-add per weight; training is about three times
@@ -96,30 +125,15 @@ def main():
     torch_core = {}
     for batch in (1, 32):
         for fb in ("detached", "full"):
-            torch_fps = {}
-            if have_torch:
-                for t in (1, 2):
-                    tried = {}
-                    for c in cores:
-                        r = run(["/usr/bin/python3", os.path.join(HERE, "torch_frae.py"),
-                                 "--batch", str(batch), "--feedback", fb, "--threads", str(t),
-                                 "--seconds", seconds], blas_env(env1, c))
-                        tried[c] = (float(r["frames_per_s"]), float(r["peak_rss_mb"]))
-                    torch_fps[t], torch_core[(batch, fb, t)] = fastest(tried)
+            torch_fps = torch_fastest(["--batch", str(batch), "--feedback", fb], cores,
+                                      seconds, env1) if have_torch else {}
+            for t, (_, core) in torch_fps.items():
+                torch_core[(batch, fb, t)] = core
             for t in (1, 2):
                 f = run([os.path.join(build, "frae_bench"), "--batch", str(batch),
                          "--feedback", fb, "--threads", str(t), "--seconds", seconds], env1)
-                fps = float(f["frames_per_s"])
-                gflops = fps * train / 1e9
-                pk = "%6.0f%%" % (100 * gflops / peaks[t]) if t in peaks else "    n/a"
-                if torch_fps:
-                    best = max(v[0] for v in torch_fps.values())
-                    tcols = "%10.0f %7.1f | %6.1fx %6.1fx" % (
-                        torch_fps[t][0], torch_fps[t][1], fps / torch_fps[t][0], fps / best)
-                else:
-                    tcols = "%10s %7s | %7s %7s" % ("n/a", "n/a", "", "")
-                print("%-5d %-3d %-9s | %10.0f %8.1f %7s %7.1f | %s" % (
-                    batch, t, fb, fps, gflops, pk, float(f["peak_rss_mb"]), tcols))
+                print("%-5d %-3d %-9s | %s" % (batch, t, fb,
+                                               frae_columns(f, t, train, peaks, torch_fps)))
                 sys.stdout.flush()
     print("x same: over PyTorch on the same thread count; x best: over PyTorch's "
           "faster thread count. %%peak: of OpenBLAS sgemm on as many threads. "
@@ -163,30 +177,12 @@ def gru_section(build, seconds, have_torch, peaks, cores, env1):
         "batch", "thr", "frae fr/s", "GFLOP/s", "%peak", "RSS MB", "torch fr/s", "RSS MB",
         "x same", "x best"))
     for batch in (1, 32):
-        torch_fps = {}
-        if have_torch:
-            for t in (1, 2):
-                tried = {}
-                for c in cores:
-                    r = run(["/usr/bin/python3", os.path.join(HERE, "torch_frae.py"),
-                             "--family", "gru", "--batch", str(batch), "--threads", str(t),
-                             "--seconds", seconds], blas_env(env1, c))
-                    tried[c] = (float(r["frames_per_s"]), float(r["peak_rss_mb"]))
-                torch_fps[t], _ = fastest(tried)
+        torch_fps = torch_fastest(["--family", "gru", "--batch", str(batch)], cores,
+                                  seconds, env1) if have_torch else {}
         for t in (1, 2):
             f = run([os.path.join(build, "frae_bench"), "--family", "gru", "--batch",
                      str(batch), "--threads", str(t), "--seconds", seconds], env1)
-            fps = float(f["frames_per_s"])
-            gflops = fps * train / 1e9
-            pk = "%6.0f%%" % (100 * gflops / peaks[t]) if t in peaks else "    n/a"
-            if torch_fps:
-                best = max(v[0] for v in torch_fps.values())
-                tcols = "%10.0f %7.1f | %6.1fx %6.1fx" % (
-                    torch_fps[t][0], torch_fps[t][1], fps / torch_fps[t][0], fps / best)
-            else:
-                tcols = "%10s %7s | %7s %7s" % ("n/a", "n/a", "", "")
-            print("%-5d %-3d | %10.0f %8.1f %7s %7.1f | %s" % (
-                batch, t, fps, gflops, pk, float(f["peak_rss_mb"]), tcols))
+            print("%-5d %-3d | %s" % (batch, t, frae_columns(f, t, train, peaks, torch_fps)))
             sys.stdout.flush()
     print("GRU streaming codec, batch 1, 1 core:")
     for w in ("f32", "bf16"):
