@@ -72,25 +72,33 @@ static float *dz_rows(const frae_model *m, int l, int t, int c0, int nb)
     return ly->dz + (size_t)row_frame * nb * ly->out;
 }
 
-/* Back-propagates dL/dy of frames t0..t0+nt-1 (inside the chunk starting at
- * c0) down to the first encoder layer's dz.  Rows are independent, so
- * detached mode runs a whole chunk as one call. */
-static void backward_chain(frae_model *m, int t0, int nt, int nb, int c0)
+/* Back-propagates the dz of layer `from` for frames t0..t0+nt-1 (inside
+ * the chunk starting at c0) down through the layers above layer `to`: into
+ * each dense layer's dz (then through its activation), from the first
+ * decoder layer into the latent (through the straight-through quantizer),
+ * and into a GRU's carried dL/dh (added).  Rows are independent, so the
+ * dense family's detached mode runs a whole chunk as one call. */
+static void layers_backward(frae_model *m, int from, int to, int t0, int nt,
+                            int nb, int c0)
 {
-    const int L = m->cfg.latent_dim;
     const int rows = nt * nb;
-    for (int l = m->n_layers - 1; l >= 1; l--) {
+    for (int l = from; l > to; l--) {
         const frae_layer *ly = &m->layer[l];
-        /* the layer feeding this one: the latent for the first decoder
-         * layer (through the straight-through quantizer), else l - 1 */
-        int p = l == m->dec_first ? m->latent : l - 1;
+        const int p = l == m->dec_first ? m->latent : l - 1;
         const frae_layer *pv = &m->layer[p];
+        const int width = l == m->dec_first ? m->cfg.latent_dim : ly->in;
+        const float *dz = dz_rows(m, l, t0, c0, nb);
+        if (pv->act == ACT_GRU) { /* one frame at a time */
+            frae_gemm_packed_b(m, &m->state.scratch, rows, ly->out, dz,
+                               ly->out, 1, ly->wt, ly->out, ly->in, 0, 0,
+                               width, m->dh_carry[p != 0], width, NULL,
+                               GEMM_ACC);
+            continue;
+        }
         float *dprev = dz_rows(m, p, t0, c0, nb);
-        int width = l == m->dec_first ? L : ly->in;
-        frae_gemm_packed_b(m, &m->state.scratch, rows, ly->out,
-                           dz_rows(m, l, t0, c0, nb), ly->out, 1, ly->wt,
-                           ly->out, ly->in, 0, 0, width, dprev, pv->out, NULL,
-                           GEMM_ZERO);
+        frae_gemm_packed_b(m, &m->state.scratch, rows, ly->out, dz, ly->out, 1,
+                           ly->wt, ly->out, ly->in, 0, 0, width, dprev,
+                           pv->out, NULL, GEMM_ZERO);
         frae_activation_backward(pv->act,
                                  m->state.a[p] + (size_t)t0 * nb * pv->out,
                                  dprev, (size_t)rows * pv->out);
@@ -200,51 +208,17 @@ static void gru_cell_backward(frae_model *m, int side, int t, int nb, int c0)
                        GEMM_ACC);
 }
 
-/* dL/d(input) of layers l from..to+1 down to layer `to`'s input: through
- * dense layers as backward_chain does, into a GRU's carry (added). */
-static void dense_backward(frae_model *m, int from, int to, int t, int nb,
-                           int c0)
-{
-    for (int l = from; l > to; l--) {
-        const frae_layer *ly = &m->layer[l];
-        const int p = l - 1;
-        const frae_layer *pv = &m->layer[p];
-        const float *dz = dz_rows(m, l, t, c0, nb);
-        if (pv->act == ACT_GRU) {
-            frae_gemm_packed_b(m, &m->state.scratch, nb, ly->out, dz, ly->out,
-                               1, ly->wt, ly->out, ly->in, 0, 0, ly->in,
-                               m->dh_carry[p != 0], ly->in, NULL, GEMM_ACC);
-            continue;
-        }
-        float *dprev = dz_rows(m, p, t, c0, nb);
-        frae_gemm_packed_b(m, &m->state.scratch, nb, ly->out, dz, ly->out, 1,
-                           ly->wt, ly->out, ly->in, 0, 0, ly->in, dprev,
-                           pv->out, NULL, GEMM_ZERO);
-        frae_activation_backward(pv->act,
-                                 m->state.a[p] + (size_t)t * nb * pv->out,
-                                 dprev, (size_t)nb * pv->out);
-    }
-}
-
 /* GRU family: back-propagates frame t (the frames after it done): the
  * decoder's dense layers, its GRU, the latent through the straight-through
  * quantizer, the encoder's dense layers and GRU; with full feedback also
  * into h_dec(t-1) and the fed-back frames. */
 static void gru_backward_frame(frae_model *m, int t, int nb, int c0)
 {
-    const int D = m->cfg.frame_dim, L = m->cfg.latent_dim;
+    const int D = m->cfg.frame_dim;
     const frae_layer *dec = &m->layer[m->dec_first], *enc = &m->layer[0];
-    dense_backward(m, m->n_layers - 1, m->dec_first, t, nb, c0);
+    layers_backward(m, m->n_layers - 1, m->dec_first, t, 1, nb, c0);
     gru_cell_backward(m, 1, t, nb, c0);
-    float *dq = dz_rows(m, m->latent, t, c0, nb);
-    frae_gemm_packed_b(m, &m->state.scratch, nb, dec->out,
-                       dz_rows(m, m->dec_first, t, c0, nb), dec->out, 1,
-                       dec->wt, dec->out, dec->in, 0, 0, L, dq, L, NULL,
-                       GEMM_ZERO);
-    frae_activation_backward(ACT_TANH,
-                             m->state.a[m->latent] + (size_t)t * nb * L, dq,
-                             (size_t)nb * L);
-    dense_backward(m, m->latent, 0, t, nb, c0);
+    layers_backward(m, m->dec_first, 0, t, 1, nb, c0);
     gru_cell_backward(m, 0, t, nb, c0);
     if (m->cfg.feedback == FRAE_FEEDBACK_FULL) {
         if (t > 0) /* h_dec(t-1) fed the encoder; h0 is a constant */
@@ -329,11 +303,11 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
                 gru_backward_frame(m, t, nb, c0);
         } else if (full) {
             for (int t = c0 + cn - 1; t >= c0; t--) {
-                backward_chain(m, t, 1, nb, c0);
+                layers_backward(m, m->n_layers - 1, 0, t, 1, nb, c0);
                 feedback_backward(m, t, nb, c0);
             }
         } else {
-            backward_chain(m, c0, cn, nb, c0);
+            layers_backward(m, m->n_layers - 1, 0, c0, cn, nb, c0);
         }
         weight_grads(m, c0, cn, nb, c0 == last_c0 ? GEMM_ZERO : GEMM_ACC);
     }
