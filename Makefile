@@ -30,7 +30,9 @@ CORE_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
             src/synth.c src/npy.c src/npz.c src/atomic_file.c \
             src/safetensors.c src/checkpoint.c src/codec.c src/gru.c
 AUDIO_SRCS = src/audio.c src/errors.c src/atomic_file.c
-CORE_OBJS  = $(CORE_SRCS:%.c=$(BUILD)/%.o)
+# gru.c is built once more per SIMD ISA (see its header)
+CORE_OBJS  = $(CORE_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/src/gru_avx2.o \
+             $(BUILD)/src/gru_avx512.o
 AUDIO_OBJS = $(AUDIO_SRCS:%.c=$(BUILD)/%.o)
 ALL_OBJS   = $(CORE_OBJS) $(BUILD)/src/audio.o # errors, atomic files: once
 
@@ -58,10 +60,17 @@ $(BUILD)/src/kernels_avx512.o: ISA_FLAGS = -mavx512f -mfma
 # the GRU cell vectorises its selects only when FP compares may be
 # speculated; frae never reads FP exception flags, and the bits are the same
 $(BUILD)/src/gru.o: ISA_FLAGS = -fno-trapping-math
+$(BUILD)/src/gru_avx2.o: ISA_FLAGS = -fno-trapping-math -mavx2 -DGRU_ISA=avx2
+$(BUILD)/src/gru_avx512.o: ISA_FLAGS = -fno-trapping-math -mavx512f \
+                                      -DGRU_ISA=avx512
 
 # headers are tracked by the compiler's own dependency files (-MMD); the
 # flags live here, so an object also depends on this Makefile
 $(BUILD)/%.o: %.c Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@
+
+$(BUILD)/src/gru_%.o: src/gru.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@
 

@@ -72,6 +72,8 @@ struct frae_model {
     frae_gemv2_bf16_fn gemv2_bf16;
     frae_compact_fn compact;
     frae_adam_fn adam;
+    frae_gru_forward_fn gru_forward;
+    frae_gru_backward_fn gru_backward;
     const char *isa_name;
     int threads;     /* cfg.threads, resolved */
 
@@ -217,21 +219,19 @@ void frae_adam_update(const frae_model *mod, float *params, const float *grads,
                       float beta1, float beta2, float eps);
 void frae_refresh_transposed(frae_model *m);
 
-/* gru.c: the cell update for nb rows of H units from the two products gx
- * = b_ih + W_ih in and gh = b_hh + W_hh h_prev ([nb][3H], gates r, z, n):
- * writes h [nb][H] and keeps r, z, n and gh_n in gates [nb][4H] for the
- * backward pass. */
-void frae_gru_forward(int nb, int H, const float *gx, const float *gh,
-                      const float *h_prev, float *gates, float *h);
-/* The cell's exp and tanh (gru.c): a few ulp from libm's, vectorisable. */
+/* The model's GRU cell kernels (kernels.h) over nb rows, split by rows
+ * across sc's threads (gemm.c). */
+void frae_gru_rows_forward(const frae_model *m, const frae_scratch *sc,
+                           int nb, int H, const float *gx, const float *gh,
+                           const float *h_prev, float *gates, float *h);
+void frae_gru_rows_backward(const frae_model *m, const frae_scratch *sc,
+                            int nb, int H, const float *dh, const float *gates,
+                            const float *h_prev, float *dgx, float *dgh,
+                            float *dh_prev);
+/* The GRU cell's exp and tanh (gru.c): a few ulp from libm's,
+ * vectorisable. */
 float frae_gru_exp(float x);
 float frae_gru_tanh(float x);
-/* Its backward: dh [nb][H] is dL/dh; writes dgx, dgh [nb][3H] (dL/d of
- * the two products) and dh_prev = dh * z (the direct path; the caller
- * adds dgh . W_hh). */
-void frae_gru_backward(int nb, int H, const float *dh, const float *gates,
-                       const float *h_prev, float *dgx, float *dgh,
-                       float *dh_prev);
 /* The kernel row where first layer `which` (0 encoder, 1 decoder) takes the
  * fed-back frames: after its head ([x], [x, h_dec] or [latent]). */
 static inline int frae_buffer_row(const frae_model *m, int which)

@@ -27,6 +27,28 @@ static void panel_b(const frae_model *m, const frae_scratch *sc, int p, int M,
                 c + (lo - c0), ldc, pbias, init);
 }
 
+/* Whether T threads should split a product's M rows rather than its
+ * panels p0..p1 (columns c0..c1): when the panels share out unevenly (one
+ * panel, or a narrow last one) and every thread still gets a few rows.
+ * Compares the widest thread's work under the static schedule of each. */
+static int rows_split_pays(int M, int T, int p0, int p1, int c0, int c1)
+{
+    if (M < 4 * T)
+        return 0;
+    const int np = p1 - p0, per = (np + T - 1) / T;
+    int widest = 0;
+    for (int i = 0; i < T; i++) {
+        int lo = (p0 + i * per) * FRAE_PANEL, hi = lo + per * FRAE_PANEL;
+        lo = lo > c0 ? lo : c0;
+        hi = hi < c1 ? hi : c1;
+        if (hi - lo > widest)
+            widest = hi - lo;
+    }
+    const long by_panels = (long)M * widest;
+    const long by_rows = (long)((M + T - 1) / T) * (c1 - c0);
+    return by_rows * 10 < by_panels * 9; /* panels read less of B */
+}
+
 /* C[M][c0..c1) = init + A . B[k0..k0+K)[c0..c1), with B a packed rows x
  * cols matrix: one GEMM per panel the column range touches.  bias and c
  * are indexed from c0.  A single row with enough zeros (ReLU outputs and
@@ -49,12 +71,24 @@ void frae_gemm_packed_b(const frae_model *m, const frae_scratch *sc, int M,
      * chain: any thread count gives the same bits.  The OpenMP runtime is
      * entered only to thread: even a one-thread region costs a call, and
      * batch 1 makes dozens of these products per frame. */
-    if (sc->threads > 1 && nnz < 0 &&
-        (double)M * K * (c1 - c0) > FRAE_THREAD_MACS) {
-#pragma omp parallel for schedule(static) num_threads(sc->threads)
-        for (int p = p0; p < p1; p++)
-            panel_b(m, sc, p, M, K, a, a_rs, a_cs, b, rows, cols, k0, c0, c1,
-                    c, ldc, bias, init, nnz);
+    const int T = sc->threads;
+    if (T > 1 && nnz < 0 && (double)M * K * (c1 - c0) > FRAE_THREAD_MACS) {
+        if (rows_split_pays(M, T, p0, p1, c0, c1)) {
+#pragma omp parallel for schedule(static) num_threads(T)
+            for (int i = 0; i < T; i++) {
+                int r0 = (int)((long)M * i / T);
+                int r1 = (int)((long)M * (i + 1) / T);
+                for (int p = p0; p < p1; p++)
+                    panel_b(m, sc, p, r1 - r0, K, a + r0 * a_rs, a_rs, a_cs,
+                            b, rows, cols, k0, c0, c1, c + r0 * ldc, ldc,
+                            bias, init, nnz);
+            }
+        } else {
+#pragma omp parallel for schedule(static) num_threads(T)
+            for (int p = p0; p < p1; p++)
+                panel_b(m, sc, p, M, K, a, a_rs, a_cs, b, rows, cols, k0, c0,
+                        c1, c, ldc, bias, init, nnz);
+        }
     } else {
         for (int p = p0; p < p1; p++)
             panel_b(m, sc, p, M, K, a, a_rs, a_cs, b, rows, cols, k0, c0, c1,
@@ -81,11 +115,24 @@ void frae_gemm_packed_c(const frae_model *m, const frae_scratch *sc, int M,
                         ptrdiff_t ldb, float *c, int rows, int cols, int r0,
                         int init)
 {
-    const int np = (cols + FRAE_PANEL - 1) / FRAE_PANEL;
-    if (sc->threads > 1 && (double)M * K * cols > FRAE_THREAD_MACS) {
-#pragma omp parallel for schedule(static) num_threads(sc->threads)
-        for (int p = 0; p < np; p++)
-            panel_c(m, p, M, K, a, a_cs, b, ldb, c, rows, cols, r0, init);
+    const int np = (cols + FRAE_PANEL - 1) / FRAE_PANEL, T = sc->threads;
+    if (T > 1 && (double)M * K * cols > FRAE_THREAD_MACS) {
+        if (rows_split_pays(M, T, 0, np, 0, cols)) {
+            /* rows of C are columns of A */
+#pragma omp parallel for schedule(static) num_threads(T)
+            for (int i = 0; i < T; i++) {
+                int i0 = (int)((long)M * i / T);
+                int i1 = (int)((long)M * (i + 1) / T);
+                for (int p = 0; p < np; p++)
+                    panel_c(m, p, i1 - i0, K, a + i0, a_cs, b, ldb, c, rows,
+                            cols, r0 + i0, init);
+            }
+        } else {
+#pragma omp parallel for schedule(static) num_threads(T)
+            for (int p = 0; p < np; p++)
+                panel_c(m, p, M, K, a, a_cs, b, ldb, c, rows, cols, r0,
+                        init);
+        }
     } else {
         for (int p = 0; p < np; p++)
             panel_c(m, p, M, K, a, a_cs, b, ldb, c, rows, cols, r0, init);
@@ -145,3 +192,51 @@ void frae_layer_product(const frae_model *m, const frae_scratch *sc, int l,
                            init);
 }
 
+
+/* The GRU cell's element-wise parts for nb rows, split by rows across the
+ * scratch's threads when there are enough of them to pay for the fork:
+ * every unit is computed alone, so any split gives the same bits. */
+#define GRU_ROWS_PER_THREAD 4
+static int gru_row_blocks(const frae_scratch *sc, int nb)
+{
+    int blocks = nb / GRU_ROWS_PER_THREAD;
+    return blocks < sc->threads ? (blocks > 1 ? blocks : 1) : sc->threads;
+}
+
+void frae_gru_rows_forward(const frae_model *m, const frae_scratch *sc,
+                           int nb, int H, const float *gx, const float *gh,
+                           const float *h_prev, float *gates, float *h)
+{
+    const int nblk = gru_row_blocks(sc, nb);
+    if (nblk == 1) {
+        m->gru_forward(nb, H, gx, gh, h_prev, gates, h);
+        return;
+    }
+#pragma omp parallel for schedule(static) num_threads(nblk)
+    for (int i = 0; i < nblk; i++) {
+        int b0 = (int)((long)nb * i / nblk), b1 = (int)((long)nb * (i + 1) / nblk);
+        m->gru_forward(b1 - b0, H, gx + (size_t)b0 * 3 * H,
+                       gh + (size_t)b0 * 3 * H, h_prev + (size_t)b0 * H,
+                       gates + (size_t)b0 * 4 * H, h + (size_t)b0 * H);
+    }
+}
+
+void frae_gru_rows_backward(const frae_model *m, const frae_scratch *sc,
+                            int nb, int H, const float *dh, const float *gates,
+                            const float *h_prev, float *dgx, float *dgh,
+                            float *dh_prev)
+{
+    const int nblk = gru_row_blocks(sc, nb);
+    if (nblk == 1) {
+        m->gru_backward(nb, H, dh, gates, h_prev, dgx, dgh, dh_prev);
+        return;
+    }
+#pragma omp parallel for schedule(static) num_threads(nblk)
+    for (int i = 0; i < nblk; i++) {
+        int b0 = (int)((long)nb * i / nblk), b1 = (int)((long)nb * (i + 1) / nblk);
+        m->gru_backward(b1 - b0, H, dh + (size_t)b0 * H,
+                        gates + (size_t)b0 * 4 * H, h_prev + (size_t)b0 * H,
+                        dgx + (size_t)b0 * 3 * H, dgh + (size_t)b0 * 3 * H,
+                        dh_prev + (size_t)b0 * H);
+    }
+}

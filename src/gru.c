@@ -3,9 +3,12 @@
  * r, z, n thirds,
  *   r = sigmoid(gx_r + gh_r)    z = sigmoid(gx_z + gh_z)
  *   n = tanh(gx_n + r * gh_n)   h' = n + z * (h - n)
- * The two products are the model's ordered chains (gemm.c); this part is
- * plain C compiled once for the baseline ISA, one path for every CPU, so it
- * is the same bits everywhere.
+ * The two products are the model's ordered chains (gemm.c).  This part is
+ * plain C, compiled three times (GRU_ISA: scalar, avx2, avx512; the
+ * kernel table picks one).  Every operation is a single IEEE-rounded add,
+ * multiply, divide, compare or exact conversion, and -ffp-contract=off
+ * keeps the compiler from fusing any, so each lane of a wider vector
+ * computes the bits the baseline build computes.
  *
  * libm's tanhf and expf are scalar calls, and were 30% of a batch-32 GRU
  * step.  frae_gru_exp and frae_gru_tanh below are branch-free polynomials
@@ -18,6 +21,14 @@
 
 #include "frae_internal.h"
 
+#ifndef GRU_ISA /* the baseline build, which also exports exp and tanh */
+#define GRU_ISA scalar
+#define GRU_EXPORT_MATH
+#endif
+#define GRU_CAT2(a, b) a##_##b
+#define GRU_CAT(a, b) GRU_CAT2(a, b)
+#define GRU_FN(name) GRU_CAT(name, GRU_ISA)
+
 /* "no dependence between iterations", for GCC's vectoriser (clang
  * vectorises these loops with run-time alias checks, and would warn) */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -26,7 +37,7 @@
 #define IVDEP
 #endif
 
-float frae_gru_exp(float x)
+static inline float gru_exp(float x)
 {
     /* e^x = 2^n e^r, n = round(x log2 e), |r| <= ln2/2 */
     x = x > 88.3762626647949f ? 88.3762626647949f : x;
@@ -49,7 +60,7 @@ float frae_gru_exp(float x)
     return e * scale;
 }
 
-float frae_gru_tanh(float x)
+static inline float gru_tanh(float x)
 {
     float a = x < 0.0f ? -x : x;
     /* small |x|: an odd polynomial (no cancellation near 0) */
@@ -61,18 +72,23 @@ float frae_gru_tanh(float x)
     p = p * z - 3.33332819422e-1f;
     float small = p * z * x + x;
     /* larger: 1 - 2 / (e^{2|x|} + 1), exactly 1 past |x| = 10 */
-    float e = frae_gru_exp(2.0f * (a < 10.0f ? a : 10.0f));
+    float e = gru_exp(2.0f * (a < 10.0f ? a : 10.0f));
     float large = 1.0f - 2.0f / (e + 1.0f);
     large = x < 0.0f ? -large : large;
     return a < 0.625f ? small : large;
 }
 
+#ifdef GRU_EXPORT_MATH
+float frae_gru_exp(float x) { return gru_exp(x); }
+float frae_gru_tanh(float x) { return gru_tanh(x); }
+#endif
+
 static inline float sigmoid(float v)
 {
-    return 1.0f / (1.0f + frae_gru_exp(-v));
+    return 1.0f / (1.0f + gru_exp(-v));
 }
 
-void frae_gru_forward(int nb, int H, const float *gx, const float *gh,
+void GRU_FN(frae_gru_forward)(int nb, int H, const float *gx, const float *gh,
                       const float *h_prev, float *gates, float *h)
 {
     for (int b = 0; b < nb; b++) {
@@ -86,7 +102,7 @@ IVDEP
             float z = sigmoid(xi[H + j] + hi[H + j]);
             float hn = hi[2 * H + j];
             float rn = r * hn;
-            float n = frae_gru_tanh(xi[2 * H + j] + rn);
+            float n = gru_tanh(xi[2 * H + j] + rn);
             float diff = hp[j] - n;
             float zd = z * diff;
             g[j] = r;
@@ -98,7 +114,7 @@ IVDEP
     }
 }
 
-void frae_gru_backward(int nb, int H, const float *dh, const float *gates,
+void GRU_FN(frae_gru_backward)(int nb, int H, const float *dh, const float *gates,
                        const float *h_prev, float *dgx, float *dgh,
                        float *dh_prev)
 {

@@ -115,17 +115,22 @@ int frae_select_kernels(int requested, frae_kernels *k)
     case FRAE_ISA_AVX512:
         *k = (frae_kernels){frae_gemm_avx512, frae_gemv_sparse_avx512,
                             frae_gemv_bf16_avx512, frae_gemv2_bf16_avx512,
-                            frae_compact_avx512, frae_adam_avx2, "avx512"};
+                            frae_compact_avx512, frae_adam_avx2,
+                            frae_gru_forward_avx512, frae_gru_backward_avx512,
+                            "avx512"};
         break;
     case FRAE_ISA_AVX2: /* no compress instruction: the scalar scan */
         *k = (frae_kernels){frae_gemm_avx2, frae_gemv_sparse_avx2,
                             frae_gemv_bf16_avx2, frae_gemv2_bf16_avx2,
-                            frae_compact_scalar, frae_adam_avx2, "avx2"};
+                            frae_compact_scalar, frae_adam_avx2,
+                            frae_gru_forward_avx2, frae_gru_backward_avx2,
+                            "avx2"};
         break;
     default:
         *k = (frae_kernels){frae_gemm_scalar, frae_gemv_sparse_scalar,
                             frae_gemv_bf16_scalar, frae_gemv2_bf16_scalar,
                             frae_compact_scalar, frae_adam_scalar,
+                            frae_gru_forward_scalar, frae_gru_backward_scalar,
                             "scalar"};
         break;
     }

@@ -140,6 +140,30 @@ static inline uint16_t frae_f32_to_bf16(float f)
     return (uint16_t)((v.u + 0x7fffu + (v.u >> 16 & 1u)) >> 16);
 }
 
+/* gru.c: the GRU cell's element-wise update for nb rows of H units from
+ * the two products gx = b_ih + W_ih in and gh = b_hh + W_hh h_prev
+ * ([nb][3H], gates r, z, n): writes h [nb][H] and keeps r, z, n and gh_n
+ * in gates [nb][4H] for the backward pass.  Its backward: dh [nb][H] is
+ * dL/dh; writes dgx, dgh [nb][3H] (dL/d of the two products) and dh_prev
+ * = dh * z (the direct path; the caller adds dgh . W_hh).  One source
+ * built per ISA: the same bits from each. */
+typedef void (*frae_gru_forward_fn)(int nb, int H, const float *gx,
+                                    const float *gh, const float *h_prev,
+                                    float *gates, float *h);
+typedef void (*frae_gru_backward_fn)(int nb, int H, const float *dh,
+                                     const float *gates, const float *h_prev,
+                                     float *dgx, float *dgh, float *dh_prev);
+#define FRAE_GRU_DECLARE(isa)                                                \
+    void frae_gru_forward_##isa(int nb, int H, const float *gx,             \
+                                const float *gh, const float *h_prev,       \
+                                float *gates, float *h);                    \
+    void frae_gru_backward_##isa(int nb, int H, const float *dh,            \
+                                 const float *gates, const float *h_prev,   \
+                                 float *dgx, float *dgh, float *dh_prev);
+FRAE_GRU_DECLARE(scalar)
+FRAE_GRU_DECLARE(avx2)
+FRAE_GRU_DECLARE(avx512)
+
 /* Resolves FRAE_ISA_* (AUTO reads env FRAE_ISA, then the CPU) to a kernel.
  * Returns the ISA used, or -1 if the requested one is not supported here. */
 typedef struct {
@@ -149,6 +173,8 @@ typedef struct {
     frae_gemv2_bf16_fn bf16_pair;
     frae_compact_fn compact;
     frae_adam_fn adam;
+    frae_gru_forward_fn gru_forward;
+    frae_gru_backward_fn gru_backward;
     const char *name;
 } frae_kernels;
 int frae_select_kernels(int requested_isa, frae_kernels *k);

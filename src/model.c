@@ -479,6 +479,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     m->gemv2_bf16 = kern.bf16_pair;
     m->compact = kern.compact;
     m->adam = kern.adam;
+    m->gru_forward = kern.gru_forward;
+    m->gru_backward = kern.gru_backward;
     m->threads = cfg->threads > 1 ? cfg->threads : 1;
     m->isa_name = kern.name;
     m->block = block;

@@ -200,7 +200,7 @@ static void gru_cell_backward(frae_model *m, int side, int t, int nb, int c0)
     const int H = ly->units;
     float *carry = m->dh_carry[side];
     float *dgx = dz_rows(m, lg, t, c0, nb), *dgh = dz_rows(m, rec, t, c0, nb);
-    frae_gru_backward(nb, H, carry,
+    frae_gru_rows_backward(m, &m->state.scratch, nb, H, carry,
                       m->state.gates[side] + (size_t)t * nb * 4 * H,
                       prev_state(m, side, t, nb), dgx, dgh, carry);
     frae_gemm_packed_b(m, &m->state.scratch, nb, rl->out, dgh, rl->out, 1,
