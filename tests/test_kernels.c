@@ -376,8 +376,10 @@ int test_adam_matches_scalar(void)
     return failures;
 }
 
-/* Threads split GEMMs by column panels: 1, 2 and 3 threads train to the
- * same bits (shapes big enough to cross the threading threshold). */
+/* Threads split GEMMs by column panels or by rows, and the GRU cell by
+ * rows: 1, 2 and 3 threads train to the same bits (shapes big enough to
+ * cross the threading thresholds; the 40 output columns are one panel, so
+ * its products take the row split). */
 int test_threads_train_identically(void)
 {
     int failures = 0;
