@@ -56,6 +56,24 @@ def main():
         subprocess.run([FRAE, "convert", ck, "-o", os.path.join(tmp, "b.safetensors"),
                         "--weights", "bf16"], check=True, capture_output=True)
         put("safetensors", "bf16.safetensors", open(os.path.join(tmp, "b.safetensors"), "rb").read())
+        # the same shapes as a GRU model (both GRUs 3 units): a checkpoint
+        # and, below, its Keras GRU(reset_after=True) weights
+        ckg = os.path.join(tmp, "g.safetensors")
+        subprocess.run([FRAE, "train", *small, "--family", "gru", "--epochs", "1",
+                        "--sequences", "4", "--frames", "5", "--batch", "2", "--save", ckg,
+                        "--progress", "off"], check=True, capture_output=True)
+        put("safetensors", "gru.safetensors", open(ckg, "rb").read())
+        gru_shapes = [(7, 9), (3, 9), (2, 9), (3, 2), (2,), (4, 9), (3, 9), (2, 9), (3, 2), (2,)]
+        b = io.BytesIO()
+        rng_gru = np.random.default_rng(4)  # its own: the older seeds stay as they were
+        np.savez(b, *[rng_gru.standard_normal(s).astype("<f4") for s in gru_shapes])
+        gru_npz = b.getvalue()
+        npz_path = os.path.join(tmp, "g.npz")
+        open(npz_path, "wb").write(gru_npz)
+        subprocess.run([FRAE, "import", npz_path, "--family", "gru", "--quantizer", "uniform:4",
+                        "-o", os.path.join(tmp, "gi.safetensors")], check=True,
+                       capture_output=True)
+        put("npz", "keras_gru.npz", gru_npz)
         # .npz: Keras get_weights() order of the same shapes
         shapes = [(4, 3), (3,), (3, 2), (2,), (4, 3), (3,), (3, 2), (2,)]
         b = io.BytesIO()
