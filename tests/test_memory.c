@@ -231,6 +231,54 @@ int test_flat_rss(void)
     return failures;
 }
 
+/* The memory bound, both families at their defaults, batch 32 and a
+ * window of 100: what training adds to anonymous RSS (heap, mmap, stacks
+ * of OpenMP's threads) is the arena frae_bytes_allocated reports, sized
+ * from the config before anything is allocated, and at most 2 MiB more
+ * (ASan's shadow memory is an eighth more: there the bound is reported,
+ * not held); sequences 2 windows long add nothing to it. */
+int test_memory_bound(void)
+{
+    int failures = 0;
+    for (int gru = 0; gru <= 1; gru++) {
+        frae_config c;
+        if (gru)
+            frae_config_default_gru(&c);
+        else
+            frae_config_default(&c);
+        c.batch = 32;
+        c.window = 100;
+        c.threads = 2;
+        const int T = 200, D = c.frame_dim;
+        float *x = synth(32, T, D, 3);
+        long before = status_pages("RssAnon:");
+        frae_model *m = create_or_die(&c);
+        frae_train_batch(m, x, 32, 100, NULL);
+        long one_window = status_pages("RssAnon:");
+        frae_train_batch(m, x, 32, T, NULL);
+        long two = status_pages("RssAnon:");
+        const long page = sysconf(_SC_PAGESIZE);
+        const double arena = (double)frae_bytes_allocated(m) / page;
+        int sanitized = 0;
+#if defined(__SANITIZE_ADDRESS__)
+        sanitized = 1;
+#endif
+        CHECK(before > 0 &&
+                  (sanitized || one_window - before <= arena + (2 << 20) / page),
+              "%s: training added %ld pages to anonymous RSS, the arena is "
+              "%.0f", gru ? "gru" : "dense", one_window - before, arena);
+        CHECK(two == one_window, "%s: sequences of 2 windows added %ld pages",
+              gru ? "gru" : "dense", two - one_window);
+        printf("    %s: arena %.1f MiB, anonymous RSS +%.1f MiB after a window, "
+               "+%.1f MiB after 2 windows\n", gru ? "gru  " : "dense",
+               arena * page / 1048576.0, (one_window - before) * page / 1048576.0,
+               (two - before) * page / 1048576.0);
+        free(x);
+        frae_destroy(m);
+    }
+    return failures;
+}
+
 /* No global state: two models trained at once, interleaved in one thread
  * or concurrently in two, end exactly where each ends alone. */
 #include <pthread.h>

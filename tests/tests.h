@@ -30,6 +30,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(pytorch_fixtures) \
     X(zero_allocations) \
     X(flat_rss) \
+    X(memory_bound) \
     X(two_models_independent) \
     X(train_frames_equals_batch) \
     X(variable_lengths) \
