@@ -3,10 +3,12 @@
 the held-out voices, and compare with Codec2 and Opus in the mel domain.
 
   1. builds the corpus if needed (scripts/make-corpus.sh: espeak-ng, flite);
-  2. trains (frae train, progress shown) on the training voices, with the
-     held-out voices as validation data;
-  3. encodes and decodes every held-out utterance (frae encode / decode
-     --wav) and writes the decoded WAVs;
+  2. trains two FRAE codecs at the same bitrate on the training voices
+     (frae train, progress shown), with the held-out voices as validation
+     data: the dense family (the 4 last decoded frames fed back) and the
+     GRU family (the decoder's GRU state fed back, as in the FRAE paper);
+  3. encodes and decodes every held-out utterance with each (frae encode /
+     decode --wav) and writes the decoded WAVs;
   4. runs Codec2 (700C, 1300, 3200 bit/s) and Opus (6 kbit/s) on the same
      audio, aligns each codec's delay, and computes the metrics on the
      log-mel features of the decoded audio;
@@ -123,52 +125,69 @@ def main():
     sh(["sh", os.path.join(ROOT, "scripts", "make-corpus.sh"), a.corpus, frae])
     print(open(os.path.join(a.corpus, ".complete")).read().strip(), flush=True)
 
-    print("== 2. training the FRAE codec (%d epochs)" % a.epochs, flush=True)
-    model = os.path.join(out, "model.safetensors")
-    log = os.path.join(out, "train.csv")
-    if os.path.exists(log):
-        os.remove(log)
-    cmd = [frae, "train", os.path.join(a.corpus, "feats", "train"), "--audio-features",
-           "--val-data", os.path.join(a.corpus, "feats", "test"),
-           "--quantizer", "uniform:4", "--latent", "16", "--batch", "16",
-           # full BPTT learns the feedback loop's dynamics: with detached
-           # feedback the closed loop sometimes diverged on some sequences
-           "--feedback", "full", "--lr", "0.0005", "--clip-norm", "1",
-           "--epochs", str(a.epochs), "--save", model,
-           "--log-csv", log]
-    if subprocess.run(cmd).returncode != 0:
-        sys.exit("training failed")
-    info = sh([frae, "info", model])
-    bits = [l for l in info.splitlines() if "bits/frame" in l][0].split(",")[1].split()[0]
-    frae_kbps = float(bits) * 100 / 1000
-    # the deployment form: the same model with bf16 weights
-    model16 = os.path.join(out, "model-bf16.safetensors")
-    sh([frae, "convert", model, "-o", model16, "--weights", "bf16"])
+    # the two families at the same bitrate (16 x 2 bits), same data, same
+    # recipe; full-feedback BPTT learns the feedback loop's dynamics (with
+    # detached feedback the dense closed loop sometimes diverged on some
+    # sequences)
+    families = (("dense", "FRAE dense, 4 decoded frames fed back", []),
+                ("gru", "FRAE GRU, decoder state fed back", ["--family", "gru"]))
+    models = {}
+    for fam, label, opts in families:
+        print("== 2. training the FRAE codec, %s family (%d epochs)" % (fam, a.epochs),
+              flush=True)
+        model = os.path.join(out, "model-%s.safetensors" % fam)
+        log = os.path.join(out, "train-%s.csv" % fam)
+        if os.path.exists(log):
+            os.remove(log)
+        cmd = [frae, "train", os.path.join(a.corpus, "feats", "train"), "--audio-features",
+               "--val-data", os.path.join(a.corpus, "feats", "test"), *opts,
+               "--quantizer", "uniform:4", "--latent", "16", "--batch", "16",
+               "--feedback", "full", "--lr", "0.0005", "--clip-norm", "1",
+               "--epochs", str(a.epochs), "--save", model, "--log-csv", log]
+        if subprocess.run(cmd).returncode != 0:
+            sys.exit("training failed")
+        info = sh([frae, "info", model])
+        bits = [l for l in info.splitlines() if "bits/frame" in l][0].split(",")[1].split()[0]
+        params = [l for l in info.splitlines() if "parameters" in l]
+        # the deployment form: the same model with bf16 weights
+        model16 = os.path.join(out, "model-%s-bf16.safetensors" % fam)
+        sh([frae, "convert", model, "-o", model16, "--weights", "bf16"])
+        models[fam] = {"label": label, "path": model, "bf16": model16, "log": log,
+                       "bits": bits, "kbps": float(bits) * 100 / 1000, "bytes": 0,
+                       "feats": {}, "feats16": {}, "info": params[0].strip() if params else ""}
+    for old in ("model.safetensors", "model-bf16.safetensors", "train.csv"):
+        if os.path.exists(os.path.join(out, old)):  # an older demo's single model
+            os.remove(os.path.join(out, old))
 
     print("== 3. coding the held-out voices", flush=True)
     tmp = tempfile.mkdtemp(prefix="frae-demo-")
     tests = sorted(glob.glob(os.path.join(a.corpus, "wav", "test", "*.wav")))
-    refs, decoded, decoded16 = {}, {}, {}
-    total_bytes = 0
+    refs = {}
     for w in tests:
         name = os.path.basename(w)[:-4]
         refs[name] = features(frae, w, os.path.join(tmp, name + "-ref.npy"))
-        fbs = os.path.join(tmp, name + ".fbs")
-        sh([frae, "encode", model, w, "-o", fbs])
-        total_bytes += os.path.getsize(fbs)
-        sh([frae, "decode", model, fbs, "-o", os.path.join(tmp, name + "-frae.npy"),
-            "--wav", os.path.join(out, "wav", name + "-frae.wav"), "--gl-iters", "48"])
         shutil.copy(w, os.path.join(out, "wav", name + "-original.wav"))
-        decoded[name] = np.load(os.path.join(tmp, name + "-frae.npy"))
-        fbs16 = os.path.join(tmp, name + "-bf16.fbs")
-        sh([frae, "encode", model16, w, "-o", fbs16])
-        sh([frae, "decode", model16, fbs16, "-o", os.path.join(tmp, name + "-bf16.npy")])
-        decoded16[name] = np.load(os.path.join(tmp, name + "-bf16.npy"))
+        for fam, m in models.items():
+            fbs = os.path.join(tmp, "%s-%s.fbs" % (name, fam))
+            sh([frae, "encode", m["path"], w, "-o", fbs])
+            m["bytes"] += os.path.getsize(fbs)
+            npy = os.path.join(tmp, "%s-%s.npy" % (name, fam))
+            sh([frae, "decode", m["path"], fbs, "-o", npy, "--wav",
+                os.path.join(out, "wav", "%s-frae-%s.wav" % (name, fam)), "--gl-iters", "48"])
+            m["feats"][name] = np.load(npy)
+            fbs16 = os.path.join(tmp, "%s-%s-bf16.fbs" % (name, fam))
+            sh([frae, "encode", m["bf16"], w, "-o", fbs16])
+            npy16 = os.path.join(tmp, "%s-%s-bf16.npy" % (name, fam))
+            sh([frae, "decode", m["bf16"], fbs16, "-o", npy16])
+            m["feats16"][name] = np.load(npy16)
     print("decoded WAVs (Griffin-Lim) in %s" % os.path.join(out, "wav"), flush=True)
 
     print("== 4. Codec2 and Opus on the same audio", flush=True)
-    systems = {"FRAE (this)": {"kbps": frae_kbps, "feats": decoded, "lags": []},
-               "FRAE, bf16 weights": {"kbps": frae_kbps, "feats": decoded16, "lags": []}}
+    systems = {}
+    for fam, m in models.items():
+        systems[m["label"]] = {"kbps": m["kbps"], "feats": m["feats"], "lags": []}
+        systems[m["label"] + ", bf16 weights"] = {"kbps": m["kbps"], "feats": m["feats16"],
+                                                  "lags": []}
     for mode in ("700C", "1300", "3200"):
         kbps = {"700C": 0.7, "1300": 1.3, "3200": 3.2}[mode]
         feats, lags = {}, []
@@ -226,47 +245,66 @@ def main():
         lines.append("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
             r["label"], r["kbps"], r["lsd_full"], r["mcd_full"], r["lsd_nb"], r["mcd_nb"]))
     table = "\n".join(lines)
+    by = {r["label"]: r for r in rows}
+    d, g = by[models["dense"]["label"]], by[models["gru"]["label"]]
+    val = {fam: float(np.genfromtxt(m["log"], delimiter=",", names=True)["val_loss"][-1])
+           for fam, m in models.items()}
+    gain = ("What the recurrent state buys, same bitrate, same data and recipe: on the "
+            "held-out voices the GRU family's LSD is %.2f dB lower than the dense family's "
+            "(%.2f against %.2f; 0-4 kHz: %.2f lower) and its MCD %.2f dB lower (%.2f "
+            "against %.2f); final held-out MSE %.4f against %.4f (%.1f dB)."
+            % (d["lsd_full"] - g["lsd_full"], g["lsd_full"], d["lsd_full"],
+               d["lsd_nb"] - g["lsd_nb"], d["mcd_full"] - g["mcd_full"], g["mcd_full"],
+               d["mcd_full"], val["gru"], val["dense"],
+               10 * math.log10(val["dense"] / val["gru"])))
     notes = ("%d held-out utterances (%.0f s, voices never seen in training); "
              "log-mel distances over speech frames; codec delays aligned per utterance "
-             "(%s). FRAE: %s bits/frame at 100 frames/s; its streams total %d bytes with "
-             "headers. Mel-domain envelopes only: no vocoder, no listening test."
+             "(%s). FRAE: %s bits/frame at 100 frames/s; streams total %s bytes with "
+             "headers. %s. Mel-domain envelopes only: no vocoder, no listening test."
              % (len(tests), secs, "; ".join("%s%s" % (r["label"], r["lag"]) for r in rows if r["lag"]),
-                bits, total_bytes))
+                "/".join(m["bits"] for m in models.values()),
+                " and ".join("%d (%s)" % (m["bytes"], fam) for fam, m in models.items()),
+                "; ".join("%s: %s" % (fam, m["info"]) for fam, m in models.items())))
     print()
     print(table)
     print()
+    print(gain)
+    print()
     print(notes)
     with open(os.path.join(out, "report.md"), "w") as f:
-        f.write("# frae speech demo\n\n" + table + "\n\n" + notes + "\n")
+        f.write("# frae speech demo\n\n" + table + "\n\n" + gain + "\n\n" + notes + "\n")
 
     print("== 5. figures", flush=True)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    csv = np.genfromtxt(log, delimiter=",", names=True)
     plt.figure(figsize=(7, 4))
-    plt.plot(csv["epoch"], csv["loss"], label="training loss")
-    plt.plot(csv["epoch"], csv["val_loss"], label="held-out voices")
+    for fam, m in models.items():
+        csv = np.genfromtxt(m["log"], delimiter=",", names=True)
+        line, = plt.plot(csv["epoch"], csv["loss"], label="%s: training loss" % fam)
+        plt.plot(csv["epoch"], csv["val_loss"], "--", color=line.get_color(),
+                 label="%s: held-out voices" % fam)
     plt.xlabel("epoch")
     plt.ylabel("MSE (log-mel features)")
     plt.yscale("log")
-    plt.title("frae: FRAE codec training, %s kbit/s" % (frae_kbps,))
+    plt.title("frae: FRAE codec training, both families at %s kbit/s"
+              % models["dense"]["kbps"])
     plt.grid(alpha=0.3)
     plt.legend()
     plt.tight_layout()
     plt.savefig(os.path.join(out, "loss.png"), dpi=110)
     name = sorted(refs)[0]
-    ref, dec = refs[name], decoded[name]
-    fig, ax = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
-    lim = (min(ref.min(), dec.min()), max(ref.max(), dec.max()))
-    for k, (img, title) in enumerate(((ref, "original"), (dec, "decoded by frae, %s kbit/s" % frae_kbps),
-                                      (dec - ref, "decoded - original"))):
-        kw = dict(vmin=lim[0], vmax=lim[1]) if k < 2 else dict(cmap="RdBu_r", vmin=-1, vmax=1)
-        im = ax[k].imshow(img.T, origin="lower", aspect="auto", **kw)
+    ref = refs[name]
+    panels = [(ref, "original")] + [(m["feats"][name], "decoded by %s, %s kbit/s" % (
+        m["label"], m["kbps"])) for m in models.values()]
+    fig, ax = plt.subplots(len(panels), 1, figsize=(9, 2.7 * len(panels)), sharex=True)
+    lim = (min(p[0].min() for p in panels), max(p[0].max() for p in panels))
+    for k, (img, title) in enumerate(panels):
+        im = ax[k].imshow(img.T, origin="lower", aspect="auto", vmin=lim[0], vmax=lim[1])
         ax[k].set_title("%s: %s" % (name, title))
         ax[k].set_ylabel("mel band")
         fig.colorbar(im, ax=ax[k])
-    ax[2].set_xlabel("frame (10 ms)")
+    ax[-1].set_xlabel("frame (10 ms)")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "spectrogram.png"), dpi=110)
     shutil.rmtree(tmp)
