@@ -115,6 +115,15 @@ typedef struct {
     float beta2;
     float epsilon;
     float clip_norm;     /* clip the gradient to this global L2 norm; 0 = off */
+    /* learning-rate schedule, a function of the Adam step s = 1, 2, ...
+     * alone (so a resume continues it exactly): linear warm-up from
+     * lr / lr_warmup to lr over the first lr_warmup steps, then, if
+     * lr_decay_steps > 0, a half cosine from lr down to lr * lr_floor over
+     * the next lr_decay_steps steps, and lr * lr_floor after them.  All
+     * three 0: a constant learning rate (frae_learning_rate_at). */
+    int lr_warmup;
+    int lr_decay_steps;
+    float lr_floor;      /* in [0, 1] */
 
     frae_isa isa;
     int threads;  /* threads for large matrix products (OpenMP); 0 or 1 =
@@ -168,6 +177,10 @@ FRAE_API
 double frae_bits_per_frame(const frae_model *m); /* 32*L for none */
 FRAE_API
 size_t frae_bytes_allocated(const frae_model *m);
+/* The learning rate of Adam step `step` (1 for the first) under cfg's
+ * schedule (frae_config: lr_warmup, lr_decay_steps, lr_floor). */
+FRAE_API
+float frae_learning_rate_at(const frae_config *cfg, long step);
 FRAE_API
 const char *frae_isa_name(const frae_model *m);
 

@@ -125,6 +125,11 @@ static int save_model(const frae_model *m, const frae_config *c,
     META("frae.beta2", "%.9g", (double)c->beta2);
     META("frae.epsilon", "%.9g", (double)c->epsilon);
     META("frae.clip_norm", "%.9g", (double)c->clip_norm);
+    if (c->lr_warmup || c->lr_decay_steps) { /* absent: a constant rate */
+        META("frae.lr_warmup", "%d", c->lr_warmup);
+        META("frae.lr_decay_steps", "%d", c->lr_decay_steps);
+        META("frae.lr_floor", "%.9g", (double)c->lr_floor);
+    }
     META("frae.param_count", "%zu", m->n_params);
     META("frae.bits_per_frame", "%g", frae_bits_per_frame(m));
     if (with_opt)
@@ -443,6 +448,16 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         meta_float(ck, "frae.epsilon", &c.epsilon, err, errlen) ||
         meta_float(ck, "frae.clip_norm", &c.clip_norm, err, errlen))
         return -1;
+    if (frae_st_meta(&ck->st, "frae.lr_warmup")) { /* else constant */
+        if (meta_long(ck, "frae.lr_warmup", 0, INT_MAX, &v, err, errlen))
+            return -1;
+        c.lr_warmup = (int)v;
+        if (meta_long(ck, "frae.lr_decay_steps", 0, INT_MAX, &v, err, errlen))
+            return -1;
+        c.lr_decay_steps = (int)v;
+        if (meta_float(ck, "frae.lr_floor", &c.lr_floor, err, errlen))
+            return -1;
+    }
     char why[200];
     if (frae_config_check(&c, why, sizeof why))
         return frae_errorf(err, errlen, "%s: bad config in metadata: %s",

@@ -122,6 +122,15 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
     if (!(cfg->learning_rate > 0.0f) || !isfinite(cfg->learning_rate))
         return frae_errorf(err, errlen, "learning rate must be > 0, got %g",
                     (double)cfg->learning_rate);
+    if (cfg->lr_warmup < 0 || cfg->lr_decay_steps < 0)
+        return frae_errorf(err, errlen,
+                           "learning-rate warm-up and decay steps must be >= "
+                           "0, got %d, %d",
+                           cfg->lr_warmup, cfg->lr_decay_steps);
+    if (!(cfg->lr_floor >= 0.0f && cfg->lr_floor <= 1.0f))
+        return frae_errorf(err, errlen,
+                           "learning-rate floor must be in [0, 1], got %g",
+                           (double)cfg->lr_floor);
     if (!(cfg->beta1 >= 0.0f && cfg->beta1 < 1.0f) ||
         !(cfg->beta2 >= 0.0f && cfg->beta2 < 1.0f))
         return frae_errorf(err, errlen, "Adam betas must be in [0, 1), got %g, %g",
@@ -554,6 +563,28 @@ const frae_config *frae_get_config(const frae_model *m) { return &m->cfg; }
 size_t frae_param_count(const frae_model *m) { return m->n_params; }
 const char *frae_isa_name(const frae_model *m) { return m->isa_name; }
 long frae_adam_step_count(const frae_model *m) { return m->adam_step; }
+
+/* Computed in double and rounded once: the same float on every machine
+ * (cos of the same double argument; glibc's cos is correctly rounded in
+ * practice, and the product is rounded to float at the end). */
+float frae_learning_rate_at(const frae_config *cfg, long step)
+{
+    double lr = cfg->learning_rate;
+    if (step < 1)
+        step = 1;
+    if (cfg->lr_warmup > 0 && step <= cfg->lr_warmup)
+        return (float)(lr * (double)step / cfg->lr_warmup);
+    if (cfg->lr_decay_steps > 0) {
+        long s = step - cfg->lr_warmup; /* 1.. into the decay */
+        double floor = cfg->lr_floor;
+        if (s >= cfg->lr_decay_steps)
+            return (float)(lr * floor);
+        double c = 0.5 * (1.0 + cos(3.14159265358979323846 * (double)s /
+                                     cfg->lr_decay_steps));
+        return (float)(lr * (floor + (1.0 - floor) * c));
+    }
+    return (float)lr;
+}
 
 size_t frae_bytes_allocated(const frae_model *m)
 {

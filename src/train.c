@@ -408,7 +408,8 @@ static void train_window(frae_model *m, const float *x, ptrdiff_t x_rs, int nb,
             *grad_norm = clip_gradients(m);
             m->adam_step++;
             frae_adam_update(m, m->params, m->grads, m->adam_m, m->adam_v,
-                             m->n_params, m->adam_step, m->cfg.learning_rate,
+                             m->n_params, m->adam_step,
+                             frae_learning_rate_at(&m->cfg, m->adam_step),
                              m->cfg.beta1, m->cfg.beta2, m->cfg.epsilon);
             frae_refresh_transposed(m);
             (*steps)++;

@@ -1,6 +1,8 @@
 /* Training in pieces, sequences of different lengths, gradient clipping. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_util.h"
 #include "tests.h"
@@ -186,5 +188,74 @@ int test_padding_is_inert(void)
         free(p), free(g_pad), free(g_short), free(x), free(xs);
         frae_destroy(m);
     }
+    return failures;
+}
+
+/* The learning-rate schedule: its values against the closed form, Adam
+ * using it (a first step under a warm-up of 4 is a step at lr / 4), and
+ * the checkpoint keeping it. */
+int test_lr_schedule(void)
+{
+    int failures = 0;
+    frae_config c;
+    base_config(&c);
+    c.learning_rate = 1e-3f;
+    c.lr_warmup = 4;
+    c.lr_decay_steps = 10;
+    c.lr_floor = 0.2f;
+    const double lr = 1e-3f, fl = 0.2f, pi = 3.14159265358979323846;
+    const long steps[] = {1, 3, 4, 5, 9, 13, 14, 15, 1000};
+    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+        long s = steps[i];
+        double want = s <= 4    ? lr * s / 4
+                      : s >= 14 ? lr * fl
+                                : lr * (fl + (1 - fl) * 0.5 *
+                                                 (1 + cos(pi * (s - 4) / 10)));
+        CHECK(frae_learning_rate_at(&c, s) == (float)want,
+              "lr at step %ld: %.9g, wanted %.9g", s,
+              (double)frae_learning_rate_at(&c, s), want);
+    }
+    frae_config flat = c;
+    flat.lr_warmup = flat.lr_decay_steps = 0;
+    CHECK(frae_learning_rate_at(&flat, 7) == 1e-3f, "no schedule: not constant");
+
+    float *x = synth(2, 4, 5, 9);
+    frae_model *a = create_or_die(&c);
+    frae_stats st;
+    frae_train_batch(a, x, 2, 4, &st);
+    CHECK(st.steps == 1, "%ld steps, wanted 1", st.steps);
+    frae_config quarter = flat;
+    quarter.learning_rate = 1e-3f / 4;
+    frae_model *b = create_or_die(&quarter);
+    frae_train_batch(b, x, 2, 4, NULL);
+    size_t n = frae_param_count(a);
+    float *pa = malloc(4 * n), *pb = malloc(4 * n);
+    frae_get_params(a, pa), frae_get_params(b, pb);
+    CHECK(!memcmp(pa, pb, 4 * n),
+          "a first step under a warm-up of 4 is not a step at lr / 4");
+
+    char path[] = "/tmp/frae-lr-XXXXXX";
+    int fd = mkstemp(path);
+    char err[256] = "";
+    CHECK(fd >= 0 && !frae_save(a, path, 1, NULL, 0, NULL, 0, err, sizeof err), "save: %s", err);
+    frae_config rt;
+    frae_config_default(&rt);
+    frae_model *back = frae_load(path, &rt, err, sizeof err);
+    CHECK(back, "load: %s", err);
+    if (back) {
+        const frae_config *bc = frae_get_config(back);
+        CHECK(bc->lr_warmup == 4 && bc->lr_decay_steps == 10 &&
+                  bc->lr_floor == 0.2f,
+              "the checkpoint's schedule came back as %d, %d, %g",
+              bc->lr_warmup, bc->lr_decay_steps, (double)bc->lr_floor);
+        frae_destroy(back);
+    }
+    if (fd >= 0)
+        close(fd), unlink(path);
+    c.lr_floor = 1.5f;
+    CHECK(frae_create(&c, err, sizeof err) == NULL && strstr(err, "floor"),
+          "a floor of 1.5 was accepted");
+    free(pa), free(pb), free(x);
+    frae_destroy(a), frae_destroy(b);
     return failures;
 }

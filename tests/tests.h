@@ -36,6 +36,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(variable_lengths) \
     X(padding_is_inert) \
     X(gradient_clipping) \
+    X(lr_schedule) \
     X(npy_reader) \
     X(bad_checkpoints) \
     X(atomic_save_under_kill) \

@@ -141,6 +141,20 @@ def main():
     same = open(path("straight.safetensors"), "rb").read() == open(path("halves.safetensors"), "rb").read()
     check(rc1 == rc2 == rc3 == 0 and same and "resuming" in out3,
           "4 epochs straight == 2 + resume + 2, to the byte", e1 + e2 + e3)
+    sched = [*common, "--warmup", "5", "--decay-steps", "20", "--lr-floor", "0.1"]
+    rc1, _, e1 = run("train", *sched, "--epochs", "4", "--save", "s_straight.safetensors")
+    rc2, _, e2 = run("train", *sched, "--epochs", "2", "--save", "s_halves.safetensors")
+    rc3, _, e3 = run("train", "data", "--resume", "s_halves.safetensors", "--epochs", "4",
+                     "--save", "s_halves.safetensors")
+    same = (open(path("s_straight.safetensors"), "rb").read()
+            == open(path("s_halves.safetensors"), "rb").read())
+    differs = (open(path("s_straight.safetensors"), "rb").read()
+               != open(path("straight.safetensors"), "rb").read())
+    rc4, info, e4 = run("info", "s_halves.safetensors")
+    check(rc1 == rc2 == rc3 == rc4 == 0 and same and differs
+          and "warm-up 5 steps, cosine decay over 20 steps to 0.1 x lr" in info,
+          "with a learning-rate schedule (warm-up, cosine): 4 epochs straight == 2 + "
+          "resume + 2, to the byte; frae info shows it", e1 + e2 + e3 + e4)
     rc, out, err = run("train", "data", "--resume", "halves.safetensors", "--lr", "0.1")
     check(one_line_error(rc, err, 2, "cannot be combined with --resume"),
           "a model option with --resume is refused", err)

@@ -226,6 +226,15 @@ int cmd_info(int argc, char **argv)
            frae_feedback_names[c.feedback], c.window,
            c.batch, (double)c.learning_rate, (double)c.beta1, (double)c.beta2,
            (double)c.epsilon, (double)c.clip_norm);
+    if (c.lr_warmup || c.lr_decay_steps) {
+        /* the next step's rate, from the step the checkpoint has taken */
+        const char *taken = frae_checkpoint_meta(ck, "frae.adam_step");
+        long next = (taken ? strtol(taken, NULL, 10) : 0) + 1;
+        printf("  learning-rate schedule: warm-up %d steps, cosine decay over "
+               "%d steps to %g x lr; next step (%ld): lr %g\n",
+               c.lr_warmup, c.lr_decay_steps, (double)c.lr_floor, next,
+               (double)frae_learning_rate_at(&c, next));
+    }
     if (have_features) {
         char desc[160];
         cli_features_describe(&feat, desc, sizeof desc);

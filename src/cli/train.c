@@ -84,6 +84,11 @@ static void train_help(void)
         "  --batch B            sequences per step, run in parallel (8)\n"
         "  --lr X               Adam learning rate (0.001)\n"
         "  --clip-norm X        clip gradients to this global L2 norm (off)\n"
+        "  --warmup N           raise the learning rate linearly over the\n"
+        "                       first N Adam steps (0)\n"
+        "  --decay-steps N      then lower it along a half cosine over N\n"
+        "                       steps (0: constant)\n"
+        "  --lr-floor F         ... down to F times --lr, kept after (0)\n"
         "  --feedback F         detached (no gradient through the buffer)\n"
         "                       or full (BPTT through it) (detached)\n"
         "  --window W           truncated-BPTT window in frames (100)\n"
@@ -130,7 +135,8 @@ static const cli_opt train_opts_list[] = {
     {"--sample-rate", 1}, {"--no-resample", 0}, {"--mels", 1},
     {"--hop", 1},       {"--win", 1},       {"--fft", 1},
     {"--fmin", 1},      {"--fmax", 1},      {"--threads", 1},
-    {"--family", 1},    {NULL, 0}};
+    {"--family", 1},    {"--warmup", 1},    {"--decay-steps", 1},
+    {"--lr-floor", 1},  {NULL, 0}};
 
 static int push(char ***list, int *n, const char *v)
 {
@@ -180,6 +186,18 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
             o->cfg.learning_rate = (float)d;
         else
             o->cfg.clip_norm = (float)d;
+        return rc;
+    }
+    if (!strcmp(name, "--warmup") || !strcmp(name, "--decay-steps")) {
+        o->model_flags++, o->model_flag = name;
+        return cli_int(name, v, 0, INT_MAX,
+                       name[2] == 'w' ? &o->cfg.lr_warmup
+                                      : &o->cfg.lr_decay_steps);
+    }
+    if (!strcmp(name, "--lr-floor")) {
+        o->model_flags++, o->model_flag = name;
+        rc = cli_double(name, v, 0.0, 1.0, &d);
+        o->cfg.lr_floor = (float)d;
         return rc;
     }
     if (!strcmp(name, "--feedback")) {
