@@ -43,6 +43,9 @@ expect 2 "--batch expects an integer" "batch not a number" -- train --batch 8x
 expect 2 "--epochs expects an integer" "epochs negative" -- train --epochs -1
 expect 2 "--lr expects a number" "lr zero" -- train --lr 0
 expect 2 "--lr expects a number" "lr nan" -- train --lr nan
+expect 2 "--warmup expects an integer" "warmup negative" -- train --warmup -1
+expect 2 "--decay-steps expects an integer" "decay steps not a number" -- train --decay-steps x
+expect 2 "--lr-floor expects a number in \\[0, 1\\]" "lr floor above 1" -- train --lr-floor 2
 expect 2 "--enc expects positive widths" "enc zero width" -- train --enc 512,0
 expect 2 "--enc takes at most" "enc too many" -- train --enc 1,1,1,1,1,1,1,1,1
 expect 2 "--quantizer expects" "unknown quantizer" -- train --quantizer ternary
