@@ -180,7 +180,7 @@ static void gru_forward(const frae_model *m, frae_state *st, int side,
                        m->layer[rec].bias, GEMM_BIAS);
     float *h = st->a[l] + slot * H;
     frae_gru_rows_forward(m, &st->scratch, nb, H, gx, gh, st->h[side],
-                     st->gates[side] + slot * 4 * H, h);
+                          st->gates[side] + slot * 4 * H, h);
     st->h[side] = h;
 }
 

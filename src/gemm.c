@@ -27,6 +27,12 @@ static void panel_b(const frae_model *m, const frae_scratch *sc, int p, int M,
                 c + (lo - c0), ldc, pbias, init);
 }
 
+/* Where part i of n items cut into `parts` near-equal parts starts. */
+static inline int part_start(int n, int i, int parts)
+{
+    return (int)((long)n * i / parts);
+}
+
 /* Whether T threads should split a product's M rows rather than its
  * panels p0..p1 (columns c0..c1): when the panels share out unevenly (one
  * panel, or a narrow last one) and every thread still gets a few rows.
@@ -76,8 +82,7 @@ void frae_gemm_packed_b(const frae_model *m, const frae_scratch *sc, int M,
         if (rows_split_pays(M, T, p0, p1, c0, c1)) {
 #pragma omp parallel for schedule(static) num_threads(T)
             for (int i = 0; i < T; i++) {
-                int r0 = (int)((long)M * i / T);
-                int r1 = (int)((long)M * (i + 1) / T);
+                int r0 = part_start(M, i, T), r1 = part_start(M, i + 1, T);
                 for (int p = p0; p < p1; p++)
                     panel_b(m, sc, p, r1 - r0, K, a + r0 * a_rs, a_rs, a_cs,
                             b, rows, cols, k0, c0, c1, c + r0 * ldc, ldc,
@@ -121,8 +126,7 @@ void frae_gemm_packed_c(const frae_model *m, const frae_scratch *sc, int M,
             /* rows of C are columns of A */
 #pragma omp parallel for schedule(static) num_threads(T)
             for (int i = 0; i < T; i++) {
-                int i0 = (int)((long)M * i / T);
-                int i1 = (int)((long)M * (i + 1) / T);
+                int i0 = part_start(M, i, T), i1 = part_start(M, i + 1, T);
                 for (int p = 0; p < np; p++)
                     panel_c(m, p, i1 - i0, K, a + i0, a_cs, b, ldb, c, rows,
                             cols, r0 + i0, init);
@@ -192,7 +196,6 @@ void frae_layer_product(const frae_model *m, const frae_scratch *sc, int l,
                            init);
 }
 
-
 /* The GRU cell's element-wise parts for nb rows, split by rows across the
  * scratch's threads when there are enough of them to pay for the fork:
  * every unit is computed alone, so any split gives the same bits. */
@@ -214,7 +217,7 @@ void frae_gru_rows_forward(const frae_model *m, const frae_scratch *sc,
     }
 #pragma omp parallel for schedule(static) num_threads(nblk)
     for (int i = 0; i < nblk; i++) {
-        int b0 = (int)((long)nb * i / nblk), b1 = (int)((long)nb * (i + 1) / nblk);
+        int b0 = part_start(nb, i, nblk), b1 = part_start(nb, i + 1, nblk);
         m->gru_forward(b1 - b0, H, gx + (size_t)b0 * 3 * H,
                        gh + (size_t)b0 * 3 * H, h_prev + (size_t)b0 * H,
                        gates + (size_t)b0 * 4 * H, h + (size_t)b0 * H);
@@ -233,7 +236,7 @@ void frae_gru_rows_backward(const frae_model *m, const frae_scratch *sc,
     }
 #pragma omp parallel for schedule(static) num_threads(nblk)
     for (int i = 0; i < nblk; i++) {
-        int b0 = (int)((long)nb * i / nblk), b1 = (int)((long)nb * (i + 1) / nblk);
+        int b0 = part_start(nb, i, nblk), b1 = part_start(nb, i + 1, nblk);
         m->gru_backward(b1 - b0, H, dh + (size_t)b0 * H,
                         gates + (size_t)b0 * 4 * H, h_prev + (size_t)b0 * H,
                         dgx + (size_t)b0 * 3 * H, dgh + (size_t)b0 * 3 * H,

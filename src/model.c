@@ -564,9 +564,9 @@ size_t frae_param_count(const frae_model *m) { return m->n_params; }
 const char *frae_isa_name(const frae_model *m) { return m->isa_name; }
 long frae_adam_step_count(const frae_model *m) { return m->adam_step; }
 
-/* Computed in double and rounded once: the same float on every machine
- * (cos of the same double argument; glibc's cos is correctly rounded in
- * practice, and the product is rounded to float at the end). */
+/* Computed in double and rounded to float once.  It does not depend on
+ * the ISA or thread count (one libm cos of the same double argument), so
+ * training stays bit-identical across them. */
 float frae_learning_rate_at(const frae_config *cfg, long step)
 {
     double lr = cfg->learning_rate;

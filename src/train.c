@@ -201,8 +201,8 @@ static void gru_cell_backward(frae_model *m, int side, int t, int nb, int c0)
     float *carry = m->dh_carry[side];
     float *dgx = dz_rows(m, lg, t, c0, nb), *dgh = dz_rows(m, rec, t, c0, nb);
     frae_gru_rows_backward(m, &m->state.scratch, nb, H, carry,
-                      m->state.gates[side] + (size_t)t * nb * 4 * H,
-                      prev_state(m, side, t, nb), dgx, dgh, carry);
+                           m->state.gates[side] + (size_t)t * nb * 4 * H,
+                           prev_state(m, side, t, nb), dgx, dgh, carry);
     frae_gemm_packed_b(m, &m->state.scratch, nb, rl->out, dgh, rl->out, 1,
                        rl->wt, rl->out, rl->in, 0, 0, H, carry, H, NULL,
                        GEMM_ACC);
