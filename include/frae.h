@@ -99,6 +99,12 @@ typedef struct {
     uint64_t seed;                    /* Glorot-uniform init and nothing else */
     frae_weights weights;             /* f32 (default) or bf16 (inference
                                          only: training must be 0) */
+    int pitch;                        /* 0; 1: the codec's frames also
+                                         carry f0 and voicing after the D
+                                         values, coded by their own
+                                         FRAE_PITCH_BITS quantizer (see
+                                         "Streaming codec"); the network
+                                         never sees them */
 
     /* run-time capacity */
     int batch;     /* B: most sequences per forward/train call */
@@ -174,7 +180,8 @@ size_t frae_param_count(const frae_model *m);
 FRAE_API
 size_t frae_param_count_for(const frae_config *cfg); /* 0 if cfg is invalid */
 FRAE_API
-double frae_bits_per_frame(const frae_model *m); /* 32*L for none */
+double frae_bits_per_frame(const frae_model *m); /* 32*L for none; with
+                                                    pitch, + FRAE_PITCH_BITS */
 FRAE_API
 size_t frae_bytes_allocated(const frae_model *m);
 /* The learning rate of Adam step `step` (1 for the first) under cfg's
@@ -365,9 +372,18 @@ frae_model *frae_import(const char *path, const frae_config *hints, char *err,
 typedef struct frae_encoder frae_encoder;
 typedef struct frae_decoder frae_decoder;
 
+/* Pitch (cfg.pitch): a codec frame is D values, then f0 in Hz and voicing
+ * (voiced if >= 0.5), D + 2 floats in and out.  Its code ends with
+ * FRAE_PITCH_BITS: a voicing bit, then for a voiced frame a step of a
+ * closed-loop predictive quantizer of log2 f0: the prediction is the last
+ * voiced frame's decoded log2 f0 (log2 150 Hz at the start), the step one
+ * of +-0.015, +-0.06, +-0.17, +-0.5 octave, clamped to 50..600 Hz.  The
+ * decoded f0 of an unvoiced frame is 0. */
+#define FRAE_PITCH_BITS 4
+
 /* Bits per latent value: 1 (binary), ceil(log2 N) (uniform N), or 32 (no
  * quantizer: the float itself).  A frame's code is L such values packed
- * LSB first into frae_code_bytes bytes. */
+ * LSB first, then the pitch bits (cfg.pitch), into frae_code_bytes bytes. */
 FRAE_API
 int frae_code_bits(const frae_model *m);
 FRAE_API
@@ -386,8 +402,8 @@ FRAE_API
 void frae_encoder_destroy(frae_encoder *e);
 FRAE_API
 void frae_encoder_reset(frae_encoder *e); /* a new stream */
-/* frame: D floats in; code: frae_code_bytes out; recon (may be NULL): the
- * frame the decoder will produce. */
+/* frame: D floats in (D + 2 with pitch); code: frae_code_bytes out; recon
+ * (may be NULL): the frame the decoder will produce. */
 FRAE_API
 void frae_encode_frame(frae_encoder *e, const float *frame,
                        unsigned char *code, float *recon);
@@ -402,8 +418,9 @@ FRAE_API
 void frae_decoder_destroy(frae_decoder *d);
 FRAE_API
 void frae_decoder_reset(frae_decoder *d);
-/* Returns 0, or -1 (state unchanged) for a code no encoder makes: a
- * uniform index >= N, or a non-finite float. */
+/* frame: D floats out (D + 2 with pitch).  Returns 0, or -1 (state
+ * unchanged) for a code no encoder makes: a uniform index >= N, a
+ * non-finite float, or pitch bits on an unvoiced frame. */
 FRAE_API
 int frae_decode_frame(frae_decoder *d, const unsigned char *code,
                       float *frame);
@@ -412,7 +429,9 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
  * All integers little-endian:
  *   0  "FRAEBS"            6 bytes
  *   6  version (2)         u8
- *   7  flags               u8   bit 0: the input was one [T, D] sequence
+ *   7  flags               u8   bit 0: the input was one [T, D] sequence;
+ *                               bit 1: frames carry pitch (FRAE_PITCH_BITS
+ *                               after the L codes); no other bit is set
  *   8  model hash          u64  frae_model_hash of the encoding model
  *  16  sequences           u32
  *  20  frames per sequence u32
@@ -421,11 +440,14 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
  *  32  code bits b         u8   1..16, or 32 for float latents
  *  33  quantizer           u8   0 none, 1 binary, 2 uniform
  *  34  levels N            u16  for uniform
- *  36  codes: sequences x frames x L values of b bits, LSB first, no
- *      padding between frames, zero bits up to a byte boundary
+ *  36  codes: sequences x frames x (L values of b bits [+ pitch bits]),
+ *      LSB first, no padding between frames, zero bits up to a byte
+ *      boundary
  *  end CRC-32 (zlib's) of every byte before it    u32
  * Each sequence starts from empty buffers. */
 #define FRAE_STREAM_HEADER 36
+#define FRAE_STREAM_PITCH 2 /* flags bit 1: each frame's codes end with
+                               FRAE_PITCH_BITS of f0 and voicing */
 /* 2: first layers sum the fed-back frames oldest first, then the head
  * (README, numerical contract); version 1 streams decode differently. */
 #define FRAE_STREAM_VERSION 2

@@ -32,7 +32,13 @@ typedef struct {
     int n_fft;       /* 512 */
     float fmin, fmax; /* 0, 8000 Hz */
     float floor, offset, scale; /* 1e-7, 5, 5 */
+    int pitch;       /* 0; 1: each frame also carries f0 (Hz, 0 when
+                        unvoiced) and voicing (0 or 1) after its n_mels
+                        values: n_mels + 2 per frame (frae_f0_frame) */
 } frae_features;
+
+/* Values per frame: n_mels, plus 2 with pitch. */
+#define FRAE_FEATURE_WIDTH(f) ((f)->n_mels + 2 * ((f)->pitch != 0))
 
 FRAE_API
 void frae_features_default(frae_features *f);
@@ -57,6 +63,65 @@ void frae_mel_compute(frae_mel *m, const float *samples, long n, float *feats);
 FRAE_API
 long frae_mel_invert(frae_mel *m, const float *feats, long frames, int iters,
                      float *samples);
+
+/* ---- Pitch: f0 and voicing of a frame (YIN) -------------------------------
+ * de Cheveigne and Kawahara's YIN (JASA 2002): the cumulative-mean-
+ * normalised difference function over an integration window of the longest
+ * period, its first dip below 0.15 (else its minimum), parabolic
+ * interpolation.  A frame is voiced when that dip is below 0.25 and its mean
+ * square above -60 dBFS.  f0 is searched from FRAE_F0_MIN_HZ to
+ * FRAE_F0_MAX_HZ.  Frame t analyses frae_f0_span samples centred at
+ * t*hop + win/2, where feature frame t is centred.  The state is scratch of
+ * fixed size (caller-owned, as rnnoise's); a frame allocates nothing and
+ * never yields NaN (non-finite samples count as silence). */
+#define FRAE_F0_MIN_HZ 50.0
+#define FRAE_F0_MAX_HZ 600.0
+typedef struct frae_f0 frae_f0;
+FRAE_API
+int frae_f0_span(const frae_features *f);
+FRAE_API
+size_t frae_f0_size(const frae_features *f);
+/* NULL if f is not a valid feature config. */
+FRAE_API
+frae_f0 *frae_f0_init(void *mem, const frae_features *f);
+/* span: frae_f0_span(f) samples.  *f0: Hz, 0 when unvoiced; *voiced: 0 or 1. */
+FRAE_API
+void frae_f0_frame(frae_f0 *p, const float *span, float *f0, float *voiced);
+
+/* ---- Vocoder: harmonic plus noise, frame by frame ---------------------------
+ * Turns frames of features with pitch (n_mels log-mel values, f0 in Hz,
+ * voicing) back into audio, one hop of samples per frame:
+ *  - voiced frames: harmonics at k*f0, each with the amplitude that gives
+ *    the frame's mel energies back through the analysis (the Hann window's
+ *    response at k*f0 through each mel filter), a continuous phase (each
+ *    harmonic k*Phi + a fixed dispersion), f0 and amplitudes interpolated
+ *    sample by sample between frame centres;
+ *  - noise: what the harmonics leave of each band's energy (all of it when
+ *    unvoiced), as Gaussian noise shaped in the frequency domain, overlap-
+ *    added with a sine window of two hops.
+ * Call t writes samples [t*hop + win/2 - hop, t*hop + win/2): up to the
+ * centre of frame t, so the vocoder adds no delay of its own beyond one
+ * hop of interpolation; the first win/2 - hop samples of the signal are
+ * silence and not written.  frae_vocoder_flush writes the hop after the
+ * last frame's centre (a fade to silence).  The state is one block of fixed
+ * size (caller-owned memory, as rnnoise's), seeded: the same frames give
+ * the same samples.  No allocation per frame; garbage in (NaN, huge
+ * values, f0 out of range) gives bounded, finite samples.  Needs a
+ * power-of-two FFT size and hop <= win/2. */
+typedef struct frae_vocoder frae_vocoder;
+FRAE_API
+size_t frae_vocoder_size(const frae_features *f);
+FRAE_API
+frae_vocoder *frae_vocoder_init(void *mem, const frae_features *f,
+                                uint64_t seed, char *err, size_t errlen);
+FRAE_API
+void frae_vocoder_reset(frae_vocoder *v);
+/* frame: n_mels features, f0 (Hz), voicing (voiced if >= 0.5); out: hop
+ * samples. */
+FRAE_API
+void frae_vocoder_frame(frae_vocoder *v, const float *frame, float *out);
+FRAE_API
+void frae_vocoder_flush(frae_vocoder *v, float *out);
 
 /* Audio is read in blocks, whatever its length: the calls below hold a
  * few blocks of samples and one window, not the file.  Every sample is

@@ -20,6 +20,7 @@
 #include <fftw3.h>
 
 #include "frae_audio.h"
+#include "audio_internal.h"
 #include "formats.h" /* frae_errorf, atomic files */
 
 #define PI 3.14159265358979323846
@@ -42,6 +43,7 @@ static pthread_mutex_t planner_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void frae_features_default(frae_features *f)
 {
+    memset(f, 0, sizeof *f);
     f->sample_rate = 16000;
     f->n_mels = 80;
     f->hop = 160;  /* 10 ms */
@@ -89,6 +91,17 @@ double frae_mel_center_hz(const frae_features *f, int band)
 {
     double lo = hz_to_mel(f->fmin), hi = hz_to_mel(f->fmax);
     return mel_to_hz(lo + (hi - lo) * (band + 1) / (f->n_mels + 1));
+}
+
+double frae_mel_weight(const frae_features *f, int band, int bin)
+{
+    double lo = hz_to_mel(f->fmin), hi = hz_to_mel(f->fmax);
+    double fl = mel_to_hz(lo + (hi - lo) * band / (f->n_mels + 1));
+    double fc = mel_to_hz(lo + (hi - lo) * (band + 1) / (f->n_mels + 1));
+    double fh = mel_to_hz(lo + (hi - lo) * (band + 2) / (f->n_mels + 1));
+    double hz = (double)bin * f->sample_rate / f->n_fft;
+    double w = fmin((hz - fl) / (fc - fl), (fh - hz) / (fh - fc));
+    return w > 0 ? w : 0;
 }
 
 /* Inverts an n x n matrix in place (Gauss-Jordan, partial pivoting). */
@@ -206,15 +219,10 @@ frae_mel *frae_mel_create(const frae_features *f, char *err, size_t errlen)
     }
     for (int i = 0; i < f->win; i++) /* periodic Hann */
         m->window[i] = (float)(0.5 - 0.5 * cos(2 * PI * i / f->win));
-    double lo = hz_to_mel(f->fmin), hi = hz_to_mel(f->fmax);
     for (int b = 0; b < nm; b++) {
-        double fl = mel_to_hz(lo + (hi - lo) * b / (nm + 1));
-        double fc = mel_to_hz(lo + (hi - lo) * (b + 1) / (nm + 1));
-        double fh = mel_to_hz(lo + (hi - lo) * (b + 2) / (nm + 1));
         for (int k = 0; k < nb; k++) {
-            double hz = (double)k * f->sample_rate / f->n_fft;
-            double w = fmin((hz - fl) / (fc - fl), (fh - hz) / (fh - fc));
-            m->filters[(size_t)b * nb + k] = (float)(w > 0 ? w : 0);
+            double w = frae_mel_weight(f, b, k);
+            m->filters[(size_t)b * nb + k] = (float)w;
             if (w > 0 && (float)w != 0.0f) {
                 if (m->band_hi[b] == 0)
                     m->band_lo[b] = k;
@@ -428,6 +436,11 @@ struct audio_stream {
     long win_len, win_cap;
     float *feats;              /* FEAT_BATCH frames for the sink */
     int n_feats;
+    int width;                 /* values per frame: n_mels (+ 2: pitch) */
+    frae_f0 *f0;               /* with pitch: YIN's scratch */
+    int pre, post;             /* samples of context the f0 span needs
+                                  before and after a frame's window */
+    int span_at;               /* the f0 span's start in the frame's */
     long samples;              /* at the feature rate, so far */
     long frames;
     float peak;
@@ -437,7 +450,7 @@ struct audio_stream {
 
 static int flush_feats(audio_stream *a)
 {
-    if (a->n_feats && a->sink(a->ctx, a->feats, a->n_feats, a->f->n_mels))
+    if (a->n_feats && a->sink(a->ctx, a->feats, a->n_feats, a->width))
         return frae_errorf(a->err, a->errlen, "%s: cannot store features",
                            a->name);
     a->n_feats = 0;
@@ -464,8 +477,13 @@ static int frame_samples(audio_stream *a, const float *x, long n)
         memcpy(a->win + a->win_len, x, sizeof(float) * (size_t)take);
         a->win_len += take, x += take, n -= take;
         long at = 0;
-        for (; a->win_len - at >= f->win; at += f->hop) {
-            mel_frame(a->mel, a->win + at, a->feats + (size_t)a->n_feats * f->n_mels);
+        const long need = a->pre + f->win + a->post;
+        for (; a->win_len - at >= need; at += f->hop) {
+            float *out = a->feats + (size_t)a->n_feats * a->width;
+            mel_frame(a->mel, a->win + at + a->pre, out);
+            if (a->f0)
+                frae_f0_frame(a->f0, a->win + at + a->pre + a->span_at,
+                              out + f->n_mels, out + f->n_mels + 1);
             a->frames++;
             if (++a->n_feats == FEAT_BATCH && flush_feats(a))
                 return -1;
@@ -565,6 +583,17 @@ static int stream_sndfile(SNDFILE *sf, const SF_INFO *info, audio_stream *a)
     return 0;
 }
 
+/* The trailing silence the last frames' f0 spans reach into: it frames no
+ * extra frame (a frame's window still has to fit the audio). */
+static int end_silence(audio_stream *a)
+{
+    float zeros[256] = {0};
+    for (int left = a->post; left > 0; left -= 256)
+        if (a->on_samples(a, zeros, left < 256 ? left : 256))
+            return -1;
+    return 0;
+}
+
 /* Features of an open file: every check that needs the whole file (length,
  * silence) comes at the end, after the sink has seen the frames. */
 static int stream_features(SNDFILE *sf, const SF_INFO *info, const char *name,
@@ -577,14 +606,28 @@ static int stream_features(SNDFILE *sf, const SF_INFO *info, const char *name,
     a.name = name, a.f = f, a.rate = f->sample_rate, a.resample = resample;
     a.on_samples = frame_samples, a.sink = sink, a.ctx = ctx;
     a.err = err, a.errlen = errlen;
-    a.win_cap = f->win + BLOCK_SAMPLES;
-    a.win = malloc(sizeof(float) * (size_t)a.win_cap);
-    a.feats = malloc(sizeof(float) * FEAT_BATCH * (size_t)f->n_mels);
+    a.width = FRAE_FEATURE_WIDTH(f);
+    void *f0_mem = NULL;
+    if (f->pitch && !frae_features_check(f, NULL, 0)) {
+        /* the f0 span, centred on the frame's centre, may reach past the
+         * window: the stream starts and ends with that much silence */
+        const int span = frae_f0_span(f);
+        a.span_at = f->win / 2 - span / 2;
+        a.pre = a.span_at < 0 ? -a.span_at : 0;
+        a.post = a.span_at + span > f->win ? a.span_at + span - f->win : 0;
+        f0_mem = malloc(frae_f0_size(f));
+        a.f0 = f0_mem ? frae_f0_init(f0_mem, f) : NULL;
+    }
+    a.win_cap = a.pre + f->win + a.post + BLOCK_SAMPLES;
+    a.win = calloc((size_t)a.win_cap, sizeof(float));
+    a.win_len = a.pre; /* leading silence for the first spans */
+    a.feats = malloc(sizeof(float) * FEAT_BATCH * (size_t)a.width);
     int rc = -1;
-    if (!a.win || !a.feats)
+    if (!a.win || !a.feats || (f->pitch && !a.f0))
         frae_errorf(err, errlen, "%s: out of memory", name);
     else if ((a.mel = frae_mel_create(f, err, errlen)) &&
-             !stream_sndfile(sf, info, &a) && !flush_feats(&a)) {
+             !stream_sndfile(sf, info, &a) && !end_silence(&a) &&
+             !flush_feats(&a)) {
         if (a.samples < f->win)
             frae_errorf(err, errlen,
                         "%s: %ld samples, shorter than one %d-sample frame",
@@ -601,6 +644,7 @@ static int stream_features(SNDFILE *sf, const SF_INFO *info, const char *name,
         src_delete(a.src);
     frae_mel_destroy(a.mel);
     free(a.inter), free(a.mono), free(a.res), free(a.win), free(a.feats);
+    free(f0_mem);
     return rc;
 }
 

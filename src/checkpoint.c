@@ -24,6 +24,7 @@
 #include "frae_internal.h"
 
 #define FORMAT_NAME "frae-model"
+#define PITCH_CODER "f0-voicing-4bit" /* frae.pitch: the one coder so far */
 /* 2: the checksum covers the header fields as well as the tensor data.
  * Version 1 files (data only) are still read. */
 #define FORMAT_VERSION 2
@@ -117,6 +118,8 @@ static int save_model(const frae_model *m, const frae_config *c,
     keys[nm] = "frae.quantizer", vptr[nm] = vals[nm], nm++;
     META("frae.seed", "%llu", (unsigned long long)c->seed);
     META("frae.weights", "%s", frae_weights_names[c->weights]);
+    if (c->pitch) /* absent: the envelope alone */
+        META("frae.pitch", "%s", PITCH_CODER);
     META("frae.feedback", "%s", frae_feedback_names[c->feedback]);
     META("frae.window", "%d", c->window);
     META("frae.batch", "%d", c->batch);
@@ -448,6 +451,13 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         meta_float(ck, "frae.epsilon", &c.epsilon, err, errlen) ||
         meta_float(ck, "frae.clip_norm", &c.clip_norm, err, errlen))
         return -1;
+    const char *pitch = frae_st_meta(&ck->st, "frae.pitch");
+    if (pitch && strcmp(pitch, PITCH_CODER))
+        return frae_errorf(err, errlen,
+                           "%s: metadata 'frae.pitch' = '%s' is not a pitch "
+                           "coder this frae knows ('%s')",
+                           ck->path, pitch, PITCH_CODER);
+    c.pitch = pitch != NULL;
     if (frae_st_meta(&ck->st, "frae.lr_warmup")) { /* else constant */
         if (meta_long(ck, "frae.lr_warmup", 0, INT_MAX, &v, err, errlen))
             return -1;

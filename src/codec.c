@@ -22,13 +22,65 @@ struct frae_codec_state {
     const frae_model *model;
     frae_state st; /* one sequence, one frame of activations */
     int code_bits;
+    float pitch_pred; /* log2 f0 of the last voiced frame, as decoded */
 };
+
+/* ---- pitch ------------------------------------------------------------------
+ * Closed-loop predictive quantizer of log2 f0 (frae.h, "Pitch"): encoder
+ * and decoder update the prediction with the same float additions and
+ * clamps, no libm, so they never drift apart. */
+#define PITCH_START 7.22881869f /* log2 150 Hz */
+#define PITCH_LO 5.64385619f    /* log2 50 Hz */
+#define PITCH_HI 9.22881869f    /* log2 600 Hz */
+static const float pitch_steps[8] = {-0.5f,   -0.17f, -0.06f, -0.015f,
+                                     0.015f, 0.06f,  0.17f,  0.5f};
+
+static float pitch_step(float pred, int i)
+{
+    float v = pred + pitch_steps[i];
+    return v < PITCH_LO ? PITCH_LO : v > PITCH_HI ? PITCH_HI : v;
+}
+
+/* in: f0 (Hz), voicing; out: the decoded pair.  Returns the code. */
+static uint32_t pitch_encode(float *pred, const float *in, float *out)
+{
+    const float f0 = in[0];
+    if (!(in[1] >= 0.5f) || !(f0 > 0.0f) || !isfinite(f0)) {
+        out[0] = out[1] = 0.0f;
+        return 0;
+    }
+    const float target = log2f(f0);
+    int best = 0;
+    for (int i = 1; i < 8; i++)
+        if (fabsf(pitch_step(*pred, i) - target) <
+            fabsf(pitch_step(*pred, best) - target))
+            best = i;
+    *pred = pitch_step(*pred, best);
+    out[0] = exp2f(*pred);
+    out[1] = 1.0f;
+    return 1u | (uint32_t)best << 1;
+}
+
+static int pitch_decode(float *pred, uint32_t code, float *out)
+{
+    if (!(code & 1u)) {
+        if (code) /* step bits on an unvoiced frame: no encoder makes it */
+            return -1;
+        out[0] = out[1] = 0.0f;
+        return 0;
+    }
+    *pred = pitch_step(*pred, (int)(code >> 1));
+    out[0] = exp2f(*pred);
+    out[1] = 1.0f;
+    return 0;
+}
 
 /* ---- codes ---------------------------------------------------------------- */
 
 size_t frae_code_bytes(const frae_model *m)
 {
-    return ((size_t)m->cfg.latent_dim * frae_code_bits(m) + 7) / 8;
+    return ((size_t)m->cfg.latent_dim * frae_code_bits(m) +
+            (m->cfg.pitch ? FRAE_PITCH_BITS : 0) + 7) / 8;
 }
 
 static void put_bits(unsigned char *dst, size_t pos, uint32_t v, int bits)
@@ -55,7 +107,8 @@ static void pack_code(const frae_config *c, int bits, const float *q,
                       unsigned char *code)
 {
     /* padding bits of the last byte are zero: codes are deterministic */
-    memset(code, 0, ((size_t)c->latent_dim * bits + 7) / 8);
+    memset(code, 0, ((size_t)c->latent_dim * bits +
+                     (c->pitch ? FRAE_PITCH_BITS : 0) + 7) / 8);
     for (int i = 0; i < c->latent_dim; i++) {
         uint32_t v;
         if (c->quantizer == FRAE_QUANT_BINARY) {
@@ -145,6 +198,7 @@ size_t frae_decoder_size(const frae_model *m) { return frae_encoder_size(m); }
 
 static void state_reset(struct frae_codec_state *s)
 {
+    s->pitch_pred = PITCH_START;
     frae_state_reset(s->model, &s->st);
     s->st.ring_rows = 1; /* the one sequence, from the first frame */
 }
@@ -213,11 +267,19 @@ void frae_encode_frame(frae_encoder *e, const float *frame,
 {
     struct frae_codec_state *s = (struct frae_codec_state *)e;
     fp_env env = fp_enter();
+    const frae_config *c = &s->model->cfg;
     frae_forward_encode(s->model, &s->st, 0, frame);
-    pack_code(&s->model->cfg, s->code_bits, s->st.q, code);
+    pack_code(c, s->code_bits, s->st.q, code);
+    float pitch[2];
+    if (c->pitch)
+        put_bits(code, (size_t)c->latent_dim * s->code_bits,
+                 pitch_encode(&s->pitch_pred, frame + c->frame_dim, pitch),
+                 FRAE_PITCH_BITS);
     /* closed loop: run the decoder too, so the buffer holds exactly what
      * the far end will have */
     decode_and_advance(s, recon);
+    if (c->pitch && recon)
+        memcpy(recon + c->frame_dim, pitch, sizeof pitch);
     fp_leave(env);
 }
 
@@ -225,11 +287,22 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
                       float *frame)
 {
     struct frae_codec_state *s = (struct frae_codec_state *)d;
-    if (unpack_code(&s->model->cfg, s->code_bits, code, s->st.q))
+    const frae_config *c = &s->model->cfg;
+    if (unpack_code(c, s->code_bits, code, s->st.q))
         return -1;
+    float pitch[2], pred = s->pitch_pred;
+    if (c->pitch &&
+        pitch_decode(&pred,
+                     get_bits(code, (size_t)c->latent_dim * s->code_bits,
+                              FRAE_PITCH_BITS),
+                     pitch))
+        return -1;
+    s->pitch_pred = pred;
     fp_env env = fp_enter();
     decode_and_advance(s, frame);
     fp_leave(env);
+    if (c->pitch && frame)
+        memcpy(frame + c->frame_dim, pitch, sizeof pitch);
     return 0;
 }
 
@@ -247,14 +320,20 @@ static uint32_t rd32(const unsigned char *p)
            (uint32_t)p[3] << 24;
 }
 
+/* Bits of one frame's code: L values, then the pitch bits. */
+static uint64_t frame_bits(const frae_stream *s)
+{
+    return (uint64_t)s->latent_dim * s->code_bits +
+           (s->flags & FRAE_STREAM_PITCH ? FRAE_PITCH_BITS : 0);
+}
+
 /* Total bits of codes, or 0 on overflow. */
 static uint64_t payload_bits(const frae_stream *s)
 {
     uint64_t n;
     if (__builtin_mul_overflow((uint64_t)s->sequences, (uint64_t)s->frames,
                                &n) ||
-        __builtin_mul_overflow(n, (uint64_t)s->latent_dim, &n) ||
-        __builtin_mul_overflow(n, (uint64_t)s->code_bits, &n) ||
+        __builtin_mul_overflow(n, frame_bits(s), &n) ||
         n > ((uint64_t)1 << 60))
         return 0;
     return n;
@@ -270,7 +349,7 @@ void frae_stream_header(const frae_model *m, uint32_t sequences,
 {
     memset(s, 0, sizeof *s);
     s->version = FRAE_STREAM_VERSION;
-    s->flags = (uint8_t)flags;
+    s->flags = (uint8_t)((flags & 1) | (m->cfg.pitch ? FRAE_STREAM_PITCH : 0));
     s->model_hash = frae_model_hash(m);
     s->sequences = sequences;
     s->frames = frames;
@@ -316,16 +395,13 @@ size_t frae_stream_writer_add(frae_stream_writer *w, const unsigned char *code,
 {
     /* frames arrive byte-aligned; the stream packs them bit-tight: whole
      * bytes go out, the last partial one waits for the next frame */
-    const int bits = w->s.code_bits;
+    const size_t bits = (size_t)frame_bits(&w->s);
     size_t done = 0;
-    for (uint32_t i = 0; i < w->s.latent_dim; i++) {
-        uint32_t v = get_bits(code, (size_t)i * bits, bits);
-        for (int k = 0; k < bits; k++) {
-            w->carry |= (unsigned char)((v >> k & 1u) << w->carry_bits);
-            if (++w->carry_bits == 8) {
-                out[done++] = w->carry;
-                w->carry = 0, w->carry_bits = 0;
-            }
+    for (size_t k = 0; k < bits; k++) {
+        w->carry |= (unsigned char)(get_bits(code, k, 1) << w->carry_bits);
+        if (++w->carry_bits == 8) {
+            out[done++] = w->carry;
+            w->carry = 0, w->carry_bits = 0;
         }
     }
     w->crc = frae_crc32_update(w->crc, out, done);
@@ -346,7 +422,7 @@ void frae_stream_write(unsigned char *dst, const frae_stream *s,
                        const unsigned char *frame_codes)
 {
     frae_stream_writer w;
-    const size_t per_frame = ((size_t)s->latent_dim * s->code_bits + 7) / 8;
+    const size_t per_frame = (size_t)(frame_bits(s) + 7) / 8;
     const uint64_t n_frames = (uint64_t)s->sequences * s->frames;
     unsigned char *p = dst + frae_stream_writer_begin(&w, s, dst);
     for (uint64_t f = 0; f < n_frames; f++)
@@ -378,6 +454,11 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
         frae_errorf(err, errlen,
                  "bitstream version %d; this frae reads version %d",
                  s->version, FRAE_STREAM_VERSION);
+        return -1;
+    }
+    if (s->flags & ~(1 | FRAE_STREAM_PITCH)) {
+        frae_errorf(err, errlen, "bitstream flags 0x%02x: unknown bits set",
+                    s->flags);
         return -1;
     }
     for (int i = 7; i >= 0; i--)
@@ -426,6 +507,14 @@ int frae_stream_check_model(const frae_stream *s, const frae_model *m,
                  want.latent_dim, want.code_bits);
         return -1;
     }
+    if ((s->flags & FRAE_STREAM_PITCH) != (want.flags & FRAE_STREAM_PITCH)) {
+        frae_errorf(err, errlen,
+                    s->flags & FRAE_STREAM_PITCH
+                        ? "stream carries pitch; the model codes the "
+                          "envelope alone"
+                        : "stream carries no pitch; the model codes pitch too");
+        return -1;
+    }
     if (s->model_hash != want.model_hash) {
         frae_errorf(err, errlen,
                  "stream was encoded with another model (hash %016llx, this "
@@ -440,10 +529,11 @@ int frae_stream_check_model(const frae_stream *s, const frae_model *m,
 void frae_stream_frame_code(const frae_stream *s, uint64_t frame,
                             unsigned char *code)
 {
-    const int bits = s->code_bits;
-    size_t pos = (size_t)(frame * s->latent_dim * (uint64_t)bits);
-    memset(code, 0, ((size_t)s->latent_dim * bits + 7) / 8);
-    for (uint32_t i = 0; i < s->latent_dim; i++, pos += (size_t)bits)
-        put_bits(code, (size_t)i * bits, get_bits(s->payload, pos, bits),
-                 bits);
+    const size_t bits = (size_t)frame_bits(s);
+    size_t pos = (size_t)(frame * bits);
+    memset(code, 0, (bits + 7) / 8);
+    for (size_t k = 0; k < bits; k += 16) {
+        int n = bits - k < 16 ? (int)(bits - k) : 16;
+        put_bits(code, k, get_bits(s->payload, pos + k, n), n);
+    }
 }

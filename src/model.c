@@ -95,6 +95,9 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
     if (cfg->family != FRAE_FAMILY_DENSE && cfg->family != FRAE_FAMILY_GRU)
         return frae_errorf(err, errlen, "unknown model family %d",
                            (int)cfg->family);
+    if (cfg->pitch != 0 && cfg->pitch != 1)
+        return frae_errorf(err, errlen, "pitch must be 0 or 1, got %d",
+                           cfg->pitch);
     if (cfg->family == FRAE_FAMILY_GRU) {
         if (cfg->n_enc_hidden < 1 || cfg->n_dec_hidden < 1)
             return frae_errorf(err, errlen,
@@ -593,7 +596,8 @@ size_t frae_bytes_allocated(const frae_model *m)
 
 double frae_bits_per_frame(const frae_model *m)
 {
-    return (double)m->cfg.latent_dim * frae_code_bits(m);
+    return (double)m->cfg.latent_dim * frae_code_bits(m) +
+           (m->cfg.pitch ? FRAE_PITCH_BITS : 0);
 }
 
 /* A packed param-shaped array (parameters, gradients, Adam moments) in an

@@ -198,3 +198,296 @@ int test_audio_files(void)
     }
     return failures;
 }
+
+/* ---- pitch (YIN) and the vocoder ------------------------------------------ */
+
+/* f0 and voicing of every frame of x, as the features stream computes
+ * them: spans centred on the feature frames' centres, silence beyond the
+ * ends.  Returns the frame count; f0 and voiced hold one value each. */
+static long track(const frae_features *f, const float *x, long n, float *f0,
+                  float *voiced)
+{
+    const int span = frae_f0_span(f);
+    void *mem = malloc(frae_f0_size(f));
+    frae_f0 *p = frae_f0_init(mem, f);
+    float *buf = malloc(sizeof(float) * (size_t)span);
+    long frames = n < f->win ? 0 : 1 + (n - f->win) / f->hop;
+    for (long t = 0; t < frames; t++) {
+        long start = t * f->hop + f->win / 2 - span / 2;
+        for (int i = 0; i < span; i++)
+            buf[i] = start + i >= 0 && start + i < n ? x[start + i] : 0.0f;
+        frae_f0_frame(p, buf, f0 + t, voiced + t);
+    }
+    free(buf), free(mem);
+    return frames;
+}
+
+/* Harmonics 1..n_harm of f0, amplitude 1/h, times amp. */
+static float *harmonic(long n, double f0, int n_harm, double amp)
+{
+    float *x = malloc(sizeof(float) * (size_t)n);
+    for (long i = 0; i < n; i++) {
+        double v = 0;
+        for (int h = 1; h <= n_harm && h * f0 < 8000; h++)
+            v += sin(2 * PI * f0 * h * i / 16000.0) / h;
+        x[i] = (float)(amp * v);
+    }
+    return x;
+}
+
+int test_pitch_tracker(void)
+{
+    int failures = 0;
+    frae_features f;
+    frae_features_default(&f);
+    CHECK(frae_f0_span(&f) == 640, "span %d samples", frae_f0_span(&f));
+    const long n = 8000; /* half a second: 48 frames */
+    float f0[64], v[64];
+    /* tones and harmonic sounds over the whole range; the frames away
+     * from the ends (whose spans reach into silence) must be exact to 1% */
+    const double tones[] = {52, 80, 110, 220, 440, 590};
+    double worst = 0;
+    for (int k = 0; k < 12; k++) {
+        double hz = tones[k % 6];
+        float *x = k < 6 ? tone(n, hz, 16000, 0.5) : harmonic(n, hz, 30, 0.3);
+        long frames = track(&f, x, n, f0, v);
+        int bad = 0;
+        for (long t = 3; t < frames - 3; t++) {
+            double err = fabs(f0[t] / hz - 1);
+            worst = fmax(worst, err);
+            bad += !(v[t] == 1.0f) || !(err < 0.01);
+        }
+        CHECK(bad == 0, "%s at %.0f Hz: %d frames unvoiced or off by > 1%%",
+              k < 6 ? "tone" : "harmonics", hz, bad);
+        free(x);
+    }
+    printf("    tones and harmonic sounds 52-590 Hz: worst f0 error %.3f%%\n",
+           100 * worst);
+    /* a clipped voice: a 200 Hz harmonic sound three times too loud */
+    float *x = harmonic(n, 200, 30, 0.9);
+    for (long i = 0; i < n; i++)
+        x[i] = x[i] > 1 ? 1 : x[i] < -1 ? -1 : x[i];
+    long frames = track(&f, x, n, f0, v);
+    int bad = 0;
+    for (long t = 3; t < frames - 3; t++)
+        bad += !(v[t] == 1.0f) || !(fabs(f0[t] / 200 - 1) < 0.01);
+    CHECK(bad == 0, "clipped 200 Hz voice: %d frames wrong", bad);
+    /* white noise is unvoiced; silence is unvoiced with f0 0; a NaN in
+     * the span counts as silence: no NaN comes out */
+    uint64_t s = 11;
+    for (long i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)(0.5 * ((double)(s >> 40) / 16777216.0 - 0.5));
+    }
+    frames = track(&f, x, n, f0, v);
+    int voiced = 0;
+    for (long t = 0; t < frames; t++)
+        voiced += v[t] != 0;
+    CHECK(voiced <= frames / 10, "white noise: %d of %ld frames voiced",
+          voiced, frames);
+    memset(x, 0, sizeof(float) * n);
+    x[4000] = NAN;
+    x[4100] = INFINITY;
+    frames = track(&f, x, n, f0, v);
+    bad = 0;
+    for (long t = 0; t < frames; t++)
+        bad += f0[t] != 0 || v[t] != 0;
+    CHECK(bad == 0, "silence (with a NaN and an Inf): %d frames voiced", bad);
+    /* below and above the range: clamped, never out of [50, 600] */
+    for (int k = 0; k < 2; k++) {
+        float *y = tone(n, k ? 1500 : 30, 16000, 0.5);
+        frames = track(&f, y, n, f0, v);
+        bad = 0;
+        for (long t = 0; t < frames; t++)
+            bad += v[t] != 0 && !(f0[t] >= 50 && f0[t] <= 600);
+        CHECK(bad == 0, "%d Hz tone: %d frames outside 50-600 Hz", k ? 1500 : 30,
+              bad);
+        free(y);
+    }
+    free(x);
+    return failures;
+}
+
+/* Features with pitch of x: n_mels + 2 values per frame. */
+static float *features_with_pitch(const frae_features *f, const float *x,
+                                  long n, long *frames)
+{
+    frae_mel *m = frae_mel_create(f, NULL, 0);
+    *frames = frae_mel_frames(m, n);
+    const int w = f->n_mels + 2;
+    float *mel = malloc(sizeof(float) * (size_t)*frames * f->n_mels);
+    float *out = malloc(sizeof(float) * (size_t)*frames * w);
+    float *f0 = malloc(sizeof(float) * (size_t)*frames);
+    float *v = malloc(sizeof(float) * (size_t)*frames);
+    frae_mel_compute(m, x, n, mel);
+    track(f, x, n, f0, v);
+    for (long t = 0; t < *frames; t++) {
+        memcpy(out + t * w, mel + t * f->n_mels, sizeof(float) * f->n_mels);
+        out[t * w + f->n_mels] = f0[t];
+        out[t * w + f->n_mels + 1] = v[t];
+    }
+    free(mel), free(f0), free(v);
+    frae_mel_destroy(m);
+    return out;
+}
+
+/* Audio of frames through the vocoder, timed as frae decode does. */
+static float *vocode_all(const frae_features *f, const float *feats,
+                         long frames, long *n)
+{
+    void *mem = malloc(frae_vocoder_size(f));
+    frae_vocoder *v = frae_vocoder_init(mem, f, 1, NULL, 0);
+    *n = (frames - 1) * f->hop + f->win;
+    float *y = calloc((size_t)*n + f->hop, sizeof(float));
+    long at = f->win / 2 - f->hop;
+    for (long t = 0; t < frames; t++, at += f->hop)
+        frae_vocoder_frame(v, feats + t * (f->n_mels + 2), y + at);
+    frae_vocoder_flush(v, y + at);
+    free(mem);
+    return y;
+}
+
+/* Mean over frames [t0, t1) of the RMS difference in dB of bands
+ * [b0, b1), and the mean difference (b - a). */
+static double band_lsd(const float *a, const float *b, int width, long t0,
+                       long t1, int b0, int b1, double *mean)
+{
+    double lsd = 0, sum = 0;
+    for (long t = t0; t < t1; t++) {
+        double ss = 0;
+        for (int k = b0; k < b1; k++) {
+            double d = 5.0 * (b[t * width + k] - a[t * width + k]) * 4.342944819;
+            ss += d * d;
+            sum += d;
+        }
+        lsd += sqrt(ss / (b1 - b0));
+    }
+    *mean = sum / ((double)(t1 - t0) * (b1 - b0));
+    return lsd / (t1 - t0);
+}
+
+int test_vocoder(void)
+{
+    int failures = 0;
+    frae_features f;
+    frae_features_default(&f);
+    const long n = 16000;
+    /* a voice: harmonics with vibrato, through the vocoder and back: the
+     * same envelope (the harmonics' amplitudes invert the analysis) and
+     * the same f0 */
+    float *x = malloc(sizeof(float) * n);
+    double ph = 0;
+    for (long i = 0; i < n; i++) {
+        double f0 = 140 + 15 * sin(2 * PI * 3 * i / 16000.0), v = 0;
+        ph += 2 * PI * f0 / 16000.0;
+        for (int h = 1; h * f0 < 7800; h++) /* a formant near 700 Hz */
+            v += sin(h * ph) / (1 + fabs(h * f0 - 700) / 300);
+        x[i] = (float)(0.2 * v);
+    }
+    long frames, ny;
+    float *a = features_with_pitch(&f, x, n, &frames);
+    float *y = vocode_all(&f, a, frames, &ny);
+    CHECK(ny == (frames - 1) * 160 + 400, "vocoded %ld samples", ny);
+    long frames2;
+    float *b = features_with_pitch(&f, y, ny, &frames2);
+    CHECK(frames2 == frames, "%ld frames back, not %ld", frames2, frames);
+    double mean, lsd = band_lsd(a, b, 82, 3, frames - 3, 0, 80, &mean);
+    /* measured 1.0 dB, mean within 0.1 dB */
+    CHECK(lsd < 1.6 && fabs(mean) < 0.5, "voice round trip: LSD %.2f dB, "
+          "mean %.2f dB", lsd, mean);
+    int bad = 0;
+    for (long t = 3; t < frames - 3; t++) {
+        bad += !(b[t * 82 + 81] == 1.0f) ||
+               !(fabs(b[t * 82 + 80] / a[t * 82 + 80] - 1) < 0.02);
+    }
+    CHECK(bad == 0, "%d frames' f0 not back within 2%%", bad);
+    printf("    voice -> features + f0 -> vocoder -> features: LSD %.2f dB "
+           "(mean %+.2f dB), f0 kept\n", lsd, mean);
+    free(a), free(b), free(y);
+    /* noise: unvoiced frames come back as noise of the same spectrum */
+    uint64_t s = 3;
+    for (long i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)(0.3 * ((double)(s >> 40) / 16777216.0 - 0.5));
+    }
+    a = features_with_pitch(&f, x, n, &frames);
+    for (long t = 0; t < frames; t++)
+        a[t * 82 + 80] = a[t * 82 + 81] = 0; /* all unvoiced */
+    y = vocode_all(&f, a, frames, &ny);
+    b = features_with_pitch(&f, y, ny, &frames2);
+    lsd = band_lsd(a, b, 82, 3, frames - 3, 4, 80, &mean);
+    /* noise against noise: each band's level is itself random (~4 dB
+     * RMS apart); its mean must hold */
+    CHECK(lsd < 6 && fabs(mean) < 1.0, "noise round trip: LSD %.2f dB, mean "
+          "%.2f dB", lsd, mean);
+    printf("    noise -> vocoder (unvoiced) -> features: LSD %.2f dB (mean "
+           "%+.2f dB)\n", lsd, mean);
+    free(a), free(b), free(y), free(x);
+    return failures;
+}
+
+int test_vocoder_bad_input(void)
+{
+    int failures = 0;
+    frae_features f;
+    frae_features_default(&f);
+    char err[256] = "";
+    frae_features odd = f;
+    odd.n_fft = 500;
+    char small[64];
+    CHECK(frae_vocoder_size(&odd) == 0 &&
+              !frae_vocoder_init(small, &odd, 1, err, sizeof err) &&
+              strstr(err, "power of two"),
+          "a 500-point FFT was accepted: '%s'", err);
+    void *mem = malloc(frae_vocoder_size(&f));
+    frae_vocoder *v = frae_vocoder_init(mem, &f, 7, err, sizeof err);
+    CHECK(v != NULL, "init: %s", err);
+    float frame[82], out[160];
+    const float junk[] = {NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 0, 3};
+    int bad = 0;
+    double peak = 0;
+    for (int t = 0; t < 700; t++) {
+        for (int k = 0; k < 80; k++) /* every kind of junk, and speech-like */
+            frame[k] = t < 350 ? junk[(t + k) % 7] : 1.0f + 0.01f * k;
+        frame[80] = junk[t % 7] * (t % 3 ? 100.0f : 1.0f); /* f0 anything */
+        frame[81] = t % 5 == 0 ? NAN : (float)(t % 2);
+        if (t >= 600) { /* very low and very high voices, clamped */
+            frame[80] = t % 2 ? 20.0f : 5000.0f;
+            frame[81] = 1;
+        }
+        frae_vocoder_frame(v, frame, out);
+        for (int i = 0; i < 160; i++) {
+            bad += !isfinite(out[i]);
+            peak = fmax(peak, fabs(out[i]));
+        }
+    }
+    frae_vocoder_flush(v, out);
+    for (int i = 0; i < 160; i++)
+        bad += !isfinite(out[i]);
+    CHECK(bad == 0, "%d non-finite samples from bad frames", bad);
+    printf("    700 frames of NaN, Inf, 1e30 and f0 out of range: finite "
+           "(peak %.3g)\n", peak);
+    /* silence in, silence out */
+    frae_vocoder_reset(v);
+    for (int k = 0; k < 82; k++)
+        frame[k] = -10; /* far below the feature floor */
+    peak = 0;
+    for (int t = 0; t < 50; t++) {
+        frae_vocoder_frame(v, frame, out);
+        for (int i = 0; i < 160; i++)
+            peak = fmax(peak, fabs(out[i]));
+    }
+    CHECK(peak < 1e-3, "silent frames give a peak of %.3g", peak);
+    /* seeded: the same frames give the same samples after a reset */
+    float first[160], again[160];
+    for (int k = 0; k < 80; k++)
+        frame[k] = 1.0f;
+    frame[80] = 120, frame[81] = 1;
+    frae_vocoder_reset(v);
+    frae_vocoder_frame(v, frame, first);
+    frae_vocoder_reset(v);
+    frae_vocoder_frame(v, frame, again);
+    CHECK(!memcmp(first, again, sizeof first), "reset does not repeat");
+    free(mem);
+    return failures;
+}

@@ -1,5 +1,6 @@
 /* The streaming codec: closed-loop exactness, caller-owned states, threads,
  * determinism across instruction sets, and the bitstream's defences. */
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -375,5 +376,97 @@ int test_bf16_weights(void)
     printf("    bf16 model == f32 model on rounded weights on %d ISA(s); "
            "checkpoint %lld vs %lld bytes\n",
            nisa, (long long)s16.st_size, (long long)s32.st_size);
+    return failures;
+}
+
+/* Pitch (cfg.pitch): frames of D + 2; the envelope still decodes to the
+ * bit of frae_forward, f0 is quantized within a step of its track, the
+ * decoder repeats the encoder's f0 exactly, and codes no encoder makes are
+ * refused. */
+int test_codec_pitch(void)
+{
+    int failures = 0;
+    const int T = 300, D = 7, W = D + 2;
+    for (int gru = 0; gru <= 1; gru++) {
+        frae_config c;
+        codec_config(&c, FRAE_QUANT_BINARY, 0);
+        c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
+        c.batch = 1;
+        c.pitch = 1;
+        frae_model *m = create_or_die(&c);
+        perturb_params(m, NULL);
+        CHECK(frae_bits_per_frame(m) == 5 + FRAE_PITCH_BITS,
+              "%g bits per frame", frae_bits_per_frame(m));
+        CHECK(frae_code_bytes(m) == 2, "%zu code bytes", frae_code_bytes(m));
+        float *x = synth(1, T, D, 77), *y = malloc(sizeof(float) * T * D);
+        frae_forward(m, x, y, 1, T);
+        float *frames = malloc(sizeof(float) * T * W);
+        for (int t = 0; t < T; t++) {
+            memcpy(frames + t * W, x + t * D, sizeof(float) * D);
+            /* a voice gliding 90 -> 300 Hz with a jump, gaps unvoiced,
+             * and frames no tracker makes (NaN, negative) unvoiced */
+            int voiced = (t / 40) % 3 != 2;
+            float f0 = (float)(90 * pow(300.0 / 90, t / (double)T));
+            if (t >= 150 && t < 200)
+                f0 *= 1.6f;
+            frames[t * W + D] = t == 17 ? NAN : t == 18 ? -5.0f : f0;
+            frames[t * W + D + 1] = voiced ? 1.0f : 0.0f;
+        }
+        frae_encoder *e = frae_encoder_create(m);
+        frae_decoder *d = frae_decoder_create(m);
+        unsigned char code[2];
+        float recon[9], out[9];
+        int same_env = 1, same_pitch = 1, voicing_ok = 1, late = 0;
+        double worst = 0;
+        for (int t = 0; t < T; t++) {
+            const float *ft = frames + t * W;
+            frae_encode_frame(e, ft, code, recon);
+            CHECK(frae_decode_frame(d, code, out) == 0, "frame %d refused", t);
+            same_env &= !memcmp(out, y + t * D, sizeof(float) * D) &&
+                        !memcmp(recon, out, sizeof(float) * D);
+            same_pitch &= !memcmp(recon + D, out + D, 2 * sizeof(float));
+            int voiced = ft[D + 1] >= 0.5f && ft[D] > 0;
+            voicing_ok &= out[D + 1] == (voiced ? 1.0f : 0.0f) &&
+                          (voiced || out[D] == 0.0f);
+            /* within the finest step once the loop has caught up (the
+             * largest step is half an octave: a jump takes a few frames) */
+            if (voiced && t % 40 > 4 && !(t >= 150 && t < 155)) {
+                double err = fabs(log2(out[D] / ft[D]));
+                worst = fmax(worst, err);
+                late += err > 0.0151;
+            }
+        }
+        CHECK(same_env, "%s: the envelope differs from frae_forward",
+              gru ? "gru" : "dense");
+        CHECK(same_pitch, "decoder's f0 differs from the encoder's");
+        CHECK(voicing_ok, "voicing not kept");
+        CHECK(late == 0, "%d tracked frames off by more than 0.015 octave "
+              "(worst %.4f)", late, worst);
+        /* pitch bits on an unvoiced frame: no encoder makes that code */
+        frae_decoder_reset(d);
+        /* bits 0-4 the latent, 5 voicing (0), 6-8 the step (001) */
+        unsigned char bad[2] = {0x40, 0x00};
+        CHECK(frae_decode_frame(d, bad, out) == -1,
+              "step bits on an unvoiced frame were accepted");
+        /* a stream: flag bit 1, 9 bits a frame, checked against the model */
+        frae_stream s;
+        frae_stream_header(m, 1, 3, 1, &s);
+        CHECK(s.flags == (1 | FRAE_STREAM_PITCH), "flags %d", s.flags);
+        CHECK(frae_stream_bytes(&s) == FRAE_STREAM_HEADER + 4 + 4,
+              "%zu stream bytes for 27 bits", frae_stream_bytes(&s));
+        c.pitch = 0;
+        frae_model *plain = create_or_die(&c);
+        char err[256] = "";
+        CHECK(frae_stream_check_model(&s, plain, err, sizeof err) &&
+                  strstr(err, "carries pitch"),
+              "a pitch stream passed a model without pitch: '%s'", err);
+        frae_destroy(plain);
+        printf("    %s: 5 + %d bits/frame, envelope == forward to the bit, "
+               "f0 tracked within %.4f octave\n",
+               gru ? "gru  " : "dense", FRAE_PITCH_BITS, worst);
+        frae_encoder_destroy(e), frae_decoder_destroy(d);
+        free(x), free(y), free(frames);
+        frae_destroy(m);
+    }
     return failures;
 }

@@ -3,11 +3,13 @@
  * Allocations are counted by interposing malloc and friends (forwarding to
  * glibc's __libc_* entry points), or, under AddressSanitizer, which owns
  * malloc, through its allocation hooks. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "frae_audio.h"
 #include "test_util.h"
 #include "tests.h"
 
@@ -163,6 +165,48 @@ int test_codec_zero_allocations(void)
     frae_encoder_destroy(e), frae_decoder_destroy(d), free(x);
     frae_destroy(m);
     }
+    /* the speech path: a pitch-coding model's frames, the f0 tracker and
+     * the vocoder, in caller memory */
+    frae_config c;
+    tiny_config(&c, 80, 0, 1, enc, 4, 1, dec);
+    c.training = 0;
+    c.quantizer = FRAE_QUANT_BINARY;
+    c.pitch = 1;
+    frae_model *m = create_or_die(&c);
+    frae_encoder *e = frae_encoder_create(m);
+    frae_decoder *d = frae_decoder_create(m);
+    frae_features f;
+    frae_features_default(&f);
+    void *vmem = malloc(frae_vocoder_size(&f)), *pmem = malloc(frae_f0_size(&f));
+    frae_vocoder *v = frae_vocoder_init(vmem, &f, 1, NULL, 0);
+    frae_f0 *p = frae_f0_init(pmem, &f);
+    float *span = malloc(sizeof(float) * (size_t)frae_f0_span(&f));
+    float frame[82], y[82], audio[160];
+    unsigned char code[8];
+    CHECK(e && d && v && p, "no speech states");
+    int bad = 0;
+    counting = 1;
+    alloc_count = 0;
+    for (int t = 0; t < 300; t++) {
+        for (int i = 0; i < frae_f0_span(&f); i++)
+            span[i] = (float)(0.3 * sin(0.05 * (t * 160 + i)));
+        for (int k = 0; k < 80; k++)
+            frame[k] = (float)(0.5 + 0.3 * sin(0.1 * k + 0.05 * t));
+        frae_f0_frame(p, span, &frame[80], &frame[81]);
+        frae_encode_frame(e, frame, code, NULL);
+        bad += frae_decode_frame(d, code, y) != 0;
+        frae_vocoder_frame(v, y, audio);
+    }
+    frae_vocoder_flush(v, audio);
+    counting = 0;
+    CHECK(bad == 0 && alloc_count == 0,
+          "%ld allocations (%d bad frames) in 300 speech frames", alloc_count,
+          bad);
+    printf("    speech: %ld allocations in 300 frames of f0 tracking, "
+           "encode and decode with pitch, and vocoding\n", alloc_count);
+    frae_encoder_destroy(e), frae_decoder_destroy(d);
+    free(vmem), free(pmem), free(span);
+    frae_destroy(m);
     return failures;
 }
 

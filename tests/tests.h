@@ -42,11 +42,15 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(atomic_save_under_kill) \
     X(codec_roundtrip) \
     X(codec_threads_and_isas) \
+    X(codec_pitch) \
     X(bitstream) \
     X(bf16_weights) \
     X(codec_zero_allocations) \
     X(features_reference) \
     X(griffin_lim) \
+    X(pitch_tracker) \
+    X(vocoder) \
+    X(vocoder_bad_input) \
     X(audio_files) \
     X(bad_configs) \
     X(sizes)

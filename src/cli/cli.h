@@ -92,7 +92,8 @@ extern const cli_opt cli_feature_opts[];
 /* Audio, by extension: anything but .npy (and .fbs, .safetensors). */
 int cli_is_audio(const char *path);
 /* The feature parameters a checkpoint was trained with: 1 if it has them,
- * 0 if not, or -1 after printing an error. */
+ * 0 if not, or -1 after printing an error.  f->pitch: whether its codec
+ * carries pitch. */
 int cli_model_features(const char *model, frae_features *f);
 /* Adds the features.* metadata for f to meta (needs 10 slots of vals). */
 int cli_features_meta(const frae_features *f, char (*vals)[64],
@@ -107,13 +108,15 @@ int cli_audio_frames(const char *path, const frae_features *f, int resample,
 /* Audio of a model: features computed with the checkpoint's parameters.
  * Returns 0 or an exit code after printing the error. */
 int cli_model_audio(const char *model, const char *path,
-                    const cli_audio *requested, frae_npy *out);
+                    const cli_audio *requested, int with_pitch, frae_npy *out);
 
 /* ---- commands that run a model on one input ------------------------------ */
 typedef struct {
     const char *model, *input, *output;
     frae_isa isa;
     cli_audio audio;
+    int with_pitch; /* audio IN: frames carry f0 and voicing too, if the
+                       model codes pitch (encode) */
 } cli_io;
 
 void cli_io_default(cli_io *io);
@@ -167,6 +170,7 @@ int cmd_import(int argc, char **argv);
 int cmd_encode(int argc, char **argv);
 int cmd_features(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
+int cmd_vocode(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 
 #endif

@@ -13,14 +13,17 @@ typedef struct {
     const char *wav;
     double frame_rate;
     int gl_iters;
+    int vocoder; /* 0: the default (hnm with pitch, else gl) */
 } codec_opts;
+
+static const char *const vocoder_names[] = {"auto", "hnm", "gl"};
 
 static const cli_opt codec_list[] = {
     {"--output", 1},      {"--frame-rate", 1}, {"--isa", 1},
     {"--wav", 1},         {"--gl-iters", 1},   {"--sample-rate", 1},
     {"--no-resample", 0}, {"--mels", 1},       {"--hop", 1},
     {"--win", 1},         {"--fft", 1},        {"--fmin", 1},
-    {"--fmax", 1},        {NULL, 0}};
+    {"--fmax", 1},        {"--vocoder", 1},    {NULL, 0}};
 
 static int codec_opt(void *ctx, const char *name, const char *v)
 {
@@ -31,6 +34,8 @@ static int codec_opt(void *ctx, const char *name, const char *v)
         return o->wav = v, 0;
     if (!strcmp(name, "--gl-iters"))
         return cli_int(name, v, 0, 10000, &o->gl_iters);
+    if (!strcmp(name, "--vocoder"))
+        return cli_choice(name, v, vocoder_names, 3, &o->vocoder);
     int rc = cli_io_option(&o->io, name, v);
     return rc == 1 ? cli_fail(EXIT_USAGE, "unknown option '%s'", name) : rc;
 }
@@ -54,33 +59,56 @@ static frae_model *load_inference(const char *path, frae_isa isa)
     return m;
 }
 
-/* Decoded log-mel frames (the .npy just written) back to audio. */
-static int write_wavs(const char *model, const char *frames_path,
-                      const char *wav, int iters)
+/* Frames of features with pitch (n_mels + 2 values each) to audio through
+ * the harmonic-plus-noise vocoder: the same length and timing as the
+ * audio they came from ((frames - 1) * hop + win samples). */
+static float *vocode(const frae_features *f, const float *frames, long n,
+                     long *n_samples, char *err, size_t errlen);
+
+/* Frames of an .npy of features (log-mel, or log-mel with pitch) to one
+ * WAV per sequence: the vocoder if the frames carry pitch and gl_iters < 0,
+ * else Griffin-Lim. */
+static int write_wavs(const frae_features *f, const char *frames_path,
+                      const char *wav, int gl_iters)
 {
-    frae_features f;
-    int have = cli_model_features(model, &f);
-    if (have <= 0)
-        return have < 0 ? EXIT_USAGE
-                        : cli_fail(EXIT_USAGE,
-                                   "--wav: %s was not trained on audio "
-                                   "features, so its frames are not log-mel",
-                                   model);
     char err[512];
     frae_npy a;
-    if (frae_npy_open(frames_path, &a, err, sizeof err))
-        return cli_fail(EXIT_FAILED, "%s", err);
-    frae_mel *mel = frae_mel_create(&f, err, sizeof err);
-    float *feats = malloc(sizeof(float) * (size_t)a.t * a.d);
-    float *audio = malloc(sizeof(float) * (size_t)((a.t - 1) * f.hop + f.win));
-    int rc = EXIT_OK;
-    if (!mel || !feats || !audio) {
-        rc = cli_fail(EXIT_FAILED, "--wav: %s", mel ? "out of memory" : err);
+    if (frae_npy_open(frames_path, &a, err, sizeof err) ||
+        frae_npy_frames(&a, frames_path, err, sizeof err) ||
+        frae_npy_check_finite(&a, frames_path, err, sizeof err))
+        return cli_fail(EXIT_USAGE, "%s", err);
+    const int pitch = a.d == f->n_mels + 2;
+    if (!pitch && a.d != f->n_mels) {
+        frae_npy_close(&a);
+        return cli_fail(EXIT_USAGE,
+                        "%s: %ld values per frame; the features have %d mel "
+                        "bands (%d with pitch)",
+                        frames_path, a.d, f->n_mels, f->n_mels + 2);
     }
+    const int hnm = pitch && gl_iters < 0;
+    if (gl_iters < 0)
+        gl_iters = 32;
+    frae_mel *mel = hnm ? NULL : frae_mel_create(f, err, sizeof err);
+    float *feats = malloc(sizeof(float) * (size_t)a.t * a.d);
+    float *mels = malloc(sizeof(float) * (size_t)a.t * f->n_mels);
+    int rc = EXIT_OK;
+    if ((!hnm && !mel) || !feats || !mels)
+        rc = cli_fail(EXIT_FAILED, "--wav: %s", feats && mels ? err : "out of memory");
     for (long s = 0; s < a.n && rc == EXIT_OK; s++) {
         if (frae_npy_read(&a, s, 0, a.t, feats)) /* mapped: cannot fail */
             break;
-        long n = frae_mel_invert(mel, feats, a.t, iters, audio);
+        long n = -1;
+        float *audio = NULL;
+        if (hnm) {
+            audio = vocode(f, feats, a.t, &n, err, sizeof err);
+        } else {
+            for (long t = 0; t < a.t; t++) /* the envelope alone */
+                memcpy(mels + (size_t)t * f->n_mels, feats + (size_t)t * a.d,
+                       sizeof(float) * (size_t)f->n_mels);
+            audio = malloc(sizeof(float) * (size_t)((a.t - 1) * f->hop + f->win));
+            n = audio ? frae_mel_invert(mel, mels, a.t, gl_iters, audio) : -1;
+            snprintf(err, sizeof err, "out of memory");
+        }
         char path[4096];
         if (a.n == 1) {
             snprintf(path, sizeof path, "%s", wav);
@@ -90,17 +118,54 @@ static int write_wavs(const char *model, const char *frames_path,
             snprintf(path, sizeof path, "%.*s-%ld%s", stem, wav, s,
                      dot ? dot : ".wav");
         }
-        if (n < 0 || frae_audio_write_wav(path, audio, n, f.sample_rate, err,
-                                          sizeof err))
-            rc = cli_fail(EXIT_FAILED, "%s", n < 0 ? "out of memory" : err);
+        if (!audio || n < 0)
+            rc = cli_fail(EXIT_FAILED, "--wav: %s", err);
+        else if (frae_audio_write_wav(path, audio, n, f->sample_rate, err,
+                                      sizeof err))
+            rc = cli_fail(EXIT_FAILED, "%s", err);
+        else if (hnm)
+            printf("%s: %.2f s of audio (harmonic-plus-noise vocoder)\n", path,
+                   (double)n / f->sample_rate);
         else
             printf("%s: %.2f s of audio (Griffin-Lim, %d iterations)\n", path,
-                   (double)n / f.sample_rate, iters);
+                   (double)n / f->sample_rate, gl_iters);
+        free(audio);
     }
-    free(feats), free(audio);
+    free(feats), free(mels);
     frae_mel_destroy(mel);
     frae_npy_close(&a);
     return rc;
+}
+
+/* Frames of features with pitch (n_mels + 2 values each) to audio through
+ * the harmonic-plus-noise vocoder: the same length and timing as the
+ * audio they came from ((frames - 1) * hop + win samples). */
+static float *vocode(const frae_features *f, const float *frames, long n,
+                     long *n_samples, char *err, size_t errlen)
+{
+    const size_t size = frae_vocoder_size(f);
+    void *mem = size ? malloc(size) : NULL;
+    frae_vocoder *v = mem ? frae_vocoder_init(mem, f, 1, err, errlen) : NULL;
+    const long total = (n - 1) * f->hop + f->win;
+    float *audio = calloc((size_t)total + (size_t)f->hop, sizeof(float));
+    if (!v || !audio) {
+        if (!size)
+            frae_vocoder_init(NULL, f, 1, err, errlen); /* says why */
+        else
+            snprintf(err, errlen, "out of memory");
+        free(mem), free(audio);
+        return NULL;
+    }
+    const int width = f->n_mels + 2;
+    /* call t ends at frame t's centre; before frame 0's, win/2 - hop
+     * samples of silence */
+    long at = f->win / 2 - f->hop;
+    for (long t = 0; t < n; t++, at += f->hop)
+        frae_vocoder_frame(v, frames + (size_t)t * width, audio + at);
+    frae_vocoder_flush(v, audio + at);
+    free(mem);
+    *n_samples = total;
+    return audio;
 }
 
 static void encode_help(void)
@@ -135,6 +200,7 @@ int cmd_encode(int argc, char **argv)
                                     "'frae encode --help')");
     char err[512];
     frae_npy in;
+    o.io.with_pitch = 1;
     if ((rc = cli_open_frames(&o.io, &in)))
         return rc;
     frae_model *m = load_inference(o.io.model, o.io.isa);
@@ -143,12 +209,18 @@ int cmd_encode(int argc, char **argv)
         return EXIT_USAGE;
     }
     const int D = frae_get_config(m)->frame_dim;
-    if (in.d != D || in.n > 0xffffffffL || in.t > 0xffffffffL) {
-        rc = in.d != D
+    const int pitch = frae_get_config(m)->pitch;
+    const int width = D + 2 * pitch; /* values per frame in and out */
+    if (in.d != width || in.n > 0xffffffffL || in.t > 0xffffffffL) {
+        rc = in.d != width
                  ? cli_fail(EXIT_USAGE,
-                            "%s: frame dimension %ld does not match the "
-                            "model's %d",
-                            o.io.input, in.d, D)
+                            pitch ? "%s: frame dimension %ld; the model codes "
+                                    "pitch and needs %d (%d features, f0, "
+                                    "voicing: audio, or 'frae features "
+                                    "--pitch')"
+                                  : "%s: frame dimension %ld does not match "
+                                    "the model's %d",
+                            o.io.input, in.d, width, D)
                  : cli_fail(EXIT_USAGE,
                             "%s: %ld x %ld frames, more than a stream holds "
                             "(2^32 - 1 each)",
@@ -161,8 +233,8 @@ int cmd_encode(int argc, char **argv)
     /* frames are read a chunk at a time and their codes written as they
      * come: memory does not grow with the input */
     const long chunk = in.t < 512 ? in.t : 512;
-    float *x = malloc(sizeof(float) * (size_t)chunk * D);
-    float *recon = malloc(sizeof(float) * D);
+    float *x = malloc(sizeof(float) * (size_t)chunk * width);
+    float *recon = malloc(sizeof(float) * width);
     unsigned char *code = malloc(cb), *bytes_out = malloc(cb + 8);
     frae_encoder *e = frae_encoder_create(m);
     frae_stream h;
@@ -181,7 +253,8 @@ int cmd_encode(int argc, char **argv)
     frae_stream_writer w;
     unsigned char head[FRAE_STREAM_HEADER];
     fwrite(head, 1, frae_stream_writer_begin(&w, &h, head), af.f);
-    double sse = 0, energy = 0;
+    double sse = 0, energy = 0, f0_err = 0;
+    long voiced = 0, voicing_kept = 0;
     for (long s = 0; s < in.n; s++) {
         frae_encoder_reset(e);
         for (long t = 0; t < in.t; t++) {
@@ -194,8 +267,13 @@ int cmd_encode(int argc, char **argv)
                               o.io.input, strerror(errno));
                 goto done;
             }
-            const float *xt = x + (size_t)(t % chunk) * D;
+            const float *xt = x + (size_t)(t % chunk) * width;
             frae_encode_frame(e, xt, code, recon);
+            if (pitch && xt[D + 1] >= 0.5f && xt[D] > 0) {
+                voiced++;
+                voicing_kept += recon[D + 1] >= 0.5f;
+                f0_err += fabs(recon[D] / xt[D] - 1.0);
+            }
             fwrite(bytes_out, 1, frae_stream_writer_add(&w, code, bytes_out),
                    af.f);
             for (int d = 0; d < D; d++) {
@@ -210,16 +288,24 @@ int cmd_encode(int argc, char **argv)
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
-    double bpf = (double)frae_get_config(m)->latent_dim * frae_code_bits(m);
+    double bpf = frae_bits_per_frame(m);
     double mse = sse / ((double)n_frames * D);
     printf("%ld sequence%s x %ld frames -> %s (%zu bytes, %d of them header "
            "and CRC)\n",
            in.n, in.n == 1 ? "" : "s", in.t, o.io.output, bytes,
            FRAE_STREAM_HEADER + 4);
-    printf("bitrate: %.0f bits/frame (%d x %d bits) = %.3f kbit/s at %g "
+    char split[64] = "";
+    if (pitch)
+        snprintf(split, sizeof split, " + %d pitch", FRAE_PITCH_BITS);
+    printf("bitrate: %.0f bits/frame (%d x %d bits%s) = %.3f kbit/s at %g "
            "frames/s\n",
-           bpf, frae_get_config(m)->latent_dim, frae_code_bits(m),
+           bpf, frae_get_config(m)->latent_dim, frae_code_bits(m), split,
            bpf * o.frame_rate / 1000.0, o.frame_rate);
+    if (pitch)
+        printf("pitch: %ld voiced frames, %.1f%% coded voiced, mean f0 "
+               "error %.2f%%\n",
+               voiced, voiced ? 100.0 * voicing_kept / voiced : 0.0,
+               voiced ? 100.0 * f0_err / voiced : 0.0);
     printf("distortion: mse %.6g, snr %.2f dB\n", mse,
            sse > 0 ? 10.0 * log10(energy / sse) : INFINITY);
     rc = EXIT_OK;
@@ -239,14 +325,61 @@ static void decode_help(void)
            "it (checked by its hash) and writes them as float32 .npy, shaped\n"
            "like the encoded input.  The decoder runs the same feedback loop\n"
            "as training: decode(encode(x)) equals 'frae predict' on x.\n"
+           "With a model that codes pitch (train --pitch), each frame is D\n"
+           "values, then f0 (Hz, 0 when unvoiced) and voicing (0 or 1).\n"
            "  --wav OUT.wav        also turn log-mel frames back into audio\n"
-           "                       (mel pseudo-inverse, then Griffin-Lim;\n"
-           "                       OUT-<n>.wav per sequence if several)\n"
+           "                       (OUT-<n>.wav per sequence if several)\n"
+           "  --vocoder V          hnm: the harmonic-plus-noise vocoder\n"
+           "                       (the default when the stream carries\n"
+           "                       pitch); gl: mel pseudo-inverse, then\n"
+           "                       Griffin-Lim (the default without pitch)\n"
            "  --gl-iters N         Griffin-Lim iterations (32)\n"
            "\n"
            "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
            "options, model or stream (truncated, corrupted, foreign, or\n"
            "made with another model).\n");
+}
+
+static void vocode_help(void)
+{
+    printf("usage: frae vocode FEATURES.npy -o OUT.wav [options]\n"
+           "\n"
+           "Turns features with pitch ('frae features --pitch': [T, mels + 2]\n"
+           "or [N, T, mels + 2]) back into audio with the harmonic-plus-noise\n"
+           "vocoder, the one 'frae decode --wav' uses: the vocoder's own\n"
+           "quality, with no coding.  Features of mels values only are\n"
+           "inverted by Griffin-Lim.  OUT-<n>.wav per sequence if several.\n"
+           "\n" CLI_FEATURE_HELP
+           "  --gl-iters N         Griffin-Lim iterations, for features\n"
+           "                       without pitch (32)\n"
+           "\n"
+           "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
+           "options or features.\n");
+}
+
+int cmd_vocode(int argc, char **argv)
+{
+    cli_cmd = "frae vocode";
+    codec_opts o = {0};
+    cli_io_default(&o.io);
+    o.gl_iters = -1;
+    int rc = cli_parse(argc, argv, codec_list, codec_opt, codec_pos,
+                       vocode_help, &o);
+    if (rc)
+        return rc;
+    /* one positional: the features (cli_io takes it as the "model") */
+    const char *in = o.io.model;
+    if (!in || o.io.input || !o.io.output)
+        return cli_fail(EXIT_USAGE, "needs FEATURES.npy and -o OUT.wav (see "
+                                    "'frae vocode --help')");
+    char err[512];
+    if (frae_features_check(&o.io.audio.f, err, sizeof err))
+        return cli_fail(EXIT_USAGE, "bad audio features: %s", err);
+    if (o.vocoder == 2 && o.gl_iters < 0)
+        o.gl_iters = 32;
+    if (o.vocoder == 1)
+        o.gl_iters = -1;
+    return write_wavs(&o.io.audio.f, in, o.io.output, o.gl_iters);
 }
 
 int cmd_decode(int argc, char **argv)
@@ -284,12 +417,13 @@ int cmd_decode(int argc, char **argv)
         rc = cli_fail(EXIT_USAGE, "%s: %s", o.io.input, err);
         goto done;
     }
+    const int pitch = (s.flags & FRAE_STREAM_PITCH) != 0;
     const int D = (int)s.frame_dim;
-    long shape[3] = {(long)s.sequences, (long)s.frames, D};
+    long shape[3] = {(long)s.sequences, (long)s.frames, D + 2 * pitch};
     int two_d = s.flags & 1 && s.sequences == 1;
     if (two_d)
-        shape[0] = s.frames, shape[1] = D;
-    y = malloc(sizeof(float) * D);
+        shape[0] = s.frames, shape[1] = D + 2 * pitch;
+    y = malloc(sizeof(float) * (D + 2));
     code = malloc(frae_code_bytes(m));
     d = frae_decoder_create(m);
     frae_atomic_file af;
@@ -314,15 +448,35 @@ int cmd_decode(int argc, char **argv)
                               o.io.input, q, t);
                 goto done;
             }
-            fwrite(y, sizeof(float), (size_t)D, af.f);
+            fwrite(y, sizeof(float), (size_t)(D + 2 * pitch), af.f);
         }
     }
     if (frae_atomic_commit(&af, err, sizeof err)) {
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
-    if (o.wav && (rc = write_wavs(o.io.model, o.io.output, o.wav, o.gl_iters)))
-        goto done;
+    if (o.wav) {
+        frae_features f;
+        int have = cli_model_features(o.io.model, &f);
+        if (have <= 0) {
+            rc = have < 0 ? EXIT_USAGE
+                          : cli_fail(EXIT_USAGE,
+                                     "--wav: %s was not trained on audio "
+                                     "features, so its frames are not log-mel",
+                                     o.io.model);
+            goto done;
+        }
+        if (o.vocoder == 1 && !pitch) {
+            rc = cli_fail(EXIT_USAGE,
+                          "--vocoder hnm: %s carries no pitch (the model "
+                          "codes the envelope alone); use --vocoder gl",
+                          o.io.input);
+            goto done;
+        }
+        if ((rc = write_wavs(&f, o.io.output, o.wav,
+                             pitch && o.vocoder != 2 ? -1 : o.gl_iters)))
+            goto done;
+    }
     printf("%s -> %s: %u sequence%s x %u frames\n", o.io.input, o.io.output,
            s.sequences, s.sequences == 1 ? "" : "s", s.frames);
     rc = EXIT_OK;

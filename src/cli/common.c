@@ -375,7 +375,8 @@ int cli_model_features(const char *model, frae_features *f)
     } else {
         *f = (frae_features){(int)v[0], (int)v[1], (int)v[2], (int)v[3],
                              (int)v[4], (float)v[5], (float)v[6], (float)v[7],
-                             (float)v[8], (float)v[9]};
+                             (float)v[8], (float)v[9], 0};
+        f->pitch = frae_checkpoint_meta(ck, "frae.pitch") != NULL;
         if (frae_features_check(f, err, sizeof err)) {
             cli_fail(EXIT_USAGE, "%s: bad audio feature metadata: %s", model,
                      err);
@@ -387,7 +388,7 @@ int cli_model_features(const char *model, frae_features *f)
 }
 
 int cli_model_audio(const char *model, const char *path,
-                    const cli_audio *requested, frae_npy *out)
+                    const cli_audio *requested, int with_pitch, frae_npy *out)
 {
     frae_features f;
     int have = cli_model_features(model, &f);
@@ -406,6 +407,7 @@ int cli_model_audio(const char *model, const char *path,
         return cli_fail(EXIT_USAGE,
                         "%s was trained on features of %s; requested %s",
                         model, want, got);
+    f.pitch = f.pitch && with_pitch;
     return cli_audio_frames(path, &f, requested->resample, out);
 }
 
@@ -464,8 +466,8 @@ int cli_audio_frames(const char *path, const frae_features *f, int resample,
     }
     memset(out, 0, sizeof *out);
     out->ndim = 2;
-    out->n = 1, out->t = frames, out->d = f->n_mels;
-    out->dims[0] = frames, out->dims[1] = f->n_mels;
+    out->n = 1, out->t = frames, out->d = FRAE_FEATURE_WIDTH(f);
+    out->dims[0] = frames, out->dims[1] = out->d;
     out->itemsize = 4;
     out->from_fd = 1; /* read as needed: never resident as a whole */
     out->fd = fs.fd;
@@ -507,7 +509,8 @@ int cli_open_frames(const cli_io *io, frae_npy *in)
 {
     char err[512];
     if (cli_is_audio(io->input))
-        return cli_model_audio(io->model, io->input, &io->audio, in);
+        return cli_model_audio(io->model, io->input, &io->audio,
+                               io->with_pitch, in);
     if (frae_npy_open(io->input, in, err, sizeof err) ||
         frae_npy_frames(in, io->input, err, sizeof err) ||
         frae_npy_check_finite(in, io->input, err, sizeof err))

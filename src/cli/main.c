@@ -18,7 +18,8 @@ static void print_help(void)
            "  convert   store a model's weights as bf16 (or f32) for inference\n"
            "  encode    compress frames into a .fbs bitstream\n"
            "  decode    rebuild frames (and audio) from a .fbs bitstream\n"
-           "  features  log-mel features of an audio file\n"
+           "  features  log-mel features (and pitch) of an audio file\n"
+           "  vocode    features with pitch back to audio (the vocoder)\n"
            "  help      this help; 'frae <command> --help' for one command\n"
            "\n"
            "Exit codes: 0 success; 1 a run failed (diverged, or a file could\n"
@@ -56,6 +57,8 @@ int main(int argc, char **argv)
         return cmd_encode(argc - 2, argv + 2);
     if (!strcmp(cmd, "decode"))
         return cmd_decode(argc - 2, argv + 2);
+    if (!strcmp(cmd, "vocode"))
+        return cmd_vocode(argc - 2, argv + 2);
     if (!strcmp(cmd, "features"))
         return cmd_features(argc - 2, argv + 2);
     return cli_fail(EXIT_USAGE, "unknown command '%s' (see 'frae --help')",

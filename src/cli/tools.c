@@ -217,9 +217,17 @@ int cmd_info(int argc, char **argv)
     printf("  hidden activation %s, init seed %llu\n",
            frae_activation_names[c.activation],
            (unsigned long long)c.seed);
-    printf("  %zu parameters, %g bits/frame, %s weights\n",
-           frae_param_count(m), frae_bits_per_frame(m),
+    char split[96] = "";
+    if (c.pitch) /* how the bits split between envelope and pitch */
+        snprintf(split, sizeof split, " (envelope %d x %d, pitch %d)",
+                 c.latent_dim, frae_code_bits(m), FRAE_PITCH_BITS);
+    printf("  %zu parameters, %g bits/frame%s, %s weights\n",
+           frae_param_count(m), frae_bits_per_frame(m), split,
            frae_weights_names[c.weights]);
+    if (c.pitch)
+        printf("  pitch: f0 and voicing per frame (YIN), closed-loop "
+               "log2 f0 quantizer, %s\n",
+               frae_checkpoint_meta(ck, "frae.pitch"));
     printf("training settings:\n");
     printf("  feedback %s, window %d, batch %d, Adam lr %g (beta1 %g, beta2 "
            "%g, eps %g), clip norm %g\n",
@@ -364,6 +372,9 @@ static void features_help(void)
            "  samples every --hop, periodic Hann window, HTK-mel filters.\n"
            "Audio is mixed to mono and resampled to --sample-rate.\n"
            "\n" CLI_FEATURE_HELP
+           "  --pitch              two more columns: f0 in Hz (0 when\n"
+           "                       unvoiced) and voicing (0 or 1), by YIN,\n"
+           "                       for 'frae vocode': [T, mels + 2]\n"
            "\n"
            "Train on such files with 'frae train --audio-features' (same\n"
            "options) so the model records them.\n"
@@ -377,6 +388,8 @@ static int features_opt(void *ctx, const char *name, const char *v)
     features_opts *o = ctx;
     if (!strcmp(name, "--output"))
         return o->output = v, 0;
+    if (!strcmp(name, "--pitch"))
+        return o->audio.f.pitch = 1, 0;
     return cli_feature_option(&o->audio, name, v);
 }
 
@@ -406,7 +419,7 @@ int cmd_features(int argc, char **argv)
         {"--output", 1}, {"--sample-rate", 1}, {"--no-resample", 0},
         {"--mels", 1},   {"--hop", 1},         {"--win", 1},
         {"--fft", 1},    {"--fmin", 1},        {"--fmax", 1},
-        {NULL, 0}};
+        {"--pitch", 0},  {NULL, 0}};
     int rc = cli_parse(argc, argv, list, features_opt, features_pos,
                        features_help, &o);
     if (rc)
@@ -432,7 +445,7 @@ int cmd_features(int argc, char **argv)
             return cli_fail(EXIT_FAILED, "%s: write failed", o.output);
         return cli_fail(EXIT_USAGE, "%s", err);
     }
-    long shape[2] = {frames, o.audio.f.n_mels};
+    long shape[2] = {frames, FRAE_FEATURE_WIDTH(&o.audio.f)};
     if (frae_npy_finish(&af, 2, shape, err, sizeof err))
         return cli_fail(EXIT_FAILED, "%s", err);
     char desc[160];

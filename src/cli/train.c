@@ -112,6 +112,9 @@ static void train_help(void)
         "audio features (D = --mels):\n" CLI_FEATURE_HELP
         "  --audio-features     the .npy DATA are such features (from\n"
         "                       'frae features'): record their parameters\n"
+        "  --pitch              the codec also carries f0 and voicing (YIN,\n"
+        "                       4 bits per frame, its own quantizer), for\n"
+        "                       the vocoder; the network is unchanged\n"
         "built-in data:\n"
         "  --sequences N        number of sequences (64)\n"
         "  --frames T           frames per sequence (100)\n"
@@ -136,7 +139,7 @@ static const cli_opt train_opts_list[] = {
     {"--hop", 1},       {"--win", 1},       {"--fft", 1},
     {"--fmin", 1},      {"--fmax", 1},      {"--threads", 1},
     {"--family", 1},    {"--warmup", 1},    {"--decay-steps", 1},
-    {"--lr-floor", 1},  {NULL, 0}};
+    {"--lr-floor", 1},  {"--pitch", 0},     {NULL, 0}};
 
 static int push(char ***list, int *n, const char *v)
 {
@@ -157,6 +160,10 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
         return rc;
     if (!strcmp(name, "--audio-features"))
         return o->audio_features = 1, 0;
+    if (!strcmp(name, "--pitch")) {
+        o->model_flags++, o->model_flag = name;
+        return o->cfg.pitch = 1, 0;
+    }
     rc = cli_model_option(&o->cfg, &o->model_given, name, v);
     if (rc != 1) {
         o->model_flags++;
@@ -667,6 +674,10 @@ static int settle_features(train_run *r)
                             o->cfg.frame_dim, o->audio.f.n_mels);
         o->cfg.frame_dim = o->audio.f.n_mels;
         o->frame_dim_given = 1;
+    } else if (o->cfg.pitch && !o->resume) {
+        return cli_fail(EXIT_USAGE,
+                        "--pitch: pitch comes from audio; train on audio "
+                        "files or give --audio-features");
     }
     if (o->epochs == 0)
         o->epochs = 10;

@@ -1,0 +1,115 @@
+/* f0 and voicing per frame: YIN (de Cheveigné and Kawahara, "YIN, a
+ * fundamental frequency estimator for speech and music", JASA 111(4),
+ * 2002), steps 1-5:
+ *   d(tau)  = sum_{j<W} (x_j - x_{j+tau})^2, W = tau_max (the longest period)
+ *   d'(tau) = d(tau) * tau / sum_{k=1..tau} d(k)   (d'(0) = 1)
+ *   tau*    = the first local minimum of d' below 0.15 in [tau_min, tau_max],
+ *             else the global minimum there;
+ *   parabolic interpolation of d' around tau*; f0 = rate / tau*.
+ * Voiced when d'(tau*) < 0.25 and the frame's mean square is above -60
+ * dBFS.  A frame's span is W + tau_max samples centred where its feature
+ * frame is centred (t*hop + win/2), so f0 and the envelope describe the same
+ * instant.  Everything here is plain C on the stack of the state: no
+ * allocation per frame, the same bits on every machine. */
+#include <math.h>
+#include <string.h>
+
+#include "frae_audio.h"
+
+#define DIP_THRESHOLD 0.15      /* YIN's absolute threshold */
+#define VOICED_THRESHOLD 0.25   /* aperiodicity of a voiced frame */
+#define SILENCE_POWER 1e-6      /* -60 dBFS mean square */
+
+struct frae_f0 {
+    int rate, tau_min, tau_max;
+    double *diff; /* [tau_max + 2]: d, then d' in place */
+};
+
+static int tau_max_of(const frae_features *f)
+{
+    return (int)ceil(f->sample_rate / FRAE_F0_MIN_HZ);
+}
+
+int frae_f0_span(const frae_features *f)
+{
+    return 2 * tau_max_of(f);
+}
+
+size_t frae_f0_size(const frae_features *f)
+{
+    return sizeof(struct frae_f0) + sizeof(double) * ((size_t)tau_max_of(f) + 2);
+}
+
+frae_f0 *frae_f0_init(void *mem, const frae_features *f)
+{
+    if (!mem || frae_features_check(f, NULL, 0))
+        return NULL;
+    frae_f0 *p = mem;
+    p->rate = f->sample_rate;
+    p->tau_max = tau_max_of(f);
+    p->tau_min = (int)floor(f->sample_rate / FRAE_F0_MAX_HZ);
+    if (p->tau_min < 2)
+        p->tau_min = 2;
+    p->diff = (double *)(p + 1);
+    return p;
+}
+
+void frae_f0_frame(frae_f0 *p, const float *span, float *f0, float *voiced)
+{
+    const int W = p->tau_max, tmax = p->tau_max, tmin = p->tau_min;
+    double *d = p->diff, power = 0;
+    for (int j = 0; j < W; j++) {
+        double v = isfinite(span[j]) ? span[j] : 0.0;
+        power += v * v;
+    }
+    power /= W;
+    d[0] = 1.0;
+    double running = 0;
+    for (int tau = 1; tau <= tmax; tau++) {
+        double s = 0;
+        for (int j = 0; j < W; j++) {
+            double a = span[j], b = span[j + tau];
+            if (!isfinite(a) || !isfinite(b))
+                continue; /* a bad sample is silence here, not NaN */
+            s += (a - b) * (a - b);
+        }
+        running += s;
+        /* cumulative mean normalisation; a silent prefix has no period */
+        d[tau] = running > 1e-300 ? s * tau / running : 1.0;
+    }
+    int best = -1;
+    for (int tau = tmin; tau <= tmax; tau++) {
+        if (d[tau] < DIP_THRESHOLD) {
+            while (tau + 1 <= tmax && d[tau + 1] < d[tau])
+                tau++;
+            best = tau;
+            break;
+        }
+    }
+    if (best < 0) {
+        best = tmin;
+        for (int tau = tmin + 1; tau <= tmax; tau++)
+            if (d[tau] < d[best])
+                best = tau;
+    }
+    double period = best, dip = d[best];
+    if (best > tmin && best < tmax) {
+        double a = d[best - 1], b = d[best], c = d[best + 1];
+        double den = a - 2 * b + c;
+        if (den > 0) {
+            double shift = 0.5 * (a - c) / den;
+            if (shift > -1 && shift < 1) {
+                period += shift;
+                dip = b - 0.25 * (a - c) * shift;
+            }
+        }
+    }
+    int is_voiced = dip < VOICED_THRESHOLD && power > SILENCE_POWER;
+    double hz = p->rate / period;
+    if (hz < FRAE_F0_MIN_HZ)
+        hz = FRAE_F0_MIN_HZ;
+    if (hz > FRAE_F0_MAX_HZ)
+        hz = FRAE_F0_MAX_HZ;
+    *f0 = is_voiced ? (float)hz : 0.0f;
+    *voiced = is_voiced ? 1.0f : 0.0f;
+}

@@ -1,0 +1,438 @@
+/* Harmonic-plus-noise vocoder (frae_audio.h): log-mel envelope, f0 and
+ * voicing back to audio, one hop per frame, in caller-owned memory.
+ *
+ * The harmonics' amplitudes invert the analysis that made the features.
+ * A sinusoid of amplitude A at f puts A^2/4 |W(f - f_b)|^2 into FFT bin b
+ * (W: the DTFT of the Hann window), so into mel band m it puts A^2 R_m(f),
+ * R_m(f) = sum_b H_m[b] |W(f - f_b)|^2 / 4.  With harmonics at f_k = k f0,
+ * band m's energy P_m is shared among the harmonics it sees, N_m =
+ * sum_k R_m(f_k):
+ *   A_k^2 = sum_m R_m(f_k) P_m / sum_m R_m(f_k) N_m,
+ * exact when a band sees one harmonic, and when the envelope is flat, and
+ * weighting each band by how much of it the harmonic makes (R N, not R):
+ * a valley between two harmonics, where a harmonic's response is small,
+ * hardly counts, so noise there does not inflate the harmonics.
+ * What the harmonics leave, r_m = P_m - sum_k R_m(f_k) A_k^2 (all of P_m in
+ * an unvoiced frame), is noise: white noise of variance s^2 puts
+ * s^2 sum_n w_n^2 sum_b H_m[b] into band m, which sets the noise density
+ * per band, interpolated to bins through the same filters. */
+#include <math.h>
+#include <string.h>
+
+#include "audio_internal.h"
+#include "util.h" /* frae_errorf */
+
+#define PI 3.14159265358979323846
+#define LOBE 4          /* bins of the window's response kept each side */
+#define OVERSAMPLE 32   /* table steps per bin */
+#define VOICED_NOISE 0.1f /* of what harmonics leave in their bands */
+#define MAX_LOG_POWER 30.0 /* features clamp here: e^30, far above speech */
+
+typedef struct {
+    int band[2];
+    float weight[2];
+} bin_bands;
+
+struct frae_vocoder {
+    frae_features f;
+    int nb, nfft, hop, kmax;
+    double cut_hz, bin_hz, noise_gain;
+    uint64_t seed, rng;
+    /* state carried from frame to frame */
+    double phase;          /* fundamental phase, [0, 2 pi) */
+    float prev_f0;         /* 0: previous frame unvoiced */
+    int prev_k;
+    /* tables */
+    bin_bands *bins;       /* [nb] the (at most two) bands of each bin */
+    float *band_sum;       /* [n_mels] sum_b H_m[b] */
+    float *lobe;           /* [LOBE * OVERSAMPLE + 2] |W(d)|^2 / 4 */
+    float *twiddle;        /* [nfft] cos, sin pairs for nfft/2 */
+    float *disp;           /* [2 kmax] each harmonic's fixed phase (cos, sin) */
+    float *sine;           /* [2 hop] synthesis window */
+    /* scratch and per-frame state */
+    float *amp_prev, *amp_cur;   /* [kmax] */
+    float *resp;           /* [kmax][2 (2 LOBE + 1)] band responses */
+    int *resp_band;        /* [kmax][2 (2 LOBE + 1)] */
+    double *power, *norm, *resid; /* [n_mels] */
+    float *re, *im;        /* [nfft] */
+    float *tail;           /* [hop] the second half of the last noise segment */
+};
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* The block's layout: one function sizes it and carves it. */
+static size_t layout(const frae_features *f, frae_vocoder *v, char *base)
+{
+    const int nb = f->n_fft / 2 + 1, nm = f->n_mels, hop = f->hop;
+    const int kmax = (int)(f->sample_rate / 2 / FRAE_F0_MIN_HZ) + 1;
+    const int per_k = 2 * (2 * LOBE + 1);
+    size_t at = align64(sizeof(frae_vocoder));
+#define CARVE(field, count)                                                  \
+    do {                                                                     \
+        if (v)                                                               \
+            v->field = (void *)(base + at);                                  \
+        at += align64(sizeof(*v->field) * (size_t)(count));                  \
+    } while (0)
+    CARVE(bins, nb);
+    CARVE(band_sum, nm);
+    CARVE(lobe, LOBE * OVERSAMPLE + 2);
+    CARVE(twiddle, f->n_fft);
+    CARVE(disp, 2 * kmax);
+    CARVE(sine, 2 * hop);
+    CARVE(amp_prev, kmax);
+    CARVE(amp_cur, kmax);
+    CARVE(resp, kmax * per_k);
+    CARVE(resp_band, kmax * per_k);
+    CARVE(power, nm);
+    CARVE(norm, nm);
+    CARVE(resid, nm);
+    CARVE(re, f->n_fft);
+    CARVE(im, f->n_fft);
+    CARVE(tail, hop);
+#undef CARVE
+    if (v)
+        v->kmax = kmax;
+    return at;
+}
+
+static int usable(const frae_features *f, char *err, size_t errlen)
+{
+    if (frae_features_check(f, err, errlen))
+        return 0;
+    if (f->n_fft & (f->n_fft - 1))
+        return !frae_errorf(err, errlen,
+                            "vocoder: FFT size %d is not a power of two",
+                            f->n_fft);
+    if (2 * f->hop > f->win)
+        return !frae_errorf(err, errlen,
+                            "vocoder: hop %d is more than half the window %d",
+                            f->hop, f->win);
+    return 1;
+}
+
+size_t frae_vocoder_size(const frae_features *f)
+{
+    return usable(f, NULL, 0) ? layout(f, NULL, NULL) : 0;
+}
+
+static uint64_t next_u64(uint64_t *s)
+{
+    /* xorshift64*: the noise needs no more */
+    uint64_t x = *s;
+    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static double uniform01(uint64_t *s)
+{
+    return ((next_u64(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+frae_vocoder *frae_vocoder_init(void *mem, const frae_features *f,
+                                uint64_t seed, char *err, size_t errlen)
+{
+    if (!usable(f, err, errlen))
+        return NULL;
+    if (!mem) {
+        frae_errorf(err, errlen, "vocoder: no memory given");
+        return NULL;
+    }
+    frae_vocoder *v = mem;
+    memset(v, 0, sizeof *v);
+    layout(f, v, mem);
+    v->f = *f;
+    v->nb = f->n_fft / 2 + 1;
+    v->nfft = f->n_fft;
+    v->hop = f->hop;
+    v->bin_hz = (double)f->sample_rate / f->n_fft;
+    v->cut_hz = fmin(f->fmax, 0.5 * f->sample_rate);
+    v->seed = seed;
+    const int nm = f->n_mels;
+    for (int m = 0; m < nm; m++)
+        v->band_sum[m] = 0;
+    for (int b = 0; b < v->nb; b++) {
+        bin_bands *bb = &v->bins[b];
+        bb->band[0] = bb->band[1] = -1;
+        bb->weight[0] = bb->weight[1] = 0;
+        int n = 0;
+        for (int m = 0; m < nm; m++) {
+            double w = frae_mel_weight(f, m, b);
+            if (w <= 0)
+                continue;
+            v->band_sum[m] += (float)w;
+            if (n < 2) { /* triangles overlap pairwise: two at most */
+                bb->band[n] = m;
+                bb->weight[n] = (float)w;
+                n++;
+            }
+        }
+    }
+    /* |W(d)|^2 / 4 for d = 0 .. LOBE bins, W the periodic Hann's DTFT */
+    double wsq = 0;
+    for (int i = 0; i < f->win; i++) {
+        double w = 0.5 - 0.5 * cos(2 * PI * i / f->win);
+        wsq += w * w;
+    }
+    for (int j = 0; j <= LOBE * OVERSAMPLE + 1; j++) {
+        double d = (double)j / OVERSAMPLE, re = 0, im = 0;
+        for (int i = 0; i < f->win; i++) {
+            double w = 0.5 - 0.5 * cos(2 * PI * i / f->win);
+            re += w * cos(2 * PI * d * i / f->n_fft);
+            im -= w * sin(2 * PI * d * i / f->n_fft);
+        }
+        v->lobe[j] = (float)((re * re + im * im) / 4);
+    }
+    /* noise of variance s^2 per sample: s^2 * wsq in each bin */
+    v->noise_gain = 1.0 / wsq;
+    for (int k = 0; k < f->n_fft / 2; k++) {
+        v->twiddle[2 * k] = (float)cos(2 * PI * k / f->n_fft);
+        v->twiddle[2 * k + 1] = (float)sin(2 * PI * k / f->n_fft);
+    }
+    for (int i = 0; i < 2 * f->hop; i++)
+        v->sine[i] = (float)sin(PI * (i + 0.5) / (2 * f->hop));
+    /* fixed per-harmonic phases: a pulse train (all zero) has a needle-
+     * like waveform; dispersed phases keep the same spectrum, smoother */
+    uint64_t s = seed ^ 0x9e3779b97f4a7c15ull;
+    for (int k = 0; k < v->kmax; k++) {
+        double th = 2 * PI * uniform01(&s);
+        v->disp[2 * k] = (float)cos(th);
+        v->disp[2 * k + 1] = (float)sin(th);
+    }
+    frae_vocoder_reset(v);
+    return v;
+}
+
+void frae_vocoder_reset(frae_vocoder *v)
+{
+    v->phase = 0;
+    v->prev_f0 = 0;
+    v->prev_k = 0;
+    v->rng = v->seed * 2 + 1;
+    memset(v->amp_prev, 0, sizeof(float) * (size_t)v->kmax);
+    memset(v->tail, 0, sizeof(float) * (size_t)v->hop);
+}
+
+/* In-place radix-2 complex FFT of v->re, v->im (inverse: conjugate
+ * twiddles; no 1/N). */
+static void fft(frae_vocoder *v, int inverse)
+{
+    const int n = v->nfft;
+    float *re = v->re, *im = v->im;
+    for (int i = 1, j = 0; i < n; i++) {
+        int bit = n >> 1;
+        for (; j & bit; bit >>= 1)
+            j ^= bit;
+        j |= bit;
+        if (i < j) {
+            float t = re[i];
+            re[i] = re[j], re[j] = t;
+            t = im[i];
+            im[i] = im[j], im[j] = t;
+        }
+    }
+    for (int len = 2; len <= n; len <<= 1) {
+        const int step = n / len;
+        for (int i = 0; i < n; i += len)
+            for (int k = 0; k < len / 2; k++) {
+                float c = v->twiddle[2 * k * step];
+                float s = v->twiddle[2 * k * step + 1];
+                if (!inverse)
+                    s = -s;
+                int a = i + k, b = a + len / 2;
+                float tr = re[b] * c - im[b] * s, ti = re[b] * s + im[b] * c;
+                re[b] = re[a] - tr, im[b] = im[a] - ti;
+                re[a] += tr, im[a] += ti;
+            }
+    }
+}
+
+/* |W(d)|^2 / 4 at d bins from the centre, 0 beyond the lobe kept. */
+static float lobe_at(const frae_vocoder *v, double d)
+{
+    d = fabs(d) * OVERSAMPLE;
+    if (d >= LOBE * OVERSAMPLE)
+        return 0.0f;
+    int j = (int)d;
+    float t = (float)(d - j);
+    return v->lobe[j] + t * (v->lobe[j + 1] - v->lobe[j]);
+}
+
+/* Harmonic amplitudes of a voiced frame into amp (k < K), and what they
+ * leave of each band into v->resid.  Returns K. */
+static int harmonics(frae_vocoder *v, double f0, float *amp)
+{
+    const int nm = v->f.n_mels, per_k = 2 * (2 * LOBE + 1);
+    int K = (int)(v->cut_hz / f0);
+    if (K > v->kmax)
+        K = v->kmax;
+    for (int m = 0; m < nm; m++)
+        v->norm[m] = 0;
+    for (int k = 0; k < K; k++) {
+        double pos = (k + 1) * f0 / v->bin_hz;
+        float *r = v->resp + (size_t)k * per_k;
+        int *rb = v->resp_band + (size_t)k * per_k, n = 0;
+        for (int b = (int)ceil(pos - LOBE); b <= (int)floor(pos + LOBE); b++) {
+            if (b < 0 || b >= v->nb)
+                continue;
+            float w = lobe_at(v, pos - b);
+            for (int i = 0; i < 2; i++) {
+                int m = v->bins[b].band[i];
+                if (m < 0 || w == 0.0f)
+                    continue;
+                int j = 0; /* one entry per band */
+                while (j < n && rb[j] != m)
+                    j++;
+                if (j == n) {
+                    rb[n] = m, r[n] = 0, n++;
+                }
+                r[j] += v->bins[b].weight[i] * w;
+            }
+        }
+        for (int j = n; j < per_k; j++)
+            rb[j] = -1, r[j] = 0;
+        for (int j = 0; j < n; j++)
+            v->norm[rb[j]] += r[j];
+    }
+    for (int m = 0; m < nm; m++)
+        v->resid[m] = v->power[m];
+    for (int k = 0; k < K; k++) {
+        const float *r = v->resp + (size_t)k * per_k;
+        const int *rb = v->resp_band + (size_t)k * per_k;
+        double num = 0, den = 0;
+        for (int j = 0; j < per_k && rb[j] >= 0; j++) {
+            num += r[j] * v->power[rb[j]];
+            den += r[j] * v->norm[rb[j]];
+        }
+        double a2 = den > 0 ? num / den : 0;
+        amp[k] = (float)sqrt(a2);
+        for (int j = 0; j < per_k && rb[j] >= 0; j++)
+            v->resid[rb[j]] -= r[j] * a2;
+    }
+    /* the rest of a band the harmonics reach is mostly their own spread
+     * (vibrato, the analysis window's time span), not noise: noise there
+     * roughens the voice and raises its valleys, so little of it is kept */
+    for (int m = 0; m < nm; m++)
+        v->resid[m] = v->resid[m] < 0 ? 0
+                      : v->norm[m] > 0 ? VOICED_NOISE * v->resid[m]
+                                       : v->resid[m];
+    return K;
+}
+
+/* One noise segment of two hops shaped by v->resid, overlap-added: writes
+ * the hop it completes into out (adding). */
+static void noise(frae_vocoder *v, float *out)
+{
+    const int n = v->nfft, nb = v->nb, hop = v->hop;
+    for (int b = 0; b < nb; b++) {
+        const bin_bands *bb = &v->bins[b];
+        double num = 0, den = 0;
+        for (int i = 0; i < 2; i++) {
+            int m = bb->band[i];
+            if (m < 0)
+                continue;
+            num += bb->weight[i] * (v->resid[m] / v->band_sum[m]);
+            den += bb->weight[i];
+        }
+        double var = den > 0 ? num / den * v->noise_gain : 0;
+        /* complex Gaussian of unit power, times sqrt(N var): the inverse
+         * FFT / N then has variance var per sample */
+        double g = sqrt(n * var);
+        double u1 = uniform01(&v->rng), u2 = uniform01(&v->rng);
+        double rad = sqrt(-log(u1)) * g, th = 2 * PI * u2;
+        if (b == 0 || b == nb - 1) { /* real bins */
+            v->re[b] = (float)(rad * cos(th) * sqrt(2.0));
+            v->im[b] = 0;
+        } else {
+            v->re[b] = (float)(rad * cos(th));
+            v->im[b] = (float)(rad * sin(th));
+            v->re[n - b] = v->re[b];
+            v->im[n - b] = -v->im[b];
+        }
+    }
+    fft(v, 1);
+    const float inv_n = 1.0f / (float)n;
+    for (int i = 0; i < hop; i++) {
+        out[i] += v->tail[i] + v->re[i] * inv_n * v->sine[i];
+        v->tail[i] = v->re[hop + i] * inv_n * v->sine[hop + i];
+    }
+}
+
+/* One hop from the previous frame's centre to this one's. */
+static void synthesize(frae_vocoder *v, double f0, float *out)
+{
+    const int hop = v->hop;
+    int K = f0 > 0 ? harmonics(v, f0, v->amp_cur) : 0;
+    if (!K)
+        for (int m = 0; m < v->f.n_mels; m++)
+            v->resid[m] = v->power[m];
+    for (int i = 0; i < hop; i++)
+        out[i] = 0;
+    noise(v, out);
+
+    /* harmonics: f0 glides between the centres when both frames are
+     * voiced, else holds the voiced one's; amplitudes go linearly, from 0
+     * at an onset and to 0 at an offset */
+    const double fp = v->prev_f0 > 0 ? v->prev_f0 : f0;
+    const double fc = f0 > 0 ? f0 : v->prev_f0;
+    if (fc > 0) {
+        for (int k = K; k < v->kmax; k++)
+            v->amp_cur[k] = 0;
+        int Kuse = K > v->prev_k ? K : v->prev_k;
+        /* no harmonic may pass the cut-off while it glides */
+        int Kglide = (int)(v->cut_hz / (fp > fc ? fp : fc));
+        if (Kuse > Kglide)
+            Kuse = Kglide;
+        const double w0 = 2 * PI * fp / v->f.sample_rate;
+        const double dw = 2 * PI * (fc - fp) / v->f.sample_rate / hop;
+        for (int i = 0; i < hop; i++) {
+            const float a = (float)i / hop;
+            v->phase += w0 + dw * i;
+            if (v->phase >= 2 * PI)
+                v->phase -= 2 * PI * floor(v->phase / (2 * PI));
+            const float c1 = (float)cos(v->phase), s1 = (float)sin(v->phase);
+            float cr = 1.0f, ci = 0.0f, acc = 0.0f;
+            for (int k = 0; k < Kuse; k++) {
+                float t = cr * c1 - ci * s1; /* e^{j (k+1) Phi} */
+                ci = cr * s1 + ci * c1;
+                cr = t;
+                float amp = v->amp_prev[k] + a * (v->amp_cur[k] - v->amp_prev[k]);
+                /* sin((k+1) Phi + theta_k) */
+                acc += amp * (ci * v->disp[2 * k] + cr * v->disp[2 * k + 1]);
+            }
+            out[i] += acc;
+        }
+    }
+    memcpy(v->amp_prev, v->amp_cur, sizeof(float) * (size_t)v->kmax);
+    if (!K)
+        memset(v->amp_prev, 0, sizeof(float) * (size_t)v->kmax);
+    v->prev_k = K;
+    v->prev_f0 = (float)(f0 > 0 ? f0 : 0);
+}
+
+void frae_vocoder_frame(frae_vocoder *v, const float *frame, float *out)
+{
+    const frae_features *f = &v->f;
+    const double lo = log(f->floor);
+    for (int m = 0; m < f->n_mels; m++) {
+        double lp = (double)frame[m] * f->scale - f->offset;
+        if (!(lp >= lo)) /* NaN, or below the floor the features keep */
+            lp = lo;
+        if (lp > MAX_LOG_POWER)
+            lp = MAX_LOG_POWER;
+        v->power[m] = exp(lp);
+    }
+    double f0 = frame[f->n_mels];
+    int voiced = frame[f->n_mels + 1] >= 0.5f && isfinite(f0) && f0 > 0;
+    if (voiced)
+        f0 = f0 < FRAE_F0_MIN_HZ ? FRAE_F0_MIN_HZ
+             : f0 > FRAE_F0_MAX_HZ ? FRAE_F0_MAX_HZ : f0;
+    synthesize(v, voiced ? f0 : 0.0, out);
+}
+
+void frae_vocoder_flush(frae_vocoder *v, float *out)
+{
+    for (int m = 0; m < v->f.n_mels; m++)
+        v->power[m] = 0;
+    synthesize(v, 0.0, out);
+}
