@@ -99,6 +99,14 @@ typedef struct {
     uint64_t seed;                    /* Glorot-uniform init and nothing else */
     frae_weights weights;             /* f32 (default) or bf16 (inference
                                          only: training must be 0) */
+    int normalize;                    /* 0; 1: per-band normalization,
+                                         part of the model: inputs are
+                                         z-scored, (x - mean) / std, before
+                                         the encoder, outputs scaled back,
+                                         y * std + mean; the loss and the
+                                         fed-back frames are in z-scored
+                                         units.  mean 0, std 1 until
+                                         frae_set_normalization */
     int pitch;                        /* 0; 1: the codec's frames also
                                          carry f0 and voicing after the D
                                          values, coded by their own
@@ -180,7 +188,32 @@ size_t frae_param_count(const frae_model *m);
 FRAE_API
 size_t frae_param_count_for(const frae_config *cfg); /* 0 if cfg is invalid */
 FRAE_API
-double frae_bits_per_frame(const frae_model *m); /* 32*L for none; with
+double frae_bits_per_frame(const frae_model *m);
+/* The per-band statistics of a model made with cfg.normalize (D values
+ * each).  set returns -1, changing nothing, if the model does not
+ * normalize or a value is not finite or a std is not > 0. */
+FRAE_API
+int frae_set_normalization(frae_model *m, const float *mean, const float *std);
+FRAE_API
+int frae_get_normalization(const frae_model *m, float *mean, float *std);
+/* Per-band statistics of frames, in one streaming pass: accumulate any
+ * number of [n][D] blocks, then finish.  A band whose variance is zero
+ * (or below 1e-12 of its mean square, rounding) gets std 1: it is only
+ * centred. */
+typedef struct {
+    int dim;
+    double count;
+    double *sum, *sum_sq; /* caller-provided, D each, zeroed by begin */
+} frae_band_stats;
+FRAE_API
+void frae_band_stats_begin(frae_band_stats *s, int dim, double *sum,
+                           double *sum_sq);
+FRAE_API
+void frae_band_stats_add(frae_band_stats *s, const float *frames, long n,
+                         long stride);
+/* Returns -1 if no frame was added. */
+FRAE_API
+int frae_band_stats_finish(const frae_band_stats *s, float *mean, float *std); /* 32*L for none; with
                                                     pitch, + FRAE_PITCH_BITS */
 FRAE_API
 size_t frae_bytes_allocated(const frae_model *m);

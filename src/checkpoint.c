@@ -25,6 +25,7 @@
 
 #define FORMAT_NAME "frae-model"
 #define PITCH_CODER "f0-voicing-4bit" /* frae.pitch: the one coder so far */
+#define NORMALIZE_NAME "per-band" /* frae.normalize: z-score each band */
 /* 2: the checksum covers the header fields as well as the tensor data.
  * Version 1 files (data only) are still read. */
 #define FORMAT_VERSION 2
@@ -59,6 +60,26 @@ static int save_model(const frae_model *m, const frae_config *c,
     }
     static const char *const prefix[3] = {"", "optimizer.m.", "optimizer.v."};
     const float *src[3] = {NULL, m->adam_m, m->adam_v}; /* NULL: the params */
+    /* the normalization statistics, D floats each as %.9g lists */
+    char *norm_list[2] = {NULL, NULL};
+    if (c->normalize) {
+        const size_t cap = (size_t)c->frame_dim * 18 + 1;
+        for (int i = 0; i < 2; i++) {
+            const float *v = i ? m->norm_std : m->norm_mean;
+            char *s = norm_list[i] = malloc(cap);
+            if (!s)
+                break;
+            size_t at = 0;
+            for (int d = 0; d < c->frame_dim; d++)
+                at += (size_t)snprintf(s + at, cap - at, d ? ",%.9g" : "%.9g",
+                                       (double)v[d]);
+        }
+        if (!norm_list[0] || !norm_list[1]) {
+            free(buf), free(t), free(names);
+            free(norm_list[0]), free(norm_list[1]);
+            return frae_errorf(err, errlen, "%s: out of memory saving", path);
+        }
+    }
     int k = 0;
     for (int cpy = 0; cpy < copies; cpy++) {
         float *dst = buf + m->n_params * (size_t)cpy;
@@ -120,6 +141,11 @@ static int save_model(const frae_model *m, const frae_config *c,
     META("frae.weights", "%s", frae_weights_names[c->weights]);
     if (c->pitch) /* absent: the envelope alone */
         META("frae.pitch", "%s", PITCH_CODER);
+    if (c->normalize) { /* absent: no normalization */
+        META("frae.normalize", "%s", NORMALIZE_NAME);
+        keys[nm] = "frae.norm_mean", vptr[nm] = norm_list[0], nm++;
+        keys[nm] = "frae.norm_std", vptr[nm] = norm_list[1], nm++;
+    }
     META("frae.feedback", "%s", frae_feedback_names[c->feedback]);
     META("frae.window", "%d", c->window);
     META("frae.batch", "%d", c->batch);
@@ -142,6 +168,7 @@ static int save_model(const frae_model *m, const frae_config *c,
     for (int i = 0; i < n_meta && total < NMAX + 64; i++) {
         if (!strncmp(meta[i].key, "frae.", 5)) {
             free(buf), free(t), free(names);
+            free(norm_list[0]), free(norm_list[1]);
             return frae_errorf(err, errlen,
                            "metadata key '%s': the frae. prefix is reserved",
                            meta[i].key);
@@ -151,6 +178,7 @@ static int save_model(const frae_model *m, const frae_config *c,
     }
     int rc = frae_st_write(path, t, nt, keys, vptr, total, err, errlen);
     free(buf), free(t), free(names);
+    free(norm_list[0]), free(norm_list[1]);
     return rc;
 }
 
@@ -458,6 +486,13 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
                            "coder this frae knows ('%s')",
                            ck->path, pitch, PITCH_CODER);
     c.pitch = pitch != NULL;
+    const char *norm = frae_st_meta(&ck->st, "frae.normalize");
+    if (norm && strcmp(norm, NORMALIZE_NAME))
+        return frae_errorf(err, errlen,
+                           "%s: metadata 'frae.normalize' = '%s' is not a "
+                           "normalization this frae knows ('%s')",
+                           ck->path, norm, NORMALIZE_NAME);
+    c.normalize = norm != NULL;
     if (frae_st_meta(&ck->st, "frae.lr_warmup")) { /* else constant */
         if (meta_long(ck, "frae.lr_warmup", 0, INT_MAX, &v, err, errlen))
             return -1;
@@ -531,6 +566,59 @@ static int read_params(const frae_safetensors *st, const frae_model *m,
     return 0;
 }
 
+/* frae.norm_mean and frae.norm_std: D strict finite floats each, stds > 0. */
+static int read_normalization(const frae_checkpoint *ck, frae_model *m,
+                              char *err, size_t errlen)
+{
+    if (!m->cfg.normalize)
+        return 0;
+    static const char *const keys[2] = {"frae.norm_mean", "frae.norm_std"};
+    const int D = m->cfg.frame_dim;
+    float *mean = malloc(sizeof(float) * 2 * (size_t)D);
+    if (!mean)
+        return frae_errorf(err, errlen, "%s: out of memory", ck->path);
+    float *std = mean + D;
+    float *dst[2] = {mean, std};
+    for (int i = 0; i < 2; i++) {
+        const char *s = frae_st_meta(&ck->st, keys[i]);
+        if (!s) {
+            free(mean);
+            return frae_errorf(err, errlen, "%s: metadata '%s' missing",
+                               ck->path, keys[i]);
+        }
+        for (int d = 0; d < D; d++) {
+            char *end;
+            errno = 0;
+            double x = strtod(s, &end);
+            if (end != s && !errno && (d < D - 1 ? !*end : *end == ',')) {
+                free(mean);
+                return frae_errorf(err, errlen,
+                                   "%s: metadata '%s' has %s%d values; the "
+                                   "model has %d bands",
+                                   ck->path, keys[i], *end ? "more than " : "",
+                                   *end ? D : d + 1, D);
+            }
+            if (end == s || errno || !isfinite(x) || fabs(x) > 3e38 ||
+                (i == 1 && !(x > 0)) || (d < D - 1 ? *end != ',' : *end)) {
+                free(mean);
+                return frae_errorf(err, errlen,
+                                   "%s: metadata '%s': value %d of %d is "
+                                   "missing or invalid%s",
+                                   ck->path, keys[i], d + 1, D,
+                                   i == 1 ? " (a std must be finite and > 0)"
+                                          : "");
+            }
+            dst[i][d] = (float)x;
+            s = end + (d < D - 1);
+        }
+    }
+    int rc = frae_set_normalization(m, mean, std);
+    free(mean);
+    return rc ? frae_errorf(err, errlen, "%s: bad normalization statistics",
+                            ck->path)
+              : 0;
+}
+
 int frae_checkpoint_restore(const frae_checkpoint *ck, frae_model *m,
                             int with_optimizer, char *err, size_t errlen)
 {
@@ -541,7 +629,8 @@ int frae_checkpoint_restore(const frae_checkpoint *ck, frae_model *m,
         return frae_errorf(err, errlen, "%s holds a %s model; this model is %s",
                            ck->path, frae_family_names[family],
                            frae_family_names[m->cfg.family]);
-    if (read_params(&ck->st, m, "", NULL, ck->path, err, errlen))
+    if (read_params(&ck->st, m, "", NULL, ck->path, err, errlen) ||
+        read_normalization(ck, m, err, errlen))
         return -1;
     frae_weights_changed(m);
     if (with_optimizer && m->adam_m && frae_checkpoint_has_optimizer(ck)) {
@@ -618,6 +707,10 @@ int frae_convert(const char *in_path, const char *out_path,
     }
     frae_get_params(src, p);
     frae_set_params(dst, p); /* rounds, for bf16 */
+    if (saved.normalize) { /* q is free until below */
+        frae_get_normalization(src, q, q + src->cfg.frame_dim);
+        frae_set_normalization(dst, q, q + src->cfg.frame_dim);
+    }
     frae_get_params(dst, q);
     size_t changed = 0;
     for (size_t i = 0; i < src->n_params; i++)

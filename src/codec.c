@@ -23,6 +23,7 @@ struct frae_codec_state {
     frae_state st; /* one sequence, one frame of activations */
     int code_bits;
     float pitch_pred; /* log2 f0 of the last voiced frame, as decoded */
+    float *xnorm;     /* cfg.normalize: one z-scored frame [D] */
 };
 
 /* ---- pitch ------------------------------------------------------------------
@@ -166,6 +167,12 @@ uint64_t frae_model_hash(const frae_model *m)
         int32_t family = (int32_t)c->family;
         h = frae_fnv1a64((const unsigned char *)&family, 4, h);
     }
+    if (c->normalize) { /* the statistics decide what a code decodes to */
+        h = frae_fnv1a64((const unsigned char *)m->norm_mean,
+                         sizeof(float) * (size_t)c->frame_dim, h);
+        h = frae_fnv1a64((const unsigned char *)m->norm_std,
+                         sizeof(float) * (size_t)c->frame_dim, h);
+    }
     /* the weights in Keras order, so the hash does not depend on layout
      * (nor on the storage: a bf16 model hashes as the f32 model holding
      * its rounded weights, which computes the same) */
@@ -191,7 +198,8 @@ uint64_t frae_model_hash(const frae_model *m)
 
 size_t frae_encoder_size(const frae_model *m)
 {
-    return HEAD_BYTES + frae_state_layout(&m->cfg, 1, 1, NULL, NULL);
+    return HEAD_BYTES + frae_state_layout(&m->cfg, 1, 1, NULL, NULL) +
+           (m->cfg.normalize ? sizeof(float) * (size_t)m->cfg.frame_dim : 0);
 }
 
 size_t frae_decoder_size(const frae_model *m) { return frae_encoder_size(m); }
@@ -210,7 +218,10 @@ static struct frae_codec_state *state_init(void *mem, const frae_model *m)
     memset(mem, 0, frae_encoder_size(m));
     struct frae_codec_state *s = mem;
     s->model = m;
-    frae_state_layout(&m->cfg, 1, 1, &s->st, (char *)mem + HEAD_BYTES);
+    const size_t st_bytes =
+        frae_state_layout(&m->cfg, 1, 1, &s->st, (char *)mem + HEAD_BYTES);
+    if (m->cfg.normalize)
+        s->xnorm = (float *)(void *)((char *)mem + HEAD_BYTES + st_bytes);
     s->code_bits = frae_code_bits(m);
     state_reset(s);
     return s;
@@ -256,7 +267,9 @@ static void decode_and_advance(struct frae_codec_state *s, float *frame)
 {
     frae_state *st = &s->st;
     frae_forward_decode(s->model, st, 0);
-    if (frame)
+    if (frame && s->model->cfg.normalize)
+        frae_denormalize(s->model, frae_state_frame(st, st->ring_pos), frame);
+    else if (frame)
         memcpy(frame, frae_state_frame(st, st->ring_pos),
                sizeof(float) * (size_t)st->frame_dim);
     st->ring_pos = (st->ring_pos + 1) % st->ring_cap;
@@ -268,7 +281,12 @@ void frae_encode_frame(frae_encoder *e, const float *frame,
     struct frae_codec_state *s = (struct frae_codec_state *)e;
     fp_env env = fp_enter();
     const frae_config *c = &s->model->cfg;
-    frae_forward_encode(s->model, &s->st, 0, frame);
+    const float *x = frame;
+    if (c->normalize) {
+        frae_normalize_rows(s->model, frame, 0, 1, s->xnorm);
+        x = s->xnorm;
+    }
+    frae_forward_encode(s->model, &s->st, 0, x);
     pack_code(c, s->code_bits, s->st.q, code);
     float pitch[2];
     if (c->pitch)

@@ -64,6 +64,12 @@ typedef struct {
                         for the others one backward chunk, [chunk][B][out] */
 } frae_layer;
 
+/* cfg.normalize: rows of x (x_rs apart) z-scored into dst [rows][D]; one
+ * output frame scaled back. */
+void frae_normalize_rows(const frae_model *m, const float *x, ptrdiff_t x_rs,
+                         int rows, float *dst);
+void frae_denormalize(const frae_model *m, const float *y, float *dst);
+
 struct frae_model {
     frae_config cfg;
     frae_gemm_fn gemm;
@@ -100,6 +106,9 @@ struct frae_model {
     float *xwin;     /* the current window's input, [W][B][D] (training) */
     float *fb;       /* full feedback: dL/d(buffer) of one frame, [B][K*D] */
     int *wvalid;     /* valid frames per sequence in the current window [B] */
+    /* cfg.normalize: per-band mean and std [D], and one frame of z-scored
+     * input per sequence [B][D] (eval, forward) */
+    float *norm_mean, *norm_std, *xnorm;
     /* GRU family, training: dL/dh of one frame [B][H] per side, and the
      * part carried back to the frame before (recurrence, and with full
      * feedback the encoder's input h_dec) */

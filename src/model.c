@@ -95,6 +95,9 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
     if (cfg->family != FRAE_FAMILY_DENSE && cfg->family != FRAE_FAMILY_GRU)
         return frae_errorf(err, errlen, "unknown model family %d",
                            (int)cfg->family);
+    if (cfg->normalize != 0 && cfg->normalize != 1)
+        return frae_errorf(err, errlen, "normalize must be 0 or 1, got %d",
+                           cfg->normalize);
     if (cfg->pitch != 0 && cfg->pitch != 1)
         return frae_errorf(err, errlen, "pitch must be 0 or 1, got %d",
                            cfg->pitch);
@@ -259,6 +262,7 @@ static size_t bf16_elems(int rows, int cols)
 /* Walks the layout once: used both to size the arena and to carve it. */
 typedef struct {
     size_t params, grads, adam_m, adam_v, xwin, fb, state, wvalid, bias;
+    size_t norm, xnorm;
     size_t wt[FRAE_MAX_MATS], dz[FRAE_MAX_MATS];
     size_t wh[FRAE_MAX_MATS];
     size_t w_off[FRAE_MAX_MATS], b_off[FRAE_MAX_MATS];
@@ -352,6 +356,10 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
         p->overflow = 1;
     L->state = frae_arena_reserve(p, state_bytes / sizeof(float));
     L->wvalid = frae_arena_reserve(p, B); /* ints, same size as floats */
+    if (c->normalize) {
+        L->norm = frae_arena_reserve(p, frae_arena_mul3(p, 2, D, 1));
+        L->xnorm = frae_arena_reserve(p, frae_arena_mul3(p, B, D, 1));
+    }
     if (p->overflow)
         return frae_errorf(err, errlen, "model memory size overflows size_t");
     return 0;
@@ -544,6 +552,13 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
                       base + L.state);
     m->state.scratch.threads = m->threads;
     m->wvalid = (int *)(base + L.wvalid);
+    if (cfg->normalize) {
+        m->norm_mean = (float *)(base + L.norm);
+        m->norm_std = m->norm_mean + cfg->frame_dim;
+        m->xnorm = (float *)(base + L.xnorm);
+        for (int d = 0; d < cfg->frame_dim; d++)
+            m->norm_mean[d] = 0.0f, m->norm_std[d] = 1.0f;
+    }
     if (glorot_init(m)) {
         frae_errorf(err, errlen, "out of memory initialising the GRU weights");
         frae_destroy(m);
@@ -592,6 +607,80 @@ float frae_learning_rate_at(const frae_config *cfg, long step)
 size_t frae_bytes_allocated(const frae_model *m)
 {
     return m->block_bytes + sizeof *m;
+}
+
+int frae_set_normalization(frae_model *m, const float *mean, const float *std)
+{
+    const int D = m->cfg.frame_dim;
+    if (!m->cfg.normalize)
+        return -1;
+    for (int d = 0; d < D; d++)
+        if (!isfinite(mean[d]) || !isfinite(std[d]) || !(std[d] > 0.0f))
+            return -1;
+    memcpy(m->norm_mean, mean, sizeof(float) * (size_t)D);
+    memcpy(m->norm_std, std, sizeof(float) * (size_t)D);
+    return 0;
+}
+
+int frae_get_normalization(const frae_model *m, float *mean, float *std)
+{
+    if (!m->cfg.normalize)
+        return -1;
+    memcpy(mean, m->norm_mean, sizeof(float) * (size_t)m->cfg.frame_dim);
+    memcpy(std, m->norm_std, sizeof(float) * (size_t)m->cfg.frame_dim);
+    return 0;
+}
+
+void frae_normalize_rows(const frae_model *m, const float *x, ptrdiff_t x_rs,
+                         int rows, float *dst)
+{
+    const int D = m->cfg.frame_dim;
+    for (int b = 0; b < rows; b++)
+        for (int d = 0; d < D; d++) /* as torch: (x - mean) / std */
+            dst[(size_t)b * D + d] =
+                (x[b * x_rs + d] - m->norm_mean[d]) / m->norm_std[d];
+}
+
+void frae_denormalize(const frae_model *m, const float *y, float *dst)
+{
+    for (int d = 0; d < m->cfg.frame_dim; d++) /* y * std + mean */
+        dst[d] = y[d] * m->norm_std[d] + m->norm_mean[d];
+}
+
+void frae_band_stats_begin(frae_band_stats *s, int dim, double *sum,
+                           double *sum_sq)
+{
+    s->dim = dim, s->count = 0, s->sum = sum, s->sum_sq = sum_sq;
+    for (int d = 0; d < dim; d++)
+        sum[d] = sum_sq[d] = 0.0;
+}
+
+void frae_band_stats_add(frae_band_stats *s, const float *frames, long n,
+                         long stride)
+{
+    for (long t = 0; t < n; t++)
+        for (int d = 0; d < s->dim; d++) {
+            double v = frames[t * stride + d];
+            s->sum[d] += v;
+            s->sum_sq[d] += v * v;
+        }
+    s->count += (double)n;
+}
+
+int frae_band_stats_finish(const frae_band_stats *s, float *mean, float *std)
+{
+    if (!(s->count > 0))
+        return -1;
+    for (int d = 0; d < s->dim; d++) {
+        double mu = s->sum[d] / s->count, sq = s->sum_sq[d] / s->count;
+        double var = sq - mu * mu;
+        mean[d] = (float)mu;
+        /* a constant band: only centred, never divided by ~0 */
+        std[d] = var > 1e-12 * sq && var > 0 ? (float)sqrt(var) : 1.0f;
+        if (!(std[d] > 0.0f) || !isfinite(std[d]))
+            std[d] = 1.0f;
+    }
+    return 0;
 }
 
 double frae_bits_per_frame(const frae_model *m)

@@ -314,15 +314,37 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
 }
 
 /* Copies frames w0..w0+nt-1 of nseq sequences (rows x_rs apart) into
- * m->xwin as [frame][sequence][D]. */
+ * m->xwin as [frame][sequence][D], z-scored if the model normalizes. */
 static void stage_window(frae_model *m, const float *x, ptrdiff_t x_rs,
                          int nseq, int w0, int nt)
 {
     const int D = m->cfg.frame_dim;
-    for (int t = 0; t < nt; t++)
+    for (int t = 0; t < nt; t++) {
+        float *dst = m->xwin + (size_t)t * nseq * D;
+        if (m->cfg.normalize) {
+            frae_normalize_rows(m, x + (ptrdiff_t)(w0 + t) * D, x_rs, nseq,
+                                dst);
+            continue;
+        }
         for (int b = 0; b < nseq; b++)
-            memcpy(m->xwin + ((size_t)t * nseq + b) * D,
+            memcpy(dst + (size_t)b * D,
                    x + b * x_rs + (ptrdiff_t)(w0 + t) * D, sizeof(float) * D);
+    }
+}
+
+/* Frame t of nseq sequences (rows x_rs apart) as the network takes it: in
+ * place, or z-scored into m->xnorm.  Sets *rs to its row stride. */
+static const float *net_input(frae_model *m, const float *x, ptrdiff_t x_rs,
+                              int nseq, long t, ptrdiff_t *rs)
+{
+    const int D = m->cfg.frame_dim;
+    if (!m->cfg.normalize) {
+        *rs = x_rs;
+        return x + t * D;
+    }
+    frae_normalize_rows(m, x + t * D, x_rs, nseq, m->xnorm);
+    *rs = D;
+    return m->xnorm;
 }
 
 static int bad_sizes(const frae_model *m, int nseq, int nframes)
@@ -417,8 +439,10 @@ static void train_window(frae_model *m, const float *x, ptrdiff_t x_rs, int nb,
     } else {
         /* only padding: nothing to learn; the buffers still move on */
         for (int t = 0; t < nt; t++) {
-            frae_forward_frame(m, &m->state, t, x + (ptrdiff_t)(w0 + t) * D,
-                               x_rs, nb);
+            ptrdiff_t rs;
+            const float *xt = net_input(m, x + (ptrdiff_t)w0 * D, x_rs, nb,
+                                        t, &rs);
+            frae_forward_frame(m, &m->state, t, xt, rs, nb);
             silence_padding(m, t, nb, m->wvalid);
         }
     }
@@ -465,9 +489,11 @@ static int eval_impl(frae_model *m, const float *x, int nseq, int nframes,
     const ptrdiff_t x_rs = (ptrdiff_t)nframes * D;
     loss_acc acc = {0, 0, 0, 0};
     for (long t = 0; t < nframes; t++) {
-        frae_forward_frame(m, &m->state, t, x + t * D, x_rs, nseq);
+        ptrdiff_t rs;
+        const float *xt = net_input(m, x, x_rs, nseq, t, &rs);
+        frae_forward_frame(m, &m->state, t, xt, rs, nseq);
         silence_padding(m, t, nseq, valid);
-        frame_loss(m, t, x + t * D, x_rs, nseq, valid, &acc, NULL, 0.0f);
+        frame_loss(m, t, xt, rs, nseq, valid, &acc, NULL, 0.0f);
     }
     advance(m, nframes);
     fill_stats(stats, &acc, 0, 0.0);
@@ -482,10 +508,17 @@ static int forward_impl(frae_model *m, const float *x, float *y, int nseq,
     const int D = m->cfg.frame_dim;
     const ptrdiff_t rs = (ptrdiff_t)nframes * D;
     for (long t = 0; t < nframes; t++) {
-        frae_forward_frame(m, &m->state, t, x + t * D, rs, nseq);
+        ptrdiff_t xrs;
+        const float *xt = net_input(m, x, rs, nseq, t, &xrs);
+        frae_forward_frame(m, &m->state, t, xt, xrs, nseq);
         const float *yt = out_frame(m, t);
-        for (int b = 0; b < nseq; b++)
-            memcpy(y + b * rs + t * D, yt + (size_t)b * D, sizeof(float) * D);
+        for (int b = 0; b < nseq; b++) {
+            if (m->cfg.normalize)
+                frae_denormalize(m, yt + (size_t)b * D, y + b * rs + t * D);
+            else
+                memcpy(y + b * rs + t * D, yt + (size_t)b * D,
+                       sizeof(float) * D);
+        }
     }
     advance(m, nframes);
     return 0;

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import struct
+import zlib
 import subprocess
 import sys
 import tempfile
@@ -270,6 +271,52 @@ def main():
     edited(good, p("v1.safetensors"), version=1)
     rc, out, err, _, _ = run(["info", "v1.safetensors"], tmp)
     check(rc == 0 and "format 1" in out, "a version 1 checkpoint still opens", err)
+
+    print("== normalization and pitch: statistics and coders in the metadata")
+    rc, _, err, _, _ = run(["train", "data.npy", *small, "--normalize", "on", "--epochs", "1",
+                            "--batch", "2", "--window", "16", "--save", "norm.safetensors",
+                            "--progress", "off"], tmp)
+    check(rc == 0, "a normalizing model trains", err)
+    norm = p("norm.safetensors")
+    for what, meta, needle in (
+            ("a std of 0", {"frae.norm_std": "1,1,0,1,1,1"}, "value 3 of 6"),
+            ("a NaN mean", {"frae.norm_mean": "0,nan,0,0,0,0"}, "value 2 of 6"),
+            ("five values for six bands", {"frae.norm_std": "1,1,1,1,1"}, "has 5 values"),
+            ("seven values for six bands", {"frae.norm_mean": "0,0,0,0,0,0,0"},
+             "more than 6 values"),
+            ("a huge mean", {"frae.norm_mean": "0,0,1e300,0,0,0"}, "value 3 of 6"),
+            ("statistics gone", {"frae.norm_std": None}, "frae.norm_std' missing"),
+            ("an unknown normalization", {"frae.normalize": "per-utterance"},
+             "frae.normalize"),
+            ("an unknown pitch coder", {"frae.pitch": "f0-8bit"}, "frae.pitch")):
+        edited(norm, p("n.safetensors"), meta)
+        refused(tmp, what, ["predict", "n.safetensors", "data.npy", "-o", "y.npy"], needle)
+    np.save(p("stats.npy"), np.ones((3, 6), "<f4"))
+    refused(tmp, "--normalize with a [3, 6] file",
+            ["train", "data.npy", *small, "--normalize", "stats.npy", "--save", "none"],
+            "should be [2, 6]")
+    st = np.ones((2, 6), "<f4")
+    st[1, 4] = 0
+    np.save(p("stats.npy"), st)
+    refused(tmp, "--normalize with a zero std",
+            ["train", "data.npy", *small, "--normalize", "stats.npy", "--save", "none"],
+            "band 4 has std 0")
+    refused(tmp, "--pitch without audio",
+            ["train", "data.npy", *small, "--pitch", "--save", "none"], "--pitch")
+    refused(tmp, "--normalize when resuming",
+            ["train", "data.npy", "--resume", "norm.safetensors", "--normalize", "off",
+             "--save", "none"], "--normalize cannot be combined")
+    # a stream with unknown flags, and a pitch stream for a model without pitch
+    rc, _, err, _, _ = run(["encode", "good.safetensors", "data.npy", "-o", "g.fbs"], tmp)
+    check(rc == 0, "the reference model encodes", err)
+    fbs = bytearray(open(p("g.fbs"), "rb").read())
+    for flags, needle in ((0x04, "unknown bits"), (0x02, "truncated")):
+        bad = bytearray(fbs)
+        bad[7] |= flags
+        struct.pack_into("<I", bad, len(bad) - 4, zlib.crc32(bytes(bad[:-4])))
+        open(p("bad.fbs"), "wb").write(bad)
+        refused(tmp, "stream flags 0x%02x" % bad[7],
+                ["decode", "good.safetensors", "bad.fbs", "-o", "y.npy"], needle)
 
     print("== GRU checkpoints: the family, its tensors and their values")
     rc, _, err, _, _ = run(["train", "data.npy", *small, "--family", "gru", "--epochs", "1",

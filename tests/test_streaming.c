@@ -259,3 +259,132 @@ int test_lr_schedule(void)
     frae_destroy(a), frae_destroy(b);
     return failures;
 }
+
+/* Per-band normalization: a model that normalizes computes, to the bit,
+ * what a plain model computes on z-scored data (forward, training, the
+ * codec), keeps its statistics in the checkpoint and its hash, and the
+ * statistics pass handles a constant band. */
+int test_normalization(void)
+{
+    int failures = 0;
+    const int D = 6, B = 3, T = 30;
+    const int enc[1] = {16}, dec[1] = {16};
+    for (int gru = 0; gru <= 1; gru++) {
+        frae_config c;
+        tiny_config(&c, D, gru ? 0 : 2, 1, enc, 4, 1, dec);
+        c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
+        c.batch = B;
+        c.window = 12;
+        c.feedback = FRAE_FEEDBACK_FULL;
+        c.quantizer = FRAE_QUANT_UNIFORM;
+        c.quant_levels = 4;
+        frae_config cn = c;
+        cn.normalize = 1;
+        frae_model *plain = create_or_die(&c), *norm = create_or_die(&cn);
+        float *x = synth(B, T, D, 5 + gru), *z = malloc(sizeof(float) * B * T * D);
+        float mean[6], std[6];
+        for (int d = 0; d < D; d++)
+            mean[d] = 0.3f * (float)d - 0.7f, std[d] = 0.5f + 0.25f * (float)d;
+        for (int i = 0; i < B * T * D; i++) {
+            x[i] = x[i] * std[i % D] + mean[i % D];
+            z[i] = (x[i] - mean[i % D]) / std[i % D];
+        }
+        CHECK(frae_set_normalization(plain, mean, std) == -1,
+              "a plain model took statistics");
+        std[2] = 0.0f;
+        CHECK(frae_set_normalization(norm, mean, std) == -1,
+              "a zero std was taken");
+        std[2] = 1.0f;
+        CHECK(frae_set_normalization(norm, mean, std) == 0, "stats refused");
+        /* training: the same steps, the same parameters */
+        frae_stats sa, sb;
+        int same_loss = 1;
+        for (int step = 0; step < 3; step++) {
+            frae_train_batch(plain, z, B, T, &sa);
+            frae_train_batch(norm, x, B, T, &sb);
+            same_loss &= sa.sse == sb.sse;
+        }
+        size_t np = frae_param_count(plain);
+        float *pa = malloc(sizeof(float) * np), *pb = malloc(sizeof(float) * np);
+        frae_get_params(plain, pa);
+        frae_get_params(norm, pb);
+        CHECK(same_loss && !memcmp(pa, pb, sizeof(float) * np),
+              "%s: training on x with normalization differs from training "
+              "on z-scored x", gru ? "gru" : "dense");
+        /* forward: y = y_plain * std + mean, and the codec decodes it */
+        float *ya = malloc(sizeof(float) * B * T * D), *yb = malloc(sizeof(float) * B * T * D);
+        frae_forward(plain, z, ya, B, T);
+        frae_forward(norm, x, yb, B, T);
+        int same_y = 1;
+        for (int i = 0; i < B * T * D; i++) {
+            float want = ya[i] * std[i % D] + mean[i % D];
+            same_y &= !memcmp(&want, &yb[i], sizeof want);
+        }
+        CHECK(same_y, "forward: not y * std + mean of the plain model");
+        frae_eval_batch(plain, z, B, T, &sa);
+        frae_eval_batch(norm, x, B, T, &sb);
+        CHECK(sa.sse == sb.sse, "eval loss %.9g against %.9g", sa.sse, sb.sse);
+        frae_config ci = cn;
+        ci.training = 0;
+        ci.batch = 1;
+        frae_model *inf = create_or_die(&ci);
+        frae_set_params(inf, pb);
+        frae_set_normalization(inf, mean, std);
+        frae_reset(norm);
+        frae_forward(norm, x, yb, 1, T);
+        frae_encoder *e = frae_encoder_create(inf);
+        frae_decoder *dd = frae_decoder_create(inf);
+        unsigned char code[8];
+        float rec[6], out[6];
+        int same_codec = 1;
+        for (int t = 0; t < T; t++) {
+            frae_encode_frame(e, x + t * D, code, rec);
+            frae_decode_frame(dd, code, out);
+            same_codec &= !memcmp(out, yb + t * D, sizeof out) &&
+                          !memcmp(rec, out, sizeof out);
+        }
+        CHECK(same_codec, "decode(encode(x)) differs from forward");
+        /* the checkpoint keeps the statistics; the hash covers them */
+        char path[] = "/tmp/frae-norm-XXXXXX";
+        int fd = mkstemp(path);
+        close(fd);
+        char err[256];
+        CHECK(!frae_save(inf, path, 0, NULL, 0, NULL, 0, err, sizeof err),
+              "%s", err);
+        frae_model *back = frae_load(path, NULL, err, sizeof err);
+        float m2[6], s2[6];
+        CHECK(back && !frae_get_normalization(back, m2, s2) &&
+                  !memcmp(m2, mean, sizeof m2) && !memcmp(s2, std, sizeof s2),
+              "statistics not kept: %s", back ? "" : err);
+        uint64_t h = frae_model_hash(inf);
+        if (back)
+            CHECK(frae_model_hash(back) == h, "hash changed on reload");
+        mean[0] += 1.0f;
+        frae_set_normalization(inf, mean, std);
+        CHECK(frae_model_hash(inf) != h, "the hash ignores the statistics");
+        unlink(path);
+        frae_destroy(back);
+        frae_encoder_destroy(e), frae_decoder_destroy(dd);
+        frae_destroy(inf), frae_destroy(plain), frae_destroy(norm);
+        free(x), free(z), free(pa), free(pb), free(ya), free(yb);
+        printf("    %s: normalizing model == plain model on z-scored data "
+               "(train, forward, eval, codec), kept by save/load\n",
+               gru ? "gru  " : "dense");
+    }
+    /* the statistics pass: exact moments, and a constant band only centred */
+    float frames[4 * 3] = {1, 5, 2, 3, 5, 2, 5, 5, 2, 7, 5, 2};
+    double acc[6];
+    frae_band_stats bs;
+    frae_band_stats_begin(&bs, 3, acc, acc + 3);
+    frae_band_stats_add(&bs, frames, 2, 3);
+    frae_band_stats_add(&bs, frames + 6, 2, 3);
+    float mean[3], std[3];
+    CHECK(!frae_band_stats_finish(&bs, mean, std), "no statistics");
+    CHECK(mean[0] == 4 && fabsf(std[0] - sqrtf(5)) < 1e-6f && mean[1] == 5 &&
+              std[1] == 1 && mean[2] == 2 && std[2] == 1,
+          "stats %g %g | %g %g | %g %g", mean[0], std[0], mean[1], std[1],
+          mean[2], std[2]);
+    frae_band_stats_begin(&bs, 3, acc, acc + 3);
+    CHECK(frae_band_stats_finish(&bs, mean, std) == -1, "stats of nothing");
+    return failures;
+}

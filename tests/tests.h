@@ -37,6 +37,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(padding_is_inert) \
     X(gradient_clipping) \
     X(lr_schedule) \
+    X(normalization) \
     X(npy_reader) \
     X(bad_checkpoints) \
     X(atomic_save_under_kill) \

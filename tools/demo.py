@@ -1,29 +1,37 @@
 #!/usr/bin/python3
-"""The frae speech demo: train an FRAE codec on the synthetic corpus, code
-the held-out voices, and compare with Codec2 and Opus in the mel domain.
+"""The frae speech demo: train FRAE speech codecs on the synthetic corpus,
+code the held-out voices, and compare with Codec2 and Opus through audio.
 
   1. builds the corpus if needed (scripts/make-corpus.sh: espeak-ng, flite);
-  2. trains two FRAE codecs at the same bitrate on the training voices
-     (frae train, progress shown), with the held-out voices as validation
-     data: the dense family (the 4 last decoded frames fed back) and the
-     GRU family (the decoder's GRU state fed back, as in the FRAE paper);
-  3. encodes and decodes every held-out utterance with each (frae encode /
-     decode --wav) and writes the decoded WAVs;
+  2. trains three FRAE codecs on the training voices (frae train, progress
+     shown), each coding the log-mel envelope and, with --pitch, f0 and
+     voicing (4 bits per frame):
+       - GRU family at 1.6 kbit/s (12 binary latents + pitch),
+       - GRU family at 3.2 kbit/s (14 latents of 2 bits + pitch),
+       - dense family at 3.2 kbit/s (the same bits, 4 decoded frames fed
+         back instead of the decoder's GRU state);
+  3. encodes and decodes every held-out utterance with each (frae encode,
+     frae decode --wav: the harmonic-plus-noise vocoder);
   4. runs Codec2 (700C, 1300, 3200 bit/s) and Opus (6 kbit/s) on the same
-     audio, aligns each codec's delay, and computes the metrics on the
-     log-mel features of the decoded audio;
-  5. prints the table (also demo/report.md) and draws demo/loss.png and
-     demo/spectrogram.png.
+     audio;
+  5. measures every system the same way, on its decoded audio: the log-mel
+     features of the WAV (frae features), aligned to the original's, and
+     the pitch track of the WAV against the original's;
+  6. prints the table (also demo/report.md) and draws demo/loss.png,
+     demo/spectrogram.png and demo/rate_quality.png.
 
-What it measures: distance between spectral envelopes (80-band log-mel),
-over speech frames (reference frame energy within 50 dB of the utterance's
-loudest): LSD, the RMS difference of the log-mel power in dB, and MCD,
-(10/ln 10) sqrt(2 sum_k (c_k - c'_k)^2) over mel cepstra c_1..c_12 of the
-log-mel magnitude, scaled like the real cepstrum.  No vocoder and no
-listening test: FRAE's figures are those of its decoded features, the
-codecs' those of features of their decoded audio.  Codec2 is narrowband
-(8 kHz audio), so the 0-4 kHz band is reported separately: the mel bands
-wholly below 3.8 kHz (clear of the resampling filter's roll-off).
+Metrics, over speech frames (reference frame energy within 50 dB of the
+utterance's loudest): LSD, the RMS difference of the 80-band log-mel power
+in dB; MCD, (10/ln 10) sqrt(2 sum_k (c_k - c'_k)^2) over mel cepstra c_1..c_12
+of the log-mel magnitude, scaled like the real cepstrum.  Codec2 is
+narrowband (8 kHz audio), so the 0-4 kHz band is reported separately (the
+mel bands wholly below 3.8 kHz, clear of the resampling filter's roll-off);
+the bars are set there.  Pitch: a reference tracker that is not frae's
+(aubio, python3-aubio: f0 by yinfft, voiced where aubio's YIN confidence is
+at least 0.8 and the frame is above -50 dB) runs on the original and on
+each decoded WAV; gross pitch error (GPE) is the share of frames voiced in
+both whose f0 is off by more than 20%, voicing decision error (VDE) the
+share of frames whose voicing differs.
 
 Usage: tools/demo.py [--epochs N] [--out DIR] [--frae PATH]"""
 import argparse
@@ -34,12 +42,28 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+import wave
 
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DB = 10.0 / math.log(10.0)   # ln -> dB
 FEAT_SCALE = 5.0             # feature = (ln(mel) + 5) / 5: ln(mel) = 5 f - 5
+
+# the FRAE codecs the demo trains: (key, label, envelope options)
+MODELS = (
+    ("gru-1k6", "FRAE GRU 1.6 kbit/s",
+     ["--family", "gru", "--quantizer", "binary", "--latent", "12"]),
+    ("gru-3k2", "FRAE GRU 3.2 kbit/s",
+     ["--family", "gru", "--quantizer", "uniform:4", "--latent", "14"]),
+    ("dense-3k2", "FRAE dense 3.2 kbit/s",
+     ["--quantizer", "uniform:4", "--latent", "14"]),
+)
+# the recipe, the same for every model: per-band normalization (frae's
+# default for audio features), full-feedback BPTT, clipping
+RECIPE = ["--pitch", "--batch", "16", "--feedback", "full", "--lr", "0.0005",
+          "--clip-norm", "1"]
 
 
 def sh(cmd, **kw):
@@ -85,10 +109,10 @@ def metrics(ref, test, bands):
     return lsd, mcd
 
 
-def align(ref, test, max_lag=25):
-    """The lag (frames) of test against ref that minimises the LSD of
-    their overlap; returns test shifted and cut to ref's length."""
-    best, best_lag = None, 0
+def best_lag(ref, test, max_lag=25):
+    """The lag (frames) of test against ref that minimises the mean squared
+    difference of their overlap."""
+    best, lag_at = None, 0
     for lag in range(-max_lag, max_lag + 1):
         r = ref[max(0, -lag):]
         t = test[max(0, lag):]
@@ -97,13 +121,18 @@ def align(ref, test, max_lag=25):
             continue
         d = np.mean((r[:n] - t[:n]) ** 2)
         if best is None or d < best:
-            best, best_lag = d, lag
-    t = test[max(0, best_lag):]
-    r_off = max(0, -best_lag)
-    out = np.full_like(ref, np.nan)
-    n = min(len(ref) - r_off, len(t))
+            best, lag_at = d, lag
+    return lag_at
+
+
+def shift(ref_len, test, lag):
+    """test moved by lag frames and cut to ref_len (NaN where absent)."""
+    out = np.full((ref_len,) + test.shape[1:], np.nan)
+    t = test[max(0, lag):]
+    r_off = max(0, -lag)
+    n = min(ref_len - r_off, len(t))
     out[r_off:r_off + n] = t[:n]
-    return out, best_lag
+    return out
 
 
 def features(frae, wav, npy):
@@ -111,86 +140,126 @@ def features(frae, wav, npy):
     return np.load(npy)
 
 
+def read_wav(path):
+    with wave.open(path) as w:
+        assert w.getframerate() == 16000 and w.getsampwidth() == 2
+        x = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+    return x.astype(np.float32) / 32768.0
+
+
+def pitch_track(path, n_frames):
+    """The reference tracker (aubio, not frae's YIN): f0 (0 when unvoiced)
+    and voicing for each 10 ms frame, frame t centred where feature frame t
+    is (sample 160 t + 200)."""
+    import aubio
+    x = read_wav(path)
+    # aubio's output for hop i covers the 1024 samples ending at 160 (i+1):
+    # 88 samples of leading silence centre output t + 4 on frame t's centre
+    x = np.concatenate([np.zeros(88, np.float32), x, np.zeros(1024, np.float32)])
+    out = {}
+    for method in ("yinfft", "yin"):
+        p = aubio.pitch(method, 1024, 160, 16000)
+        p.set_unit("Hz")
+        p.set_silence(-50)
+        out[method] = np.array([(p(x[i:i + 160])[0], p.get_confidence())
+                                for i in range(0, len(x) - 159, 160)])
+    f0 = out["yinfft"][4:4 + n_frames, 0]
+    conf = out["yin"][4:4 + n_frames, 1]
+    f0 = np.concatenate([f0, np.zeros(n_frames - len(f0))])
+    conf = np.concatenate([conf, np.zeros(n_frames - len(conf))])
+    voiced = (f0 > 0) & (conf >= 0.8)
+    return np.where(voiced, f0, 0.0), voiced
+
+
+def pitch_errors(ref, test):
+    """GPE and VDE (%) of test's (f0, voiced) against ref's, over the
+    frames test has; also the counts they come from."""
+    (f_r, v_r), (f_t, v_t), ok = ref, test[:2], test[2]
+    both = ok & v_r & v_t
+    gross = np.abs(f_t[both] / f_r[both] - 1.0) > 0.2
+    return gross.sum(), both.sum(), (v_r[ok] != v_t[ok]).sum(), ok.sum()
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--epochs", type=int, default=45)
+    ap.add_argument("--epochs", type=int, default=40)
     ap.add_argument("--out", default=os.path.join(ROOT, "demo"))
     ap.add_argument("--frae", default=os.path.join(ROOT, "build", "frae"))
     ap.add_argument("--corpus", default=os.path.join(ROOT, "data", "corpus"))
     a = ap.parse_args()
     frae, out = a.frae, a.out
+    started = time.time()
     os.makedirs(os.path.join(out, "wav"), exist_ok=True)
 
     print("== 1. corpus (espeak-ng, flite)", flush=True)
     sh(["sh", os.path.join(ROOT, "scripts", "make-corpus.sh"), a.corpus, frae])
     print(open(os.path.join(a.corpus, ".complete")).read().strip(), flush=True)
 
-    # the two families at the same bitrate (16 x 2 bits), same data, same
-    # recipe; full-feedback BPTT learns the feedback loop's dynamics (with
-    # detached feedback the dense closed loop sometimes diverged on some
-    # sequences)
-    families = (("dense", "FRAE dense, 4 decoded frames fed back", []),
-                ("gru", "FRAE GRU, decoder state fed back", ["--family", "gru"]))
     models = {}
-    for fam, label, opts in families:
-        print("== 2. training the FRAE codec, %s family (%d epochs)" % (fam, a.epochs),
-              flush=True)
-        model = os.path.join(out, "model-%s.safetensors" % fam)
-        log = os.path.join(out, "train-%s.csv" % fam)
+    for key, label, opts in MODELS:
+        print("== 2. training %s (%d epochs)" % (label, a.epochs), flush=True)
+        model = os.path.join(out, "model-%s.safetensors" % key)
+        log = os.path.join(out, "train-%s.csv" % key)
         if os.path.exists(log):
             os.remove(log)
         cmd = [frae, "train", os.path.join(a.corpus, "feats", "train"), "--audio-features",
-               "--val-data", os.path.join(a.corpus, "feats", "test"), *opts,
-               "--quantizer", "uniform:4", "--latent", "16", "--batch", "16",
-               "--feedback", "full", "--lr", "0.0005", "--clip-norm", "1",
+               "--val-data", os.path.join(a.corpus, "feats", "test"), *opts, *RECIPE,
                "--epochs", str(a.epochs), "--save", model, "--log-csv", log]
         if subprocess.run(cmd).returncode != 0:
             sys.exit("training failed")
         info = sh([frae, "info", model])
-        bits = [l for l in info.splitlines() if "bits/frame" in l][0].split(",")[1].split()[0]
-        params = [l for l in info.splitlines() if "parameters" in l]
+        line = [l for l in info.splitlines() if "bits/frame" in l][0]
+        bits = float(line.split(",")[1].split()[0])
         # the deployment form: the same model with bf16 weights
-        model16 = os.path.join(out, "model-%s-bf16.safetensors" % fam)
+        model16 = os.path.join(out, "model-%s-bf16.safetensors" % key)
         sh([frae, "convert", model, "-o", model16, "--weights", "bf16"])
-        models[fam] = {"label": label, "path": model, "bf16": model16, "log": log,
-                       "bits": bits, "kbps": float(bits) * 100 / 1000, "bytes": 0,
-                       "feats": {}, "feats16": {}, "info": params[0].strip() if params else ""}
-    for old in ("model.safetensors", "model-bf16.safetensors", "train.csv"):
-        if os.path.exists(os.path.join(out, old)):  # an older demo's single model
-            os.remove(os.path.join(out, old))
+        models[key] = {"label": label, "path": model, "bf16": model16, "log": log,
+                       "bits": bits, "kbps": bits * 100 / 1000, "bytes": 0,
+                       "split": line.split("bits/frame")[1].split(",")[0].strip(),
+                       "wavs": {}, "feats": {}, "feats16": {}}
+    for old in glob.glob(os.path.join(out, "model-dense.*")) + \
+            glob.glob(os.path.join(out, "model-gru.*")) + \
+            glob.glob(os.path.join(out, "model-*bf16-bf16*")) + \
+            [os.path.join(out, f) for f in ("train-dense.csv", "train-gru.csv",
+                                             "model.safetensors", "train.csv")]:
+        if os.path.exists(old):  # an older demo's models
+            os.remove(old)
 
-    print("== 3. coding the held-out voices", flush=True)
+    print("== 3. coding the held-out voices (frae encode, decode --wav)", flush=True)
     tmp = tempfile.mkdtemp(prefix="frae-demo-")
     tests = sorted(glob.glob(os.path.join(a.corpus, "wav", "test", "*.wav")))
-    refs = {}
+    refs, secs = {}, 0.0
     for w in tests:
         name = os.path.basename(w)[:-4]
         refs[name] = features(frae, w, os.path.join(tmp, name + "-ref.npy"))
+        secs += float(sh(["soxi", "-D", w]))
         shutil.copy(w, os.path.join(out, "wav", name + "-original.wav"))
-        for fam, m in models.items():
-            fbs = os.path.join(tmp, "%s-%s.fbs" % (name, fam))
+        for key, m in models.items():
+            fbs = os.path.join(tmp, "%s-%s.fbs" % (name, key))
             sh([frae, "encode", m["path"], w, "-o", fbs])
             m["bytes"] += os.path.getsize(fbs)
-            npy = os.path.join(tmp, "%s-%s.npy" % (name, fam))
-            sh([frae, "decode", m["path"], fbs, "-o", npy, "--wav",
-                os.path.join(out, "wav", "%s-frae-%s.wav" % (name, fam)), "--gl-iters", "48"])
-            m["feats"][name] = np.load(npy)
-            fbs16 = os.path.join(tmp, "%s-%s-bf16.fbs" % (name, fam))
+            npy = os.path.join(tmp, "%s-%s.npy" % (name, key))
+            wav = os.path.join(out, "wav", "%s-frae-%s.wav" % (name, key))
+            sh([frae, "decode", m["path"], fbs, "-o", npy, "--wav", wav])
+            m["wavs"][name] = wav
+            m["feats"][name] = np.load(npy)[:, :80]
+            fbs16 = os.path.join(tmp, "%s-%s-bf16.fbs" % (name, key))
             sh([frae, "encode", m["bf16"], w, "-o", fbs16])
-            npy16 = os.path.join(tmp, "%s-%s-bf16.npy" % (name, fam))
+            npy16 = os.path.join(tmp, "%s-%s-bf16.npy" % (name, key))
             sh([frae, "decode", m["bf16"], fbs16, "-o", npy16])
-            m["feats16"][name] = np.load(npy16)
-    print("decoded WAVs (Griffin-Lim) in %s" % os.path.join(out, "wav"), flush=True)
+            m["feats16"][name] = np.load(npy16)[:, :80]
+    for old in glob.glob(os.path.join(out, "wav", "*-frae-dense.wav")) + \
+            glob.glob(os.path.join(out, "wav", "*-frae-gru.wav")):
+        os.remove(old)
+    print("decoded WAVs (harmonic-plus-noise vocoder) in %s" % os.path.join(out, "wav"),
+          flush=True)
 
     print("== 4. Codec2 and Opus on the same audio", flush=True)
     systems = {}
-    for fam, m in models.items():
-        systems[m["label"]] = {"kbps": m["kbps"], "feats": m["feats"], "lags": []}
-        systems[m["label"] + ", bf16 weights"] = {"kbps": m["kbps"], "feats": m["feats16"],
-                                                  "lags": []}
+    for key, m in models.items():
+        systems[m["label"]] = {"kbps": m["kbps"], "wavs": m["wavs"], "frae": key}
     for mode in ("700C", "1300", "3200"):
-        kbps = {"700C": 0.7, "1300": 1.3, "3200": 3.2}[mode]
-        feats, lags = {}, []
+        wavs = {}
         for w in tests:
             name = os.path.basename(w)[:-4]
             raw8 = os.path.join(tmp, "in8.raw")
@@ -199,117 +268,177 @@ def main():
             c2 = os.path.join(tmp, "x.c2")
             sh(["c2enc", mode, raw8, c2])
             sh(["c2dec", mode, c2, os.path.join(tmp, "out8.raw")])
-            wav = os.path.join(tmp, "c2.wav")
-            sh(["sox", "-R", "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw",
-                os.path.join(tmp, "out8.raw"), "-r", "16000", wav])
-            f, lag = align(refs[name], features(frae, wav, os.path.join(tmp, "c2.npy")))
-            feats[name] = f
-            lags.append(lag)
-        systems["Codec2 %s" % mode] = {"kbps": kbps, "feats": feats, "lags": lags}
-    feats, lags, opus_bytes, secs = {}, [], 0, 0
+            wav = os.path.join(out, "wav", "%s-codec2-%s.wav" % (name, mode))
+            sh(["sox", "-R", "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t",
+                "raw", os.path.join(tmp, "out8.raw"), "-r", "16000", wav])
+            wavs[name] = wav
+        systems["Codec2 %s" % mode] = {"kbps": {"700C": 0.7, "1300": 1.3, "3200": 3.2}[mode],
+                                       "wavs": wavs}
+    wavs, opus_bytes = {}, 0
     for w in tests:
         name = os.path.basename(w)[:-4]
         ogg = os.path.join(tmp, "x.opus")
         sh(["opusenc", "--quiet", "--bitrate", "6", w, ogg])
         opus_bytes += os.path.getsize(ogg)
-        secs += float(sh(["soxi", "-D", w]))
-        wav = os.path.join(tmp, "opus.wav")
+        wav = os.path.join(out, "wav", "%s-opus.wav" % name)
         sh(["opusdec", "--quiet", "--rate", "16000", ogg, wav])
-        f, lag = align(refs[name], features(frae, wav, os.path.join(tmp, "opus.npy")))
-        feats[name] = f
-        lags.append(lag)
-    systems["Opus 6 kbit/s"] = {"kbps": opus_bytes * 8 / secs / 1000, "feats": feats,
-                                "lags": lags}
+        wavs[name] = wav
+    systems["Opus 6 kbit/s"] = {"kbps": opus_bytes * 8 / secs / 1000, "wavs": wavs}
 
+    print("== 5. every system through its audio: features and pitch", flush=True)
     full = np.arange(80)
     # narrowband: bands wholly below 3.8 kHz, clear of the roll-off of an
     # 8 kHz-sampled codec's resampling filter
     narrow = np.where(mel_upper_edges() <= 3800)[0]
+    ref_pitch = {name: pitch_track(os.path.join(out, "wav", name + "-original.wav"), len(r))
+                 for name, r in refs.items()}
     rows = []
     for label, s in systems.items():
-        r = {"label": label, "kbps": s["kbps"]}
-        for tag, bands in (("full", full), ("nb", narrow)):
-            vals = []
-            for name, ref in refs.items():
-                test = s["feats"][name]
-                ok = ~np.isnan(test).any(axis=1)
-                vals.append(metrics(ref[ok], test[ok], bands))
-            r["lsd_" + tag] = float(np.mean([v[0] for v in vals]))
-            r["mcd_" + tag] = float(np.mean([v[1] for v in vals]))
-        r["lag"] = (", lag %d..%d frames" % (min(s["lags"]), max(s["lags"]))) if s["lags"] else ""
+        r = {"label": label, "kbps": s["kbps"], "lags": [], "feats": {}}
+        vals = {"full": [], "nb": []}
+        counts = np.zeros(4)
+        for name, ref in refs.items():
+            got = features(frae, s["wavs"][name], os.path.join(tmp, "got.npy"))
+            lag = best_lag(ref, got)
+            r["lags"].append(lag)
+            test = shift(len(ref), got, lag)
+            r["feats"][name] = test
+            ok = ~np.isnan(test).any(axis=1)
+            for tag, bands in (("full", full), ("nb", narrow)):
+                vals[tag].append(metrics(ref[ok], test[ok], bands))
+            f0, v = pitch_track(s["wavs"][name], len(got))
+            f0, v = shift(len(ref), f0, lag), shift(len(ref), v.astype(float), lag)
+            okp = ~np.isnan(v)
+            counts += pitch_errors(ref_pitch[name], (np.nan_to_num(f0), v == 1, okp))
+        for tag in ("full", "nb"):
+            r["lsd_" + tag] = float(np.mean([v[0] for v in vals[tag]]))
+            r["mcd_" + tag] = float(np.mean([v[1] for v in vals[tag]]))
+        r["gpe"] = 100.0 * counts[0] / max(counts[1], 1)
+        r["vde"] = 100.0 * counts[2] / max(counts[3], 1)
         rows.append(r)
-
-    lines = ["| system | kbit/s | LSD 0-8 kHz (dB) | MCD 0-8 kHz (dB) | LSD 0-4 kHz (dB) | MCD 0-4 kHz (dB) |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for r in rows:
-        lines.append("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
-            r["label"], r["kbps"], r["lsd_full"], r["mcd_full"], r["lsd_nb"], r["mcd_nb"]))
-    table = "\n".join(lines)
     by = {r["label"]: r for r in rows}
-    d, g = by[models["dense"]["label"]], by[models["gru"]["label"]]
-    val = {fam: float(np.genfromtxt(m["log"], delimiter=",", names=True)["val_loss"][-1])
-           for fam, m in models.items()}
-    gain = ("What the recurrent state buys, same bitrate, same data and recipe: on the "
-            "held-out voices the GRU family's LSD is %.2f dB lower than the dense family's "
-            "(%.2f against %.2f; 0-4 kHz: %.2f lower) and its MCD %.2f dB lower (%.2f "
-            "against %.2f); final held-out MSE %.4f against %.4f (%.1f dB)."
-            % (d["lsd_full"] - g["lsd_full"], g["lsd_full"], d["lsd_full"],
-               d["lsd_nb"] - g["lsd_nb"], d["mcd_full"] - g["mcd_full"], g["mcd_full"],
-               d["mcd_full"], val["gru"], val["dense"],
-               10 * math.log10(val["dense"] / val["gru"])))
-    notes = ("%d held-out utterances (%.0f s, voices never seen in training); "
-             "log-mel distances over speech frames; codec delays aligned per utterance "
-             "(%s). FRAE: %s bits/frame at 100 frames/s; streams total %s bytes with "
-             "headers. %s. Mel-domain envelopes only: no vocoder, no listening test."
-             % (len(tests), secs, "; ".join("%s%s" % (r["label"], r["lag"]) for r in rows if r["lag"]),
-                "/".join(m["bits"] for m in models.values()),
-                " and ".join("%d (%s)" % (m["bytes"], fam) for fam, m in models.items()),
-                "; ".join("%s: %s" % (fam, m["info"]) for fam, m in models.items())))
-    print()
-    print(table)
-    print()
-    print(gain)
-    print()
-    print(notes)
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write("# frae speech demo\n\n" + table + "\n\n" + gain + "\n\n" + notes + "\n")
+    # frae's own decoded features, before the vocoder
+    feat_rows = []
+    for key, m in models.items():
+        fr = {"label": m["label"]}
+        for tag, bands in (("full", full), ("nb", narrow)):
+            v = [metrics(refs[n], m["feats"][n], bands) for n in refs]
+            v16 = [metrics(refs[n], m["feats16"][n], bands) for n in refs]
+            fr["lsd_" + tag] = float(np.mean([x[0] for x in v]))
+            fr["mcd_" + tag] = float(np.mean([x[1] for x in v]))
+            fr["lsd16_" + tag] = float(np.mean([x[0] for x in v16]))
+        feat_rows.append(fr)
 
-    print("== 5. figures", flush=True)
+    lines = ["| system | kbit/s | LSD 0-4 kHz | MCD 0-4 kHz | LSD 0-8 kHz | MCD 0-8 kHz "
+             "| GPE | VDE |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        lines.append("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f%% | %.1f%% |" % (
+            r["label"], r["kbps"], r["lsd_nb"], r["mcd_nb"], r["lsd_full"], r["mcd_full"],
+            r["gpe"], r["vde"]))
+    table = "\n".join(lines)
+    flines = ["| FRAE decoded features (no vocoder) | LSD 0-4 kHz | MCD 0-4 kHz | LSD 0-8 kHz "
+              "| MCD 0-8 kHz | LSD 0-8 kHz, bf16 weights |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for fr in feat_rows:
+        flines.append("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
+            fr["label"], fr["lsd_nb"], fr["mcd_nb"], fr["lsd_full"], fr["mcd_full"],
+            fr["lsd16_full"]))
+    ftable = "\n".join(flines)
+
+    def bar(name, ok, text):
+        return "- %s %s: %s" % ("PASS" if ok else "FAIL", name, text)
+    g16, g32 = by[models["gru-1k6"]["label"]], by[models["gru-3k2"]["label"]]
+    c13, c32 = by["Codec2 1300"], by["Codec2 3200"]
+    bars = [
+        bar("1.6 kbit/s vs Codec2 1300 (0-4 kHz, through audio)",
+            g16["lsd_nb"] < c13["lsd_nb"] and g16["mcd_nb"] < c13["mcd_nb"],
+            "LSD %.2f vs %.2f dB, MCD %.2f vs %.2f dB" % (
+                g16["lsd_nb"], c13["lsd_nb"], g16["mcd_nb"], c13["mcd_nb"])),
+        bar("3.2 kbit/s vs Codec2 3200 (0-4 kHz, through audio)",
+            g32["lsd_nb"] < c32["lsd_nb"] and g32["mcd_nb"] < c32["mcd_nb"],
+            "LSD %.2f vs %.2f dB, MCD %.2f vs %.2f dB" % (
+                g32["lsd_nb"], c32["lsd_nb"], g32["mcd_nb"], c32["mcd_nb"])),
+        bar("pitch: GPE at most twice Codec2's",
+            max(g16["gpe"], g32["gpe"]) <= 2 * min(c13["gpe"], c32["gpe"]) + 1e-9,
+            "frae %.1f%% (1.6) and %.1f%% (3.2); Codec2 1300 %.1f%%, 3200 %.1f%%" % (
+                g16["gpe"], g32["gpe"], c13["gpe"], c32["gpe"])),
+    ]
+    d32 = by[models["dense-3k2"]["label"]]
+    gain = ("What the recurrent state buys, same bitrate, data and recipe: through audio, "
+            "the GRU family's LSD (0-8 kHz) is %.2f dB lower than the dense family's "
+            "(%.2f against %.2f) and its MCD %.2f dB lower (%.2f against %.2f)."
+            % (d32["lsd_full"] - g32["lsd_full"], g32["lsd_full"], d32["lsd_full"],
+               d32["mcd_full"] - g32["mcd_full"], g32["mcd_full"], d32["mcd_full"]))
+    notes = ("%d held-out utterances (%.0f s, voices never seen in training); every system "
+             "measured on its decoded WAV: log-mel distances over speech frames, delays "
+             "aligned per utterance (%s). FRAE: %s; streams total %s bytes with headers. "
+             "Pitch reference: aubio (yinfft f0, YIN confidence >= 0.8), not frae's tracker."
+             % (len(tests), secs,
+                "; ".join("%s lag %d..%d frames" % (r["label"], min(r["lags"]), max(r["lags"]))
+                          for r in rows),
+                "; ".join("%s %s" % (m["label"], m["split"]) for m in models.values()),
+                " / ".join("%d" % m["bytes"] for m in models.values())))
+    report = "\n".join(["# frae speech demo", "", "Through audio:", "", table, "",
+                        "FRAE before the vocoder (its decoded features):", "", ftable, "",
+                        "Bars (issue 13):", *bars, "", gain, "", notes])
+    print()
+    print(report)
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(report + "\n")
+
+    print("== 6. figures", flush=True)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     plt.figure(figsize=(7, 4))
-    for fam, m in models.items():
+    for key, m in models.items():
         csv = np.genfromtxt(m["log"], delimiter=",", names=True)
-        line, = plt.plot(csv["epoch"], csv["loss"], label="%s: training loss" % fam)
+        line, = plt.plot(csv["epoch"], csv["loss"], label="%s: training" % m["label"])
         plt.plot(csv["epoch"], csv["val_loss"], "--", color=line.get_color(),
-                 label="%s: held-out voices" % fam)
+                 label="%s: held-out voices" % m["label"])
     plt.xlabel("epoch")
-    plt.ylabel("MSE (log-mel features)")
+    plt.ylabel("MSE (z-scored log-mel features)")
     plt.yscale("log")
-    plt.title("frae: FRAE codec training, both families at %s kbit/s"
-              % models["dense"]["kbps"])
+    plt.title("frae: FRAE codec training")
     plt.grid(alpha=0.3)
-    plt.legend()
+    plt.legend(fontsize=7)
     plt.tight_layout()
     plt.savefig(os.path.join(out, "loss.png"), dpi=110)
+
     name = sorted(refs)[0]
-    ref = refs[name]
-    panels = [(ref, "original")] + [(m["feats"][name], "decoded by %s, %s kbit/s" % (
-        m["label"], m["kbps"])) for m in models.values()]
+    panels = [(refs[name], "original"),
+              (by[g16["label"]]["feats"][name], "%s, through the vocoder" % g16["label"]),
+              (by["Codec2 1300"]["feats"][name], "Codec2 1300")]
     fig, ax = plt.subplots(len(panels), 1, figsize=(9, 2.7 * len(panels)), sharex=True)
-    lim = (min(p[0].min() for p in panels), max(p[0].max() for p in panels))
+    lim = (np.nanmin(panels[0][0]), np.nanmax(panels[0][0]))
     for k, (img, title) in enumerate(panels):
         im = ax[k].imshow(img.T, origin="lower", aspect="auto", vmin=lim[0], vmax=lim[1])
-        ax[k].set_title("%s: %s" % (name, title))
+        ax[k].set_title("%s: %s (log-mel of the decoded audio)" % (name, title)
+                        if k else "%s: original" % name)
         ax[k].set_ylabel("mel band")
         fig.colorbar(im, ax=ax[k])
     ax[-1].set_xlabel("frame (10 ms)")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "spectrogram.png"), dpi=110)
+
+    plt.figure(figsize=(7, 4.5))
+    for r in rows:
+        is_frae = r["label"].startswith("FRAE")
+        plt.plot(r["kbps"], r["lsd_nb"], "o" if is_frae else "s",
+                 color="tab:blue" if is_frae else "tab:gray", markersize=8)
+        plt.annotate(r["label"], (r["kbps"], r["lsd_nb"]), textcoords="offset points",
+                     xytext=(6, 4), fontsize=8)
+    plt.xlabel("kbit/s")
+    plt.ylabel("LSD 0-4 kHz through audio (dB)")
+    plt.title("rate and quality on the held-out voices (lower is better)")
+    plt.grid(alpha=0.3)
+    plt.xlim(0, max(r["kbps"] for r in rows) * 1.25)
+    plt.tight_layout()
+    plt.savefig(os.path.join(out, "rate_quality.png"), dpi=110)
     shutil.rmtree(tmp)
-    print("wrote %s, %s, %s" % (os.path.join(out, "report.md"), os.path.join(out, "loss.png"),
-                                 os.path.join(out, "spectrogram.png")))
+    print("wrote %s, loss.png, spectrogram.png, rate_quality.png in %s (%.0f s)"
+          % (os.path.join(out, "report.md"), out, time.time() - started))
 
 
 if __name__ == "__main__":

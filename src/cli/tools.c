@@ -9,6 +9,8 @@
 
 #include "cli.h"
 
+#define FRAE_INFO_MAX_D 4096 /* bands shown by frae info */
+
 /* ---- predict ---------------------------------------------------------- */
 
 static void predict_help(void)
@@ -188,8 +190,11 @@ int cmd_info(int argc, char **argv)
     small.training = 0;
     small.batch = 1;
     frae_model *m = frae_create(&small, err, sizeof err);
-    if (!m) {
+    /* the statistics are checked and shown from the model they load into */
+    if (!m || (c.normalize && frae_checkpoint_restore(ck, m, 0, err,
+                                                      sizeof err))) {
         frae_checkpoint_close(ck);
+        frae_destroy(m);
         return cli_fail(EXIT_USAGE, "%s", err);
     }
     struct stat sb;
@@ -228,6 +233,22 @@ int cmd_info(int argc, char **argv)
         printf("  pitch: f0 and voicing per frame (YIN), closed-loop "
                "log2 f0 quantizer, %s\n",
                frae_checkpoint_meta(ck, "frae.pitch"));
+    if (c.normalize) {
+        float mean[FRAE_INFO_MAX_D], std[FRAE_INFO_MAX_D];
+        if (c.frame_dim <= FRAE_INFO_MAX_D &&
+            !frae_get_normalization(m, mean, std)) {
+            float lo[2] = {mean[0], std[0]}, hi[2] = {mean[0], std[0]};
+            for (int d = 1; d < c.frame_dim; d++) {
+                lo[0] = fminf(lo[0], mean[d]), hi[0] = fmaxf(hi[0], mean[d]);
+                lo[1] = fminf(lo[1], std[d]), hi[1] = fmaxf(hi[1], std[d]);
+            }
+            printf("  normalization: per band, means %.4g..%.4g, stds "
+                   "%.4g..%.4g\n",
+                   (double)lo[0], (double)hi[0], (double)lo[1], (double)hi[1]);
+        } else {
+            printf("  normalization: per band\n");
+        }
+    }
     printf("training settings:\n");
     printf("  feedback %s, window %d, batch %d, Adam lr %g (beta1 %g, beta2 "
            "%g, eps %g), clip norm %g\n",

@@ -48,6 +48,7 @@ typedef struct {
     long data_seed;
     cli_audio audio;
     int audio_features; /* --audio-features: .npy data are frae features */
+    const char *normalize; /* --normalize: NULL (auto), on, off, or a .npy */
 } train_opts;
 
 typedef struct {
@@ -112,6 +113,11 @@ static void train_help(void)
         "audio features (D = --mels):\n" CLI_FEATURE_HELP
         "  --audio-features     the .npy DATA are such features (from\n"
         "                       'frae features'): record their parameters\n"
+        "  --normalize MODE     per-band z-scoring, part of the model: on\n"
+        "                       (mean and std of each band over the\n"
+        "                       training set, one pass), off, or a .npy\n"
+        "                       [2, D] of means then stds; auto: on for\n"
+        "                       audio features, off otherwise (auto)\n"
         "  --pitch              the codec also carries f0 and voicing (YIN,\n"
         "                       4 bits per frame, its own quantizer), for\n"
         "                       the vocoder; the network is unchanged\n"
@@ -139,7 +145,8 @@ static const cli_opt train_opts_list[] = {
     {"--hop", 1},       {"--win", 1},       {"--fft", 1},
     {"--fmin", 1},      {"--fmax", 1},      {"--threads", 1},
     {"--family", 1},    {"--warmup", 1},    {"--decay-steps", 1},
-    {"--lr-floor", 1},  {"--pitch", 0},     {NULL, 0}};
+    {"--lr-floor", 1},  {"--pitch", 0},     {"--normalize", 1},
+    {NULL, 0}};
 
 static int push(char ***list, int *n, const char *v)
 {
@@ -163,6 +170,10 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
     if (!strcmp(name, "--pitch")) {
         o->model_flags++, o->model_flag = name;
         return o->cfg.pitch = 1, 0;
+    }
+    if (!strcmp(name, "--normalize")) {
+        o->model_flags++, o->model_flag = name;
+        return o->normalize = v, 0;
     }
     rc = cli_model_option(&o->cfg, &o->model_given, name, v);
     if (rc != 1) {
@@ -650,6 +661,7 @@ static int resume_from_checkpoint(train_run *r)
     if (have < 0)
         return EXIT_USAGE;
     o->audio_features = have;
+    o->audio.f.pitch = 0; /* the network trains on the envelope alone */
     return 0;
 }
 
@@ -803,6 +815,63 @@ static int split_validation(train_run *r)
     return 0;
 }
 
+/* The model's per-band statistics: over the training set in one pass
+ * ("on"), or from a .npy of [2, D] (means, then stds). */
+static int set_normalization(train_run *r, const char *how)
+{
+    const int D = r->o.cfg.frame_dim;
+    float *stats = malloc(sizeof(float) * 2 * (size_t)D);
+    double *acc = malloc(sizeof(double) * 2 * (size_t)D);
+    float *buf = malloc(sizeof(float) * 1024 * (size_t)D);
+    int status = EXIT_OK;
+    if (!stats || !acc || !buf) {
+        status = cli_fail(EXIT_FAILED, "out of memory");
+    } else if (!strcmp(how, "on")) {
+        frae_band_stats bs;
+        frae_band_stats_begin(&bs, D, acc, acc + D);
+        for (long i = 0; i < r->n_train && !status; i++) {
+            const cli_seq *q = &r->data.seqs[r->perm[i]];
+            for (long t = 0; t < q->frames && !status; t += 1024) {
+                long n = q->frames - t < 1024 ? q->frames - t : 1024;
+                if (cli_dataset_read(&r->data, r->perm[i], t, n, buf))
+                    status = EXIT_FAILED;
+                else
+                    frae_band_stats_add(&bs, buf, n, D);
+            }
+        }
+        if (!status && frae_band_stats_finish(&bs, stats, stats + D))
+            status = cli_fail(EXIT_USAGE, "--normalize: no training frames");
+    } else {
+        char err[512];
+        frae_npy a;
+        if (frae_npy_open(how, &a, err, sizeof err) ||
+            frae_npy_check_finite(&a, how, err, sizeof err)) {
+            status = cli_fail(EXIT_USAGE, "--normalize: %s", err);
+        } else {
+            if (a.ndim != 2 || a.dims[0] != 2 || a.dims[1] != D)
+                status = cli_fail(EXIT_USAGE,
+                                  "--normalize: %s should be [2, %d] (the "
+                                  "means, then the stds of the %d bands)",
+                                  how, D, D);
+            else if (frae_npy_read(&a, 0, 0, 2, stats))
+                status = cli_fail(EXIT_USAGE, "--normalize: %s: cannot read "
+                                  "it", how);
+            frae_npy_close(&a);
+        }
+    }
+    if (!status && frae_set_normalization(r->m, stats, stats + D)) {
+        int bad = 0;
+        while (bad < D && stats[D + bad] > 0)
+            bad++;
+        status = cli_fail(EXIT_USAGE,
+                          "--normalize: %s: band %d has std %g; every std "
+                          "must be > 0",
+                          how, bad, (double)stats[D + (bad < D ? bad : 0)]);
+    }
+    free(stats), free(acc), free(buf);
+    return status;
+}
+
 /* The longest sequence of a dataset (1 if empty). */
 static long longest_sequence(const cli_dataset *ds)
 {
@@ -829,11 +898,22 @@ static int make_model(train_run *r)
     if (o->cfg.window > longest)
         o->cfg.window = (int)longest;
     o->cfg.training = 1;
+    const char *norm = o->normalize;
+    if (!o->resume) {
+        if (!norm)
+            norm = r->uses_audio ? "on" : "off";
+        o->cfg.normalize = strcmp(norm, "off") != 0;
+    }
     char err[512];
     r->m = frae_create(&o->cfg, err, sizeof err);
     if (!r->m || (r->ck && frae_checkpoint_restore(r->ck, r->m, 1, err,
                                                    sizeof err)))
         return cli_fail(EXIT_USAGE, "%s", err);
+    if (!o->resume && o->cfg.normalize) {
+        int status = set_normalization(r, norm);
+        if (status)
+            return status;
+    }
     frae_checkpoint_close(r->ck);
     r->ck = NULL;
     const int B = o->cfg.batch, W = o->cfg.window, D = o->cfg.frame_dim;
