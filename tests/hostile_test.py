@@ -400,6 +400,33 @@ def main():
         refused(tmp, "forged state, checksum redone: " + what,
                 ["train", "data.npy", "--resume", "forged.safetensors", "--save", "none"],
                 needle)
+    # crops: the table and the order, checked against the data on resume
+    rc, _, err, _, _ = run(["train", "data.npy", *small, "--crop", "8", "--epochs", "1",
+                            "--batch", "2", "--window", "16", "--save", "crop.safetensors",
+                            "--progress", "off"], tmp)
+    check(rc == 0, "a model trains on crops", err)
+
+    def i32_edit(name, values):
+        def f(header, d):
+            t = header[name]
+            for i, v in enumerate(values):
+                struct.pack_into("<i", d, t["data_offsets"][0] + 4 * i, v)
+            return d
+        return f
+    for what, meta, data_edit, needle in (
+            ("a crop past its sequence", {}, i32_edit("train.crop_start", [40]),
+             "outside its sequence"),
+            ("a crop of no sequence", {}, i32_edit("train.crop_seq", [-1]),
+             "not a training sequence"),
+            ("crop order repeated", {}, i32_edit("train.order", [0, 0]), "repeated"),
+            ("crop length 0", {"train.crop": "0"}, None, "'train.crop'"),
+            ("crops gone", {}, "drop-crops", "train.crop_start")):
+        if data_edit == "drop-crops":
+            data_edit = drop("train.crop_start")
+        edited(p("crop.safetensors"), p("forged.safetensors"), meta, data_edit=data_edit)
+        refused(tmp, "forged crops, checksum redone: " + what,
+                ["train", "data.npy", "--resume", "forged.safetensors", "--save", "none"],
+                needle)
     edited(good, p("bigbatch.safetensors"), {"frae.batch": "1000000000",
                                              "frae.window": "1000000000"})
     rc, out, err, dt, rss = run(["train", "data.npy", "--resume", "bigbatch.safetensors",

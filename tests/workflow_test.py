@@ -155,6 +155,21 @@ def main():
           and "warm-up 5 steps, cosine decay over 20 steps to 0.1 x lr" in info,
           "with a learning-rate schedule (warm-up, cosine): 4 epochs straight == 2 + "
           "resume + 2, to the byte; frae info shows it", e1 + e2 + e3 + e4)
+    crop = [*common, "--crop", "7"]
+    rc1, out1, e1 = run("train", *crop, "--epochs", "4", "--save", "c_straight.safetensors")
+    rc2, _, e2 = run("train", *crop, "--epochs", "2", "--save", "c_halves.safetensors")
+    rc3, _, e3 = run("train", "data", "--resume", "c_halves.safetensors", "--epochs", "4",
+                     "--save", "c_halves.safetensors")
+    same = (open(path("c_straight.safetensors"), "rb").read()
+            == open(path("c_halves.safetensors"), "rb").read())
+    hdr, _ = read_safetensors(path("c_straight.safetensors"))
+    meta = hdr.get("__metadata__", {})
+    n_crops = hdr.get("train.crop_seq", {}).get("shape", [0])[0]
+    rc4, info, e4 = run("info", "c_straight.safetensors")
+    check(rc1 == rc2 == rc3 == rc4 == 0 and same and meta.get("train.crop") == "7"
+          and n_crops > 0 and "crops of 7 frames" in info,
+          "with --crop (shuffled random crops, %d this epoch): 4 epochs straight == 2 + "
+          "resume + 2, to the byte; frae info shows it" % n_crops, e1 + e2 + e3 + e4)
     rc, out, err = run("train", "data", "--resume", "halves.safetensors", "--lr", "0.1")
     check(one_line_error(rc, err, 2, "cannot be combined with --resume"),
           "a model option with --resume is refused", err)
@@ -182,6 +197,23 @@ def main():
     same = open(path("ref.safetensors"), "rb").read() == open(path("int.safetensors"), "rb").read()
     check(rc == 0 and same, "resuming after Ctrl-C ends exactly as the uninterrupted run",
           err)
+
+    rc, _, err = run("train", *big, "--crop", "15", "--save", "cref.safetensors")
+    check(rc == 0, "reference run with crops", err)
+    p = subprocess.Popen([FRAE, "train", *big, "--crop", "15", "--save", "cint.safetensors"],
+                         cwd=TMP, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in p.stdout:
+        if line.startswith("epoch 1/"):
+            p.send_signal(signal.SIGINT)
+            break
+    out, err = p.communicate()
+    rc, out2, err2 = run("train", "many.npy", "--resume", "cint.safetensors", "--save",
+                         "cint.safetensors")
+    same = (open(path("cref.safetensors"), "rb").read()
+            == open(path("cint.safetensors"), "rb").read())
+    check(p.returncode == 130 and rc == 0 and same,
+          "with --crop: resuming after Ctrl-C mid-epoch ends exactly as the uninterrupted "
+          "run", "rc %d %s %s" % (p.returncode, err, err2))
 
     print("== divergence keeps the last good checkpoint")
     rc, out, err = run("train", "data", *SMALL, "--lr", "3e5", "--epochs", "50",

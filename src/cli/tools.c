@@ -280,6 +280,11 @@ int cmd_info(int argc, char **argv)
                frae_checkpoint_meta(ck, "train.best"),
                frae_checkpoint_meta(ck, "train.best_epoch"));
         printf("  data: %s\n", frae_checkpoint_meta(ck, "train.data"));
+        const char *crop = frae_checkpoint_meta(ck, "train.crop");
+        if (crop)
+            printf("  training on crops of %s frames, %ld this epoch, "
+                   "shuffled across sequences\n",
+                   crop, frae_checkpoint_i32(ck, "train.crop_seq", NULL, 0));
     } else {
         printf("training state: none (weights only)\n");
     }

@@ -49,6 +49,7 @@ typedef struct {
     cli_audio audio;
     int audio_features; /* --audio-features: .npy data are frae features */
     const char *normalize; /* --normalize: NULL (auto), on, off, or a .npy */
+    int crop;              /* --crop N: train on N-frame crops (0: whole) */
 } train_opts;
 
 typedef struct {
@@ -62,8 +63,13 @@ typedef struct {
     double best;     /* best monitored loss, and when */
     int best_epoch;
     int bad_epochs;
-    int32_t *order;  /* the current epoch's sequence order */
+    int32_t *order;  /* the current epoch's sequence order (with --crop: of
+                        its crops) */
     long n_order;
+    /* --crop: the epoch's crops, sequence and first frame; n_order of
+     * them, room for crop_cap (the most an epoch can cut) */
+    int32_t *crop_seq, *crop_start;
+    long crop_cap;
 } train_state;
 
 static void train_help(void)
@@ -93,6 +99,11 @@ static void train_help(void)
         "  --feedback F         detached (no gradient through the buffer)\n"
         "                       or full (BPTT through it) (detached)\n"
         "  --window W           truncated-BPTT window in frames (100)\n"
+        "  --crop N             train on crops of N frames: each epoch cuts\n"
+        "                       every sequence at a random offset into\n"
+        "                       N-frame crops (a shorter one whole) and\n"
+        "                       shuffles them across sequences; validation\n"
+        "                       runs on whole sequences (off)\n"
         "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
         "  --threads N          threads for large products (all CPUs);\n"
         "                       results are the same for any N\n"
@@ -146,7 +157,7 @@ static const cli_opt train_opts_list[] = {
     {"--fmin", 1},      {"--fmax", 1},      {"--threads", 1},
     {"--family", 1},    {"--warmup", 1},    {"--decay-steps", 1},
     {"--lr-floor", 1},  {"--pitch", 0},     {"--normalize", 1},
-    {NULL, 0}};
+    {"--crop", 1},      {NULL, 0}};
 
 static int push(char ***list, int *n, const char *v)
 {
@@ -174,6 +185,10 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
     if (!strcmp(name, "--normalize")) {
         o->model_flags++, o->model_flag = name;
         return o->normalize = v, 0;
+    }
+    if (!strcmp(name, "--crop")) {
+        o->model_flags++, o->model_flag = name;
+        return cli_int(name, v, 1, 1 << 24, &o->crop);
     }
     rc = cli_model_option(&o->cfg, &o->model_given, name, v);
     if (rc != 1) {
@@ -296,25 +311,43 @@ typedef struct {
     const cli_dataset *ds;
     float *win;  /* [B][W][D] */
     int *valid;  /* [B] */
+    /* crops (training with --crop): ids index these; else sequences */
+    const int32_t *crop_seq, *crop_start;
+    int crop;
 } batch_runner;
+
+/* The frames entry id of a batch stands for: a sequence, or a crop. */
+static void span_of(const batch_runner *r, int32_t id, long *seq, long *start,
+                    long *len)
+{
+    if (!r->crop_seq) {
+        *seq = id, *start = 0, *len = r->ds->seqs[id].frames;
+        return;
+    }
+    *seq = r->crop_seq[id], *start = r->crop_start[id];
+    long left = r->ds->seqs[*seq].frames - *start;
+    *len = left < r->crop ? left : r->crop;
+}
 
 static int run_batch(batch_runner *r, const int32_t *seqs, int nb, int train,
                      frae_stats *sum)
 {
     const frae_config *c = frae_get_config(r->m);
     const int W = c->window, D = c->frame_dim;
-    long longest = 0;
-    for (int b = 0; b < nb; b++)
-        if (r->ds->seqs[seqs[b]].frames > longest)
-            longest = r->ds->seqs[seqs[b]].frames;
+    long longest = 0, seq, start, len;
+    for (int b = 0; b < nb; b++) {
+        span_of(r, seqs[b], &seq, &start, &len);
+        longest = len > longest ? len : longest;
+    }
     frae_reset(r->m);
     for (long w0 = 0; w0 < longest; w0 += W) {
         int nt = longest - w0 < W ? (int)(longest - w0) : W;
         for (int b = 0; b < nb; b++) {
-            long len = r->ds->seqs[seqs[b]].frames;
+            span_of(r, seqs[b], &seq, &start, &len);
             long have = len - w0 < 0 ? 0 : len - w0 > nt ? nt : len - w0;
             float *dst = r->win + (size_t)b * nt * D;
-            if (have > 0 && cli_dataset_read(r->ds, seqs[b], w0, have, dst))
+            if (have > 0 &&
+                cli_dataset_read(r->ds, seq, start + w0, have, dst))
                 return EXIT_FAILED;
             memset(dst + (size_t)have * D, 0,
                    sizeof(float) * (size_t)(nt - have) * D);
@@ -384,14 +417,18 @@ static int save_checkpoint(frae_model *m, const char *path,
         M("train.patience", "%d", ri->o->patience);
         M("train.val_split", "%.17g", ri->o->val_split);
         M("train.data", "%s", ri->summary);
+        if (ri->o->crop)
+            M("train.crop", "%d", ri->o->crop);
     }
 #undef M
     if (ri->features)
         n += cli_features_meta(ri->features, fv, meta + n);
-    frae_i32_array order = {"train.order", s->order, s->n_order};
+    frae_i32_array order[3] = {{"train.order", s->order, s->n_order},
+                               {"train.crop_seq", s->crop_seq, s->n_order},
+                               {"train.crop_start", s->crop_start, s->n_order}};
     char err[512];
-    if (frae_save(m, path, with_state, meta, n, &order, with_state ? 1 : 0,
-                  err, sizeof err)) {
+    if (frae_save(m, path, with_state, meta, n, order,
+                  with_state ? (ri->o->crop ? 3 : 1) : 0, err, sizeof err)) {
         fprintf(stderr, "%s: %s\n", cli_cmd, err);
         return -1;
     }
@@ -494,6 +531,26 @@ static int load_state(const frae_checkpoint *ck, const char *path,
     if (!s->order)
         return cli_fail(EXIT_FAILED, "out of memory");
     frae_checkpoint_i32(ck, "train.order", s->order, s->n_order);
+    if (frae_checkpoint_meta(ck, "train.crop")) {
+        long crop;
+        if (state_long(ck, path, "train.crop", 1, 1 << 24, &crop))
+            return EXIT_USAGE;
+        o->crop = (int)crop;
+        static const char *const keys[2] = {"train.crop_seq",
+                                            "train.crop_start"};
+        int32_t **dst[2] = {&s->crop_seq, &s->crop_start};
+        for (int i = 0; i < 2; i++) {
+            if (frae_checkpoint_i32(ck, keys[i], NULL, 0) != s->n_order)
+                return cli_fail(EXIT_USAGE,
+                                "%s: training state '%s' should have %ld "
+                                "entries, one per crop of train.order",
+                                path, keys[i], s->n_order);
+            *dst[i] = malloc(sizeof(int32_t) * (size_t)(s->n_order + 1));
+            if (!*dst[i])
+                return cli_fail(EXIT_FAILED, "out of memory");
+            frae_checkpoint_i32(ck, keys[i], *dst[i], s->n_order);
+        }
+    }
     return 0;
 }
 
@@ -616,6 +673,8 @@ static void train_run_free(train_run *r)
     free(r->run.win);
     free(r->run.valid);
     free(r->s.order);
+    free(r->s.crop_seq);
+    free(r->s.crop_start);
     free(r->perm);
     free(r->val_seqs);
     free(r->o.data);
@@ -755,6 +814,114 @@ static int cmp_int32(const void *a, const void *b)
 /* The training set and the validation sequences: a seeded split of the
  * data (the same every run), or other files.  A new run's epoch order
  * starts as the training set; a resumed one's must be a permutation of it. */
+/* --crop: room for the most crops an epoch can cut, and on resume the
+ * checkpoint's crops checked against the data: every crop inside a
+ * training sequence, the order a permutation of them. */
+static int settle_crops(train_run *r)
+{
+    train_state *s = &r->s;
+    const train_opts *o = &r->o;
+    long cap = 0;
+    for (long i = 0; i < r->n_train; i++) {
+        long len = r->data.seqs[r->perm[i]].frames;
+        cap += len <= o->crop ? 1 : len / o->crop;
+    }
+    if (cap > INT32_MAX)
+        return cli_fail(EXIT_USAGE, "--crop %d cuts more than 2^31 crops",
+                        o->crop);
+    if (o->resume && s->n_order > cap)
+        return cli_fail(EXIT_USAGE,
+                        "%s: training state has %ld crops; this data cuts "
+                        "at most %ld",
+                        o->resume, s->n_order, cap);
+    int32_t **arr[3] = {&s->order, &s->crop_seq, &s->crop_start};
+    for (int i = 0; i < 3; i++) {
+        int32_t *p = realloc(*arr[i], sizeof(int32_t) * (size_t)(cap + 1));
+        if (!p)
+            return cli_fail(EXIT_FAILED, "out of memory");
+        *arr[i] = p;
+    }
+    s->crop_cap = cap;
+    if (!o->resume) {
+        s->n_order = 0; /* cut when the first epoch starts */
+        return 0;
+    }
+    unsigned char *in_train = calloc((size_t)r->n_all, 1);
+    unsigned char *seen = calloc((size_t)s->n_order, 1);
+    if (!in_train || !seen) {
+        free(in_train), free(seen);
+        return cli_fail(EXIT_FAILED, "out of memory");
+    }
+    for (long i = 0; i < r->n_train; i++)
+        in_train[r->perm[i]] = 1;
+    int status = 0;
+    for (long i = 0; i < s->n_order && !status; i++) {
+        int32_t q = s->crop_seq[i], at = s->crop_start[i], v = s->order[i];
+        if (q < 0 || q >= r->n_all || !in_train[q])
+            status = cli_fail(EXIT_USAGE,
+                              "%s: training state 'train.crop_seq' entry %ld "
+                              "= %d is not a training sequence",
+                              o->resume, i, q);
+        else if (at < 0 || at >= r->data.seqs[q].frames)
+            status = cli_fail(EXIT_USAGE,
+                              "%s: training state 'train.crop_start' entry "
+                              "%ld = %d is outside its sequence (%ld frames)",
+                              o->resume, i, at, r->data.seqs[q].frames);
+        else if (v < 0 || v >= s->n_order || seen[v])
+            status = cli_fail(EXIT_USAGE,
+                              "%s: training state 'train.order' entry %ld = "
+                              "%d is %s",
+                              o->resume, i, v,
+                              v < 0 || v >= s->n_order ? "out of range"
+                                                       : "repeated");
+        else
+            seen[v] = 1;
+    }
+    free(in_train), free(seen);
+    const long n_batches = (s->n_order + o->cfg.batch - 1) / o->cfg.batch;
+    if (!status && s->batch > n_batches)
+        status = cli_fail(EXIT_USAGE,
+                          "%s: training state 'train.batch' = %ld, but the "
+                          "epoch has %ld batches",
+                          o->resume, s->batch, n_batches);
+    if (!status && (s->frames > r->data.total_frames ||
+                    s->values != s->frames * (long)r->data.dim))
+        status = cli_fail(EXIT_USAGE,
+                          "%s: training state counts %ld frames and %ld "
+                          "values in this epoch; the data has %ld frames of "
+                          "%d values",
+                          o->resume, s->frames, s->values,
+                          r->data.total_frames, r->data.dim);
+    return status;
+}
+
+/* An epoch's crops: each training sequence (in file order) longer than N
+ * is cut at a random offset (at most N - 1, and leaving one whole crop)
+ * into N-frame crops; a shorter one is one crop.  The offsets come from the
+ * shuffling RNG, so a resume repeats them. */
+static void cut_crops(train_run *r)
+{
+    train_state *s = &r->s;
+    const long N = r->o.crop;
+    long n = 0;
+    for (long i = 0; i < r->n_train; i++) {
+        const int32_t q = r->perm[i];
+        const long len = r->data.seqs[q].frames;
+        long at = 0;
+        if (len > N) {
+            long span = len - N + 1 < N ? len - N + 1 : N;
+            at = (long)(frae_rng_next(&s->rng) % (uint64_t)span);
+        }
+        do {
+            s->crop_seq[n] = q, s->crop_start[n] = (int32_t)at;
+            s->order[n] = (int32_t)n;
+            n++;
+            at += N;
+        } while (at + N <= len);
+    }
+    s->n_order = n;
+}
+
 static int split_validation(train_run *r)
 {
     train_opts *o = &r->o;
@@ -778,7 +945,11 @@ static int split_validation(train_run *r)
         /* the training set in file order before epoch shuffles */
         qsort(r->perm, (size_t)r->n_train, sizeof *r->perm, cmp_int32);
     }
-    if (!o->resume) {
+    if (o->crop) {
+        int status = settle_crops(r);
+        if (status)
+            return status;
+    } else if (!o->resume) {
         r->s.n_order = r->n_train;
         r->s.order = malloc(sizeof(int32_t) * (size_t)(r->n_train + 1));
         if (!r->s.order)
@@ -890,6 +1061,8 @@ static int make_model(train_run *r)
 {
     train_opts *o = &r->o;
     long most_seqs = r->n_train > r->n_val ? r->n_train : r->n_val;
+    if (o->crop && r->s.crop_cap > most_seqs)
+        most_seqs = r->s.crop_cap;
     long longest = longest_sequence(&r->data);
     if (longest_sequence(&r->val) > longest)
         longest = longest_sequence(&r->val);
@@ -919,9 +1092,14 @@ static int make_model(train_run *r)
     const int B = o->cfg.batch, W = o->cfg.window, D = o->cfg.frame_dim;
     r->run = (batch_runner){r->m, &r->data,
                             malloc(sizeof(float) * (size_t)B * W * D),
-                            malloc(sizeof(int) * (size_t)B)};
+                            malloc(sizeof(int) * (size_t)B), NULL, NULL, 0};
     r->vrun = r->run;
     r->vrun.ds = r->val_ds;
+    if (o->crop) { /* training batches are crops; validation, sequences */
+        r->run.crop_seq = r->s.crop_seq;
+        r->run.crop_start = r->s.crop_start;
+        r->run.crop = o->crop;
+    }
     if (!r->run.win || !r->run.valid)
         return cli_fail(EXIT_FAILED, "out of memory");
     if (o->log_csv && !(r->csv = open_csv(o->log_csv)))
@@ -966,16 +1144,18 @@ static int train_epoch(train_run *r)
 {
     train_state *s = &r->s;
     const int B = r->o.cfg.batch;
-    const long n_batches = (r->n_train + B - 1) / B;
     if (s->batch == 0) { /* a new epoch: fresh order and sums */
+        if (r->o.crop)
+            cut_crops(r);
         shuffle(s->order, s->n_order, &s->rng);
         s->sse = s->sae = 0, s->values = s->frames = 0, s->seconds = 0;
     }
+    const long n_batches = (s->n_order + B - 1) / B;
     s->started = now_seconds() - s->seconds;
     double last_draw = 0;
     while (s->batch < n_batches) {
         long first = s->batch * B;
-        int nb = r->n_train - first < B ? (int)(r->n_train - first) : B;
+        int nb = s->n_order - first < B ? (int)(s->n_order - first) : B;
         frae_stats sum = {0};
         int rc = run_batch(&r->run, s->order + first, nb, 1, &sum);
         if (rc == EXIT_FAILED) /* the data could not be read */
