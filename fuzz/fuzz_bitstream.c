@@ -1,5 +1,6 @@
 /* libFuzzer target for the .fbs reader and the decoders behind it, of
- * both families (a dense model and a GRU one; bit 1 of the size picks).
+ * both families (a dense model and a GRU one that also codes pitch and
+ * normalizes; bit 1 of the size picks).
  *
  * Half the inputs are taken as they are: they exercise the header and
  * length checks.  In the other half the harness writes the model's hash
@@ -24,10 +25,12 @@ static void write_seed(const frae_model *m, const char *dir, const char *name)
     frae_encoder *e = frae_encoder_create(m);
     enum { T = 12 };
     unsigned char codes[T * 8];
-    float x[6];
+    float x[8];
     for (int t = 0; t < T; t++) {
         for (int d = 0; d < 6; d++)
             x[d] = (float)((t * 7 + d * 3) % 11) / 11.0f - 0.5f;
+        x[6] = 90.0f + 25.0f * (float)t; /* f0 and voicing, if coded */
+        x[7] = t % 4 != 0;
         frae_encode_frame(e, x, codes + t * frae_code_bytes(m), NULL);
     }
     frae_stream h;
@@ -58,9 +61,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         c.quantizer = FRAE_QUANT_UNIFORM;
         c.quant_levels = 6; /* 3 bits: indices 6 and 7 are invalid codes */
         c.training = 0;
+        c.pitch = gru;
+        c.normalize = gru;
         models[gru] = frae_create(&c, NULL, 0);
+        if (!models[gru])
+            abort();
+        if (gru) {
+            const float mean[6] = {0.1f, -0.2f, 0, 0.3f, 0, 0};
+            const float std[6] = {1, 0.5f, 2, 1, 1, 0.25f};
+            frae_set_normalization(models[gru], mean, std);
+        }
         decoders[gru] = frae_decoder_create(models[gru]);
-        if (!models[gru] || !decoders[gru])
+        if (!decoders[gru])
             abort();
     }
     const char *dir = getenv("FRAE_FUZZ_SEED_DIR");
@@ -92,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!frae_stream_parse(buf, size, &s, err, sizeof err) &&
         !frae_stream_check_model(&s, model, err, sizeof err)) {
         unsigned char code[8];
-        float y[6];
+        float y[8];
         uint64_t n = (uint64_t)s.sequences * s.frames;
         for (uint64_t f = 0; f < n && f < 4096; f++) {
             if (f % s.frames == 0)

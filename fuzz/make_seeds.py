@@ -63,6 +63,13 @@ def main():
                         "--sequences", "4", "--frames", "5", "--batch", "2", "--save", ckg,
                         "--progress", "off"], check=True, capture_output=True)
         put("safetensors", "gru.safetensors", open(ckg, "rb").read())
+        # normalization statistics and crops in the metadata and training
+        # state: a model trained with --normalize on and --crop
+        ckn = os.path.join(tmp, "n.safetensors")
+        subprocess.run([FRAE, "train", *small, "--normalize", "on", "--crop", "3",
+                        "--epochs", "1", "--sequences", "4", "--frames", "5", "--batch", "2",
+                        "--save", ckn, "--progress", "off"], check=True, capture_output=True)
+        put("safetensors", "normalized_crops.safetensors", open(ckn, "rb").read())
         gru_shapes = [(7, 9), (3, 9), (2, 9), (3, 2), (2,), (4, 9), (3, 9), (2, 9), (3, 2), (2,)]
         b = io.BytesIO()
         rng_gru = np.random.default_rng(4)  # its own: the older seeds stay as they were

@@ -515,7 +515,63 @@ def main():
     rc, out, err = run("decode", "q.safetensors", "a.fbs", "-o", "x.npy", "--wav", "x.wav")
     check(one_line_error(rc, err, 2, "not trained on audio features"),
           "decode --wav with a frames model is refused", err)
-    for cmd in ("train", "predict", "info", "import", "encode", "decode", "features"):
+    print("== speech: pitch, the vocoder, normalization")
+    rc, out, err = run("features", "--pitch", "speech/u2.wav", "-o", "fp.npy")
+    fp = np.load(path("fp.npy")) if rc == 0 else np.zeros((1, 82))
+    mid = fp[10:-10]
+    check(rc == 0 and fp.shape[1] == 82 and (mid[:, 81] == 1).all()
+          and np.abs(mid[:, 80] / 150.0 - 1).max() < 0.06,
+          "frae features --pitch: [T, 82], a voice at 150 Hz +-5% voiced within it", err)
+    rc, out, err = run("vocode", "fp.npy", "-o", "voc.wav")
+    rc2, out2, err2 = run("features", "--pitch", "voc.wav", "-o", "fv.npy")
+    fv = np.load(path("fv.npy")) if rc == rc2 == 0 else np.zeros((1, 82))
+    n = min(len(fv), len(fp))
+    lsd = np.sqrt(np.mean((25 / np.log(10) * (fv[10:n - 10, :80] - fp[10:n - 10, :80])) ** 2,
+                          axis=1)).mean() if n > 20 else 99
+    f0_kept = n > 20 and np.abs(fv[10:n - 10, 80] / fp[10:n - 10, 80] - 1).max() < 0.02
+    check(rc == rc2 == 0 and "harmonic-plus-noise" in out and lsd < 2.5 and f0_kept,
+          "frae vocode: features with pitch back to audio, and again to features: LSD "
+          "%.2f dB, f0 kept" % lsd, err + err2)
+    rc, out, err = run("train", "speech", "--enc", "64", "--dec", "64", "--latent", "8",
+                       "--quantizer", "binary", "--epochs", "2", "--save", "pp.safetensors",
+                       "--batch", "3", "--pitch", "--crop", "50")
+    rc2, info, err2 = run("info", "pp.safetensors")
+    check(rc == rc2 == 0 and "8 x 1, pitch 4" in info and "normalization: per band" in info
+          and "crops of 50 frames" in info,
+          "--pitch: 12 bits/frame (envelope 8 x 1, pitch 4); normalization on by default "
+          "for audio; crops; frae info shows all three", err + err2 + info)
+    rc, out, err = run("encode", "pp.safetensors", "speech/u3.wav", "-o", "pp.fbs")
+    rc2, out2, err2 = run("decode", "pp.safetensors", "pp.fbs", "-o", "pp.npy", "--wav",
+                          "pp.wav")
+    rc3, _, err3 = run("predict", "pp.safetensors", "speech/u3.wav", "-o", "ppp.npy")
+    run("features", "--pitch", "speech/u3.wav", "-o", "fp3.npy")
+    dec = np.load(path("pp.npy")) if rc2 == 0 else np.zeros((1, 82))
+    pred = np.load(path("ppp.npy")) if rc3 == 0 else np.zeros((1, 80))
+    src = np.load(path("fp3.npy"))
+    both = (dec[:, 81] == 1) & (src[:len(dec), 81] == 1)
+    both[:5] = False  # the predictive quantizer's first frames catch up
+    check(rc == rc2 == rc3 == 0 and "+ 4 pitch" in out and "harmonic-plus-noise" in out2
+          and dec.shape[1] == 82 and np.array_equal(dec[:, :80], pred)
+          and both.sum() > 50 and np.abs(dec[both, 80] / src[:len(dec)][both, 80] - 1).max() < 0.03
+          and os.path.exists(path("pp.wav")),
+          "a pitch model: encode from audio, decode --wav through the vocoder; the envelope "
+          "== predict to the bit, f0 decoded within 3%", err + err2 + err3 + out)
+    rc, out, err = run("decode", "sp.safetensors", "sp.fbs", "-o", "x.npy", "--wav", "x.wav",
+                       "--vocoder", "hnm")
+    check(one_line_error(rc, err, 2, "carries no pitch"),
+          "--vocoder hnm on a stream without pitch is refused", err)
+    rc, out, err = run("decode", "sp.safetensors", "pp.fbs", "-o", "x.npy")
+    check(one_line_error(rc, err, 2, "carries pitch"),
+          "a pitch stream into a model without pitch is refused", err)
+    np.save(path("p80.npy"), fp[:, :80])
+    rc, out, err = run("encode", "pp.safetensors", "p80.npy", "-o", "x.fbs")
+    check(one_line_error(rc, err, 2, "codes pitch and needs 82"),
+          "80 columns into a pitch model: one line naming the 82 it needs", err)
+    rc, out, err = run("vocode", "p80.npy", "-o", "gl.wav", "--gl-iters", "4")
+    check(rc == 0 and "Griffin-Lim" in out, "frae vocode on features without pitch: "
+          "Griffin-Lim", err)
+    for cmd in ("train", "predict", "info", "import", "encode", "decode", "features",
+                "vocode"):
         rc, out, err = run(cmd, "--help")
         check(rc == 0 and "usage: frae " + cmd in out and "Exit codes" in out,
               "frae %s --help" % cmd, err)

@@ -745,10 +745,6 @@ static int settle_features(train_run *r)
                             o->cfg.frame_dim, o->audio.f.n_mels);
         o->cfg.frame_dim = o->audio.f.n_mels;
         o->frame_dim_given = 1;
-    } else if (o->cfg.pitch && !o->resume) {
-        return cli_fail(EXIT_USAGE,
-                        "--pitch: pitch comes from audio; train on audio "
-                        "files or give --audio-features");
     }
     if (o->epochs == 0)
         o->epochs = 10;
@@ -793,6 +789,10 @@ static int load_data(train_run *r)
                             "values per frame",
                             o->audio.f.n_mels, r->data.dim);
     }
+    if (o->cfg.pitch && !r->uses_audio && !o->resume)
+        return cli_fail(EXIT_USAGE,
+                        "--pitch: pitch comes from audio; train on audio "
+                        "files or give --audio-features");
     r->ri = (run_info){o, &r->data, "", r->uses_audio ? &o->audio.f : NULL};
     snprintf(r->ri.summary, sizeof r->ri.summary,
              "%ld sequences, %ld frames, dim %d", r->data.n_seqs,
