@@ -336,6 +336,21 @@ static int meta_float(const frae_checkpoint *ck, const char *key, float *out,
     return 0;
 }
 
+/* An optional feature named by its one known value: *on = present. */
+static int meta_option(const frae_checkpoint *ck, const char *key,
+                       const char *known, const char *what, int *on,
+                       char *err, size_t errlen)
+{
+    const char *v = frae_st_meta(&ck->st, key);
+    if (v && strcmp(v, known))
+        return frae_errorf(err, errlen,
+                           "%s: metadata '%s' = '%s' is not a %s this frae "
+                           "knows ('%s')",
+                           ck->path, key, v, what, known);
+    *on = v != NULL;
+    return 0;
+}
+
 /* "frae.family": dense when absent (files from before the GRU family). */
 static int meta_family(const frae_checkpoint *ck, frae_family *out, char *err,
                        size_t errlen)
@@ -479,20 +494,11 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         meta_float(ck, "frae.epsilon", &c.epsilon, err, errlen) ||
         meta_float(ck, "frae.clip_norm", &c.clip_norm, err, errlen))
         return -1;
-    const char *pitch = frae_st_meta(&ck->st, "frae.pitch");
-    if (pitch && strcmp(pitch, PITCH_CODER))
-        return frae_errorf(err, errlen,
-                           "%s: metadata 'frae.pitch' = '%s' is not a pitch "
-                           "coder this frae knows ('%s')",
-                           ck->path, pitch, PITCH_CODER);
-    c.pitch = pitch != NULL;
-    const char *norm = frae_st_meta(&ck->st, "frae.normalize");
-    if (norm && strcmp(norm, NORMALIZE_NAME))
-        return frae_errorf(err, errlen,
-                           "%s: metadata 'frae.normalize' = '%s' is not a "
-                           "normalization this frae knows ('%s')",
-                           ck->path, norm, NORMALIZE_NAME);
-    c.normalize = norm != NULL;
+    if (meta_option(ck, "frae.pitch", PITCH_CODER, "pitch coder", &c.pitch,
+                    err, errlen) ||
+        meta_option(ck, "frae.normalize", NORMALIZE_NAME, "normalization",
+                    &c.normalize, err, errlen))
+        return -1;
     if (frae_st_meta(&ck->st, "frae.lr_warmup")) { /* else constant */
         if (meta_long(ck, "frae.lr_warmup", 0, INT_MAX, &v, err, errlen))
             return -1;

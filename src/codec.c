@@ -198,8 +198,10 @@ uint64_t frae_model_hash(const frae_model *m)
 
 size_t frae_encoder_size(const frae_model *m)
 {
-    return HEAD_BYTES + frae_state_layout(&m->cfg, 1, 1, NULL, NULL) +
-           (m->cfg.normalize ? sizeof(float) * (size_t)m->cfg.frame_dim : 0);
+    /* a multiple of 64, as aligned_alloc wants */
+    return (HEAD_BYTES + frae_state_layout(&m->cfg, 1, 1, NULL, NULL) +
+            (m->cfg.normalize ? sizeof(float) * (size_t)m->cfg.frame_dim : 0) +
+            63) & ~(size_t)63;
 }
 
 size_t frae_decoder_size(const frae_model *m) { return frae_encoder_size(m); }
