@@ -38,6 +38,7 @@ import argparse
 import glob
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -61,8 +62,9 @@ MODELS = (
      ["--quantizer", "uniform:4", "--latent", "14"]),
 )
 # the recipe, the same for every model: per-band normalization (frae's
-# default for audio features), full-feedback BPTT, clipping
-RECIPE = ["--pitch", "--batch", "16", "--feedback", "full", "--lr", "0.0005",
+# default for audio features), shuffled 100-frame crops in batches of 16,
+# Adam at lr 1e-3, full-feedback BPTT, gradients clipped to norm 1
+RECIPE = ["--pitch", "--crop", "100", "--batch", "16", "--feedback", "full", "--lr", "0.001",
           "--clip-norm", "1"]
 
 
@@ -182,7 +184,7 @@ def pitch_errors(ref, test):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--epochs", type=int, default=40)
+    ap.add_argument("--epochs", type=int, default=50)
     ap.add_argument("--out", default=os.path.join(ROOT, "demo"))
     ap.add_argument("--frae", default=os.path.join(ROOT, "build", "frae"))
     ap.add_argument("--corpus", default=os.path.join(ROOT, "data", "corpus"))
@@ -215,7 +217,7 @@ def main():
         sh([frae, "convert", model, "-o", model16, "--weights", "bf16"])
         models[key] = {"label": label, "path": model, "bf16": model16, "log": log,
                        "bits": bits, "kbps": bits * 100 / 1000, "bytes": 0,
-                       "split": line.split("bits/frame")[1].split(",")[0].strip(),
+                       "split": re.search(r"\((envelope[^)]*)\)", line).group(1),
                        "wavs": {}, "feats": {}, "feats16": {}}
     for old in glob.glob(os.path.join(out, "model-dense.*")) + \
             glob.glob(os.path.join(out, "model-gru.*")) + \
@@ -228,10 +230,13 @@ def main():
     print("== 3. coding the held-out voices (frae encode, decode --wav)", flush=True)
     tmp = tempfile.mkdtemp(prefix="frae-demo-")
     tests = sorted(glob.glob(os.path.join(a.corpus, "wav", "test", "*.wav")))
-    refs, secs = {}, 0.0
+    refs, tracked, secs = {}, {}, 0.0
     for w in tests:
         name = os.path.basename(w)[:-4]
-        refs[name] = features(frae, w, os.path.join(tmp, name + "-ref.npy"))
+        npy = os.path.join(tmp, name + "-ref.npy")
+        sh([frae, "features", "--pitch", w, "-o", npy])
+        tracked[name] = np.load(npy)[:, 80:]   # frae's own f0 and voicing
+        refs[name] = np.load(npy)[:, :80]
         secs += float(sh(["soxi", "-D", w]))
         shutil.copy(w, os.path.join(out, "wav", name + "-original.wav"))
         for key, m in models.items():
@@ -317,6 +322,16 @@ def main():
         r["vde"] = 100.0 * counts[2] / max(counts[3], 1)
         rows.append(r)
     by = {r["label"]: r for r in rows}
+    # frae's tracker (what the codec sends) against the reference tracker,
+    # on the originals
+    counts = np.zeros(4)
+    for name, (f0, v) in ref_pitch.items():
+        t = tracked[name]
+        counts += pitch_errors((f0, v), (t[:, 0], t[:, 1] == 1, np.ones(len(t), bool)))
+    tracker = ("frae's YIN tracker on the originals, against the reference tracker: f0 off by "
+               "more than 20%% in %.1f%% of the frames both call voiced, voicing differs in "
+               "%.1f%% of the frames." % (100.0 * counts[0] / max(counts[1], 1),
+                                          100.0 * counts[2] / max(counts[3], 1)))
     # frae's own decoded features, before the vocoder
     feat_rows = []
     for key, m in models.items():
@@ -377,11 +392,11 @@ def main():
              % (len(tests), secs,
                 "; ".join("%s lag %d..%d frames" % (r["label"], min(r["lags"]), max(r["lags"]))
                           for r in rows),
-                "; ".join("%s %s" % (m["label"], m["split"]) for m in models.values()),
+                "; ".join("%s: %s" % (m["label"], m["split"]) for m in models.values()),
                 " / ".join("%d" % m["bytes"] for m in models.values())))
     report = "\n".join(["# frae speech demo", "", "Through audio:", "", table, "",
                         "FRAE before the vocoder (its decoded features):", "", ftable, "",
-                        "Bars (issue 13):", *bars, "", gain, "", notes])
+                        "Bars (issue 13):", *bars, "", gain, "", tracker, "", notes])
     print()
     print(report)
     with open(os.path.join(out, "report.md"), "w") as f:
