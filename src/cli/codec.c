@@ -63,7 +63,32 @@ static frae_model *load_inference(const char *path, frae_isa isa)
  * the harmonic-plus-noise vocoder: the same length and timing as the
  * audio they came from ((frames - 1) * hop + win samples). */
 static float *vocode(const frae_features *f, const float *frames, long n,
-                     long *n_samples, char *err, size_t errlen);
+                     long *n_samples, char *err, size_t errlen)
+{
+    const size_t size = frae_vocoder_size(f);
+    void *mem = size ? malloc(size) : NULL;
+    frae_vocoder *v = mem ? frae_vocoder_init(mem, f, 1, err, errlen) : NULL;
+    const long total = (n - 1) * f->hop + f->win;
+    float *audio = calloc((size_t)total + (size_t)f->hop, sizeof(float));
+    if (!v || !audio) {
+        if (!size)
+            frae_vocoder_init(NULL, f, 1, err, errlen); /* says why */
+        else
+            snprintf(err, errlen, "out of memory");
+        free(mem), free(audio);
+        return NULL;
+    }
+    const int width = f->n_mels + 2;
+    /* call t ends at frame t's centre; before frame 0's, win/2 - hop
+     * samples of silence */
+    long at = f->win / 2 - f->hop;
+    for (long t = 0; t < n; t++, at += f->hop)
+        frae_vocoder_frame(v, frames + (size_t)t * width, audio + at);
+    frae_vocoder_flush(v, audio + at);
+    free(mem);
+    *n_samples = total;
+    return audio;
+}
 
 /* Frames of an .npy of features (log-mel, or log-mel with pitch) to one
  * WAV per sequence: the vocoder if the frames carry pitch and gl_iters < 0,
@@ -135,37 +160,6 @@ static int write_wavs(const frae_features *f, const char *frames_path,
     frae_mel_destroy(mel);
     frae_npy_close(&a);
     return rc;
-}
-
-/* Frames of features with pitch (n_mels + 2 values each) to audio through
- * the harmonic-plus-noise vocoder: the same length and timing as the
- * audio they came from ((frames - 1) * hop + win samples). */
-static float *vocode(const frae_features *f, const float *frames, long n,
-                     long *n_samples, char *err, size_t errlen)
-{
-    const size_t size = frae_vocoder_size(f);
-    void *mem = size ? malloc(size) : NULL;
-    frae_vocoder *v = mem ? frae_vocoder_init(mem, f, 1, err, errlen) : NULL;
-    const long total = (n - 1) * f->hop + f->win;
-    float *audio = calloc((size_t)total + (size_t)f->hop, sizeof(float));
-    if (!v || !audio) {
-        if (!size)
-            frae_vocoder_init(NULL, f, 1, err, errlen); /* says why */
-        else
-            snprintf(err, errlen, "out of memory");
-        free(mem), free(audio);
-        return NULL;
-    }
-    const int width = f->n_mels + 2;
-    /* call t ends at frame t's centre; before frame 0's, win/2 - hop
-     * samples of silence */
-    long at = f->win / 2 - f->hop;
-    for (long t = 0; t < n; t++, at += f->hop)
-        frae_vocoder_frame(v, frames + (size_t)t * width, audio + at);
-    frae_vocoder_flush(v, audio + at);
-    free(mem);
-    *n_samples = total;
-    return audio;
 }
 
 static void encode_help(void)
