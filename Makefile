@@ -28,7 +28,8 @@ CORE_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
             src/gemm.c src/names.c src/errors.c src/layers.c src/model.c \
             src/state.c src/forward.c src/train.c src/optimizer.c src/rng.c \
             src/synth.c src/npy.c src/npz.c src/atomic_file.c \
-            src/safetensors.c src/checkpoint.c src/codec.c src/gru.c
+            src/safetensors.c src/checkpoint.c src/codec.c src/gru.c \
+            src/entropy.c
 AUDIO_SRCS = src/audio.c src/pitch.c src/vocoder.c src/errors.c \
              src/atomic_file.c
 # gru.c is built once more per SIMD ISA (see its header)
@@ -163,7 +164,7 @@ install: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE)
 # (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION) so mutations get past them.
 FUZZ_SECONDS ?= 60
 FUZZ_DIR = build-fuzz
-FUZZ_TARGETS = npy npz safetensors bitstream audio
+FUZZ_TARGETS = npy npz safetensors bitstream audio range
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all \
            -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 FUZZ_BINS = $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)

@@ -458,6 +458,65 @@ FRAE_API
 int frae_decode_frame(frae_decoder *d, const unsigned char *code,
                       float *frame);
 
+/* ---- Entropy coding ------------------------------------------------------
+ * A range coder in integer arithmetic (src/entropy.c): symbols are coded
+ * with integer frequencies that sum to 2^FRAE_RANGE_TOTAL_BITS, none zero,
+ * made from probabilities by frae_quantize_pmf, one deterministic rule, so
+ * an encoder and a decoder that compute the same probabilities (frae's
+ * kernels give the same bits on every ISA and thread count) code the same
+ * bytes.  The states live in the caller's memory and never allocate; the
+ * encoder writes into a caller's buffer, the decoder reads a buffer and
+ * never past its end (it reads zeros there, as the encoder trimmed them),
+ * and on a corrupt stream still returns symbols in range, in bounded time,
+ * and flags it (frae_range_dec_status). */
+#define FRAE_RANGE_TOTAL_BITS 15
+/* freq[n]: 1 + floor(p_i / sum p * (2^15 - n)) each (NaN, negative and
+ * infinite p count as 0; all zero: uniform), the remainder to the most
+ * probable symbol (the first on ties).  Returns -1 unless 1 <= n <= 2^14. */
+FRAE_API
+int frae_quantize_pmf(const float *p, int n, uint32_t *freq);
+
+typedef struct {
+    unsigned char *buf;
+    size_t cap, pos;
+    uint64_t low;
+    uint32_t range;
+    unsigned cache;
+    uint64_t cache_size;
+    int first_out, overflow;
+} frae_range_enc;
+FRAE_API
+void frae_range_enc_init(frae_range_enc *e, unsigned char *buf, size_t cap);
+/* The symbol with cumulative frequency cum and frequency freq (of 2^15). */
+FRAE_API
+void frae_range_encode(frae_range_enc *e, uint32_t cum, uint32_t freq);
+FRAE_API
+void frae_range_encode_symbol(frae_range_enc *e, const uint32_t *freq,
+                              int symbol);
+/* Flushes; returns the bytes written, or 0 if buf was too small. */
+FRAE_API
+size_t frae_range_enc_finish(frae_range_enc *e);
+
+typedef struct {
+    const unsigned char *buf;
+    size_t size, pos;
+    uint32_t code, range;
+    int corrupt;
+} frae_range_dec;
+FRAE_API
+void frae_range_dec_init(frae_range_dec *d, const unsigned char *buf,
+                         size_t size);
+/* A symbol in two steps (target, then the symbol's cum and freq) or one. */
+FRAE_API
+uint32_t frae_range_decode_target(frae_range_dec *d);
+FRAE_API
+void frae_range_decode_update(frae_range_dec *d, uint32_t cum, uint32_t freq);
+FRAE_API
+int frae_range_decode_symbol(frae_range_dec *d, const uint32_t *freq, int n);
+/* 0, or -1 if the bytes could not have come from an encoder. */
+FRAE_API
+int frae_range_dec_status(const frae_range_dec *d);
+
 /* ---- The .fbs bitstream ----------------------------------------------------
  * All integers little-endian:
  *   0  "FRAEBS"            6 bytes

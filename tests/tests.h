@@ -45,6 +45,9 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(codec_threads_and_isas) \
     X(codec_pitch) \
     X(bitstream) \
+    X(pmf_quantizer) \
+    X(range_coder) \
+    X(range_decoder_garbage) \
     X(bf16_weights) \
     X(codec_zero_allocations) \
     X(features_reference) \
