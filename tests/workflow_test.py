@@ -296,6 +296,30 @@ def main():
         same = rc2 == 0 and np.array_equal(np.load(path("ty.npy")), ky)
         check(rc == 0 and same, "PyTorch safetensors (%s) gives the same model" % act,
               err + err2)
+    # weights trained on z-scored frames, imported with their statistics:
+    # the model takes and gives frames in their own units, exactly the
+    # plain model on (x - mean) / std, scaled back (float32, as frae)
+    xs = np.load(path("x.npy"))
+    d = xs.shape[-1]
+    mean = np.linspace(-0.5, 0.5, d).astype("<f4")
+    std = np.linspace(0.5, 2.0, d).astype("<f4")
+    np.save(path("stats.npy"), np.stack([mean, std]))
+    np.save(path("xz.npy"), ((xs - mean) / std).astype("<f4"))
+    rc, out, err = run("import", "torch.safetensors", "-o", "tn.safetensors", "--activation",
+                       act, "--quantizer", quant, "--normalize", "stats.npy")
+    rc2, _, err2 = run("predict", "tn.safetensors", "x.npy", "-o", "tny.npy")
+    rc3, _, err3 = run("predict", "t.safetensors", "xz.npy", "-o", "tzy.npy")
+    rc4, info, _ = run("info", "tn.safetensors")
+    same = (rc2 == rc3 == 0 and np.array_equal(
+        np.load(path("tny.npy")), (np.load(path("tzy.npy")) * std + mean).astype("<f4")))
+    check(rc == rc4 == 0 and same and "normalization: per band" in info,
+          "import --normalize: the model == the plain model on z-scored frames, scaled "
+          "back, to the bit", err + err2 + err3)
+    np.save(path("stats.npy"), np.stack([mean, np.zeros(d, "<f4")]))
+    rc, out, err = run("import", "torch.safetensors", "-o", "tn.safetensors", "--normalize",
+                       "stats.npy")
+    check(one_line_error(rc, err, 2, "has std 0"), "import --normalize with a zero std: "
+          "one line, exit 2", err)
     np.savez_compressed(path("zipped.npz"), *keras)
     rc, out, err = run("import", "zipped.npz", "-o", "z.safetensors")
     check(one_line_error(rc, err, 2, "np.savez_compressed"),

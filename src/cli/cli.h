@@ -110,6 +110,11 @@ int cli_audio_frames(const char *path, const frae_features *f, int resample,
 int cli_model_audio(const char *model, const char *path,
                     const cli_audio *requested, int with_pitch, frae_npy *out);
 
+/* ---- normalization statistics: a .npy of [2, D], means then stds ------------ */
+int cli_read_norm_stats(const char *path, int dim, float *stats);
+/* Sets them on m (made with cfg.normalize); what names them in errors. */
+int cli_set_norm_stats(frae_model *m, const char *what, const float *stats);
+
 /* ---- commands that run a model on one input ------------------------------ */
 typedef struct {
     const char *model, *input, *output;

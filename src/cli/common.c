@@ -474,6 +474,41 @@ int cli_audio_frames(const char *path, const frae_features *f, int resample,
     return 0;
 }
 
+/* ---- normalization statistics ---------------------------------------------- */
+
+int cli_read_norm_stats(const char *path, int dim, float *stats)
+{
+    char err[512];
+    frae_npy a;
+    int status = EXIT_OK;
+    if (frae_npy_open(path, &a, err, sizeof err) ||
+        frae_npy_check_finite(&a, path, err, sizeof err))
+        return cli_fail(EXIT_USAGE, "--normalize: %s", err);
+    if (a.ndim != 2 || a.dims[0] != 2 || a.dims[1] != dim)
+        status = cli_fail(EXIT_USAGE,
+                          "--normalize: %s should be [2, %d] (the means, "
+                          "then the stds of the %d bands)",
+                          path, dim, dim);
+    else if (frae_npy_read(&a, 0, 0, 2, stats))
+        status = cli_fail(EXIT_USAGE, "--normalize: %s: cannot read it", path);
+    frae_npy_close(&a);
+    return status;
+}
+
+int cli_set_norm_stats(frae_model *m, const char *what, const float *stats)
+{
+    const int D = frae_get_config(m)->frame_dim;
+    if (!frae_set_normalization(m, stats, stats + D))
+        return EXIT_OK;
+    int bad = 0;
+    while (bad < D - 1 && stats[D + bad] > 0)
+        bad++;
+    return cli_fail(EXIT_USAGE,
+                    "--normalize: %s: band %d has std %g; every std must be "
+                    "finite and > 0 (and every mean finite)",
+                    what, bad, (double)stats[D + bad]);
+}
+
 /* ---- commands that run a model on one input ------------------------------ */
 
 void cli_io_default(cli_io *io)

@@ -299,6 +299,7 @@ typedef struct {
     frae_config cfg;
     unsigned given; /* CLI_GIVEN_* */
     const char *input, *output;
+    const char *normalize; /* a .npy of [2, D]: the weights expect z-scores */
 } import_opts;
 
 static void import_help(void)
@@ -317,6 +318,10 @@ static void import_help(void)
            "  --quantizer Q        none, binary or uniform:N (none)\n"
            "  --latent L           the latent width, needed only when K = 0\n"
            "  --family F           dense or gru: refuse weights of the other\n"
+           "  --normalize FILE.npy the weights were trained on z-scored\n"
+           "                       frames: [2, D], the means then the stds\n"
+           "                       of the bands; the model then takes and\n"
+           "                       gives frames in their own units\n"
            "\n"
            "Exit codes: 0 done, 1 the model could not be written, 2 bad\n"
            "options or weights.\n");
@@ -324,13 +329,16 @@ static void import_help(void)
 
 static const cli_opt import_list[] = {{"--output", 1}, {"--activation", 1},
                                       {"--quantizer", 1}, {"--latent", 1},
-                                      {"--family", 1},    {NULL, 0}};
+                                      {"--family", 1},    {"--normalize", 1},
+                                      {NULL, 0}};
 
 static int import_opt(void *ctx, const char *name, const char *v)
 {
     import_opts *o = ctx;
     if (!strcmp(name, "--output"))
         return o->output = v, 0;
+    if (!strcmp(name, "--normalize"))
+        return o->normalize = v, o->cfg.normalize = 1, 0;
     return cli_model_option(&o->cfg, &o->given, name, v);
 }
 
@@ -367,6 +375,18 @@ int cmd_import(int argc, char **argv)
         return cli_fail(EXIT_USAGE, "%s holds a %s model, not %s", o.input,
                         frae_family_names[held],
                         frae_family_names[o.cfg.family]);
+    }
+    if (o.normalize) {
+        float *stats = malloc(sizeof(float) * 2 * (size_t)c->frame_dim);
+        rc = !stats ? cli_fail(EXIT_FAILED, "out of memory")
+                    : cli_read_norm_stats(o.normalize, c->frame_dim, stats);
+        if (!rc)
+            rc = cli_set_norm_stats(m, o.normalize, stats);
+        free(stats);
+        if (rc) {
+            frae_destroy(m);
+            return rc;
+        }
     }
     if (frae_save(m, o.output, 0, NULL, 0, NULL, 0, err, sizeof err)) {
         frae_destroy(m);

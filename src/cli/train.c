@@ -1013,32 +1013,10 @@ static int set_normalization(train_run *r, const char *how)
         if (!status && frae_band_stats_finish(&bs, stats, stats + D))
             status = cli_fail(EXIT_USAGE, "--normalize: no training frames");
     } else {
-        char err[512];
-        frae_npy a;
-        if (frae_npy_open(how, &a, err, sizeof err) ||
-            frae_npy_check_finite(&a, how, err, sizeof err)) {
-            status = cli_fail(EXIT_USAGE, "--normalize: %s", err);
-        } else {
-            if (a.ndim != 2 || a.dims[0] != 2 || a.dims[1] != D)
-                status = cli_fail(EXIT_USAGE,
-                                  "--normalize: %s should be [2, %d] (the "
-                                  "means, then the stds of the %d bands)",
-                                  how, D, D);
-            else if (frae_npy_read(&a, 0, 0, 2, stats))
-                status = cli_fail(EXIT_USAGE, "--normalize: %s: cannot read "
-                                  "it", how);
-            frae_npy_close(&a);
-        }
+        status = cli_read_norm_stats(how, D, stats);
     }
-    if (!status && frae_set_normalization(r->m, stats, stats + D)) {
-        int bad = 0;
-        while (bad < D && stats[D + bad] > 0)
-            bad++;
-        status = cli_fail(EXIT_USAGE,
-                          "--normalize: %s: band %d has std %g; every std "
-                          "must be > 0",
-                          how, bad, (double)stats[D + (bad < D ? bad : 0)]);
-    }
+    if (!status)
+        status = cli_set_norm_stats(r->m, how, stats);
     free(stats), free(acc), free(buf);
     return status;
 }
