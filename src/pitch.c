@@ -23,6 +23,7 @@
 struct frae_f0 {
     int rate, tau_min, tau_max;
     double *diff; /* [tau_max + 2]: d, then d' in place */
+    double *x;    /* [2 tau_max]: the span, non-finite samples as 0 */
 };
 
 static int tau_max_of(const frae_features *f)
@@ -37,7 +38,7 @@ int frae_f0_span(const frae_features *f)
 
 size_t frae_f0_size(const frae_features *f)
 {
-    return sizeof(struct frae_f0) + sizeof(double) * ((size_t)tau_max_of(f) + 2);
+    return sizeof(struct frae_f0) + sizeof(double) * (3 * (size_t)tau_max_of(f) + 2);
 }
 
 frae_f0 *frae_f0_init(void *mem, const frae_features *f)
@@ -51,28 +52,35 @@ frae_f0 *frae_f0_init(void *mem, const frae_features *f)
     if (p->tau_min < 2)
         p->tau_min = 2;
     p->diff = (double *)(p + 1);
+    p->x = p->diff + p->tau_max + 2;
     return p;
 }
 
 void frae_f0_frame(frae_f0 *p, const float *span, float *f0, float *voiced)
 {
     const int W = p->tau_max, tmax = p->tau_max, tmin = p->tau_min;
-    double *d = p->diff, power = 0;
-    for (int j = 0; j < W; j++) {
-        double v = isfinite(span[j]) ? span[j] : 0.0;
-        power += v * v;
-    }
+    double *d = p->diff, *x = p->x, power = 0;
+    for (int j = 0; j < 2 * W; j++) /* a bad sample is silence, not NaN */
+        x[j] = isfinite(span[j]) ? span[j] : 0.0;
+    for (int j = 0; j < W; j++)
+        power += x[j] * x[j];
     power /= W;
     d[0] = 1.0;
     double running = 0;
     for (int tau = 1; tau <= tmax; tau++) {
-        double s = 0;
-        for (int j = 0; j < W; j++) {
-            double a = span[j], b = span[j + tau];
-            if (!isfinite(a) || !isfinite(b))
-                continue; /* a bad sample is silence here, not NaN */
-            s += (a - b) * (a - b);
+        /* four chains, summed in a fixed order: the same bits everywhere,
+         * and four times the throughput of one */
+        const double *y = x + tau;
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        int j = 0;
+        for (; j + 4 <= W; j += 4) {
+            double a0 = x[j] - y[j], a1 = x[j + 1] - y[j + 1];
+            double a2 = x[j + 2] - y[j + 2], a3 = x[j + 3] - y[j + 3];
+            s0 += a0 * a0, s1 += a1 * a1, s2 += a2 * a2, s3 += a3 * a3;
         }
+        for (; j < W; j++)
+            s0 += (x[j] - y[j]) * (x[j] - y[j]);
+        const double s = (s0 + s1) + (s2 + s3);
         running += s;
         /* cumulative mean normalisation; a silent prefix has no period */
         d[tau] = running > 1e-300 ? s * tau / running : 1.0;
