@@ -373,13 +373,17 @@ def main():
             ["train", "data.npy", "--resume", "edited.safetensors", "--save", "none"],
             "corrupted or edited")
 
-    def order_edit(values):
+    def i32_edit(name, values):
+        """Writes values over the first int32s of tensor name."""
         def f(header, d):
-            t = header["train.order"]
+            t = header[name]
             for i, v in enumerate(values):
                 struct.pack_into("<i", d, t["data_offsets"][0] + 4 * i, v)
             return d
         return f
+
+    def order_edit(values):
+        return i32_edit("train.order", values)
     forged = [
         ("negative batch", {"train.batch": "-3"}, None, "'train.batch' = '-3'"),
         ("batch past the epoch", {"train.batch": "9"}, None, "'train.batch' = 9"),
@@ -406,13 +410,6 @@ def main():
                             "--progress", "off"], tmp)
     check(rc == 0, "a model trains on crops", err)
 
-    def i32_edit(name, values):
-        def f(header, d):
-            t = header[name]
-            for i, v in enumerate(values):
-                struct.pack_into("<i", d, t["data_offsets"][0] + 4 * i, v)
-            return d
-        return f
     for what, meta, data_edit, needle in (
             ("a crop past its sequence", {}, i32_edit("train.crop_start", [40]),
              "outside its sequence"),

@@ -134,42 +134,37 @@ def main():
     print("== exact resume")
     common = ["data", *SMALL, "--batch", "2", "--window", "10", "--val-split", "0.25",
               "--feedback", "full", "--seed", "5"]
-    rc1, _, e1 = run("train", *common, "--epochs", "4", "--save", "straight.safetensors")
-    rc2, _, e2 = run("train", *common, "--epochs", "2", "--save", "halves.safetensors")
-    rc3, out3, e3 = run("train", "data", "--resume", "halves.safetensors", "--epochs", "4",
-                        "--save", "halves.safetensors")
-    same = open(path("straight.safetensors"), "rb").read() == open(path("halves.safetensors"), "rb").read()
-    check(rc1 == rc2 == rc3 == 0 and same and "resuming" in out3,
-          "4 epochs straight == 2 + resume + 2, to the byte", e1 + e2 + e3)
+    def straight_and_resumed(args, name):
+        """Trains 4 epochs straight and 2 + resume + 2; returns whether all
+        ran and the two checkpoints are the same bytes, the errors, and the
+        straight one's path."""
+        a, b = name + "_straight.safetensors", name + "_halves.safetensors"
+        rc1, _, e1 = run("train", *args, "--epochs", "4", "--save", a)
+        rc2, _, e2 = run("train", *args, "--epochs", "2", "--save", b)
+        rc3, out3, e3 = run("train", "data", "--resume", b, "--epochs", "4", "--save", b)
+        same = open(path(a), "rb").read() == open(path(b), "rb").read()
+        return rc1 == rc2 == rc3 == 0 and same and "resuming" in out3, e1 + e2 + e3, a
+
+    ok, errs, plain = straight_and_resumed(common, "p")
+    check(ok, "4 epochs straight == 2 + resume + 2, to the byte", errs)
+    shutil.copy(path("p_halves.safetensors"), path("halves.safetensors"))
     sched = [*common, "--warmup", "5", "--decay-steps", "20", "--lr-floor", "0.1"]
-    rc1, _, e1 = run("train", *sched, "--epochs", "4", "--save", "s_straight.safetensors")
-    rc2, _, e2 = run("train", *sched, "--epochs", "2", "--save", "s_halves.safetensors")
-    rc3, _, e3 = run("train", "data", "--resume", "s_halves.safetensors", "--epochs", "4",
-                     "--save", "s_halves.safetensors")
-    same = (open(path("s_straight.safetensors"), "rb").read()
-            == open(path("s_halves.safetensors"), "rb").read())
-    differs = (open(path("s_straight.safetensors"), "rb").read()
-               != open(path("straight.safetensors"), "rb").read())
-    rc4, info, e4 = run("info", "s_halves.safetensors")
-    check(rc1 == rc2 == rc3 == rc4 == 0 and same and differs
+    ok, errs, straight = straight_and_resumed(sched, "s")
+    differs = open(path(straight), "rb").read() != open(path(plain), "rb").read()
+    rc4, info, e4 = run("info", straight)
+    check(ok and rc4 == 0 and differs
           and "warm-up 5 steps, cosine decay over 20 steps to 0.1 x lr" in info,
           "with a learning-rate schedule (warm-up, cosine): 4 epochs straight == 2 + "
-          "resume + 2, to the byte; frae info shows it", e1 + e2 + e3 + e4)
-    crop = [*common, "--crop", "7"]
-    rc1, out1, e1 = run("train", *crop, "--epochs", "4", "--save", "c_straight.safetensors")
-    rc2, _, e2 = run("train", *crop, "--epochs", "2", "--save", "c_halves.safetensors")
-    rc3, _, e3 = run("train", "data", "--resume", "c_halves.safetensors", "--epochs", "4",
-                     "--save", "c_halves.safetensors")
-    same = (open(path("c_straight.safetensors"), "rb").read()
-            == open(path("c_halves.safetensors"), "rb").read())
-    hdr, _ = read_safetensors(path("c_straight.safetensors"))
+          "resume + 2, to the byte; frae info shows it", errs + e4)
+    ok, errs, straight = straight_and_resumed([*common, "--crop", "7"], "c")
+    hdr, _ = read_safetensors(path(straight))
     meta = hdr.get("__metadata__", {})
     n_crops = hdr.get("train.crop_seq", {}).get("shape", [0])[0]
-    rc4, info, e4 = run("info", "c_straight.safetensors")
-    check(rc1 == rc2 == rc3 == rc4 == 0 and same and meta.get("train.crop") == "7"
+    rc4, info, e4 = run("info", straight)
+    check(ok and rc4 == 0 and meta.get("train.crop") == "7"
           and n_crops > 0 and "crops of 7 frames" in info,
           "with --crop (shuffled random crops, %d this epoch): 4 epochs straight == 2 + "
-          "resume + 2, to the byte; frae info shows it" % n_crops, e1 + e2 + e3 + e4)
+          "resume + 2, to the byte; frae info shows it" % n_crops, errs + e4)
     rc, out, err = run("train", "data", "--resume", "halves.safetensors", "--lr", "0.1")
     check(one_line_error(rc, err, 2, "cannot be combined with --resume"),
           "a model option with --resume is refused", err)
