@@ -226,6 +226,15 @@ def main():
         return 1
     good = p("good.safetensors")
 
+    def trained(name, what, *extra):
+        """A small model trained for one epoch with extra options, saved as
+        name; checked to train.  Returns its path."""
+        rc, _, err, _, _ = run(["train", "data.npy", *small, *extra, "--epochs", "1",
+                                "--batch", "2", "--window", "16", "--save", name,
+                                "--progress", "off"], tmp)
+        check(rc == 0, what, err)
+        return p(name)
+
     print("== .npz: zip64 records outside the file (defect 1)")
     open(p("tiny.npz"), "wb").write(tiny_zip64())
     refused(tmp, "a 46-byte zip64 .npz", ["import", "tiny.npz", "-o", "x.safetensors"],
@@ -273,11 +282,7 @@ def main():
     check(rc == 0 and "format 1" in out, "a version 1 checkpoint still opens", err)
 
     print("== normalization and pitch: statistics and coders in the metadata")
-    rc, _, err, _, _ = run(["train", "data.npy", *small, "--normalize", "on", "--epochs", "1",
-                            "--batch", "2", "--window", "16", "--save", "norm.safetensors",
-                            "--progress", "off"], tmp)
-    check(rc == 0, "a normalizing model trains", err)
-    norm = p("norm.safetensors")
+    norm = trained("norm.safetensors", "a normalizing model trains", "--normalize", "on")
     for what, meta, needle in (
             ("a std of 0", {"frae.norm_std": "1,1,0,1,1,1"}, "value 3 of 6"),
             ("a NaN mean", {"frae.norm_mean": "0,nan,0,0,0,0"}, "value 2 of 6"),
@@ -319,11 +324,7 @@ def main():
                 ["decode", "good.safetensors", "bad.fbs", "-o", "y.npy"], needle)
 
     print("== GRU checkpoints: the family, its tensors and their values")
-    rc, _, err, _, _ = run(["train", "data.npy", *small, "--family", "gru", "--epochs", "1",
-                            "--batch", "2", "--window", "16", "--save", "gru.safetensors",
-                            "--progress", "off"], tmp)
-    check(rc == 0, "a GRU model trains", err)
-    gru = p("gru.safetensors")
+    gru = trained("gru.safetensors", "a GRU model trains", "--family", "gru")
     edited(gru, p("fam.safetensors"), {"frae.family": "lstm"})
     refused(tmp, "an unknown family", ["info", "fam.safetensors"], "frae.family")
     edited(gru, p("fam.safetensors"), {"frae.family": None})
@@ -405,10 +406,7 @@ def main():
                 ["train", "data.npy", "--resume", "forged.safetensors", "--save", "none"],
                 needle)
     # crops: the table and the order, checked against the data on resume
-    rc, _, err, _, _ = run(["train", "data.npy", *small, "--crop", "8", "--epochs", "1",
-                            "--batch", "2", "--window", "16", "--save", "crop.safetensors",
-                            "--progress", "off"], tmp)
-    check(rc == 0, "a model trains on crops", err)
+    crop = trained("crop.safetensors", "a model trains on crops", "--crop", "8")
 
     for what, meta, data_edit, needle in (
             ("a crop past its sequence", {}, i32_edit("train.crop_start", [40]),
@@ -420,7 +418,7 @@ def main():
             ("crops gone", {}, "drop-crops", "train.crop_start")):
         if data_edit == "drop-crops":
             data_edit = drop("train.crop_start")
-        edited(p("crop.safetensors"), p("forged.safetensors"), meta, data_edit=data_edit)
+        edited(crop, p("forged.safetensors"), meta, data_edit=data_edit)
         refused(tmp, "forged crops, checksum redone: " + what,
                 ["train", "data.npy", "--resume", "forged.safetensors", "--save", "none"],
                 needle)
