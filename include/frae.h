@@ -113,6 +113,15 @@ typedef struct {
                                          FRAE_PITCH_BITS quantizer (see
                                          "Streaming codec"); the network
                                          never sees them */
+    int prior_hidden;                 /* 0: fixed-rate codes; P > 0: a
+                                         learned prior over the quantized
+                                         latent (binary or uniform), a
+                                         tanh layer of P units then the
+                                         logits, conditioned on the
+                                         decoder's state before frame t
+                                         (README, "The learned prior");
+                                         the codec then range-codes the
+                                         codes with it (stream version 3) */
 
     /* run-time capacity */
     int batch;     /* B: most sequences per forward/train call */
@@ -129,6 +138,11 @@ typedef struct {
     float beta2;
     float epsilon;
     float clip_norm;     /* clip the gradient to this global L2 norm; 0 = off */
+    float rate_lambda;   /* with a prior: the loss is distortion + rate_lambda
+                            x rate, the rate being -log2 p(q_t) summed over
+                            the latent's units (bits per frame, mean over
+                            the valid frames); 0 = distortion alone, and
+                            the prior does not learn */
     /* learning-rate schedule, a function of the Adam step s = 1, 2, ...
      * alone (so a resume continues it exactly): linear warm-up from
      * lr / lr_warmup to lr over the first lr_warmup steps, then, if
@@ -155,6 +169,11 @@ typedef struct {
     long steps;       /* Adam steps taken (one per window with valid frames) */
     double grad_norm; /* global L2 norm of the last step's gradient, before
                          clipping */
+    double rate_bits; /* with a prior: -log2 p(q) summed over the valid
+                         frames' latent codes (the bits an ideal entropy
+                         coder spends on them) */
+    double rate;      /* rate_bits / frames: bits per frame; 0 without a
+                         prior */
 } frae_stats;
 
 /* Fills cfg with the default model (README): D=80, K=4, encoder 512,256,

@@ -141,6 +141,8 @@ static int save_model(const frae_model *m, const frae_config *c,
     META("frae.weights", "%s", frae_weights_names[c->weights]);
     if (c->pitch) /* absent: the envelope alone */
         META("frae.pitch", "%s", PITCH_CODER);
+    if (c->prior_hidden > 0) /* absent: fixed-rate codes */
+        META("frae.prior_hidden", "%d", c->prior_hidden);
     if (c->normalize) { /* absent: no normalization */
         META("frae.normalize", "%s", NORMALIZE_NAME);
         keys[nm] = "frae.norm_mean", vptr[nm] = norm_list[0], nm++;
@@ -154,6 +156,8 @@ static int save_model(const frae_model *m, const frae_config *c,
     META("frae.beta2", "%.9g", (double)c->beta2);
     META("frae.epsilon", "%.9g", (double)c->epsilon);
     META("frae.clip_norm", "%.9g", (double)c->clip_norm);
+    if (c->rate_lambda > 0.0f) /* absent: distortion alone */
+        META("frae.rate_lambda", "%.9g", (double)c->rate_lambda);
     if (c->lr_warmup || c->lr_decay_steps) { /* absent: a constant rate */
         META("frae.lr_warmup", "%d", c->lr_warmup);
         META("frae.lr_decay_steps", "%d", c->lr_decay_steps);
@@ -498,6 +502,14 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
                     err, errlen) ||
         meta_option(ck, "frae.normalize", NORMALIZE_NAME, "normalization",
                     &c.normalize, err, errlen))
+        return -1;
+    if (frae_st_meta(&ck->st, "frae.prior_hidden")) {
+        if (meta_long(ck, "frae.prior_hidden", 1, INT_MAX, &v, err, errlen))
+            return -1;
+        c.prior_hidden = (int)v;
+    }
+    if (frae_st_meta(&ck->st, "frae.rate_lambda") &&
+        meta_float(ck, "frae.rate_lambda", &c.rate_lambda, err, errlen))
         return -1;
     if (frae_st_meta(&ck->st, "frae.lr_warmup")) { /* else constant */
         if (meta_long(ck, "frae.lr_warmup", 0, INT_MAX, &v, err, errlen))
@@ -882,6 +894,18 @@ static frae_model *import_torch(const unsigned char *buf, size_t size,
      * wrong one named with the shape it needs (read_params) */
     if (infer_config(&s, hints, latent_at, &c, path, err, errlen))
         goto done;
+    /* a learned prior: "prior.0.weight" [P, C] gives its width */
+    const st_tensor *pt = frae_st_find(&st, "prior.0.weight");
+    c.prior_hidden = 0;
+    if (pt && (pt->ndim != 2 || pt->shape[0] < 1 || pt->shape[0] > (1 << 20))) {
+        frae_errorf(err, errlen,
+                    "%s: tensor 'prior.0.weight' should be a [P, C] matrix "
+                    "with 1 <= P <= %d",
+                    path, 1 << 20);
+        goto done;
+    }
+    if (pt)
+        c.prior_hidden = (int)pt->shape[0];
     m = frae_create(&c, err, errlen);
     if (m && read_params(&st, m, "", NULL, path, err, errlen)) {
         frae_destroy(m);
@@ -996,6 +1020,8 @@ static frae_model *import_keras(const unsigned char *buf, size_t size,
     frae_config c;
     if (infer_config(&s, hints, -1, &c, path, err, errlen))
         return NULL;
+    c.prior_hidden = 0; /* get_weights() of the Keras model: no prior */
+    c.rate_lambda = 0.0f;
     frae_model *m = frae_create(&c, err, errlen);
     if (!m)
         return NULL;

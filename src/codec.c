@@ -167,6 +167,10 @@ uint64_t frae_model_hash(const frae_model *m)
         int32_t family = (int32_t)c->family;
         h = frae_fnv1a64((const unsigned char *)&family, 4, h);
     }
+    if (c->prior_hidden > 0) { /* the prior decides the stream's bytes */
+        int32_t prior = c->prior_hidden;
+        h = frae_fnv1a64((const unsigned char *)&prior, 4, h);
+    }
     if (c->normalize) { /* the statistics decide what a code decodes to */
         h = frae_fnv1a64((const unsigned char *)m->norm_mean,
                          sizeof(float) * (size_t)c->frame_dim, h);

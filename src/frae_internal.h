@@ -88,7 +88,10 @@ struct frae_model {
     int latent;    /* index of the latent layer */
     int gru;       /* GRU family: layers 0 and dec_first are GRU cells */
     int rec[2];    /* their recurrent matrices' indices (encoder, decoder) */
-    int n_mats;    /* matrices: n_layers, + 2 for the GRU family */
+    int n_mats;    /* matrices: n_layers, + 2 for the GRU family, + 2 for
+                      a prior */
+    int prior[2];  /* the prior's matrices (its tanh layer, its logits),
+                      -1 without one */
     frae_layer layer[FRAE_MAX_MATS];
 
     size_t n_params;
@@ -113,6 +116,9 @@ struct frae_model {
      * part carried back to the frame before (recurrence, and with full
      * feedback the encoder's input h_dec) */
     float *dh_carry[2];
+    /* prior and rate_lambda > 0, training: d(lambda x rate)/dq of the
+     * window's codes, [W][B][L] (the straight-through slope) */
+    float *rate_dq;
 
     void *block;
     size_t block_bytes;
@@ -249,6 +255,51 @@ static inline int frae_buffer_row(const frae_model *m, int which)
         return m->cfg.latent_dim;
     return m->cfg.frame_dim + (m->gru ? m->cfg.dec_hidden[0] : 0);
 }
+
+/* The prior (cfg.prior_hidden > 0): its matrices come after the layers
+ * and the GRUs' recurrent ones. */
+static inline int frae_prior_mat(const frae_config *c, int which)
+{
+    return c->n_enc_hidden + c->n_dec_hidden + 2 +
+           (c->family == FRAE_FAMILY_GRU ? 2 : 0) + which;
+}
+/* Its input width C: what the decoder holds before frame t, h_dec(t-1)
+ * for the GRU family, the K fed-back frames (newest first) for the dense
+ * one. */
+static inline long frae_prior_context_width(const frae_config *c)
+{
+    return c->family == FRAE_FAMILY_GRU ? (long)c->dec_hidden[0]
+                                        : (long)c->history * c->frame_dim;
+}
+/* Logits per latent unit: 1 (a Bernoulli) for binary, N for uniform. */
+static inline int frae_prior_symbols(const frae_config *c)
+{
+    return c->quantizer == FRAE_QUANT_UNIFORM ? c->quant_levels : 1;
+}
+
+/* prior.c */
+/* The prior's input for frame t (window position) of nb sequences of
+ * state st, before the frame runs: [nb][C] into dst. */
+void frae_prior_context(const frae_model *m, const frae_state *st, long t,
+                        int nb, float *dst);
+/* Its two layers over `rows` rows of ctx: tanh layer into hid, logits into
+ * logit. */
+void frae_prior_forward(const frae_model *m, const frae_scratch *sc, int rows,
+                        const float *ctx, float *hid, float *logit);
+/* -log2 p(q) of one frame's L codes under its logits; with dlogit and dq
+ * (non-NULL) also scale x their gradients (dq: the slope of -log2 p
+ * between q's neighbouring levels, README "The learned prior"). */
+double frae_prior_bits(const frae_config *c, const float *logit,
+                       const float *q, float *dlogit, float *dq, float scale);
+/* Training: the prior's weight gradients from the dz of its matrices (the
+ * logits' gradient filled, its tanh layer's computed here) over the
+ * window's first `rows` rows. */
+void frae_prior_backward(frae_model *m, int rows);
+/* The codec: the integer frequencies (frae_quantize_pmf) of unit u's
+ * symbols under one frame's logits, computed alike everywhere (frae's own
+ * exp, no libm). */
+void frae_prior_freqs(const frae_config *c, const float *logit, int u,
+                      uint32_t *freq);
 
 /* layers.c */
 void frae_activate(int act, float *z, size_t n);

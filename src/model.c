@@ -121,6 +121,35 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
                cfg->quantizer != FRAE_QUANT_BINARY) {
         return frae_errorf(err, errlen, "unknown quantizer %d", (int)cfg->quantizer);
     }
+    if (cfg->prior_hidden < 0)
+        return frae_errorf(err, errlen, "prior width must be >= 0, got %d",
+                           cfg->prior_hidden);
+    if (cfg->prior_hidden > 0) {
+        if (cfg->quantizer != FRAE_QUANT_BINARY &&
+            cfg->quantizer != FRAE_QUANT_UNIFORM)
+            return frae_errorf(err, errlen,
+                               "a prior models quantized codes: it needs the "
+                               "binary or a uniform quantizer");
+        if (cfg->quantizer == FRAE_QUANT_UNIFORM && cfg->quant_levels > 4096)
+            return frae_errorf(err, errlen,
+                               "a prior over uniform codes takes at most "
+                               "4096 levels, got %d",
+                               cfg->quant_levels);
+        if (frae_prior_context_width(cfg) == 0)
+            return frae_errorf(err, errlen,
+                               "a prior is conditioned on the decoder's "
+                               "state: a dense model needs history K > 0");
+        if (frae_prior_context_width(cfg) > INT_MAX ||
+            (long)cfg->latent_dim * frae_prior_symbols(cfg) > INT_MAX)
+            return frae_errorf(err, errlen, "the prior's widths overflow");
+    }
+    if (!(cfg->rate_lambda >= 0.0f) || !isfinite(cfg->rate_lambda))
+        return frae_errorf(err, errlen, "rate lambda must be >= 0, got %g",
+                           (double)cfg->rate_lambda);
+    if (cfg->rate_lambda > 0.0f && cfg->prior_hidden == 0)
+        return frae_errorf(err, errlen,
+                           "a rate term needs a prior to measure the rate "
+                           "(prior width > 0)");
     if (cfg->feedback != FRAE_FEEDBACK_DETACHED &&
         cfg->feedback != FRAE_FEEDBACK_FULL)
         return frae_errorf(err, errlen, "unknown feedback mode %d",
@@ -168,6 +197,20 @@ static int layer_in(const frae_config *c, int l, int ne, int nd, int *in,
     const int n_layers = ne + nd + 2;
     long D = c->frame_dim, KD = (long)c->history * c->frame_dim;
     long i, o;
+    if (c->prior_hidden > 0 && l >= frae_prior_mat(c, 0)) {
+        /* the prior: a tanh layer on the context, then the logits */
+        long P = c->prior_hidden;
+        i = l == frae_prior_mat(c, 0) ? frae_prior_context_width(c) : P;
+        o = l == frae_prior_mat(c, 0)
+                ? P
+                : (long)c->latent_dim * frae_prior_symbols(c);
+        if (i > INT_MAX || o > INT_MAX)
+            return -1;
+        *in = (int)i;
+        *out = *units = (int)o;
+        *act = l == frae_prior_mat(c, 0) ? ACT_TANH : ACT_LINEAR;
+        return 0;
+    }
     if (l >= n_layers) { /* a GRU's recurrent matrix: [H][3H] */
         long H = l == n_layers ? c->enc_hidden[0] : c->dec_hidden[0];
         *in = (int)H;
@@ -204,8 +247,7 @@ static int layer_in(const frae_config *c, int l, int ne, int nd, int *in,
 
 int frae_mat_count(const frae_config *c)
 {
-    return c->n_enc_hidden + c->n_dec_hidden + 2 +
-           (c->family == FRAE_FAMILY_GRU ? 2 : 0);
+    return frae_prior_mat(c, 0) + (c->prior_hidden > 0 ? 2 : 0);
 }
 
 int frae_layer_shape(const frae_config *c, int l, int *in, int *out)
@@ -247,6 +289,13 @@ int frae_tensor_entries(const frae_config *c, frae_tensor_entry *e)
             snprintf(e[n - 1].name, sizeof e[n - 1].name, "%s.bias", base);
         }
     }
+    for (int j = 0; c->prior_hidden > 0 && j < 2; j++) {
+        const int l = frae_prior_mat(c, j);
+        e[n++] = (frae_tensor_entry){l, 0, 0, ""};
+        snprintf(e[n - 1].name, sizeof e[n - 1].name, "prior.%d.weight", j);
+        e[n++] = (frae_tensor_entry){l, 1, 0, ""};
+        snprintf(e[n - 1].name, sizeof e[n - 1].name, "prior.%d.bias", j);
+    }
     return n;
 }
 
@@ -268,7 +317,7 @@ typedef struct {
     size_t w_off[FRAE_MAX_MATS], b_off[FRAE_MAX_MATS];
     int in[FRAE_MAX_MATS], out[FRAE_MAX_MATS], act[FRAE_MAX_MATS];
     int units[FRAE_MAX_MATS];
-    size_t dh_carry[2];
+    size_t dh_carry[2], rate_dq;
     int n_layers, n_mats, act_frames, chunk_frames;
     size_t n_params;
 } layout;
@@ -335,16 +384,22 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
                                                         : c->enc_hidden[0]),
                                        1));
     }
+    if (c->training && c->prior_hidden > 0)
+        L->rate_dq = frae_arena_reserve(
+            p, frae_arena_mul3(p, frames, B, (size_t)c->latent_dim));
     for (int l = 0; l < L->n_mats; l++) {
         /* transposed weights serve only input gradients: training, and
          * for the first layer only full feedback */
+        /* the output layer's and the prior's gradients span the window */
+        const int whole = l == L->n_layers - 1 ||
+                          (c->prior_hidden > 0 && l >= frae_prior_mat(c, 0));
         if (frae_needs_transposed(c, l))
             L->wt[l] = frae_arena_reserve(p, frae_arena_mul3(p, (size_t)L->in[l],
                                        (size_t)L->out[l], 1));
         if (c->weights == FRAE_WEIGHTS_BF16) /* uint16s, as floats */
             L->wh[l] = frae_arena_reserve(p, (bf16_elems(L->in[l], L->out[l]) + 1) / 2);
         if (c->training)
-            L->dz[l] = frae_arena_reserve(p, frae_arena_mul3(p, l == L->n_layers - 1 ? frames
+            L->dz[l] = frae_arena_reserve(p, frae_arena_mul3(p, whole ? frames
                                                   : (size_t)L->chunk_frames,
                                        B, (size_t)L->out[l]));
     }
@@ -367,7 +422,10 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
 
 int frae_needs_transposed(const frae_config *c, int l)
 {
-    /* a GRU encoder's input gradient reaches h_dec with full feedback */
+    /* a GRU encoder's input gradient reaches h_dec with full feedback; the
+     * prior's context is a constant to it */
+    if (c->prior_hidden > 0 && l == frae_prior_mat(c, 0))
+        return 0;
     return c->training &&
            (l > 0 || (c->feedback == FRAE_FEEDBACK_FULL &&
                       (c->history > 0 || c->family == FRAE_FAMILY_GRU)));
@@ -442,7 +500,7 @@ static int glorot_init(frae_model *m)
             memset(ly->bias, 0, sizeof(float) * (size_t)ly->out);
             continue;
         }
-        if (l >= m->n_layers) {
+        if (l == m->rec[0] || l == m->rec[1]) {
             if (orthogonal_init(m, l, &rng))
                 return -1;
             continue;
@@ -510,6 +568,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     m->gru = cfg->family == FRAE_FAMILY_GRU;
     m->rec[0] = m->gru ? L.n_layers : -1;
     m->rec[1] = m->gru ? L.n_layers + 1 : -1;
+    m->prior[0] = cfg->prior_hidden > 0 ? frae_prior_mat(cfg, 0) : -1;
+    m->prior[1] = cfg->prior_hidden > 0 ? frae_prior_mat(cfg, 1) : -1;
     m->latent = cfg->n_enc_hidden;
     m->dec_first = cfg->n_enc_hidden + 1;
     m->n_params = L.n_params;
@@ -526,6 +586,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         if (m->gru)
             for (int s = 0; s < 2; s++)
                 m->dh_carry[s] = (float *)(base + L.dh_carry[s]);
+        if (cfg->prior_hidden > 0)
+            m->rate_dq = (float *)(base + L.rate_dq);
     }
     for (int l = 0; l < L.n_mats; l++) {
         frae_layer *ly = &m->layer[l];

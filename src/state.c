@@ -68,6 +68,12 @@ size_t frae_state_layout(const frae_config *c, int rows, int frames,
         st.pair_in = take(&w, prod(&w, 2, R, D));
     }
     st.q = take(&w, prod(&w, F, R, (size_t)c->latent_dim));
+    if (c->prior_hidden > 0) {
+        const int p0 = frae_prior_mat(c, 0), p1 = frae_prior_mat(c, 1);
+        st.prior_ctx = take(&w, prod(&w, F, R, (size_t)in[p0]));
+        st.prior_hid = take(&w, prod(&w, F, R, (size_t)out[p0]));
+        st.prior_logit = take(&w, prod(&w, F, R, (size_t)out[p1]));
+    }
     if ((long)K + frames > INT32_MAX)
         return SIZE_MAX;
     st.ring_cap = K + frames;

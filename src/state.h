@@ -12,7 +12,8 @@
 #include "frae.h"
 
 #define FRAE_MAX_LAYERS (2 * FRAE_MAX_HIDDEN + 2)
-#define FRAE_MAX_MATS (FRAE_MAX_LAYERS + 2) /* + two GRUs' recurrent ones */
+/* + two GRUs' recurrent matrices, + the prior's two */
+#define FRAE_MAX_MATS (FRAE_MAX_LAYERS + 4)
 
 /* Scratch of the one-row products (gemm.c), and how many threads the
  * products of this state may use. */
@@ -58,6 +59,12 @@ typedef struct {
                         window starts from */
     float *gx[2], *gh[2]; /* the frame's two products, [rows][3H] */
     float *gates[2]; /* r, z, n, gh_n of every kept frame, [frames][rows][4H] */
+
+    /* The prior (cfg.prior_hidden), per kept frame: its input, the
+     * decoder's state before the frame ([frames][rows][C], see
+     * frae_prior_context), its tanh layer [frames][rows][P] and its
+     * logits [frames][rows][L x symbols]; NULL without a prior */
+    float *prior_ctx, *prior_hid, *prior_logit;
 
     frae_scratch scratch;
 } frae_state;

@@ -18,7 +18,7 @@ static float *out_frame(const frae_model *m, long t)
 }
 
 typedef struct {
-    double sse, sae;
+    double sse, sae, bits;
     long values, frames;
 } loss_acc;
 
@@ -99,6 +99,12 @@ static void layers_backward(frae_model *m, int from, int to, int t0, int nt,
         frae_gemm_packed_b(m, &m->state.scratch, rows, ly->out, dz, ly->out, 1,
                            ly->wt, ly->out, ly->in, 0, 0, width, dprev,
                            pv->out, NULL, GEMM_ZERO);
+        if (p == m->latent && m->rate_dq && m->cfg.rate_lambda > 0.0f) {
+            /* the rate's straight-through slope joins the distortion's */
+            const float *dq = m->rate_dq + (size_t)t0 * nb * pv->out;
+            for (size_t i = 0; i < (size_t)rows * pv->out; i++)
+                dprev[i] += dq[i];
+        }
         frae_activation_backward(pv->act,
                                  m->state.a[p] + (size_t)t0 * nb * pv->out,
                                  dprev, (size_t)rows * pv->out);
@@ -268,11 +274,42 @@ static void weight_grads(frae_model *m, int c0, int nt, int nb, int init)
     }
 }
 
+/* The prior over the window's nt frames (their contexts taken during the
+ * forward pass): its logits, the rate of the valid frames' codes, and with
+ * grads its gradients and the codes' (scaled by rate_scale). */
+static void window_rate(frae_model *m, int nt, int nb, const int *valid,
+                        float rate_scale, int grads, loss_acc *acc)
+{
+    const frae_config *c = &m->cfg;
+    frae_state *st = &m->state;
+    const int L = c->latent_dim, LS = L * frae_prior_symbols(c);
+    frae_prior_forward(m, &st->scratch, nt * nb, st->prior_ctx, st->prior_hid,
+                       st->prior_logit);
+    float *dlogit = grads ? m->layer[m->prior[1]].dz : NULL;
+    for (int t = 0; t < nt; t++)
+        for (int b = 0; b < nb; b++) {
+            const size_t r = (size_t)t * nb + b;
+            if (valid && t >= valid[b]) {
+                if (grads) {
+                    memset(dlogit + r * LS, 0, sizeof(float) * LS);
+                    memset(m->rate_dq + r * L, 0, sizeof(float) * L);
+                }
+                continue;
+            }
+            acc->bits += frae_prior_bits(
+                c, st->prior_logit + r * LS, st->q + r * L,
+                grads ? dlogit + r * LS : NULL,
+                grads ? m->rate_dq + r * L : NULL, rate_scale);
+        }
+    if (grads)
+        frae_prior_backward(m, nt * nb);
+}
+
 /* Forward, loss and gradients of one window of nt frames (x staged in
  * m->xwin).  The ring position is left at the window's start.  The
  * backward pass runs chunk by chunk from the end of the window. */
 static void window_grads(frae_model *m, int nt, int nb, const int *valid,
-                         float scale, loss_acc *acc)
+                         float scale, float rate_scale, loss_acc *acc)
 {
     const int D = m->cfg.frame_dim, C = m->chunk_frames;
     const int full = m->cfg.feedback == FRAE_FEEDBACK_FULL &&
@@ -290,11 +327,17 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
     }
     for (int t = 0; t < nt; t++) {
         const float *xt = m->xwin + (size_t)t * nb * D;
+        if (m->prior[0] >= 0) /* what the decoder holds before frame t */
+            frae_prior_context(m, &m->state, t, nb,
+                               m->state.prior_ctx +
+                                   (size_t)t * nb * m->layer[m->prior[0]].in);
         frae_forward_frame(m, &m->state, t, xt, D, nb);
         silence_padding(m, t, nb, valid);
         frame_loss(m, t, xt, D, nb, valid, acc, dy + (size_t)t * nb * D,
                    scale);
     }
+    if (m->prior[0] >= 0)
+        window_rate(m, nt, nb, valid, rate_scale, 1, acc);
     int last_c0 = (nt - 1) / C * C;
     for (int c0 = last_c0; c0 >= 0; c0 -= C) {
         int cn = nt - c0 < C ? nt - c0 : C;
@@ -359,6 +402,8 @@ static void fill_stats(frae_stats *st, const loss_acc *acc, long steps,
         return;
     st->mse = acc->values ? acc->sse / (double)acc->values : 0.0;
     st->mae = acc->values ? acc->sae / (double)acc->values : 0.0;
+    st->rate_bits = acc->bits;
+    st->rate = acc->frames ? acc->bits / (double)acc->frames : 0.0;
     st->sse = acc->sse;
     st->sae = acc->sae;
     st->values = acc->values;
@@ -424,8 +469,10 @@ static void train_window(frae_model *m, const float *x, ptrdiff_t x_rs, int nb,
     }
     if (count > 0) {
         float scale = 2.0f / (float)((double)count * D);
+        float rate_scale = m->cfg.rate_lambda / (float)count;
         stage_window(m, x, x_rs, nb, w0, nt);
-        window_grads(m, nt, nb, valid ? m->wvalid : NULL, scale, acc);
+        window_grads(m, nt, nb, valid ? m->wvalid : NULL, scale, rate_scale,
+                     acc);
         if (update) {
             *grad_norm = clip_gradients(m);
             m->adam_step++;
@@ -464,7 +511,7 @@ static int train_impl(frae_model *m, const float *x, int nseq, int nframes,
     if (claim_rows(m, nseq))
         return -1;
     const int D = m->cfg.frame_dim, W = m->cfg.window;
-    loss_acc acc = {0, 0, 0, 0};
+    loss_acc acc = {0, 0, 0, 0, 0};
     long steps = 0;
     double grad_norm = 0.0;
     for (int w0 = 0; w0 < nframes; w0 += W) {
@@ -474,6 +521,35 @@ static int train_impl(frae_model *m, const float *x, int nseq, int nframes,
     }
     fill_stats(stats, &acc, steps, grad_norm);
     return 0;
+}
+
+/* Evaluation, frame by frame: the prior's context of frame t before it
+ * runs, then the rate of its codes (the state keeps `frames` slots). */
+static void frame_rate_context(frae_model *m, long t, int nb)
+{
+    frae_state *st = &m->state;
+    const size_t slot = (size_t)(t % st->frames) * nb;
+    frae_prior_context(m, st, t, nb,
+                       st->prior_ctx + slot * m->layer[m->prior[0]].in);
+}
+
+static void frame_rate(frae_model *m, long t, int nb, const int *valid,
+                       loss_acc *acc)
+{
+    const frae_config *c = &m->cfg;
+    frae_state *st = &m->state;
+    const int L = c->latent_dim, LS = L * frae_prior_symbols(c);
+    const size_t slot = (size_t)(t % st->frames) * nb;
+    float *logit = st->prior_logit + slot * LS;
+    frae_prior_forward(m, &st->scratch, nb,
+                       st->prior_ctx + slot * m->layer[m->prior[0]].in,
+                       st->prior_hid + slot * m->layer[m->prior[0]].out,
+                       logit);
+    for (int b = 0; b < nb; b++)
+        if (!(valid && t >= valid[b]))
+            acc->bits += frae_prior_bits(c, logit + (size_t)b * LS,
+                                         st->q + (slot + b) * L, NULL, NULL,
+                                         0.0f);
 }
 
 static int eval_impl(frae_model *m, const float *x, int nseq, int nframes,
@@ -487,13 +563,17 @@ static int eval_impl(frae_model *m, const float *x, int nseq, int nframes,
         return -1;
     const int D = m->cfg.frame_dim;
     const ptrdiff_t x_rs = (ptrdiff_t)nframes * D;
-    loss_acc acc = {0, 0, 0, 0};
+    loss_acc acc = {0, 0, 0, 0, 0};
     for (long t = 0; t < nframes; t++) {
         ptrdiff_t rs;
         const float *xt = net_input(m, x, x_rs, nseq, t, &rs);
+        if (m->prior[0] >= 0)
+            frame_rate_context(m, t, nseq);
         frae_forward_frame(m, &m->state, t, xt, rs, nseq);
         silence_padding(m, t, nseq, valid);
         frame_loss(m, t, xt, rs, nseq, valid, &acc, NULL, 0.0f);
+        if (m->prior[0] >= 0)
+            frame_rate(m, t, nseq, valid, &acc);
     }
     advance(m, nframes);
     fill_stats(stats, &acc, 0, 0.0);

@@ -12,7 +12,13 @@
  *    differentiates;
  *  - frozen_qoff [nseq][T][L]: quantized latent = tanh output + this fixed
  *    offset, the straight-through estimator written as a function.
- * hist_out and qoff_out record those quantities from a normal run. */
+ * hist_out and qoff_out record those quantities from a normal run.
+ *
+ * With a prior (cfg.prior_hidden), the returned loss adds rate_lambda x
+ * the mean over frames of the rate: -log2 p(q) under the prior on the
+ * context (h_dec(t-1) or the buffer, taken from frozen_hist when given),
+ * written as a function of q whose slope is the straight-through one:
+ * bits(q's level) + (q - level) x the slope between neighbouring levels. */
 #ifndef REAL
 #error define REAL
 #endif
@@ -98,6 +104,48 @@ static REAL NAIVE(quant)(const frae_config *c, REAL a)
     return a;
 }
 
+/* Rate of one frame's codes q (L) under the prior on ctx (C values), its
+ * parameters at p (Keras layout, after every other layer's). */
+static double NAIVE(prior_rate)(const frae_config *c, const REAL *p,
+                                const REAL *ctx, const REAL *q)
+{
+    const int L = c->latent_dim, P = c->prior_hidden;
+    const int S = c->quantizer == FRAE_QUANT_UNIFORM ? c->quant_levels : 1;
+    const int C = c->family == FRAE_FAMILY_GRU ? c->dec_hidden[0]
+                                                : c->history * c->frame_dim;
+    REAL *hid = malloc(sizeof(REAL) * (size_t)P);
+    REAL *lg = malloc(sizeof(REAL) * (size_t)L * S);
+    NAIVE(dense)(ctx, C, p, p + (size_t)C * P, P, hid);
+    NAIVE(act)(FRAE_ACT_TANH, hid, P);
+    p += (size_t)C * P + P;
+    NAIVE(dense)(hid, P, p, p + (size_t)P * L * S, L * S, lg);
+    const double ln2 = log(2.0);
+    double bits = 0;
+    for (int u = 0; u < L; u++) {
+        REAL qh = NAIVE(quant)(c, q[u]);
+        if (S == 1) {
+            double l = lg[u], x = qh > 0 ? -l : l;
+            double sp = x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+            bits += sp / ln2 + ((double)q[u] - qh) * (-l / (2 * ln2));
+            continue;
+        }
+        const REAL *v = lg + (size_t)u * S;
+        const int top = S - 1;
+        int k = (int)lrint(((double)qh + 1) * 0.5 * top);
+        double mx = v[0], sum = 0;
+        for (int j = 1; j < S; j++)
+            mx = v[j] > mx ? v[j] : mx;
+        for (int j = 0; j < S; j++)
+            sum += exp(v[j] - mx);
+        double delta = 2.0 / top;
+        int lo = k > 0 ? k - 1 : 0, hi = k < top ? k + 1 : top;
+        double slope = ((double)v[lo] - v[hi]) / ((hi - lo) * delta * ln2);
+        bits += (mx + log(sum) - v[k]) / ln2 + ((double)q[u] - qh) * slope;
+    }
+    free(hid), free(lg);
+    return bits;
+}
+
 /* params in frae's flat layout (converted to REAL by the caller).
  * Returns the mean squared error over all nseq*T*D values. */
 static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
@@ -122,7 +170,10 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
         widths[nw++] = c->dec_hidden[i];
     widths[nw++] = D;
     /* widths: enc input, enc hidden..., L | dec input, dec hidden..., D */
-    double sse = 0;
+    double sse = 0, rate = 0;
+    const int C = gru ? Hf : K * D; /* the prior's context */
+    REAL *ctx = malloc(sizeof(REAL) * ((size_t)C + 1));
+    REAL *qv = malloc(sizeof(REAL) * (size_t)L);
     for (int s = 0; s < nseq; s++) {
         REAL *buffer = calloc((size_t)K * D + 1, sizeof(REAL));
         REAL *h_enc = calloc(gru ? (size_t)c->enc_hidden[0] : 1, sizeof(REAL));
@@ -142,6 +193,8 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
             if (hist_out)
                 for (int i = 0; i < fed; i++)
                     hist_out[fr * fed + i] = fedv[i];
+            for (int i = 0; i < C; i++) /* the buffer, or h_dec */
+                ctx[i] = fedv[gru ? K * D + i : i];
             for (int i = 0; i < K * D; i++)
                 buffer[i] = fedv[i];
             /* encoder: xin = concat(x_t, [h_dec,] buffer), a fresh array */
@@ -186,6 +239,7 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
                 if (qoff_out)
                     qoff_out[fr * L + i] = q - cur[i];
                 decin[i] = q;
+                qv[i] = q;
             }
             for (int i = 0; i < K * D; i++)
                 decin[L + i] = buffer[i];
@@ -211,6 +265,8 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
                 free(cur);
                 cur = nxt;
             }
+            if (c->prior_hidden > 0) /* p: past every other layer */
+                rate += NAIVE(prior_rate)(c, p, ctx, qv);
             for (int i = 0; i < D; i++) {
                 y[fr * D + i] = cur[i];
                 double diff = (double)cur[i] - (double)xt[i];
@@ -225,7 +281,9 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
         }
         free(buffer), free(h_enc), free(h_dec);
     }
-    return sse / ((double)nseq * T * D);
+    free(ctx), free(qv);
+    return sse / ((double)nseq * T * D) +
+           (double)c->rate_lambda * rate / ((double)nseq * T);
 }
 
 #undef NAIVE

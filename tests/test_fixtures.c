@@ -371,3 +371,132 @@ static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
     free(init), free(ref), free(got), free(y), free(fx.buf), free(fx.floats);
     return failures;
 }
+
+/* ---- the learned prior and the rate term ------------------------------ */
+
+typedef struct {
+    const char *path;
+    fixture_set shape;
+    frae_quantizer quantizer;
+    int levels;
+} prior_set;
+
+static const prior_set prior_sets[] = {
+    {"tests/fixtures/prior_dense.bin",
+     {NULL, FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2, {6, 7}}, FRAE_QUANT_BINARY, 0},
+    {"tests/fixtures/prior_gru.bin",
+     {NULL, FRAE_FAMILY_GRU, 0, 1, {7}, 1, {6}}, FRAE_QUANT_UNIFORM, 5},
+};
+
+static int prior_fixtures_on(const prior_set *ps, frae_isa isa, int threads)
+{
+    int failures = 0;
+    fixtures fx;
+    memset(&fx, 0, sizeof fx);
+    CHECK(load_fixtures(ps->path, &fx) == 0, "cannot read %s", ps->path);
+    if (failures) {
+        free(fx.buf), free(fx.floats);
+        return failures;
+    }
+    const fix_tensor *x = get(&fx, "x");
+    const int nseq = (int)x->dims[0], T = (int)x->dims[1];
+    frae_config c;
+    fixture_config(&ps->shape, &c, T);
+    c.quantizer = ps->quantizer;
+    c.quant_levels = ps->levels;
+    c.prior_hidden = 4;
+    c.rate_lambda = get(&fx, "rate_lambda")->data[0];
+    c.isa = isa;
+    c.threads = threads;
+    const float *hp = get(&fx, "adam.hparams")->data;
+    c.learning_rate = hp[0], c.beta1 = hp[1], c.beta2 = hp[2];
+    c.epsilon = hp[3];
+    size_t np = frae_param_count_for(&c);
+    float *init = malloc(4 * np), *ref = malloc(4 * np), *got = malloc(4 * np);
+    float *y = malloc(4 * x->count);
+    flat_from_torch(&fx, "param.", &c, init);
+    failures += check_forward(&c, init, x->data, nseq, T, get(&fx, "y")->data,
+                              "y", y);
+    /* the rate of the forward pass, batched and one sequence at a time */
+    for (int one = 0; one <= 1; one++) {
+        frae_config cc = c;
+        cc.batch = one ? 1 : nseq;
+        frae_model *m = create_or_die(&cc);
+        frae_set_params(m, init);
+        double bits = 0;
+        const size_t per = x->count / (size_t)nseq;
+        frae_stats st;
+        for (int sq = 0; sq < (one ? nseq : 1); sq++) {
+            frae_eval_batch(m, x->data + sq * per, one ? 1 : nseq, T, &st);
+            bits += st.rate_bits;
+        }
+        failures += check_scalar(one ? "rate (batch 1)" : "rate",
+                                 bits / ((double)nseq * T),
+                                 get(&fx, "rate")->data[0]);
+        frae_destroy(m);
+    }
+    for (int full = 0; full <= 1; full++) {
+        const char *mode = full ? "full" : "detached";
+        char name[64];
+        frae_config cm = c;
+        cm.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
+        frae_model *m = create_or_die(&cm);
+        frae_set_params(m, init);
+        frae_stats st;
+        frae_compute_grads(m, x->data, nseq, T, &st);
+        snprintf(name, sizeof name, "loss.%s", mode);
+        failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
+        snprintf(name, sizeof name, "rate.%s", mode);
+        failures += check_scalar(name, st.rate, get(&fx, name)->data[0]);
+        frae_get_grads(m, got);
+        snprintf(name, sizeof name, "grad.%s.", mode);
+        flat_from_torch(&fx, name, &c, ref);
+        failures += compare_flat(name, got, ref, &cm);
+
+        frae_set_params(m, init);
+        for (int s = 0; s < 3; s++)
+            frae_train_batch(m, x->data, nseq, T, NULL);
+        frae_get_params(m, got);
+        snprintf(name, sizeof name, "adam3.%s.", mode);
+        flat_from_torch(&fx, name, &c, ref);
+        subtract(got, init, np), subtract(ref, init, np);
+        failures += compare_flat(name, got, ref, &cm);
+        frae_destroy(m);
+
+        cm.window = 4;
+        cm.chunk_rows = 1;
+        m = create_or_die(&cm);
+        frae_set_params(m, init);
+        frae_train_batch(m, x->data, nseq, T, &st);
+        snprintf(name, sizeof name, "tbptt.%s.loss", mode);
+        failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
+        snprintf(name, sizeof name, "tbptt.%s.rate", mode);
+        failures += check_scalar(name, st.rate, get(&fx, name)->data[0]);
+        frae_get_params(m, got);
+        snprintf(name, sizeof name, "tbptt.%s.", mode);
+        flat_from_torch(&fx, name, &c, ref);
+        subtract(got, init, np), subtract(ref, init, np);
+        failures += compare_flat(name, got, ref, &cm);
+        frae_destroy(m);
+    }
+    free(init), free(ref), free(got), free(y), free(fx.buf), free(fx.floats);
+    return failures;
+}
+
+/* The prior's forward, rate, gradients (the straight-through slope into
+ * the encoder included) and Adam steps against PyTorch, on every
+ * instruction set and thread count. */
+int test_prior_fixtures(void)
+{
+    int failures = 0;
+    frae_isa isas[3];
+    int nisa = available_isas(isas);
+    for (size_t f = 0; f < sizeof prior_sets / sizeof *prior_sets; f++)
+        for (int i = 0; i < nisa; i++)
+            for (int threads = 1; threads <= 2; threads += 1) {
+                printf("  -- %s, isa %d, %d thread%s\n", prior_sets[f].path,
+                       (int)isas[i], threads, threads == 1 ? "" : "s");
+                failures += prior_fixtures_on(&prior_sets[f], isas[i], threads);
+            }
+    return failures;
+}

@@ -19,6 +19,7 @@ typedef struct {
     const char *label;
     int relu_batch1; /* ReLU and one sequence: the sparse one-row path */
     frae_family family;
+    int prior; /* a prior of this width, and a rate term */
 } grad_case;
 
 /* Returns failures; writes the finite-difference gradient to fd_out. */
@@ -36,6 +37,8 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     c.quant_levels = g->levels;
     c.feedback = g->feedback;
     c.family = g->family;
+    c.prior_hidden = g->prior;
+    c.rate_lambda = g->prior ? 0.3f : 0.0f;
     c.batch = nseq;
     c.window = T;
     c.chunk_rows = 2 * nseq; /* chunks of 2, 2 and 1 frames */
@@ -59,8 +62,9 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     CHECK(frae_compute_grads(m, x, nseq, T, &st) == 0, "compute_grads failed");
     frae_get_grads(m, grad);
     double loss = naive_forward_d(&c, pd, x, nseq, T, y, NULL, hist, NULL, qoff);
-    CHECK(fabs(loss - st.mse) <= 1e-5 * loss, "%s: loss %.9g vs naive %.9g",
-          g->label, st.mse, loss);
+    const double objective = st.mse + (double)c.rate_lambda * st.rate;
+    CHECK(fabs(loss - objective) <= 1e-5 * loss,
+          "%s: loss %.9g vs naive %.9g", g->label, objective, loss);
 
     const int detached = g->feedback == FRAE_FEEDBACK_DETACHED;
     const int ste = g->quant != FRAE_QUANT_NONE;
@@ -104,7 +108,7 @@ int test_gradcheck_detached(void)
 {
     double fd[4096];
     size_t n;
-    grad_case g = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "detached", 0, FRAE_FAMILY_DENSE};
+    grad_case g = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "detached", 0, FRAE_FAMILY_DENSE, 0};
     return gradcheck(&g, fd, &n);
 }
 
@@ -115,9 +119,9 @@ int test_gradcheck_full(void)
     int failures = 0;
     double fd_full[4096], fd_det[4096];
     size_t n;
-    grad_case g = {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "full", 0, FRAE_FAMILY_DENSE};
+    grad_case g = {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "full", 0, FRAE_FAMILY_DENSE, 0};
     failures += gradcheck(&g, fd_full, &n);
-    grad_case d = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "detached", 0, FRAE_FAMILY_DENSE};
+    grad_case d = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "detached", 0, FRAE_FAMILY_DENSE, 0};
     failures += gradcheck(&d, fd_det, &n);
     float tmp[4096];
     for (size_t i = 0; i < n; i++)
@@ -134,8 +138,8 @@ int test_gradcheck_relu_batch1(void)
     double fd[4096];
     size_t n;
     const grad_case cs[] = {
-        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "relu batch 1, detached", 1, FRAE_FAMILY_DENSE},
-        {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "relu batch 1, full", 1, FRAE_FAMILY_DENSE},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "relu batch 1, detached", 1, FRAE_FAMILY_DENSE, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "relu batch 1, full", 1, FRAE_FAMILY_DENSE, 0},
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
         failures += gradcheck(&cs[i], fd, &n);
@@ -148,10 +152,10 @@ int test_gradcheck_straight_through(void)
     double fd[4096];
     size_t n;
     const grad_case cs[] = {
-        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "binary, detached", 0, FRAE_FAMILY_DENSE},
-        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "binary, full", 0, FRAE_FAMILY_DENSE},
-        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 5, "uniform 5, detached", 0, FRAE_FAMILY_DENSE},
-        {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 5, "uniform 5, full", 0, FRAE_FAMILY_DENSE},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "binary, detached", 0, FRAE_FAMILY_DENSE, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "binary, full", 0, FRAE_FAMILY_DENSE, 0},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 5, "uniform 5, detached", 0, FRAE_FAMILY_DENSE, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 5, "uniform 5, full", 0, FRAE_FAMILY_DENSE, 0},
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
         failures += gradcheck(&cs[i], fd, &n);
@@ -167,9 +171,9 @@ int test_gradcheck_gru(void)
     double fd_full[4096], fd_det[4096], fd[4096];
     size_t n;
     grad_case full = {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "gru full", 0,
-                      FRAE_FAMILY_GRU};
+                      FRAE_FAMILY_GRU, 0};
     grad_case det = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0,
-                     "gru detached", 0, FRAE_FAMILY_GRU};
+                     "gru detached", 0, FRAE_FAMILY_GRU, 0};
     failures += gradcheck(&full, fd_full, &n);
     failures += gradcheck(&det, fd_det, &n);
     float tmp[4096];
@@ -181,13 +185,37 @@ int test_gradcheck_gru(void)
     printf("    gru full vs detached gradients differ by %.3g (rel)\n", gap);
     const grad_case cs[] = {
         {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "gru binary, full", 0,
-         FRAE_FAMILY_GRU},
+         FRAE_FAMILY_GRU, 0},
         {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 5,
-         "gru uniform 5, detached", 0, FRAE_FAMILY_GRU},
+         "gru uniform 5, detached", 0, FRAE_FAMILY_GRU, 0},
         {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "gru relu batch 1, full", 1,
-         FRAE_FAMILY_GRU},
+         FRAE_FAMILY_GRU, 0},
         {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0,
-         "gru relu batch 1, detached", 1, FRAE_FAMILY_GRU},
+         "gru relu batch 1, detached", 1, FRAE_FAMILY_GRU, 0},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+        failures += gradcheck(&cs[i], fd, &n);
+    return failures;
+}
+
+/* The learned prior and the rate term (detached feedback: the prior's
+ * context is a constant to the rate, as the buffer is to the loss): the
+ * prior's exact gradients and the straight-through slope into the
+ * encoder, both families and both quantizers. */
+int test_gradcheck_prior(void)
+{
+    int failures = 0;
+    double fd[4096];
+    size_t n;
+    const grad_case cs[] = {
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "prior, binary", 0,
+         FRAE_FAMILY_DENSE, 3},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 5, "prior, uniform 5", 0,
+         FRAE_FAMILY_DENSE, 3},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "gru prior, binary", 0,
+         FRAE_FAMILY_GRU, 3},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 4, "gru prior, uniform 4",
+         0, FRAE_FAMILY_GRU, 3},
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
         failures += gradcheck(&cs[i], fd, &n);

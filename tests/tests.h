@@ -27,7 +27,9 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(gradcheck_straight_through) \
     X(gradcheck_relu_batch1) \
     X(gradcheck_gru) \
+    X(gradcheck_prior) \
     X(pytorch_fixtures) \
+    X(prior_fixtures) \
     X(zero_allocations) \
     X(flat_rss) \
     X(memory_bound) \

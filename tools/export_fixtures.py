@@ -5,7 +5,9 @@ Usage: /usr/bin/python3 tools/export_fixtures.py tests/fixtures
 
 Writes small.bin (the dense family), gru.bin (the GRU family with a buffer
 of K = 2 frames and a dense layer after each GRU) and gru_k0.bin (GRUs
-alone, state feedback only).
+alone, state feedback only); and with a learned prior and a rate term,
+prior_dense.bin (the dense family, binary codes) and prior_gru.bin (GRUs
+alone, uniform codes of 5 levels).
 
 File format (little-endian), small enough to commit:
   "FRAEFIX1", u32 count, then per tensor:
@@ -130,11 +132,71 @@ def export(outdir, which):
     print("wrote %s: %d tensors, %d bytes" % (path, len(out), os.path.getsize(path)))
 
 
-def main(outdir):
+PRIOR_CONFIGS = {
+    "prior_dense": dict(CFG, quantizer="binary", prior=4),
+    "prior_gru": dict(CONFIGS["gru_k0"], quantizer="uniform", levels=5,
+                      prior=4),
+}
+RATE_LAMBDA = 0.05
+
+
+def export_prior(outdir, which):
+    cfg = PRIOR_CONFIGS[which]
+    torch.manual_seed(4321)
+    base = FRAE(**cfg)
+    with torch.no_grad():
+        for _, bias in base.matrices():
+            bias.uniform_(-0.2, 0.2)
+    init = {k: v.clone() for k, v in base.state_dict().items()}
+    x = torch.rand(B, T, cfg["frame_dim"]) * 2 - 1
+    if cfg["quantizer"] == "uniform":
+        assert margin_to_rounding(model_with(init, cfg), x, cfg["levels"]) > 1e-4
+    out = [("x", x), ("adam.hparams", torch.tensor(
+        [ADAM["lr"], ADAM["beta1"], ADAM["beta2"], ADAM["eps"]])),
+        ("rate_lambda", torch.tensor([RATE_LAMBDA]))]
+    out += [("param." + k, v) for k, v in init.items()]
+    m = model_with(init, cfg)
+    with torch.no_grad():
+        y, _ = m(x)
+    out += [("y", y), ("rate", m.last_rate.mean().reshape(1))]
+    for mode in ("detached", "full"):
+        m = model_with(init, cfg)
+        y, _ = m(x, mode)
+        mse = torch.mean((y - x) ** 2)
+        loss = mse + RATE_LAMBDA * m.last_rate.mean()
+        grads = torch.autograd.grad(loss, list(m.parameters()))
+        out.append(("loss.%s" % mode, mse.reshape(1)))
+        out.append(("rate.%s" % mode, m.last_rate.mean().reshape(1)))
+        for (k, _), g in zip(m.named_parameters(), grads):
+            out.append(("grad.%s.%s" % (mode, k), g))
+        m = model_with(init, cfg)
+        opt = KerasAdam(m.parameters(), **ADAM)
+        for _ in range(3):
+            train_batch(m, opt, x, T, mode, RATE_LAMBDA)
+        for k, v in m.state_dict().items():
+            out.append(("adam3.%s.%s" % (mode, k), v))
+        m = model_with(init, cfg)
+        opt = KerasAdam(m.parameters(), **ADAM)
+        tloss = train_batch(m, opt, x, 4, mode, RATE_LAMBDA)
+        out.append(("tbptt.%s.loss" % mode, torch.tensor([tloss])))
+        out.append(("tbptt.%s.rate" % mode, torch.tensor([m.train_rate])))
+        for k, v in m.state_dict().items():
+            out.append(("tbptt.%s.%s" % (mode, k), v))
+    path = os.path.join(outdir, which + ".bin")
+    write(path, out)
+    print("wrote %s: %d tensors, %d bytes" % (path, len(out), os.path.getsize(path)))
+
+
+def main(outdir, which=None):
     os.makedirs(outdir, exist_ok=True)
-    for which in CONFIGS:
-        export(outdir, which)
+    for name in CONFIGS:
+        if which in (None, name):
+            export(outdir, name)
+    for name in PRIOR_CONFIGS:
+        if which in (None, name):
+            export_prior(outdir, name)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures")
+    main(sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures",
+         sys.argv[2] if len(sys.argv) > 2 else None)

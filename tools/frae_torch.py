@@ -9,19 +9,30 @@ layer of each side an nn.GRUCell and feeds the decoder GRU's state back:
   encoder  GRUCell([x_t, h_dec(t-1), buffer], h_enc) -> hidden ... -> latent
   decoder  GRUCell([q_t, buffer], h_dec) -> hidden ... -> linear output y_t
 
+A learned prior (prior=P > 0, quantized codes only) predicts each code of
+frame t from the decoder's state before it (h_dec(t-1), or the buffer for
+the dense family), detached: a tanh layer of P units, then one logit per
+unit (binary: p(+1) = sigmoid) or N (uniform: softmax over the levels).
+rate(t) = -log2 p(q_t) summed over units; its gradient reaches the encoder
+through the straight-through quantizer as the slope of -log2 p between q's
+neighbouring levels.
+
 The state_dict names ("enc.0.weight", ..., "latent.weight", "dec.0.weight",
 ..., "out.weight"; a GRU's "enc.0.weight_ih", "enc.0.weight_hh",
 "enc.0.bias_ih", "enc.0.bias_hh") and layouts ([out, in]) are the ones frae
 documents.
 """
+import math
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
 class FRAE(nn.Module):
     def __init__(self, frame_dim=80, history=4, enc=(512, 256), latent=16,
                  dec=(256, 512), activation="relu", quantizer="none",
-                 levels=0, family="dense"):
+                 levels=0, family="dense", prior=0):
         super().__init__()
         D, K, L = frame_dim, history, latent
         self.D, self.K, self.L = D, K, L
@@ -38,6 +49,13 @@ class FRAE(nn.Module):
         self.dec = nn.ModuleList(self._layer(i, a, b) for i, (a, b) in
                                  enumerate(zip(widths, widths[1:])))
         self.out = nn.Linear(widths[-1], D)
+        if prior:
+            ctx = dec[0] if self.gru else K * D
+            syms = levels if quantizer == "uniform" else 1
+            self.prior = nn.ModuleList([nn.Linear(ctx, prior),
+                                        nn.Linear(prior, L * syms)])
+        else:
+            self.prior = None
         for layer in self.layers():  # Keras defaults
             if isinstance(layer, nn.GRUCell):
                 nn.init.xavier_uniform_(layer.weight_ih)
@@ -52,7 +70,8 @@ class FRAE(nn.Module):
         return nn.GRUCell(a, b) if self.gru and i == 0 else nn.Linear(a, b)
 
     def layers(self):
-        return list(self.enc) + [self.latent] + list(self.dec) + [self.out]
+        return (list(self.enc) + [self.latent] + list(self.dec) + [self.out] +
+                (list(self.prior) if self.prior is not None else []))
 
     def matrices(self):
         """(weight, bias) pairs: a GRU gives two, (ih) and (hh)."""
@@ -77,6 +96,29 @@ class FRAE(nn.Module):
             return a
         return a + (q - a).detach()  # straight-through
 
+    def rate(self, ctx, q):
+        """Bits of codes q [B, L] under the prior given ctx (detached)."""
+        logit = self.prior[1](torch.tanh(self.prior[0](ctx.detach())))
+        ln2 = math.log(2.0)
+        qh = q.detach()
+        if self.quantizer == "binary":
+            bits = F.softplus(-qh * logit) / ln2  # -log2 sigmoid(q l)
+            slope = -logit.detach() / (2 * ln2)
+        else:
+            N = self.levels
+            top = float(N - 1)
+            lg = logit.reshape(q.shape[0], self.L, N)
+            k = torch.clamp(torch.round((qh + 1) * 0.5 * top), 0, top).long()
+            bits = -torch.log_softmax(lg, dim=2).gather(2, k[..., None])[..., 0] / ln2
+            d = lg.detach()
+            delta = 2.0 / top
+            lo = torch.clamp(k - 1, 0, N - 1)
+            hi = torch.clamp(k + 1, 0, N - 1)
+            gap = (hi - lo).float() * delta  # one-sided at the ends
+            slope = (d.gather(2, lo[..., None]) - d.gather(2, hi[..., None]))[..., 0] / (gap * ln2)
+        # the value is the exact bits; d/dq is the neighbour slope
+        return (bits + (q - qh) * slope).sum(dim=1)
+
     def initial_state(self, x):
         B = x.shape[0]
         buffer = x.new_zeros(B, self.K * self.D)
@@ -95,7 +137,7 @@ class FRAE(nn.Module):
             state = self.initial_state(x)
         buffer, h_enc, h_dec = state if self.gru else (state, None, None)
         full = feedback == "full"
-        ys = []
+        ys, rates = [], []
         for t in range(T):
             if self.gru:
                 fed = h_dec if full else h_dec.detach()
@@ -108,6 +150,8 @@ class FRAE(nn.Module):
             for layer in rest:
                 h = self.act(layer(h))
             q = self.quantize(torch.tanh(self.latent(h)))
+            if self.prior is not None:
+                rates.append(self.rate(h_dec if self.gru else buffer, q))
             h = torch.cat([q, buffer], dim=1)
             if self.gru:
                 h_dec = self.dec[0](h, h_dec)
@@ -123,6 +167,7 @@ class FRAE(nn.Module):
                 fed = y if full else y.detach()
                 buffer = torch.cat([fed, buffer[:, : (self.K - 1) * self.D]], dim=1)
         state = (buffer, h_enc, h_dec) if self.gru else buffer
+        self.last_rate = torch.stack(rates, dim=1) if rates else None  # [B, T]
         return torch.stack(ys, dim=1), state
 
 
@@ -147,21 +192,31 @@ class KerasAdam:
             p.sub_(alpha * m / (v.sqrt() + self.eps))
 
 
-def train_batch(model, opt, x, window, feedback):
+def train_batch(model, opt, x, window, feedback, rate_lambda=0.0):
     """Truncated BPTT as frae does it: windows of `window` frames, one Adam
     step per window, the buffer carried (as a constant) across windows.
-    Returns the MSE over all frames."""
+    The loss is the MSE, + rate_lambda x the mean bits per frame with a
+    prior.  Returns the MSE over all frames (and sets model.train_rate to
+    the mean bits per frame)."""
     T = x.shape[1]
-    state, sse, count = None, 0.0, 0
+    state, sse, count, bits = None, 0.0, 0, 0.0
     for w0 in range(0, T, window):
         xw = x[:, w0:w0 + window]
         y, state = model(xw, feedback, state)
         state = (tuple(s.detach() for s in state) if isinstance(state, tuple)
                  else state.detach())
         loss = torch.mean((y - xw) ** 2)
-        grads = torch.autograd.grad(loss, list(model.parameters()))
+        mse = loss
+        if model.prior is not None:
+            loss = loss + rate_lambda * model.last_rate.mean()
+            bits += model.last_rate.sum().item()
+        grads = torch.autograd.grad(loss, list(model.parameters()),
+                                    allow_unused=True)
+        grads = [torch.zeros_like(p) if g is None else g
+                 for p, g in zip(model.parameters(), grads)]
         if opt is not None:
             opt.step(grads)
-        sse += loss.item() * xw.numel()
+        sse += mse.item() * xw.numel()
         count += xw.numel()
+    model.train_rate = bits / (x.shape[0] * T)
     return sse / count

@@ -48,7 +48,8 @@ enum {
     CLI_GIVEN_HISTORY = 1,
     CLI_GIVEN_ENC = 2,
     CLI_GIVEN_DEC = 4,
-    CLI_GIVEN_FAMILY = 8
+    CLI_GIVEN_FAMILY = 8,
+    CLI_GIVEN_PRIOR = 16
 };
 /* *given collects the CLI_GIVEN_* options seen. */
 int cli_model_option(frae_config *cfg, unsigned *given, const char *name,
@@ -69,6 +70,10 @@ extern const cli_opt cli_model_opts[];
     "                       first is the GRU (dense 256,512; gru 240)\n"      \
     "  --activation A       relu or tanh, hidden layers (relu)\n"             \
     "  --quantizer Q        none, binary or uniform:N (none)\n"               \
+    "  --prior P            a learned prior over the codes, P tanh units\n"    \
+    "                       on the decoder's state: the codec then\n"         \
+    "                       entropy-codes them (variable rate); 0 = off\n"    \
+    "                       (0; 32 when --rate-lambda is given)\n"            \
     "  --seed S             initialisation and shuffling seed (1)\n"
 
 /* ---- audio features -------------------------------------------------------- */

@@ -188,7 +188,7 @@ static int parse_widths(const char *opt, const char *s, int *n, int *w)
 const cli_opt cli_model_opts[] = {
     {"--frame-dim", 1}, {"--history", 1}, {"--enc", 1},        {"--latent", 1},
     {"--dec", 1},       {"--activation", 1}, {"--quantizer", 1}, {"--seed", 1},
-    {"--family", 1},    {NULL, 0}};
+    {"--family", 1},    {"--prior", 1},      {NULL, 0}};
 
 int cli_model_option(frae_config *c, unsigned *given, const char *name,
                      const char *value)
@@ -234,6 +234,9 @@ int cli_model_option(frae_config *c, unsigned *given, const char *name,
                             value);
         return 0;
     }
+    if (!strcmp(name, "--prior"))
+        return *given |= CLI_GIVEN_PRIOR,
+               cli_int(name, value, 0, 1 << 20, &c->prior_hidden);
     if (!strcmp(name, "--seed")) {
         long s = 0;
         rc = cli_long(name, value, 0, LONG_MAX, &s);

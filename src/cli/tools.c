@@ -233,6 +233,15 @@ int cmd_info(int argc, char **argv)
         printf("  pitch: f0 and voicing per frame (YIN), closed-loop "
                "log2 f0 quantizer, %s\n",
                frae_checkpoint_meta(ck, "frae.pitch"));
+    if (c.prior_hidden > 0)
+        printf("  prior: %d tanh units on %s -> %d logits per unit; the "
+               "codec range-codes the codes (stream version 3; %g bits/frame "
+               "at most)\n",
+               c.prior_hidden,
+               c.family == FRAE_FAMILY_GRU ? "h_dec(t-1)"
+                                           : "the fed-back frames",
+               c.quantizer == FRAE_QUANT_UNIFORM ? c.quant_levels : 1,
+               frae_bits_per_frame(m));
     if (c.normalize) {
         float mean[FRAE_INFO_MAX_D], std[FRAE_INFO_MAX_D];
         if (c.frame_dim <= FRAE_INFO_MAX_D &&
@@ -255,6 +264,10 @@ int cmd_info(int argc, char **argv)
            frae_feedback_names[c.feedback], c.window,
            c.batch, (double)c.learning_rate, (double)c.beta1, (double)c.beta2,
            (double)c.epsilon, (double)c.clip_norm);
+    if (c.rate_lambda > 0)
+        printf("  loss: distortion + %g x rate (bits per frame under the "
+               "prior)\n",
+               (double)c.rate_lambda);
     if (c.lr_warmup || c.lr_decay_steps) {
         /* the next step's rate, from the step the checkpoint has taken */
         const char *taken = frae_checkpoint_meta(ck, "frae.adam_step");

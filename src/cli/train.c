@@ -50,6 +50,7 @@ typedef struct {
     int audio_features; /* --audio-features: .npy data are frae features */
     const char *normalize; /* --normalize: NULL (auto), on, off, or a .npy */
     int crop;              /* --crop N: train on N-frame crops (0: whole) */
+    int rate_lambda_given;
 } train_opts;
 
 typedef struct {
@@ -57,6 +58,7 @@ typedef struct {
     long batch;      /* next batch of the current epoch */
     uint64_t rng;    /* shuffling state */
     double sse, sae; /* the current epoch so far */
+    double bits;     /* ... and the rate's bits (with a prior) */
     long values, frames;
     double seconds;  /* time in the current epoch so far, for frames/s */
     double started;  /* when the epoch started, less seconds */
@@ -91,6 +93,9 @@ static void train_help(void)
         "  --batch B            sequences per step, run in parallel (8)\n"
         "  --lr X               Adam learning rate (0.001)\n"
         "  --clip-norm X        clip gradients to this global L2 norm (off)\n"
+        "  --rate-lambda X      with a prior: minimise distortion + X x rate\n"
+        "                       (bits per frame under the prior); larger X,\n"
+        "                       fewer bits (0: distortion alone)\n"
         "  --warmup N           raise the learning rate linearly over the\n"
         "                       first N Adam steps (0)\n"
         "  --decay-steps N      then lower it along a half cosine over N\n"
@@ -157,7 +162,8 @@ static const cli_opt train_opts_list[] = {
     {"--fmin", 1},      {"--fmax", 1},      {"--threads", 1},
     {"--family", 1},    {"--warmup", 1},    {"--decay-steps", 1},
     {"--lr-floor", 1},  {"--pitch", 0},     {"--normalize", 1},
-    {"--crop", 1},      {NULL, 0}};
+    {"--crop", 1},      {"--prior", 1},     {"--rate-lambda", 1},
+    {NULL, 0}};
 
 static int push(char ***list, int *n, const char *v)
 {
@@ -226,6 +232,13 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
         return cli_int(name, v, 0, INT_MAX,
                        name[2] == 'w' ? &o->cfg.lr_warmup
                                       : &o->cfg.lr_decay_steps);
+    }
+    if (!strcmp(name, "--rate-lambda")) {
+        o->model_flags++, o->model_flag = name;
+        o->rate_lambda_given = 1;
+        rc = cli_double(name, v, 0.0, 1e30, &d);
+        o->cfg.rate_lambda = (float)d;
+        return rc;
     }
     if (!strcmp(name, "--lr-floor")) {
         o->model_flags++, o->model_flag = name;
@@ -361,6 +374,7 @@ static int run_batch(batch_runner *r, const int32_t *seqs, int nb, int train,
         if (!isfinite(st.sse) || (train && !isfinite(st.grad_norm)))
             return -1;
         sum->sse += st.sse, sum->sae += st.sae;
+        sum->rate_bits += st.rate_bits;
         sum->values += st.values, sum->frames += st.frames;
     }
     return 0;
@@ -408,6 +422,7 @@ static int save_checkpoint(frae_model *m, const char *path,
         M("train.rng", "%016llx", (unsigned long long)s->rng);
         M("train.epoch_sse", "%.17g", s->sse);
         M("train.epoch_sae", "%.17g", s->sae);
+        M("train.epoch_bits", "%.17g", s->bits);
         M("train.epoch_values", "%ld", s->values);
         M("train.epoch_frames", "%ld", s->frames);
         M("train.best", "%.17g", s->best);
@@ -500,6 +515,10 @@ static int load_state(const frae_checkpoint *ck, const char *path,
         state_double(ck, path, "train.epoch_sae", DBL_MAX, 0, &sae) ||
         state_double(ck, path, "train.best", DBL_MAX, 1, &best) ||
         state_double(ck, path, "train.val_split", 0.99, 0, &split))
+        return EXIT_USAGE;
+    /* absent (before priors): no bits */
+    if (frae_checkpoint_meta(ck, "train.epoch_bits") &&
+        state_double(ck, path, "train.epoch_bits", DBL_MAX, 0, &s->bits))
         return EXIT_USAGE;
     const char *rng = frae_checkpoint_meta(ck, "train.rng");
     char *end = NULL;
@@ -614,13 +633,14 @@ static void show_progress(int epoch, int epochs, long done, long total,
     fflush(stdout);
 }
 
-static FILE *open_csv(const char *path)
+static FILE *open_csv(const char *path, int prior)
 {
     struct stat sb;
     int fresh = stat(path, &sb) || sb.st_size == 0;
     FILE *f = fopen(path, "a");
     if (f && fresh)
-        fprintf(f, "epoch,loss,mae,val_loss,val_mae,frames_per_s,seconds\n");
+        fprintf(f, "epoch,loss,mae,val_loss,val_mae,frames_per_s,seconds%s\n",
+                prior ? ",rate,val_rate" : "");
     return f;
 }
 
@@ -1080,7 +1100,8 @@ static int make_model(train_run *r)
     }
     if (!r->run.win || !r->run.valid)
         return cli_fail(EXIT_FAILED, "out of memory");
-    if (o->log_csv && !(r->csv = open_csv(o->log_csv)))
+    if (o->log_csv &&
+        !(r->csv = open_csv(o->log_csv, o->cfg.prior_hidden > 0)))
         return cli_fail(EXIT_USAGE, "%s: cannot open for appending",
                         o->log_csv);
     r->save_on = o->save && strcmp(o->save, "none");
@@ -1100,6 +1121,11 @@ static void print_header(const train_run *r)
            "window %d, feedback %s\n",
            r->n_train, r->ri.summary, r->o.n_data ? "" : ", built-in", r->n_val,
            c->batch, c->window, frae_feedback_names[c->feedback]);
+    if (c->prior_hidden > 0)
+        printf("prior: %d units; codes entropy-coded (at most %.0f "
+               "bits/frame); rate lambda %g\n",
+               c->prior_hidden, frae_bits_per_frame(r->m),
+               (double)c->rate_lambda);
     if (r->o.resume)
         printf("resuming %s at epoch %d, batch %ld\n", r->o.resume,
                r->s.epoch + 1, r->s.batch);
@@ -1126,7 +1152,8 @@ static int train_epoch(train_run *r)
         if (r->o.crop)
             cut_crops(r);
         shuffle(s->order, s->n_order, &s->rng);
-        s->sse = s->sae = 0, s->values = s->frames = 0, s->seconds = 0;
+        s->sse = s->sae = s->bits = 0, s->values = s->frames = 0;
+        s->seconds = 0;
     }
     const long n_batches = (s->n_order + B - 1) / B;
     s->started = now_seconds() - s->seconds;
@@ -1148,7 +1175,7 @@ static int train_epoch(train_run *r)
                                : "try a lower --lr or --clip-norm");
             return EXIT_FAILED;
         }
-        s->sse += sum.sse, s->sae += sum.sae;
+        s->sse += sum.sse, s->sae += sum.sae, s->bits += sum.rate_bits;
         s->values += sum.values, s->frames += sum.frames;
         s->batch++;
         double el = now_seconds() - s->started;
@@ -1180,15 +1207,21 @@ static int finish_epoch(train_run *r, int *stop)
     train_state *s = &r->s;
     const train_opts *o = &r->o;
     double secs = now_seconds() - s->started;
-    double loss = s->sse / (double)s->values, mae = s->sae / (double)s->values;
-    double vloss = NAN, vmae = NAN;
+    /* the loss is the objective: distortion, + lambda x rate */
+    const int prior = o->cfg.prior_hidden > 0;
+    const double lambda = o->cfg.rate_lambda;
+    double rate = s->frames ? s->bits / (double)s->frames : 0.0;
+    double loss = s->sse / (double)s->values + lambda * rate;
+    double mae = s->sae / (double)s->values;
+    double vloss = NAN, vmae = NAN, vrate = NAN;
     if (r->n_val) {
         frae_stats vs;
         int rc = evaluate(&r->vrun, r->val_seqs, r->n_val, &vs);
         if (rc == EXIT_FAILED)
             return rc;
         if (rc == 0) {
-            vloss = vs.sse / (double)vs.values;
+            vrate = vs.frames ? vs.rate_bits / (double)vs.frames : 0.0;
+            vloss = vs.sse / (double)vs.values + lambda * vrate;
             vmae = vs.sae / (double)vs.values;
         }
     }
@@ -1197,13 +1230,20 @@ static int finish_epoch(train_run *r, int *stop)
     if (r->bar)
         printf("\r\033[K");
     printf("epoch %d/%d  loss %.6f  mae %.6f", s->epoch, o->epochs, loss, mae);
+    if (prior)
+        printf("  rate %.3f", rate);
     if (r->n_val)
         printf("  val_loss %.6f  val_mae %.6f", vloss, vmae);
+    if (r->n_val && prior)
+        printf("  val_rate %.3f", vrate);
     printf("  %.0f frames/s  %.2f s\n", s->frames / secs, secs);
     fflush(stdout);
     if (r->csv) {
-        fprintf(r->csv, "%d,%.9g,%.9g,%.9g,%.9g,%.1f,%.3f\n", s->epoch, loss,
+        fprintf(r->csv, "%d,%.9g,%.9g,%.9g,%.9g,%.1f,%.3f", s->epoch, loss,
                 mae, vloss, vmae, s->frames / secs, secs);
+        if (prior)
+            fprintf(r->csv, ",%.9g,%.9g", rate, vrate);
+        fprintf(r->csv, "\n");
         fflush(r->csv);
     }
     /* early stopping and the best model, on the monitored loss */
@@ -1248,6 +1288,8 @@ int cmd_train(int argc, char **argv)
     int status = cli_parse(argc, argv, train_opts_list, train_on_opt,
                            train_on_pos, train_help, &r.o);
     cli_model_defaults(&r.o.cfg, r.o.model_given);
+    if (r.o.cfg.rate_lambda > 0 && !(r.o.model_given & CLI_GIVEN_PRIOR))
+        r.o.cfg.prior_hidden = 32; /* a rate needs a prior to measure it */
     r.s.rng = r.o.cfg.seed ^ 0x0123456789abcdefull; /* the epochs' shuffles */
     if (!status && r.o.resume)
         status = resume_from_checkpoint(&r);

@@ -1,0 +1,154 @@
+/* The learned prior over the quantized latent (cfg.prior_hidden > 0).
+ *
+ * For frame t it predicts the distribution of each latent unit's code from
+ * what both ends of the codec hold before the frame: the decoder's state
+ * (h_dec(t-1) for the GRU family, the K fed-back frames for the dense
+ * one).  That state already folds in every earlier code, so the prior is
+ * a function of the past alone, as an entropy decoder needs.  Two layers:
+ * a tanh layer of P units, then per unit one logit (binary: a Bernoulli
+ * over +1) or N (uniform: a categorical over the levels).
+ *
+ * Training adds lambda x rate to the loss, rate = -log2 p(q_t) summed over
+ * units.  The prior learns from it by its exact gradient; the encoder
+ * through the straight-through quantizer, by the slope of -log2 p between
+ * q's neighbouring levels.  The context is a constant to the rate (as a
+ * detached tensor in PyTorch): the rate shapes the prior and the codes,
+ * not the decoder's state. */
+#include <math.h>
+#include <string.h>
+
+#include "frae_internal.h"
+
+#define LN2 0.693147180559945309f
+
+void frae_prior_context(const frae_model *m, const frae_state *st, long t,
+                        int nb, float *dst)
+{
+    const int C = m->layer[m->prior[0]].in;
+    if (m->gru) { /* h_dec(t-1): h0 or the last frame's slot */
+        memcpy(dst, st->h[1], sizeof(float) * (size_t)nb * C);
+        return;
+    }
+    const int D = m->cfg.frame_dim, K = m->cfg.history;
+    for (int j = 0; j < K; j++) { /* buffer slot j: y_{t-1-j} */
+        const float *y = frae_state_frame(st, st->ring_pos + t - 1 - j);
+        for (int b = 0; b < nb; b++)
+            memcpy(dst + (size_t)b * C + (size_t)j * D, y + (size_t)b * D,
+                   sizeof(float) * (size_t)D);
+    }
+}
+
+void frae_prior_forward(const frae_model *m, const frae_scratch *sc, int rows,
+                        const float *ctx, float *hid, float *logit)
+{
+    const frae_layer *l0 = &m->layer[m->prior[0]], *l1 = &m->layer[m->prior[1]];
+    frae_layer_product(m, sc, m->prior[0], rows, l0->in, ctx, l0->in, 0, hid,
+                       l0->bias, GEMM_BIAS);
+    frae_activate(ACT_TANH, hid, (size_t)rows * l0->out);
+    frae_layer_product(m, sc, m->prior[1], rows, l1->in, hid, l1->in, 0, logit,
+                       l1->bias, GEMM_BIAS);
+}
+
+/* softplus(x) = log(1 + e^x), without overflow */
+static float softplus(float x)
+{
+    return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+}
+
+/* The level index of a uniform code (as the quantizer made it). */
+static int level_of(float q, int N)
+{
+    long k = lrintf((q + 1.0f) * 0.5f * (float)(N - 1));
+    return k < 0 ? 0 : k >= N ? N - 1 : (int)k;
+}
+
+double frae_prior_bits(const frae_config *c, const float *logit,
+                       const float *q, float *dlogit, float *dq, float scale)
+{
+    const int L = c->latent_dim;
+    double bits = 0.0;
+    if (c->quantizer == FRAE_QUANT_BINARY) {
+        for (int u = 0; u < L; u++) {
+            const float l = logit[u];
+            const int one = q[u] > 0.0f;
+            /* -ln p(q) = softplus(-l) for +1, softplus(l) for -1 */
+            bits += (double)(softplus(one ? -l : l) / LN2);
+            if (dlogit) {
+                dlogit[u] = scale * (1.0f / (1.0f + expf(-l)) - (float)one) /
+                            LN2;
+                /* (r(+1) - r(-1)) / 2 = -l / (2 ln 2) */
+                dq[u] = -scale * l / (2.0f * LN2);
+            }
+        }
+        return bits;
+    }
+    const int N = c->quant_levels;
+    const float delta = 2.0f / (float)(N - 1); /* between levels */
+    for (int u = 0; u < L; u++) {
+        const float *lg = logit + (size_t)u * N;
+        const int k = level_of(q[u], N);
+        float mx = lg[0];
+        for (int j = 1; j < N; j++)
+            mx = lg[j] > mx ? lg[j] : mx;
+        float sum = 0.0f;
+        for (int j = 0; j < N; j++)
+            sum += expf(lg[j] - mx);
+        const float lse = mx + logf(sum);
+        bits += (double)((lse - lg[k]) / LN2);
+        if (!dlogit)
+            continue;
+        float *dl = dlogit + (size_t)u * N;
+        for (int j = 0; j < N; j++)
+            dl[j] = scale * (expf(lg[j] - lse) - (j == k ? 1.0f : 0.0f)) / LN2;
+        /* r_j - r_i = (l_i - l_j) / ln 2: the slope between neighbours,
+         * one-sided at the ends */
+        float slope = k == 0       ? (lg[0] - lg[1]) / delta
+                      : k == N - 1 ? (lg[N - 2] - lg[N - 1]) / delta
+                                   : (lg[k - 1] - lg[k + 1]) / (2.0f * delta);
+        dq[u] = scale * slope / LN2;
+    }
+    return bits;
+}
+
+void frae_prior_backward(frae_model *m, int rows)
+{
+    const frae_layer *l0 = &m->layer[m->prior[0]], *l1 = &m->layer[m->prior[1]];
+    const frae_state *st = &m->state;
+    const frae_scratch *sc = &m->state.scratch;
+    const float *dlogit = l1->dz;
+    float *dh = l0->dz;
+    frae_gemm_packed_b(m, sc, rows, l1->out, dlogit, l1->out, 1, l1->wt,
+                       l1->out, l1->in, 0, 0, l1->in, dh, l0->out, NULL,
+                       GEMM_ZERO);
+    frae_activation_backward(ACT_TANH, st->prior_hid, dh,
+                             (size_t)rows * l0->out);
+    frae_gemm_packed_c(m, sc, l1->in, rows, st->prior_hid, l1->in, dlogit,
+                       l1->out, m->grads + l1->w_off, l1->in, l1->out, 0,
+                       GEMM_ZERO);
+    frae_bias_grad(dlogit, rows, l1->out, m->grads + l1->b_off, 0);
+    frae_gemm_packed_c(m, sc, l0->in, rows, st->prior_ctx, l0->in, dh,
+                       l0->out, m->grads + l0->w_off, l0->in, l0->out, 0,
+                       GEMM_ZERO);
+    frae_bias_grad(dh, rows, l0->out, m->grads + l0->b_off, 0);
+}
+
+void frae_prior_freqs(const frae_config *c, const float *logit, int u,
+                      uint32_t *freq)
+{
+    if (c->quantizer == FRAE_QUANT_BINARY) {
+        const float l = logit[u];
+        const float p[2] = {1.0f / (1.0f + frae_gru_exp(l)),
+                            1.0f / (1.0f + frae_gru_exp(-l))};
+        frae_quantize_pmf(p, 2, freq);
+        return;
+    }
+    const int N = c->quant_levels;
+    const float *lg = logit + (size_t)u * N;
+    float p[4096];
+    float mx = lg[0];
+    for (int j = 1; j < N; j++)
+        mx = lg[j] > mx ? lg[j] : mx;
+    for (int j = 0; j < N; j++)
+        p[j] = frae_gru_exp(lg[j] - mx);
+    frae_quantize_pmf(p, N, freq);
+}
