@@ -477,6 +477,23 @@ FRAE_API
 int frae_decode_frame(frae_decoder *d, const unsigned char *code,
                       float *frame);
 
+/* A model with a prior (frae_config.prior_hidden): one frame through the
+ * encoder, its codes range-coded into rc with the prior's frequencies
+ * (computed from the state before the frame, alike at both ends), then its
+ * pitch code (cfg.pitch) with adaptive frequencies: the voicing bit in the
+ * context of the last frame's, a voiced frame's step in one context.  The
+ * decoder reads them back; it returns 0, or -1 once rc has met bytes no
+ * encoder writes (frae_range_dec_status), the frame then being whatever
+ * the symbols decoded to.  Exact: decoding reproduces frae_forward. */
+typedef struct frae_range_enc frae_range_enc;
+typedef struct frae_range_dec frae_range_dec;
+FRAE_API
+void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
+                              frae_range_enc *rc, float *recon);
+FRAE_API
+int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
+                             float *frame);
+
 /* ---- Entropy coding ------------------------------------------------------
  * A range coder in integer arithmetic (src/entropy.c): symbols are coded
  * with integer frequencies that sum to 2^FRAE_RANGE_TOTAL_BITS, none zero,
@@ -495,7 +512,7 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
 FRAE_API
 int frae_quantize_pmf(const float *p, int n, uint32_t *freq);
 
-typedef struct {
+struct frae_range_enc {
     unsigned char *buf;
     size_t cap, pos;
     uint64_t low;
@@ -503,7 +520,7 @@ typedef struct {
     unsigned cache;
     uint64_t cache_size;
     int first_out, overflow;
-} frae_range_enc;
+};
 FRAE_API
 void frae_range_enc_init(frae_range_enc *e, unsigned char *buf, size_t cap);
 /* The symbol with cumulative frequency cum and frequency freq (of 2^15). */
@@ -516,12 +533,12 @@ void frae_range_encode_symbol(frae_range_enc *e, const uint32_t *freq,
 FRAE_API
 size_t frae_range_enc_finish(frae_range_enc *e);
 
-typedef struct {
+struct frae_range_dec {
     const unsigned char *buf;
     size_t size, pos;
     uint32_t code, range;
     int corrupt;
-} frae_range_dec;
+};
 FRAE_API
 void frae_range_dec_init(frae_range_dec *d, const unsigned char *buf,
                          size_t size);
@@ -563,21 +580,72 @@ int frae_range_dec_status(const frae_range_dec *d);
  * (README, numerical contract); version 1 streams decode differently. */
 #define FRAE_STREAM_VERSION 2
 
+/* Version 3: entropy-coded frames, for a model with a prior (frae_config.
+ * prior_hidden).  The header's first 36 bytes are version 2's (code bits:
+ * the fixed-rate width, the most a frame's codes can need), then
+ *  36  frames per packet P  u32  1..FRAE_PACKET_MAX_FRAMES
+ *  40  CRC-32 of bytes 0..39 u32
+ *  44  packets: each sequence's frames in ceil(frames / P) packets of P
+ *      (its last one shorter), sequences in order, no bytes between:
+ *        0  packet index      u16  counted from 0 over the stream, mod 2^16
+ *        2  payload length n  u16
+ *        4  payload           n bytes: the packet's frames range-coded
+ *                             (frae_encode_frame_ranged), the coder
+ *                             started afresh for each packet
+ *      4+n  CRC-32 of the packet's 4 + n bytes before it  u32
+ * A decoder can take packets as they come (frae_stream_packet_parse); a
+ * lost or reordered one shows as an index out of sequence, a damaged one
+ * by its CRC.  The recurrent state runs on across packets within a
+ * sequence, so decoding stops at a lost packet. */
+#define FRAE_STREAM_VERSION_RANGED 3
+#define FRAE_STREAM_HEADER_V3 44
+#define FRAE_PACKET_OVERHEAD 8   /* index, length, CRC */
+#define FRAE_PACKET_FRAMES 100   /* the encoder's default: 1 s at 10 ms */
+#define FRAE_PACKET_MAX_FRAMES 1000
+
 typedef struct {
     uint8_t version, flags;
     uint64_t model_hash;
     uint32_t sequences, frames, frame_dim, latent_dim;
     uint8_t code_bits, quantizer;
     uint16_t levels;
-    const unsigned char *payload; /* set by frae_stream_parse */
+    uint32_t packet_frames;       /* version 3 */
+    const unsigned char *payload; /* set by frae_stream_parse: the codes,
+                                     or (version 3) the first packet */
+    size_t size;                  /* set by frae_stream_parse: the bytes */
 } frae_stream;
 
-/* Fills the header fields for a stream of m's codes. */
+/* Fills the header fields for a stream of m's codes: version 3, with
+ * FRAE_PACKET_FRAMES frames per packet (fewer if a packet could outgrow
+ * its u16 length), for a model with a prior; else version 2. */
 FRAE_API
 void frae_stream_header(const frae_model *m, uint32_t sequences,
                         uint32_t frames, int flags, frae_stream *s);
+/* A version-2 stream's bytes; 0 for version 3, whose size is known once
+ * written. */
 FRAE_API
 size_t frae_stream_bytes(const frae_stream *s);
+/* The header's bytes: FRAE_STREAM_HEADER, or FRAE_STREAM_HEADER_V3. */
+FRAE_API
+size_t frae_stream_header_bytes(const frae_stream *s);
+/* Version 3: packets in the stream; the most bytes one packet of
+ * packet_frames frames can take (a buffer for frae_stream_packet_seal);
+ * sealing a packet whose payload (range-coded from packet + 4) is
+ * payload_bytes <= 65535 long: writes index, length and CRC, returns the
+ * packet's bytes; and reading one from avail bytes: the expected index
+ * (counted over the stream), its payload, and the bytes it took, or -1
+ * and one line in err (truncated, corrupted, or a packet missing). */
+FRAE_API
+uint64_t frae_stream_packets(const frae_stream *s);
+FRAE_API
+size_t frae_stream_packet_cap(const frae_stream *s);
+FRAE_API
+size_t frae_stream_packet_seal(unsigned char *packet, uint32_t index,
+                               size_t payload_bytes);
+FRAE_API
+long frae_stream_packet_parse(const unsigned char *p, size_t avail,
+                              uint32_t index, const unsigned char **payload,
+                              size_t *len, char *err, size_t errlen);
 /* Writes frae_stream_bytes(s) bytes: header, the frames' codes (each
  * frae_code_bytes, in order), CRC. */
 FRAE_API

@@ -24,6 +24,10 @@ struct frae_codec_state {
     int code_bits;
     float pitch_pred; /* log2 f0 of the last voiced frame, as decoded */
     float *xnorm;     /* cfg.normalize: one z-scored frame [D] */
+    /* entropy-coded pitch (a model with a prior): adaptive counts of the
+     * voicing bit after an unvoiced / a voiced frame, and of the steps */
+    uint32_t voicing_count[2][2], step_count[8];
+    int prev_voiced;
 };
 
 /* ---- pitch ------------------------------------------------------------------
@@ -198,6 +202,11 @@ uint64_t frae_model_hash(const frae_model *m)
 
 /* ---- states ------------------------------------------------------------------ */
 
+/* adaptive pitch counts (entropy-coded streams): start, step, halving */
+#define PITCH_COUNT_INIT 4
+#define PITCH_COUNT_STEP 32
+#define PITCH_COUNT_LIMIT 4096
+
 #define HEAD_BYTES ((sizeof(struct frae_codec_state) + 63) & ~(size_t)63)
 
 size_t frae_encoder_size(const frae_model *m)
@@ -213,6 +222,11 @@ size_t frae_decoder_size(const frae_model *m) { return frae_encoder_size(m); }
 static void state_reset(struct frae_codec_state *s)
 {
     s->pitch_pred = PITCH_START;
+    s->prev_voiced = 0;
+    for (int i = 0; i < 2; i++)
+        s->voicing_count[i][0] = s->voicing_count[i][1] = PITCH_COUNT_INIT;
+    for (int i = 0; i < 8; i++)
+        s->step_count[i] = PITCH_COUNT_INIT;
     frae_state_reset(s->model, &s->st);
     s->st.ring_rows = 1; /* the one sequence, from the first frame */
 }
@@ -330,6 +344,131 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
     return 0;
 }
 
+/* ---- entropy-coded frames ------------------------------------------------------
+ * A model with a prior codes each frame's L codes with the prior's
+ * frequencies, computed from the state before the frame (the same floats
+ * at both ends: frae_prior_freqs), then its pitch code with adaptive
+ * counts: the voicing bit in the context of the last frame's, the step
+ * (voiced frames) in one context. */
+
+/* frequencies of n adaptive counts */
+static void count_freqs(const uint32_t *count, int n, uint32_t *freq)
+{
+    float p[8];
+    for (int i = 0; i < n; i++)
+        p[i] = (float)count[i];
+    frae_quantize_pmf(p, n, freq);
+}
+
+/* a symbol seen: its count grows; all are halved past a limit, so the
+ * model follows the speaker */
+static void count_update(uint32_t *count, int n, int symbol)
+{
+    uint32_t total = 0;
+    count[symbol] += PITCH_COUNT_STEP;
+    for (int i = 0; i < n; i++)
+        total += count[i];
+    if (total > PITCH_COUNT_LIMIT)
+        for (int i = 0; i < n; i++)
+            count[i] = (count[i] + 1) / 2;
+}
+
+/* the prior's logits for the state's next frame */
+static const float *prior_logits(struct frae_codec_state *s)
+{
+    const frae_model *m = s->model;
+    frae_state *st = &s->st;
+    frae_prior_context(m, st, 0, 1, st->prior_ctx);
+    frae_prior_forward(m, &st->scratch, 1, st->prior_ctx, st->prior_hid,
+                       st->prior_logit);
+    return st->prior_logit;
+}
+
+static int code_symbol(const frae_config *c, float q)
+{
+    if (c->quantizer == FRAE_QUANT_BINARY)
+        return q > 0.0f;
+    return (int)lrintf((q + 1.0f) * 0.5f * (float)(c->quant_levels - 1));
+}
+
+void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
+                              frae_range_enc *rc, float *recon)
+{
+    struct frae_codec_state *s = (struct frae_codec_state *)e;
+    fp_env env = fp_enter();
+    const frae_config *c = &s->model->cfg;
+    uint32_t freq[4096];
+    const float *x = frame;
+    if (c->normalize) {
+        frae_normalize_rows(s->model, frame, 0, 1, s->xnorm);
+        x = s->xnorm;
+    }
+    const float *logit = prior_logits(s);
+    frae_forward_encode(s->model, &s->st, 0, x);
+    for (int u = 0; u < c->latent_dim; u++) {
+        frae_prior_freqs(c, logit, u, freq);
+        frae_range_encode_symbol(rc, freq, code_symbol(c, s->st.q[u]));
+    }
+    float pitch[2];
+    if (c->pitch) {
+        uint32_t code = pitch_encode(&s->pitch_pred, frame + c->frame_dim,
+                                     pitch);
+        const int voiced = (int)(code & 1u);
+        count_freqs(s->voicing_count[s->prev_voiced], 2, freq);
+        frae_range_encode_symbol(rc, freq, voiced);
+        count_update(s->voicing_count[s->prev_voiced], 2, voiced);
+        if (voiced) {
+            count_freqs(s->step_count, 8, freq);
+            frae_range_encode_symbol(rc, freq, (int)(code >> 1));
+            count_update(s->step_count, 8, (int)(code >> 1));
+        }
+        s->prev_voiced = voiced;
+    }
+    decode_and_advance(s, recon);
+    if (c->pitch && recon)
+        memcpy(recon + c->frame_dim, pitch, sizeof pitch);
+    fp_leave(env);
+}
+
+int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
+                             float *frame)
+{
+    struct frae_codec_state *s = (struct frae_codec_state *)d;
+    fp_env env = fp_enter();
+    const frae_config *c = &s->model->cfg;
+    uint32_t freq[4096];
+    const float *logit = prior_logits(s);
+    const int n = c->quantizer == FRAE_QUANT_BINARY ? 2 : c->quant_levels;
+    const float top = (float)(c->quant_levels - 1);
+    for (int u = 0; u < c->latent_dim; u++) {
+        frae_prior_freqs(c, logit, u, freq);
+        int sym = frae_range_decode_symbol(rc, freq, n);
+        s->st.q[u] = c->quantizer == FRAE_QUANT_BINARY
+                         ? (sym ? 1.0f : -1.0f)
+                         : (float)sym * (2.0f / top) - 1.0f;
+    }
+    float pitch[2];
+    if (c->pitch) {
+        count_freqs(s->voicing_count[s->prev_voiced], 2, freq);
+        const int voiced = frae_range_decode_symbol(rc, freq, 2);
+        count_update(s->voicing_count[s->prev_voiced], 2, voiced);
+        uint32_t code = (uint32_t)voiced;
+        if (voiced) {
+            count_freqs(s->step_count, 8, freq);
+            const int step = frae_range_decode_symbol(rc, freq, 8);
+            count_update(s->step_count, 8, step);
+            code |= (uint32_t)step << 1;
+        }
+        s->prev_voiced = voiced;
+        pitch_decode(&s->pitch_pred, code, pitch); /* always a valid code */
+    }
+    decode_and_advance(s, frame);
+    if (c->pitch && frame)
+        memcpy(frame + c->frame_dim, pitch, sizeof pitch);
+    fp_leave(env);
+    return frae_range_dec_status(rc);
+}
+
 /* ---- the .fbs bitstream --------------------------------------------------------- */
 
 static void wr32(unsigned char *p, uint32_t v)
@@ -365,15 +504,92 @@ static uint64_t payload_bits(const frae_stream *s)
 
 size_t frae_stream_bytes(const frae_stream *s)
 {
+    if (s->version == FRAE_STREAM_VERSION_RANGED)
+        return 0; /* variable: known once written */
     return FRAE_STREAM_HEADER + (size_t)((payload_bits(s) + 7) / 8) + 4;
+}
+
+size_t frae_stream_header_bytes(const frae_stream *s)
+{
+    return s->version == FRAE_STREAM_VERSION_RANGED ? FRAE_STREAM_HEADER_V3
+                                                    : FRAE_STREAM_HEADER;
+}
+
+/* Packets of a version-3 stream: ceil(frames / packet_frames) per
+ * sequence (0 on overflow, which parse refuses). */
+uint64_t frae_stream_packets(const frae_stream *s)
+{
+    if (!s->packet_frames)
+        return 0;
+    uint64_t per = ((uint64_t)s->frames + s->packet_frames - 1) /
+                   s->packet_frames;
+    return per * s->sequences;
+}
+
+/* The most a packet of packet_frames frames can take: every symbol costs
+ * at most 15 bits (no frequency is below 1 in 2^15), the coder's flush 5
+ * bytes, and the packet's index, length and CRC. */
+size_t frae_stream_packet_cap(const frae_stream *s)
+{
+    uint64_t symbols = (uint64_t)s->latent_dim +
+                       (s->flags & FRAE_STREAM_PITCH ? 2 : 0);
+    uint64_t bytes = ((uint64_t)s->packet_frames * symbols *
+                      FRAE_RANGE_TOTAL_BITS + 7) / 8 + 6;
+    return (size_t)(bytes + FRAE_PACKET_OVERHEAD);
+}
+
+size_t frae_stream_packet_seal(unsigned char *packet, uint32_t index,
+                               size_t payload_bytes)
+{
+    packet[0] = (unsigned char)(index & 0xff);
+    packet[1] = (unsigned char)(index >> 8 & 0xff);
+    packet[2] = (unsigned char)(payload_bytes & 0xff);
+    packet[3] = (unsigned char)(payload_bytes >> 8 & 0xff);
+    wr32(packet + 4 + payload_bytes, frae_crc32(packet, 4 + payload_bytes));
+    return payload_bytes + FRAE_PACKET_OVERHEAD;
+}
+
+long frae_stream_packet_parse(const unsigned char *p, size_t avail,
+                              uint32_t index, const unsigned char **payload,
+                              size_t *len, char *err, size_t errlen)
+{
+    if (avail < FRAE_PACKET_OVERHEAD)
+        return frae_errorf(err, errlen,
+                           "packet %u: truncated (%zu bytes left, a packet "
+                           "takes at least %d)",
+                           index, avail, FRAE_PACKET_OVERHEAD);
+    const uint32_t got = (uint32_t)(p[0] | p[1] << 8);
+    const size_t n = (size_t)(p[2] | p[3] << 8);
+    if (n > avail - FRAE_PACKET_OVERHEAD)
+        return frae_errorf(err, errlen,
+                           "packet %u: truncated (it declares %zu bytes, "
+                           "%zu are left)",
+                           index, n, avail - FRAE_PACKET_OVERHEAD);
+    if (frae_crc32(p, 4 + n) != rd32(p + 4 + n))
+        return frae_errorf(err, errlen, "packet %u: corrupted (CRC-32 "
+                                        "mismatch)", index);
+    if (got != (index & 0xffff))
+        return frae_errorf(err, errlen,
+                           "packet %u is missing: found packet %u (mod "
+                           "65536) in its place",
+                           index, got);
+    *payload = p + 4;
+    *len = n;
+    return (long)(n + FRAE_PACKET_OVERHEAD);
 }
 
 void frae_stream_header(const frae_model *m, uint32_t sequences,
                         uint32_t frames, int flags, frae_stream *s)
 {
     memset(s, 0, sizeof *s);
-    s->version = FRAE_STREAM_VERSION;
+    s->version = m->cfg.prior_hidden > 0 ? FRAE_STREAM_VERSION_RANGED
+                                         : FRAE_STREAM_VERSION;
     s->flags = (uint8_t)((flags & 1) | (m->cfg.pitch ? FRAE_STREAM_PITCH : 0));
+    if (m->cfg.prior_hidden > 0) /* the packet must fit its u16 length */
+        for (s->packet_frames = FRAE_PACKET_FRAMES;
+             s->packet_frames > 1 &&
+             frae_stream_packet_cap(s) - FRAE_PACKET_OVERHEAD > 0xffff;)
+            s->packet_frames /= 2;
     s->model_hash = frae_model_hash(m);
     s->sequences = sequences;
     s->frames = frames;
@@ -401,7 +617,11 @@ static size_t put_header(unsigned char *dst, const frae_stream *s)
     dst[33] = s->quantizer;
     dst[34] = (unsigned char)(s->levels & 0xff);
     dst[35] = (unsigned char)(s->levels >> 8);
-    return FRAE_STREAM_HEADER;
+    if (s->version != FRAE_STREAM_VERSION_RANGED)
+        return FRAE_STREAM_HEADER;
+    wr32(dst + 36, s->packet_frames);
+    wr32(dst + 40, frae_crc32(dst, 40));
+    return FRAE_STREAM_HEADER_V3;
 }
 
 size_t frae_stream_writer_begin(frae_stream_writer *w, const frae_stream *s,
@@ -474,10 +694,23 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
                  FRAE_STREAM_VERSION);
         return -1;
     }
-    if (s->version != FRAE_STREAM_VERSION) {
+    if (s->version != FRAE_STREAM_VERSION &&
+        s->version != FRAE_STREAM_VERSION_RANGED) {
         frae_errorf(err, errlen,
-                 "bitstream version %d; this frae reads version %d",
-                 s->version, FRAE_STREAM_VERSION);
+                 "bitstream version %d; this frae reads versions %d and %d",
+                 s->version, FRAE_STREAM_VERSION, FRAE_STREAM_VERSION_RANGED);
+        return -1;
+    }
+    const int ranged = s->version == FRAE_STREAM_VERSION_RANGED;
+    if (ranged && (size < FRAE_STREAM_HEADER_V3 ||
+                   frae_crc32(p, 40) != rd32(p + 40))) {
+        frae_errorf(err, errlen,
+                    size < FRAE_STREAM_HEADER_V3
+                        ? "truncated: %zu bytes, shorter than a version-3 "
+                          "header"
+                        : "corrupted: the header's CRC-32 does not match "
+                          "(%zu bytes)",
+                    size);
         return -1;
     }
     if (s->flags & ~(1 | FRAE_STREAM_PITCH)) {
@@ -497,9 +730,55 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
     if (!s->sequences || !s->frames || !s->frame_dim || !s->latent_dim ||
         s->frame_dim > (1u << 24) || s->latent_dim > (1u << 24) ||
         !(s->code_bits == 32 || (s->code_bits >= 1 && s->code_bits <= 16)) ||
-        s->quantizer > FRAE_QUANT_UNIFORM || !payload_bits(s)) {
+        s->quantizer > FRAE_QUANT_UNIFORM || !payload_bits(s) ||
+        (ranged && (s->quantizer == FRAE_QUANT_NONE ||
+                    (s->quantizer == FRAE_QUANT_UNIFORM &&
+                     (s->levels < 2 || s->levels > 4096))))) {
         frae_errorf(err, errlen, "bitstream header has impossible sizes");
         return -1;
+    }
+    if (ranged) {
+        s->packet_frames = rd32(p + 36);
+        if (s->packet_frames < 1 ||
+            s->packet_frames > FRAE_PACKET_MAX_FRAMES) {
+            frae_errorf(err, errlen,
+                        "bitstream header: %u frames per packet (1..%d)",
+                        s->packet_frames, FRAE_PACKET_MAX_FRAMES);
+            return -1;
+        }
+        /* every packet takes at least FRAE_PACKET_OVERHEAD bytes: more
+         * than the rest can hold is a truncated stream, found before any
+         * walk */
+        const uint64_t packets = frae_stream_packets(s);
+        const size_t rest = size - FRAE_STREAM_HEADER_V3;
+        if (packets > rest / FRAE_PACKET_OVERHEAD) {
+            frae_errorf(err, errlen,
+                        "truncated: %llu packets declared, %zu bytes hold at "
+                        "most %zu",
+                        (unsigned long long)packets, rest,
+                        rest / FRAE_PACKET_OVERHEAD);
+            return -1;
+        }
+        size_t at = FRAE_STREAM_HEADER_V3;
+        for (uint64_t k = 0; k < packets; k++) {
+            const unsigned char *pl;
+            size_t n;
+            long used = frae_stream_packet_parse(p + at, size - at,
+                                                 (uint32_t)k, &pl, &n, err,
+                                                 errlen);
+            if (used < 0)
+                return -1;
+            at += (size_t)used;
+        }
+        if (at != size) {
+            frae_errorf(err, errlen,
+                        "trailing bytes: %zu after the last packet",
+                        size - at);
+            return -1;
+        }
+        s->size = size;
+        s->payload = p + FRAE_STREAM_HEADER_V3;
+        return 0;
     }
     size_t want = frae_stream_bytes(s);
     if (size != want) {
@@ -513,6 +792,7 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
         return -1;
     }
     s->payload = p + FRAE_STREAM_HEADER;
+    s->size = size;
     return 0;
 }
 
@@ -529,6 +809,15 @@ int frae_stream_check_model(const frae_stream *s, const frae_model *m,
                  "%u, %u-bit codes",
                  s->frame_dim, s->latent_dim, s->code_bits, want.frame_dim,
                  want.latent_dim, want.code_bits);
+        return -1;
+    }
+    if (s->version != want.version) {
+        frae_errorf(err, errlen,
+                    s->version == FRAE_STREAM_VERSION_RANGED
+                        ? "stream is entropy-coded (version 3); the model "
+                          "has no prior to decode it"
+                        : "stream is fixed-rate (version 2); the model has "
+                          "a prior and codes version 3");
         return -1;
     }
     if ((s->flags & FRAE_STREAM_PITCH) != (want.flags & FRAE_STREAM_PITCH)) {

@@ -215,10 +215,14 @@ int test_bitstream(void)
               strstr(err, "not a frae bitstream"),
           "foreign: %s", err);
     memcpy(mut, buf, n);
-    mut[6] = 3;
+    mut[6] = 4;
     CHECK(frae_stream_parse(mut, n, &s, err, sizeof err) &&
-              strstr(err, "version 3"),
+              strstr(err, "version 4; this frae reads versions 2 and 3"),
           "version: %s", err);
+    mut[6] = 3; /* a version-2 stream relabelled: its header CRC is wrong */
+    CHECK(frae_stream_parse(mut, n, &s, err, sizeof err) &&
+              strstr(err, "header's CRC"),
+          "version 3: %s", err);
     mut[6] = 1;
     CHECK(frae_stream_parse(mut, n, &s, err, sizeof err) &&
               strstr(err, "version 1, from frae 0.1"),
@@ -466,6 +470,226 @@ int test_codec_pitch(void)
                gru ? "gru  " : "dense", FRAE_PITCH_BITS, worst);
         frae_encoder_destroy(e), frae_decoder_destroy(d);
         free(x), free(y), free(frames);
+        frae_destroy(m);
+    }
+    return failures;
+}
+
+/* ---- entropy-coded streams (a model with a prior) ------------------------ */
+
+/* frames of width D (+ f0 and voicing with pitch): synthetic envelopes and
+ * a voice gliding up with unvoiced gaps */
+static float *ranged_frames(int nseq, int T, int D, int pitch, uint64_t seed)
+{
+    const int W = D + 2 * pitch;
+    float *x = synth(nseq, T, D, seed), *f = malloc(sizeof(float) * nseq * T * W);
+    for (int i = 0; i < nseq * T; i++) {
+        memcpy(f + (size_t)i * W, x + (size_t)i * D, sizeof(float) * D);
+        if (pitch) {
+            f[(size_t)i * W + D] = (float)(110 + (i % T));
+            f[(size_t)i * W + D + 1] = (i % T) / 30 % 3 == 2 ? 0.0f : 1.0f;
+        }
+    }
+    free(x);
+    return f;
+}
+
+/* The whole .fbs (version 3) of nseq sequences into out: header, then
+ * packets of packet_frames frames. */
+static size_t encode_ranged(const frae_model *m, const float *f, int nseq,
+                            int T, uint32_t packet_frames, unsigned char *out)
+{
+    const frae_config *c = frae_get_config(m);
+    const int W = c->frame_dim + 2 * c->pitch;
+    frae_stream h;
+    frae_stream_writer w;
+    frae_stream_header(m, (uint32_t)nseq, (uint32_t)T, 0, &h);
+    h.packet_frames = packet_frames;
+    size_t at = frae_stream_writer_begin(&w, &h, out);
+    frae_encoder *e = frae_encoder_create(m);
+    frae_range_enc rc;
+    uint32_t k = 0;
+    for (int s = 0; s < nseq; s++) {
+        frae_encoder_reset(e);
+        for (int t = 0; t < T; t++) {
+            if (t % (int)packet_frames == 0)
+                frae_range_enc_init(&rc, out + at + 4,
+                                    frae_stream_packet_cap(&h) -
+                                        FRAE_PACKET_OVERHEAD);
+            frae_encode_frame_ranged(e, f + ((size_t)s * T + t) * W, &rc,
+                                     NULL);
+            if ((t + 1) % (int)packet_frames == 0 || t + 1 == T)
+                at += frae_stream_packet_seal(out + at, k++,
+                                              frae_range_enc_finish(&rc));
+        }
+    }
+    frae_encoder_destroy(e);
+    return at;
+}
+
+/* Decodes a parsed version-3 stream into y (width W); -1 if a frame is
+ * refused. */
+static int decode_ranged(const frae_model *m, const frae_stream *s, float *y)
+{
+    const frae_config *c = frae_get_config(m);
+    const int W = c->frame_dim + 2 * c->pitch;
+    frae_decoder *d = frae_decoder_create(m);
+    frae_range_dec rd;
+    const unsigned char *at = s->payload, *end = s->payload - FRAE_STREAM_HEADER_V3 + s->size;
+    uint32_t k = 0;
+    int rc = 0;
+    char err[200];
+    for (uint32_t q = 0; q < s->sequences && !rc; q++) {
+        frae_decoder_reset(d);
+        for (uint32_t t = 0; t < s->frames && !rc; t++) {
+            if (t % s->packet_frames == 0) {
+                const unsigned char *pl;
+                size_t n;
+                long used = frae_stream_packet_parse(at, (size_t)(end - at),
+                                                     k++, &pl, &n, err,
+                                                     sizeof err);
+                if (used < 0)
+                    return -1;
+                at += used;
+                frae_range_dec_init(&rd, pl, n);
+            }
+            rc = frae_decode_frame_ranged(d, &rd,
+                                          y + ((size_t)q * s->frames + t) * W);
+        }
+    }
+    frae_decoder_destroy(d);
+    return rc;
+}
+
+/* decode(encode(x)) == frae_forward, encoded on one ISA and decoded on
+ * every other; the bytes spent are the prior's ideal code length plus the
+ * coder's small overhead; lost, damaged and truncated packets are
+ * refused with a line naming them. */
+int test_codec_ranged(void)
+{
+    int failures = 0;
+    static const struct {
+        frae_family family;
+        frae_quantizer q;
+        int levels, pitch;
+        const char *name;
+    } cs[] = {{FRAE_FAMILY_DENSE, FRAE_QUANT_BINARY, 0, 0, "dense binary"},
+              {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense uniform 5, pitch"},
+              {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, "gru binary, pitch"},
+              {FRAE_FAMILY_GRU, FRAE_QUANT_UNIFORM, 9, 0, "gru uniform 9"}};
+    const int nseq = 2, T = 70, D = 7;
+    frae_isa isas[3];
+    const int nisa = available_isas(isas);
+    for (size_t k = 0; k < sizeof cs / sizeof *cs; k++) {
+        frae_config c;
+        codec_config(&c, cs[k].q, cs[k].levels);
+        c.family = cs[k].family;
+        c.pitch = cs[k].pitch;
+        c.prior_hidden = 6;
+        c.batch = nseq;
+        c.isa = isas[0]; /* the encoder: scalar */
+        frae_model *m = create_or_die(&c);
+        perturb_params(m, NULL);
+        const int W = D + 2 * c.pitch;
+        float *f = ranged_frames(nseq, T, D, c.pitch, 40 + k);
+        float *x = malloc(sizeof(float) * nseq * T * D);
+        for (int i = 0; i < nseq * T; i++)
+            memcpy(x + (size_t)i * D, f + (size_t)i * W, sizeof(float) * D);
+        float *want = malloc(sizeof(float) * nseq * T * D);
+        float *y = malloc(sizeof(float) * nseq * T * W);
+        frae_forward(m, x, want, nseq, T);
+        frae_stats st;
+        frae_eval_batch(m, x, nseq, T, &st);
+        unsigned char *buf = malloc(1 << 16);
+        size_t size = encode_ranged(m, f, nseq, T, 16, buf);
+        frae_stream s;
+        char err[256] = "";
+        CHECK(frae_stream_parse(buf, size, &s, err, sizeof err) == 0,
+              "%s: %s", cs[k].name, err);
+        CHECK(s.version == FRAE_STREAM_VERSION_RANGED && s.packet_frames == 16,
+              "version %d, %u frames a packet", s.version, s.packet_frames);
+        CHECK(frae_stream_packets(&s) == 10, "%llu packets",
+              (unsigned long long)frae_stream_packets(&s));
+        float *p = malloc(sizeof(float) * frae_param_count(m));
+        frae_get_params(m, p);
+        for (int i = 0; i < nisa; i++) {
+            frae_config ci = c;
+            ci.isa = isas[i];
+            ci.batch = 1;
+            frae_model *mi = create_or_die(&ci);
+            frae_set_params(mi, p);
+            CHECK(frae_stream_check_model(&s, mi, err, sizeof err) == 0,
+                  "%s", err);
+            memset(y, 0, sizeof(float) * nseq * T * W);
+            CHECK(decode_ranged(mi, &s, y) == 0, "%s on %s: a frame refused",
+                  cs[k].name, frae_isa_name(mi));
+            int same = 1, pitch_ok = 1;
+            for (int t = 0; t < nseq * T; t++) {
+                same &= !memcmp(y + (size_t)t * W, want + (size_t)t * D,
+                                sizeof(float) * D);
+                if (c.pitch) /* voicing kept, f0 within the loop's steps */
+                    pitch_ok &= y[(size_t)t * W + D + 1] ==
+                                    f[(size_t)t * W + D + 1] &&
+                                (f[(size_t)t * W + D + 1] == 0.0f ||
+                                 t % T < 8 ||
+                                 fabs(log2(y[(size_t)t * W + D] /
+                                           f[(size_t)t * W + D])) < 0.02);
+            }
+            CHECK(same, "%s: decoded on %s != frae_forward encoded on %s",
+                  cs[k].name, frae_isa_name(mi), frae_isa_name(m));
+            CHECK(pitch_ok, "%s: pitch not kept", cs[k].name);
+            frae_destroy(mi);
+        }
+        /* the payload against -log2 p: frequencies of 2^-15 resolution
+         * and each packet's flush cost a little, never much */
+        const double payload = 8.0 * (double)(size - FRAE_STREAM_HEADER_V3 -
+                                              10 * FRAE_PACKET_OVERHEAD);
+        const double pitch_bits = c.pitch ? 4.0 * nseq * T : 0.0;
+        printf("    %-24s %zu bytes: payload %.0f bits, the prior's -log2 p "
+               "%.0f bits (+ pitch, at most %.0f)\n",
+               cs[k].name, size, payload, st.rate_bits, pitch_bits);
+        CHECK(payload <= st.rate_bits + pitch_bits + 10 * 40 +
+                             0.01 * st.rate_bits,
+              "%s: %.0f payload bits for %.0f ideal", cs[k].name, payload,
+              st.rate_bits);
+        /* damage: a lost packet, a flipped byte, a cut, trailing bytes */
+        unsigned char *bad = malloc(size + 1);
+        const size_t p0 = FRAE_STREAM_HEADER_V3;
+        const size_t p1 = p0 + FRAE_PACKET_OVERHEAD + (buf[p0 + 2] | buf[p0 + 3] << 8);
+        const size_t p2 = p1 + FRAE_PACKET_OVERHEAD + (buf[p1 + 2] | buf[p1 + 3] << 8);
+        memcpy(bad, buf, p1);
+        memcpy(bad + p1, buf + p2, size - p2); /* packet 1 dropped */
+        CHECK(frae_stream_parse(bad, size - (p2 - p1), &s, err, sizeof err) &&
+                  strstr(err, "packet 1 is missing"),
+              "lost packet: '%s'", err);
+        memcpy(bad, buf, size);
+        bad[p1 + 5] ^= 0x10;
+        CHECK(frae_stream_parse(bad, size, &s, err, sizeof err) &&
+                  strstr(err, "packet 1: corrupted"),
+              "flipped byte: '%s'", err);
+        CHECK(frae_stream_parse(buf, size - 3, &s, err, sizeof err) &&
+                  strstr(err, "truncated"),
+              "cut stream: '%s'", err);
+        memcpy(bad, buf, size);
+        bad[size] = 0;
+        CHECK(frae_stream_parse(bad, size + 1, &s, err, sizeof err) &&
+                  strstr(err, "trailing"),
+              "trailing byte: '%s'", err);
+        memcpy(bad, buf, size);
+        bad[37] ^= 1; /* packet frames: the header's CRC */
+        CHECK(frae_stream_parse(bad, size, &s, err, sizeof err) &&
+                  strstr(err, "header's CRC"),
+              "header: '%s'", err);
+        /* a model without the prior refuses the stream */
+        frae_config cp = c;
+        cp.prior_hidden = 0;
+        frae_model *plain = create_or_die(&cp);
+        frae_stream_parse(buf, size, &s, err, sizeof err);
+        CHECK(frae_stream_check_model(&s, plain, err, sizeof err) &&
+                  strstr(err, "no prior"),
+              "plain model: '%s'", err);
+        frae_destroy(plain);
+        free(bad), free(p), free(buf), free(f), free(x), free(want), free(y);
         frae_destroy(m);
     }
     return failures;

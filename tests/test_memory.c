@@ -95,6 +95,9 @@ int test_zero_allocations(void)
         c.quantizer = FRAE_QUANT_UNIFORM;
         c.quant_levels = 9;
         c.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
+        /* full feedback also trains a prior on the rate */
+        c.prior_hidden = full ? 6 : 0;
+        c.rate_lambda = full ? 0.01f : 0.0f;
         frae_model *m = create_or_die(&c);
         float *x = synth(nseq, T, 5, 1);
         float *y = malloc(sizeof(float) * nseq * T * 5);
@@ -109,7 +112,7 @@ int test_zero_allocations(void)
             bad_calls += frae_train_batch(m, x, nseq, T, &st) != 0 ||
                          st.steps != 4 || st.frames != nseq * T;
             bad_calls += frae_eval_batch(m, x, nseq, T, &st) != 0 ||
-                         st.frames != nseq * T;
+                         st.frames != nseq * T || (full && !(st.rate > 0));
             frae_reset(m);
             bad_calls += frae_forward(m, x, y, nseq, T) != 0;
         }
@@ -164,6 +167,44 @@ int test_codec_zero_allocations(void)
            gru ? "gru" : "dense", alloc_count);
     frae_encoder_destroy(e), frae_decoder_destroy(d), free(x);
     frae_destroy(m);
+    }
+    /* entropy-coded frames: the prior, the range coder, the pitch model */
+    {
+        frae_config c;
+        tiny_config(&c, 6, 3, 1, enc, 4, 1, dec);
+        c.training = 0;
+        c.quantizer = FRAE_QUANT_UNIFORM;
+        c.quant_levels = 5;
+        c.prior_hidden = 8;
+        frae_model *m = create_or_die(&c);
+        frae_encoder *e = frae_encoder_create(m);
+        frae_decoder *d = frae_decoder_create(m);
+        float *x = synth(1, 1000, 6, 3), y[6];
+        unsigned char buf[4096];
+        frae_range_enc rc;
+        frae_range_dec rd;
+        int bad_frames = 0;
+        counting = 1;
+        alloc_count = 0;
+        for (int p = 0; p < 10; p++) {
+            frae_range_enc_init(&rc, buf, sizeof buf);
+            for (int t = 0; t < 100; t++)
+                frae_encode_frame_ranged(e, x + (size_t)(p * 100 + t) * 6, &rc,
+                                         NULL);
+            frae_range_dec_init(&rd, buf, frae_range_enc_finish(&rc));
+            for (int t = 0; t < 100; t++)
+                bad_frames += frae_decode_frame_ranged(d, &rd, y) != 0;
+        }
+        counting = 0;
+        CHECK(bad_frames == 0, "%d of 1000 ranged frames did not decode",
+              bad_frames);
+        CHECK(alloc_count == 0, "%ld allocations in 1000 ranged frames",
+              alloc_count);
+        printf("    prior: %ld allocations in 1000 range-coded encode + "
+               "decode frames\n",
+               alloc_count);
+        frae_encoder_destroy(e), frae_decoder_destroy(d), free(x);
+        frae_destroy(m);
     }
     /* the speech path: a pitch-coding model's frames, the f0 tracker and
      * the vocoder, in caller memory */

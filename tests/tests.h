@@ -46,6 +46,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(codec_roundtrip) \
     X(codec_threads_and_isas) \
     X(codec_pitch) \
+    X(codec_ranged) \
     X(bitstream) \
     X(pmf_quantizer) \
     X(range_coder) \

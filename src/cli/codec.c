@@ -14,6 +14,7 @@ typedef struct {
     double frame_rate;
     int gl_iters;
     int vocoder; /* 0: the default (hnm with pitch, else gl) */
+    int packet_frames; /* --packet-frames: 0, the default */
 } codec_opts;
 
 static const char *const vocoder_names[] = {"auto", "hnm", "gl"};
@@ -23,7 +24,8 @@ static const cli_opt codec_list[] = {
     {"--wav", 1},         {"--gl-iters", 1},   {"--sample-rate", 1},
     {"--no-resample", 0}, {"--mels", 1},       {"--hop", 1},
     {"--win", 1},         {"--fft", 1},        {"--fmin", 1},
-    {"--fmax", 1},        {"--vocoder", 1},    {NULL, 0}};
+    {"--fmax", 1},        {"--vocoder", 1},    {"--packet-frames", 1},
+    {NULL, 0}};
 
 static int codec_opt(void *ctx, const char *name, const char *v)
 {
@@ -34,6 +36,8 @@ static int codec_opt(void *ctx, const char *name, const char *v)
         return o->wav = v, 0;
     if (!strcmp(name, "--gl-iters"))
         return cli_int(name, v, 0, 10000, &o->gl_iters);
+    if (!strcmp(name, "--packet-frames"))
+        return cli_int(name, v, 1, FRAE_PACKET_MAX_FRAMES, &o->packet_frames);
     if (!strcmp(name, "--vocoder"))
         return cli_choice(name, v, vocoder_names, 3, &o->vocoder);
     int rc = cli_io_option(&o->io, name, v);
@@ -170,10 +174,13 @@ static void encode_help(void)
            "audio file, whose features are computed as the model was\n"
            "trained; --no-resample refuses other rates) frame by\n"
            "frame into a .fbs bitstream: the model's quantized latent codes,\n"
-           "L x bits per frame (see README, 'The .fbs bitstream').  Reports\n"
-           "the bitrate, in bits per frame and in kbit/s at --frame-rate\n"
-           "frames per second (100), and the distortion of the decoded\n"
-           "frames: MSE and SNR in dB.\n"
+           "L x bits per frame (see README, 'The .fbs bitstream'); with a\n"
+           "model that has a prior (train --prior, --rate-lambda), range-\n"
+           "coded into packets of --packet-frames frames (100), a variable\n"
+           "rate (stream version 3).  Reports the bitrate the file takes,\n"
+           "headers included, in bits per frame and in kbit/s at\n"
+           "--frame-rate frames per second (100), and the distortion of the\n"
+           "decoded frames: MSE and SNR in dB.\n"
            "\n"
            "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
            "options, model or input.\n");
@@ -233,10 +240,31 @@ int cmd_encode(int argc, char **argv)
     frae_encoder *e = frae_encoder_create(m);
     frae_stream h;
     frae_stream_header(m, (uint32_t)in.n, (uint32_t)in.t, in.ndim == 2, &h);
-    size_t bytes = frae_stream_bytes(&h);
+    const int ranged = h.version == FRAE_STREAM_VERSION_RANGED;
+    if (o.packet_frames && !ranged) {
+        rc = cli_fail(EXIT_USAGE,
+                      "--packet-frames: %s has no prior, so its streams are "
+                      "fixed-rate (version 2), without packets",
+                      o.io.model);
+        goto done_early;
+    }
+    if (o.packet_frames) {
+        h.packet_frames = (uint32_t)o.packet_frames;
+        if (frae_stream_packet_cap(&h) - FRAE_PACKET_OVERHEAD > 0xffff) {
+            rc = cli_fail(EXIT_USAGE,
+                          "--packet-frames %d: a packet could outgrow its "
+                          "16-bit length with this model; use fewer frames",
+                          o.packet_frames);
+            goto done_early;
+        }
+    }
+    size_t bytes = ranged ? 0 : frae_stream_bytes(&h);
+    unsigned char *packet = ranged ? malloc(frae_stream_packet_cap(&h)) : NULL;
+    uint32_t packets = 0;
+    frae_range_enc rcoder;
     frae_atomic_file af;
     af.f = NULL;
-    if (!code || !x || !recon || !e || !bytes_out) {
+    if (!code || !x || !recon || !e || !bytes_out || (ranged && !packet)) {
         rc = cli_fail(EXIT_FAILED, "out of memory");
         goto done;
     }
@@ -245,8 +273,10 @@ int cmd_encode(int argc, char **argv)
         goto done;
     }
     frae_stream_writer w;
-    unsigned char head[FRAE_STREAM_HEADER];
+    unsigned char head[FRAE_STREAM_HEADER_V3];
     fwrite(head, 1, frae_stream_writer_begin(&w, &h, head), af.f);
+    if (ranged)
+        bytes = frae_stream_header_bytes(&h);
     double sse = 0, energy = 0, f0_err = 0;
     long voiced = 0, voicing_kept = 0;
     for (long s = 0; s < in.n; s++) {
@@ -262,14 +292,36 @@ int cmd_encode(int argc, char **argv)
                 goto done;
             }
             const float *xt = x + (size_t)(t % chunk) * width;
-            frae_encode_frame(e, xt, code, recon);
+            if (ranged) {
+                /* a packet of packet_frames frames, the coder afresh */
+                if (t % h.packet_frames == 0)
+                    frae_range_enc_init(&rcoder, packet + 4,
+                                        frae_stream_packet_cap(&h) -
+                                            FRAE_PACKET_OVERHEAD);
+                frae_encode_frame_ranged(e, xt, &rcoder, recon);
+                if ((t + 1) % h.packet_frames == 0 || t + 1 == in.t) {
+                    size_t n = frae_range_enc_finish(&rcoder);
+                    if (rcoder.overflow) { /* cannot happen: sized above */
+                        frae_atomic_abort(&af);
+                        rc = cli_fail(EXIT_FAILED, "packet %u overflowed",
+                                      packets);
+                        goto done;
+                    }
+                    size_t pb = frae_stream_packet_seal(packet, packets++, n);
+                    fwrite(packet, 1, pb, af.f);
+                    bytes += pb;
+                }
+            } else {
+                frae_encode_frame(e, xt, code, recon);
+            }
             if (pitch && xt[D + 1] >= 0.5f && xt[D] > 0) {
                 voiced++;
                 voicing_kept += recon[D + 1] >= 0.5f;
                 f0_err += fabs(recon[D] / xt[D] - 1.0);
             }
-            fwrite(bytes_out, 1, frae_stream_writer_add(&w, code, bytes_out),
-                   af.f);
+            if (!ranged)
+                fwrite(bytes_out, 1,
+                       frae_stream_writer_add(&w, code, bytes_out), af.f);
             for (int d = 0; d < D; d++) {
                 double diff = (double)recon[d] - xt[d];
                 sse += diff * diff;
@@ -277,24 +329,40 @@ int cmd_encode(int argc, char **argv)
             }
         }
     }
-    fwrite(bytes_out, 1, frae_stream_writer_end(&w, bytes_out), af.f);
+    if (!ranged)
+        fwrite(bytes_out, 1, frae_stream_writer_end(&w, bytes_out), af.f);
     if (frae_atomic_commit(&af, err, sizeof err)) {
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
     double bpf = frae_bits_per_frame(m);
     double mse = sse / ((double)n_frames * D);
+    if (ranged) {
+        /* the bitrate the file takes, every header byte counted */
+        const double bits = 8.0 * (double)bytes / (double)n_frames;
+        printf("%ld sequence%s x %ld frames -> %s (%zu bytes: header %d, "
+               "%u packets of up to %u frames, %d bytes each of index, "
+               "length and CRC)\n",
+               in.n, in.n == 1 ? "" : "s", in.t, o.io.output, bytes,
+               FRAE_STREAM_HEADER_V3, packets, h.packet_frames,
+               FRAE_PACKET_OVERHEAD);
+        printf("bitrate: %.2f bits/frame on average (entropy-coded; at most "
+               "%.0f fixed-rate) = %.3f kbit/s at %g frames/s\n",
+               bits, bpf, bits * o.frame_rate / 1000.0, o.frame_rate);
+    } else {
     printf("%ld sequence%s x %ld frames -> %s (%zu bytes, %d of them header "
            "and CRC)\n",
            in.n, in.n == 1 ? "" : "s", in.t, o.io.output, bytes,
            FRAE_STREAM_HEADER + 4);
+    }
     char split[64] = "";
     if (pitch)
         snprintf(split, sizeof split, " + %d pitch", FRAE_PITCH_BITS);
-    printf("bitrate: %.0f bits/frame (%d x %d bits%s) = %.3f kbit/s at %g "
-           "frames/s\n",
-           bpf, frae_get_config(m)->latent_dim, frae_code_bits(m), split,
-           bpf * o.frame_rate / 1000.0, o.frame_rate);
+    if (!ranged)
+        printf("bitrate: %.0f bits/frame (%d x %d bits%s) = %.3f kbit/s at "
+               "%g frames/s\n",
+               bpf, frae_get_config(m)->latent_dim, frae_code_bits(m), split,
+               bpf * o.frame_rate / 1000.0, o.frame_rate);
     if (pitch)
         printf("pitch: %ld voiced frames, %.1f%% coded voiced, mean f0 "
                "error %.2f%%\n",
@@ -304,6 +372,8 @@ int cmd_encode(int argc, char **argv)
            sse > 0 ? 10.0 * log10(energy / sse) : INFINITY);
     rc = EXIT_OK;
 done:
+    free(packet);
+done_early:
     free(code), free(x), free(recon), free(bytes_out);
     frae_encoder_destroy(e);
     frae_npy_close(&in);
@@ -430,9 +500,33 @@ int cmd_decode(int argc, char **argv)
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
+    const int ranged = s.version == FRAE_STREAM_VERSION_RANGED;
+    const unsigned char *at = s.payload; /* version 3: the next packet */
+    uint32_t packet = 0;
+    frae_range_dec rd;
     for (uint32_t q = 0; q < s.sequences; q++) {
         frae_decoder_reset(d);
         for (uint32_t t = 0; t < s.frames; t++) {
+            if (ranged) {
+                if (t % s.packet_frames == 0) { /* checked by the parse */
+                    const unsigned char *pl;
+                    size_t n;
+                    at += frae_stream_packet_parse(
+                        at, (size_t)((const unsigned char *)map + size - at),
+                        packet++, &pl, &n, err, sizeof err);
+                    frae_range_dec_init(&rd, pl, n);
+                }
+                if (frae_decode_frame_ranged(d, &rd, y)) {
+                    frae_atomic_abort(&af);
+                    rc = cli_fail(EXIT_USAGE,
+                                  "%s: sequence %u, frame %u (packet %u): "
+                                  "bytes no encoder writes",
+                                  o.io.input, q, t, packet - 1);
+                    goto done;
+                }
+                fwrite(y, sizeof(float), (size_t)(D + 2 * pitch), af.f);
+                continue;
+            }
             frae_stream_frame_code(&s, (uint64_t)q * s.frames + t, code);
             if (frae_decode_frame(d, code, y)) {
                 frae_atomic_abort(&af);
