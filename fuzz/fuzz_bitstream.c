@@ -1,11 +1,14 @@
 /* libFuzzer target for the .fbs reader and the decoders behind it, of
  * both families (a dense model and a GRU one that also codes pitch and
- * normalizes; bit 1 of the size picks).
+ * normalizes) and of entropy-coded streams (version 3: a GRU model with a
+ * prior, coding pitch); (size / 2) % 3 picks.
  *
  * Half the inputs are taken as they are: they exercise the header and
  * length checks.  In the other half the harness writes the model's hash
- * and a correct CRC into the input first, so mutations reach the code
- * unpacking and the decoder (random bytes almost never pass a CRC).
+ * and correct CRCs into the input first (for version 3 also the packets'
+ * indices, lengths clamped to what is there, and their CRCs), so
+ * mutations reach the code unpacking, the range decoder and the decoder
+ * (random bytes almost never pass a CRC).
  * FRAE_FUZZ_SEED_DIR=dir makes it write a valid stream of each model
  * there as seeds. */
 #include <stdint.h>
@@ -16,8 +19,8 @@
 #include "formats.h" /* frae_crc32, the library's own */
 #include "frae.h"
 
-static frae_model *models[2];
-static frae_decoder *decoders[2];
+static frae_model *models[3];
+static frae_decoder *decoders[3];
 
 /* A valid stream of model m (12 frames) into dir/name. */
 static void write_seed(const frae_model *m, const char *dir, const char *name)
@@ -35,13 +38,34 @@ static void write_seed(const frae_model *m, const char *dir, const char *name)
     }
     frae_stream h;
     frae_stream_header(m, 1, T, 1, &h);
-    unsigned char *buf = malloc(frae_stream_bytes(&h));
-    frae_stream_write(buf, &h, codes);
+    size_t size = frae_stream_bytes(&h);
+    unsigned char *buf = malloc(size ? size : 4096);
+    if (h.version == FRAE_STREAM_VERSION_RANGED) { /* packets of 5 frames */
+        frae_stream_writer w;
+        frae_range_enc rc;
+        h.packet_frames = 5;
+        size = frae_stream_writer_begin(&w, &h, buf);
+        frae_encoder_reset(e);
+        for (int t = 0, k = 0; t < T; t++) {
+            for (int d = 0; d < 6; d++)
+                x[d] = (float)((t * 7 + d * 3) % 11) / 11.0f - 0.5f;
+            x[6] = 90.0f + 25.0f * (float)t;
+            x[7] = t % 4 != 0;
+            if (t % 5 == 0)
+                frae_range_enc_init(&rc, buf + size + 4, 1024);
+            frae_encode_frame_ranged(e, x, &rc, NULL);
+            if (t % 5 == 4 || t == T - 1)
+                size += frae_stream_packet_seal(buf + size, (uint32_t)k++,
+                                                frae_range_enc_finish(&rc));
+        }
+    } else {
+        frae_stream_write(buf, &h, codes);
+    }
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "wb");
     if (f) {
-        fwrite(buf, 1, frae_stream_bytes(&h), f);
+        fwrite(buf, 1, size, f);
         fclose(f);
     }
     free(buf);
@@ -51,7 +75,8 @@ static void write_seed(const frae_model *m, const char *dir, const char *name)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
-    for (int gru = 0; gru < 2; gru++) {
+    for (int k = 0; k < 3; k++) {
+        const int gru = k > 0;
         frae_config c;
         frae_config_default(&c);
         c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
@@ -62,23 +87,25 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         c.quant_levels = 6; /* 3 bits: indices 6 and 7 are invalid codes */
         c.training = 0;
         c.pitch = gru;
-        c.normalize = gru;
-        models[gru] = frae_create(&c, NULL, 0);
-        if (!models[gru])
+        c.normalize = k == 1;
+        c.prior_hidden = k == 2 ? 8 : 0; /* version-3 streams */
+        models[k] = frae_create(&c, NULL, 0);
+        if (!models[k])
             abort();
-        if (gru) {
+        if (k == 1) {
             const float mean[6] = {0.1f, -0.2f, 0, 0.3f, 0, 0};
             const float std[6] = {1, 0.5f, 2, 1, 1, 0.25f};
-            frae_set_normalization(models[gru], mean, std);
+            frae_set_normalization(models[k], mean, std);
         }
-        decoders[gru] = frae_decoder_create(models[gru]);
-        if (!decoders[gru])
+        decoders[k] = frae_decoder_create(models[k]);
+        if (!decoders[k])
             abort();
     }
     const char *dir = getenv("FRAE_FUZZ_SEED_DIR");
     if (dir) {
         write_seed(models[0], dir, "seed.fbs");
         write_seed(models[1], dir, "seed_gru.fbs");
+        write_seed(models[2], dir, "seed_prior.fbs");
     }
     return 0;
 }
@@ -87,11 +114,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > (1u << 20))
         return 0;
-    const frae_model *model = models[size >> 1 & 1];
-    frae_decoder *decoder = decoders[size >> 1 & 1];
+    const int which = (int)(size >> 1) % 3;
+    const frae_model *model = models[which];
+    frae_decoder *decoder = decoders[which];
     unsigned char *buf = malloc(size ? size : 1);
     memcpy(buf, data, size);
-    if (size >= FRAE_STREAM_HEADER + 4 && (size & 1)) {
+    if (which == 2 && size >= FRAE_STREAM_HEADER_V3 && (size & 1)) {
+        uint64_t h = frae_model_hash(model);
+        buf[6] = FRAE_STREAM_VERSION_RANGED;
+        for (int i = 0; i < 8; i++)
+            buf[8 + i] = (unsigned char)(h >> 8 * i);
+        uint32_t crc = frae_crc32(buf, 40);
+        for (int i = 0; i < 4; i++)
+            buf[40 + i] = (unsigned char)(crc >> 8 * i);
+        size_t at = FRAE_STREAM_HEADER_V3;
+        for (uint32_t k = 0; size - at >= FRAE_PACKET_OVERHEAD; k++) {
+            size_t n = (size_t)(buf[at + 2] | buf[at + 3] << 8);
+            if (n > size - at - FRAE_PACKET_OVERHEAD)
+                n = size - at - FRAE_PACKET_OVERHEAD;
+            at += frae_stream_packet_seal(buf + at, k, n);
+        }
+    } else if (size >= FRAE_STREAM_HEADER + 4 && (size & 1)) {
         uint64_t h = frae_model_hash(model);
         for (int i = 0; i < 8; i++)
             buf[8 + i] = (unsigned char)(h >> 8 * i);
@@ -102,7 +145,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     frae_stream s;
     char err[256];
     if (!frae_stream_parse(buf, size, &s, err, sizeof err) &&
-        !frae_stream_check_model(&s, model, err, sizeof err)) {
+        !frae_stream_check_model(&s, model, err, sizeof err) &&
+        s.version == FRAE_STREAM_VERSION_RANGED) {
+        const unsigned char *at = s.payload, *end = buf + size;
+        frae_range_dec rd;
+        float y[8];
+        uint32_t k = 0;
+        for (uint64_t f = 0; f < (uint64_t)s.sequences * s.frames && f < 4096;
+             f++) {
+            const uint32_t t = (uint32_t)(f % s.frames);
+            if (t == 0)
+                frae_decoder_reset(decoder);
+            if (t % s.packet_frames == 0) {
+                const unsigned char *pl;
+                size_t n;
+                long used = frae_stream_packet_parse(at, (size_t)(end - at),
+                                                     k++, &pl, &n, err,
+                                                     sizeof err);
+                if (used < 0)
+                    abort(); /* the parse checked every packet */
+                at += used;
+                frae_range_dec_init(&rd, pl, n);
+            }
+            if (frae_decode_frame_ranged(decoder, &rd, y))
+                break;
+        }
+    } else if (!frae_stream_parse(buf, size, &s, err, sizeof err) &&
+               !frae_stream_check_model(&s, model, err, sizeof err)) {
         unsigned char code[8];
         float y[8];
         uint64_t n = (uint64_t)s.sequences * s.frames;
