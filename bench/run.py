@@ -144,27 +144,31 @@ def main():
             "; ".join("batch %d %s %d thr: %s" % (b, fb, t, c)
                       for (b, fb, t), c in sorted(torch_core.items()))))
     print()
-    print("Streaming codec, default model, batch 1, 1 core (encode runs the "
-          "decoder too, closed loop):")
+    print("Streaming codec, default dense and GRU models, batch 1, 1 core (encode "
+          "runs the decoder too, closed loop):")
     print("%-12s %-7s %10s %12s %12s %14s %14s %10s %16s" % (
-        "quantizer", "weights", "bits/frame", "encode us", "decode us", "decode x RT",
+        "model", "weights", "bits/frame", "encode us", "decode us", "decode x RT",
         "enc+dec x RT", "model MiB", "range enc/dec us"))
-    for q in ("binary", "uniform:4"):
-        for w in ("f32", "bf16"):
+    for fam, q, w in (("dense", "binary", "f32"), ("dense", "binary", "bf16"),
+                      ("dense", "uniform:4", "f32"), ("dense", "uniform:4", "bf16"),
+                      ("gru", "binary", "f32"), ("gru", "binary", "bf16"),
+                      ("gru", "uniform:4", "f32")):
+        if True:
             c = run([os.path.join(build, "frae_bench"), "--seconds", seconds, "--codec", q,
-                     "--weights", w], env1)
+                     "--weights", w, "--family", fam], env1)
             rc = "%s/%s (%.0f%%/%.0f%%)" % (
                 c["range_encode_us"], c["range_decode_us"],
                 100 * float(c["range_encode_us"]) / float(c["encode_us"]),
                 100 * float(c["range_decode_us"]) / float(c["decode_us"]))
             print("%-12s %-7s %10s %12s %12s %14s %14s %10s %16s" % (
-                q, w, c["bits_per_frame"], c["encode_us"], c["decode_us"], c["rt_decode"],
+                fam + " " + q, w, c["bits_per_frame"], c["encode_us"], c["decode_us"], c["rt_decode"],
                 c["rt_encode_decode"], c["model_mb"], rc))
     print("x RT: real-time factor at 100 frames/s (10 ms frames); times are the median "
           "of rounds of 2,000 frames.  bf16: weights stored as bfloat16 ('frae convert "
-          "--weights bf16'), arithmetic in float32.  range enc/dec: what range-coding a "
-          "frame's codes adds, with frequencies remade every frame from a softmax (as a "
-          "prior's would be; issue 14), and its share of encode / decode.")
+          "--weights bf16'), arithmetic in float32.  range enc/dec: what entropy coding "
+          "adds per frame (the same model with a learned prior of 32 units, its codes "
+          "range-coded in packets of 100 frames, pitch off), and its share of the "
+          "fixed-rate encode / decode.")
     gru_section(build, seconds, have_torch, peaks, cores, env1)
     if not have_torch:
         print("python3-torch is not installed: PyTorch columns skipped.")

@@ -102,6 +102,17 @@ void frae_range_encode(frae_range_enc *e, uint32_t cum, uint32_t freq)
 
 size_t frae_range_enc_finish(frae_range_enc *e)
 {
+    /* any value in [low, low + range) decodes the same: take the one with
+     * the most zero bytes at its end, which the trimming below drops (the
+     * decoder reads zeros there), so a flush costs a byte or two, not 4 */
+    for (int bits = 32; bits > 0; bits -= 8) {
+        const uint64_t mask = ((uint64_t)1 << bits) - 1;
+        const uint64_t v = (e->low + mask) & ~mask;
+        if (v < e->low + e->range) {
+            e->low = v;
+            break;
+        }
+    }
     for (int i = 0; i < 5; i++)
         shift_low(e);
     /* trailing zero bytes carry nothing the decoder needs: it reads zeros

@@ -295,9 +295,10 @@ double frae_prior_bits(const frae_config *c, const float *logit,
  * logits' gradient filled, its tanh layer's computed here) over the
  * window's first `rows` rows. */
 void frae_prior_backward(frae_model *m, int rows);
-/* The codec: the integer frequencies (frae_quantize_pmf) of unit u's
- * symbols under one frame's logits, computed alike everywhere (frae's own
- * exp, no libm). */
+/* The codec: the integer frequencies of unit u's symbols under one
+ * frame's logits, computed alike everywhere (frae's own exp, no libm):
+ * binary f(+1) = 1 + floor(sigmoid(l) (2^15 - 2)), f(-1) = 2^15 - f(+1);
+ * uniform frae_quantize_pmf of the softmax's terms. */
 void frae_prior_freqs(const frae_config *c, const float *logit, int u,
                       uint32_t *freq);
 

@@ -136,10 +136,12 @@ void frae_prior_freqs(const frae_config *c, const float *logit, int u,
                       uint32_t *freq)
 {
     if (c->quantizer == FRAE_QUANT_BINARY) {
-        const float l = logit[u];
-        const float p[2] = {1.0f / (1.0f + frae_gru_exp(l)),
-                            1.0f / (1.0f + frae_gru_exp(-l))};
-        frae_quantize_pmf(p, 2, freq);
+        /* two symbols: f(+1) = 1 + floor(p(+1) (2^15 - 2)), f(-1) the
+         * rest, both >= 1; one exp, no division by a sum */
+        const uint32_t total = 1u << FRAE_RANGE_TOTAL_BITS;
+        const float p1 = 1.0f / (1.0f + frae_gru_exp(-logit[u]));
+        freq[1] = 1 + (uint32_t)(p1 * (float)(total - 2));
+        freq[0] = total - freq[1];
         return;
     }
     const int N = c->quant_levels;

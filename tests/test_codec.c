@@ -648,7 +648,7 @@ int test_codec_ranged(void)
         printf("    %-24s %zu bytes: payload %.0f bits, the prior's -log2 p "
                "%.0f bits (+ pitch, at most %.0f)\n",
                cs[k].name, size, payload, st.rate_bits, pitch_bits);
-        CHECK(payload <= st.rate_bits + pitch_bits + 10 * 40 +
+        CHECK(payload <= st.rate_bits + pitch_bits + 10 * 16 +
                              0.01 * st.rate_bits,
               "%s: %.0f payload bits for %.0f ideal", cs[k].name, payload,
               st.rate_bits);
