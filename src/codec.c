@@ -25,9 +25,10 @@ struct frae_codec_state {
     float pitch_pred; /* log2 f0 of the last voiced frame, as decoded */
     float *xnorm;     /* cfg.normalize: one z-scored frame [D] */
     /* entropy-coded pitch (a model with a prior): adaptive counts of the
-     * voicing bit after an unvoiced / a voiced frame, and of the steps */
-    uint32_t voicing_count[2][2], step_count[8];
-    int prev_voiced;
+     * voicing bit after an unvoiced / a voiced frame, and of the step
+     * after an unvoiced frame (context 0) or after step k (1 + k) */
+    uint32_t voicing_count[2][2], step_count[9][8];
+    int prev_voiced, prev_step;
 };
 
 /* ---- pitch ------------------------------------------------------------------
@@ -223,10 +224,12 @@ static void state_reset(struct frae_codec_state *s)
 {
     s->pitch_pred = PITCH_START;
     s->prev_voiced = 0;
+    s->prev_step = -1;
     for (int i = 0; i < 2; i++)
         s->voicing_count[i][0] = s->voicing_count[i][1] = PITCH_COUNT_INIT;
-    for (int i = 0; i < 8; i++)
-        s->step_count[i] = PITCH_COUNT_INIT;
+    for (int i = 0; i < 9; i++)
+        for (int k = 0; k < 8; k++)
+            s->step_count[i][k] = PITCH_COUNT_INIT;
     frae_state_reset(s->model, &s->st);
     s->st.ring_rows = 1; /* the one sequence, from the first frame */
 }
@@ -348,8 +351,9 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
  * A model with a prior codes each frame's L codes with the prior's
  * frequencies, computed from the state before the frame (the same floats
  * at both ends: frae_prior_freqs), then its pitch code with adaptive
- * counts: the voicing bit in the context of the last frame's, the step
- * (voiced frames) in one context. */
+ * counts: the voicing bit in the context of the last frame's voicing, a
+ * voiced frame's step in the context of the last frame's step (or of an
+ * onset): a glide repeats its step. */
 
 /* frequencies of n adaptive counts */
 static void count_freqs(const uint32_t *count, int n, uint32_t *freq)
@@ -417,12 +421,14 @@ void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
         count_freqs(s->voicing_count[s->prev_voiced], 2, freq);
         frae_range_encode_symbol(rc, freq, voiced);
         count_update(s->voicing_count[s->prev_voiced], 2, voiced);
+        uint32_t *steps = s->step_count[s->prev_step + 1];
         if (voiced) {
-            count_freqs(s->step_count, 8, freq);
+            count_freqs(steps, 8, freq);
             frae_range_encode_symbol(rc, freq, (int)(code >> 1));
-            count_update(s->step_count, 8, (int)(code >> 1));
+            count_update(steps, 8, (int)(code >> 1));
         }
         s->prev_voiced = voiced;
+        s->prev_step = voiced ? (int)(code >> 1) : -1;
     }
     decode_and_advance(s, recon);
     if (c->pitch && recon)
@@ -453,13 +459,15 @@ int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
         const int voiced = frae_range_decode_symbol(rc, freq, 2);
         count_update(s->voicing_count[s->prev_voiced], 2, voiced);
         uint32_t code = (uint32_t)voiced;
+        uint32_t *steps = s->step_count[s->prev_step + 1];
         if (voiced) {
-            count_freqs(s->step_count, 8, freq);
+            count_freqs(steps, 8, freq);
             const int step = frae_range_decode_symbol(rc, freq, 8);
-            count_update(s->step_count, 8, step);
+            count_update(steps, 8, step);
             code |= (uint32_t)step << 1;
         }
         s->prev_voiced = voiced;
+        s->prev_step = voiced ? (int)(code >> 1) : -1;
         pitch_decode(&s->pitch_pred, code, pitch); /* always a valid code */
     }
     decode_and_advance(s, frame);

@@ -116,9 +116,10 @@ struct frae_model {
      * part carried back to the frame before (recurrence, and with full
      * feedback the encoder's input h_dec) */
     float *dh_carry[2];
-    /* prior and rate_lambda > 0, training: d(lambda x rate)/dq of the
-     * window's codes, [W][B][L] (the straight-through slope) */
-    float *rate_dq;
+    /* prior, training: d(lambda x rate)/dq of the window's codes, [W][B][L]
+     * (the straight-through slope), and with full feedback its gradient
+     * to the contexts, [W][B][C] */
+    float *rate_dq, *prior_dctx;
 
     void *block;
     size_t block_bytes;
@@ -293,7 +294,8 @@ double frae_prior_bits(const frae_config *c, const float *logit,
                        const float *q, float *dlogit, float *dq, float scale);
 /* Training: the prior's weight gradients from the dz of its matrices (the
  * logits' gradient filled, its tanh layer's computed here) over the
- * window's first `rows` rows. */
+ * window's first `rows` rows; with full feedback also the contexts'
+ * gradient, into m->prior_dctx. */
 void frae_prior_backward(frae_model *m, int rows);
 /* The codec: the integer frequencies of unit u's symbols under one
  * frame's logits, computed alike everywhere (frae's own exp, no libm):

@@ -317,7 +317,7 @@ typedef struct {
     size_t w_off[FRAE_MAX_MATS], b_off[FRAE_MAX_MATS];
     int in[FRAE_MAX_MATS], out[FRAE_MAX_MATS], act[FRAE_MAX_MATS];
     int units[FRAE_MAX_MATS];
-    size_t dh_carry[2], rate_dq;
+    size_t dh_carry[2], rate_dq, prior_dctx;
     int n_layers, n_mats, act_frames, chunk_frames;
     size_t n_params;
 } layout;
@@ -387,6 +387,11 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
     if (c->training && c->prior_hidden > 0)
         L->rate_dq = frae_arena_reserve(
             p, frae_arena_mul3(p, frames, B, (size_t)c->latent_dim));
+    if (c->training && c->prior_hidden > 0 &&
+        c->feedback == FRAE_FEEDBACK_FULL) /* the rate's gradient, context */
+        L->prior_dctx = frae_arena_reserve(
+            p, frae_arena_mul3(p, frames, B,
+                               (size_t)frae_prior_context_width(c)));
     for (int l = 0; l < L->n_mats; l++) {
         /* transposed weights serve only input gradients: training, and
          * for the first layer only full feedback */
@@ -422,10 +427,10 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
 
 int frae_needs_transposed(const frae_config *c, int l)
 {
-    /* a GRU encoder's input gradient reaches h_dec with full feedback; the
-     * prior's context is a constant to it */
+    /* a GRU encoder's input gradient reaches h_dec with full feedback, and
+     * so does the prior's, to its context */
     if (c->prior_hidden > 0 && l == frae_prior_mat(c, 0))
-        return 0;
+        return c->training && c->feedback == FRAE_FEEDBACK_FULL;
     return c->training &&
            (l > 0 || (c->feedback == FRAE_FEEDBACK_FULL &&
                       (c->history > 0 || c->family == FRAE_FAMILY_GRU)));
@@ -588,6 +593,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
                 m->dh_carry[s] = (float *)(base + L.dh_carry[s]);
         if (cfg->prior_hidden > 0)
             m->rate_dq = (float *)(base + L.rate_dq);
+        if (cfg->prior_hidden > 0 && cfg->feedback == FRAE_FEEDBACK_FULL)
+            m->prior_dctx = (float *)(base + L.prior_dctx);
     }
     for (int l = 0; l < L.n_mats; l++) {
         frae_layer *ly = &m->layer[l];

@@ -11,9 +11,10 @@
  * Training adds lambda x rate to the loss, rate = -log2 p(q_t) summed over
  * units.  The prior learns from it by its exact gradient; the encoder
  * through the straight-through quantizer, by the slope of -log2 p between
- * q's neighbouring levels.  The context is a constant to the rate (as a
- * detached tensor in PyTorch): the rate shapes the prior and the codes,
- * not the decoder's state. */
+ * q's neighbouring levels.  The context follows the feedback mode, as the
+ * fed-back frames and h_dec do: detached, it is a constant to the rate;
+ * full, the rate's gradient also reaches the decoder's state through it,
+ * so the decoder learns to hold what makes the next codes predictable. */
 #include <math.h>
 #include <string.h>
 
@@ -130,6 +131,10 @@ void frae_prior_backward(frae_model *m, int rows)
                        l0->out, m->grads + l0->w_off, l0->in, l0->out, 0,
                        GEMM_ZERO);
     frae_bias_grad(dh, rows, l0->out, m->grads + l0->b_off, 0);
+    if (m->prior_dctx)
+        frae_gemm_packed_b(m, sc, rows, l0->out, dh, l0->out, 1, l0->wt,
+                           l0->out, l0->in, 0, 0, l0->in, m->prior_dctx,
+                           l0->in, NULL, GEMM_ZERO);
 }
 
 void frae_prior_freqs(const frae_config *c, const float *logit, int u,

@@ -232,6 +232,12 @@ static void gru_backward_frame(frae_model *m, int t, int nb, int c0)
                                dz_rows(m, 0, t, c0, nb), enc->out, 1, enc->wt,
                                enc->out, enc->in, 0, D, D + dec->units,
                                m->dh_carry[1], dec->units, NULL, GEMM_ACC);
+        if (t > 0 && m->prior_dctx) { /* ... and the prior's context */
+            const size_t n = (size_t)nb * dec->units;
+            const float *g = m->prior_dctx + (size_t)t * n;
+            for (size_t i = 0; i < n; i++)
+                m->dh_carry[1][i] += g[i];
+        }
         if (m->cfg.history > 0)
             feedback_backward(m, t, nb, c0);
     }
@@ -301,8 +307,25 @@ static void window_rate(frae_model *m, int nt, int nb, const int *valid,
                 grads ? dlogit + r * LS : NULL,
                 grads ? m->rate_dq + r * L : NULL, rate_scale);
         }
-    if (grads)
-        frae_prior_backward(m, nt * nb);
+    if (!grads)
+        return;
+    frae_prior_backward(m, nt * nb);
+    if (!m->prior_dctx || m->gru) /* the GRU's: in gru_backward_frame */
+        return;
+    /* dense, full feedback: frame t's context is y_{t-1-j} in slot j, so
+     * its gradient joins dL/dy of those frames (the window's own; earlier
+     * ones are constants), before the backward pass reads them */
+    const int D = c->frame_dim, K = c->history, C = K * D;
+    float *dy = m->layer[m->n_layers - 1].dz;
+    for (int t = 1; t < nt; t++)
+        for (int j = 0; j < K && t - 1 - j >= 0; j++)
+            for (int b = 0; b < nb; b++) {
+                const float *g = m->prior_dctx + ((size_t)t * nb + b) * C +
+                                 (size_t)j * D;
+                float *d = dy + ((size_t)(t - 1 - j) * nb + b) * D;
+                for (int k = 0; k < D; k++)
+                    d[k] += g[k];
+            }
 }
 
 /* Forward, loss and gradients of one window of nt frames (x staged in

@@ -198,10 +198,10 @@ int test_gradcheck_gru(void)
     return failures;
 }
 
-/* The learned prior and the rate term (detached feedback: the prior's
- * context is a constant to the rate, as the buffer is to the loss): the
- * prior's exact gradients and the straight-through slope into the
- * encoder, both families and both quantizers. */
+/* The learned prior and the rate term: the prior's exact gradients and
+ * the straight-through slope into the encoder, both families and both
+ * quantizers; detached feedback holds the prior's context fixed, full
+ * feedback differentiates through it. */
 int test_gradcheck_prior(void)
 {
     int failures = 0;
@@ -215,6 +215,12 @@ int test_gradcheck_prior(void)
         {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "gru prior, binary", 0,
          FRAE_FAMILY_GRU, 3},
         {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 4, "gru prior, uniform 4",
+         0, FRAE_FAMILY_GRU, 3},
+        /* full feedback: the rate's gradient also reaches the decoder's
+         * state through the prior's context */
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "prior, binary, full", 0,
+         FRAE_FAMILY_DENSE, 3},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 5, "gru prior, uniform 5, full",
          0, FRAE_FAMILY_GRU, 3},
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)

@@ -3,13 +3,16 @@
 code the held-out voices, and compare with Codec2 and Opus through audio.
 
   1. builds the corpus if needed (scripts/make-corpus.sh: espeak-ng, flite);
-  2. trains three FRAE codecs on the training voices (frae train, progress
+  2. trains the FRAE codecs on the training voices (frae train, progress
      shown), each coding the log-mel envelope and, with --pitch, f0 and
-     voicing (4 bits per frame):
+     voicing (4 bits per frame, or entropy-coded with a prior):
        - GRU family at 1.6 kbit/s (12 binary latents + pitch),
        - GRU family at 3.2 kbit/s (14 latents of 2 bits + pitch),
        - dense family at 3.2 kbit/s (the same bits, 4 decoded frames fed
-         back instead of the decoder's GRU state);
+         back instead of the decoder's GRU state),
+       - GRU family at a variable rate, three of them (issue 14): 16 binary
+         latents, a learned prior, trained on distortion + lambda x rate,
+         the codes range-coded; placed at the rate their streams take;
   3. encodes and decodes every held-out utterance with each (frae encode,
      frae decode --wav: the harmonic-plus-noise vocoder);
   4. runs Codec2 (700C, 1300, 3200 bit/s) and Opus (6 kbit/s) on the same
@@ -61,6 +64,16 @@ MODELS = (
     ("dense-3k2", "FRAE dense 3.2 kbit/s",
      ["--quantizer", "uniform:4", "--latent", "14"]),
 )
+# variable rate (issue 14): the GRU family with 16 binary latents, a learned
+# prior on h_dec(t-1) and the codes range-coded (stream version 3), trained
+# on distortion + lambda x rate at three lambdas
+VR_LATENT = 16
+VR_LAMBDAS = (0.0005, 0.001, 0.002)
+MODELS += tuple(
+    ("gru-vr-%g" % lam, "FRAE GRU variable, lambda %g" % lam,
+     ["--family", "gru", "--quantizer", "binary", "--latent", str(VR_LATENT),
+      "--rate-lambda", "%g" % lam])
+    for lam in VR_LAMBDAS)
 # the recipe, the same for every model: per-band normalization (frae's
 # default for audio features), shuffled 100-frame crops in batches of 16,
 # Adam at lr 1e-3, full-feedback BPTT, gradients clipped to norm 1
@@ -217,6 +230,7 @@ def main():
         sh([frae, "convert", model, "-o", model16, "--weights", "bf16"])
         models[key] = {"label": label, "path": model, "bf16": model16, "log": log,
                        "bits": bits, "kbps": bits * 100 / 1000, "bytes": 0,
+                       "vr": "--rate-lambda" in opts,
                        "split": re.search(r"\((envelope[^)]*)\)", line).group(1),
                        "wavs": {}, "feats": {}, "feats16": {}}
     for old in glob.glob(os.path.join(out, "model-dense.*")) + \
@@ -262,7 +276,13 @@ def main():
     print("== 4. Codec2 and Opus on the same audio", flush=True)
     systems = {}
     for key, m in models.items():
-        systems[m["label"]] = {"kbps": m["kbps"], "wavs": m["wavs"], "frae": key}
+        # what the streams take, every header byte counted; a variable-rate
+        # model is placed at that rate, a fixed-rate one at its nominal
+        m["actual_kbps"] = m["bytes"] * 8 / secs / 1000
+        if m["vr"]:
+            m["kbps"] = m["actual_kbps"]
+        systems[m["label"]] = {"kbps": m["kbps"], "wavs": m["wavs"], "frae": key,
+                               "actual": m["actual_kbps"], "vr": m["vr"]}
     for mode in ("700C", "1300", "3200"):
         wavs = {}
         for w in tests:
@@ -299,7 +319,8 @@ def main():
                  for name, r in refs.items()}
     rows = []
     for label, s in systems.items():
-        r = {"label": label, "kbps": s["kbps"], "lags": [], "feats": {}}
+        r = {"label": label, "kbps": s["kbps"], "lags": [], "feats": {},
+             "actual": s.get("actual", s["kbps"]), "vr": s.get("vr", False)}
         vals = {"full": [], "nb": []}
         counts = np.zeros(4)
         for name, ref in refs.items():
@@ -344,13 +365,13 @@ def main():
             fr["lsd16_" + tag] = float(np.mean([x[0] for x in v16]))
         feat_rows.append(fr)
 
-    lines = ["| system | kbit/s | LSD 0-4 kHz | MCD 0-4 kHz | LSD 0-8 kHz | MCD 0-8 kHz "
-             "| GPE | VDE |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| system | kbit/s | stream kbit/s | LSD 0-4 kHz | MCD 0-4 kHz | LSD 0-8 kHz "
+             "| MCD 0-8 kHz | GPE | VDE |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
-        lines.append("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f%% | %.1f%% |" % (
-            r["label"], r["kbps"], r["lsd_nb"], r["mcd_nb"], r["lsd_full"], r["mcd_full"],
-            r["gpe"], r["vde"]))
+        lines.append("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f%% | %.1f%% |" % (
+            r["label"], r["kbps"], r["actual"], r["lsd_nb"], r["mcd_nb"], r["lsd_full"],
+            r["mcd_full"], r["gpe"], r["vde"]))
     table = "\n".join(lines)
     flines = ["| FRAE decoded features (no vocoder) | LSD 0-4 kHz | MCD 0-4 kHz | LSD 0-8 kHz "
               "| MCD 0-8 kHz | LSD 0-8 kHz, bf16 weights |",
@@ -379,6 +400,30 @@ def main():
             "frae %.1f%% (1.6) and %.1f%% (3.2); Codec2 1300 %.1f%%, 3200 %.1f%%" % (
                 g16["gpe"], g32["gpe"], c13["gpe"], c32["gpe"])),
     ]
+    # issue 14: the variable-rate model closest in distortion to the 1.6
+    # kbit/s one that is no worse (LSD and MCD, both bands, within 0.05 dB),
+    # and the rate its streams take
+    vr_rows = sorted((r for r in rows if r["vr"]), key=lambda r: r["kbps"])
+    level = [r for r in vr_rows
+             if all(r[k] <= g16[k] + 0.05 for k in ("lsd_nb", "mcd_nb", "lsd_full",
+                                                      "mcd_full"))]
+    if level:
+        v = level[0]
+        bars.append(bar("variable rate at the 1.6 kbit/s model's distortion: at most "
+                        "1.2 kbit/s, headers included",
+                        v["actual"] <= 1.2,
+                        "%s takes %.3f kbit/s (the fixed-rate model's streams %.3f) at LSD "
+                        "%.2f / MCD %.2f dB (0-4 kHz; 1.6: %.2f / %.2f)" % (
+                            v["label"], v["actual"], g16["actual"], v["lsd_nb"],
+                            v["mcd_nb"], g16["lsd_nb"], g16["mcd_nb"])))
+    else:
+        bars.append(bar("variable rate at the 1.6 kbit/s model's distortion: at most "
+                        "1.2 kbit/s, headers included", False,
+                        "no variable-rate model is within 0.05 dB of the 1.6 kbit/s "
+                        "model's distortion (%s)" % "; ".join(
+                            "%s: %.3f kbit/s, LSD %.2f, MCD %.2f" % (
+                                r["label"], r["actual"], r["lsd_nb"], r["mcd_nb"])
+                            for r in vr_rows)))
     d32 = by[models["dense-3k2"]["label"]]
     gain = ("What the recurrent state buys, same bitrate, data and recipe: through audio, "
             "the GRU family's LSD (0-8 kHz) is %.2f dB lower than the dense family's "
@@ -396,7 +441,8 @@ def main():
                 " / ".join("%d" % m["bytes"] for m in models.values())))
     report = "\n".join(["# frae speech demo", "", "Through audio:", "", table, "",
                         "FRAE before the vocoder (its decoded features):", "", ftable, "",
-                        "Bars (issue 13):", *bars, "", gain, "", tracker, "", notes])
+                        "Bars (issues 13 and 14):", *bars, "", gain, "", tracker, "",
+                        notes])
     print()
     print(report)
     with open(os.path.join(out, "report.md"), "w") as f:
@@ -408,6 +454,8 @@ def main():
     import matplotlib.pyplot as plt
     plt.figure(figsize=(7, 4))
     for key, m in models.items():
+        if m["vr"]:  # their loss adds lambda x rate: not comparable
+            continue
         csv = np.genfromtxt(m["log"], delimiter=",", names=True)
         line, = plt.plot(csv["epoch"], csv["loss"], label="%s: training" % m["label"])
         plt.plot(csv["epoch"], csv["val_loss"], "--", color=line.get_color(),
@@ -437,14 +485,24 @@ def main():
     fig.tight_layout()
     fig.savefig(os.path.join(out, "spectrogram.png"), dpi=110)
 
-    plt.figure(figsize=(7, 4.5))
+    plt.figure(figsize=(7.5, 4.8))
+    vr = sorted((r for r in rows if r["vr"]), key=lambda r: r["actual"])
+    if vr:
+        plt.plot([r["actual"] for r in vr], [r["lsd_nb"] for r in vr], "-^",
+                 color="tab:orange", markersize=8,
+                 label="FRAE GRU, variable rate (learned prior, lambda %s)" % ", ".join(
+                     "%g" % lam for lam in VR_LAMBDAS))
     for r in rows:
+        if r["vr"]:
+            continue
         is_frae = r["label"].startswith("FRAE")
         plt.plot(r["kbps"], r["lsd_nb"], "o" if is_frae else "s",
                  color="tab:blue" if is_frae else "tab:gray", markersize=8)
         plt.annotate(r["label"], (r["kbps"], r["lsd_nb"]), textcoords="offset points",
                      xytext=(6, 4), fontsize=8)
-    plt.xlabel("kbit/s")
+    if vr:
+        plt.legend(fontsize=8, loc="upper right")
+    plt.xlabel("kbit/s (variable rate: the streams' bytes, headers included)")
     plt.ylabel("LSD 0-4 kHz through audio (dB)")
     plt.title("rate and quality on the held-out voices (lower is better)")
     plt.grid(alpha=0.3)

@@ -11,8 +11,9 @@ layer of each side an nn.GRUCell and feeds the decoder GRU's state back:
 
 A learned prior (prior=P > 0, quantized codes only) predicts each code of
 frame t from the decoder's state before it (h_dec(t-1), or the buffer for
-the dense family), detached: a tanh layer of P units, then one logit per
-unit (binary: p(+1) = sigmoid) or N (uniform: softmax over the levels).
+the dense family), detached as the feedback is (full feedback: not): a
+tanh layer of P units, then one logit per unit (binary: p(+1) = sigmoid)
+or N (uniform: softmax over the levels).
 rate(t) = -log2 p(q_t) summed over units; its gradient reaches the encoder
 through the straight-through quantizer as the slope of -log2 p between q's
 neighbouring levels.
@@ -97,8 +98,8 @@ class FRAE(nn.Module):
         return a + (q - a).detach()  # straight-through
 
     def rate(self, ctx, q):
-        """Bits of codes q [B, L] under the prior given ctx (detached)."""
-        logit = self.prior[1](torch.tanh(self.prior[0](ctx.detach())))
+        """Bits of codes q [B, L] under the prior given ctx."""
+        logit = self.prior[1](torch.tanh(self.prior[0](ctx)))
         ln2 = math.log(2.0)
         qh = q.detach()
         if self.quantizer == "binary":
@@ -151,7 +152,8 @@ class FRAE(nn.Module):
                 h = self.act(layer(h))
             q = self.quantize(torch.tanh(self.latent(h)))
             if self.prior is not None:
-                rates.append(self.rate(h_dec if self.gru else buffer, q))
+                ctx = h_dec if self.gru else buffer
+                rates.append(self.rate(ctx if full else ctx.detach(), q))
             h = torch.cat([q, buffer], dim=1)
             if self.gru:
                 h_dec = self.dec[0](h, h_dec)
