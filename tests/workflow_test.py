@@ -7,6 +7,7 @@ PyTorch layouts.  Needs NumPy (Debian's python3-numpy), not torch.
 Usage: workflow_test.py path/to/frae     Prints "N passed, N failed" last."""
 import json
 import os
+import re
 import shutil
 import signal
 import struct
@@ -165,6 +166,15 @@ def main():
           and n_crops > 0 and "crops of 7 frames" in info,
           "with --crop (shuffled random crops, %d this epoch): 4 epochs straight == 2 + "
           "resume + 2, to the byte; frae info shows it" % n_crops, errs + e4)
+    prior = [*common, "--quantizer", "binary", "--rate-lambda", "0.01", "--prior", "8",
+             "--log-csv", "prior.csv"]
+    ok, errs, straight = straight_and_resumed(prior, "r")
+    rc4, info, e4 = run("info", straight)
+    rows = open(path("prior.csv")).read().strip().splitlines()
+    check(ok and rc4 == 0 and "prior: 8 tanh units on the fed-back frames" in info
+          and "distortion + 0.01 x rate" in info and rows[0].endswith(",rate,val_rate"),
+          "with a learned prior and a rate term: 4 epochs straight == 2 + resume + 2, to the "
+          "byte; frae info shows the prior; the CSV logs rate and val_rate", errs + e4)
     rc, out, err = run("train", "data", "--resume", "halves.safetensors", "--lr", "0.1")
     check(one_line_error(rc, err, 2, "cannot be combined with --resume"),
           "a model option with --resume is refused", err)
@@ -462,6 +472,49 @@ def main():
     rc, out, err = run("encode", "ref.safetensors", "many.npy", "-o", "f.fbs")
     check(rc == 0 and "128 bits/frame (4 x 32 bits)" in out,
           "a model without a quantizer streams 32-bit floats", out + err)
+    print("== variable rate: a prior, stream version 3")
+    rc, out, err = run("train", "data", *SMALL, "--family", "gru", "--quantizer", "uniform:6",
+                       "--rate-lambda", "0.01", "--epochs", "2", "--save", "vr.safetensors",
+                       "--val-split", "0.25")
+    check(rc == 0 and "prior: 32 units" in out and " rate " in out and "val_rate" in out,
+          "train --rate-lambda: a prior of 32 units by default; rate and val_rate each epoch",
+          out + err)
+    for src in ("val.npy", "one.npy"):
+        rc, out, err = run("encode", "vr.safetensors", src, "-o", "v.fbs", "--packet-frames", "4")
+        rc2, _, err2 = run("decode", "vr.safetensors", "v.fbs", "-o", "dec.npy")
+        rc3, _, err3 = run("predict", "vr.safetensors", src, "-o", "pred.npy")
+        dec, pred = (np.load(path("dec.npy")), np.load(path("pred.npy"))) if rc2 == rc3 == 0 else (0, 1)
+        check(rc == rc2 == rc3 == 0 and np.array_equal(dec, pred), "version 3: decode(encode(%s)) "
+              "equals predict, to the bit" % src, err + err2 + err3)
+    raw = open(path("v.fbs"), "rb").read()
+    m = re.search(r"-> v.fbs \((\d+) bytes: header 44, (\d+) packets", out)
+    m2 = re.search(r"bitrate: ([0-9.]+) bits/frame on average", out)
+    frames = np.load(path("one.npy")).shape[0]
+    check(raw[6] == 3 and m and int(m.group(1)) == len(raw) and m2
+          and abs(float(m2.group(1)) - 8.0 * len(raw) / frames) < 0.01,
+          "encode reports the bytes and bits per frame the file takes, headers included", out)
+    subprocess.run([FRAE, "encode", "vr.safetensors", "one.npy", "-o", "vs.fbs",
+                    "--packet-frames", "4"], cwd=TMP, env=dict(os.environ, FRAE_ISA="scalar"),
+                   capture_output=True)
+    check(open(path("vs.fbs"), "rb").read() == raw, "the same version-3 stream on every ISA")
+    # packet 1 dropped; a byte of packet 0 flipped
+    n0 = raw[46] | raw[47] << 8
+    p1 = 44 + 8 + n0
+    n1 = raw[p1 + 2] | raw[p1 + 3] << 8
+    open(path("lost.fbs"), "wb").write(raw[:p1] + raw[p1 + 8 + n1:])
+    flip = bytearray(raw)
+    flip[48] ^= 1
+    open(path("vflip.fbs"), "wb").write(bytes(flip))
+    for name, needle in (("lost.fbs", "packet 1 is missing"), ("vflip.fbs", "packet 0: corrupted")):
+        rc, out, err = run("decode", "vr.safetensors", name, "-o", "x.npy")
+        check(one_line_error(rc, err, 2, needle), "decode %s: one line naming the packet" % name,
+              "rc %d %s" % (rc, err))
+    rc, out, err = run("decode", "q.safetensors", "v.fbs", "-o", "x.npy")
+    check(one_line_error(rc, err, 2, "version 3"), "a version-3 stream and a model without "
+          "a prior: one line", err)
+    rc, out, err = run("encode", "q.safetensors", "val.npy", "-o", "x.fbs", "--packet-frames", "4")
+    check(one_line_error(rc, err, 2, "has no prior"), "--packet-frames without a prior: one "
+          "line", err)
     print("== bf16 weights: frae convert")
     rc, out, err = run("convert", "q.safetensors", "-o", "q16.safetensors", "--weights", "bf16")
     check(rc == 0 and os.path.getsize(path("q16.safetensors")) < 0.6 * os.path.getsize(path("q.safetensors")),
