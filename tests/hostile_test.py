@@ -323,6 +323,33 @@ def main():
         refused(tmp, "stream flags 0x%02x" % bad[7],
                 ["decode", "good.safetensors", "bad.fbs", "-o", "y.npy"], needle)
 
+    print("== a learned prior: its metadata, tensors and options")
+    prior = trained("prior.safetensors", "a model with a prior trains", "--rate-lambda", "0.01",
+                    "--prior", "5")
+    for what, meta, needle in (
+            ("a prior of width 0", {"frae.prior_hidden": "0"}, "frae.prior_hidden"),
+            ("a prior width that is not a number", {"frae.prior_hidden": "five"},
+             "frae.prior_hidden"),
+            ("a prior width its tensors do not have", {"frae.prior_hidden": "9"},
+             "prior.0.weight' should be a float [9, 12] matrix"),
+            ("a negative rate lambda", {"frae.rate_lambda": "-1"}, "rate lambda"),
+            ("a rate lambda without a prior", {"frae.prior_hidden": None},
+             "needs a prior")):
+        edited(prior, p("pr.safetensors"), meta)
+        refused(tmp, what, ["predict", "pr.safetensors", "data.npy", "-o", "y.npy"], needle)
+    refused(tmp, "--rate-lambda with unquantized codes",
+            ["train", "data.npy", *small, "--quantizer", "none", "--rate-lambda", "0.01",
+             "--save", "none"], "needs the binary or a uniform quantizer")
+    refused(tmp, "--prior on a dense model with no fed-back frames",
+            ["train", "data.npy", *small, "--history", "0", "--prior", "8", "--save", "none"],
+            "history K > 0")
+    refused(tmp, "--rate-lambda -1",
+            ["train", "data.npy", *small, "--rate-lambda", "-1", "--save", "none"],
+            "--rate-lambda expects a number")
+    refused(tmp, "--packet-frames 0",
+            ["encode", "prior.safetensors", "data.npy", "-o", "v.fbs", "--packet-frames", "0"],
+            "--packet-frames expects an integer")
+
     print("== GRU checkpoints: the family, its tensors and their values")
     gru = trained("gru.safetensors", "a GRU model trains", "--family", "gru")
     edited(gru, p("fam.safetensors"), {"frae.family": "lstm"})
