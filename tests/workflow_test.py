@@ -497,6 +497,12 @@ def main():
                     "--packet-frames", "4"], cwd=TMP, env=dict(os.environ, FRAE_ISA="scalar"),
                    capture_output=True)
     check(open(path("vs.fbs"), "rb").read() == raw, "the same version-3 stream on every ISA")
+    rc, out, err = run("import", "vr.safetensors", "-o", "vri.safetensors", "--quantizer",
+                       "uniform:6")
+    rc2, _, err2 = run("encode", "vri.safetensors", "one.npy", "-o", "vi.fbs",
+                       "--packet-frames", "4")
+    check(rc == rc2 == 0 and open(path("vi.fbs"), "rb").read() == raw,
+          "a prior model's state_dict imports with its prior: the same stream", err + err2)
     # packet 1 dropped; a byte of packet 0 flipped
     n0 = raw[46] | raw[47] << 8
     p1 = 44 + 8 + n0
