@@ -166,7 +166,7 @@ def main():
     print("x RT: real-time factor at 100 frames/s (10 ms frames); times are the median "
           "of rounds of 2,000 frames.  bf16: weights stored as bfloat16 ('frae convert "
           "--weights bf16'), arithmetic in float32.  range enc/dec: what entropy coding "
-          "adds per frame (the same model with a learned prior of 32 units, its codes "
+          "adds per frame (the same model with a learned prior of 16 units, its codes "
           "range-coded in packets of 100 frames, pitch off), and its share of the "
           "fixed-rate encode / decode.")
     gru_section(build, seconds, have_torch, peaks, cores, env1)

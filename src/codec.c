@@ -382,8 +382,12 @@ static const float *prior_logits(struct frae_codec_state *s)
 {
     const frae_model *m = s->model;
     frae_state *st = &s->st;
-    frae_prior_context(m, st, 0, 1, st->prior_ctx);
-    frae_prior_forward(m, &st->scratch, 1, st->prior_ctx, st->prior_hid,
+    const float *ctx = st->h[1]; /* GRU: h_dec(t-1) as it is */
+    if (!m->gru) {
+        frae_prior_context(m, st, 0, 1, st->prior_ctx);
+        ctx = st->prior_ctx;
+    }
+    frae_prior_forward(m, &st->scratch, 1, ctx, st->prior_hid,
                        st->prior_logit);
     return st->prior_logit;
 }

@@ -476,8 +476,8 @@ def main():
     rc, out, err = run("train", "data", *SMALL, "--family", "gru", "--quantizer", "uniform:6",
                        "--rate-lambda", "0.01", "--epochs", "2", "--save", "vr.safetensors",
                        "--val-split", "0.25")
-    check(rc == 0 and "prior: 32 units" in out and " rate " in out and "val_rate" in out,
-          "train --rate-lambda: a prior of 32 units by default; rate and val_rate each epoch",
+    check(rc == 0 and "prior: 16 units" in out and " rate " in out and "val_rate" in out,
+          "train --rate-lambda: a prior of 16 units by default; rate and val_rate each epoch",
           out + err)
     for src in ("val.npy", "one.npy"):
         rc, out, err = run("encode", "vr.safetensors", src, "-o", "v.fbs", "--packet-frames", "4")

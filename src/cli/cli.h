@@ -73,7 +73,7 @@ extern const cli_opt cli_model_opts[];
     "  --prior P            a learned prior over the codes, P tanh units\n"    \
     "                       on the decoder's state: the codec then\n"         \
     "                       entropy-codes them (variable rate); 0 = off\n"    \
-    "                       (0; 32 when --rate-lambda is given)\n"            \
+    "                       (0; 16 when --rate-lambda is given)\n"            \
     "  --seed S             initialisation and shuffling seed (1)\n"
 
 /* ---- audio features -------------------------------------------------------- */

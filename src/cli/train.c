@@ -1289,7 +1289,7 @@ int cmd_train(int argc, char **argv)
                            train_on_pos, train_help, &r.o);
     cli_model_defaults(&r.o.cfg, r.o.model_given);
     if (r.o.cfg.rate_lambda > 0 && !(r.o.model_given & CLI_GIVEN_PRIOR))
-        r.o.cfg.prior_hidden = 32; /* a rate needs a prior to measure it */
+        r.o.cfg.prior_hidden = 16; /* a rate needs a prior to measure it */
     r.s.rng = r.o.cfg.seed ^ 0x0123456789abcdefull; /* the epochs' shuffles */
     if (!status && r.o.resume)
         status = resume_from_checkpoint(&r);
