@@ -646,8 +646,8 @@ FRAE_API
 long frae_stream_packet_parse(const unsigned char *p, size_t avail,
                               uint32_t index, const unsigned char **payload,
                               size_t *len, char *err, size_t errlen);
-/* Writes frae_stream_bytes(s) bytes: header, the frames' codes (each
- * frae_code_bytes, in order), CRC. */
+/* Version 2: writes frae_stream_bytes(s) bytes: header, the frames' codes
+ * (each frae_code_bytes, in order), CRC. */
 FRAE_API
 void frae_stream_write(unsigned char *dst, const frae_stream *s,
                        const unsigned char *frame_codes);
@@ -656,7 +656,9 @@ void frae_stream_write(unsigned char *dst, const frae_stream *s,
  * takes one frame's frae_code_bytes and writes the whole bytes that
  * completes (at most frae_code_bytes + 1), end writes the last partial
  * byte and the CRC (at most 5); each returns the bytes it wrote to out.
- * Frames go in stream order, s->sequences x s->frames of them. */
+ * Frames go in stream order, s->sequences x s->frames of them.  For
+ * version 3, begin writes its header (FRAE_STREAM_HEADER_V3 bytes), and
+ * packets follow (frae_stream_packet_seal); add and end are not used. */
 typedef struct {
     frae_stream s;
     uint32_t crc;
@@ -680,7 +682,8 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
 FRAE_API
 int frae_stream_check_model(const frae_stream *s, const frae_model *m,
                             char *err, size_t errlen);
-/* The code bytes of frame f (counting across sequences) of a parsed s. */
+/* Version 2: the code bytes of frame f (counting across sequences) of a
+ * parsed s (version 3 has no fixed place per frame: read its packets). */
 FRAE_API
 void frae_stream_frame_code(const frae_stream *s, uint64_t f,
                             unsigned char *code);
