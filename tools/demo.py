@@ -492,21 +492,21 @@ def main():
                  color="tab:orange", markersize=8,
                  label="FRAE GRU, variable rate (learned prior, lambda %s)" % ", ".join(
                      "%g" % lam for lam in VR_LAMBDAS))
-    for r in rows:
+    for r in rows:  # every system at the rate its streams take
         if r["vr"]:
             continue
         is_frae = r["label"].startswith("FRAE")
-        plt.plot(r["kbps"], r["lsd_nb"], "o" if is_frae else "s",
+        plt.plot(r["actual"], r["lsd_nb"], "o" if is_frae else "s",
                  color="tab:blue" if is_frae else "tab:gray", markersize=8)
-        plt.annotate(r["label"], (r["kbps"], r["lsd_nb"]), textcoords="offset points",
+        plt.annotate(r["label"], (r["actual"], r["lsd_nb"]), textcoords="offset points",
                      xytext=(6, 4), fontsize=8)
     if vr:
         plt.legend(fontsize=8, loc="upper right")
-    plt.xlabel("kbit/s (variable rate: the streams' bytes, headers included)")
+    plt.xlabel("kbit/s: the streams' bytes, headers included")
     plt.ylabel("LSD 0-4 kHz through audio (dB)")
     plt.title("rate and quality on the held-out voices (lower is better)")
     plt.grid(alpha=0.3)
-    plt.xlim(0, max(r["kbps"] for r in rows) * 1.25)
+    plt.xlim(0, max(r["actual"] for r in rows) * 1.25)
     plt.tight_layout()
     plt.savefig(os.path.join(out, "rate_quality.png"), dpi=110)
     shutil.rmtree(tmp)
