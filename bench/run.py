@@ -146,7 +146,7 @@ def main():
     print()
     print("Streaming codec, default dense and GRU models, batch 1, 1 core (encode "
           "runs the decoder too, closed loop):")
-    print("%-12s %-7s %10s %12s %12s %14s %14s %10s %16s" % (
+    print("%-16s %-7s %10s %12s %12s %14s %14s %10s %16s" % (
         "model", "weights", "bits/frame", "encode us", "decode us", "decode x RT",
         "enc+dec x RT", "model MiB", "range enc/dec us"))
     for fam, q, w in (("dense", "binary", "f32"), ("dense", "binary", "bf16"),
@@ -160,7 +160,7 @@ def main():
                 c["range_encode_us"], c["range_decode_us"],
                 100 * float(c["range_encode_us"]) / float(c["encode_us"]),
                 100 * float(c["range_decode_us"]) / float(c["decode_us"]))
-            print("%-12s %-7s %10s %12s %12s %14s %14s %10s %16s" % (
+            print("%-16s %-7s %10s %12s %12s %14s %14s %10s %16s" % (
                 fam + " " + q, w, c["bits_per_frame"], c["encode_us"], c["decode_us"], c["rt_decode"],
                 c["rt_encode_decode"], c["model_mb"], rc))
     print("x RT: real-time factor at 100 frames/s (10 ms frames); times are the median "
