@@ -193,6 +193,79 @@ static int check_scalar(const char *what, double got, double ref)
     return failures;
 }
 
+/* Loss (and with a prior, the rate) and gradients of one window in
+ * feedback mode `mode`, against fixtures loss.<mode>, grad.<mode>.*; ref
+ * keeps torch's gradients. */
+static int check_grads(const frae_config *cm, const float *init,
+                       const fixtures *fx, const fix_tensor *x, int nseq,
+                       int T, const char *mode, int rate, float *got,
+                       float *ref)
+{
+    int failures = 0;
+    char name[64];
+    frae_model *m = create_or_die(cm);
+    frae_set_params(m, init);
+    frae_stats st;
+    frae_compute_grads(m, x->data, nseq, T, &st);
+    snprintf(name, sizeof name, "loss.%s", mode);
+    failures += check_scalar(name, st.mse, get(fx, name)->data[0]);
+    if (rate) {
+        snprintf(name, sizeof name, "rate.%s", mode);
+        failures += check_scalar(name, st.rate, get(fx, name)->data[0]);
+    }
+    frae_get_grads(m, got);
+    snprintf(name, sizeof name, "grad.%s.", mode);
+    flat_from_torch(fx, name, cm, ref);
+    failures += compare_flat(name, got, ref, cm);
+    frae_destroy(m);
+    return failures;
+}
+
+/* Three Adam steps on one window, then truncated BPTT (windows of 4 and 2
+ * frames, two steps, a backward pass in chunks of one frame), against
+ * adam3.<mode>.* and tbptt.<mode>.*: the updates, not the parameters. */
+static int check_steps(const frae_config *cm, const float *init,
+                       const fixtures *fx, const fix_tensor *x, int nseq,
+                       int T, const char *mode, int rate, float *got,
+                       float *ref)
+{
+    int failures = 0;
+    char name[64];
+    const size_t np = frae_param_count_for(cm);
+    frae_model *m = create_or_die(cm);
+    frae_set_params(m, init);
+    for (int s = 0; s < 3; s++)
+        frae_train_batch(m, x->data, nseq, T, NULL);
+    frae_get_params(m, got);
+    snprintf(name, sizeof name, "adam3.%s.", mode);
+    flat_from_torch(fx, name, cm, ref);
+    subtract(got, init, np), subtract(ref, init, np);
+    failures += compare_flat(name, got, ref, cm);
+    frae_destroy(m);
+
+    frae_config ct = *cm;
+    ct.window = 4;
+    ct.chunk_rows = 1;
+    m = create_or_die(&ct);
+    frae_set_params(m, init);
+    frae_stats st;
+    frae_train_batch(m, x->data, nseq, T, &st);
+    CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
+    snprintf(name, sizeof name, "tbptt.%s.loss", mode);
+    failures += check_scalar(name, st.mse, get(fx, name)->data[0]);
+    if (rate) {
+        snprintf(name, sizeof name, "tbptt.%s.rate", mode);
+        failures += check_scalar(name, st.rate, get(fx, name)->data[0]);
+    }
+    frae_get_params(m, got);
+    snprintf(name, sizeof name, "tbptt.%s.", mode);
+    flat_from_torch(fx, name, cm, ref);
+    subtract(got, init, np), subtract(ref, init, np);
+    failures += compare_flat(name, got, ref, cm);
+    frae_destroy(m);
+    return failures;
+}
+
 static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads);
 
 /* Forward of all nseq sequences in one call, then one sequence per call
@@ -309,17 +382,7 @@ static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
         frae_config cm = c;
         cm.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
 
-        /* loss and gradients of one window */
-        frae_model *m = create_or_die(&cm);
-        frae_set_params(m, init);
-        frae_stats st;
-        frae_compute_grads(m, x->data, nseq, T, &st);
-        snprintf(name, sizeof name, "loss.%s", mode);
-        failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
-        frae_get_grads(m, got);
-        snprintf(name, sizeof name, "grad.%s.", mode);
-        flat_from_torch(&fx, name, &c, ref);
-        failures += compare_flat(name, got, ref, &cm);
+        failures += check_grads(&cm, init, &fx, x, nseq, T, mode, 0, got, ref);
 
         /* the same gradients one sequence at a time (batch-1 kernels): the
          * batch loss is the mean of the per-sequence losses */
@@ -340,33 +403,7 @@ static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
         free(acc);
         frae_destroy(m1);
 
-        /* three Adam steps */
-        frae_set_params(m, init);
-        for (int s = 0; s < 3; s++)
-            frae_train_batch(m, x->data, nseq, T, NULL);
-        frae_get_params(m, got);
-        snprintf(name, sizeof name, "adam3.%s.", mode);
-        flat_from_torch(&fx, name, &c, ref);
-        subtract(got, init, np), subtract(ref, init, np);
-        failures += compare_flat(name, got, ref, &cm);
-        frae_destroy(m);
-
-        /* truncated BPTT: windows of 4 and 2 frames, two Adam steps, and
-         * a backward pass in chunks of one frame */
-        cm.window = 4;
-        cm.chunk_rows = 1;
-        m = create_or_die(&cm);
-        frae_set_params(m, init);
-        frae_train_batch(m, x->data, nseq, T, &st);
-        CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
-        snprintf(name, sizeof name, "tbptt.%s.loss", mode);
-        failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
-        frae_get_params(m, got);
-        snprintf(name, sizeof name, "tbptt.%s.", mode);
-        flat_from_torch(&fx, name, &c, ref);
-        subtract(got, init, np), subtract(ref, init, np);
-        failures += compare_flat(name, got, ref, &cm);
-        frae_destroy(m);
+        failures += check_steps(&cm, init, &fx, x, nseq, T, mode, 0, got, ref);
     }
     free(init), free(ref), free(got), free(y), free(fx.buf), free(fx.floats);
     return failures;
@@ -437,47 +474,10 @@ static int prior_fixtures_on(const prior_set *ps, frae_isa isa, int threads)
     }
     for (int full = 0; full <= 1; full++) {
         const char *mode = full ? "full" : "detached";
-        char name[64];
         frae_config cm = c;
         cm.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
-        frae_model *m = create_or_die(&cm);
-        frae_set_params(m, init);
-        frae_stats st;
-        frae_compute_grads(m, x->data, nseq, T, &st);
-        snprintf(name, sizeof name, "loss.%s", mode);
-        failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
-        snprintf(name, sizeof name, "rate.%s", mode);
-        failures += check_scalar(name, st.rate, get(&fx, name)->data[0]);
-        frae_get_grads(m, got);
-        snprintf(name, sizeof name, "grad.%s.", mode);
-        flat_from_torch(&fx, name, &c, ref);
-        failures += compare_flat(name, got, ref, &cm);
-
-        frae_set_params(m, init);
-        for (int s = 0; s < 3; s++)
-            frae_train_batch(m, x->data, nseq, T, NULL);
-        frae_get_params(m, got);
-        snprintf(name, sizeof name, "adam3.%s.", mode);
-        flat_from_torch(&fx, name, &c, ref);
-        subtract(got, init, np), subtract(ref, init, np);
-        failures += compare_flat(name, got, ref, &cm);
-        frae_destroy(m);
-
-        cm.window = 4;
-        cm.chunk_rows = 1;
-        m = create_or_die(&cm);
-        frae_set_params(m, init);
-        frae_train_batch(m, x->data, nseq, T, &st);
-        snprintf(name, sizeof name, "tbptt.%s.loss", mode);
-        failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
-        snprintf(name, sizeof name, "tbptt.%s.rate", mode);
-        failures += check_scalar(name, st.rate, get(&fx, name)->data[0]);
-        frae_get_params(m, got);
-        snprintf(name, sizeof name, "tbptt.%s.", mode);
-        flat_from_torch(&fx, name, &c, ref);
-        subtract(got, init, np), subtract(ref, init, np);
-        failures += compare_flat(name, got, ref, &cm);
-        frae_destroy(m);
+        failures += check_grads(&cm, init, &fx, x, nseq, T, mode, 1, got, ref);
+        failures += check_steps(&cm, init, &fx, x, nseq, T, mode, 1, got, ref);
     }
     free(init), free(ref), free(got), free(y), free(fx.buf), free(fx.floats);
     return failures;
