@@ -377,8 +377,9 @@ static void count_update(uint32_t *count, int n, int symbol)
             count[i] = (count[i] + 1) / 2;
 }
 
-/* the prior's logits for the state's next frame */
-static const float *prior_logits(struct frae_codec_state *s)
+/* what the frequencies of the state's next frame are made of: the prior's
+ * logits through frae_prior_weights */
+static const float *prior_weights(struct frae_codec_state *s)
 {
     const frae_model *m = s->model;
     frae_state *st = &s->st;
@@ -389,6 +390,7 @@ static const float *prior_logits(struct frae_codec_state *s)
     }
     frae_prior_forward(m, &st->scratch, 1, ctx, st->prior_hid,
                        st->prior_logit);
+    frae_prior_weights(&m->cfg, st->prior_logit);
     return st->prior_logit;
 }
 
@@ -411,10 +413,10 @@ void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
         frae_normalize_rows(s->model, frame, 0, 1, s->xnorm);
         x = s->xnorm;
     }
-    const float *logit = prior_logits(s);
+    const float *weights = prior_weights(s);
     frae_forward_encode(s->model, &s->st, 0, x);
     for (int u = 0; u < c->latent_dim; u++) {
-        frae_prior_freqs(c, logit, u, freq);
+        frae_prior_freqs(c, weights, u, freq);
         frae_range_encode_symbol(rc, freq, code_symbol(c, s->st.q[u]));
     }
     float pitch[2];
@@ -447,11 +449,11 @@ int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
     fp_env env = fp_enter();
     const frae_config *c = &s->model->cfg;
     uint32_t freq[4096];
-    const float *logit = prior_logits(s);
+    const float *weights = prior_weights(s);
     const int n = c->quantizer == FRAE_QUANT_BINARY ? 2 : c->quant_levels;
     const float top = (float)(c->quant_levels - 1);
     for (int u = 0; u < c->latent_dim; u++) {
-        frae_prior_freqs(c, logit, u, freq);
+        frae_prior_freqs(c, weights, u, freq);
         int sym = frae_range_decode_symbol(rc, freq, n);
         s->st.q[u] = c->quantizer == FRAE_QUANT_BINARY
                          ? (sym ? 1.0f : -1.0f)

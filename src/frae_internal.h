@@ -248,6 +248,10 @@ void frae_gru_rows_backward(const frae_model *m, const frae_scratch *sc,
  * vectorisable. */
 float frae_gru_exp(float x);
 float frae_gru_tanh(float x);
+/* In place over n values, the same bits as the calls one by one. */
+void frae_gru_tanh_n(float *x, size_t n);
+void frae_gru_sigmoid_n(float *x, size_t n); /* 1 / (1 + exp(-x)) */
+void frae_gru_exp_n(float *x, size_t n);
 /* The kernel row where first layer `which` (0 encoder, 1 decoder) takes the
  * fed-back frames: after its head ([x], [x, h_dec] or [latent]). */
 static inline int frae_buffer_row(const frae_model *m, int which)
@@ -297,11 +301,13 @@ double frae_prior_bits(const frae_config *c, const float *logit,
  * window's first `rows` rows; with full feedback also the contexts'
  * gradient, into m->prior_dctx. */
 void frae_prior_backward(frae_model *m, int rows);
-/* The codec: the integer frequencies of unit u's symbols under one
- * frame's logits, computed alike everywhere (frae's own exp, no libm):
- * binary f(+1) = 1 + floor(sigmoid(l) (2^15 - 2)), f(-1) = 2^15 - f(+1);
- * uniform frae_quantize_pmf of the softmax's terms. */
-void frae_prior_freqs(const frae_config *c, const float *logit, int u,
+/* The codec: one frame's logits turned, in place, into what the
+ * frequencies are made of (frae's own exp, no libm): binary sigmoid(l),
+ * uniform exp(l - the unit's largest logit); then the integer frequencies
+ * of unit u's symbols: binary f(+1) = 1 + floor(p (2^15 - 2)),
+ * f(-1) = 2^15 - f(+1); uniform frae_quantize_pmf of the N terms. */
+void frae_prior_weights(const frae_config *c, float *logit);
+void frae_prior_freqs(const frae_config *c, const float *weights, int u,
                       uint32_t *freq);
 
 /* layers.c */

@@ -45,10 +45,9 @@ void frae_prior_forward(const frae_model *m, const frae_scratch *sc, int rows,
     const frae_layer *l0 = &m->layer[m->prior[0]], *l1 = &m->layer[m->prior[1]];
     frae_layer_product(m, sc, m->prior[0], rows, l0->in, ctx, l0->in, 0, hid,
                        l0->bias, GEMM_BIAS);
-    /* frae's own tanh (the GRU cell's: a few ulp from libm's, and no libm
-     * call per unit on the codec's path) */
-    for (size_t i = 0; i < (size_t)rows * l0->out; i++)
-        hid[i] = frae_gru_tanh(hid[i]);
+    /* frae's own tanh (the GRU cell's: a few ulp from libm's, vectorised,
+     * no libm call per unit on the codec's path) */
+    frae_gru_tanh_n(hid, (size_t)rows * l0->out);
     frae_layer_product(m, sc, m->prior[1], rows, l1->in, hid, l1->in, 0, logit,
                        l1->bias, GEMM_BIAS);
 }
@@ -140,25 +139,36 @@ void frae_prior_backward(frae_model *m, int rows)
                            l0->in, NULL, GEMM_ZERO);
 }
 
-void frae_prior_freqs(const frae_config *c, const float *logit, int u,
+void frae_prior_weights(const frae_config *c, float *logit)
+{
+    const int L = c->latent_dim;
+    if (c->quantizer == FRAE_QUANT_BINARY) {
+        frae_gru_sigmoid_n(logit, (size_t)L);
+        return;
+    }
+    const int N = c->quant_levels;
+    for (int u = 0; u < L; u++) {
+        float *lg = logit + (size_t)u * N;
+        float mx = lg[0];
+        for (int j = 1; j < N; j++)
+            mx = lg[j] > mx ? lg[j] : mx;
+        for (int j = 0; j < N; j++)
+            lg[j] -= mx;
+    }
+    frae_gru_exp_n(logit, (size_t)L * N);
+}
+
+void frae_prior_freqs(const frae_config *c, const float *weights, int u,
                       uint32_t *freq)
 {
     if (c->quantizer == FRAE_QUANT_BINARY) {
         /* two symbols: f(+1) = 1 + floor(p(+1) (2^15 - 2)), f(-1) the
-         * rest, both >= 1; one exp, no division by a sum */
+         * rest, both >= 1, no division by a sum */
         const uint32_t total = 1u << FRAE_RANGE_TOTAL_BITS;
-        const float p1 = 1.0f / (1.0f + frae_gru_exp(-logit[u]));
-        freq[1] = 1 + (uint32_t)(p1 * (float)(total - 2));
+        freq[1] = 1 + (uint32_t)(weights[u] * (float)(total - 2));
         freq[0] = total - freq[1];
         return;
     }
     const int N = c->quant_levels;
-    const float *lg = logit + (size_t)u * N;
-    float p[4096];
-    float mx = lg[0];
-    for (int j = 1; j < N; j++)
-        mx = lg[j] > mx ? lg[j] : mx;
-    for (int j = 0; j < N; j++)
-        p[j] = frae_gru_exp(lg[j] - mx);
-    frae_quantize_pmf(p, N, freq);
+    frae_quantize_pmf(weights + (size_t)u * N, N, freq);
 }
