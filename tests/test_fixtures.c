@@ -106,26 +106,30 @@ static const fix_tensor *get(const fixtures *fx, const char *name)
     exit(1);
 }
 
-/* The fixture sets of tools/export_fixtures.py and their configs. */
+/* The fixture sets of tools/export_fixtures.py and their configs; the
+ * prior's sets (prior > 0) also fix the quantizer, and their files the
+ * rate's lambda. */
 typedef struct {
     const char *path;
     frae_family family;
     int K, ne, enc[2], nd, dec[2];
+    int prior;
+    frae_quantizer quantizer;
+    int levels;
 } fixture_set;
 
 static const fixture_set fixture_sets[] = {
-    {"tests/fixtures/small.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2, {6, 7}},
-    {"tests/fixtures/gru.bin", FRAE_FAMILY_GRU, 2, 2, {7, 6}, 2, {6, 7}},
-    {"tests/fixtures/gru_k0.bin", FRAE_FAMILY_GRU, 0, 1, {7}, 1, {6}},
+    {"tests/fixtures/small.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2, {6, 7},
+     0, FRAE_QUANT_NONE, 0},
+    {"tests/fixtures/gru.bin", FRAE_FAMILY_GRU, 2, 2, {7, 6}, 2, {6, 7},
+     0, FRAE_QUANT_NONE, 0},
+    {"tests/fixtures/gru_k0.bin", FRAE_FAMILY_GRU, 0, 1, {7}, 1, {6},
+     0, FRAE_QUANT_NONE, 0},
+    {"tests/fixtures/prior_dense.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2,
+     {6, 7}, 4, FRAE_QUANT_BINARY, 0},
+    {"tests/fixtures/prior_gru.bin", FRAE_FAMILY_GRU, 0, 1, {7}, 1, {6},
+     4, FRAE_QUANT_UNIFORM, 5},
 };
-
-static void fixture_config(const fixture_set *fs, frae_config *c, int window)
-{
-    tiny_config(c, 5, fs->K, fs->ne, fs->enc, 3, fs->nd, fs->dec);
-    c->family = fs->family;
-    c->batch = 2;
-    c->window = window;
-}
 
 /* torch [out][in] weights + biases under prefix -> frae flat params
  * (Keras order: [in][out], a GRU's gates z, r, h). */
@@ -266,6 +270,53 @@ static int check_steps(const frae_config *cm, const float *init,
     return failures;
 }
 
+/* Loads set fs into fx and its config into c (the window the fixtures'
+ * length, Adam's settings and, for a prior, the rate's lambda from the
+ * file); -1 if the file cannot be read. */
+static int open_set(const fixture_set *fs, frae_isa isa, int threads,
+                    fixtures *fx, frae_config *c)
+{
+    memset(fx, 0, sizeof *fx);
+    if (load_fixtures(fs->path, fx)) {
+        free(fx->buf), free(fx->floats);
+        return -1;
+    }
+    tiny_config(c, 5, fs->K, fs->ne, fs->enc, 3, fs->nd, fs->dec);
+    c->family = fs->family;
+    c->batch = 2;
+    c->window = (int)get(fx, "x")->dims[1];
+    c->isa = isa;
+    c->threads = threads;
+    const float *hp = get(fx, "adam.hparams")->data;
+    c->learning_rate = hp[0], c->beta1 = hp[1], c->beta2 = hp[2];
+    c->epsilon = hp[3];
+    if (fs->prior) {
+        c->quantizer = fs->quantizer;
+        c->quant_levels = fs->levels;
+        c->prior_hidden = fs->prior;
+        c->rate_lambda = get(fx, "rate_lambda")->data[0];
+    }
+    return 0;
+}
+
+/* Every set with (prior) or without a prior, on every instruction set and
+ * thread count. */
+static int each_set(int prior,
+                    int (*on)(const fixture_set *, frae_isa, int))
+{
+    int failures = 0;
+    frae_isa isas[3];
+    int nisa = available_isas(isas);
+    for (size_t f = 0; f < sizeof fixture_sets / sizeof *fixture_sets; f++)
+        for (int i = 0; i < nisa && (fixture_sets[f].prior > 0) == prior; i++)
+            for (int threads = 1; threads <= 2; threads++) {
+                printf("  -- %s, isa %d, %d thread%s\n", fixture_sets[f].path,
+                       (int)isas[i], threads, threads == 1 ? "" : "s");
+                failures += on(&fixture_sets[f], isas[i], threads);
+            }
+    return failures;
+}
+
 static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads);
 
 /* Forward of all nseq sequences in one call, then one sequence per call
@@ -301,40 +352,19 @@ static int check_forward(const frae_config *c, const float *init,
 }
 
 /* Every instruction set and thread count against the same fixtures. */
-int test_pytorch_fixtures(void)
-{
-    int failures = 0;
-    frae_isa isas[3];
-    int nisa = available_isas(isas);
-    for (size_t f = 0; f < sizeof fixture_sets / sizeof *fixture_sets; f++)
-        for (int i = 0; i < nisa; i++)
-            for (int threads = 1; threads <= 2; threads++) {
-                printf("  -- %s, isa %d, %d thread%s\n", fixture_sets[f].path,
-                       (int)isas[i], threads, threads == 1 ? "" : "s");
-                failures += fixtures_on(&fixture_sets[f], isas[i], threads);
-            }
-    return failures;
-}
+int test_pytorch_fixtures(void) { return each_set(0, fixtures_on); }
 
 static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
 {
     int failures = 0;
     fixtures fx;
-    memset(&fx, 0, sizeof fx);
-    CHECK(load_fixtures(fs->path, &fx) == 0, "cannot read %s", fs->path);
-    if (failures) {
-        free(fx.buf), free(fx.floats);
+    frae_config c;
+    CHECK(open_set(fs, isa, threads, &fx, &c) == 0, "cannot read %s",
+          fs->path);
+    if (failures)
         return failures;
-    }
     const fix_tensor *x = get(&fx, "x");
     const int nseq = (int)x->dims[0], T = (int)x->dims[1];
-    frae_config c;
-    fixture_config(fs, &c, T);
-    c.isa = isa;
-    c.threads = threads;
-    const float *hp = get(&fx, "adam.hparams")->data;
-    c.learning_rate = hp[0], c.beta1 = hp[1], c.beta2 = hp[2];
-    c.epsilon = hp[3];
     size_t np = frae_param_count_for(&c);
     float *init = malloc(4 * np), *ref = malloc(4 * np), *got = malloc(4 * np);
     float *y = malloc(4 * x->count);
@@ -411,43 +441,17 @@ static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
 
 /* ---- the learned prior and the rate term ------------------------------ */
 
-typedef struct {
-    const char *path;
-    fixture_set shape;
-    frae_quantizer quantizer;
-    int levels;
-} prior_set;
-
-static const prior_set prior_sets[] = {
-    {"tests/fixtures/prior_dense.bin",
-     {NULL, FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2, {6, 7}}, FRAE_QUANT_BINARY, 0},
-    {"tests/fixtures/prior_gru.bin",
-     {NULL, FRAE_FAMILY_GRU, 0, 1, {7}, 1, {6}}, FRAE_QUANT_UNIFORM, 5},
-};
-
-static int prior_fixtures_on(const prior_set *ps, frae_isa isa, int threads)
+static int prior_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
 {
     int failures = 0;
     fixtures fx;
-    memset(&fx, 0, sizeof fx);
-    CHECK(load_fixtures(ps->path, &fx) == 0, "cannot read %s", ps->path);
-    if (failures) {
-        free(fx.buf), free(fx.floats);
+    frae_config c;
+    CHECK(open_set(fs, isa, threads, &fx, &c) == 0, "cannot read %s",
+          fs->path);
+    if (failures)
         return failures;
-    }
     const fix_tensor *x = get(&fx, "x");
     const int nseq = (int)x->dims[0], T = (int)x->dims[1];
-    frae_config c;
-    fixture_config(&ps->shape, &c, T);
-    c.quantizer = ps->quantizer;
-    c.quant_levels = ps->levels;
-    c.prior_hidden = 4;
-    c.rate_lambda = get(&fx, "rate_lambda")->data[0];
-    c.isa = isa;
-    c.threads = threads;
-    const float *hp = get(&fx, "adam.hparams")->data;
-    c.learning_rate = hp[0], c.beta1 = hp[1], c.beta2 = hp[2];
-    c.epsilon = hp[3];
     size_t np = frae_param_count_for(&c);
     float *init = malloc(4 * np), *ref = malloc(4 * np), *got = malloc(4 * np);
     float *y = malloc(4 * x->count);
@@ -486,17 +490,4 @@ static int prior_fixtures_on(const prior_set *ps, frae_isa isa, int threads)
 /* The prior's forward, rate, gradients (the straight-through slope into
  * the encoder included) and Adam steps against PyTorch, on every
  * instruction set and thread count. */
-int test_prior_fixtures(void)
-{
-    int failures = 0;
-    frae_isa isas[3];
-    int nisa = available_isas(isas);
-    for (size_t f = 0; f < sizeof prior_sets / sizeof *prior_sets; f++)
-        for (int i = 0; i < nisa; i++)
-            for (int threads = 1; threads <= 2; threads += 1) {
-                printf("  -- %s, isa %d, %d thread%s\n", prior_sets[f].path,
-                       (int)isas[i], threads, threads == 1 ? "" : "s");
-                failures += prior_fixtures_on(&prior_sets[f], isas[i], threads);
-            }
-    return failures;
-}
+int test_prior_fixtures(void) { return each_set(1, prior_fixtures_on); }
