@@ -49,14 +49,25 @@ TESTS = $(BUILD)/frae_tests
 BENCH = $(BUILD)/frae_bench
 
 CLI_SRCS = src/cli/main.c src/cli/common.c src/cli/train.c src/cli/tools.c \
-           src/cli/codec.c
+           src/cli/codec.c src/cli/dist.c
 TEST_SRCS = $(sort $(wildcard tests/test_*.c))
 CLI_OBJS  = $(CLI_SRCS:%.c=$(BUILD)/%.o)
 TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
+# frae-mpi: the command built with MPI for data-parallel training
+# (mpirun -np N frae train runs it; README "Training on a cluster").  Built
+# by default where mpicc is installed, never needed: MPI=no skips it, and
+# 'make mpi' asks for it.
+MPICC ?= mpicc
+MPI   ?= $(if $(shell command -v $(MPICC) 2>/dev/null),yes,no)
+FRAE_MPI = $(BUILD)/frae-mpi
+MPI_CLI_OBJS = $(CLI_SRCS:%.c=$(BUILD)/mpi/%.o) $(BUILD)/mpi/src/cli/dist_mpi.o
+
 .PHONY: all test test-asan check bench fixtures clean install fuzz \
-        fuzz-seeds demo
-all: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE) $(TESTS) $(BENCH)
+        fuzz-seeds demo mpi bench-mpi
+all: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE) $(TESTS) $(BENCH) \
+     $(if $(filter yes,$(MPI)),$(FRAE_MPI))
+mpi: $(FRAE_MPI)
 
 $(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
 $(BUILD)/src/kernels_avx512.o: ISA_FLAGS = -mavx512f -mfma
@@ -80,7 +91,16 @@ $(BUILD)/src/gru_avx2.o $(BUILD)/src/gru_avx512.o: $(BUILD)/src/gru_%.o: src/gru
 	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@
 
 -include $(wildcard $(BUILD)/src/*.d $(BUILD)/src/cli/*.d \
-                    $(BUILD)/tests/*.d $(BUILD)/bench/*.d)
+                    $(BUILD)/tests/*.d $(BUILD)/bench/*.d \
+                    $(BUILD)/mpi/src/cli/*.d)
+
+# the command's files once more, with MPI (mpicc: its headers and library)
+$(BUILD)/mpi/%.o: %.c Makefile
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS_ALL) -DFRAE_MPI -c $< -o $@
+
+$(FRAE_MPI): $(MPI_CLI_OBJS) $(INTERNAL)
+	$(MPICC) -o $@ $^ $(LDLIBS_ALL)
 
 $(LIB): $(CORE_OBJS)
 	rm -f $@
@@ -109,12 +129,13 @@ $(BENCH): $(BUILD)/bench/bench_frae.o $(INTERNAL)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 # All tests: unit tests, then the CLI checks.  Closes with "N passed, N failed".
-test: $(FRAE) $(TESTS) $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO)
+test: $(FRAE) $(TESTS) $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) \
+      $(if $(filter yes,$(MPI)),$(FRAE_MPI))
 	sh tests/run_all.sh $(BUILD)
 
 # The same suite under AddressSanitizer and UBSan, in its own build dir.
 test-asan:
-	$(MAKE) BUILD=build-asan OPT=-O1 \
+	$(MAKE) BUILD=build-asan OPT=-O1 MPI=no \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  test
 
@@ -152,6 +173,8 @@ install: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE)
 	  ln -sf $$l.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$$l.so.0 && \
 	  ln -sf $$l.so.0 $(DESTDIR)$(PREFIX)/lib/$$l.so || exit 1; done
 	install -m 755 $(FRAE) $(DESTDIR)$(PREFIX)/bin/frae
+	if [ -x $(FRAE_MPI) ]; then \
+	  install -m 755 $(FRAE_MPI) $(DESTDIR)$(PREFIX)/bin/frae-mpi; fi
 	for pc in frae frae-audio; do \
 	  sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 	    $$pc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$pc.pc || exit 1; done

@@ -313,6 +313,27 @@ FRAE_API
 int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
                        frae_stats *stats);
 
+/* Data-parallel training (replicas of one model, each training on its
+ * share of every batch, like MPI ranks).  With a reducer set, a training
+ * call sums across the replicas, through the reducer, every window's count
+ * of valid frames (so the loss is the mean over the whole global batch)
+ * and its gradients (before clipping and the Adam step, which every
+ * replica then takes alike).  Every replica must make the same calls with
+ * the same nframes: a replica with no sequence in a batch passes one row of
+ * padding (valid 0).  Each function sums n values elementwise across the
+ * replicas in place and must leave every replica the same bits (frae's own
+ * reducers add them in rank order, so any transport gives the same
+ * result); it returns 0, or non-zero to fail the training call, which then
+ * returns -1.  NULL (the default) trains alone.  The model keeps the
+ * pointer: r must outlive its use. */
+typedef struct frae_reducer {
+    int (*sum_f32)(void *ctx, float *values, size_t n);
+    int (*sum_f64)(void *ctx, double *values, size_t n);
+    void *ctx;
+} frae_reducer;
+FRAE_API
+void frae_set_reducer(frae_model *m, const frae_reducer *r);
+
 /* Adam steps taken so far. */
 FRAE_API
 long frae_adam_step_count(const frae_model *m);

@@ -120,6 +120,8 @@ struct frae_model {
      * (the straight-through slope), and with full feedback its gradient
      * to the contexts, [W][B][C] */
     float *rate_dq, *prior_dctx;
+    /* data-parallel training: sums across replicas (NULL: alone) */
+    const frae_reducer *reducer;
 
     void *block;
     size_t block_bytes;

@@ -475,27 +475,56 @@ static double clip_gradients(frae_model *m)
     return norm;
 }
 
+/* The window's forward pass alone, for rows that are all padding: the
+ * buffers still move on. */
+static void padding_forward(frae_model *m, const float *x, ptrdiff_t x_rs,
+                            int nb, int w0, int nt)
+{
+    const int D = m->cfg.frame_dim;
+    for (int t = 0; t < nt; t++) {
+        ptrdiff_t rs;
+        const float *xt = net_input(m, x + (ptrdiff_t)w0 * D, x_rs, nb, t,
+                                    &rs);
+        frae_forward_frame(m, &m->state, t, xt, rs, nb);
+        silence_padding(m, t, nb, m->wvalid);
+    }
+}
+
 /* One window of nt <= W frames, continuing the buffers: forward, loss over
  * the valid frames, backward, and (if update) clipping and an Adam step.
  * x holds frame w0 of sequence 0; sequence rows are x_rs apart; valid[b]
- * counts the valid frames of sequence b from x's frame 0 (NULL: all). */
-static void train_window(frae_model *m, const float *x, ptrdiff_t x_rs, int nb,
-                         int w0, int nt, const int *valid, int update,
-                         loss_acc *acc, long *steps, double *grad_norm)
+ * counts the valid frames of sequence b from x's frame 0 (NULL: all).
+ * With a reducer the count and the gradients are the replicas' sums, and a
+ * replica whose rows are all padding adds zeros.  Returns -1 if the
+ * reducer failed. */
+static int train_window(frae_model *m, const float *x, ptrdiff_t x_rs, int nb,
+                        int w0, int nt, const int *valid, int update,
+                        loss_acc *acc, long *steps, double *grad_norm)
 {
     const int D = m->cfg.frame_dim;
+    const frae_reducer *red = m->reducer;
     long count = 0;
     for (int b = 0; b < nb; b++) {
         long v = valid ? valid[b] - (long)w0 : nt;
         m->wvalid[b] = (int)(v < 0 ? 0 : v > nt ? nt : v);
         count += m->wvalid[b];
     }
-    if (count > 0) {
-        float scale = 2.0f / (float)((double)count * D);
-        float rate_scale = m->cfg.rate_lambda / (float)count;
-        stage_window(m, x, x_rs, nb, w0, nt);
-        window_grads(m, nt, nb, valid ? m->wvalid : NULL, scale, rate_scale,
-                     acc);
+    double total = (double)count; /* exact: far below 2^53 */
+    if (red && red->sum_f64(red->ctx, &total, 1))
+        return -1;
+    if (total > 0) {
+        float scale = 2.0f / (float)(total * D);
+        float rate_scale = m->cfg.rate_lambda / (float)total;
+        if (count > 0) {
+            stage_window(m, x, x_rs, nb, w0, nt);
+            window_grads(m, nt, nb, valid ? m->wvalid : NULL, scale,
+                         rate_scale, acc);
+        } else {
+            padding_forward(m, x, x_rs, nb, w0, nt);
+            memset(m->grads, 0, sizeof(float) * m->n_params);
+        }
+        if (red && red->sum_f32(red->ctx, m->grads, m->n_params))
+            return -1;
         if (update) {
             *grad_norm = clip_gradients(m);
             m->adam_step++;
@@ -508,17 +537,12 @@ static void train_window(frae_model *m, const float *x, ptrdiff_t x_rs, int nb,
         }
     } else {
         /* only padding: nothing to learn; the buffers still move on */
-        for (int t = 0; t < nt; t++) {
-            ptrdiff_t rs;
-            const float *xt = net_input(m, x + (ptrdiff_t)w0 * D, x_rs, nb,
-                                        t, &rs);
-            frae_forward_frame(m, &m->state, t, xt, rs, nb);
-            silence_padding(m, t, nb, m->wvalid);
-        }
+        padding_forward(m, x, x_rs, nb, w0, nt);
     }
     advance(m, nt);
-    if (update && count > 0) /* the sums ahead were made with old weights */
+    if (update && total > 0) /* the sums ahead were made with old weights */
         frae_state_rebuild(m, &m->state);
+    return 0;
 }
 
 /* Trains (update) or computes gradients over nframes frames in windows of
@@ -539,8 +563,9 @@ static int train_impl(frae_model *m, const float *x, int nseq, int nframes,
     double grad_norm = 0.0;
     for (int w0 = 0; w0 < nframes; w0 += W) {
         int nt = nframes - w0 < W ? nframes - w0 : W;
-        train_window(m, x, (ptrdiff_t)nframes * D, nseq, w0, nt, valid, update,
-                     &acc, &steps, &grad_norm);
+        if (train_window(m, x, (ptrdiff_t)nframes * D, nseq, w0, nt, valid,
+                         update, &acc, &steps, &grad_norm))
+            return -1;
     }
     fill_stats(stats, &acc, steps, grad_norm);
     return 0;
@@ -683,4 +708,9 @@ int frae_forward(frae_model *m, const float *x, float *y, int nseq,
     int rc = forward_impl(m, x, y, nseq, nframes);
     fp_leave(env);
     return rc;
+}
+
+void frae_set_reducer(frae_model *m, const frae_reducer *r)
+{
+    m->reducer = r;
 }

@@ -15,11 +15,61 @@
 #define EXIT_INTERRUPTED 130 /* Ctrl-C: stopped cleanly after saving */
 
 /* "frae train" etc., for messages. */
-extern const char *cli_cmd;
+extern _Thread_local const char *cli_cmd;
 
 /* Prints "<cli_cmd>: <message>" as one line on stderr; returns code. */
 int cli_fail(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* While buf is set (this thread), cli_fail keeps its last line there
+ * instead of printing it; NULL prints again. */
+void cli_fail_capture(char *buf, size_t len);
+
+/* ---- data-parallel training (dist.c; MPI: dist_mpi.c) ------------------ */
+/* This process's (or thread's) place among the replicas of one training
+ * run, and the sums across them, in rank order (the same bits whatever
+ * moves them).  size 1: training alone, no reducer. */
+typedef struct cli_thread_group cli_thread_group;
+typedef struct cli_dist {
+    int rank, size;
+    const char *kind;        /* "replicas", "MPI ranks"; NULL alone */
+    frae_reducer reducer;    /* for the library; ctx is this struct */
+    cli_thread_group *group; /* replicas: the threads' shared buffers */
+    void *mpi;               /* MPI ranks: the transport's buffers */
+    double timeout;          /* MPI: seconds a sum waits for the others */
+    /* sizes the buffers for sums of up to n floats (every replica, once,
+     * before training) */
+    int (*prepare)(struct cli_dist *d, size_t n);
+    /* measured: the gradients' sums */
+    double reduced_bytes, reduce_seconds;
+    long reduce_calls;
+    /* tests: FRAE_FAULT=kind@rank:n makes replica `rank` fail at its n-th
+     * data read (read), or at its n-th batch exit (exit), be killed
+     * (kill) or hang (hang) */
+    char fault_kind[8];
+    int fault_rank;
+    long fault_at, fault_reads, fault_batches;
+} cli_dist;
+void cli_dist_solo(cli_dist *d);
+/* Threads of one process, sums of at most cap32 floats, cap64 doubles. */
+cli_thread_group *cli_thread_group_new(int size, size_t cap32, size_t cap64);
+void cli_thread_group_free(cli_thread_group *g);
+void cli_dist_threads(cli_dist *d, cli_thread_group *g, int rank);
+/* Sums n doubles across the replicas in place (alone: nothing). */
+int cli_dist_sum(cli_dist *d, double *x, size_t n);
+/* Whether any replica's flag is set (agreement on errors and stops). */
+int cli_dist_any(cli_dist *d, int flag);
+/* This replica's share of n items: the count, and *lo its first. */
+int cli_dist_slice(const cli_dist *d, long n, long *lo);
+/* Reads FRAE_FAULT (tests); then whether a fault of kind fires now. */
+void cli_fault_setup(cli_dist *d);
+int cli_fault(cli_dist *d, const char *kind);
+/* At every batch: the exit, kill and hang faults. */
+void cli_fault_point(cli_dist *d);
+#ifdef FRAE_MPI
+/* MPI ranks (dist_mpi.c): after MPI_Init; sums of at most cap32 floats. */
+int cli_dist_mpi(cli_dist *d, size_t cap32, double timeout);
+void cli_dist_mpi_free(cli_dist *d);
+#endif
 
 /* ---- options ------------------------------------------------------------ */
 typedef struct {

@@ -13,7 +13,15 @@
 
 #include "cli.h"
 
-const char *cli_cmd = "frae";
+_Thread_local const char *cli_cmd = "frae";
+static _Thread_local char *fail_buf;
+static _Thread_local size_t fail_len;
+
+void cli_fail_capture(char *buf, size_t len)
+{
+    fail_buf = buf;
+    fail_len = len;
+}
 
 int cli_fail(int code, const char *fmt, ...)
 {
@@ -23,7 +31,10 @@ int cli_fail(int code, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     frae_one_line(msg); /* whatever a file's bytes quoted in it hold */
-    fprintf(stderr, "%s: %s\n", cli_cmd, msg);
+    if (fail_buf)
+        snprintf(fail_buf, fail_len, "%s: %s", cli_cmd, msg);
+    else
+        fprintf(stderr, "%s: %s\n", cli_cmd, msg);
     return code;
 }
 

@@ -20,7 +20,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <pthread.h>
 #include <unistd.h>
+
+#ifdef FRAE_MPI
+#include <mpi.h>
+#endif
 
 #include "cli.h"
 
@@ -51,6 +56,9 @@ typedef struct {
     const char *normalize; /* --normalize: NULL (auto), on, off, or a .npy */
     int crop;              /* --crop N: train on N-frame crops (0: whole) */
     int rate_lambda_given;
+    int replicas;       /* --replicas: data-parallel threads (1: alone) */
+    int threads_given;
+    double dist_timeout; /* --dist-timeout: seconds a rank waits */
 } train_opts;
 
 typedef struct {
@@ -110,8 +118,17 @@ static void train_help(void)
         "                       shuffles them across sequences; validation\n"
         "                       runs on whole sequences (off)\n"
         "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
-        "  --threads N          threads for large products (all CPUs);\n"
-        "                       results are the same for any N\n"
+        "  --threads N          threads for large products (all CPUs,\n"
+        "                       shared out among replicas or local MPI\n"
+        "                       ranks); results are the same for any N\n"
+        "data-parallel training (README \"Training on a cluster\"):\n"
+        "  mpirun -np N frae train ...  N MPI ranks train one model; each\n"
+        "                       takes its share of every batch of B\n"
+        "                       sequences (B stays the whole step's)\n"
+        "  --replicas N         the same with N threads of one process:\n"
+        "                       the same bits as N MPI ranks (1)\n"
+        "  --dist-timeout S     seconds a rank waits for the others before\n"
+        "                       stopping them all (600)\n"
         "validation and stopping:\n"
         "  --val-split F        hold out this fraction of the sequences (0)\n"
         "  --val-data PATH      validation .npy file or directory (repeat)\n"
@@ -163,6 +180,7 @@ static const cli_opt train_opts_list[] = {
     {"--family", 1},    {"--warmup", 1},    {"--decay-steps", 1},
     {"--lr-floor", 1},  {"--pitch", 0},     {"--normalize", 1},
     {"--crop", 1},      {"--prior", 1},     {"--rate-lambda", 1},
+    {"--replicas", 1},  {"--dist-timeout", 1},
     {NULL, 0}};
 
 static int push(char ***list, int *n, const char *v)
@@ -259,8 +277,14 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
         o->cfg.isa = (frae_isa)tmp;
         return rc;
     }
-    if (!strcmp(name, "--threads"))
+    if (!strcmp(name, "--threads")) {
+        o->threads_given = 1;
         return cli_int(name, v, 1, 1024, &o->cfg.threads);
+    }
+    if (!strcmp(name, "--replicas"))
+        return cli_int(name, v, 1, 256, &o->replicas);
+    if (!strcmp(name, "--dist-timeout"))
+        return cli_double(name, v, 0.1, 1e7, &o->dist_timeout);
     if (!strcmp(name, "--val-split")) {
         rc = cli_double(name, v, 0.0, 0.99, &o->val_split);
         return rc;
@@ -317,12 +341,17 @@ static void shuffle(int32_t *a, long n, uint64_t *rng)
 }
 
 /* One batch of sequences, window by window: trains (train) or evaluates.
- * Returns 0, -1 if the loss went non-finite, or EXIT_FAILED after printing
- * why the data could not be read. */
+ * With replicas, the batch is the global one: each replica runs its slice
+ * of it (one row of padding if it has none), for as many windows as the
+ * longest sequence of the whole batch needs, so every replica makes the
+ * same calls.  Returns 0, -1 if the loss went non-finite (this replica's;
+ * the caller agrees on it), or EXIT_FAILED after the data could not be
+ * read (by this replica, which said why, or by another). */
 typedef struct {
     frae_model *m;
+    cli_dist *dist;
     const cli_dataset *ds;
-    float *win;  /* [B][W][D] */
+    float *win;  /* [B][W][D], B this replica's rows */
     int *valid;  /* [B] */
     /* crops (training with --crop): ids index these; else sequences */
     const int32_t *crop_seq, *crop_start;
@@ -347,51 +376,91 @@ static int run_batch(batch_runner *r, const int32_t *seqs, int nb, int train,
 {
     const frae_config *c = frae_get_config(r->m);
     const int W = c->window, D = c->frame_dim;
-    long longest = 0, seq, start, len;
+    long longest = 0, seq, start, len, lo;
     for (int b = 0; b < nb; b++) {
         span_of(r, seqs[b], &seq, &start, &len);
         longest = len > longest ? len : longest;
     }
+    const int mine = cli_dist_slice(r->dist, nb, &lo);
+    const int rows = mine > 0 ? mine : 1;
+    const int32_t *own = seqs + lo;
+    int bad = 0;
     frae_reset(r->m);
     for (long w0 = 0; w0 < longest; w0 += W) {
         int nt = longest - w0 < W ? (int)(longest - w0) : W;
-        for (int b = 0; b < nb; b++) {
-            span_of(r, seqs[b], &seq, &start, &len);
-            long have = len - w0 < 0 ? 0 : len - w0 > nt ? nt : len - w0;
+        int failed = 0;
+        for (int b = 0; b < rows && !failed; b++) {
+            long have = 0;
             float *dst = r->win + (size_t)b * nt * D;
-            if (have > 0 &&
-                cli_dataset_read(r->ds, seq, start + w0, have, dst))
-                return EXIT_FAILED;
+            if (b < mine) {
+                span_of(r, own[b], &seq, &start, &len);
+                have = len - w0 < 0 ? 0 : len - w0 > nt ? nt : len - w0;
+                if (have > 0 && cli_fault(r->dist, "read"))
+                    failed = cli_fail(EXIT_FAILED, "%s: sequence %ld: cannot "
+                                      "read its frames (injected fault)",
+                                      r->ds->seqs[seq].file < 0
+                                          ? "built-in data"
+                                          : r->ds->names[r->ds->seqs[seq].file],
+                                      r->ds->seqs[seq].index);
+                else if (have > 0 &&
+                         cli_dataset_read(r->ds, seq, start + w0, have, dst))
+                    failed = EXIT_FAILED;
+            }
             memset(dst + (size_t)have * D, 0,
                    sizeof(float) * (size_t)(nt - have) * D);
             r->valid[b] = (int)have;
         }
+        /* a replica that could not read stops them all, here */
+        if (r->dist->size > 1 ? cli_dist_any(r->dist, failed) : failed)
+            return EXIT_FAILED;
         frae_stats st;
-        if (train)
-            frae_train_frames(r->m, r->win, nb, nt, r->valid, &st);
-        else
-            frae_eval_frames(r->m, r->win, nb, nt, r->valid, &st);
+        int rc = train ? frae_train_frames(r->m, r->win, rows, nt, r->valid,
+                                           &st)
+                       : frae_eval_frames(r->m, r->win, rows, nt, r->valid,
+                                          &st);
+        if (rc)
+            return EXIT_FAILED; /* the replicas' sums failed (they said) */
+        /* a diverged batch runs to its end, so replicas stay in step */
         if (!isfinite(st.sse) || (train && !isfinite(st.grad_norm)))
-            return -1;
+            bad = 1;
         sum->sse += st.sse, sum->sae += st.sae;
         sum->rate_bits += st.rate_bits;
         sum->values += st.values, sum->frames += st.frames;
     }
-    return 0;
+    return bad ? -1 : 0;
 }
 
-static int evaluate(batch_runner *r, const int32_t *seqs, long n,
+/* A batch's sums (this replica's in, the replicas' out), with whether any
+ * replica diverged (-1) or was asked to stop (*stop). */
+static int agree_sums(cli_dist *d, frae_stats *sum, int rc, int *stop)
+{
+    double v[7] = {sum->sse,         sum->sae,
+                   sum->rate_bits,   (double)sum->values,
+                   (double)sum->frames, rc == -1 ? 1.0 : 0.0,
+                   stop && stop_requested ? 1.0 : 0.0};
+    if (cli_dist_sum(d, v, 7))
+        return EXIT_FAILED;
+    sum->sse = v[0], sum->sae = v[1], sum->rate_bits = v[2];
+    sum->values = (long)v[3], sum->frames = (long)v[4];
+    if (stop)
+        *stop = v[6] > 0;
+    return v[5] > 0 ? -1 : 0;
+}
+
+/* Batches of B (global) sequences; with replicas, the sums of them all. */
+static int evaluate(batch_runner *r, const int32_t *seqs, long n, int B,
                     frae_stats *out)
 {
-    const int B = frae_get_config(r->m)->batch;
     memset(out, 0, sizeof *out);
+    int bad = 0;
     for (long i = 0; i < n; i += B) {
         int nb = n - i < B ? (int)(n - i) : B;
         int rc = run_batch(r, seqs + i, nb, 0, out);
-        if (rc)
+        if (rc == EXIT_FAILED)
             return rc;
+        bad |= rc == -1;
     }
-    return 0;
+    return agree_sums(r->dist, out, bad ? -1 : 0, NULL);
 }
 
 /* ---- checkpoints ----------------------------------------------------------- */
@@ -407,7 +476,7 @@ static int save_checkpoint(frae_model *m, const char *path,
                            const train_state *s, const run_info *ri,
                            int with_state)
 {
-    char v[16][160], fv[10][64];
+    char v[18][160], fv[10][64];
     frae_meta meta[32];
     int n = 0;
 #define M(key, ...)                                                            \
@@ -432,6 +501,8 @@ static int save_checkpoint(frae_model *m, const char *path,
         M("train.patience", "%d", ri->o->patience);
         M("train.val_split", "%.17g", ri->o->val_split);
         M("train.data", "%s", ri->summary);
+        /* frae.batch is each replica's; the run's batch is their sum */
+        M("train.global_batch", "%d", ri->o->cfg.batch);
         if (ri->o->crop)
             M("train.crop", "%d", ri->o->crop);
     }
@@ -516,6 +587,13 @@ static int load_state(const frae_checkpoint *ck, const char *path,
         state_double(ck, path, "train.best", DBL_MAX, 1, &best) ||
         state_double(ck, path, "train.val_split", 0.99, 0, &split))
         return EXIT_USAGE;
+    /* absent (before data-parallel training): the model's batch */
+    if (frae_checkpoint_meta(ck, "train.global_batch")) {
+        long gb;
+        if (state_long(ck, path, "train.global_batch", 1, 1 << 20, &gb))
+            return EXIT_USAGE;
+        o->cfg.batch = (int)gb;
+    }
     /* absent (before priors): no bits */
     if (frae_checkpoint_meta(ck, "train.epoch_bits") &&
         state_double(ck, path, "train.epoch_bits", DBL_MAX, 0, &s->bits))
@@ -659,11 +737,13 @@ typedef struct {
                          validation sequences */
     int32_t *val_seqs;
     long n_all, n_train, n_val;
+    const char *norm; /* a new model's normalization: on, off or a .npy */
     frae_model *m;
     batch_runner run, vrun;
     FILE *csv;
     int save_on, bar;
     run_info ri;
+    cli_dist *dist; /* this replica among those training together */
 } train_run;
 
 static void train_run_init(train_run *r)
@@ -680,6 +760,8 @@ static void train_run_init(train_run *r)
     o->frames = 100;
     o->data_seed = 7;
     o->save = "frae-checkpoint.safetensors";
+    o->replicas = 1;
+    o->dist_timeout = 600;
     cli_audio_default(&o->audio);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     o->cfg.threads = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
@@ -697,8 +779,6 @@ static void train_run_free(train_run *r)
     free(r->s.crop_start);
     free(r->perm);
     free(r->val_seqs);
-    free(r->o.data);
-    free(r->o.val);
     cli_dataset_free(&r->data);
     cli_dataset_free(&r->val);
     frae_checkpoint_close(r->ck);
@@ -1012,15 +1092,18 @@ static int set_normalization(train_run *r, const char *how)
 {
     const int D = r->o.cfg.frame_dim;
     float *stats = malloc(sizeof(float) * 2 * (size_t)D);
-    double *acc = malloc(sizeof(double) * 2 * (size_t)D);
+    double *acc = malloc(sizeof(double) * (2 * (size_t)D + 1));
     float *buf = malloc(sizeof(float) * 1024 * (size_t)D);
     int status = EXIT_OK;
     if (!stats || !acc || !buf) {
         status = cli_fail(EXIT_FAILED, "out of memory");
     } else if (!strcmp(how, "on")) {
+        /* each replica sums its share of the sequences, then the sums
+         * are added up across replicas (alone: all of them, in order) */
         frae_band_stats bs;
         frae_band_stats_begin(&bs, D, acc, acc + D);
-        for (long i = 0; i < r->n_train && !status; i++) {
+        long lo, mine = cli_dist_slice(r->dist, r->n_train, &lo);
+        for (long i = lo; i < lo + mine && !status; i++) {
             const cli_seq *q = &r->data.seqs[r->perm[i]];
             for (long t = 0; t < q->frames && !status; t += 1024) {
                 long n = q->frames - t < 1024 ? q->frames - t : 1024;
@@ -1029,6 +1112,14 @@ static int set_normalization(train_run *r, const char *how)
                 else
                     frae_band_stats_add(&bs, buf, n, D);
             }
+        }
+        if (r->dist->size > 1) {
+            if (cli_dist_any(r->dist, status != 0))
+                status = EXIT_FAILED;
+            acc[2 * (size_t)D] = bs.count;
+            if (!status && cli_dist_sum(r->dist, acc, 2 * (size_t)D + 1))
+                status = EXIT_FAILED;
+            bs.count = acc[2 * (size_t)D];
         }
         if (!status && frae_band_stats_finish(&bs, stats, stats + D))
             status = cli_fail(EXIT_USAGE, "--normalize: no training frames");
@@ -1069,26 +1160,25 @@ static int make_model(train_run *r)
     if (o->cfg.window > longest)
         o->cfg.window = (int)longest;
     o->cfg.training = 1;
-    const char *norm = o->normalize;
     if (!o->resume) {
-        if (!norm)
-            norm = r->uses_audio ? "on" : "off";
-        o->cfg.normalize = strcmp(norm, "off") != 0;
+        r->norm = o->normalize;
+        if (!r->norm)
+            r->norm = r->uses_audio ? "on" : "off";
+        o->cfg.normalize = strcmp(r->norm, "off") != 0;
     }
+    /* o->cfg.batch is the run's (global) batch; each replica's model has
+     * room for its share of it */
+    frae_config mine = o->cfg;
+    mine.batch = (o->cfg.batch + r->dist->size - 1) / r->dist->size;
     char err[512];
-    r->m = frae_create(&o->cfg, err, sizeof err);
+    r->m = frae_create(&mine, err, sizeof err);
     if (!r->m || (r->ck && frae_checkpoint_restore(r->ck, r->m, 1, err,
                                                    sizeof err)))
         return cli_fail(EXIT_USAGE, "%s", err);
-    if (!o->resume && o->cfg.normalize) {
-        int status = set_normalization(r, norm);
-        if (status)
-            return status;
-    }
     frae_checkpoint_close(r->ck);
     r->ck = NULL;
-    const int B = o->cfg.batch, W = o->cfg.window, D = o->cfg.frame_dim;
-    r->run = (batch_runner){r->m, &r->data,
+    const int B = mine.batch, W = o->cfg.window, D = o->cfg.frame_dim;
+    r->run = (batch_runner){r->m, r->dist, &r->data,
                             malloc(sizeof(float) * (size_t)B * W * D),
                             malloc(sizeof(int) * (size_t)B), NULL, NULL, 0};
     r->vrun = r->run;
@@ -1100,12 +1190,13 @@ static int make_model(train_run *r)
     }
     if (!r->run.win || !r->run.valid)
         return cli_fail(EXIT_FAILED, "out of memory");
-    if (o->log_csv &&
+    const int lead = r->dist->rank == 0;
+    if (lead && o->log_csv &&
         !(r->csv = open_csv(o->log_csv, o->cfg.prior_hidden > 0)))
         return cli_fail(EXIT_USAGE, "%s: cannot open for appending",
                         o->log_csv);
     r->save_on = o->save && strcmp(o->save, "none");
-    r->bar = o->progress < 0 ? isatty(STDOUT_FILENO) : o->progress;
+    r->bar = !lead ? 0 : o->progress < 0 ? isatty(STDOUT_FILENO) : o->progress;
     return 0;
 }
 
@@ -1126,6 +1217,11 @@ static void print_header(const train_run *r)
                "bits/frame); rate lambda %g\n",
                c->prior_hidden, frae_bits_per_frame(r->m),
                (double)c->rate_lambda);
+    if (r->dist->size > 1)
+        printf("data-parallel: %d %s, at most %d of the batch's %d "
+               "sequences each, %d thread%s each\n",
+               r->dist->size, r->dist->kind, frae_get_config(r->m)->batch,
+               c->batch, c->threads, c->threads == 1 ? "" : "s");
     if (r->o.resume)
         printf("resuming %s at epoch %d, batch %ld\n", r->o.resume,
                r->s.epoch + 1, r->s.batch);
@@ -1140,6 +1236,16 @@ static void catch_stop_signals(void)
     sa.sa_handler = on_stop_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The lead replica (rank 0) saves, if `on`; every replica learns whether
+ * it worked.  Returns -1 if it did not (the lead said why). */
+static int save_agreed(train_run *r, const char *path, int on, int with_state)
+{
+    int failed = 0;
+    if (on && r->dist->rank == 0)
+        failed = save_checkpoint(r->m, path, &r->s, &r->ri, with_state) != 0;
+    return cli_dist_any(r->dist, failed) ? -1 : 0;
 }
 
 /* The epoch's batches, from where it stands: 0 when it is done (or was
@@ -1162,17 +1268,24 @@ static int train_epoch(train_run *r)
         long first = s->batch * B;
         int nb = s->n_order - first < B ? (int)(s->n_order - first) : B;
         frae_stats sum = {0};
+        cli_fault_point(r->dist);
         int rc = run_batch(&r->run, s->order + first, nb, 1, &sum);
         if (rc == EXIT_FAILED) /* the data could not be read */
             return rc;
+        int stop = 0;
+        rc = agree_sums(r->dist, &sum, rc, &stop);
+        if (rc == EXIT_FAILED)
+            return rc;
         if (rc) {
-            fprintf(stderr,
-                    "%s%s: training diverged at epoch %d, batch %ld (loss or "
-                    "gradient is not finite); %s\n",
-                    r->bar ? "\n" : "", cli_cmd, s->epoch + 1, s->batch + 1,
-                    r->save_on ? "the last checkpoint is kept; try a lower "
-                                 "--lr or --clip-norm"
-                               : "try a lower --lr or --clip-norm");
+            if (r->dist->rank == 0)
+                fprintf(stderr,
+                        "%s%s: training diverged at epoch %d, batch %ld "
+                        "(loss or gradient is not finite); %s\n",
+                        r->bar ? "\n" : "", cli_cmd, s->epoch + 1,
+                        s->batch + 1,
+                        r->save_on ? "the last checkpoint is kept; try a "
+                                     "lower --lr or --clip-norm"
+                                   : "try a lower --lr or --clip-norm");
             return EXIT_FAILED;
         }
         s->sse += sum.sse, s->sae += sum.sae, s->bits += sum.rate_bits;
@@ -1184,16 +1297,18 @@ static int train_epoch(train_run *r)
                           el);
             last_draw = el;
         }
-        if (stop_requested) {
+        if (stop) {
             s->seconds = el;
             if (r->bar)
                 printf("\n");
-            if (r->save_on && save_checkpoint(r->m, r->o.save, s, &r->ri, 1))
+            if (save_agreed(r, r->o.save, r->save_on, 1))
                 return EXIT_FAILED;
-            fprintf(stderr, "%s: interrupted at epoch %d, batch %ld/%ld%s%s\n",
-                    cli_cmd, s->epoch + 1, s->batch, n_batches,
-                    r->save_on ? "; checkpoint saved to " : "",
-                    r->save_on ? r->o.save : "");
+            if (r->dist->rank == 0)
+                fprintf(stderr,
+                        "%s: interrupted at epoch %d, batch %ld/%ld%s%s\n",
+                        cli_cmd, s->epoch + 1, s->batch, n_batches,
+                        r->save_on ? "; checkpoint saved to " : "",
+                        r->save_on ? r->o.save : "");
             return EXIT_INTERRUPTED;
         }
     }
@@ -1216,7 +1331,7 @@ static int finish_epoch(train_run *r, int *stop)
     double vloss = NAN, vmae = NAN, vrate = NAN;
     if (r->n_val) {
         frae_stats vs;
-        int rc = evaluate(&r->vrun, r->val_seqs, r->n_val, &vs);
+        int rc = evaluate(&r->vrun, r->val_seqs, r->n_val, o->cfg.batch, &vs);
         if (rc == EXIT_FAILED)
             return rc;
         if (rc == 0) {
@@ -1227,17 +1342,21 @@ static int finish_epoch(train_run *r, int *stop)
     }
     s->epoch++;
     s->batch = 0;
-    if (r->bar)
+    const int lead = r->dist->rank == 0; /* it prints, logs and saves */
+    if (lead && r->bar)
         printf("\r\033[K");
-    printf("epoch %d/%d  loss %.6f  mae %.6f", s->epoch, o->epochs, loss, mae);
-    if (prior)
-        printf("  rate %.3f", rate);
-    if (r->n_val)
-        printf("  val_loss %.6f  val_mae %.6f", vloss, vmae);
-    if (r->n_val && prior)
-        printf("  val_rate %.3f", vrate);
-    printf("  %.0f frames/s  %.2f s\n", s->frames / secs, secs);
-    fflush(stdout);
+    if (lead) {
+        printf("epoch %d/%d  loss %.6f  mae %.6f", s->epoch, o->epochs, loss,
+               mae);
+        if (prior)
+            printf("  rate %.3f", rate);
+        if (r->n_val)
+            printf("  val_loss %.6f  val_mae %.6f", vloss, vmae);
+        if (r->n_val && prior)
+            printf("  val_rate %.3f", vrate);
+        printf("  %.0f frames/s  %.2f s\n", s->frames / secs, secs);
+        fflush(stdout);
+    }
     if (r->csv) {
         fprintf(r->csv, "%d,%.9g,%.9g,%.9g,%.9g,%.1f,%.3f", s->epoch, loss,
                 mae, vloss, vmae, s->frames / secs, secs);
@@ -1253,15 +1372,18 @@ static int finish_epoch(train_run *r, int *stop)
         s->best = monitored;
         s->best_epoch = s->epoch;
         s->bad_epochs = 0;
-        if (o->save_best && save_checkpoint(r->m, o->save_best, s, &r->ri, 0))
+        if (o->save_best && save_agreed(r, o->save_best, 1, 0))
             status = EXIT_FAILED;
     } else if (o->patience && ++s->bad_epochs >= o->patience) {
         *stop = 1;
     }
-    if (r->save_on && save_checkpoint(r->m, o->save, s, &r->ri, 1))
+    if (save_agreed(r, o->save, r->save_on, 1))
         status = EXIT_FAILED;
     if (status)
         return status;
+    const int interrupted = cli_dist_any(r->dist, stop_requested) > 0;
+    if (!lead)
+        return *stop ? EXIT_OK : interrupted ? EXIT_INTERRUPTED : EXIT_OK;
     if (*stop) {
         printf("early stop: no better %s for %d epochs (best %.6f at epoch "
                "%d)\n",
@@ -1269,7 +1391,7 @@ static int finish_epoch(train_run *r, int *stop)
                s->best_epoch);
         return EXIT_OK;
     }
-    if (stop_requested) {
+    if (interrupted) {
         fprintf(stderr, "%s: interrupted after epoch %d%s%s\n", cli_cmd,
                 s->epoch, r->save_on ? "; checkpoint saved to " : "",
                 r->save_on ? o->save : "");
@@ -1279,6 +1401,133 @@ static int finish_epoch(train_run *r, int *stop)
 }
 
 /* ---- the command ---------------------------------------------------------- */
+
+/* One replica's run: set up, agree that every replica could, train.  The
+ * lead replica (rank 0) prints; another prints only what went wrong on it
+ * alone (set-up errors are mostly the same everywhere). */
+static int train_replica(train_run *r)
+{
+    cli_dist *d = r->dist;
+    char own_error[2300] = "", cmd[64];
+    if (d->rank > 0) {
+        snprintf(cmd, sizeof cmd, "frae train (rank %d of %d)", d->rank,
+                 d->size);
+        cli_cmd = cmd;
+        cli_fail_capture(own_error, sizeof own_error);
+    } else {
+        cli_cmd = "frae train";
+    }
+    int status = 0;
+    if (r->o.resume)
+        status = resume_from_checkpoint(r);
+    if (!status)
+        status = settle_features(r);
+    if (!status)
+        status = load_data(r);
+    if (!status)
+        status = split_validation(r);
+    if (!status)
+        status = make_model(r);
+    if (d->size > 1) {
+        double v[2] = {status != 0, d->rank == 0 && status != 0};
+        cli_dist_sum(d, v, 2);
+        cli_fail_capture(NULL, 0);
+        if (v[0] > 0) {
+            if (status && d->rank > 0 && v[1] == 0)
+                fprintf(stderr, "%s\n", own_error);
+            return status ? status : EXIT_USAGE;
+        }
+    }
+    if (!status && !r->o.resume && r->o.cfg.normalize)
+        status = set_normalization(r, r->norm); /* agreed inside */
+    if (!status && d->size > 1) {
+        if (cli_dist_any(d, d->prepare(d, frae_param_count(r->m)) != 0))
+            status = cli_fail(EXIT_FAILED, "out of memory");
+        frae_set_reducer(r->m, &d->reducer);
+    }
+    if (!status && d->rank == 0)
+        print_header(r);
+    int stop = 0;
+    const double t0 = now_seconds();
+    while (!status && !stop && r->s.epoch < r->o.epochs) {
+        status = train_epoch(r);
+        if (!status)
+            status = finish_epoch(r, &stop);
+    }
+    if (d->size > 1 && d->rank == 0 && d->reduce_calls) {
+        const double secs = now_seconds() - t0;
+        printf("%d %s: %.1f KiB of gradients summed per step, %.3f ms per "
+               "step (%.1f%% of the time)\n",
+               d->size, d->kind, d->reduced_bytes / d->reduce_calls / 1024.0,
+               1e3 * d->reduce_seconds / d->reduce_calls,
+               secs > 0 ? 100.0 * d->reduce_seconds / secs : 0.0);
+        fflush(stdout);
+    }
+    return status;
+}
+
+typedef struct {
+    train_run run;
+    cli_dist dist;
+    pthread_t thread;
+    int status;
+} replica;
+
+static void *replica_main(void *arg)
+{
+    replica *p = arg;
+    p->status = train_replica(&p->run);
+    return NULL;
+}
+
+/* Threads of this process as replicas: rank r is r's thread. */
+static int train_replicas(const train_run *proto, int n)
+{
+    cli_thread_group *g = cli_thread_group_new(n, 0, 64);
+    replica *rep = calloc((size_t)n, sizeof *rep);
+    if (!g || !rep) {
+        cli_thread_group_free(g);
+        free(rep);
+        return cli_fail(EXIT_FAILED, "out of memory");
+    }
+    int started = 0;
+    for (int i = 0; i < n; i++) {
+        rep[i].run = *proto;
+        cli_dist_threads(&rep[i].dist, g, i);
+        rep[i].run.dist = &rep[i].dist;
+    }
+    for (int i = 1; i < n; i++) /* rank 0 runs on this thread */
+        if (pthread_create(&rep[i].thread, NULL, replica_main, &rep[i]))
+            break;
+        else
+            started++;
+    int status;
+    if (started < n - 1) {
+        /* the started ones wait at the first sum: nothing to do but go */
+        status = cli_fail(EXIT_FAILED, "cannot start %d threads", n);
+        _exit(status);
+    }
+    replica_main(&rep[0]);
+    status = rep[0].status;
+    for (int i = 1; i < n; i++) {
+        pthread_join(rep[i].thread, NULL);
+        if (!status)
+            status = rep[i].status;
+    }
+    for (int i = 0; i < n; i++)
+        train_run_free(&rep[i].run);
+    cli_thread_group_free(g);
+    free(rep);
+    return status;
+}
+
+/* Threads per replica when --threads is not given: the CPUs shared out. */
+static int share_cpus(int local_replicas)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long t = (cpus < 1 ? 1 : cpus) / (local_replicas < 1 ? 1 : local_replicas);
+    return t < 1 ? 1 : t > 64 ? 64 : (int)t;
+}
 
 int cmd_train(int argc, char **argv)
 {
@@ -1291,26 +1540,43 @@ int cmd_train(int argc, char **argv)
     if (r.o.cfg.rate_lambda > 0 && !(r.o.model_given & CLI_GIVEN_PRIOR))
         r.o.cfg.prior_hidden = 16; /* a rate needs a prior to measure it */
     r.s.rng = r.o.cfg.seed ^ 0x0123456789abcdefull; /* the epochs' shuffles */
-    if (!status && r.o.resume)
-        status = resume_from_checkpoint(&r);
+    char **data = r.o.data, **val = r.o.val; /* shared by the replicas */
+    cli_dist dist;
+    cli_dist_solo(&dist);
+    r.dist = &dist;
+#ifdef FRAE_MPI
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    if (cli_dist_mpi(&dist, 0, r.o.dist_timeout))
+        status = cli_fail(EXIT_FAILED, "out of memory");
+    if (!status && dist.size > 1 && r.o.replicas > 1)
+        status = cli_fail(EXIT_USAGE, "--replicas runs replicas in one "
+                          "process; under mpirun each rank is one");
+    if (!status && !r.o.threads_given) {
+        const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        r.o.cfg.threads = share_cpus(local ? atoi(local) : 1);
+    }
+#endif
+    if (!status && r.o.replicas > 1 && !r.o.threads_given)
+        r.o.cfg.threads = share_cpus(r.o.replicas);
     if (!status)
-        status = settle_features(&r);
-    if (!status)
-        status = load_data(&r);
-    if (!status)
-        status = split_validation(&r);
-    if (!status)
-        status = make_model(&r);
-    if (!status) {
-        print_header(&r);
         catch_stop_signals();
+    if (!status && r.o.replicas > 1)
+        status = train_replicas(&r, r.o.replicas);
+    else if (!status)
+        status = train_replica(&r);
+    if (r.o.replicas <= 1)
+        train_run_free(&r);
+    free(data);
+    free(val);
+#ifdef FRAE_MPI
+    cli_dist_mpi_free(&dist);
+    if (status && dist.size > 1) {
+        /* every rank agreed to stop; leave together, exit status kept */
+        MPI_Finalize();
+        return status;
     }
-    int stop = 0;
-    while (!status && !stop && r.s.epoch < r.o.epochs) {
-        status = train_epoch(&r);
-        if (!status)
-            status = finish_epoch(&r, &stop);
-    }
-    train_run_free(&r);
+    MPI_Finalize();
+#endif
     return status;
 }

@@ -1,0 +1,165 @@
+/* Data-parallel training over MPI (built into frae-mpi only).
+ *
+ * The gradients' sum is an allreduce made of two standard collectives, so
+ * that the order of the additions is frae's, not the MPI library's: an
+ * all-to-all hands rank j the j-th slice of every rank's buffer; rank j
+ * adds those slices in rank order, rank 0's first (dist.c's order, so a
+ * run with N MPI ranks gives the bits of --replicas N); an allgather then
+ * hands every rank every summed slice.  Each rank sends and receives
+ * 2 (N-1)/N of the buffer, what a ring allreduce moves.
+ *
+ * Every wait is bounded: the collectives are non-blocking and polled, and
+ * a rank that waits longer than the timeout (a rank died, hung or was
+ * stopped) says so in one line and aborts the job. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+typedef struct {
+    float *send, *recv;  /* N slices of `slice` floats each */
+    size_t slice, cap;   /* floats per slice; sums of up to cap floats */
+    double *gather;      /* the doubles' sums: N x cap64 */
+    size_t cap64;
+} mpi_buffers;
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Waits for req, at most d->timeout seconds: polls, and after the first
+ * millisecond sleeps 50 us between polls so a waiting rank leaves its core
+ * to the others. */
+static void wait_bounded(cli_dist *d, MPI_Request *req, const char *what)
+{
+    const double t0 = seconds_now();
+    int done = 0;
+    for (long polls = 0;; polls++) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (done)
+            return;
+        double waited = seconds_now() - t0;
+        if (waited > d->timeout) {
+            fprintf(stderr,
+                    "%s: no answer from the other ranks for %.0f s while "
+                    "summing %s (a rank died, hung or was stopped); "
+                    "stopping every rank (the last checkpoint is kept)\n",
+                    cli_cmd, waited, what);
+            fflush(stderr);
+            MPI_Abort(MPI_COMM_WORLD, EXIT_FAILED);
+        }
+        if (waited > 1e-3) {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static int mpi_sum_f32(void *ctx, float *x, size_t n)
+{
+    cli_dist *d = ctx;
+    mpi_buffers *b = d->mpi;
+    if (n > b->cap)
+        return -1;
+    const double t0 = seconds_now();
+    const int N = d->size;
+    /* slices of ceil(n / N): the tail of the last is padding */
+    const size_t s = (n + (size_t)N - 1) / (size_t)N;
+    memcpy(b->send, x, sizeof(float) * n);
+    memset(b->send + n, 0, sizeof(float) * (s * (size_t)N - n));
+    MPI_Request req;
+    MPI_Ialltoall(b->send, (int)s, MPI_FLOAT, b->recv, (int)s, MPI_FLOAT,
+                  MPI_COMM_WORLD, &req);
+    wait_bounded(d, &req, "gradients");
+    float *mine = b->send; /* this rank's summed slice, then all of them */
+    for (size_t i = 0; i < s; i++) {
+        float v = b->recv[i];
+        for (int r = 1; r < N; r++)
+            v += b->recv[(size_t)r * s + i];
+        mine[i] = v;
+    }
+    /* in place: rank j's slice sits at j * s of the gathered buffer */
+    memcpy(b->recv + (size_t)d->rank * s, mine, sizeof(float) * s);
+    MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b->recv, (int)s,
+                   MPI_FLOAT, MPI_COMM_WORLD, &req);
+    wait_bounded(d, &req, "gradients");
+    memcpy(x, b->recv, sizeof(float) * n);
+    d->reduced_bytes += sizeof(float) * n;
+    d->reduce_seconds += seconds_now() - t0;
+    d->reduce_calls++;
+    return 0;
+}
+
+static int mpi_sum_f64(void *ctx, double *x, size_t n)
+{
+    cli_dist *d = ctx;
+    mpi_buffers *b = d->mpi;
+    if (n > b->cap64)
+        return -1;
+    MPI_Request req;
+    MPI_Iallgather(x, (int)n, MPI_DOUBLE, b->gather, (int)n, MPI_DOUBLE,
+                   MPI_COMM_WORLD, &req);
+    wait_bounded(d, &req, "counts and flags");
+    for (size_t i = 0; i < n; i++) {
+        double v = b->gather[i];
+        for (int r = 1; r < d->size; r++)
+            v += b->gather[(size_t)r * n + i];
+        x[i] = v;
+    }
+    return 0;
+}
+
+static int mpi_prepare(cli_dist *d, size_t n)
+{
+    mpi_buffers *b = d->mpi;
+    const size_t s = (n + (size_t)d->size - 1) / (size_t)d->size;
+    if (n <= b->cap)
+        return 0;
+    float *send = realloc(b->send, sizeof(float) * s * (size_t)d->size);
+    if (send)
+        b->send = send;
+    float *recv = realloc(b->recv, sizeof(float) * s * (size_t)d->size);
+    if (recv)
+        b->recv = recv;
+    if (!send || !recv)
+        return -1;
+    b->cap = n;
+    return 0;
+}
+
+int cli_dist_mpi(cli_dist *d, size_t cap32, double timeout)
+{
+    memset(d, 0, sizeof *d);
+    MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &d->size);
+    d->kind = "MPI ranks";
+    d->timeout = timeout;
+    mpi_buffers *b = calloc(1, sizeof *b);
+    if (!b)
+        return -1;
+    b->cap64 = 64;
+    b->gather = malloc(sizeof(double) * b->cap64 * (size_t)d->size);
+    d->mpi = b;
+    d->reducer = (frae_reducer){mpi_sum_f32, mpi_sum_f64, d};
+    d->prepare = mpi_prepare;
+    cli_fault_setup(d);
+    if (!b->gather || mpi_prepare(d, cap32))
+        return -1;
+    return 0;
+}
+
+void cli_dist_mpi_free(cli_dist *d)
+{
+    mpi_buffers *b = d->mpi;
+    if (!b)
+        return;
+    free(b->send), free(b->recv), free(b->gather);
+    free(b);
+    d->mpi = NULL;
+}
