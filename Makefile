@@ -153,6 +153,11 @@ $(BUILD)/sgemm_peak: bench/sgemm_peak.c
 bench: $(FRAE) $(BENCH) $(BUILD)/sgemm_peak
 	sh bench/run.sh $(BUILD)
 
+# Data-parallel training: 2 MPI ranks against 2 threads, the sums' cost and
+# the cluster model (README "Training on a cluster"; needs Open MPI)
+bench-mpi: $(FRAE) $(FRAE_MPI)
+	/usr/bin/python3 bench/mpi_scale.py $(BUILD)
+
 # Regenerates tests/fixtures from the PyTorch reference (needs python3-torch).
 fixtures:
 	/usr/bin/python3 tools/export_fixtures.py tests/fixtures

@@ -18,9 +18,12 @@ BUILD_PKGS="gcc make libc6-dev python3 python3-numpy pkgconf clang libclang-rt-1
   libsndfile1-dev libfftw3-dev libsamplerate0-dev
   espeak-ng flite codec2 opus-tools sox python3-matplotlib python3-aubio"
 OPTIONAL_PKGS="${FRAE_OPTIONAL_PKGS-python3-numpy python3-torch libopenblas-dev hyperfine valgrind}"
+# data-parallel training over MPI (frae-mpi, README "Training on a
+# cluster"): Open MPI, with WITH_MPI=1 (CI installs it; nothing else needs it)
+MPI_PKGS="openmpi-bin libopenmpi-dev"
 
 missing=""
-for p in $BUILD_PKGS ${WITH_OPTIONAL:+$OPTIONAL_PKGS}; do
+for p in $BUILD_PKGS ${WITH_OPTIONAL:+$OPTIONAL_PKGS} ${WITH_MPI:+$MPI_PKGS}; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
         missing="$missing $p"
     fi

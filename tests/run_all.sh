@@ -35,6 +35,12 @@ echo "== workflow tests: files, checkpoints, resume, imports ($BUILD)"
 run /usr/bin/python3 tests/workflow_test.py "$BUILD/frae"
 echo "== hostile inputs: malformed files, forged state, long audio ($BUILD)"
 run /usr/bin/python3 tests/hostile_test.py "$BUILD/frae"
+echo "== data-parallel training: replicas, MPI ranks ($BUILD)"
+if [ "$BUILD" = build ]; then
+    run /usr/bin/python3 tests/distributed_test.py "$BUILD/frae"
+else # sanitizer builds have no frae-mpi
+    run /usr/bin/python3 tests/distributed_test.py "$BUILD/frae" --no-mpi
+fi
 if [ "$BUILD" = build ]; then # installs and links uninstrumented code
     echo "== install and pkg-config ($BUILD)"
     run sh tests/install_test.sh "$BUILD"

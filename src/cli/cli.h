@@ -36,6 +36,9 @@ typedef struct cli_dist {
     cli_thread_group *group; /* replicas: the threads' shared buffers */
     void *mpi;               /* MPI ranks: the transport's buffers */
     double timeout;          /* MPI: seconds a sum waits for the others */
+    /* set by a signal (Ctrl-C, or the launcher stopping the job): a sum
+     * still waiting a second later will not be answered */
+    const volatile int *signalled;
     /* sizes the buffers for sums of up to n floats (every replica, once,
      * before training) */
     int (*prepare)(struct cli_dist *d, size_t n);

@@ -35,16 +35,30 @@ static double seconds_now(void)
 
 /* Waits for req, at most d->timeout seconds: polls, and after the first
  * millisecond sleeps 50 us between polls so a waiting rank leaves its core
- * to the others. */
+ * to the others.  A signal while waiting (mpirun sends SIGTERM to every
+ * rank when one dies, and SIGKILL a second later) ends the wait after half
+ * a second, so the reason is said before the kill. */
 static void wait_bounded(cli_dist *d, MPI_Request *req, const char *what)
 {
     const double t0 = seconds_now();
-    int done = 0;
-    for (long polls = 0;; polls++) {
+    double signal_seen = -1;
+    for (;;) {
+        int done = 0;
         MPI_Test(req, &done, MPI_STATUS_IGNORE);
         if (done)
             return;
-        double waited = seconds_now() - t0;
+        const double now = seconds_now(), waited = now - t0;
+        if (signal_seen < 0 && d->signalled && *d->signalled)
+            signal_seen = now;
+        if (signal_seen >= 0 && now - signal_seen > 0.5) {
+            fprintf(stderr,
+                    "%s: stopped while waiting for the other ranks to sum "
+                    "%s (a rank died, or the job was stopped); the last "
+                    "checkpoint is kept\n",
+                    cli_cmd, what);
+            fflush(stderr);
+            MPI_Abort(MPI_COMM_WORLD, EXIT_FAILED);
+        }
         if (waited > d->timeout) {
             fprintf(stderr,
                     "%s: no answer from the other ranks for %.0f s while "

@@ -1,6 +1,9 @@
 /* frae: the command-line tool.  One file per group of commands. */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -28,6 +31,43 @@ static void print_help(void)
            FRAE_VERSION_STRING);
 }
 
+#ifndef FRAE_MPI
+/* Under mpirun with more than one rank (Open MPI's, MPICH's or a PMI
+ * launcher's variables), each copy of this build would train alone and
+ * write the same checkpoint: data-parallel training is frae-mpi's. */
+static int launched_by_mpirun(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                       "PMIX_SIZE"};
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atoi(v) > 1)
+            return 1;
+    }
+    return 0;
+}
+
+/* Runs frae-mpi from this command's directory with the same arguments. */
+static int run_mpi_build(char **argv)
+{
+    char self[PATH_MAX], path[PATH_MAX + 16];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = 0;
+            snprintf(path, sizeof path, "%s/frae-mpi", self);
+            execv(path, argv);
+        }
+    }
+    return cli_fail(EXIT_USAGE,
+                    "launched by mpirun, but this frae was built without MPI "
+                    "and no frae-mpi is beside it: install Open MPI "
+                    "(WITH_MPI=1 scripts/install-deps.sh) and run 'make mpi'");
+}
+#endif
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -43,8 +83,13 @@ int main(int argc, char **argv)
         printf("frae %s\n", FRAE_VERSION_STRING);
         return EXIT_OK;
     }
-    if (!strcmp(cmd, "train"))
+    if (!strcmp(cmd, "train")) {
+#ifndef FRAE_MPI
+        if (launched_by_mpirun())
+            return run_mpi_build(argv);
+#endif
         return cmd_train(argc - 2, argv + 2);
+    }
     if (!strcmp(cmd, "predict"))
         return cmd_predict(argc - 2, argv + 2);
     if (!strcmp(cmd, "info"))

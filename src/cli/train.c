@@ -29,7 +29,7 @@
 
 #include "cli.h"
 
-static volatile sig_atomic_t stop_requested;
+static volatile int stop_requested; /* int: dist.c reads it too */
 static void on_stop_signal(int sig)
 {
     (void)sig;
@@ -1549,9 +1549,12 @@ int cmd_train(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     if (cli_dist_mpi(&dist, 0, r.o.dist_timeout))
         status = cli_fail(EXIT_FAILED, "out of memory");
-    if (!status && dist.size > 1 && r.o.replicas > 1)
-        status = cli_fail(EXIT_USAGE, "--replicas runs replicas in one "
-                          "process; under mpirun each rank is one");
+    if (!status && dist.size > 1 && r.o.replicas > 1) /* rank 0 says it */
+        status = dist.rank ? EXIT_USAGE
+                           : cli_fail(EXIT_USAGE, "--replicas runs replicas "
+                                      "in one process; under mpirun each "
+                                      "rank is one");
+    dist.signalled = &stop_requested;
     if (!status && !r.o.threads_given) {
         const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
         r.o.cfg.threads = share_cpus(local ? atoi(local) : 1);
