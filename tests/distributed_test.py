@@ -216,7 +216,7 @@ def main():
         return summary()
     if not MPIRUN:
         print("    skip MPI: no mpirun (WITH_MPI=1 scripts/install-deps.sh installs it)")
-        print("8 skipped")
+        print("9 skipped")
         return summary()
     check(os.access(FRAE_MPI, os.X_OK), "mpirun is installed and frae-mpi was built",
           FRAE_MPI)
@@ -263,6 +263,24 @@ def main():
         check(rc != 0 and one_line(err, needle) and md5("half2.st") == before and secs < 60,
               "%s: exit %d after %.1f s, one line, the checkpoint kept" % (fault, rc, secs),
               err)
+    # Ctrl-C on mpirun: every rank stops at the same batch, rank 0 saves
+    # (long enough that mpirun forwards the signal, about 0.5 s, in time)
+    many = ["varied", *SMALL, "--batch", "2", "--epochs", "400"]
+    rc, _, err = run("train", *many, "--replicas", "2", "--save", "mref.st")
+    p = subprocess.Popen([MPIRUN] + MPI_FLAGS + ["-np", "2", FRAE_MPI, "train", *many,
+                          "--save", "mint.st"], cwd=TMP, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    for line in p.stdout:
+        if line.startswith("epoch 2/"):
+            p.send_signal(signal.SIGINT)
+            break
+    out, err = p.communicate(timeout=60)
+    rc2, _, err2 = run("train", "varied", "--resume", "mint.st", "--threads", "1",
+                       "--progress", "off", "--save", "mint.st", mpi=2)
+    check(p.returncode != 0 and one_line(err, "interrupted") and rc2 == 0
+          and same_bytes("mref.st", "mint.st"),
+          "Ctrl-C on mpirun: one line, the checkpoint saved; resuming ends in the bits "
+          "of the straight run", "rc %d %s %s" % (p.returncode, err, err2))
     rc, _, err = run("train", "--replicas", "2", mpi=2)
     check(rc != 0 and one_line(err, "--replicas"), "--replicas under mpirun is refused",
           err)
