@@ -60,6 +60,9 @@ int frae_npy_open(const char *path, frae_npy *a, char *err, size_t errlen);
 void frae_npy_close(frae_npy *a);
 int frae_npy_check_finite(const frae_npy *a, const char *name, char *err,
                           size_t errlen);
+/* The same over sequences s0..s1-1 only (0 <= s0 <= s1 <= a->n). */
+int frae_npy_check_finite_seqs(const frae_npy *a, const char *name, long s0,
+                               long s1, char *err, size_t errlen);
 float frae_npy_value(const frae_npy *a, size_t index);
 /* Frames t0..t0+nt-1 of sequence seq, as float32.  Returns 0, or -1 if
  * values read from a file descriptor could not be read. */

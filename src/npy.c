@@ -230,10 +230,17 @@ int frae_npy_read(const frae_npy *a, long seq, long t0, long nt, float *dst)
 int frae_npy_check_finite(const frae_npy *a, const char *name, char *err,
                           size_t errlen)
 {
-    size_t count = (size_t)a->n * a->t * a->d;
+    return frae_npy_check_finite_seqs(a, name, 0, a->n, err, errlen);
+}
+
+int frae_npy_check_finite_seqs(const frae_npy *a, const char *name, long s0,
+                               long s1, char *err, size_t errlen)
+{
+    const size_t per_seq = (size_t)a->t * a->d;
+    size_t count = (size_t)s1 * per_seq;
     if (a->ndim != 2 && a->ndim != 3)
         count = 0;
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = (size_t)s0 * per_seq; i < count; i++) {
         double v;
         if (a->itemsize == 4) {
             float f;

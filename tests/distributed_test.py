@@ -209,6 +209,18 @@ def main():
     check(rc == 1 and one_line(err, "(rank 1 of 2)") and md5("half1.st") == before,
           "a replica that cannot read stops them all: one line naming it, exit 1, the "
           "checkpoint kept", err)
+    # each replica checks its share of the values; a NaN in the last file
+    # is found by the last replica, which says so alone
+    os.makedirs(path("nan"))
+    for i in range(4):
+        x = rng.normal(0, 0.5, (20, D)).astype(np.float32)
+        if i == 3:
+            x[7, 2] = np.nan
+        np.save(path("nan/s%d.npy" % i), x)
+    rc, _, err = run("train", "nan", *SMALL, "--batch", "2", "--replicas", "2",
+                     "--save", "none")
+    check(rc == 2 and one_line(err, "(rank 1 of 2)") and "s3.npy: NaN at [7, 2]" in err,
+          "a NaN in replica 1's share: one line from it, exit 2", err)
     rc, _, err = run("train", "--replicas", "0")
     check(rc == 2 and one_line(err, "--replicas"), "--replicas 0 is refused in one line", err)
 
@@ -216,7 +228,7 @@ def main():
         return summary()
     if not MPIRUN:
         print("    skip MPI: no mpirun (WITH_MPI=1 scripts/install-deps.sh installs it)")
-        print("9 skipped")
+        print("10 skipped")
         return summary()
     check(os.access(FRAE_MPI, os.X_OK), "mpirun is installed and frae-mpi was built",
           FRAE_MPI)
@@ -281,6 +293,9 @@ def main():
           and same_bytes("mref.st", "mint.st"),
           "Ctrl-C on mpirun: one line, the checkpoint saved; resuming ends in the bits "
           "of the straight run", "rc %d %s %s" % (p.returncode, err, err2))
+    rc, _, err = run("train", "nan", *SMALL, "--batch", "2", "--save", "none", mpi=2)
+    check(rc == 2 and one_line(err, "(rank 1 of 2)") and "NaN at [7, 2]" in err,
+          "a NaN in rank 1's share: one line from it, exit 2", err)
     rc, _, err = run("train", "--replicas", "2", mpi=2)
     check(rc != 0 and one_line(err, "--replicas"), "--replicas under mpirun is refused",
           err)

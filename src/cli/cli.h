@@ -211,11 +211,13 @@ typedef struct {
     int has_audio; /* some files were audio, turned into features */
 } cli_dataset;
 
-/* Loads .npy files and directories of them (sorted), checking every value
- * is finite and every file has frame dimension dim (0: the first file's).
- * Returns 0 or EXIT_USAGE after printing the error. */
+/* Loads .npy files and directories of them (sorted), checking every file
+ * has frame dimension dim (0: the first file's) and every value is finite:
+ * with replicas (share non-NULL), those of this replica's share of the
+ * sequences only (the replicas agree on the result).  Returns 0 or
+ * EXIT_USAGE after printing the error. */
 int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim,
-                     const cli_audio *audio);
+                     const cli_audio *audio, const cli_dist *share);
 int cli_dataset_builtin(cli_dataset *ds, int n_seqs, int frames, int dim,
                         uint64_t seed);
 void cli_dataset_free(cli_dataset *ds);

@@ -636,7 +636,7 @@ static int expand_paths(char **paths, int n, char ***out, int *n_out)
 }
 
 int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim,
-                     const cli_audio *audio)
+                     const cli_audio *audio, const cli_dist *share)
 {
     memset(ds, 0, sizeof *ds);
     int rc = expand_paths(paths, n_paths, &ds->names, &ds->n_files);
@@ -660,8 +660,7 @@ int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim,
                 return rc2;
             ds->has_audio = 1;
         } else if (frae_npy_open(ds->names[i], a, err, sizeof err) ||
-                   frae_npy_frames(a, ds->names[i], err, sizeof err) ||
-                   frae_npy_check_finite(a, ds->names[i], err, sizeof err)) {
+                   frae_npy_frames(a, ds->names[i], err, sizeof err)) {
             return cli_fail(EXIT_USAGE, "%s", err);
         }
         if (ds->dim == 0)
@@ -685,6 +684,21 @@ int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim,
             ds->seqs[ds->n_seqs++] = (cli_seq){i, s, ds->files[i].t};
             ds->total_frames += ds->files[i].t;
         }
+    /* every value finite: this replica's sequences, file by file (a
+     * replica reads only its share; audio features are checked when made) */
+    long lo = 0, n = ds->n_seqs;
+    if (share)
+        n = cli_dist_slice(share, ds->n_seqs, &lo);
+    for (long q = lo; q < lo + n;) {
+        const cli_seq *sq = &ds->seqs[q];
+        const frae_npy *a = &ds->files[sq->file];
+        long s1 = a->n - sq->index < lo + n - q ? a->n : sq->index + (lo + n - q);
+        if (!cli_is_audio(ds->names[sq->file]) &&
+            frae_npy_check_finite_seqs(a, ds->names[sq->file], sq->index, s1,
+                                       err, sizeof err))
+            return cli_fail(EXIT_USAGE, "%s", err);
+        q += s1 - sq->index;
+    }
     return 0;
 }
 

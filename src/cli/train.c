@@ -868,7 +868,7 @@ static int load_data(train_run *r)
                                   o->frame_dim_given || o->resume
                                       ? o->cfg.frame_dim
                                       : 0,
-                                  &o->audio);
+                                  &o->audio, r->dist);
         if (!status)
             o->cfg.frame_dim = r->data.dim;
     } else {
@@ -877,7 +877,7 @@ static int load_data(train_run *r)
     }
     if (!status && o->n_val)
         status = cli_dataset_load(&r->val, o->val, o->n_val, o->cfg.frame_dim,
-                                  &o->audio);
+                                  &o->audio, r->dist);
     if (status)
         return status;
     if ((r->data.has_audio || r->val.has_audio) && !r->uses_audio) {
