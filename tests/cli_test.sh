@@ -55,6 +55,10 @@ expect 2 "--activation got 'gelu'" "unknown activation" -- train --activation ge
 expect 2 "--frame-dim expects an integer" "frame dim overflow" -- train --frame-dim 99999999999
 expect 2 "more than this machine" "model too large" -- train --enc 300000,300000 --epochs 1
 expect 2 "extra: cannot open" "missing data file" -- train extra
+expect 2 "--replicas expects an integer" "replicas zero" -- train --replicas 0
+expect 2 "--replicas expects an integer" "replicas too many" -- train --replicas 100000
+expect 2 "--dist-timeout expects a number" "dist timeout zero" -- train --dist-timeout 0
+expect 2 "--dist-timeout expects a number" "dist timeout nan" -- train --dist-timeout nan
 
 # a short real run: loss printed every epoch, and it goes down
 "$FRAE" train --frame-dim 8 --history 2 --enc 32 --latent 4 --dec 32 \
