@@ -57,6 +57,12 @@ void cli_dist_solo(cli_dist *d);
 cli_thread_group *cli_thread_group_new(int size, size_t cap32, size_t cap64);
 void cli_thread_group_free(cli_thread_group *g);
 void cli_dist_threads(cli_dist *d, cli_thread_group *g, int rank);
+/* The order of every sum, in both transports: dst[i] = ((src[0][i] +
+ * src[1][i]) + ...) + src[n_src-1][i], for i in lo..hi-1. */
+void cli_rank_order_f32(const float *const *src, int n_src, size_t lo,
+                        size_t hi, float *dst);
+void cli_rank_order_f64(const double *const *src, int n_src, size_t lo,
+                        size_t hi, double *dst);
 /* Sums n doubles across the replicas in place (alone: nothing). */
 int cli_dist_sum(cli_dist *d, double *x, size_t n);
 /* Whether any replica's flag is set (agreement on errors and stops). */

@@ -47,6 +47,30 @@ static void slice(size_t n, int size, int rank, size_t *lo, size_t *hi)
     *hi = n * (size_t)(rank + 1) / (size_t)size;
 }
 
+/* The one order of every sum: dst[i] = ((src[0][i] + src[1][i]) + ...)
+ * for i in lo..hi-1. */
+void cli_rank_order_f32(const float *const *src, int n_src, size_t lo,
+                        size_t hi, float *dst)
+{
+    for (size_t i = lo; i < hi; i++) {
+        float s = src[0][i];
+        for (int r = 1; r < n_src; r++)
+            s += src[r][i];
+        dst[i] = s;
+    }
+}
+
+void cli_rank_order_f64(const double *const *src, int n_src, size_t lo,
+                        size_t hi, double *dst)
+{
+    for (size_t i = lo; i < hi; i++) {
+        double s = src[0][i];
+        for (int r = 1; r < n_src; r++)
+            s += src[r][i];
+        dst[i] = s;
+    }
+}
+
 static int threads_sum_f32(void *ctx, float *x, size_t n)
 {
     cli_dist *d = ctx;
@@ -58,12 +82,8 @@ static int threads_sum_f32(void *ctx, float *x, size_t n)
     pthread_barrier_wait(&g->barrier);
     size_t lo, hi;
     slice(n, g->size, d->rank, &lo, &hi);
-    for (size_t i = lo; i < hi; i++) {
-        float s = g->f32[0][i];
-        for (int r = 1; r < g->size; r++)
-            s += g->f32[r][i];
-        g->out32[i] = s;
-    }
+    cli_rank_order_f32((const float *const *)g->f32, g->size, lo, hi,
+                       g->out32);
     pthread_barrier_wait(&g->barrier);
     memcpy(x, g->out32, sizeof(float) * n);
     pthread_barrier_wait(&g->barrier);
@@ -82,12 +102,8 @@ static int threads_sum_f64(void *ctx, double *x, size_t n)
     g->f64[d->rank] = x;
     pthread_barrier_wait(&g->barrier);
     if (d->rank == 0)
-        for (size_t i = 0; i < n; i++) {
-            double s = g->f64[0][i];
-            for (int r = 1; r < g->size; r++)
-                s += g->f64[r][i];
-            g->out64[i] = s;
-        }
+        cli_rank_order_f64((const double *const *)g->f64, g->size, 0, n,
+                           g->out64);
     pthread_barrier_wait(&g->barrier);
     memcpy(x, g->out64, sizeof(double) * n);
     pthread_barrier_wait(&g->barrier);

@@ -24,6 +24,8 @@ typedef struct {
     size_t slice, cap;   /* floats per slice; sums of up to cap floats */
     double *gather;      /* the doubles' sums: N x cap64 */
     size_t cap64;
+    float **src32;       /* [N]: each rank's slice, for the sum */
+    double **src64;
 } mpi_buffers;
 
 static double seconds_now(void)
@@ -91,13 +93,10 @@ static int mpi_sum_f32(void *ctx, float *x, size_t n)
     MPI_Ialltoall(b->send, (int)s, MPI_FLOAT, b->recv, (int)s, MPI_FLOAT,
                   MPI_COMM_WORLD, &req);
     wait_bounded(d, &req, "gradients");
-    float *mine = b->send; /* this rank's summed slice, then all of them */
-    for (size_t i = 0; i < s; i++) {
-        float v = b->recv[i];
-        for (int r = 1; r < N; r++)
-            v += b->recv[(size_t)r * s + i];
-        mine[i] = v;
-    }
+    float *mine = b->send; /* this rank's summed slice */
+    for (int r = 0; r < N; r++)
+        b->src32[r] = b->recv + (size_t)r * s;
+    cli_rank_order_f32((const float *const *)b->src32, N, 0, s, mine);
     /* in place: rank j's slice sits at j * s of the gathered buffer */
     memcpy(b->recv + (size_t)d->rank * s, mine, sizeof(float) * s);
     MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b->recv, (int)s,
@@ -120,12 +119,9 @@ static int mpi_sum_f64(void *ctx, double *x, size_t n)
     MPI_Iallgather(x, (int)n, MPI_DOUBLE, b->gather, (int)n, MPI_DOUBLE,
                    MPI_COMM_WORLD, &req);
     wait_bounded(d, &req, "counts and flags");
-    for (size_t i = 0; i < n; i++) {
-        double v = b->gather[i];
-        for (int r = 1; r < d->size; r++)
-            v += b->gather[(size_t)r * n + i];
-        x[i] = v;
-    }
+    for (int r = 0; r < d->size; r++)
+        b->src64[r] = b->gather + (size_t)r * n;
+    cli_rank_order_f64((const double *const *)b->src64, d->size, 0, n, x);
     return 0;
 }
 
@@ -159,11 +155,13 @@ int cli_dist_mpi(cli_dist *d, size_t cap32, double timeout)
         return -1;
     b->cap64 = 64;
     b->gather = malloc(sizeof(double) * b->cap64 * (size_t)d->size);
+    b->src32 = calloc((size_t)d->size, sizeof *b->src32);
+    b->src64 = calloc((size_t)d->size, sizeof *b->src64);
     d->mpi = b;
     d->reducer = (frae_reducer){mpi_sum_f32, mpi_sum_f64, d};
     d->prepare = mpi_prepare;
     cli_fault_setup(d);
-    if (!b->gather || mpi_prepare(d, cap32))
+    if (!b->gather || !b->src32 || !b->src64 || mpi_prepare(d, cap32))
         return -1;
     return 0;
 }
@@ -174,6 +172,7 @@ void cli_dist_mpi_free(cli_dist *d)
     if (!b)
         return;
     free(b->send), free(b->recv), free(b->gather);
+    free(b->src32), free(b->src64);
     free(b);
     d->mpi = NULL;
 }
