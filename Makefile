@@ -63,10 +63,39 @@ MPI   ?= $(if $(shell command -v $(MPICC) 2>/dev/null),yes,no)
 FRAE_MPI = $(BUILD)/frae-mpi
 MPI_CLI_OBJS = $(CLI_SRCS:%.c=$(BUILD)/mpi/%.o) $(BUILD)/mpi/src/cli/dist_mpi.o
 
+# The Python module (import frae): frae/__init__.py and the extension
+# _frae, built against Debian's python3-dev (no NumPy headers: arrays cross
+# as buffers) into $(BUILD)/python; PYTHONPATH=$(BUILD)/python imports it,
+# 'make install-python' installs it.  Built by default where Python.h is.
+PYTHON  ?= /usr/bin/python3
+PY_INC  := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])" 2>/dev/null)
+PY_EXT  := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+PY_SITE := $(shell $(PYTHON) -c "import sys; print('python%d' % sys.version_info[0])" 2>/dev/null)
+PYMOD   ?= $(if $(wildcard $(PY_INC)/Python.h),yes,no)
+PY_DIR   = $(BUILD)/python/frae
+PY_FILES = $(PY_DIR)/_frae$(PY_EXT) $(PY_DIR)/__init__.py
+
 .PHONY: all test test-asan check bench fixtures clean install fuzz \
-        fuzz-seeds demo mpi bench-mpi
+        fuzz-seeds demo mpi bench-mpi python install-python
 all: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE) $(TESTS) $(BENCH) \
-     $(if $(filter yes,$(MPI)),$(FRAE_MPI))
+     $(if $(filter yes,$(MPI)),$(FRAE_MPI)) \
+     $(if $(filter yes,$(PYMOD)),$(PY_FILES))
+python: $(PY_FILES)
+
+$(PY_DIR)/_frae$(PY_EXT): python/frae/_frae.c $(BUILD)/src/cli/common.o \
+                          $(BUILD)/src/cli/dist.o $(INTERNAL)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -I$(PY_INC) -Isrc/cli -shared $< \
+	  $(BUILD)/src/cli/common.o $(BUILD)/src/cli/dist.o $(INTERNAL) \
+	  $(LDLIBS_ALL) -o $@
+$(PY_DIR)/__init__.py: python/frae/__init__.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+# make install-python [PREFIX=/usr/local]: into PREFIX's dist-packages
+install-python: $(PY_FILES)
+	install -d $(DESTDIR)$(PREFIX)/lib/$(PY_SITE)/dist-packages/frae
+	install -m 644 $(PY_FILES) $(DESTDIR)$(PREFIX)/lib/$(PY_SITE)/dist-packages/frae/
 mpi: $(FRAE_MPI)
 
 $(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
@@ -130,12 +159,13 @@ $(BENCH): $(BUILD)/bench/bench_frae.o $(INTERNAL)
 
 # All tests: unit tests, then the CLI checks.  Closes with "N passed, N failed".
 test: $(FRAE) $(TESTS) $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) \
-      $(if $(filter yes,$(MPI)),$(FRAE_MPI))
+      $(if $(filter yes,$(MPI)),$(FRAE_MPI)) \
+      $(if $(filter yes,$(PYMOD)),$(PY_FILES))
 	sh tests/run_all.sh $(BUILD)
 
 # The same suite under AddressSanitizer and UBSan, in its own build dir.
 test-asan:
-	$(MAKE) BUILD=build-asan OPT=-O1 MPI=no \
+	$(MAKE) BUILD=build-asan OPT=-O1 MPI=no PYMOD=no \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  test
 

@@ -41,6 +41,10 @@ if [ "$BUILD" = build ]; then
 else # sanitizer builds have no frae-mpi
     run /usr/bin/python3 tests/distributed_test.py "$BUILD/frae" --no-mpi
 fi
+if [ "$BUILD" = build ]; then # the module loads into an uninstrumented python
+    echo "== the Python module: import frae ($BUILD)"
+    run sh tests/python_test.sh "$BUILD"
+fi
 if [ "$BUILD" = build ]; then # installs and links uninstrumented code
     echo "== install and pkg-config ($BUILD)"
     run sh tests/install_test.sh "$BUILD"

@@ -1,0 +1,324 @@
+"""The Python module (import frae): every call, fit against 'frae train' to
+the bit, memory over 1,000 calls, and bad input.  Run by tests/python_test.sh
+(pytest, with PYTHONPATH at the build's python/ and FRAE_BIN the command)."""
+import gc
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import tracemalloc
+import wave
+
+import numpy as np
+import pytest
+
+import frae
+
+FRAE = os.environ.get("FRAE_BIN", "build/frae")
+SMALL = dict(frame_dim=8, history=2, latent=4, quantizer="binary", enc=(24,), dec=(24,),
+             window=20, threads=1)
+CLI_SMALL = ["--history", "2", "--latent", "4", "--quantizer", "binary", "--enc", "24",
+             "--dec", "24", "--window", "20", "--threads", "1", "--progress", "off"]
+
+
+def data(n=20, t=50, d=8, seed=1):
+    rng = np.random.default_rng(seed)
+    tt = np.arange(t)[None, :, None]
+    return (0.5 * np.sin(tt * rng.uniform(0.05, 0.2, (n, 1, d)) + rng.uniform(0, 6, (n, 1, d)))
+            ).astype(np.float32)
+
+
+def cli(*args):
+    p = subprocess.run([FRAE] + [str(a) for a in args], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def same_weights(a, b):
+    wa, wb = a.get_weights(), b.get_weights()
+    return len(wa) == len(wb) and all(np.array_equal(x, y) for x, y in zip(wa, wb))
+
+
+def rss_bytes():
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+# ---- fit against the command line ----------------------------------------------
+
+@pytest.mark.parametrize("family,extra,cli_extra", [
+    ("dense", {}, []),
+    ("gru", dict(feedback="full", normalize=True), ["--feedback", "full", "--normalize", "on"]),
+    ("gru", dict(rate_lambda=0.01), ["--rate-lambda", "0.01"]),
+])
+def test_fit_matches_frae_train(tmp_path, family, extra, cli_extra):
+    x = data()
+    np.save(tmp_path / "x.npy", x)
+    m = frae.FRAE(family=family, **SMALL, **extra)
+    h = m.fit(x, epochs=3, batch_size=4, validation_split=0.2, verbose=0,
+              csv_log=str(tmp_path / "py.csv"))
+    cli("train", tmp_path / "x.npy", "--family", family, *CLI_SMALL, *cli_extra, "--epochs", 3,
+        "--batch", 4, "--val-split", 0.2, "--save", tmp_path / "cli.st", "--log-csv",
+        tmp_path / "cli.csv")
+    assert same_weights(m, frae.load(tmp_path / "cli.st")), "weights differ from frae train's"
+    py = [l.split(",") for l in open(tmp_path / "py.csv").read().split()]
+    cl = [l.split(",") for l in open(tmp_path / "cli.csv").read().split()]
+    assert py[0] == cl[0]
+    for a, b in zip(py[1:], cl[1:]):  # every figure but the timings
+        assert a[:5] == b[:5] and a[7:] == b[7:]
+    assert h["loss"][0] == pytest.approx(float(cl[1][1]), rel=1e-8)
+    assert ("rate" in h) == ("rate_lambda" in extra)
+
+
+def test_fits_carry_on(tmp_path):
+    x = data()
+    a = frae.FRAE(**SMALL)
+    for _ in range(3):
+        a.fit(x, epochs=1, batch_size=4, verbose=0)
+    b = frae.FRAE(**SMALL)
+    h = b.fit(x, epochs=3, batch_size=4, verbose=0)
+    assert same_weights(a, b), "three fits of one epoch differ from one fit of three"
+    assert isinstance(h, dict) and h.history is h and len(h["loss"]) == 3
+
+
+def test_variable_lengths_and_validation_data(tmp_path):
+    rng = np.random.default_rng(2)
+    seqs = [rng.normal(0, 0.3, (t, 8)).astype(np.float32) for t in (12, 30, 45, 7, 33)]
+    m = frae.FRAE(**SMALL)
+    h = m.fit(seqs, epochs=2, batch_size=2, validation_data=seqs[:2], verbose=0)
+    assert len(h["val_loss"]) == 2 and all(np.isfinite(h["val_loss"]))
+    y = m.predict(seqs)
+    assert [a.shape for a in y] == [s.shape for s in seqs]
+
+
+def test_early_stopping_best_checkpoint_callbacks(tmp_path):
+    x = data()
+    m = frae.FRAE(**dict(SMALL, learning_rate=1e-30))  # nothing improves
+    seen = []
+    h = m.fit(x, epochs=10, batch_size=4, validation_split=0.2, patience=2, verbose=0,
+              save_best=str(tmp_path / "best.st"), checkpoint=str(tmp_path / "ck.st"),
+              callbacks=[lambda e, logs: seen.append((e, sorted(logs)))])
+    assert len(h["loss"]) == 3, "patience 2 stops after epoch 3"
+    assert seen[0] == (0, ["loss", "mae", "val_loss", "val_mae"])
+    assert frae.load(tmp_path / "best.st") and frae.load(tmp_path / "ck.st")
+    stop = frae.FRAE(**SMALL).fit(x, epochs=10, batch_size=4, verbose=0,
+                                  callbacks=[lambda e, logs: e == 1])
+    assert len(stop["loss"]) == 2, "a callback returning True stops"
+
+
+def test_ctrl_c_saves_then_raises(tmp_path):
+    x = data(n=400, t=100)
+    m = frae.FRAE(**dict(SMALL, enc=(256, 256), dec=(256, 256)))
+    t = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    t.start()
+    ck = tmp_path / "int.st"
+    with pytest.raises(KeyboardInterrupt):
+        m.fit(x, epochs=1000, batch_size=4, checkpoint=str(ck), verbose=0)
+    t.join()
+    back = frae.load(ck)
+    assert same_weights(back, m), "the checkpoint is the model at the interruption"
+    assert "optimizer.m" in open(ck, "rb").read(4096).decode("latin-1")
+
+
+def test_gil_released_while_training():
+    x = data(n=64, t=100)
+    m = frae.FRAE(**dict(SMALL, enc=(256, 256), dec=(256, 256)))
+    done = threading.Event()
+    th = threading.Thread(target=lambda: (m.fit(x, epochs=3, batch_size=8, verbose=0),
+                                          done.set()))
+    th.start()
+    ticks = 0
+    while not done.is_set():
+        ticks += 1
+        time.sleep(0)
+    th.join()
+    assert ticks > 1000, "the main thread hardly ran while fit computed (%d)" % ticks
+
+
+# ---- inference, codec, weights, files --------------------------------------------
+
+def test_predict_evaluate_against_cli(tmp_path):
+    x = data()
+    m = frae.FRAE(**SMALL)
+    m.fit(x, epochs=2, batch_size=4, verbose=0)
+    m.save(tmp_path / "m.st")
+    np.save(tmp_path / "x.npy", x)
+    cli("predict", tmp_path / "m.st", tmp_path / "x.npy", "-o", tmp_path / "y.npy")
+    y = m.predict(x, batch_size=3)
+    assert np.array_equal(y, np.load(tmp_path / "y.npy"))
+    assert np.array_equal(m.predict(x[0]), y[0])
+    out = np.empty_like(x)
+    assert m.predict(x, out=out) is out and np.array_equal(out, y)
+    assert m.evaluate(x) == pytest.approx(float(np.mean((y.astype(np.float64) - x) ** 2)),
+                                          rel=1e-6)
+
+
+def test_encode_decode_are_frae_encode(tmp_path):
+    x = data()
+    for kw in ({}, dict(family="gru", rate_lambda=0.01)):
+        m = frae.FRAE(**SMALL, **kw)
+        m.fit(x, epochs=1, batch_size=4, verbose=0)
+        m.save(tmp_path / "m.st")
+        np.save(tmp_path / "x.npy", x)
+        cli("encode", tmp_path / "m.st", tmp_path / "x.npy", "-o", tmp_path / "x.fbs")
+        stream = m.encode(x)
+        assert stream == open(tmp_path / "x.fbs", "rb").read()
+        assert np.array_equal(m.decode(stream), m.predict(x))
+        assert m.decode(m.encode(x[3])).shape == x[3].shape
+
+
+def test_weights_in_keras_order(tmp_path):
+    m = frae.FRAE(**dict(SMALL, family="gru"))
+    w = m.get_weights()
+    H = w[1].shape[0]
+    assert w[0].shape == (8 + H + 2 * 8, 3 * H) and w[1].shape == (H, 3 * H)
+    assert w[2].shape == (2, 3 * H)
+    x = data()
+    y = m.predict(x)
+    m.set_weights(w)
+    assert np.array_equal(m.predict(x), y)
+    w2 = [a * 0.5 for a in w]
+    m.set_weights(w2)
+    assert all(np.array_equal(a, b) for a, b in zip(m.get_weights(), w2))
+    assert not np.array_equal(m.predict(x), y)
+    d = frae.FRAE(**SMALL).get_weights()
+    assert [a.shape for a in d] == [(24, 24), (24,), (24, 4), (4,), (20, 24), (24,), (24, 8),
+                                    (8,)]
+
+
+def test_save_load_summary(tmp_path):
+    x = data()
+    m = frae.FRAE(**SMALL)
+    m.fit(x, epochs=1, batch_size=4, verbose=0)
+    m.save(tmp_path / "m.st")
+    back = frae.load(tmp_path / "m.st")
+    assert np.array_equal(back.predict(x), m.predict(x))
+    assert "1404 parameters" in back.summary() and "dense" in repr(back)
+    cli("info", tmp_path / "m.st")  # opens elsewhere
+    back.fit(x, epochs=1, batch_size=4, verbose=0)  # continues, Adam state and all
+
+
+def test_features_are_frae_features(tmp_path):
+    rate = 16000
+    t = np.arange(rate) / rate
+    s = (0.3 * np.sin(2 * np.pi * 220 * t) * 32767).astype("<i2")
+    with wave.open(str(tmp_path / "a.wav"), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(rate)
+        w.writeframes(s.tobytes())
+    f = frae.features(tmp_path / "a.wav")
+    cli("features", tmp_path / "a.wav", "-o", tmp_path / "f.npy")
+    assert f.dtype == np.float32 and np.array_equal(f, np.load(tmp_path / "f.npy"))
+
+
+# ---- memory and references ----------------------------------------------------------
+
+def test_thousand_calls_flat_memory():
+    x = data(n=4, t=20)
+    m = frae.FRAE(**SMALL)
+    for _ in range(100):  # warm up: models, buffers, caches
+        m.fit(x, epochs=1, batch_size=2, verbose=0)
+        m.predict(x)
+    gc.collect()
+    rss0 = rss_bytes()
+    tracemalloc.start()
+    snap0 = tracemalloc.take_snapshot()
+    for _ in range(1000):
+        m.fit(x, epochs=1, batch_size=2, verbose=0)
+        m.predict(x)
+    gc.collect()
+    snap1 = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grew = sum(s.size_diff for s in snap1.compare_to(snap0, "filename"))
+    rss1 = rss_bytes()
+    assert grew < 16384, "Python allocations grew by %d bytes over 1,000 calls" % grew
+    assert rss1 - rss0 < 1 << 20, "RSS grew by %d bytes over 1,000 calls" % (rss1 - rss0)
+
+
+def test_no_leaked_references():
+    x = data(n=4, t=20)
+    m = frae.FRAE(**SMALL)
+    m.fit(x, epochs=1, batch_size=2, verbose=0)
+    before = sys.getrefcount(x)
+    for _ in range(50):
+        m.fit(x, epochs=1, batch_size=2, verbose=0)
+        y = m.predict(x)
+        s = m.encode(x)
+        z = m.decode(s)
+        w = m.get_weights()
+        m.set_weights(w)
+    assert sys.getrefcount(x) == before
+    assert sys.getrefcount(y) == 2 and sys.getrefcount(z) == 2 and sys.getrefcount(s) == 2
+
+
+def test_float32_input_used_in_place():
+    x = data(n=3, t=10)
+    seqs, _ = frae._sequences(x, 8, "x")
+    assert all(np.shares_memory(s, x) for s in seqs)
+    x64 = x.astype(np.float64)
+    conv, _ = frae._sequences(x64, 8, "x")
+    assert not np.shares_memory(conv[0], x64) and conv[0].dtype == np.float32
+
+
+# ---- bad input -------------------------------------------------------------------------
+
+def test_bad_input_gives_clear_exceptions(tmp_path):
+    m = frae.FRAE(**SMALL)
+    x = data(n=4, t=20)
+    m.fit(x, epochs=1, batch_size=2, verbose=0)
+    with pytest.raises(TypeError, match="floating-point"):
+        m.predict(x.astype(np.int32))
+    with pytest.raises(TypeError, match="floating-point"):
+        m.fit(x.astype(np.complex64), verbose=0)
+    with pytest.raises(ValueError, match="dimension"):
+        m.predict(x[0, 0])
+    with pytest.raises(ValueError, match="dimension"):
+        m.predict(x[None])
+    with pytest.raises(ValueError, match="frame dimension 7"):
+        m.predict(x[..., :7])
+    bad = x.copy()
+    bad[1, 5, 2] = np.nan
+    with pytest.raises(ValueError, match=r"nan at \[1, 5, 2\]"):
+        m.fit(bad, verbose=0)
+    with pytest.raises(ValueError, match="inf"):
+        m.predict(np.full((3, 8), np.inf, np.float32))
+    strided = np.asfortranarray(x)  # converted once, same answer
+    assert np.array_equal(m.predict(strided), m.predict(x))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        m.predict(x, out=np.empty_like(x)[:, ::-1])
+    with pytest.raises(ValueError, match="C-contiguous"):
+        m.predict(x, out=np.empty(x.shape, np.float64))
+    with pytest.raises(TypeError, match="NumPy array"):
+        m.predict("frames")
+    with pytest.raises(TypeError, match="NumPy array"):
+        m.fit([[1.0, 2.0]], verbose=0)
+    with pytest.raises(TypeError, match="bytes"):
+        m.decode(123)
+    with pytest.raises(frae.FraeError):
+        m.decode(b"not a stream at all, not at all")
+    with pytest.raises(ValueError, match="set_weights"):
+        m.set_weights(m.get_weights()[:-1])
+    with pytest.raises(ValueError, match="set_weights"):
+        m.set_weights([w.T for w in m.get_weights()])
+    with pytest.raises(ValueError, match="epochs"):
+        m.fit(x, epochs=0)
+    with pytest.raises(ValueError, match="validation_split"):
+        m.fit(x, validation_split=1.5)
+    with pytest.raises(NotImplementedError, match="targets"):
+        m.fit(x, x * 2)
+    with pytest.raises(ValueError, match="--latent expects"):
+        frae.FRAE(latent=0)
+    with pytest.raises(ValueError, match="family"):
+        frae.FRAE(family="lstm")
+    with pytest.raises(frae.FraeError, match="cannot open"):
+        frae.load(tmp_path / "missing.st")
+    (tmp_path / "junk.st").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{junk}")
+    with pytest.raises(frae.FraeError):
+        frae.load(tmp_path / "junk.st")
+    with pytest.raises(frae.FraeError, match="cannot open|No such"):
+        frae.features(tmp_path / "missing.wav")
+    m.close()
+    with pytest.raises(frae.FraeError, match="closed"):
+        m.predict(x)
+    with pytest.raises(frae.FraeError, match="closed"):
+        m.fit(x, verbose=0)
