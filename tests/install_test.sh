@@ -36,6 +36,23 @@ else
     bad "static libfrae: $deps: $(cat "$prefix/log")"
 fi
 
+# the Python module: make install-python, then import it from there
+if [ -f "$BUILD/python/frae/__init__.py" ]; then
+    site=$(/usr/bin/python3 -c "import sys; print('python%d' % sys.version_info[0])")
+    if make -s BUILD="$BUILD" install-python PREFIX="$prefix" >"$prefix/log" 2>&1 &&
+        out=$(cd / && PYTHONPATH="$prefix/lib/$site/dist-packages" /usr/bin/python3 -c "
+import numpy as np, frae
+m = frae.FRAE(frame_dim=6, history=2, enc=(16,), latent=3, dec=(16,), quantizer='binary')
+x = np.sin(np.arange(40)[None, :, None] * np.linspace(0.1, 0.5, 6)).astype(np.float32)
+h = m.fit(x, epochs=2, batch_size=1, verbose=0)
+print(frae.__file__.startswith('$prefix'), len(h['loss']), m.decode(m.encode(x)).shape)
+" 2>&1) && [ "$out" = "True 2 (1, 40, 6)" ]; then
+        ok "make install-python PREFIX=...: import frae from there, fit, encode, decode"
+    else
+        bad "make install-python: $out $(cat "$prefix/log")"
+    fi
+fi
+
 cd "$prefix" || exit 1
 "$prefix/bin/frae" train --frame-dim 10 --history 3 --enc 32 --latent 6 \
     --dec 32 --quantizer uniform:4 --epochs 2 --sequences 8 --frames 40 \

@@ -105,9 +105,11 @@ class FRAE:
     "uniform:N"), prior (units; with rate_lambda), seed.  Training options:
     learning_rate, clip_norm, feedback ("detached" or "full"), window,
     warmup, decay_steps, lr_floor, rate_lambda, normalize (per-band
-    z-scoring from the training data), threads (all CPUs), isa."""
+    z-scoring from the training data), threads (all CPUs), isa.  What is
+    not given is 'frae train''s default for the family (history 4 and
+    layers 512, 256 for dense; history 0 and a 240-unit GRU for gru)."""
 
-    def __init__(self, frame_dim=80, history=4, latent=16, quantizer="none",
+    def __init__(self, frame_dim=80, history=None, latent=16, quantizer="none",
                  enc=None, dec=None, family="dense", activation=None, prior=None,
                  seed=1, learning_rate=1e-3, clip_norm=0.0, feedback="detached",
                  window=100, warmup=0, decay_steps=0, lr_floor=0.0, rate_lambda=0.0,
@@ -134,8 +136,10 @@ class FRAE:
             raise ValueError("feedback: 'detached' or 'full', got %r" % (feedback,))
         if isa not in _ISA:
             raise ValueError("isa: one of %s, got %r" % (", ".join(_ISA), isa))
-        opts = [("--family", family), ("--frame-dim", frame_dim), ("--history", history),
-                ("--latent", latent), ("--quantizer", quantizer), ("--seed", seed)]
+        opts = [("--family", family), ("--frame-dim", frame_dim), ("--latent", latent),
+                ("--quantizer", quantizer), ("--seed", seed)]
+        if history is not None:  # else the family's: 4 dense, 0 GRU
+            opts.append(("--history", history))
         for flag, v in (("--enc", enc), ("--dec", dec)):
             if v is not None:
                 opts.append((flag, v if isinstance(v, str) else ",".join(str(int(w)) for w in v)))
