@@ -127,6 +127,10 @@ typedef struct {
     int batch;     /* B: most sequences per forward/train call */
     int window;    /* W: BPTT window in frames (activations kept for W frames) */
     int training;  /* 0: inference only, no gradients or Adam state */
+    int targets;   /* 0; 1: trains toward targets other than its inputs
+                      (frae_train_frames_targets, a denoising or enhancing
+                      autoencoder): training keeps a window of target
+                      frames, and checkpoints record it ("frae.targets") */
     int chunk_rows; /* backward pass granularity, frames x sequences; 0 =
                        512.  Smaller keeps fewer gradients in memory, larger
                        makes bigger GEMMs.  Does not change the math. */
@@ -306,6 +310,21 @@ int frae_train_frames(frae_model *m, const float *x, int nseq, int nframes,
 FRAE_API
 int frae_eval_frames(frae_model *m, const float *x, int nseq, int nframes,
                      const int *valid, frae_stats *stats);
+
+/* The same with targets (a model made with cfg.targets): the loss compares
+ * y_t with target frame t ([nseq][nframes][D], like x) instead of x_t.
+ * Feedback stays on the model's own decoded frames, and the encoder still
+ * sees x; with normalization the targets are z-scored by the model's
+ * statistics, like x.  Returns -1 as the calls above, and if the model was
+ * not made with cfg.targets. */
+FRAE_API
+int frae_train_frames_targets(frae_model *m, const float *x,
+                              const float *target, int nseq, int nframes,
+                              const int *valid, frae_stats *stats);
+FRAE_API
+int frae_eval_frames_targets(frae_model *m, const float *x,
+                             const float *target, int nseq, int nframes,
+                             const int *valid, frae_stats *stats);
 
 /* Computes gradients of the mean loss over a single window (nframes <= W)
  * into the gradient buffer without an Adam step.  For gradient checks. */

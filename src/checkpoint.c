@@ -25,6 +25,8 @@
 
 #define FORMAT_NAME "frae-model"
 #define PITCH_CODER "f0-voicing-4bit" /* frae.pitch: the one coder so far */
+/* frae.targets: trained on (input, target) pairs, the loss on the target */
+#define TARGETS_NAME "paired"
 #define NORMALIZE_NAME "per-band" /* frae.normalize: z-score each band */
 /* 2: the checksum covers the header fields as well as the tensor data.
  * Version 1 files (data only) are still read. */
@@ -143,6 +145,8 @@ static int save_model(const frae_model *m, const frae_config *c,
         META("frae.pitch", "%s", PITCH_CODER);
     if (c->prior_hidden > 0) /* absent: fixed-rate codes */
         META("frae.prior_hidden", "%d", c->prior_hidden);
+    if (c->targets) /* absent: trained to rebuild its inputs */
+        META("frae.targets", "%s", TARGETS_NAME);
     if (c->normalize) { /* absent: no normalization */
         META("frae.normalize", "%s", NORMALIZE_NAME);
         keys[nm] = "frae.norm_mean", vptr[nm] = norm_list[0], nm++;
@@ -501,7 +505,9 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
     if (meta_option(ck, "frae.pitch", PITCH_CODER, "pitch coder", &c.pitch,
                     err, errlen) ||
         meta_option(ck, "frae.normalize", NORMALIZE_NAME, "normalization",
-                    &c.normalize, err, errlen))
+                    &c.normalize, err, errlen) ||
+        meta_option(ck, "frae.targets", TARGETS_NAME, "kind of targets",
+                    &c.targets, err, errlen))
         return -1;
     if (frae_st_meta(&ck->st, "frae.prior_hidden")) {
         if (meta_long(ck, "frae.prior_hidden", 1, INT_MAX, &v, err, errlen))

@@ -107,6 +107,9 @@ struct frae_model {
     int chunk_frames; /* frames per backward chunk: about FRAE_CHUNK_ROWS
                          rows, so big batches keep few frames of gradients */
     float *xwin;     /* the current window's input, [W][B][D] (training) */
+    /* cfg.targets: the window's targets [W][B][D] (training), and one
+     * frame of z-scored targets per sequence [B][D] (with normalize) */
+    float *twin, *tnorm;
     float *fb;       /* full feedback: dL/d(buffer) of one frame, [B][K*D] */
     int *wvalid;     /* valid frames per sequence in the current window [B] */
     /* cfg.normalize: per-band mean and std [D], and one frame of z-scored

@@ -311,7 +311,7 @@ static size_t bf16_elems(int rows, int cols)
 /* Walks the layout once: used both to size the arena and to carve it. */
 typedef struct {
     size_t params, grads, adam_m, adam_v, xwin, fb, state, wvalid, bias;
-    size_t norm, xnorm;
+    size_t norm, xnorm, twin, tnorm;
     size_t wt[FRAE_MAX_MATS], dz[FRAE_MAX_MATS];
     size_t wh[FRAE_MAX_MATS];
     size_t w_off[FRAE_MAX_MATS], b_off[FRAE_MAX_MATS];
@@ -376,6 +376,8 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
         L->adam_m = frae_arena_reserve(p, np);
         L->adam_v = frae_arena_reserve(p, np);
         L->xwin = frae_arena_reserve(p, frae_arena_mul3(p, frames, B, D));
+        if (c->targets)
+            L->twin = frae_arena_reserve(p, frae_arena_mul3(p, frames, B, D));
         L->fb = frae_arena_reserve(p, frae_arena_mul3(p, B, (size_t)c->history, D));
         if (c->family == FRAE_FAMILY_GRU)
             for (int s = 0; s < 2; s++)
@@ -419,6 +421,8 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
     if (c->normalize) {
         L->norm = frae_arena_reserve(p, frae_arena_mul3(p, 2, D, 1));
         L->xnorm = frae_arena_reserve(p, frae_arena_mul3(p, B, D, 1));
+        if (c->targets)
+            L->tnorm = frae_arena_reserve(p, frae_arena_mul3(p, B, D, 1));
     }
     if (p->overflow)
         return frae_errorf(err, errlen, "model memory size overflows size_t");
@@ -587,6 +591,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         m->adam_m = (float *)(base + L.adam_m);
         m->adam_v = (float *)(base + L.adam_v);
         m->xwin = (float *)(base + L.xwin);
+        if (cfg->targets)
+            m->twin = (float *)(base + L.twin);
         m->fb = (float *)(base + L.fb);
         if (m->gru)
             for (int s = 0; s < 2; s++)
@@ -625,6 +631,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         m->norm_mean = (float *)(base + L.norm);
         m->norm_std = m->norm_mean + cfg->frame_dim;
         m->xnorm = (float *)(base + L.xnorm);
+        if (cfg->targets)
+            m->tnorm = (float *)(base + L.tnorm);
         for (int d = 0; d < cfg->frame_dim; d++)
             m->norm_mean[d] = 0.0f, m->norm_std[d] = 1.0f;
     }

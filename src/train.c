@@ -332,7 +332,8 @@ static void window_rate(frae_model *m, int nt, int nb, const int *valid,
  * m->xwin).  The ring position is left at the window's start.  The
  * backward pass runs chunk by chunk from the end of the window. */
 static void window_grads(frae_model *m, int nt, int nb, const int *valid,
-                         float scale, float rate_scale, loss_acc *acc)
+                         int targets, float scale, float rate_scale,
+                         loss_acc *acc)
 {
     const int D = m->cfg.frame_dim, C = m->chunk_frames;
     const int full = m->cfg.feedback == FRAE_FEEDBACK_FULL &&
@@ -356,8 +357,8 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
                                    (size_t)t * nb * m->layer[m->prior[0]].in);
         frae_forward_frame(m, &m->state, t, xt, D, nb);
         silence_padding(m, t, nb, valid);
-        frame_loss(m, t, xt, D, nb, valid, acc, dy + (size_t)t * nb * D,
-                   scale);
+        frame_loss(m, t, targets ? m->twin + (size_t)t * nb * D : xt, D, nb,
+                   valid, acc, dy + (size_t)t * nb * D, scale);
     }
     if (m->prior[0] >= 0)
         window_rate(m, nt, nb, valid, rate_scale, 1, acc);
@@ -380,13 +381,14 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
 }
 
 /* Copies frames w0..w0+nt-1 of nseq sequences (rows x_rs apart) into
- * m->xwin as [frame][sequence][D], z-scored if the model normalizes. */
-static void stage_window(frae_model *m, const float *x, ptrdiff_t x_rs,
-                         int nseq, int w0, int nt)
+ * win (m->xwin, or m->twin for targets) as [frame][sequence][D], z-scored
+ * if the model normalizes. */
+static void stage_window(frae_model *m, float *win, const float *x,
+                         ptrdiff_t x_rs, int nseq, int w0, int nt)
 {
     const int D = m->cfg.frame_dim;
     for (int t = 0; t < nt; t++) {
-        float *dst = m->xwin + (size_t)t * nseq * D;
+        float *dst = win + (size_t)t * nseq * D;
         if (m->cfg.normalize) {
             frae_normalize_rows(m, x + (ptrdiff_t)(w0 + t) * D, x_rs, nseq,
                                 dst);
@@ -400,17 +402,23 @@ static void stage_window(frae_model *m, const float *x, ptrdiff_t x_rs,
 
 /* Frame t of nseq sequences (rows x_rs apart) as the network takes it: in
  * place, or z-scored into m->xnorm.  Sets *rs to its row stride. */
-static const float *net_input(frae_model *m, const float *x, ptrdiff_t x_rs,
-                              int nseq, long t, ptrdiff_t *rs)
+static const float *net_rows(frae_model *m, float *norm, const float *x,
+                             ptrdiff_t x_rs, int nseq, long t, ptrdiff_t *rs)
 {
     const int D = m->cfg.frame_dim;
     if (!m->cfg.normalize) {
         *rs = x_rs;
         return x + t * D;
     }
-    frae_normalize_rows(m, x + t * D, x_rs, nseq, m->xnorm);
+    frae_normalize_rows(m, x + t * D, x_rs, nseq, norm);
     *rs = D;
-    return m->xnorm;
+    return norm;
+}
+
+static const float *net_input(frae_model *m, const float *x, ptrdiff_t x_rs,
+                              int nseq, long t, ptrdiff_t *rs)
+{
+    return net_rows(m, m->xnorm, x, x_rs, nseq, t, rs);
 }
 
 static int bad_sizes(const frae_model *m, int nseq, int nframes)
@@ -497,9 +505,10 @@ static void padding_forward(frae_model *m, const float *x, ptrdiff_t x_rs,
  * With a reducer the count and the gradients are the replicas' sums, and a
  * replica whose rows are all padding adds zeros.  Returns -1 if the
  * reducer failed. */
-static int train_window(frae_model *m, const float *x, ptrdiff_t x_rs, int nb,
-                        int w0, int nt, const int *valid, int update,
-                        loss_acc *acc, long *steps, double *grad_norm)
+static int train_window(frae_model *m, const float *x, const float *target,
+                        ptrdiff_t x_rs, int nb, int w0, int nt,
+                        const int *valid, int update, loss_acc *acc,
+                        long *steps, double *grad_norm)
 {
     const int D = m->cfg.frame_dim;
     const frae_reducer *red = m->reducer;
@@ -516,9 +525,11 @@ static int train_window(frae_model *m, const float *x, ptrdiff_t x_rs, int nb,
         float scale = 2.0f / (float)(total * D);
         float rate_scale = m->cfg.rate_lambda / (float)total;
         if (count > 0) {
-            stage_window(m, x, x_rs, nb, w0, nt);
-            window_grads(m, nt, nb, valid ? m->wvalid : NULL, scale,
-                         rate_scale, acc);
+            stage_window(m, m->xwin, x, x_rs, nb, w0, nt);
+            if (target)
+                stage_window(m, m->twin, target, x_rs, nb, w0, nt);
+            window_grads(m, nt, nb, valid ? m->wvalid : NULL, target != NULL,
+                         scale, rate_scale, acc);
         } else {
             padding_forward(m, x, x_rs, nb, w0, nt);
             memset(m->grads, 0, sizeof(float) * m->n_params);
@@ -547,11 +558,12 @@ static int train_window(frae_model *m, const float *x, ptrdiff_t x_rs, int nb,
 
 /* Trains (update) or computes gradients over nframes frames in windows of
  * W, from reset buffers or continuing them. */
-static int train_impl(frae_model *m, const float *x, int nseq, int nframes,
-                      const int *valid, int update, int reset,
-                      frae_stats *stats)
+static int train_impl(frae_model *m, const float *x, const float *target,
+                      int nseq, int nframes, const int *valid, int update,
+                      int reset, frae_stats *stats)
 {
-    if (!m->cfg.training || bad_sizes(m, nseq, nframes))
+    if (!m->cfg.training || bad_sizes(m, nseq, nframes) ||
+        (target && !m->cfg.targets))
         return -1;
     if (reset)
         frae_reset(m);
@@ -563,8 +575,8 @@ static int train_impl(frae_model *m, const float *x, int nseq, int nframes,
     double grad_norm = 0.0;
     for (int w0 = 0; w0 < nframes; w0 += W) {
         int nt = nframes - w0 < W ? nframes - w0 : W;
-        if (train_window(m, x, (ptrdiff_t)nframes * D, nseq, w0, nt, valid,
-                         update, &acc, &steps, &grad_norm))
+        if (train_window(m, x, target, (ptrdiff_t)nframes * D, nseq, w0, nt,
+                         valid, update, &acc, &steps, &grad_norm))
             return -1;
     }
     fill_stats(stats, &acc, steps, grad_norm);
@@ -600,10 +612,11 @@ static void frame_rate(frae_model *m, long t, int nb, const int *valid,
                                          0.0f);
 }
 
-static int eval_impl(frae_model *m, const float *x, int nseq, int nframes,
-                     const int *valid, int reset, frae_stats *stats)
+static int eval_impl(frae_model *m, const float *x, const float *target,
+                     int nseq, int nframes, const int *valid, int reset,
+                     frae_stats *stats)
 {
-    if (bad_sizes(m, nseq, nframes))
+    if (bad_sizes(m, nseq, nframes) || (target && !m->cfg.targets))
         return -1;
     if (reset)
         frae_reset(m);
@@ -619,7 +632,14 @@ static int eval_impl(frae_model *m, const float *x, int nseq, int nframes,
             frame_rate_context(m, t, nseq);
         frae_forward_frame(m, &m->state, t, xt, rs, nseq);
         silence_padding(m, t, nseq, valid);
-        frame_loss(m, t, xt, rs, nseq, valid, &acc, NULL, 0.0f);
+        if (target) {
+            ptrdiff_t trs;
+            const float *tt = net_rows(m, m->tnorm, target, x_rs, nseq, t,
+                                       &trs);
+            frame_loss(m, t, tt, trs, nseq, valid, &acc, NULL, 0.0f);
+        } else {
+            frame_loss(m, t, xt, rs, nseq, valid, &acc, NULL, 0.0f);
+        }
         if (m->prior[0] >= 0)
             frame_rate(m, t, nseq, valid, &acc);
     }
@@ -658,7 +678,7 @@ int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
                      frae_stats *stats)
 {
     fp_env env = fp_enter();
-    int rc = train_impl(m, x, nseq, nframes, NULL, 1, 1, stats);
+    int rc = train_impl(m, x, NULL, nseq, nframes, NULL, 1, 1, stats);
     fp_leave(env);
     return rc;
 }
@@ -667,7 +687,7 @@ int frae_train_frames(frae_model *m, const float *x, int nseq, int nframes,
                       const int *valid, frae_stats *stats)
 {
     fp_env env = fp_enter();
-    int rc = train_impl(m, x, nseq, nframes, valid, 1, 0, stats);
+    int rc = train_impl(m, x, NULL, nseq, nframes, valid, 1, 0, stats);
     fp_leave(env);
     return rc;
 }
@@ -678,7 +698,7 @@ int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
     if (nframes > m->cfg.window)
         return -1;
     fp_env env = fp_enter();
-    int rc = train_impl(m, x, nseq, nframes, NULL, 0, 1, stats);
+    int rc = train_impl(m, x, NULL, nseq, nframes, NULL, 0, 1, stats);
     fp_leave(env);
     return rc;
 }
@@ -687,7 +707,7 @@ int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
                     frae_stats *stats)
 {
     fp_env env = fp_enter();
-    int rc = eval_impl(m, x, nseq, nframes, NULL, 1, stats);
+    int rc = eval_impl(m, x, NULL, nseq, nframes, NULL, 1, stats);
     fp_leave(env);
     return rc;
 }
@@ -696,7 +716,7 @@ int frae_eval_frames(frae_model *m, const float *x, int nseq, int nframes,
                      const int *valid, frae_stats *stats)
 {
     fp_env env = fp_enter();
-    int rc = eval_impl(m, x, nseq, nframes, valid, 0, stats);
+    int rc = eval_impl(m, x, NULL, nseq, nframes, valid, 0, stats);
     fp_leave(env);
     return rc;
 }
@@ -706,6 +726,28 @@ int frae_forward(frae_model *m, const float *x, float *y, int nseq,
 {
     fp_env env = fp_enter();
     int rc = forward_impl(m, x, y, nseq, nframes);
+    fp_leave(env);
+    return rc;
+}
+
+int frae_train_frames_targets(frae_model *m, const float *x,
+                              const float *target, int nseq, int nframes,
+                              const int *valid, frae_stats *stats)
+{
+    fp_env env = fp_enter();
+    int rc = target ? train_impl(m, x, target, nseq, nframes, valid, 1, 0, stats)
+                    : -1;
+    fp_leave(env);
+    return rc;
+}
+
+int frae_eval_frames_targets(frae_model *m, const float *x,
+                             const float *target, int nseq, int nframes,
+                             const int *valid, frae_stats *stats)
+{
+    fp_env env = fp_enter();
+    int rc = target ? eval_impl(m, x, target, nseq, nframes, valid, 0, stats)
+                    : -1;
     fp_leave(env);
     return rc;
 }

@@ -116,20 +116,31 @@ typedef struct {
     int prior;
     frae_quantizer quantizer;
     int levels;
+    int targets; /* trained toward targets other than the inputs */
 } fixture_set;
 
 static const fixture_set fixture_sets[] = {
     {"tests/fixtures/small.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2, {6, 7},
-     0, FRAE_QUANT_NONE, 0},
+     0, FRAE_QUANT_NONE, 0, 0},
     {"tests/fixtures/gru.bin", FRAE_FAMILY_GRU, 2, 2, {7, 6}, 2, {6, 7},
-     0, FRAE_QUANT_NONE, 0},
+     0, FRAE_QUANT_NONE, 0, 0},
     {"tests/fixtures/gru_k0.bin", FRAE_FAMILY_GRU, 0, 1, {7}, 1, {6},
-     0, FRAE_QUANT_NONE, 0},
+     0, FRAE_QUANT_NONE, 0, 0},
     {"tests/fixtures/prior_dense.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2,
-     {6, 7}, 4, FRAE_QUANT_BINARY, 0},
+     {6, 7}, 4, FRAE_QUANT_BINARY, 0, 0},
     {"tests/fixtures/prior_gru.bin", FRAE_FAMILY_GRU, 0, 1, {7}, 1, {6},
-     4, FRAE_QUANT_UNIFORM, 5},
+     4, FRAE_QUANT_UNIFORM, 5, 0},
+    {"tests/fixtures/targets_dense.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2,
+     {6, 7}, 0, FRAE_QUANT_NONE, 0, 1},
+    {"tests/fixtures/targets_gru.bin", FRAE_FAMILY_GRU, 2, 2, {7, 6}, 2,
+     {6, 7}, 0, FRAE_QUANT_NONE, 0, 1},
 };
+
+/* The kind of check a set is for: 0 plain, 1 a prior, 2 targets. */
+static int set_kind(const fixture_set *fs)
+{
+    return fs->targets ? 2 : fs->prior > 0;
+}
 
 /* torch [out][in] weights + biases under prefix -> frae flat params
  * (Keras order: [in][out], a GRU's gates z, r, h). */
@@ -296,19 +307,20 @@ static int open_set(const fixture_set *fs, frae_isa isa, int threads,
         c->prior_hidden = fs->prior;
         c->rate_lambda = get(fx, "rate_lambda")->data[0];
     }
+    c->targets = fs->targets;
     return 0;
 }
 
-/* Every set with (prior) or without a prior, on every instruction set and
- * thread count. */
-static int each_set(int prior,
+/* Every set of a kind (set_kind), on every instruction set and thread
+ * count. */
+static int each_set(int kind,
                     int (*on)(const fixture_set *, frae_isa, int))
 {
     int failures = 0;
     frae_isa isas[3];
     int nisa = available_isas(isas);
     for (size_t f = 0; f < sizeof fixture_sets / sizeof *fixture_sets; f++)
-        for (int i = 0; i < nisa && (fixture_sets[f].prior > 0) == prior; i++)
+        for (int i = 0; i < nisa && set_kind(&fixture_sets[f]) == kind; i++)
             for (int threads = 1; threads <= 2; threads++) {
                 printf("  -- %s, isa %d, %d thread%s\n", fixture_sets[f].path,
                        (int)isas[i], threads, threads == 1 ? "" : "s");
@@ -491,3 +503,83 @@ static int prior_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
  * the encoder included) and Adam steps against PyTorch, on every
  * instruction set and thread count. */
 int test_prior_fixtures(void) { return each_set(1, prior_fixtures_on); }
+
+/* ---- targets other than the inputs ------------------------------------ */
+
+/* The loss against the target, three Adam steps on one window and
+ * truncated BPTT (windows of 4 and 2, a backward pass in chunks of one
+ * frame), against the fixtures: the updates, not the parameters. */
+static int targets_fixtures_on(const fixture_set *fs, frae_isa isa,
+                               int threads)
+{
+    int failures = 0;
+    fixtures fx;
+    frae_config c;
+    CHECK(open_set(fs, isa, threads, &fx, &c) == 0, "cannot read %s",
+          fs->path);
+    if (failures)
+        return failures;
+    const fix_tensor *x = get(&fx, "x"), *tg = get(&fx, "target");
+    const int nseq = (int)x->dims[0], T = (int)x->dims[1];
+    const size_t np = frae_param_count_for(&c);
+    float *init = malloc(4 * np), *ref = malloc(4 * np), *got = malloc(4 * np);
+    flat_from_torch(&fx, "param.", &c, init);
+    frae_stats st;
+    frae_model *m = create_or_die(&c);
+    frae_set_params(m, init);
+    frae_reset(m);
+    CHECK(frae_eval_frames_targets(m, x->data, tg->data, nseq, T, NULL,
+                                   &st) == 0,
+          "eval with targets refused");
+    failures += check_scalar("loss", st.mse, get(&fx, "loss")->data[0]);
+    frae_destroy(m);
+    for (int full = 0; full <= 1; full++) {
+        const char *mode = full ? "full" : "detached";
+        char name[64];
+        frae_config cm = c;
+        cm.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
+        m = create_or_die(&cm);
+        frae_set_params(m, init);
+        for (int s = 0; s < 3; s++) {
+            frae_reset(m);
+            frae_train_frames_targets(m, x->data, tg->data, nseq, T, NULL,
+                                      NULL);
+        }
+        frae_get_params(m, got);
+        snprintf(name, sizeof name, "adam3.%s.", mode);
+        flat_from_torch(&fx, name, &cm, ref);
+        subtract(got, init, np), subtract(ref, init, np);
+        failures += compare_flat(name, got, ref, &cm);
+        frae_destroy(m);
+
+        frae_config ct = cm;
+        ct.window = 4;
+        ct.chunk_rows = 1;
+        m = create_or_die(&ct);
+        frae_set_params(m, init);
+        frae_reset(m);
+        frae_train_frames_targets(m, x->data, tg->data, nseq, T, NULL, &st);
+        CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
+        snprintf(name, sizeof name, "tbptt.%s.loss", mode);
+        failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
+        frae_get_params(m, got);
+        snprintf(name, sizeof name, "tbptt.%s.", mode);
+        flat_from_torch(&fx, name, &ct, ref);
+        subtract(got, init, np), subtract(ref, init, np);
+        failures += compare_flat(name, got, ref, &ct);
+        frae_destroy(m);
+    }
+    /* a model made without cfg.targets refuses them */
+    frae_config cn = c;
+    cn.targets = 0;
+    m = create_or_die(&cn);
+    frae_reset(m);
+    CHECK(frae_train_frames_targets(m, x->data, tg->data, nseq, T, NULL,
+                                    NULL) == -1,
+          "a model without cfg.targets trained toward targets");
+    frae_destroy(m);
+    free(init), free(ref), free(got), free(fx.buf), free(fx.floats);
+    return failures;
+}
+
+int test_targets_fixtures(void) { return each_set(2, targets_fixtures_on); }

@@ -30,6 +30,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(gradcheck_prior) \
     X(pytorch_fixtures) \
     X(prior_fixtures) \
+    X(targets_fixtures) \
     X(zero_allocations) \
     X(flat_rss) \
     X(memory_bound) \

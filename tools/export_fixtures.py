@@ -7,7 +7,8 @@ Writes small.bin (the dense family), gru.bin (the GRU family with a buffer
 of K = 2 frames and a dense layer after each GRU) and gru_k0.bin (GRUs
 alone, state feedback only); and with a learned prior and a rate term,
 prior_dense.bin (the dense family, binary codes) and prior_gru.bin (GRUs
-alone, uniform codes of 5 levels).
+alone, uniform codes of 5 levels); and trained toward targets other than
+their inputs (denoising), targets_dense.bin and targets_gru.bin.
 
 File format (little-endian), small enough to commit:
   "FRAEFIX1", u32 count, then per tensor:
@@ -187,8 +188,50 @@ def export_prior(outdir, which):
     print("wrote %s: %d tensors, %d bytes" % (path, len(out), os.path.getsize(path)))
 
 
+TARGET_CONFIGS = {"targets_dense": CFG, "targets_gru": CONFIGS["gru"]}
+
+
+def export_targets(outdir, which):
+    """A model trained toward targets other than its inputs (a denoising
+    autoencoder): the loss against the target; feedback on its own output."""
+    cfg = TARGET_CONFIGS[which]
+    torch.manual_seed(2468)
+    base = FRAE(**cfg)
+    with torch.no_grad():
+        for _, bias in base.matrices():
+            bias.uniform_(-0.2, 0.2)
+    init = {k: v.clone() for k, v in base.state_dict().items()}
+    x = torch.rand(B, T, cfg["frame_dim"]) * 2 - 1
+    target = torch.rand(B, T, cfg["frame_dim"]) * 2 - 1
+    out = [("x", x), ("target", target), ("adam.hparams", torch.tensor(
+        [ADAM["lr"], ADAM["beta1"], ADAM["beta2"], ADAM["eps"]]))]
+    out += [("param." + k, v) for k, v in init.items()]
+    with torch.no_grad():
+        y, _ = model_with(init, cfg)(x)
+    out.append(("loss", torch.mean((y - target) ** 2).reshape(1)))
+    for mode in ("detached", "full"):
+        m = model_with(init, cfg)
+        opt = KerasAdam(m.parameters(), **ADAM)
+        for _ in range(3):
+            train_batch(m, opt, x, T, mode, target=target)
+        for k, v in m.state_dict().items():
+            out.append(("adam3.%s.%s" % (mode, k), v))
+        m = model_with(init, cfg)
+        opt = KerasAdam(m.parameters(), **ADAM)
+        tloss = train_batch(m, opt, x, 4, mode, target=target)
+        out.append(("tbptt.%s.loss" % mode, torch.tensor([tloss])))
+        for k, v in m.state_dict().items():
+            out.append(("tbptt.%s.%s" % (mode, k), v))
+    path = os.path.join(outdir, which + ".bin")
+    write(path, out)
+    print("wrote %s: %d tensors, %d bytes" % (path, len(out), os.path.getsize(path)))
+
+
 def main(outdir, which=None):
     os.makedirs(outdir, exist_ok=True)
+    for name in TARGET_CONFIGS:
+        if which in (None, name):
+            export_targets(outdir, name)
     for name in CONFIGS:
         if which in (None, name):
             export(outdir, name)

@@ -194,12 +194,13 @@ class KerasAdam:
             p.sub_(alpha * m / (v.sqrt() + self.eps))
 
 
-def train_batch(model, opt, x, window, feedback, rate_lambda=0.0):
+def train_batch(model, opt, x, window, feedback, rate_lambda=0.0, target=None):
     """Truncated BPTT as frae does it: windows of `window` frames, one Adam
     step per window, the buffer carried (as a constant) across windows.
-    The loss is the MSE, + rate_lambda x the mean bits per frame with a
-    prior.  Returns the MSE over all frames (and sets model.train_rate to
-    the mean bits per frame)."""
+    The loss is the MSE against x (or against target, [B, T, D], for a
+    model trained toward other targets), + rate_lambda x the mean bits per
+    frame with a prior.  Returns the MSE over all frames (and sets
+    model.train_rate to the mean bits per frame)."""
     T = x.shape[1]
     state, sse, count, bits = None, 0.0, 0, 0.0
     for w0 in range(0, T, window):
@@ -207,7 +208,8 @@ def train_batch(model, opt, x, window, feedback, rate_lambda=0.0):
         y, state = model(xw, feedback, state)
         state = (tuple(s.detach() for s in state) if isinstance(state, tuple)
                  else state.detach())
-        loss = torch.mean((y - xw) ** 2)
+        tw = xw if target is None else target[:, w0:w0 + window]
+        loss = torch.mean((y - tw) ** 2)
         mse = loss
         if model.prior is not None:
             loss = loss + rate_lambda * model.last_rate.mean()
