@@ -315,8 +315,9 @@ int frae_eval_frames(frae_model *m, const float *x, int nseq, int nframes,
  * y_t with target frame t ([nseq][nframes][D], like x) instead of x_t.
  * Feedback stays on the model's own decoded frames, and the encoder still
  * sees x; with normalization the targets are z-scored by the model's
- * statistics, like x.  Returns -1 as the calls above, and if the model was
- * not made with cfg.targets. */
+ * statistics, like x.  target NULL: the inputs, as the calls above.
+ * Returns -1 as the calls above, and for targets if the model was not made
+ * with cfg.targets. */
 FRAE_API
 int frae_train_frames_targets(frae_model *m, const float *x,
                               const float *target, int nseq, int nframes,

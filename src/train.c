@@ -735,8 +735,7 @@ int frae_train_frames_targets(frae_model *m, const float *x,
                               const int *valid, frae_stats *stats)
 {
     fp_env env = fp_enter();
-    int rc = target ? train_impl(m, x, target, nseq, nframes, valid, 1, 0, stats)
-                    : -1;
+    int rc = train_impl(m, x, target, nseq, nframes, valid, 1, 0, stats);
     fp_leave(env);
     return rc;
 }
@@ -746,8 +745,7 @@ int frae_eval_frames_targets(frae_model *m, const float *x,
                              const int *valid, frae_stats *stats)
 {
     fp_env env = fp_enter();
-    int rc = target ? eval_impl(m, x, target, nseq, nframes, valid, 0, stats)
-                    : -1;
+    int rc = eval_impl(m, x, target, nseq, nframes, valid, 0, stats);
     fp_leave(env);
     return rc;
 }

@@ -220,6 +220,67 @@ def main():
           "with --crop: resuming after Ctrl-C mid-epoch ends exactly as the uninterrupted "
           "run", "rc %d %s %s" % (p.returncode, err, err2))
 
+    print("== targets other than inputs (a denoising autoencoder)")
+    rng = np.random.default_rng(8)
+    for sub in ("clean", "noisy", "vclean", "vnoisy", "short", "wide"):
+        os.makedirs(path(sub), exist_ok=True)
+    for i in range(10):
+        t = 30 + 4 * i
+        c = (0.5 * np.sin(np.arange(t)[:, None] * rng.uniform(0.05, 0.2, (1, D)))).astype(np.float32)
+        n = (c + rng.normal(0, 0.15, c.shape)).astype(np.float32)
+        np.save(path("clean/s%02d.npy" % i), c)
+        np.save(path("noisy/s%02d.npy" % i), n)
+        np.save(path("short/s%02d.npy" % i), c[:-1] if i == 6 else c)
+        np.save(path("wide/s%02d.npy" % i), np.concatenate([c, c[:, :1]], 1))
+        if i < 3:
+            np.save(path("vclean/s%02d.npy" % i), c)
+            np.save(path("vnoisy/s%02d.npy" % i), n)
+    den = ["noisy", "--targets", "clean", *SMALL, "--batch", "3", "--seed", "4"]
+    rc, out, err = run("train", *den, "--epochs", "4", "--save", "den4.safetensors",
+                       "--log-csv", "den.csv")
+    losses = [float(l.split("loss ")[1].split()[0]) for l in out.splitlines()
+              if l.startswith("epoch ")]
+    rc2, info, _ = run("info", "den4.safetensors")
+    check(rc == 0 and len(losses) == 4 and losses[-1] < losses[0] and "targets:" in info,
+          "training toward targets: loss goes down, info says so", err + info)
+    rc, _, err = run("train", *den, "--epochs", "2", "--save", "den2.safetensors")
+    rc, _, err = run("train", "noisy", "--targets", "clean", "--resume", "den2.safetensors",
+                     "--epochs", "4", "--save", "den2.safetensors")
+    check(rc == 0 and open(path("den4.safetensors"), "rb").read()
+          == open(path("den2.safetensors"), "rb").read(),
+          "resuming with targets ends to the byte as the straight run", err)
+    rc, _, err = run("train", "noisy", "--resume", "den2.safetensors", "--epochs", "5")
+    check(one_line_error(rc, err, 2, "give --targets again"),
+          "resuming a targets model without --targets is refused", err)
+    rc, _, err = run("train", "clean", "--targets", "noisy", "--resume", "ref.safetensors",
+                     "--epochs", "9")
+    check(one_line_error(rc, err, 2, "cannot be added when resuming"),
+          "adding --targets to a resumed plain model is refused", err)
+    rc, _, err = run("train", "noisy", "--targets", "vclean", *SMALL, "--epochs", "1")
+    check(one_line_error(rc, err, 2, "10 input sequences but 3 target sequences"),
+          "a count mismatch: one line", err)
+    rc, _, err = run("train", "noisy", "--targets", "short", *SMALL, "--epochs", "1")
+    check(one_line_error(rc, err, 2, "pair 6 (") and "s06.npy" in err
+          and "has 54 input frames and 53 target frames" in err,
+          "a length mismatch: one line naming the pair", err)
+    rc, _, err = run("train", "noisy", "--targets", "wide", *SMALL, "--epochs", "1")
+    check(one_line_error(rc, err, 2, "frame dimension"),
+          "a frame-dimension mismatch: one line", err)
+    rc, _, err = run("train", "noisy", "--targets", "clean", "--val-data", "vnoisy", *SMALL,
+                     "--epochs", "1")
+    check(one_line_error(rc, err, 2, "needs --val-targets"),
+          "--val-data without --val-targets is refused", err)
+    rc, _, err = run("train", "noisy", "--val-targets", "vclean", *SMALL, "--epochs", "1")
+    check(one_line_error(rc, err, 2, "--val-targets needs --targets"),
+          "--val-targets without --targets is refused", err)
+    rc, out, err = run("train", *den, "--val-data", "vnoisy", "--val-targets", "vclean",
+                       "--epochs", "1", "--save", "none")
+    check(rc == 0 and "val_loss" in out, "validation pairs: val_loss against the targets",
+          err)
+    rc, _, err = run("predict", "den4.safetensors", "noisy/s03.npy", "-o", "den_y.npy")
+    check(rc == 0 and np.load(path("den_y.npy")).shape == np.load(path("noisy/s03.npy")).shape,
+          "predict is unchanged for a targets model", err)
+
     print("== divergence keeps the last good checkpoint")
     rc, out, err = run("train", "data", *SMALL, "--lr", "3e5", "--epochs", "50",
                        "--save", "keep.safetensors")

@@ -242,6 +242,9 @@ int cmd_info(int argc, char **argv)
                                            : "the fed-back frames",
                c.quantizer == FRAE_QUANT_UNIFORM ? c.quant_levels : 1,
                frae_bits_per_frame(m));
+    if (c.targets)
+        printf("  targets: trained toward paired targets (e.g. clean speech "
+               "from noisy input); the loss is on the target\n");
     if (c.normalize) {
         float mean[FRAE_INFO_MAX_D], std[FRAE_INFO_MAX_D];
         if (c.frame_dim <= FRAE_INFO_MAX_D &&

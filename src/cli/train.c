@@ -47,6 +47,8 @@ typedef struct {
     double val_split;
     char **data, **val;
     int n_data, n_val;
+    char **targets, **val_targets; /* --targets, --val-targets */
+    int n_targets, n_val_targets;
     int patience;
     int progress; /* -1 auto (terminal), 0 off, 1 on */
     int sequences, frames;
@@ -132,6 +134,15 @@ static void train_help(void)
         "validation and stopping:\n"
         "  --val-split F        hold out this fraction of the sequences (0)\n"
         "  --val-data PATH      validation .npy file or directory (repeat)\n"
+        "targets (a denoising or enhancing autoencoder):\n"
+        "  --targets PATH       target .npy files or directories (repeat),\n"
+        "                       paired with DATA in order (directories: by\n"
+        "                       sorted name); each pair the same length; the\n"
+        "                       loss compares the output with the target,\n"
+        "                       the encoder still sees DATA, and feedback is\n"
+        "                       the model's own output; kept in the\n"
+        "                       checkpoint (give --targets again to resume)\n"
+        "  --val-targets PATH   the targets of --val-data, paired likewise\n"
         "  --patience N         stop after N epochs without a better\n"
         "                       validation loss (train loss if no\n"
         "                       validation data); 0 = never (0)\n"
@@ -180,7 +191,8 @@ static const cli_opt train_opts_list[] = {
     {"--family", 1},    {"--warmup", 1},    {"--decay-steps", 1},
     {"--lr-floor", 1},  {"--pitch", 0},     {"--normalize", 1},
     {"--crop", 1},      {"--prior", 1},     {"--rate-lambda", 1},
-    {"--replicas", 1},  {"--dist-timeout", 1},
+    {"--replicas", 1},  {"--dist-timeout", 1}, {"--targets", 1},
+    {"--val-targets", 1},
     {NULL, 0}};
 
 static int push(char ***list, int *n, const char *v)
@@ -291,6 +303,10 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
     }
     if (!strcmp(name, "--val-data"))
         return push(&o->val, &o->n_val, v);
+    if (!strcmp(name, "--targets"))
+        return push(&o->targets, &o->n_targets, v);
+    if (!strcmp(name, "--val-targets"))
+        return push(&o->val_targets, &o->n_val_targets, v);
     if (!strcmp(name, "--patience"))
         return cli_int(name, v, 0, 1000000000, &o->patience);
     if (!strcmp(name, "--save"))
@@ -353,6 +369,8 @@ typedef struct {
     const cli_dataset *ds;
     float *win;  /* [B][W][D], B this replica's rows */
     int *valid;  /* [B] */
+    const cli_dataset *tds; /* the targets, paired with ds (NULL: none) */
+    float *twin; /* their window, like win */
     /* crops (training with --crop): ids index these; else sequences */
     const int32_t *crop_seq, *crop_start;
     int crop;
@@ -392,6 +410,7 @@ static int run_batch(batch_runner *r, const int32_t *seqs, int nb, int train,
         for (int b = 0; b < rows && !failed; b++) {
             long have = 0;
             float *dst = r->win + (size_t)b * nt * D;
+            float *tdst = r->tds ? r->twin + (size_t)b * nt * D : NULL;
             if (b < mine) {
                 span_of(r, own[b], &seq, &start, &len);
                 have = len - w0 < 0 ? 0 : len - w0 > nt ? nt : len - w0;
@@ -403,21 +422,27 @@ static int run_batch(batch_runner *r, const int32_t *seqs, int nb, int train,
                                           : r->ds->names[r->ds->seqs[seq].file],
                                       r->ds->seqs[seq].index);
                 else if (have > 0 &&
-                         cli_dataset_read(r->ds, seq, start + w0, have, dst))
+                         (cli_dataset_read(r->ds, seq, start + w0, have, dst) ||
+                          (tdst && cli_dataset_read(r->tds, seq, start + w0,
+                                                    have, tdst))))
                     failed = EXIT_FAILED;
             }
             memset(dst + (size_t)have * D, 0,
                    sizeof(float) * (size_t)(nt - have) * D);
+            if (tdst)
+                memset(tdst + (size_t)have * D, 0,
+                       sizeof(float) * (size_t)(nt - have) * D);
             r->valid[b] = (int)have;
         }
         /* a replica that could not read stops them all, here */
         if (r->dist->size > 1 ? cli_dist_any(r->dist, failed) : failed)
             return EXIT_FAILED;
         frae_stats st;
-        int rc = train ? frae_train_frames(r->m, r->win, rows, nt, r->valid,
-                                           &st)
-                       : frae_eval_frames(r->m, r->win, rows, nt, r->valid,
-                                          &st);
+        const float *tw = r->tds ? r->twin : NULL;
+        int rc = train ? frae_train_frames_targets(r->m, r->win, tw, rows, nt,
+                                                   r->valid, &st)
+                       : frae_eval_frames_targets(r->m, r->win, tw, rows, nt,
+                                                  r->valid, &st);
         if (rc)
             return EXIT_FAILED; /* the replicas' sums failed (they said) */
         /* a diverged batch runs to its end, so replicas stay in step */
@@ -729,7 +754,9 @@ typedef struct {
     train_opts o;
     train_state s;
     cli_dataset data, val;
+    cli_dataset tgt, val_tgt;  /* --targets, --val-targets */
     const cli_dataset *val_ds; /* val, or data for a split */
+    const cli_dataset *val_tds; /* their targets, or NULL */
     frae_checkpoint *ck;       /* the checkpoint resumed, until restored */
     char resumed_data[128];    /* the data summary it was trained on */
     int uses_audio;
@@ -781,6 +808,9 @@ static void train_run_free(train_run *r)
     free(r->val_seqs);
     cli_dataset_free(&r->data);
     cli_dataset_free(&r->val);
+    cli_dataset_free(&r->tgt);
+    cli_dataset_free(&r->val_tgt);
+    free(r->run.twin);
     frae_checkpoint_close(r->ck);
     frae_destroy(r->m);
 }
@@ -857,6 +887,70 @@ static int settle_features(train_run *r)
     return 0;
 }
 
+/* Targets pair with inputs sequence by sequence: the same count, and
+ * each pair the same length (the frame dimension is checked by the load). */
+static int check_pairs(const cli_dataset *in, const cli_dataset *tg,
+                       const char *what)
+{
+    if (in->n_seqs != tg->n_seqs)
+        return cli_fail(EXIT_USAGE,
+                        "%s: %ld input sequences but %ld target sequences: "
+                        "each input needs its target",
+                        what, in->n_seqs, tg->n_seqs);
+    for (long i = 0; i < in->n_seqs; i++) {
+        const cli_seq *a = &in->seqs[i], *b = &tg->seqs[i];
+        if (a->frames != b->frames)
+            return cli_fail(EXIT_USAGE,
+                            "%s: pair %ld (%s sequence %ld, %s sequence %ld) "
+                            "has %ld input frames and %ld target frames",
+                            what, i, a->file < 0 ? "built-in" : in->names[a->file],
+                            a->index, b->file < 0 ? "built-in" : tg->names[b->file],
+                            b->index, a->frames, b->frames);
+    }
+    return 0;
+}
+
+/* --targets and --val-targets: loaded like the data (same frame
+ * dimension), paired with it, and what the model was made for. */
+static int load_targets(train_run *r)
+{
+    train_opts *o = &r->o;
+    if (o->resume && o->cfg.targets && !o->n_targets)
+        return cli_fail(EXIT_USAGE,
+                        "%s was trained toward targets: give --targets "
+                        "again to resume",
+                        o->resume);
+    if (o->resume && !o->cfg.targets && o->n_targets)
+        return cli_fail(EXIT_USAGE,
+                        "%s was trained to rebuild its inputs: --targets "
+                        "cannot be added when resuming",
+                        o->resume);
+    if (o->n_val_targets && !o->n_targets)
+        return cli_fail(EXIT_USAGE, "--val-targets needs --targets");
+    if (!o->n_targets)
+        return 0;
+    if (!o->n_data)
+        return cli_fail(EXIT_USAGE,
+                        "--targets needs training data files to pair with");
+    if (o->n_val && !o->n_val_targets)
+        return cli_fail(EXIT_USAGE,
+                        "--val-data with --targets needs --val-targets");
+    if (o->n_val_targets && !o->n_val)
+        return cli_fail(EXIT_USAGE, "--val-targets needs --val-data");
+    o->cfg.targets = 1;
+    int status = cli_dataset_load(&r->tgt, o->targets, o->n_targets,
+                                  r->data.dim, &o->audio, r->dist);
+    if (!status)
+        status = check_pairs(&r->data, &r->tgt, "--targets");
+    if (!status && o->n_val_targets)
+        status = cli_dataset_load(&r->val_tgt, o->val_targets,
+                                  o->n_val_targets, r->data.dim, &o->audio,
+                                  r->dist);
+    if (!status && o->n_val_targets)
+        status = check_pairs(&r->val, &r->val_tgt, "--val-targets");
+    return status;
+}
+
 /* The training data (files or built-in) and any validation files; when
  * resuming, the same data as before. */
 static int load_data(train_run *r)
@@ -878,6 +972,8 @@ static int load_data(train_run *r)
     if (!status && o->n_val)
         status = cli_dataset_load(&r->val, o->val, o->n_val, o->cfg.frame_dim,
                                   &o->audio, r->dist);
+    if (!status)
+        status = load_targets(r);
     if (status)
         return status;
     if ((r->data.has_audio || r->val.has_audio) && !r->uses_audio) {
@@ -895,8 +991,9 @@ static int load_data(train_run *r)
                         "files or give --audio-features");
     r->ri = (run_info){o, &r->data, "", r->uses_audio ? &o->audio.f : NULL};
     snprintf(r->ri.summary, sizeof r->ri.summary,
-             "%ld sequences, %ld frames, dim %d", r->data.n_seqs,
-             r->data.total_frames, r->data.dim);
+             "%ld sequences, %ld frames, dim %d%s", r->data.n_seqs,
+             r->data.total_frames, r->data.dim,
+             o->n_targets ? ", with targets" : "");
     if (o->resume && strcmp(r->resumed_data, r->ri.summary))
         return cli_fail(EXIT_USAGE,
                         "%s was trained on %s; this data has %s: give the "
@@ -1070,9 +1167,11 @@ static int split_validation(train_run *r)
     }
     const int32_t *val_from = r->perm + r->n_train;
     r->val_ds = &r->data;
+    r->val_tds = o->n_targets ? &r->tgt : NULL;
     r->n_val = n_split;
     if (o->n_val) {
         r->val_ds = &r->val;
+        r->val_tds = o->n_val_targets ? &r->val_tgt : NULL;
         r->n_val = r->val.n_seqs;
         val_from = NULL; /* all of them, in order */
     }
@@ -1180,9 +1279,17 @@ static int make_model(train_run *r)
     const int B = mine.batch, W = o->cfg.window, D = o->cfg.frame_dim;
     r->run = (batch_runner){r->m, r->dist, &r->data,
                             malloc(sizeof(float) * (size_t)B * W * D),
-                            malloc(sizeof(int) * (size_t)B), NULL, NULL, 0};
+                            malloc(sizeof(int) * (size_t)B),
+                            o->n_targets ? &r->tgt : NULL,
+                            o->n_targets ? malloc(sizeof(float) * (size_t)B *
+                                                  W * D)
+                                         : NULL,
+                            NULL, NULL, 0};
+    if (o->n_targets && !r->run.twin)
+        return cli_fail(EXIT_FAILED, "out of memory");
     r->vrun = r->run;
     r->vrun.ds = r->val_ds;
+    r->vrun.tds = r->val_tds;
     if (o->crop) { /* training batches are crops; validation, sequences */
         r->run.crop_seq = r->s.crop_seq;
         r->run.crop_start = r->s.crop_start;
@@ -1540,7 +1647,9 @@ int cmd_train(int argc, char **argv)
     if (r.o.cfg.rate_lambda > 0 && !(r.o.model_given & CLI_GIVEN_PRIOR))
         r.o.cfg.prior_hidden = 16; /* a rate needs a prior to measure it */
     r.s.rng = r.o.cfg.seed ^ 0x0123456789abcdefull; /* the epochs' shuffles */
-    char **data = r.o.data, **val = r.o.val; /* shared by the replicas */
+    /* the lists are shared by the replicas */
+    char **data = r.o.data, **val = r.o.val, **tg = r.o.targets,
+         **vtg = r.o.val_targets;
     cli_dist dist;
     cli_dist_solo(&dist);
     r.dist = &dist;
@@ -1570,8 +1679,7 @@ int cmd_train(int argc, char **argv)
         status = train_replica(&r);
     if (r.o.replicas <= 1)
         train_run_free(&r);
-    free(data);
-    free(val);
+    free(data), free(val), free(tg), free(vtg);
 #ifdef FRAE_MPI
     cli_dist_mpi_free(&dist);
     if (status && dist.size > 1) {
