@@ -71,6 +71,29 @@ def test_fit_matches_frae_train(tmp_path, family, extra, cli_extra):
     assert ("rate" in h) == ("rate_lambda" in extra)
 
 
+def test_fit_with_targets_matches_frae_train(tmp_path):
+    rng = np.random.default_rng(5)
+    os.makedirs(tmp_path / "clean"), os.makedirs(tmp_path / "noisy")
+    ys = [data(n=1, t=30 + 3 * i, seed=i)[0] for i in range(10)]
+    xs = [(y + rng.normal(0, 0.2, y.shape)).astype(np.float32) for y in ys]
+    for i, (a, b) in enumerate(zip(xs, ys)):
+        np.save(tmp_path / ("noisy/s%d.npy" % i), a)
+        np.save(tmp_path / ("clean/s%d.npy" % i), b)
+    m = frae.FRAE(**dict(SMALL, family="gru"), normalize=True)
+    h = m.fit(xs, ys, epochs=3, batch_size=4, validation_split=0.2, verbose=0)
+    cli("train", tmp_path / "noisy", "--targets", tmp_path / "clean", "--family", "gru",
+        "--normalize", "on", *CLI_SMALL, "--epochs", 3, "--batch", 4, "--val-split", 0.2,
+        "--save", tmp_path / "cli.st")
+    assert same_weights(m, frae.load(tmp_path / "cli.st"))
+    m.save(tmp_path / "py.st")
+    assert "targets:" in cli("info", tmp_path / "py.st")
+    v = m.fit(xs[:8], ys[:8], epochs=1, batch_size=4, verbose=0,
+              validation_data=(xs[8:], ys[8:]))
+    assert np.isfinite(v["val_loss"][0]) and h["val_loss"][-1] > 0
+    with pytest.raises(ValueError, match=r"\(x_val, y_val\)"):
+        m.fit(xs, ys, validation_data=xs[:2], verbose=0)
+
+
 def test_fits_carry_on(tmp_path):
     x = data()
     a = frae.FRAE(**SMALL)
@@ -304,8 +327,10 @@ def test_bad_input_gives_clear_exceptions(tmp_path):
         m.fit(x, epochs=0)
     with pytest.raises(ValueError, match="validation_split"):
         m.fit(x, validation_split=1.5)
-    with pytest.raises(NotImplementedError, match="targets"):
-        m.fit(x, x * 2)
+    with pytest.raises(ValueError, match="3 target sequences for 4"):
+        m.fit(x, x[:3], verbose=0)
+    with pytest.raises(ValueError, match="pair 1 has 20 input frames and 19"):
+        m.fit(list(x), [x[0], x[1, :19], x[2], x[3]], verbose=0)
     with pytest.raises(ValueError, match="--latent expects"):
         frae.FRAE(latent=0)
     with pytest.raises(ValueError, match="family"):

@@ -96,6 +96,19 @@ def _sequences(x, dim, what):
     return [a[i] for i in range(a.shape[0])], False
 
 
+def _pair(seqs, y, dim, what):
+    """The targets y as sequences paired with seqs: as many, each as long."""
+    tseqs, _ = _sequences(y, dim, what)
+    if len(tseqs) != len(seqs):
+        raise ValueError("%s: %d target sequences for %d input sequences"
+                         % (what, len(tseqs), len(seqs)))
+    for i, (a, b) in enumerate(zip(seqs, tseqs)):
+        if len(a) != len(b):
+            raise ValueError("%s: pair %d has %d input frames and %d target frames"
+                             % (what, i, len(a), len(b)))
+    return tseqs
+
+
 class FRAE:
     """A Feedback Recurrent AutoEncoder.
 
@@ -116,7 +129,7 @@ class FRAE:
                  normalize=False, threads=None, isa="auto", _model=None):
         self._train = self._infer = None
         self._infer_stale = True
-        self._shuffled = None  # (training-set size, epoch order, RNG state)
+        self._shuffled = None  # (training set, epoch order, RNG, data size)
         if _model is not None:  # load()
             self._train = _model
             cfg = _model.config()
@@ -126,7 +139,8 @@ class FRAE:
                 "frame_dim", "latent_dim", "history", "family", "quantizer",
                 "quant_levels", "prior_hidden", "pitch", "activation", "seed",
                 "feedback", "learning_rate", "clip_norm", "rate_lambda", "lr_warmup",
-                "lr_decay_steps", "lr_floor", "normalize", "window", "threads", "isa")}
+                "lr_decay_steps", "lr_floor", "normalize", "window", "threads", "isa",
+                "targets")}
             self._enc, self._dec = cfg["enc"], cfg["dec"]
             self._normalized = bool(cfg["normalize"])
             return
@@ -236,9 +250,13 @@ class FRAE:
 
         x: [N, T, D] or [T, D] frames, or a list of [T_i, D] sequences of
         different lengths (each batch is zero-padded, the padding masked).
-        y: the targets, which for an autoencoder are x itself (None).
+        y: targets paired with x (as 'frae train --targets': the same
+        shapes; e.g. clean frames for noisy x, a denoising codec: the loss
+        compares the output with y, the encoder sees x, and feedback is the
+        model's own output); None (or x) for an autoencoder.
         validation_split: this seeded fraction of the sequences is held
-        out (as --val-split); validation_data: other sequences.
+        out (as --val-split), targets alike; validation_data: other
+        sequences, (x_val, y_val) with targets.
         patience: stop after this many epochs without a better monitored
         loss (validation loss if any); save_best: path of the best model;
         checkpoint: path written (with Adam state) after every epoch and on
@@ -249,11 +267,7 @@ class FRAE:
         carries on from one fit to the next on the same training set, so
         ten fits of one epoch train as one fit of ten."""
         self._check_open()
-        if y is not None and y is not x and not (
-                isinstance(y, np.ndarray) and isinstance(x, np.ndarray)
-                and y.shape == x.shape and np.array_equal(x, y)):
-            raise NotImplementedError("fit: targets other than the inputs are not "
-                                      "supported yet; pass y=None (or x)")
+        targets = y is not None and y is not x
         if not isinstance(epochs, int) or epochs < 1:
             raise ValueError("epochs: a positive integer, got %r" % (epochs,))
         if not isinstance(batch_size, int) or batch_size < 1:
@@ -265,6 +279,8 @@ class FRAE:
         D = self.frame_dim
         seqs, _ = _sequences(x, D, "x")
         n_all = len(seqs)
+        tseqs = _pair(seqs, y, D, "y") if targets else None
+        self._fields["targets"] = int(targets)  # a change: a new model, weights kept
         cfg = self._config()
         seed = cfg["seed"]
         perm = np.arange(n_all, dtype=np.int32)
@@ -276,14 +292,22 @@ class FRAE:
             _frae.shuffle(perm, seed ^ _SPLIT_SALT)
             perm[:n_all - n_split].sort()
         n_train = n_all - n_split
+        vtseqs = tseqs
         if validation_data is not None:
-            vseqs, _ = _sequences(validation_data, D, "validation_data")
+            vx, vy = validation_data if isinstance(validation_data, tuple) and \
+                len(validation_data) == 2 and targets else (validation_data, None)
+            vseqs, _ = _sequences(vx, D, "validation_data")
+            if targets and vy is None:
+                raise ValueError("validation_data: with targets, give (x_val, y_val)")
+            vtseqs = _pair(vseqs, vy, D, "validation_data y") if targets else None
             val = list(range(len(vseqs)))
         else:
             vseqs, val = seqs, [int(i) for i in perm[n_train:]]
         # the epochs' order and RNG carry on across fits of the same set
-        if self._shuffled is not None and self._shuffled[0] == n_train:
-            _, order, rng = self._shuffled
+        train_ids = perm[:n_train]
+        if self._shuffled is not None and np.array_equal(self._shuffled[0], train_ids) \
+                and len(seqs) == self._shuffled[3]:
+            _, order, rng, _ = self._shuffled
         else:
             order, rng = perm[:n_train].copy(), seed ^ _SHUFFLE_SALT
         # frae train's capacity: a batch no larger than a set, a window no
@@ -292,7 +316,8 @@ class FRAE:
         B = min(batch_size, max(n_train, len(val)))
         W = min(self._fields["window"], longest)
         m = self._train
-        if m is None or m.config()["batch"] != B or m.config()["window"] != W:
+        if m is None or m.config()["batch"] != B or m.config()["window"] != W or \
+                m.config()["targets"] != int(targets):
             old = m
             m = self._new_model(B, W, True)
             if old is not None or self._infer is not None:
@@ -312,6 +337,7 @@ class FRAE:
             else bool(verbose) and verbose != 2
         lines = bool(verbose)
         win = np.zeros(B * W * D, np.float32)
+        twin = np.zeros(B * W * D, np.float32) if targets else None
         valid = np.zeros(B, np.int32)
         history = History(loss=[], mae=[])
         if val:
@@ -332,13 +358,15 @@ class FRAE:
             for epoch in range(1, epochs + 1):
                 if shuffle:
                     rng = _frae.shuffle(order, rng)
-                    self._shuffled = (n_train, order, rng)
+                    self._shuffled = (train_ids, order, rng, len(seqs))
                 t0 = time.monotonic()
                 sums = np.zeros(5)
                 n_batches = (len(order) + B - 1) // B
                 for k in range(n_batches):
                     ids = order[k * B:(k + 1) * B]
-                    s, bad = self._run_batch(m, [seqs[i] for i in ids], win, valid, W, True)
+                    s, bad = self._run_batch(m, [seqs[i] for i in ids], win, valid, W, True,
+                                             [tseqs[i] for i in ids] if targets else None,
+                                             twin)
                     if bad:
                         raise FraeError("training diverged at epoch %d, batch %d (loss or "
                                         "gradient is not finite); try a lower "
@@ -355,7 +383,9 @@ class FRAE:
                     history["rate"].append(rate)
                 vloss = vmae = vrate = float("nan")
                 if val:
-                    v = self._evaluate_seqs(m, [vseqs[i] for i in val], B, win, valid, W)
+                    v = self._evaluate_seqs(m, [vseqs[i] for i in val], B, win, valid, W,
+                                            [vtseqs[i] for i in val] if targets else None,
+                                            twin)
                     vrate = v[2] / v[4] if v[4] else 0.0
                     vloss, vmae = v[0] / v[3] + lam * vrate, v[1] / v[3]
                     history["val_loss"].append(vloss)
@@ -410,10 +440,11 @@ class FRAE:
         return history
 
     @staticmethod
-    def _run_batch(m, batch, win, valid, W, train):
+    def _run_batch(m, batch, win, valid, W, train, tbatch=None, twin=None):
         """frae train's batch: windows of W frames over the longest sequence,
-        shorter ones zero-padded and masked.  Returns the sums (sse, sae,
-        rate bits, values, frames) and whether a loss went non-finite."""
+        shorter ones zero-padded and masked (tbatch: their targets).
+        Returns the sums (sse, sae, rate bits, values, frames) and whether a
+        loss went non-finite."""
         nb = len(batch)
         D = batch[0].shape[1]
         longest = max(len(s) for s in batch)
@@ -423,20 +454,25 @@ class FRAE:
         for w0 in range(0, longest, W):
             nt = min(W, longest - w0)
             x = win[:nb * nt * D].reshape(nb, nt, D)
+            tx = None if tbatch is None else twin[:nb * nt * D].reshape(nb, nt, D)
             for b, s in enumerate(batch):
                 have = max(0, min(nt, len(s) - w0))
                 x[b, :have] = s[w0:w0 + have]
                 x[b, have:] = 0
+                if tx is not None:
+                    tx[b, :have] = tbatch[b][w0:w0 + have]
+                    tx[b, have:] = 0
                 valid[b] = have
-            sse, sae, bits, values, frames, gnorm = m.run(x, nb, nt, valid[:nb], train)
+            sse, sae, bits, values, frames, gnorm = m.run(x, nb, nt, valid[:nb], train, tx)
             bad |= not math.isfinite(sse) or not math.isfinite(gnorm)
             sums += (sse, sae, bits, values, frames)
         return sums, bad
 
-    def _evaluate_seqs(self, m, seqs, B, win, valid, W):
+    def _evaluate_seqs(self, m, seqs, B, win, valid, W, tseqs=None, twin=None):
         sums = np.zeros(5)
         for i in range(0, len(seqs), B):
-            s, _ = self._run_batch(m, seqs[i:i + B], win, valid, W, False)
+            s, _ = self._run_batch(m, seqs[i:i + B], win, valid, W, False,
+                                   None if tseqs is None else tseqs[i:i + B], twin)
             sums += s
         return sums
 

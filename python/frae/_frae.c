@@ -94,6 +94,7 @@ static const struct {
     {"quant_levels", 'i', offsetof(frae_config, quant_levels)},
     {"prior_hidden", 'i', offsetof(frae_config, prior_hidden)},
     {"pitch", 'i', offsetof(frae_config, pitch)},
+    {"targets", 'i', offsetof(frae_config, targets)},
     {"activation", 'i', offsetof(frae_config, activation)},
 };
 #define N_FIELDS (sizeof train_fields / sizeof *train_fields)
@@ -358,13 +359,15 @@ static PyObject *m_reset(ModelObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* train(x, nseq, nframes, valid, update): frae_train_frames (update) or
- * frae_eval_frames; (sse, sae, rate_bits, values, frames, grad_norm). */
+/* run(x, nseq, nframes, valid, update, target): frae_train_frames_targets
+ * (update) or frae_eval_frames_targets, target None for the inputs;
+ * (sse, sae, rate_bits, values, frames, grad_norm). */
 static PyObject *m_run(ModelObject *self, PyObject *args)
 {
-    PyObject *xo, *vo;
+    PyObject *xo, *vo, *to = Py_None;
     int nseq, nframes, update;
-    if (!PyArg_ParseTuple(args, "OiiOp", &xo, &nseq, &nframes, &vo, &update))
+    if (!PyArg_ParseTuple(args, "OiiOp|O", &xo, &nseq, &nframes, &vo, &update,
+                          &to))
         return NULL;
     frae_model *m = model_of(self);
     if (!m)
@@ -374,24 +377,37 @@ static PyObject *m_run(ModelObject *self, PyObject *args)
         return fail("sequences must be 1..batch and frames at least 1");
     if (update && !c->training)
         return fail("an inference-only model cannot train");
-    Py_buffer xb, vb;
-    if (get_buffer(xo, &xb, 0, "f", (Py_ssize_t)nseq * nframes * c->frame_dim, "x"))
+    if (to != Py_None && !c->targets)
+        return fail("the model was not made for targets");
+    const Py_ssize_t n = (Py_ssize_t)nseq * nframes * c->frame_dim;
+    Py_buffer xb, vb, tb;
+    if (get_buffer(xo, &xb, 0, "f", n, "x"))
         return NULL;
     if (vo != Py_None && get_buffer(vo, &vb, 0, "i", nseq, "valid")) {
         PyBuffer_Release(&xb);
         return NULL;
     }
+    if (to != Py_None && get_buffer(to, &tb, 0, "f", n, "target")) {
+        PyBuffer_Release(&xb);
+        if (vo != Py_None)
+            PyBuffer_Release(&vb);
+        return NULL;
+    }
+    const int *valid = vo == Py_None ? NULL : vb.buf;
+    const float *target = to == Py_None ? NULL : tb.buf;
     frae_stats st;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = update ? frae_train_frames(m, xb.buf, nseq, nframes,
-                                    vo == Py_None ? NULL : vb.buf, &st)
-                : frae_eval_frames(m, xb.buf, nseq, nframes,
-                                   vo == Py_None ? NULL : vb.buf, &st);
+    rc = update ? frae_train_frames_targets(m, xb.buf, target, nseq, nframes,
+                                            valid, &st)
+                : frae_eval_frames_targets(m, xb.buf, target, nseq, nframes,
+                                           valid, &st);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&xb);
     if (vo != Py_None)
         PyBuffer_Release(&vb);
+    if (to != Py_None)
+        PyBuffer_Release(&tb);
     if (rc)
         return fail("training call refused: another number of sequences "
                     "than since the last reset");
