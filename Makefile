@@ -20,7 +20,7 @@ CFLAGS_ALL = -std=c11 $(OPT) -g -Wall -Wextra -Wshadow $(WERROR) \
              -fno-fast-math -ffp-contract=off -fno-math-errno -fPIC \
              -fvisibility=hidden -MMD -MP -D_POSIX_C_SOURCE=200809L \
              -Iinclude -Isrc $(OPENMP) $(SAN) $(CFLAGS)
-CORE_LDLIBS  = -lm -pthread $(OPENMP)
+CORE_LDLIBS  = -lzip -lm -pthread $(OPENMP)
 AUDIO_LDLIBS = -lsndfile -lfftw3f -lsamplerate -lm -pthread
 LDLIBS_ALL = $(AUDIO_LDLIBS) $(CORE_LDLIBS) $(SAN) $(LDFLAGS)
 
@@ -235,7 +235,7 @@ endif
 
 $(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h $(FUZZ_DIR)/libfrae-internal.a
 	clang -O1 -g -Iinclude -Isrc -fsanitize=fuzzer $(FUZZ_SAN) $< \
-	  $(FUZZ_DIR)/libfrae-internal.a -lsndfile -lfftw3f -lsamplerate -lm \
+	  $(FUZZ_DIR)/libfrae-internal.a -lzip -lsndfile -lfftw3f -lsamplerate -lm \
 	  -lpthread -o $@
 
 fuzz: $(FUZZ_BINS)

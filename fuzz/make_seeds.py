@@ -86,6 +86,10 @@ def main():
         b = io.BytesIO()
         np.savez(b, *[rng.standard_normal(s).astype("<f4") for s in shapes])
         put("npz", "keras.npz", b.getvalue())
+        stored = np.load(io.BytesIO(b.getvalue()))
+        b = io.BytesIO()  # the same arrays, deflated (np.savez_compressed)
+        np.savez_compressed(b, *[stored["arr_%d" % i] for i in range(len(shapes))])
+        put("npz", "keras_compressed.npz", b.getvalue())
         b = io.BytesIO()
         with zipfile.ZipFile(b, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
             for i, s in enumerate(shapes):

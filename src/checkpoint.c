@@ -924,16 +924,15 @@ done:
     return m;
 }
 
-static frae_model *import_keras(const unsigned char *buf, size_t size,
-                                const char *path, const frae_config *hints,
-                                char *err, size_t errlen)
+enum { KERAS_CAP = 2 * FRAE_MAX_LAYERS + 2 };
+
+/* The model of a Keras get_weights() list, the .npz's members. */
+static frae_model *keras_from_members(const frae_npz_member *mem, int nmem,
+                                      const char *path,
+                                      const frae_config *hints, char *err,
+                                      size_t errlen)
 {
-    enum { CAP = 2 * FRAE_MAX_LAYERS + 2 };
-    frae_npz_member mem[CAP];
-    int nmem = frae_npz_members(buf, size, path, mem, CAP, err, errlen);
-    if (nmem < 0)
-        return NULL;
-    frae_npy arr[CAP];
+    frae_npy arr[KERAS_CAP];
     /* np.savez(path, *weights) names them arr_0.npy, arr_1.npy, ... */
     for (int i = 0; i < nmem; i++) {
         char want[32];
@@ -1059,6 +1058,19 @@ static frae_model *import_keras(const unsigned char *buf, size_t size,
     }
     frae_set_params(m, flat);
     free(flat);
+    return m;
+}
+
+static frae_model *import_keras(const unsigned char *buf, size_t size,
+                                const char *path, const frae_config *hints,
+                                char *err, size_t errlen)
+{
+    frae_npz_member mem[KERAS_CAP];
+    int nmem = frae_npz_read(buf, size, path, mem, KERAS_CAP, err, errlen);
+    if (nmem < 0)
+        return NULL;
+    frae_model *m = keras_from_members(mem, nmem, path, hints, err, errlen);
+    frae_npz_free(mem, nmem);
     return m;
 }
 

@@ -81,15 +81,19 @@ int frae_npy_begin_growing(frae_atomic_file *af, const char *path, int ndim,
 int frae_npy_finish(frae_atomic_file *af, int ndim, const long *shape,
                     char *err, size_t errlen);
 
-/* ---- .npz (np.savez: a zip of .npy members, stored uncompressed) ------ */
+/* ---- .npz (np.savez, np.savez_compressed: a zip of .npy members) ------ */
 typedef struct {
     char name[256];
-    const unsigned char *data;
+    unsigned char *data; /* malloc'ed: frae_npz_free */
     size_t size;
 } frae_npz_member;
-/* Lists the members of an in-memory zip; returns their count or -1. */
-int frae_npz_members(const unsigned char *buf, size_t size, const char *path,
-                     frae_npz_member *out, int cap, char *err, size_t errlen);
+/* Members of all sizes together: at most this many bytes, inflated. */
+#define FRAE_NPZ_MAX_BYTES ((size_t)1 << 31)
+/* Reads (inflating) the members of an in-memory zip, at most cap of them;
+ * returns their count, or -1 with one line in err (nothing to free). */
+int frae_npz_read(const unsigned char *buf, size_t size, const char *path,
+                  frae_npz_member *out, int cap, char *err, size_t errlen);
+void frae_npz_free(frae_npz_member *m, int n);
 
 /* ---- safetensors ------------------------------------------------------ */
 enum { ST_F32 = 0, ST_F64, ST_F16, ST_BF16, ST_I32, ST_I64, ST_NTYPES };

@@ -1,22 +1,18 @@
-/* .npz as np.savez writes it: a zip archive of .npy members, stored (no
- * compression), often with zip64 fields.  Read through the central
- * directory; every offset and size is checked against the buffer, and
- * each member's CRC-32 is verified. */
+/* .npz as NumPy writes it (np.savez: stored members; np.savez_compressed:
+ * deflated ones; zip64 fields either way), read from memory through
+ * libzip: the archive's directory and every member's CRC-32 are libzip's
+ * to check.  A member is inflated into a buffer of its declared size, and
+ * that size is checked first: no member may claim more than deflate can
+ * expand its compressed bytes to, nor all together more than
+ * FRAE_NPZ_MAX_BYTES, so a hostile archive cannot make frae allocate
+ * more than a bounded multiple of its own size. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <zip.h>
 
 #include "formats.h"
-
-static uint32_t rd16(const unsigned char *p) { return p[0] | p[1] << 8; }
-static uint32_t rd32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
-}
-static uint64_t rd64(const unsigned char *p)
-{
-    return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
+#include "util.h"
 
 uint32_t frae_crc32_update(uint32_t crc, const unsigned char *p, size_t n)
 {
@@ -37,96 +33,119 @@ uint32_t frae_crc32(const unsigned char *p, size_t n)
 #define FAIL(...)                                                              \
     do {                                                                       \
         frae_errorf(err, errlen, __VA_ARGS__);                                 \
-        return -1;                                                             \
+        goto fail;                                                             \
     } while (0)
 
-int frae_npz_members(const unsigned char *buf, size_t size, const char *path,
-                     frae_npz_member *out, int cap, char *err, size_t errlen)
+/* deflate expands at most 1032:1 (RFC 1951's longest match per 2 bits) */
+#define DEFLATE_MAX_RATIO 1032u
+
+void frae_npz_free(frae_npz_member *m, int n)
 {
-    /* end of central directory: 22 bytes plus a comment of up to 64 KiB */
-    if (size < 22)
-        FAIL("%s: not a .npz (zip) file", path);
-    size_t eocd = size - 22;
-    size_t stop = size > 22 + 65535 ? size - 22 - 65535 : 0;
-    while (rd32(buf + eocd) != 0x06054b50u) {
-        if (eocd == stop)
-            FAIL("%s: not a .npz (zip) file: no end of central directory",
-                 path);
-        eocd--;
+    for (int i = 0; i < n; i++) {
+        free(m[i].data);
+        m[i].data = NULL;
     }
-    uint64_t count = rd16(buf + eocd + 10);
-    uint64_t cd_size = rd32(buf + eocd + 12), cd_off = rd32(buf + eocd + 16);
-    if (count == 0xffff || cd_off == 0xffffffffu || cd_size == 0xffffffffu) {
-        /* zip64: the locator sits just before the classic record */
-        if (eocd < 20 || rd32(buf + eocd - 20) != 0x07064b50u)
-            FAIL("%s: zip64 archive without its locator", path);
-        uint64_t z = rd64(buf + eocd - 20 + 8);
-        /* the 56-byte zip64 record must lie before the locator */
-        if (z > eocd - 20 || eocd - 20 - z < 56 ||
-            rd32(buf + z) != 0x06064b50u)
-            FAIL("%s: bad zip64 end of central directory", path);
-        count = rd64(buf + z + 32);
-        cd_size = rd64(buf + z + 40);
-        cd_off = rd64(buf + z + 48);
+}
+
+/* Reads exactly the member's declared size, and one more byte to learn
+ * that the member ends there (libzip checks the CRC-32 at the end). */
+static int read_member(zip_t *z, zip_uint64_t i, frae_npz_member *m,
+                       const char *path, char *err, size_t errlen)
+{
+    zip_file_t *f = zip_fopen_index(z, i, 0);
+    if (!f)
+        return frae_errorf(err, errlen, "%s: member '%s': %s", path, m->name,
+                           zip_strerror(z));
+    size_t got = 0;
+    zip_int64_t r = 1;
+    while (got < m->size && r > 0) {
+        r = zip_fread(f, m->data + got, m->size - got);
+        if (r > 0)
+            got += (size_t)r;
     }
-    if (cd_off > size || cd_size > size - cd_off)
-        FAIL("%s: truncated: central directory outside the file", path);
-    if (count > (uint64_t)cap)
-        FAIL("%s: %llu members, more than %d", path,
-             (unsigned long long)count, cap);
-    size_t at = (size_t)cd_off, end = (size_t)(cd_off + cd_size);
-    for (uint64_t i = 0; i < count; i++) {
-        if (end - at < 46 || rd32(buf + at) != 0x02014b50u)
-            FAIL("%s: corrupt central directory entry %llu", path,
-                 (unsigned long long)i);
-        unsigned method = rd16(buf + at + 10);
-        uint32_t crc = rd32(buf + at + 16);
-        uint64_t csize = rd32(buf + at + 20), usize = rd32(buf + at + 24);
-        size_t nlen = rd16(buf + at + 28), xlen = rd16(buf + at + 30),
-               clen = rd16(buf + at + 32);
-        uint64_t loff = rd32(buf + at + 42);
-        if (end - at - 46 < nlen + xlen + clen)
-            FAIL("%s: corrupt central directory entry %llu", path,
-                 (unsigned long long)i);
-        const unsigned char *name = buf + at + 46, *x = name + nlen;
-        /* zip64 extra field: the 0xffffffff fields, in order */
-        for (size_t e = 0; e + 4 <= xlen;) {
-            size_t id = rd16(x + e), len = rd16(x + e + 2), f = e + 4;
-            if (e + 4 + len > xlen)
-                break;
-            if (id == 1) {
-                if (usize == 0xffffffffu && f + 8 <= e + 4 + len)
-                    usize = rd64(x + f), f += 8;
-                if (csize == 0xffffffffu && f + 8 <= e + 4 + len)
-                    csize = rd64(x + f), f += 8;
-                if (loff == 0xffffffffu && f + 8 <= e + 4 + len)
-                    loff = rd64(x + f);
-            }
-            e += 4 + len;
-        }
-        frae_npz_member *m = &out[i];
-        size_t copy = nlen < sizeof m->name - 1 ? nlen : sizeof m->name - 1;
-        memcpy(m->name, name, copy);
-        m->name[copy] = 0;
-        if (method != 0)
-            FAIL("%s: member '%s' is compressed (method %u); save with "
-                 "np.savez, not np.savez_compressed",
-                 path, m->name, method);
-        if (csize != usize)
-            FAIL("%s: member '%s' has inconsistent sizes", path, m->name);
-        if (loff > size || size - loff < 30 || rd32(buf + loff) != 0x04034b50u)
-            FAIL("%s: member '%s': bad local header", path, m->name);
-        size_t data = (size_t)loff + 30 + rd16(buf + loff + 26) +
-                      rd16(buf + loff + 28);
-        if (data > size || size - data < usize)
-            FAIL("%s: truncated: member '%s' runs past the end", path,
-                 m->name);
-        m->data = buf + data;
-        m->size = (size_t)usize;
-        if (!FRAE_FUZZING && frae_crc32(m->data, m->size) != crc)
-            FAIL("%s: member '%s' is corrupted (CRC mismatch)", path,
-                 m->name);
-        at += 46 + nlen + xlen + clen;
+    unsigned char extra;
+    if (r >= 0 && got == m->size)
+        r = zip_fread(f, &extra, 1);
+    int rc = 0;
+    if (r < 0)
+        rc = frae_errorf(err, errlen, "%s: member '%s' is corrupted: %s", path,
+                         m->name, zip_file_strerror(f));
+    else if (got < m->size)
+        rc = frae_errorf(err, errlen,
+                         "%s: truncated: member '%s' gives %zu of its %zu "
+                         "bytes",
+                         path, m->name, got, m->size);
+    else if (r > 0)
+        rc = frae_errorf(err, errlen,
+                         "%s: member '%s' holds more than its declared %zu "
+                         "bytes",
+                         path, m->name, m->size);
+    zip_fclose(f);
+    return rc;
+}
+
+int frae_npz_read(const unsigned char *buf, size_t size, const char *path,
+                  frae_npz_member *out, int cap, char *err, size_t errlen)
+{
+    zip_error_t ze;
+    zip_error_init(&ze);
+    int n = 0;
+    zip_t *z = NULL;
+    zip_source_t *src = zip_source_buffer_create(buf, size, 0, &ze);
+    if (!src)
+        FAIL("%s: %s", path, zip_error_strerror(&ze));
+    z = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &ze);
+    if (!z) {
+        zip_source_free(src);
+        FAIL("%s: not a .npz (zip) file: %s", path, zip_error_strerror(&ze));
     }
-    return (int)count;
+    zip_int64_t count = zip_get_num_entries(z, 0);
+    if (count < 0 || count > cap)
+        FAIL("%s: %lld members, more than %d", path, (long long)count, cap);
+    size_t total = 0;
+    for (zip_int64_t i = 0; i < count; i++) {
+        zip_stat_t st;
+        zip_stat_init(&st);
+        frae_npz_member *m = &out[n];
+        if (zip_stat_index(z, (zip_uint64_t)i, 0, &st) ||
+            !(st.valid & ZIP_STAT_NAME) || !(st.valid & ZIP_STAT_SIZE) ||
+            !(st.valid & ZIP_STAT_COMP_SIZE) ||
+            !(st.valid & ZIP_STAT_COMP_METHOD))
+            FAIL("%s: member %lld: %s", path, (long long)i, zip_strerror(z));
+        snprintf(m->name, sizeof m->name, "%s", st.name);
+        frae_one_line(m->name);
+        if (st.comp_method != ZIP_CM_STORE && st.comp_method != ZIP_CM_DEFLATE)
+            FAIL("%s: member '%s' uses compression method %u; frae reads "
+                 "stored and deflated members (np.savez, "
+                 "np.savez_compressed)",
+                 path, m->name, (unsigned)st.comp_method);
+        const zip_uint64_t most =
+            st.comp_method == ZIP_CM_STORE
+                ? st.comp_size
+                : st.comp_size * DEFLATE_MAX_RATIO + 64;
+        if (st.size > most || st.comp_size > size)
+            FAIL("%s: member '%s' declares %llu bytes from %llu compressed: "
+                 "more than its compression can hold",
+                 path, m->name, (unsigned long long)st.size,
+                 (unsigned long long)st.comp_size);
+        if (st.size > FRAE_NPZ_MAX_BYTES - total)
+            FAIL("%s: members of more than %llu bytes in all", path,
+                 (unsigned long long)FRAE_NPZ_MAX_BYTES);
+        total += (size_t)st.size;
+        m->size = (size_t)st.size;
+        m->data = malloc(m->size ? m->size : 1);
+        if (!m->data)
+            FAIL("%s: out of memory for member '%s' (%zu bytes)", path,
+                 m->name, m->size);
+        n++;
+        if (read_member(z, (zip_uint64_t)i, m, path, err, errlen))
+            goto fail;
+    }
+    zip_discard(z);
+    return n;
+fail:
+    frae_npz_free(out, n);
+    if (z)
+        zip_discard(z);
+    return -1;
 }

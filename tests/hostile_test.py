@@ -68,6 +68,32 @@ def refused(tmp, what, args, needle, code=2):
 
 # ---- file builders (also used by fuzz/make_seeds.py) ------------------------
 
+def hostile_npz(kind):
+    """A small .npz of one deflated 64 KiB member, then edited: bomb (its
+    sizes claim 3 GB), liar (it claims 1 KiB), crc (a payload byte
+    flipped; crcstored: the same, stored), method (a compression frae does
+    not read)."""
+    import io
+    import zipfile
+    buf = io.BytesIO()
+    method = zipfile.ZIP_STORED if kind == "crcstored" else zipfile.ZIP_DEFLATED
+    with zipfile.ZipFile(buf, "w", compression=method) as z:
+        z.writestr("arr_0.npy", b"\x93NUMPY" + bytes(65536))
+    raw = bytearray(buf.getvalue())
+    loc, cen = raw.find(b"PK\x03\x04"), raw.find(b"PK\x01\x02")
+    if kind in ("bomb", "liar"):
+        size = 3 * 10**9 if kind == "bomb" else 1024
+        struct.pack_into("<I", raw, loc + 22, size)
+        struct.pack_into("<I", raw, cen + 24, size)
+    elif kind in ("crc", "crcstored"):
+        at = loc + 30 + struct.unpack_from("<H", raw, loc + 26)[0] + 5
+        raw[at] ^= 0x40
+    else:
+        struct.pack_into("<H", raw, loc + 8, 12)
+        struct.pack_into("<H", raw, cen + 10, 12)
+    return bytes(raw)
+
+
 def wav_bytes(x, rate, kind):
     """A WAV of samples x ([n] or [n, channels]): pcm16 or float (IEEE)."""
     import numpy as np
@@ -196,6 +222,8 @@ def huge_model_checkpoint(good, dst):
 def fuzz_seeds(tmp, checkpoint):
     """(target, name, bytes) of the hostile files, for the fuzz corpora."""
     seeds = [("npz", "hostile_tiny_zip64.npz", tiny_zip64())]
+    for kind in ("bomb", "liar", "crc", "crcstored", "method"):
+        seeds.append(("npz", "hostile_%s.npz" % kind, hostile_npz(kind)))
     for name, text in HOSTILE_NPY.items():
         seeds.append(("npy", "hostile_" + name, npy_header_only(text)))
     p = os.path.join(tmp, "huge.safetensors")
@@ -238,7 +266,17 @@ def main():
     print("== .npz: zip64 records outside the file (defect 1)")
     open(p("tiny.npz"), "wb").write(tiny_zip64())
     refused(tmp, "a 46-byte zip64 .npz", ["import", "tiny.npz", "-o", "x.safetensors"],
-            "zip64")
+            "not a .npz (zip) file")
+
+    print("== .npz through libzip: sizes checked before inflating, CRCs, lies")
+    for name, what, needle in (
+            ("bomb.npz", "a member declaring 3 GB from 88 bytes", "more than its compression"),
+            ("liar.npz", "a member inflating past its declared size", "more than its declared"),
+            ("crc.npz", "a deflated member with a flipped byte", "corrupted"),
+            ("crcstored.npz", "a stored member with a flipped byte", "CRC error"),
+            ("method.npz", "a bzip2 member", "compression method 12")):
+        open(p(name), "wb").write(hostile_npz(name.split(".")[0]))
+        refused(tmp, what, ["import", name, "-o", "x.safetensors"], needle)
 
     print("== .npy: headers that end where the parser read on (defect 2), odd bytes")
     for name, text in HOSTILE_NPY.items():
