@@ -13,11 +13,12 @@ set -eu
 # matplotlib draws the demo's figures; python3-aubio is the demo's reference
 # pitch tracker (not linked: frae has its own).  python3-dev builds the
 # Python module (import frae), python3-pytest tests it; libzip reads .npz
-# files (stored or compressed members, zip64).
+# files (stored or compressed members, zip64); chromium renders the demo's
+# listening page headless, in its test and at the end of the demo.
 # reference fixtures / bench: python3-torch (optional at
 # test time: fixtures are committed, so tests never need torch).
 BUILD_PKGS="gcc make libc6-dev python3 python3-numpy pkgconf clang libclang-rt-14-dev
-  python3-dev python3-pytest libzip-dev
+  python3-dev python3-pytest libzip-dev chromium
   libsndfile1-dev libfftw3-dev libsamplerate0-dev
   espeak-ng flite codec2 opus-tools sox python3-matplotlib python3-aubio"
 OPTIONAL_PKGS="${FRAE_OPTIONAL_PKGS-python3-numpy python3-torch libopenblas-dev hyperfine valgrind}"

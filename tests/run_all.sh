@@ -44,6 +44,8 @@ fi
 if [ "$BUILD" = build ]; then # the module loads into an uninstrumented python
     echo "== the Python module: import frae ($BUILD)"
     run sh tests/python_test.sh "$BUILD"
+    echo "== the demo's listening page in headless Chromium"
+    run /usr/bin/python3 tests/page_test.py
 fi
 if [ "$BUILD" = build ]; then # installs and links uninstrumented code
     echo "== install and pkg-config ($BUILD)"

@@ -236,6 +236,19 @@ static int check_grads(const frae_config *cm, const float *init,
     return failures;
 }
 
+/* The update training made to m's parameters (from init) against torch's,
+ * tensors prefix.* of fx. */
+static int check_update(const frae_model *m, const fixtures *fx,
+                        const char *prefix, const frae_config *cm,
+                        const float *init, float *got, float *ref)
+{
+    const size_t np = frae_param_count_for(cm);
+    frae_get_params(m, got);
+    flat_from_torch(fx, prefix, cm, ref);
+    subtract(got, init, np), subtract(ref, init, np);
+    return compare_flat(prefix, got, ref, cm);
+}
+
 /* Three Adam steps on one window, then truncated BPTT (windows of 4 and 2
  * frames, two steps, a backward pass in chunks of one frame), against
  * adam3.<mode>.* and tbptt.<mode>.*: the updates, not the parameters. */
@@ -246,16 +259,12 @@ static int check_steps(const frae_config *cm, const float *init,
 {
     int failures = 0;
     char name[64];
-    const size_t np = frae_param_count_for(cm);
     frae_model *m = create_or_die(cm);
     frae_set_params(m, init);
     for (int s = 0; s < 3; s++)
         frae_train_batch(m, x->data, nseq, T, NULL);
-    frae_get_params(m, got);
     snprintf(name, sizeof name, "adam3.%s.", mode);
-    flat_from_torch(fx, name, cm, ref);
-    subtract(got, init, np), subtract(ref, init, np);
-    failures += compare_flat(name, got, ref, cm);
+    failures += check_update(m, fx, name, cm, init, got, ref);
     frae_destroy(m);
 
     frae_config ct = *cm;
@@ -272,11 +281,8 @@ static int check_steps(const frae_config *cm, const float *init,
         snprintf(name, sizeof name, "tbptt.%s.rate", mode);
         failures += check_scalar(name, st.rate, get(fx, name)->data[0]);
     }
-    frae_get_params(m, got);
     snprintf(name, sizeof name, "tbptt.%s.", mode);
-    flat_from_torch(fx, name, cm, ref);
-    subtract(got, init, np), subtract(ref, init, np);
-    failures += compare_flat(name, got, ref, cm);
+    failures += check_update(m, fx, name, cm, init, got, ref);
     frae_destroy(m);
     return failures;
 }
@@ -545,11 +551,8 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa,
             frae_train_frames_targets(m, x->data, tg->data, nseq, T, NULL,
                                       NULL);
         }
-        frae_get_params(m, got);
         snprintf(name, sizeof name, "adam3.%s.", mode);
-        flat_from_torch(&fx, name, &cm, ref);
-        subtract(got, init, np), subtract(ref, init, np);
-        failures += compare_flat(name, got, ref, &cm);
+        failures += check_update(m, &fx, name, &cm, init, got, ref);
         frae_destroy(m);
 
         frae_config ct = cm;
@@ -562,11 +565,8 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa,
         CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
         snprintf(name, sizeof name, "tbptt.%s.loss", mode);
         failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
-        frae_get_params(m, got);
         snprintf(name, sizeof name, "tbptt.%s.", mode);
-        flat_from_torch(&fx, name, &ct, ref);
-        subtract(got, init, np), subtract(ref, init, np);
-        failures += compare_flat(name, got, ref, &ct);
+        failures += check_update(m, &fx, name, &ct, init, got, ref);
         frae_destroy(m);
     }
     /* a model made without cfg.targets refuses them */

@@ -21,7 +21,17 @@ code the held-out voices, and compare with Codec2 and Opus through audio.
      features of the WAV (frae features), aligned to the original's, and
      the pitch track of the WAV against the original's;
   6. prints the table (also demo/report.md) and draws demo/loss.png,
-     demo/spectrogram.png and demo/rate_quality.png.
+     demo/spectrogram.png and demo/rate_quality.png;
+  7. denoising (issue 17): the training voices mixed with pink noise (sox)
+     at 0-20 dB SNR, a GRU 1.6 kbit/s codec trained toward the clean
+     features (frae train --targets), and the held-out voices at 0, 5 and
+     10 dB through it and through the plain 1.6 kbit/s codec, both measured
+     against the clean original, at the same bitrate;
+  8. writes the listening page, demo/index.html (tools/listening_page.py):
+     every held-out utterance through every system, side by side, with its
+     spectrograms, the tables and the figures; and checks it in headless
+     Chromium (every player and picture loads, each duration its file's),
+     writing demo/index.png.
 
 Metrics, over speech frames (reference frame energy within 50 dB of the
 utterance's loudest): LSD, the RMS difference of the 80-band log-mel power
@@ -193,6 +203,131 @@ def pitch_errors(ref, test):
     both = ok & v_r & v_t
     gross = np.abs(f_t[both] / f_r[both] - 1.0) > 0.2
     return gross.sum(), both.sum(), (v_r[ok] != v_t[ok]).sum(), ok.sum()
+
+
+def write_wav(path, x):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
+        w.writeframes((np.clip(x, -1, 1) * 32767).astype("<i2").tobytes())
+
+
+def mix(clean, noise, snr_db):
+    """clean plus noise scaled to snr_db below the clean signal's power."""
+    p_clean = float(np.mean(clean.astype(np.float64) ** 2)) + 1e-12
+    p_noise = float(np.mean(noise.astype(np.float64) ** 2)) + 1e-12
+    return clean + noise * math.sqrt(p_clean / p_noise / 10 ** (snr_db / 10.0))
+
+
+DENOISE_SNRS = (0, 5, 10)         # held-out voices, dB
+DENOISE_TRAIN_SNRS = (0, 5, 10, 15, 20)
+
+
+def denoising(a, frae, out, tmp, models, refs, tests):
+    """Step 7: a denoising codec against the plain one on noisy voices.
+    Returns (markdown table, {label: {name: wav}} of the 5 dB voices)."""
+    print("== 7. denoising: noisy voices in, clean speech as the target", flush=True)
+    noise_wav = os.path.join(tmp, "pink.wav")
+    sh(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", noise_wav, "synth", "900",
+        "pinknoise"])
+    noise = read_wav(noise_wav)
+    half = len(noise) // 2  # training mixes from the first half, tests the second
+    rng = np.random.default_rng(17)
+    dirs = {k: os.path.join(tmp, "denoise", k) for k in ("train", "test")}
+    for d in dirs.values():
+        os.makedirs(d, exist_ok=True)
+    for w in sorted(glob.glob(os.path.join(a.corpus, "wav", "train", "*.wav"))):
+        x = read_wav(w)
+        at = int(rng.integers(0, half - len(x)))
+        noisy = os.path.join(tmp, "noisy.wav")
+        write_wav(noisy, mix(x, noise[at:at + len(x)],
+                             float(rng.choice(DENOISE_TRAIN_SNRS))))
+        sh([frae, "features", noisy, "-o",
+            os.path.join(dirs["train"], os.path.basename(w)[:-4] + ".npy")])
+    # held-out: every test voice at each SNR, noise from the second half
+    noisy_wavs = {}
+    for snr in DENOISE_SNRS:
+        for w in tests:
+            name = os.path.basename(w)[:-4]
+            x = read_wav(w)
+            at = half + int(rng.integers(0, half - len(x)))
+            p = os.path.join(out, "wav", "%s-noisy%d.wav" % (name, snr))
+            write_wav(p, mix(x, noise[at:at + len(x)], snr))
+            noisy_wavs[snr, name] = p
+            if snr == 5:  # the validation pairs
+                sh([frae, "features", p, "-o", os.path.join(dirs["test"], name + ".npy")])
+    key, label, opts = MODELS[0]  # the GRU 1.6 kbit/s codec, its recipe
+    model = os.path.join(out, "model-gru-1k6-denoise.safetensors")
+    log = os.path.join(out, "train-gru-1k6-denoise.csv")
+    if os.path.exists(log):
+        os.remove(log)
+    cmd = [frae, "train", dirs["train"], "--targets",
+           os.path.join(a.corpus, "feats", "train"), "--audio-features",
+           "--val-data", dirs["test"], "--val-targets", os.path.join(a.corpus, "feats", "test"),
+           *opts, *RECIPE, "--epochs", str(a.epochs), "--save", model, "--log-csv", log]
+    print("training %s, denoising (%d epochs)" % (label, a.epochs), flush=True)
+    if subprocess.run(cmd).returncode != 0:
+        sys.exit("training the denoising codec failed")
+    full, narrow = np.arange(80), np.where(mel_upper_edges() <= 3800)[0]
+    systems = {"noisy input, uncoded": None, label + " (trained on clean)": models[key]["path"],
+               label + ", denoising (--targets)": model}
+    res, page = {}, {}
+    for snr in DENOISE_SNRS:
+        for sys_label, path in systems.items():
+            vals = {"full": [], "nb": []}
+            for w in tests:
+                name = os.path.basename(w)[:-4]
+                src = noisy_wavs[snr, name]
+                if path is None:
+                    wav = src
+                else:
+                    fbs = os.path.join(tmp, "dn.fbs")
+                    sh([frae, "encode", path, src, "-o", fbs])
+                    wav = os.path.join(out, "wav", "%s-noisy%d-%s.wav" % (
+                        name, snr, "denoise" if path == model else "plain"))
+                    sh([frae, "decode", path, fbs, "-o", os.path.join(tmp, "dn.npy"),
+                        "--wav", wav])
+                if snr == 5:
+                    page.setdefault("%s, 5 dB noise" % sys_label, {})[name] = wav
+                got = features(frae, wav, os.path.join(tmp, "got.npy"))
+                test = shift(len(refs[name]), got, best_lag(refs[name], got))
+                ok = ~np.isnan(test).any(axis=1)
+                for tag, bands in (("full", full), ("nb", narrow)):
+                    vals[tag].append(metrics(refs[name][ok], test[ok], bands))
+            res[snr, sys_label] = {t: (float(np.mean([v[0] for v in vals[t]])),
+                                       float(np.mean([v[1] for v in vals[t]])))
+                                   for t in vals}
+    lines = ["| SNR | system (noisy voice in) | LSD 0-4 kHz | MCD 0-4 kHz | LSD 0-8 kHz "
+             "| MCD 0-8 kHz |", "| --- | --- | --- | --- | --- | --- |"]
+    for snr in DENOISE_SNRS:
+        for sys_label in systems:
+            r = res[snr, sys_label]
+            lines.append("| %d dB | %s | %.2f | %.2f | %.2f | %.2f |" % (
+                snr, sys_label, r["nb"][0], r["nb"][1], r["full"][0], r["full"][1]))
+    return "\n".join(lines), page
+
+
+def spectrogram_strips(out, refs, panels):
+    """One picture per held-out utterance: the log-mel of the original and
+    of a few systems' decoded audio, stacked (out/spec/<name>.png)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    os.makedirs(os.path.join(out, "spec"), exist_ok=True)
+    paths = {}
+    for name, ref in refs.items():
+        imgs = [(ref, "original")] + [(feats[name], label) for label, feats in panels]
+        fig, ax = plt.subplots(1, len(imgs), figsize=(3.2 * len(imgs), 2.2), sharey=True)
+        lim = (np.nanmin(ref), np.nanmax(ref))
+        for k, (img, title) in enumerate(imgs):
+            ax[k].imshow(img.T, origin="lower", aspect="auto", vmin=lim[0], vmax=lim[1])
+            ax[k].set_title(title, fontsize=8)
+            ax[k].tick_params(labelsize=6)
+        ax[0].set_ylabel("mel band", fontsize=7)
+        fig.tight_layout()
+        paths[name] = os.path.join(out, "spec", name + ".png")
+        fig.savefig(paths[name], dpi=80)
+        plt.close(fig)
+    return paths
 
 
 def main():
@@ -509,8 +644,48 @@ def main():
     plt.xlim(0, max(r["actual"] for r in rows) * 1.25)
     plt.tight_layout()
     plt.savefig(os.path.join(out, "rate_quality.png"), dpi=110)
+    plt.close("all")
+
+    dtable, dpage = denoising(a, frae, out, tmp, models, refs, tests)
+    print()
+    print("Denoising (issue 17), against the clean original, 1.6 kbit/s both:")
+    print(dtable)
+    with open(os.path.join(out, "report.md"), "a") as f:
+        f.write("\nDenoising: the held-out voices with pink noise (sox), coded at 1.6 "
+                "kbit/s, measured against the clean original:\n\n" + dtable + "\n")
+
+    print("== 8. the listening page", flush=True)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import listening_page
+    specs = spectrogram_strips(out, refs, [
+        (g16["label"], by[g16["label"]]["feats"]), ("Codec2 1300", by["Codec2 1300"]["feats"]),
+        ("Opus 6 kbit/s", by["Opus 6 kbit/s"]["feats"])])
+    page_systems = [("original", {n: os.path.join(out, "wav", n + "-original.wav")
+                                  for n in refs})]
+    page_systems += [(label, s["wavs"]) for label, s in systems.items()]
+    page_systems += sorted(dpage.items())
+    listening_page.write_page(
+        out, [(n, specs[n]) for n in sorted(refs)], page_systems,
+        tables=[("Through audio (held-out voices)", table),
+                ("FRAE before the vocoder", ftable),
+                ("Denoising: noisy voices in, against the clean original", dtable)],
+        figures=[("rate and quality", os.path.join(out, "rate_quality.png")),
+                 ("spectrograms", os.path.join(out, "spectrogram.png")),
+                 ("training", os.path.join(out, "loss.png"))],
+        notes=[notes, "Spectrograms per utterance: the log-mel of the original, then of "
+               "the decoded audio of FRAE GRU 1.6 kbit/s, Codec2 1300 and Opus 6 kbit/s."],
+        title="frae speech demo: listen")
+    if listening_page.chromium():
+        problems, rep = listening_page.check(out)
+        print("%s: %d audio players and %d pictures in headless Chromium: %s; screenshot "
+              "%s" % (os.path.join(out, "index.html"), len(rep["audio"]), len(rep["images"]),
+                      "all load, each duration its file's" if not problems
+                      else "PROBLEMS: " + "; ".join(problems[:5]),
+                      os.path.join(out, "index.png")), flush=True)
+    else:
+        print("%s written (no chromium to check it in)" % os.path.join(out, "index.html"))
     shutil.rmtree(tmp)
-    print("wrote %s, loss.png, spectrogram.png, rate_quality.png in %s (%.0f s)"
+    print("wrote %s, index.html, loss.png, spectrogram.png, rate_quality.png in %s (%.0f s)"
           % (os.path.join(out, "report.md"), out, time.time() - started))
 
 

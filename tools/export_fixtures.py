@@ -74,14 +74,20 @@ def margin_to_rounding(model, x, levels):
     return min(mins)
 
 
-def export(outdir, which):
-    cfg = CONFIGS[which]
-    torch.manual_seed(1234)
+def seeded_init(cfg, seed):
+    """The reference model's initial state: torch's init under seed, then
+    non-zero biases so bias handling is exercised."""
+    torch.manual_seed(seed)
     base = FRAE(**cfg)
-    with torch.no_grad():  # non-zero biases so bias handling is exercised
+    with torch.no_grad():
         for _, bias in base.matrices():
             bias.uniform_(-0.2, 0.2)
-    init = {k: v.clone() for k, v in base.state_dict().items()}
+    return {k: v.clone() for k, v in base.state_dict().items()}
+
+
+def export(outdir, which):
+    cfg = CONFIGS[which]
+    init = seeded_init(cfg, 1234)
     x = torch.rand(B, T, cfg["frame_dim"]) * 2 - 1
     out = [("x", x), ("adam.hparams", torch.tensor(
         [ADAM["lr"], ADAM["beta1"], ADAM["beta2"], ADAM["eps"]]))]
@@ -143,12 +149,7 @@ RATE_LAMBDA = 0.05
 
 def export_prior(outdir, which):
     cfg = PRIOR_CONFIGS[which]
-    torch.manual_seed(4321)
-    base = FRAE(**cfg)
-    with torch.no_grad():
-        for _, bias in base.matrices():
-            bias.uniform_(-0.2, 0.2)
-    init = {k: v.clone() for k, v in base.state_dict().items()}
+    init = seeded_init(cfg, 4321)
     x = torch.rand(B, T, cfg["frame_dim"]) * 2 - 1
     if cfg["quantizer"] == "uniform":
         assert margin_to_rounding(model_with(init, cfg), x, cfg["levels"]) > 1e-4
@@ -195,12 +196,7 @@ def export_targets(outdir, which):
     """A model trained toward targets other than its inputs (a denoising
     autoencoder): the loss against the target; feedback on its own output."""
     cfg = TARGET_CONFIGS[which]
-    torch.manual_seed(2468)
-    base = FRAE(**cfg)
-    with torch.no_grad():
-        for _, bias in base.matrices():
-            bias.uniform_(-0.2, 0.2)
-    init = {k: v.clone() for k, v in base.state_dict().items()}
+    init = seeded_init(cfg, 2468)
     x = torch.rand(B, T, cfg["frame_dim"]) * 2 - 1
     target = torch.rand(B, T, cfg["frame_dim"]) * 2 - 1
     out = [("x", x), ("target", target), ("adam.hparams", torch.tensor(
