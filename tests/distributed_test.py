@@ -155,9 +155,11 @@ def main():
           % (w, where), err + err2)
 
     print("== normalization statistics, summed across replicas")
-    rc, out, err = run("train", "varied", *SMALL, "--batch", "4", "--epochs", "1",
+    # 80 bands, as audio features: 161 sums per replica
+    np.save(path("wide.npy"), rng.normal(0.3, 0.5, (9, 30, 80)).astype(np.float32))
+    rc, out, err = run("train", "wide.npy", *SMALL, "--batch", "4", "--epochs", "1",
                        "--normalize", "on", "--save", "soloN.st")
-    rc2, out2, err2 = run("train", "varied", *SMALL, "--batch", "4", "--epochs", "1",
+    rc2, out2, err2 = run("train", "wide.npy", *SMALL, "--batch", "4", "--epochs", "1",
                           "--normalize", "on", "--replicas", "3", "--save", "repN.st")
     _, ma = tensors("soloN.st")
     _, mb = tensors("repN.st")
@@ -228,7 +230,7 @@ def main():
         return summary()
     if not MPIRUN:
         print("    skip MPI: no mpirun (WITH_MPI=1 scripts/install-deps.sh installs it)")
-        print("10 skipped")
+        print("11 skipped")
         return summary()
     check(os.access(FRAE_MPI, os.X_OK), "mpirun is installed and frae-mpi was built",
           FRAE_MPI)
@@ -243,6 +245,12 @@ def main():
             check(rc == rc2 == 0 and same_bytes("r.st", "m.st"),
                   "%s: %d MPI ranks end in the bits of %d replicas" % (fam[1], n, n),
                   err + err2)
+    norm = ["wide.npy", *SMALL, "--batch", "4", "--epochs", "1", "--normalize", "on"]
+    rc, _, err = run("train", *norm, "--replicas", "2", "--save", "rn.st")
+    rc2, _, err2 = run("train", *norm, "--save", "mn.st", mpi=2)
+    check(rc == rc2 == 0 and same_bytes("rn.st", "mn.st"),
+          "80-band normalization statistics summed over MPI: the bits of 2 replicas",
+          err + err2)
     rc, out, err = run("train", *args, "--save", "m2.st", mpi=3)
     check(rc == 0 and same_bytes("m.st", "m2.st"), "two MPI runs end in the same bits", err)
     p = subprocess.run([MPIRUN] + MPI_FLAGS + ["-np", "3", FRAE, "train", *args, "--save",

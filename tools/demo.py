@@ -226,8 +226,8 @@ def denoising(a, frae, out, tmp, models, refs, tests):
     """Step 7: a denoising codec against the plain one on noisy voices.
     Returns (markdown table, {label: {name: wav}} of the 5 dB voices)."""
     print("== 7. denoising: noisy voices in, clean speech as the target", flush=True)
-    noise_wav = os.path.join(tmp, "pink.wav")
-    sh(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", noise_wav, "synth", "900",
+    noise_wav = os.path.join(tmp, "pink.wav")  # -R: the same noise every run
+    sh(["sox", "-R", "-n", "-r", "16000", "-c", "1", "-b", "16", noise_wav, "synth", "900",
         "pinknoise"])
     noise = read_wav(noise_wav)
     half = len(noise) // 2  # training mixes from the first half, tests the second

@@ -39,9 +39,9 @@ typedef struct cli_dist {
     /* set by a signal (Ctrl-C, or the launcher stopping the job): a sum
      * still waiting a second later will not be answered */
     const volatile int *signalled;
-    /* sizes the buffers for sums of up to n floats (every replica, once,
-     * before training) */
-    int (*prepare)(struct cli_dist *d, size_t n);
+    /* sizes the buffers for sums of up to n32 floats and n64 doubles
+     * (every replica, once, before training) */
+    int (*prepare)(struct cli_dist *d, size_t n32, size_t n64);
     /* measured: the gradients' sums */
     double reduced_bytes, reduce_seconds;
     long reduce_calls;

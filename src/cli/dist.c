@@ -140,24 +140,29 @@ void cli_thread_group_free(cli_thread_group *g)
     free(g);
 }
 
-/* Every replica calls it with the same n: rank 0 grows the shared result
- * between two barriers. */
-static int threads_prepare(cli_dist *d, size_t n)
+/* Every replica calls it with the same sizes: rank 0 grows the shared
+ * results between two barriers. */
+static int threads_prepare(cli_dist *d, size_t n32, size_t n64)
 {
     cli_thread_group *g = d->group;
     pthread_barrier_wait(&g->barrier);
-    if (d->rank == 0 && n > g->cap32) {
-        float *p = realloc(g->out32, sizeof(float) * n);
+    if (d->rank == 0 && n32 > g->cap32) {
+        float *p = realloc(g->out32, sizeof(float) * n32);
         if (p)
-            g->out32 = p, g->cap32 = n;
+            g->out32 = p, g->cap32 = n32;
+    }
+    if (d->rank == 0 && n64 > g->cap64) {
+        double *p = realloc(g->out64, sizeof(double) * n64);
+        if (p)
+            g->out64 = p, g->cap64 = n64;
     }
     pthread_barrier_wait(&g->barrier);
-    return n > g->cap32 ? -1 : 0;
+    return n32 > g->cap32 || n64 > g->cap64 ? -1 : 0;
 }
 
-static int solo_prepare(cli_dist *d, size_t n)
+static int solo_prepare(cli_dist *d, size_t n32, size_t n64)
 {
-    (void)d, (void)n;
+    (void)d, (void)n32, (void)n64;
     return 0;
 }
 

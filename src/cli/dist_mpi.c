@@ -125,10 +125,16 @@ static int mpi_sum_f64(void *ctx, double *x, size_t n)
     return 0;
 }
 
-static int mpi_prepare(cli_dist *d, size_t n)
+static int mpi_prepare(cli_dist *d, size_t n, size_t n64)
 {
     mpi_buffers *b = d->mpi;
     const size_t s = (n + (size_t)d->size - 1) / (size_t)d->size;
+    if (n64 > b->cap64) {
+        double *g = realloc(b->gather, sizeof(double) * n64 * (size_t)d->size);
+        if (!g)
+            return -1;
+        b->gather = g, b->cap64 = n64;
+    }
     if (n <= b->cap)
         return 0;
     float *send = realloc(b->send, sizeof(float) * s * (size_t)d->size);
@@ -161,7 +167,7 @@ int cli_dist_mpi(cli_dist *d, size_t cap32, double timeout)
     d->reducer = (frae_reducer){mpi_sum_f32, mpi_sum_f64, d};
     d->prepare = mpi_prepare;
     cli_fault_setup(d);
-    if (!b->gather || !b->src32 || !b->src64 || mpi_prepare(d, cap32))
+    if (!b->gather || !b->src32 || !b->src64 || mpi_prepare(d, cap32, 0))
         return -1;
     return 0;
 }

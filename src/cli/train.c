@@ -1545,13 +1545,17 @@ static int train_replica(train_run *r)
             return status ? status : EXIT_USAGE;
         }
     }
-    if (!status && !r->o.resume && r->o.cfg.normalize)
-        status = set_normalization(r, r->norm); /* agreed inside */
-    if (!status && d->size > 1) {
-        if (cli_dist_any(d, d->prepare(d, frae_param_count(r->m)) != 0))
+    if (d->size > 1) {
+        /* the sums' buffers: the gradients, and the band statistics (2 D
+         * + 1 doubles) or a batch's figures (7), whichever is more */
+        const size_t n64 = 2 * (size_t)r->o.cfg.frame_dim + 1;
+        if (cli_dist_any(d, d->prepare(d, frae_param_count(r->m),
+                                       n64 > 64 ? n64 : 64) != 0))
             status = cli_fail(EXIT_FAILED, "out of memory");
         frae_set_reducer(r->m, &d->reducer);
     }
+    if (!status && !r->o.resume && r->o.cfg.normalize)
+        status = set_normalization(r, r->norm); /* agreed inside */
     if (!status && d->rank == 0)
         print_header(r);
     int stop = 0;
