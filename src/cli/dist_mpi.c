@@ -2,15 +2,16 @@
  *
  * The gradients' sum is an allreduce made of two standard collectives, so
  * that the order of the additions is frae's, not the MPI library's: an
- * all-to-all hands rank j the j-th slice of every rank's buffer; rank j
+ * all-to-all (v) hands rank j the j-th slice of every rank's buffer; rank j
  * adds those slices in rank order, rank 0's first (dist.c's order, so a
- * run with N MPI ranks gives the bits of --replicas N); an allgather then
- * hands every rank every summed slice.  Each rank sends and receives
- * 2 (N-1)/N of the buffer, what a ring allreduce moves.
+ * run with N MPI ranks gives the bits of --replicas N); an allgather (v)
+ * then hands every rank every summed slice, in place.  Each rank sends
+ * and receives 2 (N-1)/N of the buffer, what a ring allreduce moves.
  *
  * Every wait is bounded: the collectives are non-blocking and polled, and
  * a rank that waits longer than the timeout (a rank died, hung or was
  * stopped) says so in one line and aborts the job. */
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +21,10 @@
 #include "cli.h"
 
 typedef struct {
-    float *send, *recv;  /* N slices of `slice` floats each */
-    size_t slice, cap;   /* floats per slice; sums of up to cap floats */
+    float *recv;         /* every rank's copy of this rank's slice */
+    size_t cap;          /* sums of up to cap floats */
+    int *counts, *displs;   /* [N]: rank r's slice of the gradient */
+    int *rcounts, *rdispls; /* [N]: where rank r's copy of ours lands */
     double *gather;      /* the doubles' sums: N x cap64 */
     size_t cap64;
     float **src32;       /* [N]: each rank's slice, for the sum */
@@ -77,6 +80,11 @@ static void wait_bounded(cli_dist *d, MPI_Request *req, const char *what)
     }
 }
 
+/* Rank r owns elements n r / N .. n (r + 1) / N of the gradient.  The
+ * all-to-all sends each rank its slice of x, straight from x; this rank
+ * adds the N copies of its own slice back into x, and the allgather
+ * hands every rank the others' summed slices, into x in place: no copy of
+ * the gradient is made. */
 static int mpi_sum_f32(void *ctx, float *x, size_t n)
 {
     cli_dist *d = ctx;
@@ -85,24 +93,27 @@ static int mpi_sum_f32(void *ctx, float *x, size_t n)
         return -1;
     const double t0 = seconds_now();
     const int N = d->size;
-    /* slices of ceil(n / N): the tail of the last is padding */
-    const size_t s = (n + (size_t)N - 1) / (size_t)N;
-    memcpy(b->send, x, sizeof(float) * n);
-    memset(b->send + n, 0, sizeof(float) * (s * (size_t)N - n));
+    for (int r = 0; r < N; r++) {
+        size_t lo = n * (size_t)r / (size_t)N;
+        size_t hi = n * (size_t)(r + 1) / (size_t)N;
+        b->counts[r] = (int)(hi - lo);
+        b->displs[r] = (int)lo;
+    }
+    const int mine = b->counts[d->rank];
+    for (int r = 0; r < N; r++) {
+        b->rcounts[r] = mine;
+        b->rdispls[r] = r * mine;
+        b->src32[r] = b->recv + (size_t)r * mine;
+    }
     MPI_Request req;
-    MPI_Ialltoall(b->send, (int)s, MPI_FLOAT, b->recv, (int)s, MPI_FLOAT,
-                  MPI_COMM_WORLD, &req);
+    MPI_Ialltoallv(x, b->counts, b->displs, MPI_FLOAT, b->recv, b->rcounts,
+                   b->rdispls, MPI_FLOAT, MPI_COMM_WORLD, &req);
     wait_bounded(d, &req, "gradients");
-    float *mine = b->send; /* this rank's summed slice */
-    for (int r = 0; r < N; r++)
-        b->src32[r] = b->recv + (size_t)r * s;
-    cli_rank_order_f32((const float *const *)b->src32, N, 0, s, mine);
-    /* in place: rank j's slice sits at j * s of the gathered buffer */
-    memcpy(b->recv + (size_t)d->rank * s, mine, sizeof(float) * s);
-    MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b->recv, (int)s,
-                   MPI_FLOAT, MPI_COMM_WORLD, &req);
+    cli_rank_order_f32((const float *const *)b->src32, N, 0, (size_t)mine,
+                       x + b->displs[d->rank]);
+    MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, b->counts, b->displs,
+                    MPI_FLOAT, MPI_COMM_WORLD, &req);
     wait_bounded(d, &req, "gradients");
-    memcpy(x, b->recv, sizeof(float) * n);
     d->reduced_bytes += sizeof(float) * n;
     d->reduce_seconds += seconds_now() - t0;
     d->reduce_calls++;
@@ -137,14 +148,12 @@ static int mpi_prepare(cli_dist *d, size_t n, size_t n64)
     }
     if (n <= b->cap)
         return 0;
-    float *send = realloc(b->send, sizeof(float) * s * (size_t)d->size);
-    if (send)
-        b->send = send;
-    float *recv = realloc(b->recv, sizeof(float) * s * (size_t)d->size);
-    if (recv)
-        b->recv = recv;
-    if (!send || !recv)
+    if (n > INT_MAX) /* MPI counts are ints */
         return -1;
+    float *recv = realloc(b->recv, sizeof(float) * (s + 1) * (size_t)d->size);
+    if (!recv)
+        return -1;
+    b->recv = recv;
     b->cap = n;
     return 0;
 }
@@ -163,11 +172,17 @@ int cli_dist_mpi(cli_dist *d, size_t cap32, double timeout)
     b->gather = malloc(sizeof(double) * b->cap64 * (size_t)d->size);
     b->src32 = calloc((size_t)d->size, sizeof *b->src32);
     b->src64 = calloc((size_t)d->size, sizeof *b->src64);
+    int *ints = calloc(4 * (size_t)d->size, sizeof *ints);
+    b->counts = ints;
+    b->displs = ints ? ints + d->size : NULL;
+    b->rcounts = ints ? ints + 2 * d->size : NULL;
+    b->rdispls = ints ? ints + 3 * d->size : NULL;
     d->mpi = b;
     d->reducer = (frae_reducer){mpi_sum_f32, mpi_sum_f64, d};
     d->prepare = mpi_prepare;
     cli_fault_setup(d);
-    if (!b->gather || !b->src32 || !b->src64 || mpi_prepare(d, cap32, 0))
+    if (!b->gather || !b->src32 || !b->src64 || !ints ||
+        mpi_prepare(d, cap32, 0))
         return -1;
     return 0;
 }
@@ -177,8 +192,8 @@ void cli_dist_mpi_free(cli_dist *d)
     mpi_buffers *b = d->mpi;
     if (!b)
         return;
-    free(b->send), free(b->recv), free(b->gather);
-    free(b->src32), free(b->src64);
+    free(b->recv), free(b->gather);
+    free(b->src32), free(b->src64), free(b->counts);
     free(b);
     d->mpi = NULL;
 }

@@ -899,13 +899,14 @@ static int check_pairs(const cli_dataset *in, const cli_dataset *tg,
                         what, in->n_seqs, tg->n_seqs);
     for (long i = 0; i < in->n_seqs; i++) {
         const cli_seq *a = &in->seqs[i], *b = &tg->seqs[i];
+        const char *na = a->file < 0 ? "built-in" : in->names[a->file];
+        const char *nb = b->file < 0 ? "built-in" : tg->names[b->file];
         if (a->frames != b->frames)
             return cli_fail(EXIT_USAGE,
                             "%s: pair %ld (%s sequence %ld, %s sequence %ld) "
                             "has %ld input frames and %ld target frames",
-                            what, i, a->file < 0 ? "built-in" : in->names[a->file],
-                            a->index, b->file < 0 ? "built-in" : tg->names[b->file],
-                            b->index, a->frames, b->frames);
+                            what, i, na, a->index, nb, b->index, a->frames,
+                            b->frames);
     }
     return 0;
 }
