@@ -189,7 +189,8 @@ def main():
     shutil.copy(path("half.st"), path("half1.st"))
 
     print("== Ctrl-C and a replica that cannot read")
-    many = ["varied", *SMALL, "--batch", "2", "--epochs", "40", "--replicas", "2"]
+    # (long enough to be running still when the signal comes)
+    many = ["varied", *SMALL, "--batch", "2", "--epochs", "1000", "--replicas", "2"]
     rc, _, err = run("train", *many, "--save", "cref.st")
     p = subprocess.Popen([FRAE, "train", *many, "--save", "cint.st"], cwd=TMP,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
