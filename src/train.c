@@ -686,10 +686,7 @@ int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
 int frae_train_frames(frae_model *m, const float *x, int nseq, int nframes,
                       const int *valid, frae_stats *stats)
 {
-    fp_env env = fp_enter();
-    int rc = train_impl(m, x, NULL, nseq, nframes, valid, 1, 0, stats);
-    fp_leave(env);
-    return rc;
+    return frae_train_frames_targets(m, x, NULL, nseq, nframes, valid, stats);
 }
 
 int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
@@ -715,10 +712,7 @@ int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
 int frae_eval_frames(frae_model *m, const float *x, int nseq, int nframes,
                      const int *valid, frae_stats *stats)
 {
-    fp_env env = fp_enter();
-    int rc = eval_impl(m, x, NULL, nseq, nframes, valid, 0, stats);
-    fp_leave(env);
-    return rc;
+    return frae_eval_frames_targets(m, x, NULL, nseq, nframes, valid, stats);
 }
 
 int frae_forward(frae_model *m, const float *x, float *y, int nseq,
