@@ -622,26 +622,37 @@ int frae_range_dec_status(const frae_range_dec *d);
 #define FRAE_STREAM_VERSION 2
 
 /* Version 3: entropy-coded frames, for a model with a prior (frae_config.
- * prior_hidden).  The header's first 36 bytes are version 2's (code bits:
- * the fixed-rate width, the most a frame's codes can need), then
- *  36  frames per packet P  u32  1..FRAE_PACKET_MAX_FRAMES
- *  40  CRC-32 of bytes 0..39 u32
- *  44  packets: each sequence's frames in ceil(frames / P) packets of P
- *      (its last one shorter), sequences in order, no bytes between:
- *        0  packet index      u16  counted from 0 over the stream, mod 2^16
- *        2  payload length n  u16
- *        4  payload           n bytes: the packet's frames range-coded
+ * prior_hidden).  Its header is compact, since a low-rate stream pays for
+ * every byte of it: the first 16 bytes are version 2's, then the sizes as
+ * LEB128 varints (7 bits a byte, low first, the top bit set on all but the
+ * last; 1 to 5 bytes, minimal):
+ *  16  sequences, frames per sequence, D, L   4 varints
+ *   .  code bits b       u8   the fixed-rate width, the most a code needs
+ *   .  quantizer         u8   1 binary, 2 uniform
+ *   .  levels N          varint  for uniform (else 0)
+ *   .  frames per packet P  varint  1..FRAE_PACKET_MAX_FRAMES
+ *   .  CRC-32 (zlib's) of the header's bytes before it  u32
+ * (28 to 46 bytes: frae_stream_header_bytes), then the packets: each
+ * sequence's frames in ceil(frames / P) packets of P (its last one
+ * shorter), sequences in order, no bytes between:
+ *        0  packet index      u8   counted from 0 over the stream, mod 256
+ *        1  payload length n  varint, 1 to 3 bytes, n <= 65535
+ *        .  payload           n bytes: the packet's frames range-coded
  *                             (frae_encode_frame_ranged), the coder
  *                             started afresh for each packet
- *      4+n  CRC-32 of the packet's 4 + n bytes before it  u32
+ *        .  CRC-16 of the packet's bytes before it  u16  (poly 0x1021,
+ *           initial 0xffff, not reflected: CRC-16/IBM-3740)
  * A decoder can take packets as they come (frae_stream_packet_parse); a
  * lost or reordered one shows as an index out of sequence, a damaged one
  * by its CRC.  The recurrent state runs on across packets within a
  * sequence, so decoding stops at a lost packet. */
 #define FRAE_STREAM_VERSION_RANGED 3
-#define FRAE_STREAM_HEADER_V3 44
-#define FRAE_PACKET_OVERHEAD 8   /* index, length, CRC */
-#define FRAE_PACKET_FRAMES 100   /* the encoder's default: 1 s at 10 ms */
+#define FRAE_STREAM_HEADER_V3_MAX 48 /* the most a version-3 header takes */
+#define FRAE_PACKET_PAYLOAD 4  /* where a packet's payload is range-coded
+                                  before frae_stream_packet_seal */
+#define FRAE_PACKET_OVERHEAD 6 /* the most a packet adds: index, length, CRC */
+#define FRAE_PACKET_MIN 4      /* the least a packet takes */
+#define FRAE_PACKET_FRAMES 100 /* the encoder's default: 1 s at 10 ms */
 #define FRAE_PACKET_MAX_FRAMES 1000
 
 typedef struct {
@@ -666,14 +677,16 @@ void frae_stream_header(const frae_model *m, uint32_t sequences,
  * written. */
 FRAE_API
 size_t frae_stream_bytes(const frae_stream *s);
-/* The header's bytes: FRAE_STREAM_HEADER, or FRAE_STREAM_HEADER_V3. */
+/* The header's bytes: FRAE_STREAM_HEADER, or version 3's (its varints
+ * make it 28 to 46, at most FRAE_STREAM_HEADER_V3_MAX). */
 FRAE_API
 size_t frae_stream_header_bytes(const frae_stream *s);
 /* Version 3: packets in the stream; the most bytes one packet of
  * packet_frames frames can take (a buffer for frae_stream_packet_seal);
- * sealing a packet whose payload (range-coded from packet + 4) is
- * payload_bytes <= 65535 long: writes index, length and CRC, returns the
- * packet's bytes; and reading one from avail bytes: the expected index
+ * sealing a packet whose payload (range-coded from packet +
+ * FRAE_PACKET_PAYLOAD) is payload_bytes <= 65535 long: writes index and
+ * length, moves the payload after them, appends the CRC, and returns the
+ * packet's bytes from packet[0]; and reading one from avail bytes: the expected index
  * (counted over the stream), its payload, and the bytes it took, or -1
  * and one line in err (truncated, corrupted, or a packet missing). */
 FRAE_API
@@ -698,7 +711,7 @@ void frae_stream_write(unsigned char *dst, const frae_stream *s,
  * completes (at most frae_code_bytes + 1), end writes the last partial
  * byte and the CRC (at most 5); each returns the bytes it wrote to out.
  * Frames go in stream order, s->sequences x s->frames of them.  For
- * version 3, begin writes its header (FRAE_STREAM_HEADER_V3 bytes), and
+ * version 3, begin writes its header (frae_stream_header_bytes), and
  * packets follow (frae_stream_packet_seal); add and end are not used. */
 typedef struct {
     frae_stream s;

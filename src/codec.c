@@ -523,9 +523,56 @@ size_t frae_stream_bytes(const frae_stream *s)
     return FRAE_STREAM_HEADER + (size_t)((payload_bits(s) + 7) / 8) + 4;
 }
 
+/* ---- version 3's compact fields ----------------------------------------------
+ * LEB128 varints: 7 bits a byte, low first, the top bit set on all but the
+ * last.  Minimal (no trailing zero byte), so each value has one form. */
+static size_t put_varint(unsigned char *p, uint32_t v)
+{
+    size_t n = 0;
+    for (; v >= 0x80; v >>= 7)
+        p[n++] = (unsigned char)(v | 0x80);
+    p[n++] = (unsigned char)v;
+    return n;
+}
+
+/* A varint within avail bytes: its bytes; 0 if it runs past avail; -1 if
+ * malformed (over 5 bytes or 32 bits, or not minimal). */
+static int get_varint(const unsigned char *p, size_t avail, uint32_t *v)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < 5; i++) {
+        if ((size_t)i >= avail)
+            return 0;
+        x |= (uint64_t)(p[i] & 0x7f) << 7 * i;
+        if (!(p[i] & 0x80)) {
+            if (x > UINT32_MAX || (i > 0 && p[i] == 0))
+                return -1;
+            *v = (uint32_t)x;
+            return i + 1;
+        }
+    }
+    return -1;
+}
+
+/* CRC-16/IBM-3740 (poly 0x1021, initial 0xffff, not reflected): a packet's
+ * check, 2 bytes where CRC-32 took 4; "123456789" gives 0x29b1. */
+uint16_t frae_crc16(const unsigned char *p, size_t n)
+{
+    uint32_t crc = 0xffff;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= (uint32_t)p[i] << 8;
+        for (int k = 0; k < 8; k++)
+            crc = (crc & 0x8000 ? crc << 1 ^ 0x1021 : crc << 1) & 0xffff;
+    }
+    return (uint16_t)crc;
+}
+
+static size_t put_header_v3(unsigned char *dst, const frae_stream *s);
+
 size_t frae_stream_header_bytes(const frae_stream *s)
 {
-    return s->version == FRAE_STREAM_VERSION_RANGED ? FRAE_STREAM_HEADER_V3
+    unsigned char scratch[FRAE_STREAM_HEADER_V3_MAX];
+    return s->version == FRAE_STREAM_VERSION_RANGED ? put_header_v3(scratch, s)
                                                     : FRAE_STREAM_HEADER;
 }
 
@@ -555,41 +602,56 @@ size_t frae_stream_packet_cap(const frae_stream *s)
 size_t frae_stream_packet_seal(unsigned char *packet, uint32_t index,
                                size_t payload_bytes)
 {
+    unsigned char length[3];
+    const size_t lb = put_varint(length, (uint32_t)payload_bytes);
+    /* the payload moves left to follow the length (1 + lb <= 4) */
+    memmove(packet + 1 + lb, packet + FRAE_PACKET_PAYLOAD, payload_bytes);
     packet[0] = (unsigned char)(index & 0xff);
-    packet[1] = (unsigned char)(index >> 8 & 0xff);
-    packet[2] = (unsigned char)(payload_bytes & 0xff);
-    packet[3] = (unsigned char)(payload_bytes >> 8 & 0xff);
-    wr32(packet + 4 + payload_bytes, frae_crc32(packet, 4 + payload_bytes));
-    return payload_bytes + FRAE_PACKET_OVERHEAD;
+    memcpy(packet + 1, length, lb);
+    const size_t n = 1 + lb + payload_bytes;
+    const uint16_t crc = frae_crc16(packet, n);
+    packet[n] = (unsigned char)(crc & 0xff);
+    packet[n + 1] = (unsigned char)(crc >> 8);
+    return n + 2;
 }
 
 long frae_stream_packet_parse(const unsigned char *p, size_t avail,
                               uint32_t index, const unsigned char **payload,
                               size_t *len, char *err, size_t errlen)
 {
-    if (avail < FRAE_PACKET_OVERHEAD)
+    if (avail < FRAE_PACKET_MIN)
         return frae_errorf(err, errlen,
                            "packet %u: truncated (%zu bytes left, a packet "
                            "takes at least %d)",
-                           index, avail, FRAE_PACKET_OVERHEAD);
-    const uint32_t got = (uint32_t)(p[0] | p[1] << 8);
-    const size_t n = (size_t)(p[2] | p[3] << 8);
-    if (n > avail - FRAE_PACKET_OVERHEAD)
+                           index, avail, FRAE_PACKET_MIN);
+    uint32_t n = 0;
+    const int lb = get_varint(p + 1, avail - 1, &n);
+    if (lb == 0)
         return frae_errorf(err, errlen,
-                           "packet %u: truncated (it declares %zu bytes, "
+                           "packet %u: truncated (its length runs past the "
+                           "stream's end)",
+                           index);
+    if (lb < 0 || n > 0xffff)
+        return frae_errorf(err, errlen,
+                           "packet %u: corrupted (a malformed length)", index);
+    const size_t head = 1 + (size_t)lb;
+    if (avail < head + 2 || n > avail - head - 2)
+        return frae_errorf(err, errlen,
+                           "packet %u: truncated (it declares %u bytes, "
                            "%zu are left)",
-                           index, n, avail - FRAE_PACKET_OVERHEAD);
-    if (frae_crc32(p, 4 + n) != rd32(p + 4 + n))
-        return frae_errorf(err, errlen, "packet %u: corrupted (CRC-32 "
+                           index, n, avail < head + 2 ? 0 : avail - head - 2);
+    const size_t body = head + n;
+    if (frae_crc16(p, body) != (uint16_t)(p[body] | p[body + 1] << 8))
+        return frae_errorf(err, errlen, "packet %u: corrupted (CRC-16 "
                                         "mismatch)", index);
-    if (got != (index & 0xffff))
+    if (p[0] != (index & 0xff))
         return frae_errorf(err, errlen,
-                           "packet %u is missing: found packet %u (mod "
-                           "65536) in its place",
-                           index, got);
-    *payload = p + 4;
+                           "packet %u is missing: found packet %u (mod 256) "
+                           "in its place",
+                           index, p[0]);
+    *payload = p + head;
     *len = n;
-    return (long)(n + FRAE_PACKET_OVERHEAD);
+    return (long)(body + 2);
 }
 
 void frae_stream_header(const frae_model *m, uint32_t sequences,
@@ -599,7 +661,7 @@ void frae_stream_header(const frae_model *m, uint32_t sequences,
     s->version = m->cfg.prior_hidden > 0 ? FRAE_STREAM_VERSION_RANGED
                                          : FRAE_STREAM_VERSION;
     s->flags = (uint8_t)((flags & 1) | (m->cfg.pitch ? FRAE_STREAM_PITCH : 0));
-    if (m->cfg.prior_hidden > 0) /* the packet must fit its u16 length */
+    if (m->cfg.prior_hidden > 0) /* a payload must fit 65535 bytes */
         for (s->packet_frames = FRAE_PACKET_FRAMES;
              s->packet_frames > 1 &&
              frae_stream_packet_cap(s) - FRAE_PACKET_OVERHEAD > 0xffff;)
@@ -616,8 +678,30 @@ void frae_stream_header(const frae_model *m, uint32_t sequences,
                                : 0);
 }
 
+static size_t put_header_v3(unsigned char *dst, const frae_stream *s)
+{
+    memcpy(dst, "FRAEBS", 6);
+    dst[6] = s->version;
+    dst[7] = s->flags;
+    for (int i = 0; i < 8; i++)
+        dst[8 + i] = (unsigned char)(s->model_hash >> 8 * i);
+    size_t n = 16;
+    n += put_varint(dst + n, s->sequences);
+    n += put_varint(dst + n, s->frames);
+    n += put_varint(dst + n, s->frame_dim);
+    n += put_varint(dst + n, s->latent_dim);
+    dst[n++] = s->code_bits;
+    dst[n++] = s->quantizer;
+    n += put_varint(dst + n, s->levels);
+    n += put_varint(dst + n, s->packet_frames);
+    wr32(dst + n, frae_crc32(dst, n));
+    return n + 4;
+}
+
 static size_t put_header(unsigned char *dst, const frae_stream *s)
 {
+    if (s->version == FRAE_STREAM_VERSION_RANGED)
+        return put_header_v3(dst, s);
     memcpy(dst, "FRAEBS", 6);
     dst[6] = s->version;
     dst[7] = s->flags;
@@ -631,11 +715,55 @@ static size_t put_header(unsigned char *dst, const frae_stream *s)
     dst[33] = s->quantizer;
     dst[34] = (unsigned char)(s->levels & 0xff);
     dst[35] = (unsigned char)(s->levels >> 8);
-    if (s->version != FRAE_STREAM_VERSION_RANGED)
-        return FRAE_STREAM_HEADER;
-    wr32(dst + 36, s->packet_frames);
-    wr32(dst + 40, frae_crc32(dst, 40));
-    return FRAE_STREAM_HEADER_V3;
+    return FRAE_STREAM_HEADER;
+}
+
+/* Version 3's header from p: its bytes, or -1 and one line in err. */
+static long parse_header_v3(const unsigned char *p, size_t size,
+                            frae_stream *s, char *err, size_t errlen)
+{
+    uint32_t v[6]; /* sequences, frames, D, L, then levels and P */
+    size_t at = 16;
+    for (int k = 0; k < 6; k++) {
+        int used = at < size ? get_varint(p + at, size - at, &v[k]) : 0;
+        if (used < 0)
+            return frae_errorf(err, errlen,
+                               "corrupted: a malformed size in the version-3 "
+                               "header (byte %zu)",
+                               at);
+        if (used == 0 || (k == 3 && size - at - (size_t)used < 2))
+            return frae_errorf(err, errlen,
+                               "truncated: %zu bytes, shorter than a "
+                               "version-3 header",
+                               size);
+        at += (size_t)used;
+        if (k == 3) { /* code bits and quantizer, one byte each */
+            s->code_bits = p[at];
+            s->quantizer = p[at + 1];
+            at += 2;
+        }
+    }
+    if (size - at < 4)
+        return frae_errorf(err, errlen,
+                           "truncated: %zu bytes, shorter than a version-3 "
+                           "header",
+                           size);
+    if (frae_crc32(p, at) != rd32(p + at))
+        return frae_errorf(err, errlen,
+                           "corrupted: the header's CRC-32 does not match "
+                           "(%zu bytes)",
+                           size);
+    s->sequences = v[0], s->frames = v[1];
+    s->frame_dim = v[2], s->latent_dim = v[3];
+    if (v[4] > 0xffff)
+        return frae_errorf(err, errlen, "bitstream header: %u levels", v[4]);
+    if (v[5] < 1 || v[5] > FRAE_PACKET_MAX_FRAMES)
+        return frae_errorf(err, errlen,
+                           "bitstream header: %u frames per packet (1..%d)",
+                           v[5], FRAE_PACKET_MAX_FRAMES);
+    s->levels = (uint16_t)v[4];
+    s->packet_frames = v[5];
+    return (long)(at + 4);
 }
 
 size_t frae_stream_writer_begin(frae_stream_writer *w, const frae_stream *s,
@@ -693,7 +821,7 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
 {
     const unsigned char *p = buf;
     memset(s, 0, sizeof *s);
-    if (size < FRAE_STREAM_HEADER + 4 || memcmp(p, "FRAEBS", 6)) {
+    if (size < 8 || memcmp(p, "FRAEBS", 6)) {
         frae_errorf(err, errlen, "not a frae bitstream (bad magic or %zu bytes)",
                  size);
         return -1;
@@ -716,31 +844,33 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
         return -1;
     }
     const int ranged = s->version == FRAE_STREAM_VERSION_RANGED;
-    if (ranged && (size < FRAE_STREAM_HEADER_V3 ||
-                   frae_crc32(p, 40) != rd32(p + 40))) {
+    if (size < (ranged ? 16 : FRAE_STREAM_HEADER + 4)) {
         frae_errorf(err, errlen,
-                    size < FRAE_STREAM_HEADER_V3
-                        ? "truncated: %zu bytes, shorter than a version-3 "
-                          "header"
-                        : "corrupted: the header's CRC-32 does not match "
-                          "(%zu bytes)",
-                    size);
+                    "truncated: %zu bytes, shorter than a version-%d header",
+                    size, s->version);
         return -1;
+    }
+    for (int i = 7; i >= 0; i--)
+        s->model_hash = s->model_hash << 8 | p[8 + i];
+    long head = FRAE_STREAM_HEADER;
+    if (ranged) {
+        head = parse_header_v3(p, size, s, err, errlen);
+        if (head < 0)
+            return -1;
+    } else {
+        s->sequences = rd32(p + 16);
+        s->frames = rd32(p + 20);
+        s->frame_dim = rd32(p + 24);
+        s->latent_dim = rd32(p + 28);
+        s->code_bits = p[32];
+        s->quantizer = p[33];
+        s->levels = (uint16_t)(p[34] | p[35] << 8);
     }
     if (s->flags & ~(1 | FRAE_STREAM_PITCH)) {
         frae_errorf(err, errlen, "bitstream flags 0x%02x: unknown bits set",
                     s->flags);
         return -1;
     }
-    for (int i = 7; i >= 0; i--)
-        s->model_hash = s->model_hash << 8 | p[8 + i];
-    s->sequences = rd32(p + 16);
-    s->frames = rd32(p + 20);
-    s->frame_dim = rd32(p + 24);
-    s->latent_dim = rd32(p + 28);
-    s->code_bits = p[32];
-    s->quantizer = p[33];
-    s->levels = (uint16_t)(p[34] | p[35] << 8);
     if (!s->sequences || !s->frames || !s->frame_dim || !s->latent_dim ||
         s->frame_dim > (1u << 24) || s->latent_dim > (1u << 24) ||
         !(s->code_bits == 32 || (s->code_bits >= 1 && s->code_bits <= 16)) ||
@@ -752,28 +882,19 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
         return -1;
     }
     if (ranged) {
-        s->packet_frames = rd32(p + 36);
-        if (s->packet_frames < 1 ||
-            s->packet_frames > FRAE_PACKET_MAX_FRAMES) {
-            frae_errorf(err, errlen,
-                        "bitstream header: %u frames per packet (1..%d)",
-                        s->packet_frames, FRAE_PACKET_MAX_FRAMES);
-            return -1;
-        }
-        /* every packet takes at least FRAE_PACKET_OVERHEAD bytes: more
-         * than the rest can hold is a truncated stream, found before any
-         * walk */
+        /* every packet takes at least FRAE_PACKET_MIN bytes: more than
+         * the rest can hold is a truncated stream, found before any walk */
         const uint64_t packets = frae_stream_packets(s);
-        const size_t rest = size - FRAE_STREAM_HEADER_V3;
-        if (packets > rest / FRAE_PACKET_OVERHEAD) {
+        const size_t rest = size - (size_t)head;
+        if (packets > rest / FRAE_PACKET_MIN) {
             frae_errorf(err, errlen,
                         "truncated: %llu packets declared, %zu bytes hold at "
                         "most %zu",
                         (unsigned long long)packets, rest,
-                        rest / FRAE_PACKET_OVERHEAD);
+                        rest / FRAE_PACKET_MIN);
             return -1;
         }
-        size_t at = FRAE_STREAM_HEADER_V3;
+        size_t at = (size_t)head;
         for (uint64_t k = 0; k < packets; k++) {
             const unsigned char *pl;
             size_t n;
@@ -791,7 +912,7 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
             return -1;
         }
         s->size = size;
-        s->payload = p + FRAE_STREAM_HEADER_V3;
+        s->payload = p + head;
         return 0;
     }
     size_t want = frae_stream_bytes(s);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "formats.h"
 #include "kernels.h"
 
 #include "test_util.h"
@@ -513,7 +514,7 @@ static size_t encode_ranged(const frae_model *m, const float *f, int nseq,
         frae_encoder_reset(e);
         for (int t = 0; t < T; t++) {
             if (t % (int)packet_frames == 0)
-                frae_range_enc_init(&rc, out + at + 4,
+                frae_range_enc_init(&rc, out + at + FRAE_PACKET_PAYLOAD,
                                     frae_stream_packet_cap(&h) -
                                         FRAE_PACKET_OVERHEAD);
             frae_encode_frame_ranged(e, f + ((size_t)s * T + t) * W, &rc,
@@ -535,7 +536,7 @@ static int decode_ranged(const frae_model *m, const frae_stream *s, float *y)
     const int W = c->frame_dim + 2 * c->pitch;
     frae_decoder *d = frae_decoder_create(m);
     frae_range_dec rd;
-    const unsigned char *at = s->payload, *end = s->payload - FRAE_STREAM_HEADER_V3 + s->size;
+    const unsigned char *at = s->payload, *end = s->payload - frae_stream_header_bytes(s) + s->size;
     uint32_t k = 0;
     int rc = 0;
     char err[200];
@@ -580,6 +581,9 @@ int test_codec_ranged(void)
     const int nseq = 2, T = 70, D = 7;
     frae_isa isas[3];
     const int nisa = available_isas(isas);
+    CHECK(frae_crc16((const unsigned char *)"123456789", 9) == 0x29b1,
+          "CRC-16/IBM-3740 of \"123456789\": %04x, not 29b1",
+          frae_crc16((const unsigned char *)"123456789", 9));
     for (size_t k = 0; k < sizeof cs / sizeof *cs; k++) {
         frae_config c;
         codec_config(&c, cs[k].q, cs[k].levels);
@@ -640,10 +644,28 @@ int test_codec_ranged(void)
             CHECK(pitch_ok, "%s: pitch not kept", cs[k].name);
             frae_destroy(mi);
         }
+        /* the packets: where each starts, and their payloads' bytes */
+        frae_stream_parse(buf, size, &s, err, sizeof err);
+        size_t starts[16], payload_bytes = 0, at = frae_stream_header_bytes(&s);
+        CHECK(at == (size_t)(s.payload - buf) && at <= 30,
+              "%s: a %zu-byte header", cs[k].name, at);
+        for (uint32_t i = 0; i < 10; i++) {
+            const unsigned char *pl;
+            size_t n;
+            starts[i] = at;
+            at += (size_t)frae_stream_packet_parse(buf + at, size - at, i, &pl,
+                                                   &n, err, sizeof err);
+            payload_bytes += n;
+            CHECK(pl == buf + starts[i] + 1 + (n < 128 ? 1 : 2),
+                  "%s: packet %u's payload after a %d-byte length",
+                  cs[k].name, i, n < 128 ? 1 : 2);
+        }
+        starts[10] = at;
+        CHECK(at == size, "%s: 10 packets end at %zu of %zu", cs[k].name, at,
+              size);
         /* the payload against -log2 p: frequencies of 2^-15 resolution
          * and each packet's flush cost a little, never much */
-        const double payload = 8.0 * (double)(size - FRAE_STREAM_HEADER_V3 -
-                                              10 * FRAE_PACKET_OVERHEAD);
+        const double payload = 8.0 * (double)payload_bytes;
         const double pitch_bits = c.pitch ? 4.0 * nseq * T : 0.0;
         printf("    %-24s %zu bytes: payload %.0f bits, the prior's -log2 p "
                "%.0f bits (+ pitch, at most %.0f)\n",
@@ -654,9 +676,7 @@ int test_codec_ranged(void)
               st.rate_bits);
         /* damage: a lost packet, a flipped byte, a cut, trailing bytes */
         unsigned char *bad = malloc(size + 1);
-        const size_t p0 = FRAE_STREAM_HEADER_V3;
-        const size_t p1 = p0 + FRAE_PACKET_OVERHEAD + (buf[p0 + 2] | buf[p0 + 3] << 8);
-        const size_t p2 = p1 + FRAE_PACKET_OVERHEAD + (buf[p1 + 2] | buf[p1 + 3] << 8);
+        const size_t p1 = starts[1], p2 = starts[2];
         memcpy(bad, buf, p1);
         memcpy(bad + p1, buf + p2, size - p2); /* packet 1 dropped */
         CHECK(frae_stream_parse(bad, size - (p2 - p1), &s, err, sizeof err) &&
@@ -667,6 +687,11 @@ int test_codec_ranged(void)
         CHECK(frae_stream_parse(bad, size, &s, err, sizeof err) &&
                   strstr(err, "packet 1: corrupted"),
               "flipped byte: '%s'", err);
+        memcpy(bad, buf, size);
+        bad[p1 + 1] |= 0x80; /* its length runs on into the payload */
+        CHECK(frae_stream_parse(bad, size, &s, err, sizeof err) &&
+                  strstr(err, "packet 1: "),
+              "damaged length: '%s'", err);
         CHECK(frae_stream_parse(buf, size - 3, &s, err, sizeof err) &&
                   strstr(err, "truncated"),
               "cut stream: '%s'", err);
@@ -675,8 +700,25 @@ int test_codec_ranged(void)
         CHECK(frae_stream_parse(bad, size + 1, &s, err, sizeof err) &&
                   strstr(err, "trailing"),
               "trailing byte: '%s'", err);
+        /* a size written in two bytes where one does (0x82 0x00 for 2),
+         * its CRC made right: refused, so each header has one form */
+        {
+            unsigned char *two = malloc(size + 1);
+            memcpy(two, buf, 16);
+            two[16] = 0x82, two[17] = 0x00; /* sequences: 2 */
+            const size_t hb = starts[0] + 1; /* one byte longer */
+            memcpy(two + 18, buf + 17, size - 17);
+            const uint32_t crc = frae_crc32(two, hb - 4);
+            for (int i = 0; i < 4; i++)
+                two[hb - 4 + i] = (unsigned char)(crc >> 8 * i);
+            CHECK(buf[16] == 2 &&
+                      frae_stream_parse(two, size + 1, &s, err, sizeof err) &&
+                      strstr(err, "malformed size"),
+                  "two-byte varint: '%s'", err);
+            free(two);
+        }
         memcpy(bad, buf, size);
-        bad[37] ^= 1; /* packet frames: the header's CRC */
+        bad[9] ^= 1; /* the model hash: the header's CRC */
         CHECK(frae_stream_parse(bad, size, &s, err, sizeof err) &&
                   strstr(err, "header's CRC"),
               "header: '%s'", err);

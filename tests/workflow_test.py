@@ -5,6 +5,7 @@ after Ctrl-C), divergence, predict, info and imports from Keras and
 PyTorch layouts.  Needs NumPy (Debian's python3-numpy), not torch.
 
 Usage: workflow_test.py path/to/frae     Prints "N passed, N failed" last."""
+import binascii
 import json
 import os
 import re
@@ -551,7 +552,7 @@ def main():
         check(rc == rc2 == rc3 == 0 and np.array_equal(dec, pred), "version 3: decode(encode(%s)) "
               "equals predict, to the bit" % src, err + err2 + err3)
     raw = open(path("v.fbs"), "rb").read()
-    m = re.search(r"-> v.fbs \((\d+) bytes: header 44, (\d+) packets", out)
+    m = re.search(r"-> v.fbs \((\d+) bytes: header (\d+), (\d+) packets", out)
     m2 = re.search(r"bitrate: ([0-9.]+) bits/frame on average", out)
     frames = np.load(path("one.npy")).shape[0]
     check(raw[6] == 3 and m and int(m.group(1)) == len(raw) and m2
@@ -567,13 +568,29 @@ def main():
                        "--packet-frames", "4")
     check(rc == rc2 == 0 and open(path("vi.fbs"), "rb").read() == raw,
           "a prior model's state_dict imports with its prior: the same stream", err + err2)
+    # the packets (README, "Bitstream version 3"): index u8, the payload's
+    # length as a varint, the payload, CRC-16/IBM-3740 of the bytes before
+    starts, at = [], int(m.group(2)) if m else 0
+    while m and at < len(raw):
+        n, shift, lb = 0, 0, 0
+        while True:
+            b = raw[at + 1 + lb]
+            n |= (b & 0x7f) << shift
+            shift, lb = shift + 7, lb + 1
+            if not b & 0x80:
+                break
+        end = at + 1 + lb + n
+        crc_ok = binascii.crc_hqx(raw[at:end], 0xffff) == raw[end] | raw[end + 1] << 8
+        starts.append((at, raw[at], crc_ok))
+        at = end + 2
+    check(m and at == len(raw) and len(starts) == int(m.group(3)) and
+          [s[1] for s in starts] == list(range(len(starts))) and all(s[2] for s in starts),
+          "version 3's packets walk as documented: indices 0, 1, ..., CRC-16 each", str(starts))
     # packet 1 dropped; a byte of packet 0 flipped
-    n0 = raw[46] | raw[47] << 8
-    p1 = 44 + 8 + n0
-    n1 = raw[p1 + 2] | raw[p1 + 3] << 8
-    open(path("lost.fbs"), "wb").write(raw[:p1] + raw[p1 + 8 + n1:])
+    p1, p2 = starts[1][0], starts[2][0]
+    open(path("lost.fbs"), "wb").write(raw[:p1] + raw[p2:])
     flip = bytearray(raw)
-    flip[48] ^= 1
+    flip[starts[0][0] + 4] ^= 1
     open(path("vflip.fbs"), "wb").write(bytes(flip))
     for name, needle in (("lost.fbs", "packet 1 is missing"), ("vflip.fbs", "packet 0: corrupted")):
         rc, out, err = run("decode", "vr.safetensors", name, "-o", "x.npy")

@@ -668,7 +668,7 @@ static PyObject *m_encode(ModelObject *self, PyObject *args)
                     continue;
                 }
                 if (t % h.packet_frames == 0)
-                    frae_range_enc_init(&rc, packet + 4,
+                    frae_range_enc_init(&rc, packet + FRAE_PACKET_PAYLOAD,
                                         frae_stream_packet_cap(&h) -
                                             FRAE_PACKET_OVERHEAD);
                 frae_encode_frame_ranged(e, xt, &rc, recon);

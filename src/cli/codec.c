@@ -261,6 +261,7 @@ int cmd_encode(int argc, char **argv)
     size_t bytes = ranged ? 0 : frae_stream_bytes(&h);
     unsigned char *packet = ranged ? malloc(frae_stream_packet_cap(&h)) : NULL;
     uint32_t packets = 0;
+    size_t packet_overhead = 0;
     frae_range_enc rcoder;
     frae_atomic_file af;
     af.f = NULL;
@@ -273,7 +274,7 @@ int cmd_encode(int argc, char **argv)
         goto done;
     }
     frae_stream_writer w;
-    unsigned char head[FRAE_STREAM_HEADER_V3];
+    unsigned char head[FRAE_STREAM_HEADER_V3_MAX];
     fwrite(head, 1, frae_stream_writer_begin(&w, &h, head), af.f);
     if (ranged)
         bytes = frae_stream_header_bytes(&h);
@@ -295,7 +296,7 @@ int cmd_encode(int argc, char **argv)
             if (ranged) {
                 /* a packet of packet_frames frames, the coder afresh */
                 if (t % h.packet_frames == 0)
-                    frae_range_enc_init(&rcoder, packet + 4,
+                    frae_range_enc_init(&rcoder, packet + FRAE_PACKET_PAYLOAD,
                                         frae_stream_packet_cap(&h) -
                                             FRAE_PACKET_OVERHEAD);
                 frae_encode_frame_ranged(e, xt, &rcoder, recon);
@@ -308,6 +309,7 @@ int cmd_encode(int argc, char **argv)
                         goto done;
                     }
                     size_t pb = frae_stream_packet_seal(packet, packets++, n);
+                    packet_overhead += pb - n;
                     fwrite(packet, 1, pb, af.f);
                     bytes += pb;
                 }
@@ -340,12 +342,12 @@ int cmd_encode(int argc, char **argv)
     if (ranged) {
         /* the bitrate the file takes, every header byte counted */
         const double bits = 8.0 * (double)bytes / (double)n_frames;
-        printf("%ld sequence%s x %ld frames -> %s (%zu bytes: header %d, "
-               "%u packets of up to %u frames, %d bytes each of index, "
+        printf("%ld sequence%s x %ld frames -> %s (%zu bytes: header %zu, "
+               "%u packets of up to %u frames, %zu bytes of their index, "
                "length and CRC)\n",
                in.n, in.n == 1 ? "" : "s", in.t, o.io.output, bytes,
-               FRAE_STREAM_HEADER_V3, packets, h.packet_frames,
-               FRAE_PACKET_OVERHEAD);
+               frae_stream_header_bytes(&h), packets, h.packet_frames,
+               packet_overhead);
         printf("bitrate: %.2f bits/frame on average (entropy-coded; at most "
                "%.0f fixed-rate) = %.3f kbit/s at %g frames/s\n",
                bits, bpf, bits * o.frame_rate / 1000.0, o.frame_rate);
