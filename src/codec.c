@@ -29,6 +29,10 @@ struct frae_codec_state {
      * after an unvoiced frame (context 0) or after step k (1 + k) */
     uint32_t voicing_count[2][2], step_count[9][8];
     int prev_voiced, prev_step;
+    /* the prior's logits, recalibrated to the stream (a model with a
+     * prior): logit' = scale[u] x logit + shift[u][k], both learned as
+     * the frames go by; raw holds the frame's logits before it */
+    float *scale, *shift, *raw;
 };
 
 /* ---- pitch ------------------------------------------------------------------
@@ -210,12 +214,26 @@ uint64_t frae_model_hash(const frae_model *m)
 
 #define HEAD_BYTES ((sizeof(struct frae_codec_state) + 63) & ~(size_t)63)
 
+/* logits per latent unit: 1 (binary), N (uniform) */
+static int prior_symbols(const frae_config *c)
+{
+    return c->quantizer == FRAE_QUANT_BINARY ? 1 : c->quant_levels;
+}
+
+/* floats of the prior's recalibration: scale [L], shift and raw [L x S] */
+static size_t adapt_floats(const frae_config *c)
+{
+    if (c->prior_hidden <= 0)
+        return 0;
+    return (size_t)c->latent_dim * (1 + 2 * (size_t)prior_symbols(c));
+}
+
 size_t frae_encoder_size(const frae_model *m)
 {
     /* a multiple of 64, as aligned_alloc wants */
     return (HEAD_BYTES + frae_state_layout(&m->cfg, 1, 1, NULL, NULL) +
             (m->cfg.normalize ? sizeof(float) * (size_t)m->cfg.frame_dim : 0) +
-            63) & ~(size_t)63;
+            sizeof(float) * adapt_floats(&m->cfg) + 63) & ~(size_t)63;
 }
 
 size_t frae_decoder_size(const frae_model *m) { return frae_encoder_size(m); }
@@ -230,6 +248,13 @@ static void state_reset(struct frae_codec_state *s)
     for (int i = 0; i < 9; i++)
         for (int k = 0; k < 8; k++)
             s->step_count[i][k] = PITCH_COUNT_INIT;
+    const frae_config *c = &s->model->cfg;
+    if (s->scale) { /* the prior as trained: scale 1, shift 0 */
+        const size_t LS = (size_t)c->latent_dim * prior_symbols(c);
+        for (int u = 0; u < c->latent_dim; u++)
+            s->scale[u] = 1.0f;
+        memset(s->shift, 0, sizeof(float) * LS);
+    }
     frae_state_reset(s->model, &s->st);
     s->st.ring_rows = 1; /* the one sequence, from the first frame */
 }
@@ -243,8 +268,17 @@ static struct frae_codec_state *state_init(void *mem, const frae_model *m)
     s->model = m;
     const size_t st_bytes =
         frae_state_layout(&m->cfg, 1, 1, &s->st, (char *)mem + HEAD_BYTES);
-    if (m->cfg.normalize)
-        s->xnorm = (float *)(void *)((char *)mem + HEAD_BYTES + st_bytes);
+    float *after = (float *)(void *)((char *)mem + HEAD_BYTES + st_bytes);
+    if (m->cfg.normalize) {
+        s->xnorm = after;
+        after += m->cfg.frame_dim;
+    }
+    if (m->cfg.prior_hidden > 0) {
+        const size_t LS = (size_t)m->cfg.latent_dim * prior_symbols(&m->cfg);
+        s->scale = after;
+        s->shift = s->scale + m->cfg.latent_dim;
+        s->raw = s->shift + LS;
+    }
     s->code_bits = frae_code_bits(m);
     state_reset(s);
     return s;
@@ -377,6 +411,13 @@ static void count_update(uint32_t *count, int n, int symbol)
             count[i] = (count[i] + 1) / 2;
 }
 
+static int code_symbol(const frae_config *c, float q)
+{
+    if (c->quantizer == FRAE_QUANT_BINARY)
+        return q > 0.0f;
+    return (int)lrintf((q + 1.0f) * 0.5f * (float)(c->quant_levels - 1));
+}
+
 /* what the frequencies of the state's next frame are made of: the prior's
  * logits through frae_prior_weights */
 static const float *prior_weights(struct frae_codec_state *s)
@@ -390,16 +431,60 @@ static const float *prior_weights(struct frae_codec_state *s)
     }
     frae_prior_forward(m, &st->scratch, 1, ctx, st->prior_hid,
                        st->prior_logit);
-    frae_prior_weights(&m->cfg, st->prior_logit);
-    return st->prior_logit;
+    const int S = prior_symbols(&m->cfg);
+    float *lg = st->prior_logit;
+    memcpy(s->raw, lg, sizeof(float) * (size_t)m->cfg.latent_dim * S);
+    for (int u = 0; u < m->cfg.latent_dim; u++)
+        for (int k = 0; k < S; k++)
+            lg[u * S + k] = s->scale[u] * lg[u * S + k] + s->shift[u * S + k];
+    frae_prior_weights(&m->cfg, lg);
+    return lg;
 }
 
-static int code_symbol(const frae_config *c, float q)
+/* After a frame's codes: one step of gradient descent on their -ln p in
+ * scale and shift, from the weights they were coded with.  Both ends see
+ * the same codes and floats (plain float arithmetic, no libm), so they
+ * stay in step; the prior follows a voice it was not trained on (README,
+ * "Entropy coding"). */
+#define ADAPT_RATE 0.03125f /* 2^-5 */
+#define ADAPT_SCALE_MAX 4.0f
+#define ADAPT_SHIFT_MAX 8.0f
+static float clampf(float v, float lo, float hi)
 {
-    if (c->quantizer == FRAE_QUANT_BINARY)
-        return q > 0.0f;
-    return (int)lrintf((q + 1.0f) * 0.5f * (float)(c->quant_levels - 1));
+    return v < lo ? lo : v > hi ? hi : v;
 }
+
+static void prior_adapt(struct frae_codec_state *s, const float *weights)
+{
+    const frae_config *c = &s->model->cfg;
+    const int S = prior_symbols(c);
+    for (int u = 0; u < c->latent_dim; u++) {
+        const float *w = weights + (size_t)u * S, *raw = s->raw + (size_t)u * S;
+        float *shift = s->shift + (size_t)u * S;
+        float dscale = 0.0f;
+        if (c->quantizer == FRAE_QUANT_BINARY) {
+            /* d(-ln p(q)) / d logit = p(+1) - [q = +1] */
+            const float g = w[0] - (s->st.q[u] > 0.0f ? 1.0f : 0.0f);
+            dscale = g * raw[0];
+            shift[0] = clampf(shift[0] - ADAPT_RATE * g, -ADAPT_SHIFT_MAX,
+                              ADAPT_SHIFT_MAX);
+        } else {
+            const int sym = code_symbol(c, s->st.q[u]);
+            float sum = 0.0f;
+            for (int k = 0; k < S; k++)
+                sum += w[k];
+            for (int k = 0; k < S; k++) {
+                const float g = w[k] / sum - (k == sym ? 1.0f : 0.0f);
+                dscale += g * raw[k];
+                shift[k] = clampf(shift[k] - ADAPT_RATE * g, -ADAPT_SHIFT_MAX,
+                                  ADAPT_SHIFT_MAX);
+            }
+        }
+        s->scale[u] = clampf(s->scale[u] - ADAPT_RATE * dscale, 0.0f,
+                             ADAPT_SCALE_MAX);
+    }
+}
+
 
 void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
                               frae_range_enc *rc, float *recon)
@@ -419,6 +504,7 @@ void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
         frae_prior_freqs(c, weights, u, freq);
         frae_range_encode_symbol(rc, freq, code_symbol(c, s->st.q[u]));
     }
+    prior_adapt(s, weights);
     float pitch[2];
     if (c->pitch) {
         uint32_t code = pitch_encode(&s->pitch_pred, frame + c->frame_dim,
@@ -459,6 +545,7 @@ int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
                          ? (sym ? 1.0f : -1.0f)
                          : (float)sym * (2.0f / top) - 1.0f;
     }
+    prior_adapt(s, weights);
     float pitch[2];
     if (c->pitch) {
         count_freqs(s->voicing_count[s->prev_voiced], 2, freq);
