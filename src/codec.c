@@ -31,8 +31,8 @@ struct frae_codec_state {
     int prev_voiced, prev_step;
     /* the prior's logits, recalibrated to the stream (a model with a
      * prior): logit' = scale[u] x logit + shift[u][k], both learned as
-     * the frames go by; raw holds the frame's logits before it */
-    float *scale, *shift, *raw;
+     * the frames go by; weights holds the frame's, from logit' */
+    float *scale, *shift, *weights;
 };
 
 /* ---- pitch ------------------------------------------------------------------
@@ -220,7 +220,8 @@ static int prior_symbols(const frae_config *c)
     return c->quantizer == FRAE_QUANT_BINARY ? 1 : c->quant_levels;
 }
 
-/* floats of the prior's recalibration: scale [L], shift and raw [L x S] */
+/* floats of the prior's recalibration: scale [L], shift and weights
+ * [L x S] */
 static size_t adapt_floats(const frae_config *c)
 {
     if (c->prior_hidden <= 0)
@@ -277,7 +278,7 @@ static struct frae_codec_state *state_init(void *mem, const frae_model *m)
         const size_t LS = (size_t)m->cfg.latent_dim * prior_symbols(&m->cfg);
         s->scale = after;
         s->shift = s->scale + m->cfg.latent_dim;
-        s->raw = s->shift + LS;
+        s->weights = s->shift + LS;
     }
     s->code_bits = frae_code_bits(m);
     state_reset(s);
@@ -432,13 +433,13 @@ static const float *prior_weights(struct frae_codec_state *s)
     frae_prior_forward(m, &st->scratch, 1, ctx, st->prior_hid,
                        st->prior_logit);
     const int S = prior_symbols(&m->cfg);
-    float *lg = st->prior_logit;
-    memcpy(s->raw, lg, sizeof(float) * (size_t)m->cfg.latent_dim * S);
+    const float *lg = st->prior_logit; /* kept for prior_adapt */
     for (int u = 0; u < m->cfg.latent_dim; u++)
         for (int k = 0; k < S; k++)
-            lg[u * S + k] = s->scale[u] * lg[u * S + k] + s->shift[u * S + k];
-    frae_prior_weights(&m->cfg, lg);
-    return lg;
+            s->weights[u * S + k] =
+                s->scale[u] * lg[u * S + k] + s->shift[u * S + k];
+    frae_prior_weights(&m->cfg, s->weights);
+    return s->weights;
 }
 
 /* After a frame's codes: one step of gradient descent on their -ln p in
@@ -459,7 +460,8 @@ static void prior_adapt(struct frae_codec_state *s, const float *weights)
     const frae_config *c = &s->model->cfg;
     const int S = prior_symbols(c);
     for (int u = 0; u < c->latent_dim; u++) {
-        const float *w = weights + (size_t)u * S, *raw = s->raw + (size_t)u * S;
+        const float *w = weights + (size_t)u * S;
+        const float *raw = s->st.prior_logit + (size_t)u * S;
         float *shift = s->shift + (size_t)u * S;
         float dscale = 0.0f;
         if (c->quantizer == FRAE_QUANT_BINARY) {
