@@ -133,11 +133,18 @@ def test_early_stopping_best_checkpoint_callbacks(tmp_path):
 def test_ctrl_c_saves_then_raises(tmp_path):
     x = data(n=400, t=100)
     m = frae.FRAE(**dict(SMALL, enc=(256, 256), dec=(256, 256)))
+    # Python's own Ctrl-C handler, whatever this process inherited: a shell
+    # starts background jobs with SIGINT ignored, and Python keeps that
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     t = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     t.start()
     ck = tmp_path / "int.st"
-    with pytest.raises(KeyboardInterrupt):
-        m.fit(x, epochs=1000, batch_size=4, checkpoint=str(ck), verbose=0)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            m.fit(x, epochs=1000, batch_size=4, checkpoint=str(ck), verbose=0)
+    finally:
+        t.cancel()
+        signal.signal(signal.SIGINT, previous)
     t.join()
     back = frae.load(ck)
     assert same_weights(back, m), "the checkpoint is the model at the interruption"
