@@ -475,8 +475,9 @@ static void prior_adapt(struct frae_codec_state *s, const float *weights)
             float sum = 0.0f;
             for (int k = 0; k < S; k++)
                 sum += w[k];
+            const float inv = 1.0f / sum; /* one division, not N */
             for (int k = 0; k < S; k++) {
-                const float g = w[k] / sum - (k == sym ? 1.0f : 0.0f);
+                const float g = w[k] * inv - (k == sym ? 1.0f : 0.0f);
                 dscale += g * raw[k];
                 shift[k] = clampf(shift[k] - ADAPT_RATE * g, -ADAPT_SHIFT_MAX,
                                   ADAPT_SHIFT_MAX);
