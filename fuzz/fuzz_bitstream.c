@@ -140,14 +140,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (uint32_t k = 0; at + FRAE_PACKET_MIN <= size; k++) {
             const size_t room = size - at;
             size_t n = (size_t)(buf[at + 1] | buf[at + 2] << 8) % (room - 2);
-            while (1 + (n < 128 ? 1 : n < 16384 ? 2 : 3) + n + 2 > room)
+            unsigned char length[5];
+            while (1 + frae_varint_put(length, (uint32_t)n) + n + 2 > room)
                 n--;
             buf[at] = (unsigned char)k;
-            size_t lb = 0;
-            for (size_t v = n; v >= 0x80; v >>= 7)
-                buf[at + 1 + lb++] = (unsigned char)(v | 0x80);
-            buf[at + 1 + lb] = (unsigned char)(n >> 7 * lb);
-            lb++;
+            const size_t lb = frae_varint_put(buf + at + 1, (uint32_t)n);
             const uint16_t crc = frae_crc16(buf + at, 1 + lb + n);
             buf[at + 1 + lb + n] = (unsigned char)(crc & 0xff);
             buf[at + 2 + lb + n] = (unsigned char)(crc >> 8);

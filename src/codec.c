@@ -616,7 +616,7 @@ size_t frae_stream_bytes(const frae_stream *s)
 /* ---- version 3's compact fields ----------------------------------------------
  * LEB128 varints: 7 bits a byte, low first, the top bit set on all but the
  * last.  Minimal (no trailing zero byte), so each value has one form. */
-static size_t put_varint(unsigned char *p, uint32_t v)
+size_t frae_varint_put(unsigned char *p, uint32_t v)
 {
     size_t n = 0;
     for (; v >= 0x80; v >>= 7)
@@ -693,7 +693,7 @@ size_t frae_stream_packet_seal(unsigned char *packet, uint32_t index,
                                size_t payload_bytes)
 {
     unsigned char length[3];
-    const size_t lb = put_varint(length, (uint32_t)payload_bytes);
+    const size_t lb = frae_varint_put(length, (uint32_t)payload_bytes);
     /* the payload moves left to follow the length (1 + lb <= 4) */
     memmove(packet + 1 + lb, packet + FRAE_PACKET_PAYLOAD, payload_bytes);
     packet[0] = (unsigned char)(index & 0xff);
@@ -776,14 +776,14 @@ static size_t put_header_v3(unsigned char *dst, const frae_stream *s)
     for (int i = 0; i < 8; i++)
         dst[8 + i] = (unsigned char)(s->model_hash >> 8 * i);
     size_t n = 16;
-    n += put_varint(dst + n, s->sequences);
-    n += put_varint(dst + n, s->frames);
-    n += put_varint(dst + n, s->frame_dim);
-    n += put_varint(dst + n, s->latent_dim);
+    n += frae_varint_put(dst + n, s->sequences);
+    n += frae_varint_put(dst + n, s->frames);
+    n += frae_varint_put(dst + n, s->frame_dim);
+    n += frae_varint_put(dst + n, s->latent_dim);
     dst[n++] = s->code_bits;
     dst[n++] = s->quantizer;
-    n += put_varint(dst + n, s->levels);
-    n += put_varint(dst + n, s->packet_frames);
+    n += frae_varint_put(dst + n, s->levels);
+    n += frae_varint_put(dst + n, s->packet_frames);
     wr32(dst + n, frae_crc32(dst, n));
     return n + 4;
 }
