@@ -209,14 +209,20 @@ static int config_from(PyObject *family_gru, PyObject *options, PyObject *fields
     return 0;
 }
 
+/* (family_gru, options, fields) -> *c, as both calls below take them */
+static int config_args(PyObject *args, frae_config *c)
+{
+    PyObject *gru, *options, *fields;
+    if (!PyArg_ParseTuple(args, "OOO", &gru, &options, &fields))
+        return -1;
+    return config_from(gru, options, fields, c);
+}
+
 static PyObject *py_make_config(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *gru, *options, *fields;
-    if (!PyArg_ParseTuple(args, "OOO", &gru, &options, &fields))
-        return NULL;
     frae_config c;
-    if (config_from(gru, options, fields, &c))
+    if (config_args(args, &c))
         return NULL;
     return config_to_dict(&c);
 }
@@ -238,11 +244,8 @@ static PyObject *wrap(frae_model *m)
 static PyObject *py_create(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *gru, *options, *fields;
-    if (!PyArg_ParseTuple(args, "OOO", &gru, &options, &fields))
-        return NULL;
     frae_config c;
-    if (config_from(gru, options, fields, &c))
+    if (config_args(args, &c))
         return NULL;
     char err[512];
     frae_model *m;
