@@ -122,6 +122,13 @@ typedef struct {
                                          (README, "The learned prior");
                                          the codec then range-codes the
                                          codes with it (stream version 3) */
+    int prior_ar;                     /* 0; 1 (with a prior): within-frame
+                                         autoregression, unit u's logits
+                                         also see the frame's codes
+                                         q_0..q_{u-1} through a linear layer
+                                         "prior.2" ([L x S, L], entries
+                                         (u, j >= u) held at zero), so the
+                                         codec codes the units in order */
 
     /* run-time capacity */
     int batch;     /* B: most sequences per forward/train call */

@@ -27,6 +27,8 @@
 #define PITCH_CODER "f0-voicing-4bit" /* frae.pitch: the one coder so far */
 /* frae.targets: trained on (input, target) pairs, the loss on the target */
 #define TARGETS_NAME "paired"
+/* frae.prior_ar: unit u's logits also see the frame's codes before u */
+#define PRIOR_AR_NAME "within-frame"
 #define NORMALIZE_NAME "per-band" /* frae.normalize: z-score each band */
 /* 2: the checksum covers the header fields as well as the tensor data.
  * Version 1 files (data only) are still read. */
@@ -145,6 +147,8 @@ static int save_model(const frae_model *m, const frae_config *c,
         META("frae.pitch", "%s", PITCH_CODER);
     if (c->prior_hidden > 0) /* absent: fixed-rate codes */
         META("frae.prior_hidden", "%d", c->prior_hidden);
+    if (c->prior_ar) /* absent: the units coded independently */
+        META("frae.prior_ar", "%s", PRIOR_AR_NAME);
     if (c->targets) /* absent: trained to rebuild its inputs */
         META("frae.targets", "%s", TARGETS_NAME);
     if (c->normalize) { /* absent: no normalization */
@@ -507,7 +511,9 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         meta_option(ck, "frae.normalize", NORMALIZE_NAME, "normalization",
                     &c.normalize, err, errlen) ||
         meta_option(ck, "frae.targets", TARGETS_NAME, "kind of targets",
-                    &c.targets, err, errlen))
+                    &c.targets, err, errlen) ||
+        meta_option(ck, "frae.prior_ar", PRIOR_AR_NAME,
+                    "prior autoregression", &c.prior_ar, err, errlen))
         return -1;
     if (frae_st_meta(&ck->st, "frae.prior_hidden")) {
         if (meta_long(ck, "frae.prior_hidden", 1, INT_MAX, &v, err, errlen))
@@ -586,6 +592,16 @@ static int read_params(const frae_safetensors *st, const frae_model *m,
                 else
                     frae_weight_set((frae_model *)m, l, i, o, v);
             }
+    }
+    if (m->prior[2] >= 0) {
+        /* the prior's autoregression sees only codes already coded: a
+         * weight that breaks that is refused; Adam's moments there are
+         * dropped, so training keeps it causal */
+        char why[256];
+        if (dst)
+            frae_prior_ar_mask(m, dst + m->layer[m->prior[2]].w_off);
+        else if (frae_prior_ar_check(m, why, sizeof why))
+            return frae_errorf(err, errlen, "%s: %s", path, why);
     }
     return 0;
 }
@@ -912,6 +928,8 @@ static frae_model *import_torch(const unsigned char *buf, size_t size,
     }
     if (pt)
         c.prior_hidden = (int)pt->shape[0];
+    /* ... and "prior.2.weight" its within-frame autoregression */
+    c.prior_ar = pt && frae_st_find(&st, "prior.2.weight") != NULL;
     m = frae_create(&c, err, errlen);
     if (m && read_params(&st, m, "", NULL, path, err, errlen)) {
         frae_destroy(m);
@@ -1026,6 +1044,7 @@ static frae_model *keras_from_members(const frae_npz_member *mem, int nmem,
     if (infer_config(&s, hints, -1, &c, path, err, errlen))
         return NULL;
     c.prior_hidden = 0; /* get_weights() of the Keras model: no prior */
+    c.prior_ar = 0;
     c.rate_lambda = 0.0f;
     frae_model *m = frae_create(&c, err, errlen);
     if (!m)

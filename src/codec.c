@@ -180,6 +180,10 @@ uint64_t frae_model_hash(const frae_model *m)
         int32_t prior = c->prior_hidden;
         h = frae_fnv1a64((const unsigned char *)&prior, 4, h);
     }
+    if (c->prior_ar) { /* ... and so does the order it codes the units in */
+        int32_t ar = 1;
+        h = frae_fnv1a64((const unsigned char *)&ar, 4, h);
+    }
     if (c->normalize) { /* the statistics decide what a code decodes to */
         h = frae_fnv1a64((const unsigned char *)m->norm_mean,
                          sizeof(float) * (size_t)c->frame_dim, h);
@@ -419,9 +423,10 @@ static int code_symbol(const frae_config *c, float q)
     return (int)lrintf((q + 1.0f) * 0.5f * (float)(c->quant_levels - 1));
 }
 
-/* what the frequencies of the state's next frame are made of: the prior's
- * logits through frae_prior_weights */
-static const float *prior_weights(struct frae_codec_state *s)
+/* The prior's logits of the state's next frame, before its codes: into
+ * st->prior_logit (the autoregression's terms join them unit by unit, in
+ * unit_weights) */
+static void prior_logits(struct frae_codec_state *s)
 {
     const frae_model *m = s->model;
     frae_state *st = &s->st;
@@ -432,13 +437,23 @@ static const float *prior_weights(struct frae_codec_state *s)
     }
     frae_prior_forward(m, &st->scratch, 1, ctx, st->prior_hid,
                        st->prior_logit);
+}
+
+/* What unit u's frequencies are made of (frae_prior_unit_weights), from
+ * its logits, recalibrated; with the autoregression they first take the
+ * terms of the codes before u in st->q (the encoder's, or those decoded
+ * so far).  The logits used are kept in st->prior_logit for prior_adapt. */
+static const float *unit_weights(struct frae_codec_state *s, int u)
+{
+    const frae_model *m = s->model;
     const int S = prior_symbols(&m->cfg);
-    const float *lg = st->prior_logit; /* kept for prior_adapt */
-    for (int u = 0; u < m->cfg.latent_dim; u++)
-        for (int k = 0; k < S; k++)
-            s->weights[u * S + k] =
-                s->scale[u] * lg[u * S + k] + s->shift[u * S + k];
-    frae_prior_weights(&m->cfg, s->weights);
+    float *lg = s->st.prior_logit + (size_t)u * S, *w = s->weights + (size_t)u * S;
+    for (int k = 0; k < S; k++) {
+        if (m->prior[2] >= 0)
+            lg[k] += frae_prior_ar_term(m, s->st.q, u * S + k);
+        w[k] = s->scale[u] * lg[k] + s->shift[u * S + k];
+    }
+    frae_prior_unit_weights(&m->cfg, w);
     return s->weights;
 }
 
@@ -501,13 +516,13 @@ void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
         frae_normalize_rows(s->model, frame, 0, 1, s->xnorm);
         x = s->xnorm;
     }
-    const float *weights = prior_weights(s);
+    prior_logits(s);
     frae_forward_encode(s->model, &s->st, 0, x);
     for (int u = 0; u < c->latent_dim; u++) {
-        frae_prior_freqs(c, weights, u, freq);
+        frae_prior_freqs(c, unit_weights(s, u), u, freq);
         frae_range_encode_symbol(rc, freq, code_symbol(c, s->st.q[u]));
     }
-    prior_adapt(s, weights);
+    prior_adapt(s, s->weights);
     float pitch[2];
     if (c->pitch) {
         uint32_t code = pitch_encode(&s->pitch_pred, frame + c->frame_dim,
@@ -538,17 +553,17 @@ int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
     fp_env env = fp_enter();
     const frae_config *c = &s->model->cfg;
     uint32_t freq[4096];
-    const float *weights = prior_weights(s);
+    prior_logits(s);
     const int n = c->quantizer == FRAE_QUANT_BINARY ? 2 : c->quant_levels;
     const float top = (float)(c->quant_levels - 1);
     for (int u = 0; u < c->latent_dim; u++) {
-        frae_prior_freqs(c, weights, u, freq);
+        frae_prior_freqs(c, unit_weights(s, u), u, freq);
         int sym = frae_range_decode_symbol(rc, freq, n);
         s->st.q[u] = c->quantizer == FRAE_QUANT_BINARY
                          ? (sym ? 1.0f : -1.0f)
                          : (float)sym * (2.0f / top) - 1.0f;
     }
-    prior_adapt(s, weights);
+    prior_adapt(s, s->weights);
     float pitch[2];
     if (c->pitch) {
         count_freqs(s->voicing_count[s->prev_voiced], 2, freq);

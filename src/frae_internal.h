@@ -89,9 +89,9 @@ struct frae_model {
     int gru;       /* GRU family: layers 0 and dec_first are GRU cells */
     int rec[2];    /* their recurrent matrices' indices (encoder, decoder) */
     int n_mats;    /* matrices: n_layers, + 2 for the GRU family, + 2 for
-                      a prior */
-    int prior[2];  /* the prior's matrices (its tanh layer, its logits),
-                      -1 without one */
+                      a prior, + 1 for its within-frame autoregression */
+    int prior[3];  /* the prior's matrices (its tanh layer, its logits, the
+                      autoregression q -> logits), -1 without them */
     frae_layer layer[FRAE_MAX_MATS];
 
     size_t n_params;
@@ -227,8 +227,15 @@ float frae_weight_get(const frae_model *m, int l, int i, int o);
 void frae_weight_set(frae_model *m, int l, int i, int o, float v);
 
 /* After the parameters change outside training (init, set, load):
- * refreshes the transposed copies and rebuilds the sums ahead. */
+ * zeroes the prior's autoregression where it would see a code not yet
+ * coded, refreshes the transposed copies and rebuilds the sums ahead. */
 void frae_weights_changed(frae_model *m);
+/* The prior's autoregression (m->prior[2]): -1 and one line in err if an
+ * entry that would see a code not yet coded is nonzero (a loaded file);
+ * frae_prior_ar_mask zeroes those entries of w, an f32 array laid out as
+ * the matrix is in params (its gradient). */
+int frae_prior_ar_check(const frae_model *m, char *err, size_t errlen);
+void frae_prior_ar_mask(const frae_model *m, float *w);
 /* A param-shaped array in an exchange layout (see model.c); src NULL means
  * the parameters themselves. */
 void frae_export_params(const frae_model *m, const float *src, float *dst,
@@ -281,6 +288,11 @@ static inline long frae_prior_context_width(const frae_config *c)
     return c->family == FRAE_FAMILY_GRU ? (long)c->dec_hidden[0]
                                         : (long)c->history * c->frame_dim;
 }
+/* Its matrices: 2, and 3 with the within-frame autoregression. */
+static inline int frae_prior_mats(const frae_config *c)
+{
+    return c->prior_hidden > 0 ? 2 + (c->prior_ar != 0) : 0;
+}
 /* Logits per latent unit: 1 (a Bernoulli) for binary, N for uniform. */
 static inline int frae_prior_symbols(const frae_config *c)
 {
@@ -296,6 +308,16 @@ void frae_prior_context(const frae_model *m, const frae_state *st, long t,
  * logit. */
 void frae_prior_forward(const frae_model *m, const frae_scratch *sc, int rows,
                         const float *ctx, float *hid, float *logit);
+/* The within-frame autoregression (m->prior[2], none if -1): rows of the
+ * frame's codes q [rows][L] added to their logits, A q + b; its gradients
+ * from the logits' (the prior's second layer's dz), dq += A^T dlogit; and,
+ * for the codec, logit column col's term from the codes before its unit,
+ * b + sum_{j<u} A[col][j] q_j, summed in order of j. */
+void frae_prior_ar_forward(const frae_model *m, const frae_scratch *sc,
+                           int rows, const float *q, float *logit);
+void frae_prior_ar_backward(frae_model *m, int rows, const float *q,
+                            float *dq);
+float frae_prior_ar_term(const frae_model *m, const float *q, int col);
 /* -log2 p(q) of one frame's L codes under its logits; with dlogit and dq
  * (non-NULL) also scale x their gradients (dq: the slope of -log2 p
  * between q's neighbouring levels, README "The learned prior"). */
@@ -306,12 +328,13 @@ double frae_prior_bits(const frae_config *c, const float *logit,
  * window's first `rows` rows; with full feedback also the contexts'
  * gradient, into m->prior_dctx. */
 void frae_prior_backward(frae_model *m, int rows);
-/* The codec: one frame's logits turned, in place, into what the
+/* The codec: one unit's logits (1 or N) turned, in place, into what its
  * frequencies are made of (frae's own exp, no libm): binary sigmoid(l),
  * uniform exp(l - the unit's largest logit); then the integer frequencies
- * of unit u's symbols: binary f(+1) = 1 + floor(p (2^15 - 2)),
- * f(-1) = 2^15 - f(+1); uniform frae_quantize_pmf of the N terms. */
-void frae_prior_weights(const frae_config *c, float *logit);
+ * of unit u's symbols from a frame's weights: binary
+ * f(+1) = 1 + floor(p (2^15 - 2)), f(-1) = 2^15 - f(+1); uniform
+ * frae_quantize_pmf of the N terms. */
+void frae_prior_unit_weights(const frae_config *c, float *logit);
 void frae_prior_freqs(const frae_config *c, const float *weights, int u,
                       uint32_t *freq);
 

@@ -150,6 +150,14 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
         return frae_errorf(err, errlen,
                            "a rate term needs a prior to measure the rate "
                            "(prior width > 0)");
+    if (cfg->prior_ar != 0 && cfg->prior_ar != 1)
+        return frae_errorf(err, errlen,
+                           "prior autoregression must be 0 or 1, got %d",
+                           cfg->prior_ar);
+    if (cfg->prior_ar && cfg->prior_hidden == 0)
+        return frae_errorf(err, errlen,
+                           "the prior's autoregression needs a prior "
+                           "(prior width > 0)");
     if (cfg->feedback != FRAE_FEEDBACK_DETACHED &&
         cfg->feedback != FRAE_FEEDBACK_FULL)
         return frae_errorf(err, errlen, "unknown feedback mode %d",
@@ -198,9 +206,12 @@ static int layer_in(const frae_config *c, int l, int ne, int nd, int *in,
     long D = c->frame_dim, KD = (long)c->history * c->frame_dim;
     long i, o;
     if (c->prior_hidden > 0 && l >= frae_prior_mat(c, 0)) {
-        /* the prior: a tanh layer on the context, then the logits */
+        /* the prior: a tanh layer on the context, then the logits; the
+         * autoregression, the frame's codes to the logits */
         long P = c->prior_hidden;
-        i = l == frae_prior_mat(c, 0) ? frae_prior_context_width(c) : P;
+        i = l == frae_prior_mat(c, 0)   ? frae_prior_context_width(c)
+            : l == frae_prior_mat(c, 1) ? P
+                                        : c->latent_dim;
         o = l == frae_prior_mat(c, 0)
                 ? P
                 : (long)c->latent_dim * frae_prior_symbols(c);
@@ -247,7 +258,7 @@ static int layer_in(const frae_config *c, int l, int ne, int nd, int *in,
 
 int frae_mat_count(const frae_config *c)
 {
-    return frae_prior_mat(c, 0) + (c->prior_hidden > 0 ? 2 : 0);
+    return frae_prior_mat(c, 0) + frae_prior_mats(c);
 }
 
 int frae_layer_shape(const frae_config *c, int l, int *in, int *out)
@@ -289,7 +300,7 @@ int frae_tensor_entries(const frae_config *c, frae_tensor_entry *e)
             snprintf(e[n - 1].name, sizeof e[n - 1].name, "%s.bias", base);
         }
     }
-    for (int j = 0; c->prior_hidden > 0 && j < 2; j++) {
+    for (int j = 0; j < frae_prior_mats(c); j++) {
         const int l = frae_prior_mat(c, j);
         e[n++] = (frae_tensor_entry){l, 0, 0, ""};
         snprintf(e[n - 1].name, sizeof e[n - 1].name, "prior.%d.weight", j);
@@ -514,6 +525,12 @@ static int glorot_init(frae_model *m)
                 return -1;
             continue;
         }
+        if (l == m->prior[2]) { /* the autoregression starts as none */
+            for (int i = 0; i < ly->in; i++)
+                for (int o = 0; o < ly->out; o++)
+                    frae_weight_set(m, l, i, o, 0.0f);
+            continue;
+        }
         float limit = sqrtf(6.0f / (float)(ly->in + ly->out));
         for (int i = 0; i < ly->in; i++)
             for (int o = 0; o < ly->out; o++)
@@ -579,6 +596,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     m->rec[1] = m->gru ? L.n_layers + 1 : -1;
     m->prior[0] = cfg->prior_hidden > 0 ? frae_prior_mat(cfg, 0) : -1;
     m->prior[1] = cfg->prior_hidden > 0 ? frae_prior_mat(cfg, 1) : -1;
+    m->prior[2] = cfg->prior_ar ? frae_prior_mat(cfg, 2) : -1;
     m->latent = cfg->n_enc_hidden;
     m->dec_first = cfg->n_enc_hidden + 1;
     m->n_params = L.n_params;
@@ -854,8 +872,55 @@ void frae_set_params(frae_model *m, const float *src)
     frae_weights_changed(m);
 }
 
+/* The autoregression's entries that would see a code not yet coded: unit
+ * u's logits (columns u S .. u S + S - 1) take codes j < u (rows) only. */
+static int ar_causal(const frae_config *c, int j, int col)
+{
+    return j < col / frae_prior_symbols(c);
+}
+
+int frae_prior_ar_check(const frae_model *m, char *err, size_t errlen)
+{
+    const int l = m->prior[2];
+    if (l < 0)
+        return 0;
+    const frae_layer *ly = &m->layer[l];
+    for (int j = 0; j < ly->in; j++)
+        for (int o = 0; o < ly->out; o++)
+            if (!ar_causal(&m->cfg, j, o) && frae_weight_get(m, l, j, o) != 0.0f)
+                return frae_errorf(err, errlen,
+                                   "tensor 'prior.2.weight' is %g at [%d, "
+                                   "%d]: unit %d's logits may see only the "
+                                   "codes before it in its frame (entries "
+                                   "for code %d on must be 0)",
+                                   (double)frae_weight_get(m, l, j, o), o, j,
+                                   o / frae_prior_symbols(&m->cfg),
+                                   o / frae_prior_symbols(&m->cfg));
+    return 0;
+}
+
+void frae_prior_ar_mask(const frae_model *m, float *w)
+{
+    const int l = m->prior[2];
+    if (l < 0)
+        return;
+    const frae_layer *ly = &m->layer[l];
+    for (int j = 0; j < ly->in; j++)
+        for (int o = 0; o < ly->out; o++)
+            if (!ar_causal(&m->cfg, j, o))
+                w[packed_index(ly->in, ly->out, j, o)] = 0.0f;
+}
+
 void frae_weights_changed(frae_model *m)
 {
+    /* weights set through the API: the autoregression stays causal (a
+     * file that breaks it is refused, frae_prior_ar_check) */
+    const int l = m->prior[2];
+    if (l >= 0)
+        for (int j = 0; j < m->layer[l].in; j++)
+            for (int o = 0; o < m->layer[l].out; o++)
+                if (!ar_causal(&m->cfg, j, o))
+                    frae_weight_set(m, l, j, o, 0.0f);
     frae_refresh_transposed(m);
     /* a stream under way goes on with the new weights */
     frae_state_rebuild(m, &m->state);

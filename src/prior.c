@@ -52,6 +52,30 @@ void frae_prior_forward(const frae_model *m, const frae_scratch *sc, int rows,
                        l1->bias, GEMM_BIAS);
 }
 
+void frae_prior_ar_forward(const frae_model *m, const frae_scratch *sc,
+                           int rows, const float *q, float *logit)
+{
+    const int l = m->prior[2];
+    if (l < 0)
+        return;
+    const frae_layer *ly = &m->layer[l];
+    frae_layer_product(m, sc, l, rows, ly->in, q, ly->in, 0, logit, NULL,
+                       GEMM_ACC);
+    for (int r = 0; r < rows; r++)
+        for (int o = 0; o < ly->out; o++)
+            logit[(size_t)r * ly->out + o] += ly->bias[o];
+}
+
+float frae_prior_ar_term(const frae_model *m, const float *q, int col)
+{
+    const int l = m->prior[2];
+    const int u = col / frae_prior_symbols(&m->cfg);
+    float sum = m->layer[l].bias[col];
+    for (int j = 0; j < u; j++) /* the codes before unit u, in order */
+        sum += frae_weight_get(m, l, j, col) * q[j];
+    return sum;
+}
+
 /* softplus(x) = log(1 + e^x), without overflow */
 static float softplus(float x)
 {
@@ -139,23 +163,39 @@ void frae_prior_backward(frae_model *m, int rows)
                            l0->in, NULL, GEMM_ZERO);
 }
 
-void frae_prior_weights(const frae_config *c, float *logit)
+void frae_prior_ar_backward(frae_model *m, int rows, const float *q,
+                            float *dq)
 {
-    const int L = c->latent_dim;
+    const int l = m->prior[2];
+    if (l < 0)
+        return;
+    const frae_layer *ly = &m->layer[l];
+    const frae_scratch *sc = &m->state.scratch;
+    const float *dlogit = m->layer[m->prior[1]].dz;
+    frae_gemm_packed_c(m, sc, ly->in, rows, q, ly->in, dlogit, ly->out,
+                       m->grads + ly->w_off, ly->in, ly->out, 0, GEMM_ZERO);
+    frae_prior_ar_mask(m, m->grads + ly->w_off); /* it stays causal */
+    frae_bias_grad(dlogit, rows, ly->out, m->grads + ly->b_off, 0);
+    /* the codes' share: through the straight-through quantizer, as the
+     * slope of their own bits does */
+    frae_gemm_packed_b(m, sc, rows, ly->out, dlogit, ly->out, 1, ly->wt,
+                       ly->out, ly->in, 0, 0, ly->in, dq, ly->in, NULL,
+                       GEMM_ACC);
+}
+
+void frae_prior_unit_weights(const frae_config *c, float *logit)
+{
     if (c->quantizer == FRAE_QUANT_BINARY) {
-        frae_gru_sigmoid_n(logit, (size_t)L);
+        frae_gru_sigmoid_n(logit, 1);
         return;
     }
     const int N = c->quant_levels;
-    for (int u = 0; u < L; u++) {
-        float *lg = logit + (size_t)u * N;
-        float mx = lg[0];
-        for (int j = 1; j < N; j++)
-            mx = lg[j] > mx ? lg[j] : mx;
-        for (int j = 0; j < N; j++)
-            lg[j] -= mx;
-    }
-    frae_gru_exp_n(logit, (size_t)L * N);
+    float mx = logit[0];
+    for (int j = 1; j < N; j++)
+        mx = logit[j] > mx ? logit[j] : mx;
+    for (int j = 0; j < N; j++)
+        logit[j] -= mx;
+    frae_gru_exp_n(logit, (size_t)N);
 }
 
 void frae_prior_freqs(const frae_config *c, const float *weights, int u,

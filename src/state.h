@@ -13,7 +13,7 @@
 
 #define FRAE_MAX_LAYERS (2 * FRAE_MAX_HIDDEN + 2)
 /* + two GRUs' recurrent matrices, + the prior's two */
-#define FRAE_MAX_MATS (FRAE_MAX_LAYERS + 4)
+#define FRAE_MAX_MATS (FRAE_MAX_LAYERS + 5) /* + 2 GRU recurrent, + 3 prior */
 
 /* Scratch of the one-row products (gemm.c), and how many threads the
  * products of this state may use. */

@@ -291,6 +291,7 @@ static void window_rate(frae_model *m, int nt, int nb, const int *valid,
     const int L = c->latent_dim, LS = L * frae_prior_symbols(c);
     frae_prior_forward(m, &st->scratch, nt * nb, st->prior_ctx, st->prior_hid,
                        st->prior_logit);
+    frae_prior_ar_forward(m, &st->scratch, nt * nb, st->q, st->prior_logit);
     float *dlogit = grads ? m->layer[m->prior[1]].dz : NULL;
     for (int t = 0; t < nt; t++)
         for (int b = 0; b < nb; b++) {
@@ -310,6 +311,7 @@ static void window_rate(frae_model *m, int nt, int nb, const int *valid,
     if (!grads)
         return;
     frae_prior_backward(m, nt * nb);
+    frae_prior_ar_backward(m, nt * nb, st->q, m->rate_dq);
     if (!m->prior_dctx || m->gru) /* the GRU's: in gru_backward_frame */
         return;
     /* dense, full feedback: frame t's context is y_{t-1-j} in slot j, so
@@ -605,6 +607,7 @@ static void frame_rate(frae_model *m, long t, int nb, const int *valid,
                        st->prior_ctx + slot * m->layer[m->prior[0]].in,
                        st->prior_hid + slot * m->layer[m->prior[0]].out,
                        logit);
+    frae_prior_ar_forward(m, &st->scratch, nb, st->q + slot * L, logit);
     for (int b = 0; b < nb; b++)
         if (!(valid && t >= valid[b]))
             acc->bits += frae_prior_bits(c, logit + (size_t)b * LS,

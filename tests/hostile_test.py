@@ -375,6 +375,23 @@ def main():
              "needs a prior")):
         edited(prior, p("pr.safetensors"), meta)
         refused(tmp, what, ["predict", "pr.safetensors", "data.npy", "-o", "y.npy"], needle)
+    def non_causal(header, data):  # logit column 1 sees code 1: its own unit's, or later
+        t = header["prior.2.weight"]
+        struct.pack_into("<f", data, t["data_offsets"][0] + 4 * (t["shape"][1] + 1), 0.5)
+        return data
+    edited(prior, p("ar.safetensors"), data_edit=non_causal)
+    refused(tmp, "an autoregression weight that sees a code not yet coded",
+            ["encode", "ar.safetensors", "data.npy", "-o", "v.fbs"],
+            "'prior.2.weight' is 0.5 at [1, 1]")
+    edited(prior, p("ar.safetensors"), {"frae.prior_ar": "across-frames"})
+    refused(tmp, "an unknown prior autoregression", ["info", "ar.safetensors"],
+            "frae.prior_ar")
+    edited(good, p("ar.safetensors"), {"frae.prior_ar": "within-frame"})
+    refused(tmp, "an autoregression without a prior", ["info", "ar.safetensors"],
+            "needs a prior")
+    refused(tmp, "--prior-ar maybe",
+            ["train", "data.npy", *small, "--prior-ar", "maybe", "--save", "none"],
+            "--prior-ar")
     refused(tmp, "--rate-lambda with unquantized codes",
             ["train", "data.npy", *small, "--quantizer", "none", "--rate-lambda", "0.01",
              "--save", "none"], "needs the binary or a uniform quantizer")

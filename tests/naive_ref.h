@@ -18,7 +18,9 @@
  * the mean over frames of the rate: -log2 p(q) under the prior on the
  * context (h_dec(t-1) or the buffer, taken from frozen_hist when given),
  * written as a function of q whose slope is the straight-through one:
- * bits(q's level) + (q - level) x the slope between neighbouring levels. */
+ * bits(q's level) + (q - level) x the slope between neighbouring levels.
+ * With the prior's within-frame autoregression (cfg.prior_ar), unit u's
+ * logits also take b + sum_{j<u} A q_j, of the codes as they are. */
 #ifndef REAL
 #error define REAL
 #endif
@@ -119,6 +121,16 @@ static double NAIVE(prior_rate)(const frae_config *c, const REAL *p,
     NAIVE(act)(FRAE_ACT_TANH, hid, P);
     p += (size_t)C * P + P;
     NAIVE(dense)(hid, P, p, p + (size_t)P * L * S, L * S, lg);
+    if (c->prior_ar) { /* + b + sum_{j<u} A[j][u S + k] q_j, A [L][L S] */
+        const REAL *a = p + (size_t)P * L * S + (size_t)L * S;
+        const REAL *b = a + (size_t)L * L * S;
+        for (int col = 0; col < L * S; col++) {
+            REAL sum = lg[col] + b[col];
+            for (int j = 0; j < col / S; j++)
+                sum += a[(size_t)j * L * S + col] * q[j];
+            lg[col] = sum;
+        }
+    }
     const double ln2 = log(2.0);
     double bits = 0;
     for (int u = 0; u < L; u++) {

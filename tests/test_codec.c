@@ -574,10 +574,13 @@ int test_codec_ranged(void)
         frae_quantizer q;
         int levels, pitch;
         const char *name;
-    } cs[] = {{FRAE_FAMILY_DENSE, FRAE_QUANT_BINARY, 0, 0, "dense binary"},
-              {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense uniform 5, pitch"},
-              {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, "gru binary, pitch"},
-              {FRAE_FAMILY_GRU, FRAE_QUANT_UNIFORM, 9, 0, "gru uniform 9"}};
+        int ar; /* the prior's within-frame autoregression */
+    } cs[] = {{FRAE_FAMILY_DENSE, FRAE_QUANT_BINARY, 0, 0, "dense binary", 0},
+              {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense uniform 5, pitch", 0},
+              {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, "gru binary, pitch", 0},
+              {FRAE_FAMILY_GRU, FRAE_QUANT_UNIFORM, 9, 0, "gru uniform 9", 0},
+              {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 0, "gru binary, ar", 1},
+              {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense uniform 5, ar", 1}};
     const int nseq = 2, T = 70, D = 7;
     frae_isa isas[3];
     const int nisa = available_isas(isas);
@@ -590,6 +593,7 @@ int test_codec_ranged(void)
         c.family = cs[k].family;
         c.pitch = cs[k].pitch;
         c.prior_hidden = 6;
+        c.prior_ar = cs[k].ar;
         c.batch = nseq;
         c.isa = isas[0]; /* the encoder: scalar */
         frae_model *m = create_or_die(&c);
@@ -754,7 +758,7 @@ int test_codec_ranged(void)
               "header: '%s'", err);
         /* a model without the prior refuses the stream */
         frae_config cp = c;
-        cp.prior_hidden = 0;
+        cp.prior_hidden = 0, cp.prior_ar = 0;
         frae_model *plain = create_or_die(&cp);
         frae_stream_parse(buf, size, &s, err, sizeof err);
         CHECK(frae_stream_check_model(&s, plain, err, sizeof err) &&

@@ -117,23 +117,28 @@ typedef struct {
     frae_quantizer quantizer;
     int levels;
     int targets; /* trained toward targets other than the inputs */
+    int prior_ar; /* the prior's within-frame autoregression */
 } fixture_set;
 
 static const fixture_set fixture_sets[] = {
     {"tests/fixtures/small.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2, {6, 7},
-     0, FRAE_QUANT_NONE, 0, 0},
+     0, FRAE_QUANT_NONE, 0, 0, 0},
     {"tests/fixtures/gru.bin", FRAE_FAMILY_GRU, 2, 2, {7, 6}, 2, {6, 7},
-     0, FRAE_QUANT_NONE, 0, 0},
+     0, FRAE_QUANT_NONE, 0, 0, 0},
     {"tests/fixtures/gru_k0.bin", FRAE_FAMILY_GRU, 0, 1, {7}, 1, {6},
-     0, FRAE_QUANT_NONE, 0, 0},
+     0, FRAE_QUANT_NONE, 0, 0, 0},
     {"tests/fixtures/prior_dense.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2,
-     {6, 7}, 4, FRAE_QUANT_BINARY, 0, 0},
+     {6, 7}, 4, FRAE_QUANT_BINARY, 0, 0, 0},
     {"tests/fixtures/prior_gru.bin", FRAE_FAMILY_GRU, 0, 1, {7}, 1, {6},
-     4, FRAE_QUANT_UNIFORM, 5, 0},
+     4, FRAE_QUANT_UNIFORM, 5, 0, 0},
+    {"tests/fixtures/prior_ar_dense.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2,
+     {6, 7}, 4, FRAE_QUANT_BINARY, 0, 0, 1},
+    {"tests/fixtures/prior_ar_gru.bin", FRAE_FAMILY_GRU, 0, 1, {7}, 1, {6},
+     4, FRAE_QUANT_UNIFORM, 5, 0, 1},
     {"tests/fixtures/targets_dense.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2,
-     {6, 7}, 0, FRAE_QUANT_NONE, 0, 1},
+     {6, 7}, 0, FRAE_QUANT_NONE, 0, 1, 0},
     {"tests/fixtures/targets_gru.bin", FRAE_FAMILY_GRU, 2, 2, {7, 6}, 2,
-     {6, 7}, 0, FRAE_QUANT_NONE, 0, 1},
+     {6, 7}, 0, FRAE_QUANT_NONE, 0, 1, 0},
 };
 
 /* The kind of check a set is for: 0 plain, 1 a prior, 2 targets. */
@@ -311,6 +316,7 @@ static int open_set(const fixture_set *fs, frae_isa isa, int threads,
         c->quantizer = fs->quantizer;
         c->quant_levels = fs->levels;
         c->prior_hidden = fs->prior;
+        c->prior_ar = fs->prior_ar;
         c->rate_lambda = get(fx, "rate_lambda")->data[0];
     }
     c->targets = fs->targets;

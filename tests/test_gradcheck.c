@@ -20,6 +20,7 @@ typedef struct {
     int relu_batch1; /* ReLU and one sequence: the sparse one-row path */
     frae_family family;
     int prior; /* a prior of this width, and a rate term */
+    int prior_ar; /* ... with its within-frame autoregression */
 } grad_case;
 
 /* Returns failures; writes the finite-difference gradient to fd_out. */
@@ -38,6 +39,7 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     c.feedback = g->feedback;
     c.family = g->family;
     c.prior_hidden = g->prior;
+    c.prior_ar = g->prior_ar;
     c.rate_lambda = g->prior ? 0.3f : 0.0f;
     c.batch = nseq;
     c.window = T;
@@ -108,7 +110,7 @@ int test_gradcheck_detached(void)
 {
     double fd[4096];
     size_t n;
-    grad_case g = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "detached", 0, FRAE_FAMILY_DENSE, 0};
+    grad_case g = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "detached", 0, FRAE_FAMILY_DENSE, 0, 0};
     return gradcheck(&g, fd, &n);
 }
 
@@ -119,9 +121,9 @@ int test_gradcheck_full(void)
     int failures = 0;
     double fd_full[4096], fd_det[4096];
     size_t n;
-    grad_case g = {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "full", 0, FRAE_FAMILY_DENSE, 0};
+    grad_case g = {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "full", 0, FRAE_FAMILY_DENSE, 0, 0};
     failures += gradcheck(&g, fd_full, &n);
-    grad_case d = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "detached", 0, FRAE_FAMILY_DENSE, 0};
+    grad_case d = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "detached", 0, FRAE_FAMILY_DENSE, 0, 0};
     failures += gradcheck(&d, fd_det, &n);
     float tmp[4096];
     for (size_t i = 0; i < n; i++)
@@ -138,8 +140,8 @@ int test_gradcheck_relu_batch1(void)
     double fd[4096];
     size_t n;
     const grad_case cs[] = {
-        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "relu batch 1, detached", 1, FRAE_FAMILY_DENSE, 0},
-        {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "relu batch 1, full", 1, FRAE_FAMILY_DENSE, 0},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "relu batch 1, detached", 1, FRAE_FAMILY_DENSE, 0, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "relu batch 1, full", 1, FRAE_FAMILY_DENSE, 0, 0},
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
         failures += gradcheck(&cs[i], fd, &n);
@@ -152,10 +154,10 @@ int test_gradcheck_straight_through(void)
     double fd[4096];
     size_t n;
     const grad_case cs[] = {
-        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "binary, detached", 0, FRAE_FAMILY_DENSE, 0},
-        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "binary, full", 0, FRAE_FAMILY_DENSE, 0},
-        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 5, "uniform 5, detached", 0, FRAE_FAMILY_DENSE, 0},
-        {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 5, "uniform 5, full", 0, FRAE_FAMILY_DENSE, 0},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "binary, detached", 0, FRAE_FAMILY_DENSE, 0, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "binary, full", 0, FRAE_FAMILY_DENSE, 0, 0},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 5, "uniform 5, detached", 0, FRAE_FAMILY_DENSE, 0, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 5, "uniform 5, full", 0, FRAE_FAMILY_DENSE, 0, 0},
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
         failures += gradcheck(&cs[i], fd, &n);
@@ -171,9 +173,9 @@ int test_gradcheck_gru(void)
     double fd_full[4096], fd_det[4096], fd[4096];
     size_t n;
     grad_case full = {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "gru full", 0,
-                      FRAE_FAMILY_GRU, 0};
+                      FRAE_FAMILY_GRU, 0, 0};
     grad_case det = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0,
-                     "gru detached", 0, FRAE_FAMILY_GRU, 0};
+                     "gru detached", 0, FRAE_FAMILY_GRU, 0, 0};
     failures += gradcheck(&full, fd_full, &n);
     failures += gradcheck(&det, fd_det, &n);
     float tmp[4096];
@@ -185,13 +187,13 @@ int test_gradcheck_gru(void)
     printf("    gru full vs detached gradients differ by %.3g (rel)\n", gap);
     const grad_case cs[] = {
         {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "gru binary, full", 0,
-         FRAE_FAMILY_GRU, 0},
+         FRAE_FAMILY_GRU, 0, 0},
         {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 5,
-         "gru uniform 5, detached", 0, FRAE_FAMILY_GRU, 0},
+         "gru uniform 5, detached", 0, FRAE_FAMILY_GRU, 0, 0},
         {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "gru relu batch 1, full", 1,
-         FRAE_FAMILY_GRU, 0},
+         FRAE_FAMILY_GRU, 0, 0},
         {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0,
-         "gru relu batch 1, detached", 1, FRAE_FAMILY_GRU, 0},
+         "gru relu batch 1, detached", 1, FRAE_FAMILY_GRU, 0, 0},
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
         failures += gradcheck(&cs[i], fd, &n);
@@ -209,19 +211,25 @@ int test_gradcheck_prior(void)
     size_t n;
     const grad_case cs[] = {
         {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "prior, binary", 0,
-         FRAE_FAMILY_DENSE, 3},
+         FRAE_FAMILY_DENSE, 3, 0},
         {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 5, "prior, uniform 5", 0,
-         FRAE_FAMILY_DENSE, 3},
+         FRAE_FAMILY_DENSE, 3, 0},
         {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "gru prior, binary", 0,
-         FRAE_FAMILY_GRU, 3},
+         FRAE_FAMILY_GRU, 3, 0},
         {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 4, "gru prior, uniform 4",
-         0, FRAE_FAMILY_GRU, 3},
+         0, FRAE_FAMILY_GRU, 3, 0},
         /* full feedback: the rate's gradient also reaches the decoder's
          * state through the prior's context */
         {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "prior, binary, full", 0,
-         FRAE_FAMILY_DENSE, 3},
+         FRAE_FAMILY_DENSE, 3, 0},
         {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 5, "gru prior, uniform 5, full",
-         0, FRAE_FAMILY_GRU, 3},
+         0, FRAE_FAMILY_GRU, 3, 0},
+        /* the within-frame autoregression: its weights, and the codes'
+         * share of the rate through it */
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "prior ar, binary", 0,
+         FRAE_FAMILY_DENSE, 3, 1},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 4, "gru prior ar, uniform 4, full",
+         0, FRAE_FAMILY_GRU, 3, 1},
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
         failures += gradcheck(&cs[i], fd, &n);

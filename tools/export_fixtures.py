@@ -7,7 +7,9 @@ Writes small.bin (the dense family), gru.bin (the GRU family with a buffer
 of K = 2 frames and a dense layer after each GRU) and gru_k0.bin (GRUs
 alone, state feedback only); and with a learned prior and a rate term,
 prior_dense.bin (the dense family, binary codes) and prior_gru.bin (GRUs
-alone, uniform codes of 5 levels); and trained toward targets other than
+alone, uniform codes of 5 levels), and the same two with the prior's
+within-frame autoregression, prior_ar_dense.bin and prior_ar_gru.bin; and
+trained toward targets other than
 their inputs (denoising), targets_dense.bin and targets_gru.bin.
 
 File format (little-endian), small enough to commit:
@@ -143,6 +145,10 @@ PRIOR_CONFIGS = {
     "prior_dense": dict(CFG, quantizer="binary", prior=4),
     "prior_gru": dict(CONFIGS["gru_k0"], quantizer="uniform", levels=5,
                       prior=4),
+    # the within-frame autoregression, over binary and uniform codes
+    "prior_ar_dense": dict(CFG, quantizer="binary", prior=4, prior_ar=True),
+    "prior_ar_gru": dict(CONFIGS["gru_k0"], quantizer="uniform", levels=5,
+                         prior=4, prior_ar=True),
 }
 RATE_LAMBDA = 0.05
 
@@ -150,6 +156,10 @@ RATE_LAMBDA = 0.05
 def export_prior(outdir, which):
     cfg = PRIOR_CONFIGS[which]
     init = seeded_init(cfg, 4321)
+    if cfg.get("prior_ar"):  # non-zero where it may see a code, zero elsewhere
+        torch.manual_seed(8765)
+        mask = model_with(init, cfg).ar_mask
+        init["prior.2.weight"] = (torch.rand(mask.shape) - 0.5) * mask
     x = torch.rand(B, T, cfg["frame_dim"]) * 2 - 1
     if cfg["quantizer"] == "uniform":
         assert margin_to_rounding(model_with(init, cfg), x, cfg["levels"]) > 1e-4

@@ -13,7 +13,10 @@ A learned prior (prior=P > 0, quantized codes only) predicts each code of
 frame t from the decoder's state before it (h_dec(t-1), or the buffer for
 the dense family), detached as the feedback is (full feedback: not): a
 tanh layer of P units, then one logit per unit (binary: p(+1) = sigmoid)
-or N (uniform: softmax over the levels).
+or N (uniform: softmax over the levels).  With prior_ar, unit u's logits
+also see the frame's codes q_0..q_{u-1}: + A q + b, A [L*S, L] masked to
+those codes ("prior.2"; its gradient reaches the codes, as the rate's
+does, through the straight-through quantizer).
 rate(t) = -log2 p(q_t) summed over units; its gradient reaches the encoder
 through the straight-through quantizer as the slope of -log2 p between q's
 neighbouring levels.
@@ -33,7 +36,7 @@ from torch import nn
 class FRAE(nn.Module):
     def __init__(self, frame_dim=80, history=4, enc=(512, 256), latent=16,
                  dec=(256, 512), activation="relu", quantizer="none",
-                 levels=0, family="dense", prior=0):
+                 levels=0, family="dense", prior=0, prior_ar=False):
         super().__init__()
         D, K, L = frame_dim, history, latent
         self.D, self.K, self.L = D, K, L
@@ -55,8 +58,14 @@ class FRAE(nn.Module):
             syms = levels if quantizer == "uniform" else 1
             self.prior = nn.ModuleList([nn.Linear(ctx, prior),
                                         nn.Linear(prior, L * syms)])
+            if prior_ar:  # "prior.2": the frame's codes -> the logits
+                self.prior.append(nn.Linear(L, L * syms))
+                col = torch.arange(L * syms)[:, None] // syms
+                self.register_buffer("ar_mask", (torch.arange(L)[None, :] < col).float(),
+                                     persistent=False)
         else:
             self.prior = None
+        self.prior_ar = bool(prior and prior_ar)
         for layer in self.layers():  # Keras defaults
             if isinstance(layer, nn.GRUCell):
                 nn.init.xavier_uniform_(layer.weight_ih)
@@ -66,6 +75,8 @@ class FRAE(nn.Module):
             else:
                 nn.init.xavier_uniform_(layer.weight)
                 nn.init.zeros_(layer.bias)
+        if self.prior_ar:  # frae's init: no autoregression yet
+            nn.init.zeros_(self.prior[2].weight)
 
     def _layer(self, i, a, b):
         return nn.GRUCell(a, b) if self.gru and i == 0 else nn.Linear(a, b)
@@ -100,6 +111,9 @@ class FRAE(nn.Module):
     def rate(self, ctx, q):
         """Bits of codes q [B, L] under the prior given ctx."""
         logit = self.prior[1](torch.tanh(self.prior[0](ctx)))
+        if self.prior_ar:  # unit u's logits also see codes 0..u-1
+            ar = self.prior[2]
+            logit = logit + F.linear(q, ar.weight * self.ar_mask, ar.bias)
         ln2 = math.log(2.0)
         qh = q.detach()
         if self.quantizer == "binary":

@@ -115,16 +115,18 @@ class FRAE:
     Model options are 'frae train''s (README "Command line"): frame_dim,
     history, enc and dec (widths: a tuple or "512,256"), latent, family
     ("dense" or "gru"), activation, quantizer ("none", "binary",
-    "uniform:N"), prior (units; with rate_lambda), seed.  Training options:
-    learning_rate, clip_norm, feedback ("detached" or "full"), window,
-    warmup, decay_steps, lr_floor, rate_lambda, normalize (per-band
-    z-scoring from the training data), threads (all CPUs), isa.  What is
+    "uniform:N"), prior (units; with rate_lambda), prior_ar (the prior's
+    within-frame autoregression: on with a prior unless False), seed.
+    Training options: learning_rate, clip_norm, feedback ("detached" or
+    "full"), window, warmup, decay_steps, lr_floor, rate_lambda, normalize
+    (per-band z-scoring from the training data), threads (all CPUs), isa.
+    What is
     not given is 'frae train''s default for the family (history 4 and
     layers 512, 256 for dense; history 0 and a 240-unit GRU for gru)."""
 
     def __init__(self, frame_dim=80, history=None, latent=16, quantizer="none",
                  enc=None, dec=None, family="dense", activation=None, prior=None,
-                 seed=1, learning_rate=1e-3, clip_norm=0.0, feedback="detached",
+                 prior_ar=None, seed=1, learning_rate=1e-3, clip_norm=0.0, feedback="detached",
                  window=100, warmup=0, decay_steps=0, lr_floor=0.0, rate_lambda=0.0,
                  normalize=False, threads=None, isa="auto", _model=None):
         self._train = self._infer = None
@@ -137,7 +139,7 @@ class FRAE:
             self._opts = []
             self._fields = {k: cfg[k] for k in (
                 "frame_dim", "latent_dim", "history", "family", "quantizer",
-                "quant_levels", "prior_hidden", "pitch", "activation", "seed",
+                "quant_levels", "prior_hidden", "prior_ar", "pitch", "activation", "seed",
                 "feedback", "learning_rate", "clip_norm", "rate_lambda", "lr_warmup",
                 "lr_decay_steps", "lr_floor", "normalize", "window", "threads", "isa",
                 "targets")}
@@ -163,6 +165,8 @@ class FRAE:
             prior = 16  # as 'frae train --rate-lambda': a rate needs a prior
         if prior:
             opts.append(("--prior", prior))
+            # as 'frae train': the frame's codes coded in order, unless off
+            opts.append(("--prior-ar", "off" if prior_ar is False else "on"))
         self._gru = family == "gru"
         self._opts = [(f, str(v)) for f, v in opts]
         self._fields = {"learning_rate": float(learning_rate), "clip_norm": float(clip_norm),

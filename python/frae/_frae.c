@@ -93,6 +93,7 @@ static const struct {
     {"quantizer", 'i', offsetof(frae_config, quantizer)},
     {"quant_levels", 'i', offsetof(frae_config, quant_levels)},
     {"prior_hidden", 'i', offsetof(frae_config, prior_hidden)},
+    {"prior_ar", 'i', offsetof(frae_config, prior_ar)},
     {"pitch", 'i', offsetof(frae_config, pitch)},
     {"targets", 'i', offsetof(frae_config, targets)},
     {"activation", 'i', offsetof(frae_config, activation)},

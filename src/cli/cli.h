@@ -108,7 +108,8 @@ enum {
     CLI_GIVEN_ENC = 2,
     CLI_GIVEN_DEC = 4,
     CLI_GIVEN_FAMILY = 8,
-    CLI_GIVEN_PRIOR = 16
+    CLI_GIVEN_PRIOR = 16,
+    CLI_GIVEN_PRIOR_AR = 32
 };
 /* *given collects the CLI_GIVEN_* options seen. */
 int cli_model_option(frae_config *cfg, unsigned *given, const char *name,
@@ -133,6 +134,8 @@ extern const cli_opt cli_model_opts[];
     "                       on the decoder's state: the codec then\n"         \
     "                       entropy-codes them (variable rate); 0 = off\n"    \
     "                       (0; 16 when --rate-lambda is given)\n"            \
+    "  --prior-ar on|off    with a prior: each code's probability also\n"    \
+    "                       sees the frame's earlier codes (on)\n"           \
     "  --seed S             initialisation and shuffling seed (1)\n"
 
 /* ---- audio features -------------------------------------------------------- */

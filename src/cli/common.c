@@ -199,7 +199,8 @@ static int parse_widths(const char *opt, const char *s, int *n, int *w)
 const cli_opt cli_model_opts[] = {
     {"--frame-dim", 1}, {"--history", 1}, {"--enc", 1},        {"--latent", 1},
     {"--dec", 1},       {"--activation", 1}, {"--quantizer", 1}, {"--seed", 1},
-    {"--family", 1},    {"--prior", 1},      {NULL, 0}};
+    {"--family", 1},    {"--prior", 1},      {"--prior-ar", 1},
+    {NULL, 0}};
 
 int cli_model_option(frae_config *c, unsigned *given, const char *name,
                      const char *value)
@@ -248,6 +249,11 @@ int cli_model_option(frae_config *c, unsigned *given, const char *name,
     if (!strcmp(name, "--prior"))
         return *given |= CLI_GIVEN_PRIOR,
                cli_int(name, value, 0, 1 << 20, &c->prior_hidden);
+    if (!strcmp(name, "--prior-ar")) {
+        static const char *const on_off[] = {"off", "on"};
+        *given |= CLI_GIVEN_PRIOR_AR;
+        return cli_choice(name, value, on_off, 2, &c->prior_ar);
+    }
     if (!strcmp(name, "--seed")) {
         long s = 0;
         rc = cli_long(name, value, 0, LONG_MAX, &s);

@@ -234,13 +234,16 @@ int cmd_info(int argc, char **argv)
                "log2 f0 quantizer, %s\n",
                frae_checkpoint_meta(ck, "frae.pitch"));
     if (c.prior_hidden > 0)
-        printf("  prior: %d tanh units on %s -> %d logits per unit; the "
-               "codec range-codes the codes (stream version 3; %g bits/frame "
-               "at most)\n",
+        printf("  prior: %d tanh units on %s -> %d logits per unit%s; "
+               "the codec range-codes the codes (stream version 3; %g "
+               "bits/frame at most)\n",
                c.prior_hidden,
                c.family == FRAE_FAMILY_GRU ? "h_dec(t-1)"
                                            : "the fed-back frames",
                c.quantizer == FRAE_QUANT_UNIFORM ? c.quant_levels : 1,
+               c.prior_ar ? ", + the frame's earlier codes (within-frame "
+                            "autoregression)"
+                          : "",
                frae_bits_per_frame(m));
     if (c.targets)
         printf("  targets: trained toward paired targets (e.g. clean speech "

@@ -190,7 +190,8 @@ static const cli_opt train_opts_list[] = {
     {"--fmin", 1},      {"--fmax", 1},      {"--threads", 1},
     {"--family", 1},    {"--warmup", 1},    {"--decay-steps", 1},
     {"--lr-floor", 1},  {"--pitch", 0},     {"--normalize", 1},
-    {"--crop", 1},      {"--prior", 1},     {"--rate-lambda", 1},
+    {"--crop", 1},      {"--prior", 1},     {"--prior-ar", 1},
+    {"--rate-lambda", 1},
     {"--replicas", 1},  {"--dist-timeout", 1}, {"--targets", 1},
     {"--val-targets", 1},
     {NULL, 0}};
@@ -1321,10 +1322,10 @@ static void print_header(const train_run *r)
            r->n_train, r->ri.summary, r->o.n_data ? "" : ", built-in", r->n_val,
            c->batch, c->window, frae_feedback_names[c->feedback]);
     if (c->prior_hidden > 0)
-        printf("prior: %d units; codes entropy-coded (at most %.0f "
+        printf("prior: %d units%s; codes entropy-coded (at most %.0f "
                "bits/frame); rate lambda %g\n",
-               c->prior_hidden, frae_bits_per_frame(r->m),
-               (double)c->rate_lambda);
+               c->prior_hidden, c->prior_ar ? ", within-frame autoregression" : "",
+               frae_bits_per_frame(r->m), (double)c->rate_lambda);
     if (r->dist->size > 1)
         printf("data-parallel: %d %s, at most %d of the batch's %d "
                "sequences each, %d thread%s each\n",
@@ -1651,6 +1652,8 @@ int cmd_train(int argc, char **argv)
     cli_model_defaults(&r.o.cfg, r.o.model_given);
     if (r.o.cfg.rate_lambda > 0 && !(r.o.model_given & CLI_GIVEN_PRIOR))
         r.o.cfg.prior_hidden = 16; /* a rate needs a prior to measure it */
+    if (r.o.cfg.prior_hidden > 0 && !(r.o.model_given & CLI_GIVEN_PRIOR_AR))
+        r.o.cfg.prior_ar = 1; /* the codes of a frame, coded in order */
     r.s.rng = r.o.cfg.seed ^ 0x0123456789abcdefull; /* the epochs' shuffles */
     /* the lists are shared by the replicas */
     char **data = r.o.data, **val = r.o.val, **tg = r.o.targets,
