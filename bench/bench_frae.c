@@ -41,7 +41,8 @@ static void default_config(frae_config *c)
 }
 
 /* Entropy coding as the codec does it: the same model (same weights) with
- * a learned prior of 16 units (the default), each frame's codes range-coded with the
+ * a learned prior of 16 units and its within-frame autoregression (the
+ * defaults of frae train), each frame's codes range-coded with the
  * prior's frequencies in packets of 100 frames (frae_encode_frame_ranged,
  * frae_decode_frame_ranged).  Median of rounds of T frames, microseconds
  * per frame, encode and decode. */
@@ -50,6 +51,7 @@ static void bench_ranged(const frae_config *base, const float *x, int T,
 {
     frae_config c = *base;
     c.prior_hidden = 16;
+    c.prior_ar = 1;
     frae_model *m = frae_create(&c, NULL, 0);
     const int D = c.frame_dim;
     const size_t cap = 64 * (size_t)c.latent_dim * 2 + 64; /* 100 frames */

@@ -527,7 +527,9 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
 
 /* A model with a prior (frae_config.prior_hidden): one frame through the
  * encoder, its codes range-coded into rc with the prior's frequencies
- * (computed from the state before the frame, alike at both ends), then its
+ * (computed from the state before the frame, alike at both ends; with
+ * cfg.prior_ar unit by unit, each also from the frame's codes before it,
+ * recalibrated to the stream as it goes: README), then its
  * pitch code (cfg.pitch) with adaptive frequencies: the voicing bit in the
  * context of the last frame's, a voiced frame's step in one context.  The
  * decoder reads them back; it returns 0, or -1 once rc has met bytes no

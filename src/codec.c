@@ -423,9 +423,10 @@ static int code_symbol(const frae_config *c, float q)
     return (int)lrintf((q + 1.0f) * 0.5f * (float)(c->quant_levels - 1));
 }
 
-/* The prior's logits of the state's next frame, before its codes: into
- * st->prior_logit (the autoregression's terms join them unit by unit, in
- * unit_weights) */
+/* The prior's logits of the state's next frame, before its codes, into
+ * st->prior_logit; without the autoregression also what the frame's
+ * frequencies are made of, recalibrated, for all units at once (one
+ * vectorised loop); with it unit_weights makes them unit by unit */
 static void prior_logits(struct frae_codec_state *s)
 {
     const frae_model *m = s->model;
@@ -437,20 +438,29 @@ static void prior_logits(struct frae_codec_state *s)
     }
     frae_prior_forward(m, &st->scratch, 1, ctx, st->prior_hid,
                        st->prior_logit);
+    if (m->prior[2] >= 0)
+        return;
+    const int S = prior_symbols(&m->cfg);
+    for (int i = 0; i < m->cfg.latent_dim * S; i++)
+        s->weights[i] = s->scale[i / S] * st->prior_logit[i] + s->shift[i];
+    frae_prior_weights(&m->cfg, s->weights);
 }
 
-/* What unit u's frequencies are made of (frae_prior_unit_weights), from
- * its logits, recalibrated; with the autoregression they first take the
- * terms of the codes before u in st->q (the encoder's, or those decoded
- * so far).  The logits used are kept in st->prior_logit for prior_adapt. */
+/* What unit u's frequencies are made of: without the autoregression, as
+ * prior_logits made them; with it, from unit u's logits plus the terms of
+ * the codes before u in st->q (the encoder's, or those decoded so far),
+ * recalibrated (frae_prior_unit_weights).  The logits used are kept in
+ * st->prior_logit for prior_adapt. */
 static const float *unit_weights(struct frae_codec_state *s, int u)
 {
     const frae_model *m = s->model;
+    if (m->prior[2] < 0)
+        return s->weights;
     const int S = prior_symbols(&m->cfg);
-    float *lg = s->st.prior_logit + (size_t)u * S, *w = s->weights + (size_t)u * S;
+    float *lg = s->st.prior_logit + (size_t)u * S;
+    float *w = s->weights + (size_t)u * S;
     for (int k = 0; k < S; k++) {
-        if (m->prior[2] >= 0)
-            lg[k] += frae_prior_ar_term(m, s->st.q, u * S + k);
+        lg[k] += frae_prior_ar_term(m, s->st.q, u * S + k);
         w[k] = s->scale[u] * lg[k] + s->shift[u * S + k];
     }
     frae_prior_unit_weights(&m->cfg, w);

@@ -225,6 +225,10 @@ frae_model *frae_import_buffer(const void *buf, size_t size, const char *name,
  * to bf16 for bf16 models. */
 float frae_weight_get(const frae_model *m, int l, int i, int o);
 void frae_weight_set(frae_model *m, int l, int i, int o, float v);
+/* acc + sum_{i<n} W_l[i][o] x[i], summed in order of i (the weights as
+ * frae_weight_get reads them, without its per-weight index arithmetic). */
+float frae_weight_column_dot(const frae_model *m, int l, int o, const float *x,
+                             int n, float acc);
 
 /* After the parameters change outside training (init, set, load):
  * zeroes the prior's autoregression where it would see a code not yet
@@ -328,12 +332,14 @@ double frae_prior_bits(const frae_config *c, const float *logit,
  * window's first `rows` rows; with full feedback also the contexts'
  * gradient, into m->prior_dctx. */
 void frae_prior_backward(frae_model *m, int rows);
-/* The codec: one unit's logits (1 or N) turned, in place, into what its
- * frequencies are made of (frae's own exp, no libm): binary sigmoid(l),
- * uniform exp(l - the unit's largest logit); then the integer frequencies
- * of unit u's symbols from a frame's weights: binary
- * f(+1) = 1 + floor(p (2^15 - 2)), f(-1) = 2^15 - f(+1); uniform
- * frae_quantize_pmf of the N terms. */
+/* The codec: a frame's logits turned, in place, into what the frequencies
+ * are made of (frae's own exp, no libm): binary sigmoid(l), uniform
+ * exp(l - the unit's largest logit), over the whole frame in one loop;
+ * frae_prior_unit_weights the same for one unit's logits (1 or N), the
+ * same bits; then the integer frequencies of unit u's symbols from a
+ * frame's weights: binary f(+1) = 1 + floor(p (2^15 - 2)),
+ * f(-1) = 2^15 - f(+1); uniform frae_quantize_pmf of the N terms. */
+void frae_prior_weights(const frae_config *c, float *logit);
 void frae_prior_unit_weights(const frae_config *c, float *logit);
 void frae_prior_freqs(const frae_config *c, const float *weights, int u,
                       uint32_t *freq);

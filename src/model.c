@@ -834,6 +834,28 @@ float frae_weight_get(const frae_model *m, int l, int i, int o)
     return m->params[ly->w_off + packed_index(ly->in, ly->out, i, o)];
 }
 
+float frae_weight_column_dot(const frae_model *m, int l, int o, const float *x,
+                            int n, float acc)
+{
+    const frae_layer *ly = &m->layer[l];
+    const int pc0 = o - o % (ly->wh ? FRAE_PANEL_BF16 : FRAE_PANEL);
+    if (ly->wh) { /* rows of the panel (w + 31) / 32 * 32 apart */
+        const int w = ly->out - pc0 < FRAE_PANEL_BF16 ? ly->out - pc0
+                                                     : FRAE_PANEL_BF16;
+        const size_t ld = (size_t)((w + 31) / 32 * 32);
+        const uint16_t *col = ly->wh + (size_t)pc0 * ly->in +
+                              frae_bf16_pos(o - pc0);
+        for (int i = 0; i < n; i++)
+            acc += frae_bf16_to_f32(col[(size_t)i * ld]) * x[i];
+        return acc;
+    }
+    const int w = ly->out - pc0 < FRAE_PANEL ? ly->out - pc0 : FRAE_PANEL;
+    const float *col = m->params + ly->w_off + (size_t)pc0 * ly->in + (o - pc0);
+    for (int i = 0; i < n; i++) /* rows of the panel w apart */
+        acc += col[(size_t)i * w] * x[i];
+    return acc;
+}
+
 void frae_weight_set(frae_model *m, int l, int i, int o, float v)
 {
     frae_layer *ly = &m->layer[l];
@@ -887,7 +909,8 @@ int frae_prior_ar_check(const frae_model *m, char *err, size_t errlen)
     const frae_layer *ly = &m->layer[l];
     for (int j = 0; j < ly->in; j++)
         for (int o = 0; o < ly->out; o++)
-            if (!ar_causal(&m->cfg, j, o) && frae_weight_get(m, l, j, o) != 0.0f)
+            if (!ar_causal(&m->cfg, j, o) &&
+                frae_weight_get(m, l, j, o) != 0.0f)
                 return frae_errorf(err, errlen,
                                    "tensor 'prior.2.weight' is %g at [%d, "
                                    "%d]: unit %d's logits may see only the "

@@ -69,11 +69,10 @@ void frae_prior_ar_forward(const frae_model *m, const frae_scratch *sc,
 float frae_prior_ar_term(const frae_model *m, const float *q, int col)
 {
     const int l = m->prior[2];
-    const int u = col / frae_prior_symbols(&m->cfg);
-    float sum = m->layer[l].bias[col];
-    for (int j = 0; j < u; j++) /* the codes before unit u, in order */
-        sum += frae_weight_get(m, l, j, col) * q[j];
-    return sum;
+    /* the codes before unit u, in order */
+    return frae_weight_column_dot(m, l, col, q,
+                                  col / frae_prior_symbols(&m->cfg),
+                                  m->layer[l].bias[col]);
 }
 
 /* softplus(x) = log(1 + e^x), without overflow */
@@ -181,6 +180,25 @@ void frae_prior_ar_backward(frae_model *m, int rows, const float *q,
     frae_gemm_packed_b(m, sc, rows, ly->out, dlogit, ly->out, 1, ly->wt,
                        ly->out, ly->in, 0, 0, ly->in, dq, ly->in, NULL,
                        GEMM_ACC);
+}
+
+void frae_prior_weights(const frae_config *c, float *logit)
+{
+    const int L = c->latent_dim;
+    if (c->quantizer == FRAE_QUANT_BINARY) {
+        frae_gru_sigmoid_n(logit, (size_t)L);
+        return;
+    }
+    const int N = c->quant_levels;
+    for (int u = 0; u < L; u++) {
+        float *lg = logit + (size_t)u * N;
+        float mx = lg[0];
+        for (int j = 1; j < N; j++)
+            mx = lg[j] > mx ? lg[j] : mx;
+        for (int j = 0; j < N; j++)
+            lg[j] -= mx;
+    }
+    frae_gru_exp_n(logit, (size_t)L * N); /* the whole frame, one loop */
 }
 
 void frae_prior_unit_weights(const frae_config *c, float *logit)

@@ -266,3 +266,58 @@ int test_weights_change_midstream(void)
            checked);
     return failures;
 }
+
+/* The codec's autoregression term (frae_weight_column_dot: a column of the
+ * prior's "prior.2" read down its panel) against the same sum through
+ * frae_weight_get, weight by weight: the same bits, f32 and bf16 weights,
+ * columns in the first, middle and last (partial) panels. */
+int test_prior_ar_column_dot(void)
+{
+    int failures = 0;
+    long checked = 0;
+    for (int bf16 = 0; bf16 <= 1; bf16++) {
+        frae_config c;
+        const int enc[1] = {8}, dec[1] = {8};
+        tiny_config(&c, 5, 0, 1, enc, 20, 1, dec);
+        c.family = FRAE_FAMILY_GRU;
+        c.quantizer = FRAE_QUANT_UNIFORM;
+        c.quant_levels = 9; /* 180 logits: panels of 64 (f32), 128 (bf16) */
+        c.prior_hidden = 4;
+        c.prior_ar = 1;
+        c.training = 0;
+        frae_model *m = create_or_die(&c);
+        perturb_params(m, NULL); /* a causal, non-zero autoregression */
+        size_t np = frae_param_count(m);
+        float *p = malloc(sizeof(float) * np);
+        frae_get_params(m, p);
+        if (bf16) {
+            frae_destroy(m);
+            c.weights = FRAE_WEIGHTS_BF16;
+            m = create_or_die(&c);
+            frae_set_params(m, p);
+        }
+        const int l = m->prior[2], L = c.latent_dim;
+        float q[20];
+        for (int j = 0; j < L; j++)
+            q[j] = (float)((j * 7) % 9) * 0.25f - 1.0f;
+        int same = 1, nonzero = 0;
+        for (int col = 0; col < m->layer[l].out; col++) {
+            const int u = col / c.quant_levels;
+            float want = m->layer[l].bias[col];
+            for (int j = 0; j < u; j++)
+                want += frae_weight_get(m, l, j, col) * q[j];
+            float got = frae_weight_column_dot(m, l, col, q, u,
+                                               m->layer[l].bias[col]);
+            same &= memcmp(&got, &want, sizeof got) == 0;
+            nonzero += u > 0 && frae_weight_get(m, l, u - 1, col) != 0.0f;
+            checked++;
+        }
+        CHECK(same, "%s: the column sums differ", bf16 ? "bf16" : "f32");
+        CHECK(nonzero > 100, "%s: only %d columns see a non-zero weight",
+              bf16 ? "bf16" : "f32", nonzero);
+        frae_destroy(m);
+        free(p);
+    }
+    printf("    %ld columns, f32 and bf16: the same bits\n", checked);
+    return failures;
+}
