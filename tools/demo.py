@@ -11,8 +11,9 @@ code the held-out voices, and compare with Codec2 and Opus through audio.
        - dense family at 3.2 kbit/s (the same bits, 4 decoded frames fed
          back instead of the decoder's GRU state),
        - GRU family at a variable rate, four of them (issue 14): 16 binary
-         latents at three lambdas and 12 at a small one, a learned prior,
-         trained on distortion + lambda x rate, the codes range-coded;
+         latents at three lambdas and 12 at a small one, a learned prior
+         (with its within-frame autoregression), trained on distortion +
+         lambda x rate, the codes range-coded;
          placed at the rate their streams take;
   3. encodes and decodes every held-out utterance with each (frae encode,
      frae decode --wav: the harmonic-plus-noise vocoder);
