@@ -182,6 +182,16 @@ void frae_prior_ar_backward(frae_model *m, int rows, const float *q,
                        GEMM_ACC);
 }
 
+/* A uniform unit's N logits less their largest, so exp stays <= 1 */
+static void minus_max(float *lg, int N)
+{
+    float mx = lg[0];
+    for (int j = 1; j < N; j++)
+        mx = lg[j] > mx ? lg[j] : mx;
+    for (int j = 0; j < N; j++)
+        lg[j] -= mx;
+}
+
 void frae_prior_weights(const frae_config *c, float *logit)
 {
     const int L = c->latent_dim;
@@ -190,14 +200,8 @@ void frae_prior_weights(const frae_config *c, float *logit)
         return;
     }
     const int N = c->quant_levels;
-    for (int u = 0; u < L; u++) {
-        float *lg = logit + (size_t)u * N;
-        float mx = lg[0];
-        for (int j = 1; j < N; j++)
-            mx = lg[j] > mx ? lg[j] : mx;
-        for (int j = 0; j < N; j++)
-            lg[j] -= mx;
-    }
+    for (int u = 0; u < L; u++)
+        minus_max(logit + (size_t)u * N, N);
     frae_gru_exp_n(logit, (size_t)L * N); /* the whole frame, one loop */
 }
 
@@ -207,13 +211,8 @@ void frae_prior_unit_weights(const frae_config *c, float *logit)
         frae_gru_sigmoid_n(logit, 1);
         return;
     }
-    const int N = c->quant_levels;
-    float mx = logit[0];
-    for (int j = 1; j < N; j++)
-        mx = logit[j] > mx ? logit[j] : mx;
-    for (int j = 0; j < N; j++)
-        logit[j] -= mx;
-    frae_gru_exp_n(logit, (size_t)N);
+    minus_max(logit, c->quant_levels);
+    frae_gru_exp_n(logit, (size_t)c->quant_levels);
 }
 
 void frae_prior_freqs(const frae_config *c, const float *weights, int u,
