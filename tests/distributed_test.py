@@ -9,6 +9,7 @@ build without frae-mpi (the sanitizers'): replicas only."""
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import struct
@@ -91,6 +92,21 @@ def csv_column(name, col):
 def one_line(err, needle):
     lines = err.strip().splitlines()
     return len(lines) == 1 and needle in lines[0]
+
+
+def without_mpirun_finalize_crash(rc, err):
+    """err without the backtrace Debian 12's Open MPI 4.1 prints when
+    mpirun itself segfaults in PMIx_server_finalize while shutting down
+    after a forwarded SIGINT (about one run in ten, after frae's ranks have
+    printed their line and exited): the ranks' own output is still checked
+    in full.  Any other crash is left in err, so the check fails."""
+    if rc != -signal.SIGSEGV or "PMIx_server_finalize" not in err:
+        return err
+    kept = [l for l in err.splitlines()
+            if not re.match(r"^\[[^\]]+:\d+\] ", l) and l.strip()]
+    print("    note mpirun segfaulted in PMIx_server_finalize after the ranks exited "
+          "(an Open MPI shutdown bug); the ranks' output is checked")
+    return "\n".join(kept)
 
 
 def main():
@@ -296,6 +312,7 @@ def main():
             p.send_signal(signal.SIGINT)
             break
     out, err = p.communicate(timeout=60)
+    err = without_mpirun_finalize_crash(p.returncode, err)
     rc2, _, err2 = run("train", "varied", "--resume", "mint.st", "--threads", "1",
                        "--progress", "off", "--save", "mint.st", mpi=2)
     check(p.returncode != 0 and one_line(err, "interrupted") and rc2 == 0
