@@ -507,6 +507,26 @@ void frae_encoder_reset(frae_encoder *e); /* a new stream */
 FRAE_API
 void frae_encode_frame(frae_encoder *e, const float *frame,
                        unsigned char *code, float *recon);
+/* The encoder's search (analysis by synthesis), off after init.  With
+ * passes > 0 a frame's codes are not taken from the network as they are:
+ * starting from them, each pass decodes every code moved by one level (a
+ * binary code's sign flipped; a uniform code one level up or down) and
+ * keeps the move that lowers J = distortion + rate_weight x rate the
+ * most, until none does or the passes are spent.  distortion: the mean
+ * squared error of the decoded frame against the input frame, in the
+ * model's space (z-scored with cfg.normalize), as training measures it;
+ * rate: the frame's codes' bits under the prior as the range coder codes
+ * them (frae_encode_frame_ranged; a fixed-rate frame's bits never
+ * change).  It costs up to passes x L (binary) or 2L (uniform) decoder
+ * runs a frame.  The stream is the same format and any decoder reads it,
+ * recon still being what the decoder produces; decode(encode(x)) equals
+ * frae_forward only with the search off.  The choices are the same on
+ * every machine and ISA.  Not for a model trained toward other targets
+ * (a denoiser): the search steers the decoded frame toward the input.
+ * Returns 0, or -1 (nothing changed) for passes < 0, a rate_weight < 0 or
+ * not finite, or passes > 0 with a model without a quantizer. */
+FRAE_API
+int frae_encoder_set_search(frae_encoder *e, int passes, float rate_weight);
 
 FRAE_API
 size_t frae_decoder_size(const frae_model *m);

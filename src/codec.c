@@ -33,6 +33,17 @@ struct frae_codec_state {
      * prior): logit' = scale[u] x logit + shift[u][k], both learned as
      * the frames go by; weights holds the frame's, from logit' */
     float *scale, *shift, *weights;
+    /* an encoder's search (frae_encoder_set_search): passes (0: off) and
+     * the rate's weight; a copy of st a frame's candidate codes are
+     * decoded on (trial, st_bytes from trial_base; st's from st_base),
+     * the prior's logits before the frame's codes [L x S] and the best
+     * codes so far [L].  NULL in a decoder. */
+    int search_passes;
+    float search_weight;
+    frae_state trial;
+    char *st_base, *trial_base;
+    size_t st_bytes;
+    float *raw_logit, *best_q;
 };
 
 /* ---- pitch ------------------------------------------------------------------
@@ -233,15 +244,29 @@ static size_t adapt_floats(const frae_config *c)
     return (size_t)c->latent_dim * (1 + 2 * (size_t)prior_symbols(c));
 }
 
-size_t frae_encoder_size(const frae_model *m)
+/* bytes of a decoder; an encoder's search adds a second stream state and
+ * search_floats */
+static size_t search_floats(const frae_config *c)
 {
-    /* a multiple of 64, as aligned_alloc wants */
-    return (HEAD_BYTES + frae_state_layout(&m->cfg, 1, 1, NULL, NULL) +
-            (m->cfg.normalize ? sizeof(float) * (size_t)m->cfg.frame_dim : 0) +
-            sizeof(float) * adapt_floats(&m->cfg) + 63) & ~(size_t)63;
+    return (size_t)c->latent_dim * (1 + (size_t)prior_symbols(c));
 }
 
-size_t frae_decoder_size(const frae_model *m) { return frae_encoder_size(m); }
+static size_t aligned64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+size_t frae_decoder_size(const frae_model *m)
+{
+    /* a multiple of 64, as aligned_alloc wants */
+    return aligned64(HEAD_BYTES + frae_state_layout(&m->cfg, 1, 1, NULL, NULL) +
+                     (m->cfg.normalize ? sizeof(float) * (size_t)m->cfg.frame_dim
+                                       : 0) +
+                     sizeof(float) * adapt_floats(&m->cfg));
+}
+
+size_t frae_encoder_size(const frae_model *m)
+{
+    return frae_decoder_size(m) + frae_state_layout(&m->cfg, 1, 1, NULL, NULL) +
+           aligned64(sizeof(float) * search_floats(&m->cfg));
+}
 
 static void state_reset(struct frae_codec_state *s)
 {
@@ -264,15 +289,17 @@ static void state_reset(struct frae_codec_state *s)
     s->st.ring_rows = 1; /* the one sequence, from the first frame */
 }
 
-static struct frae_codec_state *state_init(void *mem, const frae_model *m)
+static struct frae_codec_state *state_init(void *mem, const frae_model *m,
+                                           int encoder)
 {
     if (!mem || !m)
         return NULL;
-    memset(mem, 0, frae_encoder_size(m));
+    memset(mem, 0, encoder ? frae_encoder_size(m) : frae_decoder_size(m));
     struct frae_codec_state *s = mem;
     s->model = m;
-    const size_t st_bytes =
-        frae_state_layout(&m->cfg, 1, 1, &s->st, (char *)mem + HEAD_BYTES);
+    s->st_base = (char *)mem + HEAD_BYTES;
+    const size_t st_bytes = frae_state_layout(&m->cfg, 1, 1, &s->st, s->st_base);
+    s->st_bytes = st_bytes;
     float *after = (float *)(void *)((char *)mem + HEAD_BYTES + st_bytes);
     if (m->cfg.normalize) {
         s->xnorm = after;
@@ -284,6 +311,13 @@ static struct frae_codec_state *state_init(void *mem, const frae_model *m)
         s->shift = s->scale + m->cfg.latent_dim;
         s->weights = s->shift + LS;
     }
+    if (encoder) { /* the search's, after a decoder's bytes */
+        s->trial_base = (char *)mem + frae_decoder_size(m);
+        frae_state_layout(&m->cfg, 1, 1, &s->trial, s->trial_base);
+        s->raw_logit = (float *)(void *)(s->trial_base + st_bytes);
+        s->best_q = s->raw_logit +
+                    (size_t)m->cfg.latent_dim * prior_symbols(&m->cfg);
+    }
     s->code_bits = frae_code_bits(m);
     state_reset(s);
     return s;
@@ -291,12 +325,12 @@ static struct frae_codec_state *state_init(void *mem, const frae_model *m)
 
 frae_encoder *frae_encoder_init(void *mem, const frae_model *m)
 {
-    return (frae_encoder *)state_init(mem, m);
+    return (frae_encoder *)state_init(mem, m, 1);
 }
 
 frae_decoder *frae_decoder_init(void *mem, const frae_model *m)
 {
-    return (frae_decoder *)state_init(mem, m);
+    return (frae_decoder *)state_init(mem, m, 0);
 }
 
 frae_encoder *frae_encoder_create(const frae_model *m)
@@ -337,6 +371,9 @@ static void decode_and_advance(struct frae_codec_state *s, float *frame)
     st->ring_pos = (st->ring_pos + 1) % st->ring_cap;
 }
 
+static void search_codes(struct frae_codec_state *s, const float *x,
+                         int ranged);
+
 void frae_encode_frame(frae_encoder *e, const float *frame,
                        unsigned char *code, float *recon)
 {
@@ -349,6 +386,8 @@ void frae_encode_frame(frae_encoder *e, const float *frame,
         x = s->xnorm;
     }
     frae_forward_encode(s->model, &s->st, 0, x);
+    if (s->search_passes)
+        search_codes(s, x, 0);
     pack_code(c, s->code_bits, s->st.q, code);
     float pitch[2];
     if (c->pitch)
@@ -513,6 +552,127 @@ static void prior_adapt(struct frae_codec_state *s, const float *weights)
     }
 }
 
+/* ---- the encoder's search -------------------------------------------------------
+ * Analysis by synthesis (frae.h, frae_encoder_set_search): the network's
+ * codes are a start; each pass decodes every code moved by one level on a
+ * copy of the stream state and keeps the move that lowers distortion +
+ * weight x rate the most.  Everything it computes is plain float and
+ * double arithmetic on frae's bit-exact kernels, no libm, so the same
+ * input makes the same choices, and the same stream, on every machine. */
+
+/* -log2 (f / 2^15) for a frequency f >= 1: ln m = 2 atanh((m-1)/(m+1)) by
+ * its series (m in [1, 2): |error| < 1e-7) */
+static double freq_bits(uint32_t f)
+{
+    int e = 0;
+    double m = (double)f;
+    while (m >= 2.0) {
+        m *= 0.5;
+        e++;
+    }
+    const double z = (m - 1.0) / (m + 1.0), z2 = z * z;
+    const double ln_m =
+        2.0 * z *
+        (1.0 + z2 * (1.0 / 3 + z2 * (1.0 / 5 + z2 * (1.0 / 7 + z2 * (1.0 / 9 +
+                                                                     z2 / 11)))));
+    return FRAE_RANGE_TOTAL_BITS - (e + ln_m * 1.4426950408889634);
+}
+
+/* distortion + weight x rate of the codes in st.q: the frame decoded on
+ * the trial copy against x (the model's space, as training measures it),
+ * and with ranged their bits under the prior as the coder would code them
+ * (from the logits saved before the frame) */
+static double search_cost(struct frae_codec_state *s, const float *x,
+                          int ranged)
+{
+    const frae_model *m = s->model;
+    const frae_config *c = &m->cfg;
+    double bits = 0.0;
+    if (ranged) {
+        uint32_t freq[4096];
+        memcpy(s->st.prior_logit, s->raw_logit,
+               sizeof(float) * (size_t)c->latent_dim * prior_symbols(c));
+        for (int u = 0; u < c->latent_dim; u++) {
+            frae_prior_freqs(c, unit_weights(s, u), u, freq);
+            bits += freq_bits(freq[code_symbol(c, s->st.q[u])]);
+        }
+    }
+    frae_state_copy(&s->trial, s->trial_base, &s->st, s->st_base, s->st_bytes);
+    frae_forward_decode(m, &s->trial, 0);
+    const float *y = frae_state_frame(&s->trial, s->trial.ring_pos);
+    double sse = 0.0;
+    for (int i = 0; i < c->frame_dim; i++) {
+        const double d = (double)y[i] - (double)x[i];
+        sse += d * d;
+    }
+    return sse / c->frame_dim + (double)s->search_weight * bits;
+}
+
+/* The level a code takes one step up (dir 1) or down (-1): 0 when there
+ * is none; binary codes have one neighbour, the other sign */
+static int code_neighbour(const frae_config *c, float q, int dir, float *v)
+{
+    if (c->quantizer == FRAE_QUANT_BINARY) {
+        if (dir < 0)
+            return 0;
+        *v = q > 0.0f ? -1.0f : 1.0f;
+        return 1;
+    }
+    const int top = c->quant_levels - 1, k = code_symbol(c, q) + dir;
+    if (k < 0 || k > top)
+        return 0;
+    *v = (float)k * (2.0f / (float)top) - 1.0f; /* as the decoder makes it */
+    return 1;
+}
+
+static void search_codes(struct frae_codec_state *s, const float *x,
+                         int ranged)
+{
+    const frae_config *c = &s->model->cfg;
+    const int L = c->latent_dim;
+    float *q = s->st.q;
+    if (ranged)
+        memcpy(s->raw_logit, s->st.prior_logit,
+               sizeof(float) * (size_t)L * prior_symbols(c));
+    memcpy(s->best_q, q, sizeof(float) * L);
+    double best = search_cost(s, x, ranged);
+    for (int pass = 0; pass < s->search_passes; pass++) {
+        int best_u = -1;
+        float best_v = 0.0f;
+        for (int u = 0; u < L; u++)
+            for (int dir = -1; dir <= 1; dir += 2) {
+                float v;
+                if (!code_neighbour(c, s->best_q[u], dir, &v))
+                    continue;
+                memcpy(q, s->best_q, sizeof(float) * L);
+                q[u] = v;
+                const double cost = search_cost(s, x, ranged);
+                if (cost < best) {
+                    best = cost;
+                    best_u = u;
+                    best_v = v;
+                }
+            }
+        if (best_u < 0)
+            break;
+        s->best_q[best_u] = best_v;
+    }
+    memcpy(q, s->best_q, sizeof(float) * L);
+    if (ranged) /* the logits as prior_logits left them, for the coding */
+        memcpy(s->st.prior_logit, s->raw_logit,
+               sizeof(float) * (size_t)L * prior_symbols(c));
+}
+
+int frae_encoder_set_search(frae_encoder *e, int passes, float rate_weight)
+{
+    struct frae_codec_state *s = (struct frae_codec_state *)e;
+    if (!s || passes < 0 || !(rate_weight >= 0.0f) || !isfinite(rate_weight) ||
+        (passes > 0 && s->model->cfg.quantizer == FRAE_QUANT_NONE))
+        return -1;
+    s->search_passes = passes;
+    s->search_weight = rate_weight;
+    return 0;
+}
 
 void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
                               frae_range_enc *rc, float *recon)
@@ -528,6 +688,8 @@ void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
     }
     prior_logits(s);
     frae_forward_encode(s->model, &s->st, 0, x);
+    if (s->search_passes)
+        search_codes(s, x, 1);
     for (int u = 0; u < c->latent_dim; u++) {
         frae_prior_freqs(c, unit_weights(s, u), u, freq);
         frae_range_encode_symbol(rc, freq, code_symbol(c, s->st.q[u]));

@@ -116,3 +116,22 @@ void frae_state_reset(const frae_model *m, frae_state *s)
         frae_state_fill_sums(m, s, 1);
     }
 }
+
+void frae_state_copy(frae_state *dst, char *dst_base, const frae_state *src,
+                     const char *src_base, size_t bytes)
+{
+    memcpy(dst_base, src_base, bytes);
+    /* the scalars a stream moves on; the pointers stay dst's own, carved
+     * by the same layout, save h, which points at h0 or an activation
+     * slot: the same offset in dst */
+    dst->ring_pos = src->ring_pos;
+    dst->ring_rows = src->ring_rows;
+    dst->pend_next[0] = src->pend_next[0];
+    dst->pend_next[1] = src->pend_next[1];
+    for (int side = 0; side < 2; side++)
+        dst->h[side] = src->h[side]
+                           ? (float *)(void *)(dst_base +
+                                               ((const char *)src->h[side] -
+                                                src_base))
+                           : NULL;
+}

@@ -76,6 +76,14 @@ typedef struct {
 size_t frae_state_layout(const frae_config *c, int rows, int frames,
                          frae_state *s, char *base);
 
+/* dst (bytes from dst_base, carved by frae_state_layout with the same
+ * config, rows and frames as src from src_base) becomes src as it stands:
+ * the same buffers' bytes and the same place in the stream, so running
+ * either gives the same bits (the codec's encoder search tries a frame's
+ * codes on a copy). */
+void frae_state_copy(frae_state *dst, char *dst_base, const frae_state *src,
+                     const char *src_base, size_t bytes);
+
 /* New sequences: an empty (all-zero) buffer, every sum ahead back to the
  * bias. */
 void frae_state_reset(const frae_model *m, frae_state *s);

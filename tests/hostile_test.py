@@ -404,6 +404,19 @@ def main():
     refused(tmp, "--packet-frames 0",
             ["encode", "prior.safetensors", "data.npy", "-o", "v.fbs", "--packet-frames", "0"],
             "--packet-frames expects an integer")
+    refused(tmp, "--search 17",
+            ["encode", "prior.safetensors", "data.npy", "-o", "v.fbs", "--search", "17"],
+            "--search expects an integer")
+    refused(tmp, "--search-lambda -1",
+            ["encode", "prior.safetensors", "data.npy", "-o", "v.fbs", "--search", "1",
+             "--search-lambda", "-1"], "--search-lambda expects a number")
+    trained("raw.safetensors", "a model with raw float latents trains", "--quantizer", "none")
+    refused(tmp, "--search on raw float latents",
+            ["encode", "raw.safetensors", "data.npy", "-o", "v.fbs", "--search", "1"],
+            "no quantizer")
+    refused(tmp, "--search given to frae decode",
+            ["decode", "prior.safetensors", "v.fbs", "-o", "y.npy", "--search", "1"],
+            "--search is an option of 'frae encode'")
 
     print("== GRU checkpoints: the family, its tensors and their values")
     gru = trained("gru.safetensors", "a GRU model trains", "--family", "gru")

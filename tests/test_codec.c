@@ -496,9 +496,12 @@ static float *ranged_frames(int nseq, int T, int D, int pitch, uint64_t seed)
 }
 
 /* The whole .fbs (version 3) of nseq sequences into out: header, then
- * packets of packet_frames frames. */
-static size_t encode_ranged(const frae_model *m, const float *f, int nseq,
-                            int T, uint32_t packet_frames, unsigned char *out)
+ * packets of packet_frames frames; with passes > 0 the encoder's search
+ * (frae_encoder_set_search), and recon (non-NULL) the encoder's frames. */
+static size_t encode_ranged_search(const frae_model *m, const float *f,
+                                   int nseq, int T, uint32_t packet_frames,
+                                   unsigned char *out, int passes,
+                                   float weight, float *recon)
 {
     const frae_config *c = frae_get_config(m);
     const int W = c->frame_dim + 2 * c->pitch;
@@ -508,6 +511,7 @@ static size_t encode_ranged(const frae_model *m, const float *f, int nseq,
     h.packet_frames = packet_frames;
     size_t at = frae_stream_writer_begin(&w, &h, out);
     frae_encoder *e = frae_encoder_create(m);
+    frae_encoder_set_search(e, passes, weight);
     frae_range_enc rc;
     uint32_t k = 0;
     for (int s = 0; s < nseq; s++) {
@@ -518,7 +522,8 @@ static size_t encode_ranged(const frae_model *m, const float *f, int nseq,
                                     frae_stream_packet_cap(&h) -
                                         FRAE_PACKET_OVERHEAD);
             frae_encode_frame_ranged(e, f + ((size_t)s * T + t) * W, &rc,
-                                     NULL);
+                                     recon ? recon + ((size_t)s * T + t) * W
+                                           : NULL);
             if ((t + 1) % (int)packet_frames == 0 || t + 1 == T)
                 at += frae_stream_packet_seal(out + at, k++,
                                               frae_range_enc_finish(&rc));
@@ -526,6 +531,13 @@ static size_t encode_ranged(const frae_model *m, const float *f, int nseq,
     }
     frae_encoder_destroy(e);
     return at;
+}
+
+static size_t encode_ranged(const frae_model *m, const float *f, int nseq,
+                            int T, uint32_t packet_frames, unsigned char *out)
+{
+    return encode_ranged_search(m, f, nseq, T, packet_frames, out, 0, 0.0f,
+                                NULL);
 }
 
 /* Decodes a parsed version-3 stream into y (width W); -1 if a frame is
@@ -768,5 +780,215 @@ int test_codec_ranged(void)
         free(bad), free(p), free(buf), free(f), free(x), free(want), free(y);
         frae_destroy(m);
     }
+    return failures;
+}
+
+/* A fixed-rate frame's code bytes from level indices (binary: 1 = +1), and
+ * back: L values of b bits, LSB first (README, "Bitstream"), written here
+ * from the format, not with the codec's own packing. */
+static void pack_indices(const int *idx, int L, int bits, unsigned char *code,
+                         size_t cb)
+{
+    memset(code, 0, cb);
+    for (int i = 0; i < L * bits; i++)
+        if (idx[i / bits] >> (i % bits) & 1)
+            code[i / 8] |= (unsigned char)(1u << (i % 8));
+}
+
+static void unpack_indices(const unsigned char *code, int L, int bits,
+                           int *idx)
+{
+    for (int u = 0; u < L; u++) {
+        idx[u] = 0;
+        for (int b = 0; b < bits; b++) {
+            const int i = u * bits + b;
+            idx[u] |= (code[i / 8] >> (i % 8) & 1) << b;
+        }
+    }
+}
+
+/* The squared distance per value of frame t decoded after codes 0..t-1
+ * and then cand, by a plain decoder replaying the stream from its start. */
+static double replay_distortion(frae_decoder *d, const unsigned char *codes,
+                                size_t cb, int t, const unsigned char *cand,
+                                const float *x, int D)
+{
+    float y[64];
+    frae_decoder_reset(d);
+    for (int i = 0; i < t; i++)
+        frae_decode_frame(d, codes + (size_t)i * cb, y);
+    frae_decode_frame(d, cand, y);
+    double sse = 0.0;
+    for (int i = 0; i < D; i++) {
+        const double e = (double)y[i] - (double)x[i];
+        sse += e * e;
+    }
+    return sse / D;
+}
+
+/* The encoder's search (analysis by synthesis): any decoder reads its
+ * stream and produces the encoder's frames to the bit; run to convergence
+ * on distortion alone, every frame's codes are a local minimum (no code
+ * moved by one level decodes closer), checked by a plain decoder replaying
+ * the stream; it codes the sequence closer than the network's codes; with
+ * a prior and a rate weight the stream is smaller, and every ISA makes the
+ * same stream; bad settings are refused. */
+int test_codec_search(void)
+{
+    int failures = 0;
+    const int T = 24, D = 7;
+    static const struct {
+        frae_family family;
+        frae_quantizer q;
+        int levels, bits;
+        const char *name;
+    } cs[] = {{FRAE_FAMILY_DENSE, FRAE_QUANT_BINARY, 0, 1, "dense binary"},
+              {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, "gru binary"},
+              {FRAE_FAMILY_GRU, FRAE_QUANT_UNIFORM, 5, 3, "gru uniform 5"},
+              {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 4, 2, "dense uniform 4"}};
+    for (size_t k = 0; k < sizeof cs / sizeof *cs; k++) {
+        frae_config c;
+        codec_config(&c, cs[k].q, cs[k].levels);
+        c.family = cs[k].family;
+        frae_model *m = create_or_die(&c);
+        perturb_params(m, NULL);
+        const int L = c.latent_dim;
+        const size_t cb = frae_code_bytes(m);
+        float *x = synth(1, T, D, 60 + k);
+        unsigned char *codes = malloc(cb * T), *plain = malloc(cb * T);
+        unsigned char cand[16];
+        float *recon = malloc(sizeof(float) * T * D), out[64], y[64];
+        frae_encoder *e = frae_encoder_create(m), *e0 = frae_encoder_create(m);
+        frae_decoder *d = frae_decoder_create(m), *ref = frae_decoder_create(m);
+        CHECK(frae_encoder_set_search(e, 16, 0.0f) == 0, "search refused");
+        double sse_search = 0, sse_plain = 0;
+        int same = 1;
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + (size_t)t * D;
+            frae_encode_frame(e, xt, codes + (size_t)t * cb, recon + (size_t)t * D);
+            frae_encode_frame(e0, xt, plain + (size_t)t * cb, y);
+            CHECK(frae_decode_frame(d, codes + (size_t)t * cb, out) == 0,
+                  "a searched code refused");
+            same &= !memcmp(out, recon + (size_t)t * D, sizeof(float) * D);
+            for (int i = 0; i < D; i++) {
+                sse_search += ((double)recon[t * D + i] - xt[i]) *
+                              ((double)recon[t * D + i] - xt[i]);
+                sse_plain += ((double)y[i] - xt[i]) * ((double)y[i] - xt[i]);
+            }
+        }
+        CHECK(same, "%s: the decoder's frames differ from the encoder's",
+              cs[k].name);
+        /* local minima, by replay */
+        int worse = 0, tried = 0, changed = 0, idx[16];
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + (size_t)t * D;
+            const double chosen = replay_distortion(
+                ref, codes, cb, t, codes + (size_t)t * cb, xt, D);
+            changed += memcmp(codes + (size_t)t * cb, plain + (size_t)t * cb,
+                              cb) != 0;
+            for (int u = 0; u < L; u++)
+                for (int dir = -1; dir <= 1; dir += 2) {
+                    unpack_indices(codes + (size_t)t * cb, L, cs[k].bits, idx);
+                    const int top = c.quantizer == FRAE_QUANT_BINARY
+                                        ? 1 : c.quant_levels - 1;
+                    idx[u] = c.quantizer == FRAE_QUANT_BINARY ? 1 - idx[u]
+                                                              : idx[u] + dir;
+                    if (idx[u] < 0 || idx[u] > top ||
+                        (c.quantizer == FRAE_QUANT_BINARY && dir < 0))
+                        continue;
+                    pack_indices(idx, L, cs[k].bits, cand, cb);
+                    tried++;
+                    worse += replay_distortion(ref, codes, cb, t, cand, xt, D) <
+                             chosen;
+                }
+        }
+        CHECK(worse == 0, "%s: %d of %d one-level moves decode closer than "
+              "the search's choice", cs[k].name, worse, tried);
+        CHECK(changed > 0 && sse_search < sse_plain,
+              "%s: the search changed %d frames, squared error %.4g against "
+              "%.4g", cs[k].name, changed, sse_search, sse_plain);
+        printf("    %-16s decoded == the encoder's frames; %d one-level moves, "
+               "none closer; squared error %.4g against %.4g with the "
+               "network's codes\n",
+               cs[k].name, tried, sse_search, sse_plain);
+        free(x), free(codes), free(plain), free(recon);
+        frae_encoder_destroy(e), frae_encoder_destroy(e0);
+        frae_decoder_destroy(d), frae_decoder_destroy(ref);
+        frae_destroy(m);
+    }
+    /* entropy-coded: exact, the same stream on every ISA, fewer bytes for
+     * a rate weight */
+    frae_isa isas[3];
+    const int nisa = available_isas(isas);
+    for (int k = 0; k < 2; k++) {
+        frae_config c;
+        codec_config(&c, k ? FRAE_QUANT_UNIFORM : FRAE_QUANT_BINARY, k ? 5 : 0);
+        c.family = k ? FRAE_FAMILY_DENSE : FRAE_FAMILY_GRU;
+        c.pitch = !k;
+        c.prior_hidden = 6;
+        c.prior_ar = !k;
+        c.batch = 1;
+        c.isa = isas[0];
+        frae_model *m = create_or_die(&c);
+        perturb_params(m, NULL);
+        const int W = D + 2 * c.pitch, n = 70;
+        float *f = ranged_frames(1, n, D, c.pitch, 80 + k);
+        float *recon = malloc(sizeof(float) * n * W), *y = malloc(sizeof(float) * n * W);
+        unsigned char *buf = malloc(1 << 16), *other = malloc(1 << 16);
+        const size_t plain = encode_ranged(m, f, 1, n, 16, buf);
+        const size_t size = encode_ranged_search(m, f, 1, n, 16, buf, 2, 0.5f, recon);
+        frae_stream s;
+        char err[256] = "";
+        CHECK(frae_stream_parse(buf, size, &s, err, sizeof err) == 0, "%s", err);
+        CHECK(decode_ranged(m, &s, y) == 0, "a searched stream refused");
+        int same = 1;
+        for (int t = 0; t < n; t++)
+            same &= !memcmp(y + (size_t)t * W, recon + (size_t)t * W,
+                            sizeof(float) * D);
+        CHECK(same, "ranged %d: the decoder's frames differ from the encoder's", k);
+        CHECK(size < plain, "ranged %d: %zu bytes with the search's rate weight, "
+              "%zu without", k, size, plain);
+        float *p = malloc(sizeof(float) * frae_param_count(m));
+        frae_get_params(m, p);
+        for (int i = 1; i < nisa; i++) {
+            frae_config ci = c;
+            ci.isa = isas[i];
+            frae_model *mi = create_or_die(&ci);
+            frae_set_params(mi, p);
+            const size_t si = encode_ranged_search(mi, f, 1, n, 16, other, 2,
+                                                   0.5f, NULL);
+            CHECK(si == size && !memcmp(other, buf, size),
+                  "ranged %d: the search's stream on %s differs from %s's", k,
+                  frae_isa_name(mi), frae_isa_name(m));
+            frae_destroy(mi);
+        }
+        printf("    ranged %-9s decoded == the encoder's frames; %zu bytes "
+               "against %zu with the network's codes; the same stream on %d "
+               "ISAs\n",
+               k ? "uniform 5" : "binary", size, plain, nisa);
+        free(p), free(f), free(recon), free(y), free(buf), free(other);
+        frae_destroy(m);
+    }
+    /* refused settings */
+    frae_config c;
+    codec_config(&c, FRAE_QUANT_BINARY, 0);
+    frae_model *m = create_or_die(&c);
+    frae_encoder *e = frae_encoder_create(m);
+    CHECK(frae_encoder_set_search(e, -1, 0.0f) == -1 &&
+              frae_encoder_set_search(e, 1, -1.0f) == -1 &&
+              frae_encoder_set_search(e, 1, NAN) == -1 &&
+              frae_encoder_set_search(e, 1, INFINITY) == -1,
+          "bad search settings accepted");
+    frae_encoder_destroy(e);
+    frae_destroy(m);
+    codec_config(&c, FRAE_QUANT_NONE, 0);
+    m = create_or_die(&c);
+    e = frae_encoder_create(m);
+    CHECK(frae_encoder_set_search(e, 1, 0.0f) == -1 &&
+              frae_encoder_set_search(e, 0, 0.0f) == 0,
+          "a search over raw float latents accepted, or turning it off "
+          "refused");
+    frae_encoder_destroy(e);
+    frae_destroy(m);
     return failures;
 }

@@ -158,12 +158,15 @@ int test_codec_zero_allocations(void)
         bad_frames += frae_decode_frame(d, code, y) != 0 || y[0] != y[0];
         if (t % 250 == 0)
             frae_encoder_reset(e), frae_decoder_reset(d);
+        if (t == 499) /* the encoder's search from here on */
+            CHECK(frae_encoder_set_search(e, 2, 0.0f) == 0, "search refused");
     }
     counting = 0;
     CHECK(bad_frames == 0, "%d of 1000 frames did not decode", bad_frames);
     CHECK(alloc_count == 0, "%ld allocations in 1000 codec frames",
           alloc_count);
-    printf("    %s: %ld allocations in 1000 encode + decode frames\n",
+    printf("    %s: %ld allocations in 1000 encode + decode frames (the "
+           "last 500 with the encoder's search)\n",
            gru ? "gru" : "dense", alloc_count);
     frae_encoder_destroy(e), frae_decoder_destroy(d), free(x);
     frae_destroy(m);
@@ -187,6 +190,9 @@ int test_codec_zero_allocations(void)
         counting = 1;
         alloc_count = 0;
         for (int p = 0; p < 10; p++) {
+            if (p == 5)
+                CHECK(frae_encoder_set_search(e, 2, 0.01f) == 0,
+                      "search refused");
             frae_range_enc_init(&rc, buf, sizeof buf);
             for (int t = 0; t < 100; t++)
                 frae_encode_frame_ranged(e, x + (size_t)(p * 100 + t) * 6, &rc,
@@ -201,7 +207,7 @@ int test_codec_zero_allocations(void)
         CHECK(alloc_count == 0, "%ld allocations in 1000 ranged frames",
               alloc_count);
         printf("    prior: %ld allocations in 1000 range-coded encode + "
-               "decode frames\n",
+               "decode frames (the last 500 with the encoder's search)\n",
                alloc_count);
         frae_encoder_destroy(e), frae_decoder_destroy(d), free(x);
         frae_destroy(m);

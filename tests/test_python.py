@@ -196,6 +196,16 @@ def test_encode_decode_are_frae_encode(tmp_path):
         assert stream == open(tmp_path / "x.fbs", "rb").read()
         assert np.array_equal(m.decode(stream), m.predict(x))
         assert m.decode(m.encode(x[3])).shape == x[3].shape
+        # the encoder's search, as 'frae encode --search'
+        cli("encode", tmp_path / "m.st", tmp_path / "x.npy", "-o", tmp_path / "s.fbs",
+            "--search", "2", "--search-lambda", "0.01")
+        searched = m.encode(x, search=2, search_lambda=0.01)
+        assert searched == open(tmp_path / "s.fbs", "rb").read() and searched != stream
+        assert m.decode(searched).shape == x.shape
+    with pytest.raises(ValueError, match="search must be an int"):
+        m.encode(x, search=17)
+    with pytest.raises(ValueError, match="search_lambda must be"):
+        m.encode(x, search=1, search_lambda=-1.0)
 
 
 def test_weights_in_keras_order(tmp_path):

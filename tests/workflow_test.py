@@ -602,6 +602,28 @@ def main():
     rc, out, err = run("encode", "q.safetensors", "val.npy", "-o", "x.fbs", "--packet-frames", "4")
     check(one_line_error(rc, err, 2, "has no prior"), "--packet-frames without a prior: one "
           "line", err)
+    # the encoder's search: any decoder reads its stream and gives the
+    # encoder's frames (encode's distortion is the decoded frames'); with a
+    # rate weight the stream is smaller; the same stream on every ISA
+    args = ("vr.safetensors", "one.npy", "-o", "vsearch.fbs", "--packet-frames", "4",
+            "--search", "2", "--search-lambda", "0.05")
+    rc, out, err = run("encode", *args)
+    rc2, _, err2 = run("decode", "vr.safetensors", "vsearch.fbs", "-o", "dsearch.npy")
+    ms = re.search(r"distortion: mse ([0-9.e+-]+)", out)
+    ok = rc == rc2 == 0 and ms
+    if ok:
+        d = np.load(path("dsearch.npy")).astype(np.float64)
+        x = np.load(path("one.npy")).astype(np.float64)
+        mse = float(np.mean((d - x) ** 2))
+        ok = abs(mse - float(ms.group(1))) <= 1e-5 * mse
+    searched = open(path("vsearch.fbs"), "rb").read()
+    check(ok and len(searched) < len(raw), "encode --search 2 --search-lambda 0.05: %d bytes "
+          "against %d; the decoded frames are the encoder's (mse %s)"
+          % (len(searched), len(raw), ms.group(1) if ms else "?"), out + err + err2)
+    subprocess.run([FRAE, "encode", *args[:3], "vsearch2.fbs", *args[4:]], cwd=TMP,
+                   env=dict(os.environ, FRAE_ISA="scalar"), capture_output=True)
+    check(open(path("vsearch2.fbs"), "rb").read() == searched,
+          "the search makes the same stream on every ISA")
     print("== bf16 weights: frae convert")
     rc, out, err = run("convert", "q.safetensors", "-o", "q16.safetensors", "--weights", "bf16")
     check(rc == 0 and os.path.getsize(path("q16.safetensors")) < 0.6 * os.path.getsize(path("q.safetensors")),

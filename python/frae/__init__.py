@@ -525,17 +525,26 @@ class FRAE:
         rate = s[2] / s[4] if s[4] else 0.0
         return float(s[0] / s[3] + m.config()["rate_lambda"] * rate)
 
-    def encode(self, x):
+    def encode(self, x, search=0, search_lambda=None):
         """x ([T, D] or [N, T, D]) as the bytes of a .fbs stream, exactly
-        what 'frae encode' writes."""
+        what 'frae encode' writes.  search (0..16 passes) and search_lambda
+        (the rate's weight; None: the model's rate_lambda) as 'frae encode
+        --search N --search-lambda X': the encoder's analysis-by-synthesis
+        search of each frame's codes, the same format."""
         self._check_open()
         if isinstance(x, (list, tuple)):
             raise TypeError("encode: needs one array ([T, D] or [N, T, D])")
+        if isinstance(search, bool) or not isinstance(search, int) or not 0 <= search <= 16:
+            raise ValueError("encode: search must be an int of 0..16 passes, got %r" % (search,))
+        if search_lambda is not None and not (np.isfinite(search_lambda) and search_lambda >= 0):
+            raise ValueError("encode: search_lambda must be a finite number >= 0, got %r"
+                             % (search_lambda,))
         cfg = self._config()
         width = cfg["frame_dim"] + 2 * cfg["pitch"]
         a = _as_frames(x, width, "x")
         n, t = (1, a.shape[0]) if a.ndim == 2 else a.shape[:2]
-        return self._inference(1).encode(a, n, t, a.ndim == 2)
+        return self._inference(1).encode(a, n, t, a.ndim == 2, search,
+                                         -1.0 if search_lambda is None else float(search_lambda))
 
     def decode(self, stream):
         """The frames of a .fbs stream ([T, D] or [N, T, D], as encoded)."""

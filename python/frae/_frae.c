@@ -623,14 +623,18 @@ static PyObject *m_save(ModelObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* encode(x, nseq, nframes, two_d) -> bytes: the .fbs stream 'frae encode'
- * writes (version 2 fixed-rate, or version 3 range-coded packets of 100
- * frames with a prior). */
+/* encode(x, nseq, nframes, two_d[, search, search_lambda]) -> bytes: the
+ * .fbs stream 'frae encode' writes (version 2 fixed-rate, or version 3
+ * range-coded packets of 100 frames with a prior); search passes of the
+ * encoder's search (frae_encoder_set_search), weighing the rate by
+ * search_lambda (< 0: the model's rate_lambda). */
 static PyObject *m_encode(ModelObject *self, PyObject *args)
 {
     PyObject *xo;
-    int nseq, nframes, two_d;
-    if (!PyArg_ParseTuple(args, "Oiip", &xo, &nseq, &nframes, &two_d))
+    int nseq, nframes, two_d, search = 0;
+    double search_lambda = -1.0;
+    if (!PyArg_ParseTuple(args, "Oiip|id", &xo, &nseq, &nframes, &two_d,
+                          &search, &search_lambda))
         return NULL;
     frae_model *m = model_of(self);
     if (!m)
@@ -653,6 +657,14 @@ static PyObject *m_encode(ModelObject *self, PyObject *args)
     unsigned char *packet = ranged ? malloc(frae_stream_packet_cap(&h)) : NULL;
     float *recon = malloc(sizeof(float) * (size_t)width);
     frae_encoder *e = frae_encoder_create(m);
+    if (e && frae_encoder_set_search(e, search,
+                                     search_lambda < 0 ? c->rate_lambda
+                                                       : (float)search_lambda)) {
+        free(out), free(code), free(packet), free(recon);
+        frae_encoder_destroy(e);
+        PyBuffer_Release(&xb);
+        return fail("encode: search needs codes to search (a quantizer)");
+    }
     size_t len = 0;
     int failed = !out || !code || !recon || !e || (ranged && !packet);
     Py_BEGIN_ALLOW_THREADS

@@ -15,6 +15,9 @@ typedef struct {
     int gl_iters;
     int vocoder; /* 0: the default (hnm with pitch, else gl) */
     int packet_frames; /* --packet-frames: 0, the default */
+    int search;        /* --search passes: 0, off */
+    double search_lambda; /* --search-lambda; < 0: the model's rate_lambda */
+    const char *encoder_opt; /* the last encoder-only option given */
 } codec_opts;
 
 static const char *const vocoder_names[] = {"auto", "hnm", "gl"};
@@ -25,7 +28,7 @@ static const cli_opt codec_list[] = {
     {"--no-resample", 0}, {"--mels", 1},       {"--hop", 1},
     {"--win", 1},         {"--fft", 1},        {"--fmin", 1},
     {"--fmax", 1},        {"--vocoder", 1},    {"--packet-frames", 1},
-    {NULL, 0}};
+    {"--search", 1},      {"--search-lambda", 1}, {NULL, 0}};
 
 static int codec_opt(void *ctx, const char *name, const char *v)
 {
@@ -36,8 +39,15 @@ static int codec_opt(void *ctx, const char *name, const char *v)
         return o->wav = v, 0;
     if (!strcmp(name, "--gl-iters"))
         return cli_int(name, v, 0, 10000, &o->gl_iters);
+    if (!strcmp(name, "--packet-frames") || !strcmp(name, "--search") ||
+        !strcmp(name, "--search-lambda"))
+        o->encoder_opt = name;
     if (!strcmp(name, "--packet-frames"))
         return cli_int(name, v, 1, FRAE_PACKET_MAX_FRAMES, &o->packet_frames);
+    if (!strcmp(name, "--search"))
+        return cli_int(name, v, 0, 16, &o->search);
+    if (!strcmp(name, "--search-lambda"))
+        return cli_double(name, v, 0, 1e6, &o->search_lambda);
     if (!strcmp(name, "--vocoder"))
         return cli_choice(name, v, vocoder_names, 3, &o->vocoder);
     int rc = cli_io_option(&o->io, name, v);
@@ -182,6 +192,15 @@ static void encode_help(void)
            "--frame-rate frames per second (100), and the distortion of the\n"
            "decoded frames: MSE and SNR in dB.\n"
            "\n"
+           "--search N (0: off) searches each frame's codes by analysis by\n"
+           "synthesis: starting from the network's, N passes each try every\n"
+           "code moved by one level through the decoder and keep the move\n"
+           "that lowers distortion + lambda x bits the most (lambda: the\n"
+           "model's --rate-lambda, or --search-lambda X).  Same format, any\n"
+           "decoder; better frames or fewer bits for up to N x L decoder\n"
+           "runs a frame.  Not for a denoising model (it steers toward the\n"
+           "input).\n"
+           "\n"
            "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
            "options, model or input.\n");
 }
@@ -192,6 +211,7 @@ int cmd_encode(int argc, char **argv)
     codec_opts o = {0};
     cli_io_default(&o.io);
     o.frame_rate = 100;
+    o.search_lambda = -1;
     int rc = cli_parse(argc, argv, codec_list, codec_opt, codec_pos,
                        encode_help, &o);
     if (rc)
@@ -241,6 +261,16 @@ int cmd_encode(int argc, char **argv)
     frae_stream h;
     frae_stream_header(m, (uint32_t)in.n, (uint32_t)in.t, in.ndim == 2, &h);
     const int ranged = h.version == FRAE_STREAM_VERSION_RANGED;
+    const double search_lambda = o.search_lambda >= 0
+                                     ? o.search_lambda
+                                     : (double)frae_get_config(m)->rate_lambda;
+    if (e && frae_encoder_set_search(e, o.search, (float)search_lambda)) {
+        rc = cli_fail(EXIT_USAGE,
+                      "--search: %s has raw float latents (no quantizer), "
+                      "so there are no codes to search",
+                      o.io.model);
+        goto done_early;
+    }
     if (o.packet_frames && !ranged) {
         rc = cli_fail(EXIT_USAGE,
                       "--packet-frames: %s has no prior, so its streams are "
@@ -433,6 +463,9 @@ int cmd_vocode(int argc, char **argv)
                        vocode_help, &o);
     if (rc)
         return rc;
+    if (o.encoder_opt)
+        return cli_fail(EXIT_USAGE, "%s is an option of 'frae encode'",
+                        o.encoder_opt);
     /* one positional: the features (cli_io takes it as the "model") */
     const char *in = o.io.model;
     if (!in || o.io.input || !o.io.output)
@@ -458,6 +491,9 @@ int cmd_decode(int argc, char **argv)
                        decode_help, &o);
     if (rc)
         return rc;
+    if (o.encoder_opt)
+        return cli_fail(EXIT_USAGE, "%s is an option of 'frae encode'",
+                        o.encoder_opt);
     if (!o.io.model || !o.io.input || !o.io.output)
         return cli_fail(EXIT_USAGE, "needs MODEL, IN.fbs and -o OUT.npy (see "
                                     "'frae decode --help')");
