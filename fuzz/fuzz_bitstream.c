@@ -1,7 +1,8 @@
 /* libFuzzer target for the .fbs reader and the decoders behind it, of
  * both families (a dense model and a GRU one that also codes pitch and
  * normalizes) and of entropy-coded streams (version 3: a GRU model with a
- * prior, coding pitch); (size / 2) % 3 picks.
+ * prior, its within-frame autoregression and the ranged pitch coder);
+ * (size / 2) % 3 picks.
  *
  * Half the inputs are taken as they are: they exercise the header and
  * length checks.  In the other half the harness writes the model's hash
@@ -89,6 +90,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         c.pitch = gru;
         c.normalize = k == 1;
         c.prior_hidden = k == 2 ? 8 : 0; /* version-3 streams */
+        /* ... whose units are coded in order and whose pitch has the
+         * coder made for range coding */
+        c.prior_ar = c.pitch_ranged = k == 2;
         models[k] = frae_create(&c, NULL, 0);
         if (!models[k])
             abort();

@@ -113,6 +113,14 @@ typedef struct {
                                          FRAE_PITCH_BITS quantizer (see
                                          "Streaming codec"); the network
                                          never sees them */
+    int pitch_ranged;                 /* 0; 1 (with pitch and a prior):
+                                         the pitch coder made for range
+                                         coding, "f0-voicing-ranged": 7
+                                         steps, one of them 0, two frames
+                                         of context and start counts
+                                         fitted on speech (README,
+                                         "Entropy coding"); 0 keeps the
+                                         4-bit quantizer's 8 steps */
     int prior_hidden;                 /* 0: fixed-rate codes; P > 0: a
                                          learned prior over the quantized
                                          latent (binary or uniform), a

@@ -24,7 +24,10 @@
 #include "frae_internal.h"
 
 #define FORMAT_NAME "frae-model"
-#define PITCH_CODER "f0-voicing-4bit" /* frae.pitch: the one coder so far */
+/* frae.pitch: the 4-bit quantizer (with a prior its steps range-coded
+ * from even start counts), or the coder made for range coding */
+#define PITCH_CODER "f0-voicing-4bit"
+#define PITCH_CODER_RANGED "f0-voicing-ranged"
 /* frae.targets: trained on (input, target) pairs, the loss on the target */
 #define TARGETS_NAME "paired"
 /* frae.prior_ar: unit u's logits also see the frame's codes before u */
@@ -144,7 +147,8 @@ static int save_model(const frae_model *m, const frae_config *c,
     META("frae.seed", "%llu", (unsigned long long)c->seed);
     META("frae.weights", "%s", frae_weights_names[c->weights]);
     if (c->pitch) /* absent: the envelope alone */
-        META("frae.pitch", "%s", PITCH_CODER);
+        META("frae.pitch", "%s",
+             c->pitch_ranged ? PITCH_CODER_RANGED : PITCH_CODER);
     if (c->prior_hidden > 0) /* absent: fixed-rate codes */
         META("frae.prior_hidden", "%d", c->prior_hidden);
     if (c->prior_ar) /* absent: the units coded independently */
@@ -506,9 +510,15 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         meta_float(ck, "frae.epsilon", &c.epsilon, err, errlen) ||
         meta_float(ck, "frae.clip_norm", &c.clip_norm, err, errlen))
         return -1;
-    if (meta_option(ck, "frae.pitch", PITCH_CODER, "pitch coder", &c.pitch,
-                    err, errlen) ||
-        meta_option(ck, "frae.normalize", NORMALIZE_NAME, "normalization",
+    const char *pitch = frae_st_meta(&ck->st, "frae.pitch");
+    c.pitch_ranged = pitch && !strcmp(pitch, PITCH_CODER_RANGED);
+    if ((pitch && !c.pitch_ranged && strcmp(pitch, PITCH_CODER)))
+        return frae_errorf(err, errlen,
+                           "%s: metadata 'frae.pitch' = '%s' is not a pitch "
+                           "coder this frae knows ('%s' or '%s')",
+                           ck->path, pitch, PITCH_CODER, PITCH_CODER_RANGED);
+    c.pitch = pitch != NULL;
+    if (meta_option(ck, "frae.normalize", NORMALIZE_NAME, "normalization",
                     &c.normalize, err, errlen) ||
         meta_option(ck, "frae.targets", TARGETS_NAME, "kind of targets",
                     &c.targets, err, errlen) ||

@@ -17,6 +17,7 @@
 
 #include "formats.h"
 #include "frae_internal.h"
+#include "pitch_counts.h"
 
 struct frae_codec_state {
     const frae_model *model;
@@ -25,10 +26,11 @@ struct frae_codec_state {
     float pitch_pred; /* log2 f0 of the last voiced frame, as decoded */
     float *xnorm;     /* cfg.normalize: one z-scored frame [D] */
     /* entropy-coded pitch (a model with a prior): adaptive counts of the
-     * voicing bit after an unvoiced / a voiced frame, and of the step
-     * after an unvoiced frame (context 0) or after step k (1 + k) */
-    uint32_t voicing_count[2][2], step_count[9][8];
-    int prev_voiced, prev_step;
+     * voicing bit after an unvoiced / a voiced frame, and of the step in
+     * its context (step_context): the last frame's step (-1: unvoiced)
+     * and, for the ranged coder, the one before */
+    uint32_t voicing_count[2][2], step_count[64][8];
+    int prev_voiced, prev_step, prev_step2;
     /* the prior's logits, recalibrated to the stream (a model with a
      * prior): logit' = scale[u] x logit + shift[u][k], both learned as
      * the frames go by; weights holds the frame's, from logit' */
@@ -55,15 +57,25 @@ struct frae_codec_state {
 #define PITCH_HI 9.22881869f    /* log2 600 Hz */
 static const float pitch_steps[8] = {-0.5f,   -0.17f, -0.06f, -0.015f,
                                      0.015f, 0.06f,  0.17f,  0.5f};
+/* the ranged coder's (f0-voicing-ranged): a steady pitch costs little
+ * with a 0 step to repeat (tools/fit_pitch_counts.py uses the same) */
+static const float pitch_steps_ranged[7] = {-0.5f, -0.17f, -0.05f, 0.0f,
+                                            0.05f, 0.17f,  0.5f};
 
-static float pitch_step(float pred, int i)
+static int pitch_step_count(const frae_config *c)
 {
-    float v = pred + pitch_steps[i];
+    return c->pitch_ranged ? 7 : 8;
+}
+
+static float pitch_step(const frae_config *c, float pred, int i)
+{
+    float v = pred + (c->pitch_ranged ? pitch_steps_ranged : pitch_steps)[i];
     return v < PITCH_LO ? PITCH_LO : v > PITCH_HI ? PITCH_HI : v;
 }
 
 /* in: f0 (Hz), voicing; out: the decoded pair.  Returns the code. */
-static uint32_t pitch_encode(float *pred, const float *in, float *out)
+static uint32_t pitch_encode(const frae_config *c, float *pred,
+                             const float *in, float *out)
 {
     const float f0 = in[0];
     if (!(in[1] >= 0.5f) || !(f0 > 0.0f) || !isfinite(f0)) {
@@ -72,17 +84,18 @@ static uint32_t pitch_encode(float *pred, const float *in, float *out)
     }
     const float target = log2f(f0);
     int best = 0;
-    for (int i = 1; i < 8; i++)
-        if (fabsf(pitch_step(*pred, i) - target) <
-            fabsf(pitch_step(*pred, best) - target))
+    for (int i = 1; i < pitch_step_count(c); i++)
+        if (fabsf(pitch_step(c, *pred, i) - target) <
+            fabsf(pitch_step(c, *pred, best) - target))
             best = i;
-    *pred = pitch_step(*pred, best);
+    *pred = pitch_step(c, *pred, best);
     out[0] = exp2f(*pred);
     out[1] = 1.0f;
     return 1u | (uint32_t)best << 1;
 }
 
-static int pitch_decode(float *pred, uint32_t code, float *out)
+static int pitch_decode(const frae_config *c, float *pred, uint32_t code,
+                        float *out)
 {
     if (!(code & 1u)) {
         if (code) /* step bits on an unvoiced frame: no encoder makes it */
@@ -90,7 +103,9 @@ static int pitch_decode(float *pred, uint32_t code, float *out)
         out[0] = out[1] = 0.0f;
         return 0;
     }
-    *pred = pitch_step(*pred, (int)(code >> 1));
+    if ((int)(code >> 1) >= pitch_step_count(c))
+        return -1;
+    *pred = pitch_step(c, *pred, (int)(code >> 1));
     out[0] = exp2f(*pred);
     out[1] = 1.0f;
     return 0;
@@ -195,6 +210,10 @@ uint64_t frae_model_hash(const frae_model *m)
         int32_t ar = 1;
         h = frae_fnv1a64((const unsigned char *)&ar, 4, h);
     }
+    if (c->pitch_ranged) { /* ... and how it codes the pitch */
+        int32_t pr = 2;
+        h = frae_fnv1a64((const unsigned char *)&pr, 4, h);
+    }
     if (c->normalize) { /* the statistics decide what a code decodes to */
         h = frae_fnv1a64((const unsigned char *)m->norm_mean,
                          sizeof(float) * (size_t)c->frame_dim, h);
@@ -270,15 +289,21 @@ size_t frae_encoder_size(const frae_model *m)
 
 static void state_reset(struct frae_codec_state *s)
 {
+    const frae_config *c = &s->model->cfg;
     s->pitch_pred = PITCH_START;
     s->prev_voiced = 0;
-    s->prev_step = -1;
+    s->prev_step = s->prev_step2 = -1;
+    /* the ranged coder starts from counts fitted on speech, the 4-bit
+     * quantizer's steps from even ones */
     for (int i = 0; i < 2; i++)
-        s->voicing_count[i][0] = s->voicing_count[i][1] = PITCH_COUNT_INIT;
-    for (int i = 0; i < 9; i++)
+        for (int k = 0; k < 2; k++)
+            s->voicing_count[i][k] = c->pitch_ranged ? pitch_voicing_start[i][k]
+                                                     : PITCH_COUNT_INIT;
+    for (int i = 0; i < 64; i++)
         for (int k = 0; k < 8; k++)
-            s->step_count[i][k] = PITCH_COUNT_INIT;
-    const frae_config *c = &s->model->cfg;
+            s->step_count[i][k] = !c->pitch_ranged ? PITCH_COUNT_INIT
+                                  : k < 7          ? pitch_step_start[i][k]
+                                                   : 0;
     if (s->scale) { /* the prior as trained: scale 1, shift 0 */
         const size_t LS = (size_t)c->latent_dim * prior_symbols(c);
         for (int u = 0; u < c->latent_dim; u++)
@@ -392,7 +417,7 @@ void frae_encode_frame(frae_encoder *e, const float *frame,
     float pitch[2];
     if (c->pitch)
         put_bits(code, (size_t)c->latent_dim * s->code_bits,
-                 pitch_encode(&s->pitch_pred, frame + c->frame_dim, pitch),
+                 pitch_encode(c, &s->pitch_pred, frame + c->frame_dim, pitch),
                  FRAE_PITCH_BITS);
     /* closed loop: run the decoder too, so the buffer holds exactly what
      * the far end will have */
@@ -411,7 +436,7 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
         return -1;
     float pitch[2], pred = s->pitch_pred;
     if (c->pitch &&
-        pitch_decode(&pred,
+        pitch_decode(c, &pred,
                      get_bits(code, (size_t)c->latent_dim * s->code_bits,
                               FRAE_PITCH_BITS),
                      pitch))
@@ -431,7 +456,26 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
  * at both ends: frae_prior_freqs), then its pitch code with adaptive
  * counts: the voicing bit in the context of the last frame's voicing, a
  * voiced frame's step in the context of the last frame's step (or of an
- * onset): a glide repeats its step. */
+ * onset): a glide repeats its step.  The ranged pitch coder
+ * (cfg.pitch_ranged) also sees the step before that, and starts from
+ * counts fitted on speech (pitch_counts.h) instead of even ones. */
+
+/* The step's context: the last frame's step (-1 after an unvoiced frame)
+ * and, for the ranged coder, the one before (pitch_counts.h's rows) */
+static int step_context(const struct frae_codec_state *s)
+{
+    return s->model->cfg.pitch_ranged
+               ? (s->prev_step + 1) * 8 + s->prev_step2 + 1
+               : s->prev_step + 1;
+}
+
+static void pitch_context_advance(struct frae_codec_state *s, int voiced,
+                                  int step)
+{
+    s->prev_voiced = voiced;
+    s->prev_step2 = s->prev_step;
+    s->prev_step = voiced ? step : -1;
+}
 
 /* frequencies of n adaptive counts */
 static void count_freqs(const uint32_t *count, int n, uint32_t *freq)
@@ -697,20 +741,19 @@ void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
     prior_adapt(s, s->weights);
     float pitch[2];
     if (c->pitch) {
-        uint32_t code = pitch_encode(&s->pitch_pred, frame + c->frame_dim,
-                                     pitch);
-        const int voiced = (int)(code & 1u);
+        uint32_t code = pitch_encode(c, &s->pitch_pred,
+                                     frame + c->frame_dim, pitch);
+        const int voiced = (int)(code & 1u), n = pitch_step_count(c);
         count_freqs(s->voicing_count[s->prev_voiced], 2, freq);
         frae_range_encode_symbol(rc, freq, voiced);
         count_update(s->voicing_count[s->prev_voiced], 2, voiced);
-        uint32_t *steps = s->step_count[s->prev_step + 1];
+        uint32_t *steps = s->step_count[step_context(s)];
         if (voiced) {
-            count_freqs(steps, 8, freq);
+            count_freqs(steps, n, freq);
             frae_range_encode_symbol(rc, freq, (int)(code >> 1));
-            count_update(steps, 8, (int)(code >> 1));
+            count_update(steps, n, (int)(code >> 1));
         }
-        s->prev_voiced = voiced;
-        s->prev_step = voiced ? (int)(code >> 1) : -1;
+        pitch_context_advance(s, voiced, (int)(code >> 1));
     }
     decode_and_advance(s, recon);
     if (c->pitch && recon)
@@ -742,16 +785,16 @@ int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
         const int voiced = frae_range_decode_symbol(rc, freq, 2);
         count_update(s->voicing_count[s->prev_voiced], 2, voiced);
         uint32_t code = (uint32_t)voiced;
-        uint32_t *steps = s->step_count[s->prev_step + 1];
+        uint32_t *steps = s->step_count[step_context(s)];
         if (voiced) {
-            count_freqs(steps, 8, freq);
-            const int step = frae_range_decode_symbol(rc, freq, 8);
-            count_update(steps, 8, step);
+            const int n_steps = pitch_step_count(c);
+            count_freqs(steps, n_steps, freq);
+            const int step = frae_range_decode_symbol(rc, freq, n_steps);
+            count_update(steps, n_steps, step);
             code |= (uint32_t)step << 1;
         }
-        s->prev_voiced = voiced;
-        s->prev_step = voiced ? (int)(code >> 1) : -1;
-        pitch_decode(&s->pitch_pred, code, pitch); /* always a valid code */
+        pitch_context_advance(s, voiced, (int)(code >> 1));
+        pitch_decode(c, &s->pitch_pred, code, pitch); /* always a valid code */
     }
     decode_and_advance(s, frame);
     if (c->pitch && frame)

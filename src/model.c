@@ -158,6 +158,13 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
         return frae_errorf(err, errlen,
                            "the prior's autoregression needs a prior "
                            "(prior width > 0)");
+    if (cfg->pitch_ranged != 0 && cfg->pitch_ranged != 1)
+        return frae_errorf(err, errlen, "pitch_ranged must be 0 or 1, got %d",
+                           cfg->pitch_ranged);
+    if (cfg->pitch_ranged && (!cfg->pitch || cfg->prior_hidden == 0))
+        return frae_errorf(err, errlen,
+                           "the range-coded pitch coder needs pitch and a "
+                           "prior (prior width > 0)");
     if (cfg->feedback != FRAE_FEEDBACK_DETACHED &&
         cfg->feedback != FRAE_FEEDBACK_FULL)
         return frae_errorf(err, errlen, "unknown feedback mode %d",

@@ -737,6 +737,38 @@ def main():
           and os.path.exists(path("pp.wav")),
           "a pitch model: encode from audio, decode --wav through the vocoder; the envelope "
           "== predict to the bit, f0 decoded within 3%", err + err2 + err3 + out)
+    # with a prior the pitch gets the coder made for range coding, unless
+    # --pitch-coder 4bit: both decode the envelope to predict's bits and
+    # keep f0; the ranged one spends fewer bits on it
+    sizes = {}
+    for coder in ("", "4bit"):
+        name = "ppr%s.safetensors" % coder
+        rc, out, err = run("train", "speech", "--enc", "64", "--dec", "64", "--latent", "8",
+                           "--quantizer", "binary", "--epochs", "2", "--save", name,
+                           "--batch", "3", "--pitch", "--crop", "50", "--rate-lambda", "0.01",
+                           *(("--pitch-coder", coder) if coder else ()))
+        rc2, info, err2 = run("info", name)
+        rc3, out3, err3 = run("encode", name, "speech/u3.wav", "-o", "ppr.fbs")
+        rc4, _, err4 = run("decode", name, "ppr.fbs", "-o", "ppr.npy")
+        rc5, _, err5 = run("predict", name, "speech/u3.wav", "-o", "pprp.npy")
+        ok = rc == rc2 == rc3 == rc4 == rc5 == 0
+        if ok:
+            dec, pred = np.load(path("ppr.npy")), np.load(path("pprp.npy"))
+            both = (dec[:, 81] == 1) & (src[:len(dec), 81] == 1)
+            both[:5] = False
+            ok = (np.array_equal(dec[:, :80], pred) and both.sum() > 50
+                  and np.abs(dec[both, 80] / src[:len(dec)][both, 80] - 1).max() < 0.03)
+            sizes[coder] = os.path.getsize(path("ppr.fbs"))
+        want = "f0-voicing-4bit" if coder else "f0-voicing-ranged"
+        check(ok and want in info, "--pitch with a prior%s: %s; the envelope == predict to "
+              "the bit, f0 within 3%%" % (", --pitch-coder " + coder if coder else "", want),
+              err + err2 + err3 + err4 + err5 + info)
+    check(len(sizes) == 2 and sizes[""] < sizes["4bit"], "the ranged pitch coder's stream is "
+          "the smaller: %s bytes" % sizes)
+    rc, out, err = run("train", "speech", "--latent", "8", "--quantizer", "binary",
+                       "--pitch", "--pitch-coder", "ranged", "--save", "none")
+    check(one_line_error(rc, err, 2, "needs pitch and a prior"),
+          "--pitch-coder ranged without a prior: one line", err)
     rc, out, err = run("decode", "sp.safetensors", "sp.fbs", "-o", "x.npy", "--wav", "x.wav",
                        "--vocoder", "hnm")
     check(one_line_error(rc, err, 2, "carries no pitch"),

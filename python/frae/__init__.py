@@ -139,7 +139,8 @@ class FRAE:
             self._opts = []
             self._fields = {k: cfg[k] for k in (
                 "frame_dim", "latent_dim", "history", "family", "quantizer",
-                "quant_levels", "prior_hidden", "prior_ar", "pitch", "activation", "seed",
+                "quant_levels", "prior_hidden", "prior_ar", "pitch", "pitch_ranged", "activation",
+                "seed",
                 "feedback", "learning_rate", "clip_norm", "rate_lambda", "lr_warmup",
                 "lr_decay_steps", "lr_floor", "normalize", "window", "threads", "isa",
                 "targets")}

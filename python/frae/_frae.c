@@ -95,6 +95,7 @@ static const struct {
     {"prior_hidden", 'i', offsetof(frae_config, prior_hidden)},
     {"prior_ar", 'i', offsetof(frae_config, prior_ar)},
     {"pitch", 'i', offsetof(frae_config, pitch)},
+    {"pitch_ranged", 'i', offsetof(frae_config, pitch_ranged)},
     {"targets", 'i', offsetof(frae_config, targets)},
     {"activation", 'i', offsetof(frae_config, activation)},
 };

@@ -109,7 +109,8 @@ enum {
     CLI_GIVEN_DEC = 4,
     CLI_GIVEN_FAMILY = 8,
     CLI_GIVEN_PRIOR = 16,
-    CLI_GIVEN_PRIOR_AR = 32
+    CLI_GIVEN_PRIOR_AR = 32,
+    CLI_GIVEN_PITCH_CODER = 64
 };
 /* *given collects the CLI_GIVEN_* options seen. */
 int cli_model_option(frae_config *cfg, unsigned *given, const char *name,
@@ -136,6 +137,9 @@ extern const cli_opt cli_model_opts[];
     "                       (0; 16 when --rate-lambda is given)\n"            \
     "  --prior-ar on|off    with a prior: each code's probability also\n"    \
     "                       sees the frame's earlier codes (on)\n"           \
+    "  --pitch-coder C      with pitch: 4bit (8 steps) or, with a prior,\n"  \
+    "                       ranged (7 steps, one 0, coded in two frames'\n"  \
+    "                       context; the default with a prior)\n"            \
     "  --seed S             initialisation and shuffling seed (1)\n"
 
 /* ---- audio features -------------------------------------------------------- */

@@ -200,6 +200,7 @@ const cli_opt cli_model_opts[] = {
     {"--frame-dim", 1}, {"--history", 1}, {"--enc", 1},        {"--latent", 1},
     {"--dec", 1},       {"--activation", 1}, {"--quantizer", 1}, {"--seed", 1},
     {"--family", 1},    {"--prior", 1},      {"--prior-ar", 1},
+    {"--pitch-coder", 1},
     {NULL, 0}};
 
 int cli_model_option(frae_config *c, unsigned *given, const char *name,
@@ -253,6 +254,11 @@ int cli_model_option(frae_config *c, unsigned *given, const char *name,
         static const char *const on_off[] = {"off", "on"};
         *given |= CLI_GIVEN_PRIOR_AR;
         return cli_choice(name, value, on_off, 2, &c->prior_ar);
+    }
+    if (!strcmp(name, "--pitch-coder")) {
+        static const char *const coders[] = {"4bit", "ranged"};
+        *given |= CLI_GIVEN_PITCH_CODER;
+        return cli_choice(name, value, coders, 2, &c->pitch_ranged);
     }
     if (!strcmp(name, "--seed")) {
         long s = 0;

@@ -191,6 +191,7 @@ static const cli_opt train_opts_list[] = {
     {"--family", 1},    {"--warmup", 1},    {"--decay-steps", 1},
     {"--lr-floor", 1},  {"--pitch", 0},     {"--normalize", 1},
     {"--crop", 1},      {"--prior", 1},     {"--prior-ar", 1},
+    {"--pitch-coder", 1},
     {"--rate-lambda", 1},
     {"--replicas", 1},  {"--dist-timeout", 1}, {"--targets", 1},
     {"--val-targets", 1},
@@ -1654,6 +1655,9 @@ int cmd_train(int argc, char **argv)
         r.o.cfg.prior_hidden = 16; /* a rate needs a prior to measure it */
     if (r.o.cfg.prior_hidden > 0 && !(r.o.model_given & CLI_GIVEN_PRIOR_AR))
         r.o.cfg.prior_ar = 1; /* the codes of a frame, coded in order */
+    if (r.o.cfg.pitch && r.o.cfg.prior_hidden > 0 &&
+        !(r.o.model_given & CLI_GIVEN_PITCH_CODER))
+        r.o.cfg.pitch_ranged = 1; /* range-coded: the coder made for it */
     r.s.rng = r.o.cfg.seed ^ 0x0123456789abcdefull; /* the epochs' shuffles */
     /* the lists are shared by the replicas */
     char **data = r.o.data, **val = r.o.val, **tg = r.o.targets,
