@@ -29,7 +29,7 @@ struct frae_codec_state {
      * voicing bit after an unvoiced / a voiced frame, and of the step in
      * its context (step_context): the last frame's step (-1: unvoiced)
      * and, for the ranged coder, the one before */
-    uint32_t voicing_count[2][2], step_count[64][8];
+    uint32_t voicing_count[2][2], step_count[81][8];
     int prev_voiced, prev_step, prev_step2;
     /* the prior's logits, recalibrated to the stream (a model with a
      * prior): logit' = scale[u] x logit + shift[u][k], both learned as
@@ -55,27 +55,18 @@ struct frae_codec_state {
 #define PITCH_START 7.22881869f /* log2 150 Hz */
 #define PITCH_LO 5.64385619f    /* log2 50 Hz */
 #define PITCH_HI 9.22881869f    /* log2 600 Hz */
+/* both coders' steps (tools/fit_pitch_counts.py uses the same) */
 static const float pitch_steps[8] = {-0.5f,   -0.17f, -0.06f, -0.015f,
                                      0.015f, 0.06f,  0.17f,  0.5f};
-/* the ranged coder's (f0-voicing-ranged): a steady pitch costs little
- * with a 0 step to repeat (tools/fit_pitch_counts.py uses the same) */
-static const float pitch_steps_ranged[7] = {-0.5f, -0.17f, -0.05f, 0.0f,
-                                            0.05f, 0.17f,  0.5f};
 
-static int pitch_step_count(const frae_config *c)
+static float pitch_step(float pred, int i)
 {
-    return c->pitch_ranged ? 7 : 8;
-}
-
-static float pitch_step(const frae_config *c, float pred, int i)
-{
-    float v = pred + (c->pitch_ranged ? pitch_steps_ranged : pitch_steps)[i];
+    float v = pred + pitch_steps[i];
     return v < PITCH_LO ? PITCH_LO : v > PITCH_HI ? PITCH_HI : v;
 }
 
 /* in: f0 (Hz), voicing; out: the decoded pair.  Returns the code. */
-static uint32_t pitch_encode(const frae_config *c, float *pred,
-                             const float *in, float *out)
+static uint32_t pitch_encode(float *pred, const float *in, float *out)
 {
     const float f0 = in[0];
     if (!(in[1] >= 0.5f) || !(f0 > 0.0f) || !isfinite(f0)) {
@@ -84,18 +75,17 @@ static uint32_t pitch_encode(const frae_config *c, float *pred,
     }
     const float target = log2f(f0);
     int best = 0;
-    for (int i = 1; i < pitch_step_count(c); i++)
-        if (fabsf(pitch_step(c, *pred, i) - target) <
-            fabsf(pitch_step(c, *pred, best) - target))
+    for (int i = 1; i < 8; i++)
+        if (fabsf(pitch_step(*pred, i) - target) <
+            fabsf(pitch_step(*pred, best) - target))
             best = i;
-    *pred = pitch_step(c, *pred, best);
+    *pred = pitch_step(*pred, best);
     out[0] = exp2f(*pred);
     out[1] = 1.0f;
     return 1u | (uint32_t)best << 1;
 }
 
-static int pitch_decode(const frae_config *c, float *pred, uint32_t code,
-                        float *out)
+static int pitch_decode(float *pred, uint32_t code, float *out)
 {
     if (!(code & 1u)) {
         if (code) /* step bits on an unvoiced frame: no encoder makes it */
@@ -103,9 +93,7 @@ static int pitch_decode(const frae_config *c, float *pred, uint32_t code,
         out[0] = out[1] = 0.0f;
         return 0;
     }
-    if ((int)(code >> 1) >= pitch_step_count(c))
-        return -1;
-    *pred = pitch_step(c, *pred, (int)(code >> 1));
+    *pred = pitch_step(*pred, (int)(code >> 1));
     out[0] = exp2f(*pred);
     out[1] = 1.0f;
     return 0;
@@ -299,11 +287,10 @@ static void state_reset(struct frae_codec_state *s)
         for (int k = 0; k < 2; k++)
             s->voicing_count[i][k] = c->pitch_ranged ? pitch_voicing_start[i][k]
                                                      : PITCH_COUNT_INIT;
-    for (int i = 0; i < 64; i++)
+    for (int i = 0; i < 81; i++)
         for (int k = 0; k < 8; k++)
-            s->step_count[i][k] = !c->pitch_ranged ? PITCH_COUNT_INIT
-                                  : k < 7          ? pitch_step_start[i][k]
-                                                   : 0;
+            s->step_count[i][k] = c->pitch_ranged ? pitch_step_start[i][k]
+                                                  : PITCH_COUNT_INIT;
     if (s->scale) { /* the prior as trained: scale 1, shift 0 */
         const size_t LS = (size_t)c->latent_dim * prior_symbols(c);
         for (int u = 0; u < c->latent_dim; u++)
@@ -417,7 +404,7 @@ void frae_encode_frame(frae_encoder *e, const float *frame,
     float pitch[2];
     if (c->pitch)
         put_bits(code, (size_t)c->latent_dim * s->code_bits,
-                 pitch_encode(c, &s->pitch_pred, frame + c->frame_dim, pitch),
+                 pitch_encode(&s->pitch_pred, frame + c->frame_dim, pitch),
                  FRAE_PITCH_BITS);
     /* closed loop: run the decoder too, so the buffer holds exactly what
      * the far end will have */
@@ -436,7 +423,7 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
         return -1;
     float pitch[2], pred = s->pitch_pred;
     if (c->pitch &&
-        pitch_decode(c, &pred,
+        pitch_decode(&pred,
                      get_bits(code, (size_t)c->latent_dim * s->code_bits,
                               FRAE_PITCH_BITS),
                      pitch))
@@ -461,11 +448,11 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
  * counts fitted on speech (pitch_counts.h) instead of even ones. */
 
 /* The step's context: the last frame's step (-1 after an unvoiced frame)
- * and, for the ranged coder, the one before (pitch_counts.h's rows) */
+ * and, for the ranged coder, the one before (pitch_counts.h's 9 x 9 rows) */
 static int step_context(const struct frae_codec_state *s)
 {
     return s->model->cfg.pitch_ranged
-               ? (s->prev_step + 1) * 8 + s->prev_step2 + 1
+               ? (s->prev_step + 1) * 9 + s->prev_step2 + 1
                : s->prev_step + 1;
 }
 
@@ -741,17 +728,17 @@ void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
     prior_adapt(s, s->weights);
     float pitch[2];
     if (c->pitch) {
-        uint32_t code = pitch_encode(c, &s->pitch_pred,
-                                     frame + c->frame_dim, pitch);
-        const int voiced = (int)(code & 1u), n = pitch_step_count(c);
+        uint32_t code = pitch_encode(&s->pitch_pred, frame + c->frame_dim,
+                                     pitch);
+        const int voiced = (int)(code & 1u);
         count_freqs(s->voicing_count[s->prev_voiced], 2, freq);
         frae_range_encode_symbol(rc, freq, voiced);
         count_update(s->voicing_count[s->prev_voiced], 2, voiced);
         uint32_t *steps = s->step_count[step_context(s)];
         if (voiced) {
-            count_freqs(steps, n, freq);
+            count_freqs(steps, 8, freq);
             frae_range_encode_symbol(rc, freq, (int)(code >> 1));
-            count_update(steps, n, (int)(code >> 1));
+            count_update(steps, 8, (int)(code >> 1));
         }
         pitch_context_advance(s, voiced, (int)(code >> 1));
     }
@@ -787,14 +774,13 @@ int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
         uint32_t code = (uint32_t)voiced;
         uint32_t *steps = s->step_count[step_context(s)];
         if (voiced) {
-            const int n_steps = pitch_step_count(c);
-            count_freqs(steps, n_steps, freq);
-            const int step = frae_range_decode_symbol(rc, freq, n_steps);
-            count_update(steps, n_steps, step);
+            count_freqs(steps, 8, freq);
+            const int step = frae_range_decode_symbol(rc, freq, 8);
+            count_update(steps, 8, step);
             code |= (uint32_t)step << 1;
         }
         pitch_context_advance(s, voiced, (int)(code >> 1));
-        pitch_decode(c, &s->pitch_pred, code, pitch); /* always a valid code */
+        pitch_decode(&s->pitch_pred, code, pitch); /* always a valid code */
     }
     decode_and_advance(s, frame);
     if (c->pitch && frame)

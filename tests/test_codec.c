@@ -657,8 +657,7 @@ int test_codec_ranged(void)
                                 (f[(size_t)t * W + D + 1] == 0.0f ||
                                  t % T < 8 ||
                                  fabs(log2(y[(size_t)t * W + D] /
-                                           f[(size_t)t * W + D])) <
-                                     (c.pitch_ranged ? 0.03 : 0.02));
+                                           f[(size_t)t * W + D])) < 0.02);
             }
             CHECK(same, "%s: decoded on %s != frae_forward encoded on %s",
                   cs[k].name, frae_isa_name(mi), frae_isa_name(m));

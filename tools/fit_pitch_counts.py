@@ -21,7 +21,7 @@ import tempfile
 
 import numpy as np
 
-STEPS = (-0.5, -0.17, -0.05, 0.0, 0.05, 0.17, 0.5)  # octaves, as src/codec.c
+STEPS = (-0.5, -0.17, -0.06, -0.015, 0.015, 0.06, 0.17, 0.5)  # octaves, as src/codec.c
 LO, HI, START = math.log2(50.0), math.log2(600.0), math.log2(150.0)
 TOTAL = 512
 
