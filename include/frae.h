@@ -115,12 +115,13 @@ typedef struct {
                                          never sees them */
     int pitch_ranged;                 /* 0; 1 (with pitch and a prior):
                                          the pitch coder made for range
-                                         coding, "f0-voicing-ranged": 7
-                                         steps, one of them 0, two frames
-                                         of context and start counts
+                                         coding, "f0-voicing-ranged": the
+                                         same pitch codes, each step in
+                                         the context of the last two and
+                                         counts starting from a table
                                          fitted on speech (README,
-                                         "Entropy coding"); 0 keeps the
-                                         4-bit quantizer's 8 steps */
+                                         "Entropy coding"); 0: one step
+                                         of context, even counts */
     int prior_hidden;                 /* 0: fixed-rate codes; P > 0: a
                                          learned prior over the quantized
                                          latent (binary or uniform), a

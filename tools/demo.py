@@ -93,6 +93,19 @@ MODELS += tuple(
 MODELS += (("gru-vr12-%g" % VR12_LAMBDA, "FRAE GRU variable, 12 codes, lambda %g" % VR12_LAMBDA,
             ["--family", "gru", "--quantizer", "binary", "--latent", "12",
              "--rate-lambda", "%g" % VR12_LAMBDA]),)
+# the encoder's search (frae encode --search, analysis by synthesis): the
+# fixed-rate 1.6 kbit/s model and the 12-code variable-rate one again, each
+# frame's codes searched; the variable-rate one with a rate weight that
+# lands it at the searched fixed-rate model's distortion.  The fair
+# comparison for issue 14 pairs them: both with the network's codes, or
+# both searched.
+SEARCH_LAMBDA = 0.0025
+SEARCH_PASSES = 2
+SEARCHED = (("gru-1k6", "gru-1k6-search", "FRAE GRU 1.6 kbit/s, encoder search",
+             ["--search", "%d" % SEARCH_PASSES]),
+            ("gru-vr12-%g" % VR12_LAMBDA, "gru-vr12-search",
+             "FRAE GRU variable, 12 codes, encoder search",
+             ["--search", "%d" % SEARCH_PASSES, "--search-lambda", "%g" % SEARCH_LAMBDA]))
 # the recipe, the same for every model: per-band normalization (frae's
 # default for audio features), shuffled 100-frame crops in batches of 16,
 # Adam at lr 1e-3, full-feedback BPTT, gradients clipped to norm 1
@@ -377,6 +390,10 @@ def main():
                        "vr": "--rate-lambda" in opts,
                        "split": re.search(r"\((envelope[^)]*)\)", line).group(1),
                        "wavs": {}, "feats": {}, "feats16": {}}
+    for base, key, label, enc in SEARCHED:  # the same model, searched codes
+        models[key] = dict(models[base], label=label, enc=enc, base=base,
+                           split=models[base]["split"] + ", encoder search",
+                           wavs={}, feats={}, feats16={})
     for old in glob.glob(os.path.join(out, "model-dense.*")) + \
             glob.glob(os.path.join(out, "model-gru.*")) + \
             glob.glob(os.path.join(out, "model-*bf16-bf16*")) + \
@@ -399,7 +416,7 @@ def main():
         shutil.copy(w, os.path.join(out, "wav", name + "-original.wav"))
         for key, m in models.items():
             fbs = os.path.join(tmp, "%s-%s.fbs" % (name, key))
-            sh([frae, "encode", m["path"], w, "-o", fbs])
+            sh([frae, "encode", m["path"], w, "-o", fbs, *m.get("enc", [])])
             m["bytes"] += os.path.getsize(fbs)
             npy = os.path.join(tmp, "%s-%s.npy" % (name, key))
             wav = os.path.join(out, "wav", "%s-frae-%s.wav" % (name, key))
@@ -407,7 +424,7 @@ def main():
             m["wavs"][name] = wav
             m["feats"][name] = np.load(npy)[:, :80]
             fbs16 = os.path.join(tmp, "%s-%s-bf16.fbs" % (name, key))
-            sh([frae, "encode", m["bf16"], w, "-o", fbs16])
+            sh([frae, "encode", m["bf16"], w, "-o", fbs16, *m.get("enc", [])])
             npy16 = os.path.join(tmp, "%s-%s-bf16.npy" % (name, key))
             sh([frae, "decode", m["bf16"], fbs16, "-o", npy16])
             m["feats16"][name] = np.load(npy16)[:, :80]
@@ -426,7 +443,8 @@ def main():
         if m["vr"]:
             m["kbps"] = m["actual_kbps"]
         systems[m["label"]] = {"kbps": m["kbps"], "wavs": m["wavs"], "frae": key,
-                               "actual": m["actual_kbps"], "vr": m["vr"]}
+                               "actual": m["actual_kbps"], "vr": m["vr"],
+                               "search": "enc" in m}
     for mode in ("700C", "1300", "3200"):
         wavs = {}
         for w in tests:
@@ -464,7 +482,8 @@ def main():
     rows = []
     for label, s in systems.items():
         r = {"label": label, "kbps": s["kbps"], "lags": [], "feats": {},
-             "actual": s.get("actual", s["kbps"]), "vr": s.get("vr", False)}
+             "actual": s.get("actual", s["kbps"]), "vr": s.get("vr", False),
+             "search": s.get("search", False)}
         vals = {"full": [], "nb": []}
         counts = np.zeros(4)
         for name, ref in refs.items():
@@ -544,30 +563,34 @@ def main():
             "frae %.1f%% (1.6) and %.1f%% (3.2); Codec2 1300 %.1f%%, 3200 %.1f%%" % (
                 g16["gpe"], g32["gpe"], c13["gpe"], c32["gpe"])),
     ]
-    # issue 14: the variable-rate model closest in distortion to the 1.6
-    # kbit/s one that is no worse (LSD and MCD, both bands, within 0.05 dB),
-    # and the rate its streams take
-    vr_rows = sorted((r for r in rows if r["vr"]), key=lambda r: r["kbps"])
-    level = [r for r in vr_rows
-             if all(r[k] <= g16[k] + 0.05 for k in ("lsd_nb", "mcd_nb", "lsd_full",
-                                                      "mcd_full"))]
-    if level:
-        v = level[0]
-        bars.append(bar("variable rate at the 1.6 kbit/s model's distortion: at most "
-                        "1.2 kbit/s, headers included",
-                        v["actual"] <= 1.2,
-                        "%s takes %.3f kbit/s (the fixed-rate model's streams %.3f) at LSD "
-                        "%.2f / MCD %.2f dB (0-4 kHz; 1.6: %.2f / %.2f)" % (
-                            v["label"], v["actual"], g16["actual"], v["lsd_nb"],
-                            v["mcd_nb"], g16["lsd_nb"], g16["mcd_nb"])))
-    else:
-        bars.append(bar("variable rate at the 1.6 kbit/s model's distortion: at most "
-                        "1.2 kbit/s, headers included", False,
-                        "no variable-rate model is within 0.05 dB of the 1.6 kbit/s "
-                        "model's distortion (%s)" % "; ".join(
-                            "%s: %.3f kbit/s, LSD %.2f, MCD %.2f" % (
-                                r["label"], r["actual"], r["lsd_nb"], r["mcd_nb"])
-                            for r in vr_rows)))
+    # issue 14: for each fair pairing (both with the network's codes, both
+    # searched) the variable-rate system closest in distortion to the
+    # fixed-rate 1.6 kbit/s one that is no worse (LSD and MCD, both bands,
+    # within 0.05 dB), and the rate its streams take
+    name14 = ("variable rate at the 1.6 kbit/s model's distortion: at most 1.2 kbit/s, "
+              "headers included")
+    for searched in (False, True):
+        fixed = by[models["gru-1k6-search" if searched else "gru-1k6"]["label"]]
+        vr_rows = sorted((r for r in rows if r["vr"] and r["search"] == searched),
+                         key=lambda r: r["kbps"])
+        level = [r for r in vr_rows
+                 if all(r[k] <= fixed[k] + 0.05 for k in ("lsd_nb", "mcd_nb", "lsd_full",
+                                                          "mcd_full"))]
+        how = "both searched" if searched else "both with the network's codes"
+        if level:
+            v = level[0]
+            bars.append(bar(name14 + " (%s)" % how, v["actual"] <= 1.2,
+                            "%s takes %.3f kbit/s (the fixed-rate model's streams %.3f) at "
+                            "LSD %.2f / MCD %.2f dB (0-4 kHz; fixed-rate: %.2f / %.2f)" % (
+                                v["label"], v["actual"], fixed["actual"], v["lsd_nb"],
+                                v["mcd_nb"], fixed["lsd_nb"], fixed["mcd_nb"])))
+        else:
+            bars.append(bar(name14 + " (%s)" % how, False,
+                            "no variable-rate system is within 0.05 dB of %s's distortion "
+                            "(%s)" % (fixed["label"], "; ".join(
+                                "%s: %.3f kbit/s, LSD %.2f, MCD %.2f" % (
+                                    r["label"], r["actual"], r["lsd_nb"], r["mcd_nb"])
+                                for r in vr_rows))))
     d32 = by[models["dense-3k2"]["label"]]
     gain = ("What the recurrent state buys, same bitrate, data and recipe: through audio, "
             "the GRU family's LSD (0-8 kHz) is %.2f dB lower than the dense family's "
@@ -598,7 +621,7 @@ def main():
     import matplotlib.pyplot as plt
     plt.figure(figsize=(7, 4))
     for key, m in models.items():
-        if m["vr"]:  # their loss adds lambda x rate: not comparable
+        if m["vr"] or "enc" in m:  # lambda x rate in the loss; a model twice
             continue
         csv = np.genfromtxt(m["log"], delimiter=",", names=True)
         line, = plt.plot(csv["epoch"], csv["loss"], label="%s: training" % m["label"])
@@ -630,8 +653,8 @@ def main():
     fig.savefig(os.path.join(out, "spectrogram.png"), dpi=110)
 
     plt.figure(figsize=(7.5, 4.8))
-    vr = sorted((r for r in rows if r["vr"] and ", 12 codes" not in r["label"]),
-                key=lambda r: r["actual"])
+    vr = sorted((r for r in rows if r["vr"] and ", 12 codes" not in r["label"]
+                 and not r["search"]), key=lambda r: r["actual"])
     if vr:
         plt.plot([r["actual"] for r in vr], [r["lsd_nb"] for r in vr], "-^",
                  color="tab:orange", markersize=8,
@@ -641,7 +664,12 @@ def main():
         if r in vr:
             continue
         is_frae = r["label"].startswith("FRAE")
-        if r["vr"]:  # beside the fixed-rate 1.6 point: named in the legend
+        if r["search"]:  # the same models, searched codes: a star each
+            plt.plot(r["actual"], r["lsd_nb"], "*", color="tab:green", markersize=10,
+                     label="FRAE GRU, encoder search" if not r["vr"] else None)
+            plt.annotate("searched", (r["actual"], r["lsd_nb"]), textcoords="offset points",
+                         xytext=(6, -10), fontsize=8)
+        elif r["vr"]:  # beside the fixed-rate 1.6 point: named in the legend
             plt.plot(r["actual"], r["lsd_nb"], "v", color="tab:red", markersize=8,
                      label="FRAE GRU, variable rate, 12 codes (lambda %g)" % VR12_LAMBDA)
             plt.annotate("12 codes", (r["actual"], r["lsd_nb"]), textcoords="offset points",

@@ -137,9 +137,10 @@ extern const cli_opt cli_model_opts[];
     "                       (0; 16 when --rate-lambda is given)\n"            \
     "  --prior-ar on|off    with a prior: each code's probability also\n"    \
     "                       sees the frame's earlier codes (on)\n"           \
-    "  --pitch-coder C      with pitch: 4bit (8 steps) or, with a prior,\n"  \
-    "                       ranged (7 steps, one 0, coded in two frames'\n"  \
-    "                       context; the default with a prior)\n"            \
+    "  --pitch-coder C      with pitch and a prior, how its codes are\n"     \
+    "                       range-coded: ranged (two frames' context,\n"    \
+    "                       counts fitted on speech; the default) or\n"     \
+    "                       4bit (as before it)\n"                         \
     "  --seed S             initialisation and shuffling seed (1)\n"
 
 /* ---- audio features -------------------------------------------------------- */
