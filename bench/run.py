@@ -146,9 +146,9 @@ def main():
     print()
     print("Streaming codec, default dense and GRU models, batch 1, 1 core (encode "
           "runs the decoder too, closed loop):")
-    print("%-16s %-7s %10s %12s %12s %14s %14s %10s %16s" % (
+    print("%-16s %-7s %10s %12s %12s %14s %14s %10s %16s %14s" % (
         "model", "weights", "bits/frame", "encode us", "decode us", "decode x RT",
-        "enc+dec x RT", "model MiB", "range enc/dec us"))
+        "enc+dec x RT", "model MiB", "range enc/dec us", "search2 enc us"))
     for fam, q, w in (("dense", "binary", "f32"), ("dense", "binary", "bf16"),
                       ("dense", "uniform:4", "f32"), ("dense", "uniform:4", "bf16"),
                       ("gru", "binary", "f32"), ("gru", "binary", "bf16"),
@@ -160,15 +160,16 @@ def main():
                 c["range_encode_us"], c["range_decode_us"],
                 100 * float(c["range_encode_us"]) / float(c["encode_us"]),
                 100 * float(c["range_decode_us"]) / float(c["decode_us"]))
-            print("%-16s %-7s %10s %12s %12s %14s %14s %10s %16s" % (
+            print("%-16s %-7s %10s %12s %12s %14s %14s %10s %16s %14s" % (
                 fam + " " + q, w, c["bits_per_frame"], c["encode_us"], c["decode_us"], c["rt_decode"],
-                c["rt_encode_decode"], c["model_mb"], rc))
+                c["rt_encode_decode"], c["model_mb"], rc, c["search2_encode_us"]))
     print("x RT: real-time factor at 100 frames/s (10 ms frames); times are the median "
           "of rounds of 2,000 frames.  bf16: weights stored as bfloat16 ('frae convert "
           "--weights bf16'), arithmetic in float32.  range enc/dec: what entropy coding "
           "adds per frame (the same model with a learned prior of 16 units, its codes "
           "range-coded in packets of 100 frames, pitch off), and its share of the "
-          "fixed-rate encode / decode.")
+          "fixed-rate encode / decode.  search2 enc: encoding with the encoder's "
+          "search, two passes ('frae encode --search 2').")
     gru_section(build, seconds, have_torch, peaks, cores, env1)
     if not have_torch:
         print("python3-torch is not installed: PyTorch columns skipped.")
