@@ -97,6 +97,27 @@ static void bench_ranged(const frae_config *base, const float *x, int T,
     frae_destroy(m);
 }
 
+/* Seconds per frame of fixed-rate encoding: the median of rounds of T
+ * frames run for about `seconds`; the last round's codes left in codes. */
+static double median_encode(frae_encoder *e, const float *x, int T, int D,
+                            unsigned char *codes, size_t cb, double seconds)
+{
+    enum { MAX_ROUNDS = 4096 };
+    static double r[MAX_ROUNDS];
+    int n = 0;
+    double start = now();
+    do {
+        double t0 = now();
+        frae_encoder_reset(e);
+        for (int t = 0; t < T; t++)
+            frae_encode_frame(e, x + (size_t)t * D, codes + (size_t)t * cb,
+                              NULL);
+        r[n++] = (now() - t0) / T;
+    } while (now() - start < seconds && n < MAX_ROUNDS);
+    qsort(r, (size_t)n, sizeof *r, cmp_double);
+    return r[n / 2];
+}
+
 static int bench_codec(double seconds, const char *quant, int bf16)
 {
     frae_config c;
@@ -127,33 +148,15 @@ static int bench_codec(double seconds, const char *quant, int bf16)
      * so that another tenant's burst on this shared machine does not move
      * the figure */
     enum { MAX_ROUNDS = 4096 };
-    static double r_enc[MAX_ROUNDS], r_dec[MAX_ROUNDS];
-    int n_enc = 0, n_dec = 0;
-    double start = now();
-    do {
-        double t0 = now();
-        frae_encoder_reset(e);
-        for (int t = 0; t < T; t++)
-            frae_encode_frame(e, x + (size_t)t * D, codes + (size_t)t * cb,
-                              NULL);
-        r_enc[n_enc++] = (now() - t0) / T;
-    } while (now() - start < seconds / 2 && n_enc < MAX_ROUNDS);
-    /* the encoder's search, two passes (frae encode --search 2) */
-    static double r_search[MAX_ROUNDS];
-    int n_search = 0;
+    static double r_dec[MAX_ROUNDS];
+    int n_dec = 0;
+    /* the encoder's search, two passes (frae encode --search 2), then the
+     * plain encoder, whose codes the decoder times */
     frae_encoder_set_search(e, 2, 0.0f);
-    start = now();
-    do {
-        double t0 = now();
-        frae_encoder_reset(e);
-        for (int t = 0; t < T; t++)
-            frae_encode_frame(e, x + (size_t)t * D, codes + (size_t)t * cb,
-                              NULL);
-        r_search[n_search++] = (now() - t0) / T;
-    } while (now() - start < seconds / 2 && n_search < MAX_ROUNDS);
+    const double t_search = median_encode(e, x, T, D, codes, cb, seconds / 2);
     frae_encoder_set_search(e, 0, 0.0f);
-    qsort(r_search, (size_t)n_search, sizeof *r_search, cmp_double);
-    start = now();
+    const double t_enc = median_encode(e, x, T, D, codes, cb, seconds / 2);
+    double start = now();
     do {
         double t0 = now();
         frae_decoder_reset(d);
@@ -161,9 +164,8 @@ static int bench_codec(double seconds, const char *quant, int bf16)
             frae_decode_frame(d, codes + (size_t)t * cb, y);
         r_dec[n_dec++] = (now() - t0) / T;
     } while (now() - start < seconds / 2 && n_dec < MAX_ROUNDS);
-    qsort(r_enc, (size_t)n_enc, sizeof *r_enc, cmp_double);
     qsort(r_dec, (size_t)n_dec, sizeof *r_dec, cmp_double);
-    double t_enc = r_enc[n_enc / 2], t_dec = r_dec[n_dec / 2];
+    const double t_dec = r_dec[n_dec / 2];
     double us_enc = t_enc * 1e6, us_dec = t_dec * 1e6;
     double us_rg_enc, us_rg_dec;
     bench_ranged(&c, x, T, seconds, &us_rg_enc, &us_rg_dec);
@@ -178,7 +180,7 @@ static int bench_codec(double seconds, const char *quant, int bf16)
            c.latent_dim * frae_code_bits(m), us_enc, us_dec,
            10000.0 / us_dec, 10000.0 / (us_enc + us_dec),
            frae_bytes_allocated(m) / 1048576.0, frae_isa_name(m), us_rc_enc,
-           us_rc_dec, r_search[n_search / 2] * 1e6);
+           us_rc_dec, t_search * 1e6);
     frae_encoder_destroy(e);
     frae_decoder_destroy(d);
     free(x), free(codes);
