@@ -17,7 +17,7 @@ code the held-out voices, and compare with Codec2 and Opus through audio.
          placed at the rate their streams take;
   3. encodes and decodes every held-out utterance with each (frae encode,
      frae decode --wav: the harmonic-plus-noise vocoder);
-  4. runs Codec2 (700C, 1300, 3200 bit/s) and Opus (6 kbit/s) on the same
+  4. runs Codec2 (700C, 1300, 1600, 3200 bit/s) and Opus (6 kbit/s) on the same
      audio;
   5. measures every system the same way, on its decoded audio: the log-mel
      features of the WAV (frae features), aligned to the original's, and
@@ -225,6 +225,24 @@ def pitch_errors(ref, test):
     both = ok & v_r & v_t
     gross = np.abs(f_t[both] / f_r[both] - 1.0) > 0.2
     return gross.sum(), both.sum(), (v_r[ok] != v_t[ok]).sum(), ok.sum()
+
+
+def opus_packet_sizes(path):
+    """The sizes of the Opus packets in an Ogg Opus file, its two header
+    packets (OpusHead, OpusTags) left out: each page's lacing values add up
+    to its packets, a value below 255 ending one."""
+    data, at, sizes, size = open(path, "rb").read(), 0, [], 0
+    while at < len(data):
+        if data[at:at + 4] != b"OggS":
+            sys.exit("%s: no Ogg page at byte %d" % (path, at))
+        lacing = data[at + 27:at + 27 + data[at + 26]]
+        at += 27 + len(lacing) + sum(lacing)
+        for n in lacing:
+            size += n
+            if n < 255:
+                sizes.append(size)
+                size = 0
+    return sizes[2:]
 
 
 def write_wav(path, x):
@@ -445,8 +463,8 @@ def main():
         systems[m["label"]] = {"kbps": m["kbps"], "wavs": m["wavs"], "frae": key,
                                "actual": m["actual_kbps"], "vr": m["vr"],
                                "search": "enc" in m}
-    for mode in ("700C", "1300", "3200"):
-        wavs = {}
+    for mode in ("700C", "1300", "1600", "3200"):
+        wavs, c2_bytes = {}, 0
         for w in tests:
             name = os.path.basename(w)[:-4]
             raw8 = os.path.join(tmp, "in8.raw")
@@ -454,23 +472,30 @@ def main():
                 "-t", "raw", raw8])
             c2 = os.path.join(tmp, "x.c2")
             sh(["c2enc", mode, raw8, c2])
+            c2_bytes += os.path.getsize(c2)
             sh(["c2dec", mode, c2, os.path.join(tmp, "out8.raw")])
             wav = os.path.join(out, "wav", "%s-codec2-%s.wav" % (name, mode))
             sh(["sox", "-R", "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t",
                 "raw", os.path.join(tmp, "out8.raw"), "-r", "16000", wav])
             wavs[name] = wav
-        systems["Codec2 %s" % mode] = {"kbps": {"700C": 0.7, "1300": 1.3, "3200": 3.2}[mode],
-                                       "wavs": wavs}
-    wavs, opus_bytes = {}, 0
+        # placed at its bits; its files take more (a 7-byte header, and
+        # 700C's 28 and 1300's 52 bits a frame padded to whole bytes)
+        systems["Codec2 %s" % mode] = {"kbps": {"700C": 0.7, "1300": 1.3, "1600": 1.6, "3200": 3.2}[mode],
+                                       "actual": c2_bytes * 8 / secs / 1000, "wavs": wavs}
+    wavs, opus_bytes, ogg_bytes = {}, 0, 0
     for w in tests:
         name = os.path.basename(w)[:-4]
         ogg = os.path.join(tmp, "x.opus")
         sh(["opusenc", "--quiet", "--bitrate", "6", w, ogg])
-        opus_bytes += os.path.getsize(ogg)
+        opus_bytes += sum(opus_packet_sizes(ogg))
+        ogg_bytes += os.path.getsize(ogg)
         wav = os.path.join(out, "wav", "%s-opus.wav" % name)
         sh(["opusdec", "--quiet", "--rate", "16000", ogg, wav])
         wavs[name] = wav
-    systems["Opus 6 kbit/s"] = {"kbps": opus_bytes * 8 / secs / 1000, "wavs": wavs}
+    # placed at its packets' bytes: the Ogg file around them (headers, 512
+    # bytes of tag padding, page headers) is a container, not the codec
+    systems["Opus 6 kbit/s"] = {"kbps": opus_bytes * 8 / secs / 1000,
+                                "actual": ogg_bytes * 8 / secs / 1000, "wavs": wavs}
 
     print("== 5. every system through its audio: features and pitch", flush=True)
     full = np.arange(80)
@@ -591,6 +616,11 @@ def main():
                                 "%s: %.3f kbit/s, LSD %.2f, MCD %.2f" % (
                                     r["label"], r["actual"], r["lsd_nb"], r["mcd_nb"])
                                 for r in vr_rows))))
+    c16 = by["Codec2 1600"]
+    same = ("At the same rate, Codec2's 1600 mode (issue 13's bar names 1300, with 0.3 "
+            "kbit/s less): FRAE GRU 1.6 kbit/s, whose streams take %.2f, against it LSD "
+            "%.2f vs %.2f dB and MCD %.2f vs %.2f dB (0-4 kHz, through audio)."
+            % (g16["actual"], g16["lsd_nb"], c16["lsd_nb"], g16["mcd_nb"], c16["mcd_nb"]))
     d32 = by[models["dense-3k2"]["label"]]
     gain = ("What the recurrent state buys, same bitrate, data and recipe: through audio, "
             "the GRU family's LSD (0-8 kHz) is %.2f dB lower than the dense family's "
@@ -606,9 +636,14 @@ def main():
                           for r in rows),
                 "; ".join("%s: %s" % (m["label"], m["split"]) for m in models.values()),
                 " / ".join("%d" % m["bytes"] for m in models.values())))
-    report = "\n".join(["# frae speech demo", "", "Through audio:", "", table, "",
+    rates = ("kbit/s: a fixed-rate codec's own rate (FRAE's and Codec2's bits, Opus's "
+             "packets without the Ogg file around them); stream kbit/s: what the files "
+             "take, every header byte counted (FRAE's .fbs, Codec2's .c2, Opus's Ogg).  "
+             "The rate-quality figure places FRAE at its streams, the others at their "
+             "own rate.")
+    report = "\n".join(["# frae speech demo", "", "Through audio:", "", table, "", rates, "",
                         "FRAE before the vocoder (its decoded features):", "", ftable, "",
-                        "Bars (issues 13 and 14):", *bars, "", gain, "", tracker, "",
+                        "Bars (issues 13 and 14):", *bars, "", same, "", gain, "", tracker, "",
                         notes])
     print()
     print(report)
@@ -652,6 +687,12 @@ def main():
     fig.tight_layout()
     fig.savefig(os.path.join(out, "spectrogram.png"), dpi=110)
 
+    def plot_rate(r):
+        """FRAE at what its streams take, every header byte counted; the
+        others at their codec's own rate (Codec2's bits, Opus's packets):
+        what a comparison must not flatter is frae"""
+        return r["actual"] if r["label"].startswith("FRAE") else r["kbps"]
+
     plt.figure(figsize=(7.5, 4.8))
     vr = sorted((r for r in rows if r["vr"] and ", 12 codes" not in r["label"]
                  and not r["search"]), key=lambda r: r["actual"])
@@ -660,32 +701,34 @@ def main():
                  color="tab:orange", markersize=8,
                  label="FRAE GRU, variable rate (learned prior, lambda %s)" % ", ".join(
                      "%g" % lam for lam in VR_LAMBDAS))
-    for r in rows:  # every system at the rate its streams take
+    for r in rows:
         if r in vr:
             continue
+        at = plot_rate(r)
         is_frae = r["label"].startswith("FRAE")
         if r["search"]:  # the same models, searched codes: a star each
-            plt.plot(r["actual"], r["lsd_nb"], "*", color="tab:green", markersize=10,
+            plt.plot(at, r["lsd_nb"], "*", color="tab:green", markersize=10,
                      label="FRAE GRU, encoder search" if not r["vr"] else None)
-            plt.annotate("searched", (r["actual"], r["lsd_nb"]), textcoords="offset points",
+            plt.annotate("searched", (at, r["lsd_nb"]), textcoords="offset points",
                          xytext=(6, -10), fontsize=8)
         elif r["vr"]:  # beside the fixed-rate 1.6 point: named in the legend
-            plt.plot(r["actual"], r["lsd_nb"], "v", color="tab:red", markersize=8,
+            plt.plot(at, r["lsd_nb"], "v", color="tab:red", markersize=8,
                      label="FRAE GRU, variable rate, 12 codes (lambda %g)" % VR12_LAMBDA)
-            plt.annotate("12 codes", (r["actual"], r["lsd_nb"]), textcoords="offset points",
+            plt.annotate("12 codes", (at, r["lsd_nb"]), textcoords="offset points",
                          xytext=(-8, -3), fontsize=8, ha="right")
         else:
-            plt.plot(r["actual"], r["lsd_nb"], "o" if is_frae else "s",
+            plt.plot(at, r["lsd_nb"], "o" if is_frae else "s",
                      color="tab:blue" if is_frae else "tab:gray", markersize=8)
-            plt.annotate(r["label"], (r["actual"], r["lsd_nb"]), textcoords="offset points",
+            plt.annotate(r["label"], (at, r["lsd_nb"]), textcoords="offset points",
                          xytext=(6, 4), fontsize=8)
     if vr:
         plt.legend(fontsize=8, loc="upper right")
-    plt.xlabel("kbit/s: the streams' bytes, headers included")
+    plt.xlabel("kbit/s: FRAE's streams, every header byte counted; Codec2's bits, "
+               "Opus's packets")
     plt.ylabel("LSD 0-4 kHz through audio (dB)")
     plt.title("rate and quality on the held-out voices (lower is better)")
     plt.grid(alpha=0.3)
-    plt.xlim(0, max(r["actual"] for r in rows) * 1.25)
+    plt.xlim(0, max(plot_rate(r) for r in rows) * 1.25)
     plt.tight_layout()
     plt.savefig(os.path.join(out, "rate_quality.png"), dpi=110)
     plt.close("all")
