@@ -18,7 +18,8 @@ code the held-out voices, and compare with Codec2 and Opus through audio.
   3. encodes and decodes every held-out utterance with each (frae encode,
      frae decode --wav: the harmonic-plus-noise vocoder);
   4. runs Codec2 (700C, 1300, 1600, 3200 bit/s) and Opus (6 kbit/s) on the same
-     audio;
+     audio, each placed at its own rate (Codec2's bits, Opus's packets
+     without the Ogg file around them), FRAE at what its streams take;
   5. measures every system the same way, on its decoded audio: the log-mel
      features of the WAV (frae features), aligned to the original's, and
      the pitch track of the WAV against the original's;
