@@ -138,13 +138,8 @@ int test_codec_threads_and_isas(void)
     CHECK(!memcmp(a, alone, cb * T), "a second thread changed the codes");
     frae_isa isas[3];
     int nisa = available_isas(isas);
-    float *p = malloc(sizeof(float) * frae_param_count(m));
-    frae_get_params(m, p);
     for (int i = 0; i < nisa; i++) {
-        frae_config ci = c;
-        ci.isa = isas[i];
-        frae_model *mi = create_or_die(&ci);
-        frae_set_params(mi, p);
+        frae_model *mi = model_on_isa(m, &c, isas[i]);
         enc_job ji = {mi, x, T, b};
         encode_job(&ji);
         CHECK(!memcmp(b, alone, cb * T), "%s codes differ",
@@ -154,7 +149,7 @@ int test_codec_threads_and_isas(void)
     }
     printf("    %s: same codes from 2 threads and on %d ISA(s)\n",
            gru ? "gru" : "dense", nisa);
-    free(p), free(alone), free(a), free(b), free(x);
+    free(alone), free(a), free(b), free(x);
     frae_destroy(m);
     }
     return failures;
@@ -634,14 +629,10 @@ int test_codec_ranged(void)
               "version %d, %u frames a packet", s.version, s.packet_frames);
         CHECK(frae_stream_packets(&s) == 10, "%llu packets",
               (unsigned long long)frae_stream_packets(&s));
-        float *p = malloc(sizeof(float) * frae_param_count(m));
-        frae_get_params(m, p);
+        frae_config c1 = c;
+        c1.batch = 1;
         for (int i = 0; i < nisa; i++) {
-            frae_config ci = c;
-            ci.isa = isas[i];
-            ci.batch = 1;
-            frae_model *mi = create_or_die(&ci);
-            frae_set_params(mi, p);
+            frae_model *mi = model_on_isa(m, &c1, isas[i]);
             CHECK(frae_stream_check_model(&s, mi, err, sizeof err) == 0,
                   "%s", err);
             memset(y, 0, sizeof(float) * nseq * T * W);
@@ -781,7 +772,7 @@ int test_codec_ranged(void)
                   strstr(err, "no prior"),
               "plain model: '%s'", err);
         frae_destroy(plain);
-        free(bad), free(p), free(buf), free(f), free(x), free(want), free(y);
+        free(bad), free(buf), free(f), free(x), free(want), free(y);
         frae_destroy(m);
     }
     return failures;
@@ -952,13 +943,8 @@ int test_codec_search(void)
         CHECK(same, "ranged %d: the decoder's frames differ from the encoder's", k);
         CHECK(size < plain, "ranged %d: %zu bytes with the search's rate weight, "
               "%zu without", k, size, plain);
-        float *p = malloc(sizeof(float) * frae_param_count(m));
-        frae_get_params(m, p);
         for (int i = 1; i < nisa; i++) {
-            frae_config ci = c;
-            ci.isa = isas[i];
-            frae_model *mi = create_or_die(&ci);
-            frae_set_params(mi, p);
+            frae_model *mi = model_on_isa(m, &c, isas[i]);
             const size_t si = encode_ranged_search(mi, f, 1, n, 16, other, 2,
                                                    0.5f, NULL);
             CHECK(si == size && !memcmp(other, buf, size),
@@ -970,7 +956,7 @@ int test_codec_search(void)
                "against %zu with the network's codes; the same stream on %d "
                "ISAs\n",
                k ? "uniform 5" : "binary", size, plain, nisa);
-        free(p), free(f), free(recon), free(y), free(buf), free(other);
+        free(f), free(recon), free(y), free(buf), free(other);
         frae_destroy(m);
     }
     /* refused settings */

@@ -63,6 +63,19 @@ frae_model *create_or_die(const frae_config *c)
     return m;
 }
 
+frae_model *model_on_isa(const frae_model *m, const frae_config *c,
+                         frae_isa isa)
+{
+    frae_config ci = *c;
+    ci.isa = isa;
+    frae_model *mi = create_or_die(&ci);
+    float *p = malloc(sizeof(float) * frae_param_count(m));
+    frae_get_params(m, p);
+    frae_set_params(mi, p);
+    free(p);
+    return mi;
+}
+
 int available_isas(frae_isa *out)
 {
     int n = 0;

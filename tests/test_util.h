@@ -42,6 +42,10 @@ frae_model *create_or_die(const frae_config *c);
 /* ISAs this CPU runs, scalar first (FRAE_TEST_ISAS=scalar pretends the
  * CPU has no SIMD: for checking that such tests skip). */
 int available_isas(frae_isa *out);
+/* A model of config c on ISA isa holding m's parameters (the same model,
+ * other kernels: its outputs must be m's bit for bit). */
+frae_model *model_on_isa(const frae_model *m, const frae_config *c,
+                         frae_isa isa);
 
 
 /* Layer shapes of cfg in parameter order; returns the number of layers. */
