@@ -1,7 +1,8 @@
 /* libFuzzer target for the .fbs reader and the decoders behind it, of
  * both families (a dense model and a GRU one that also codes pitch and
  * normalizes) and of entropy-coded streams (version 3: a GRU model with a
- * prior, its within-frame autoregression and the ranged pitch coder);
+ * prior, its within-frame autoregression and the ranged pitch coder,
+ * with or without DTX's silence flags);
  * (size / 2) % 3 picks.
  *
  * Half the inputs are taken as they are: they exercise the header and
@@ -23,8 +24,10 @@
 static frae_model *models[3];
 static frae_decoder *decoders[3];
 
-/* A valid stream of model m (12 frames) into dir/name. */
-static void write_seed(const frae_model *m, const char *dir, const char *name)
+/* A valid stream of model m (12 frames) into dir/name; with dtx (a model
+ * with a prior), frames 6 to 9 silent. */
+static void write_seed(const frae_model *m, const char *dir, const char *name,
+                       int dtx)
 {
     frae_encoder *e = frae_encoder_create(m);
     enum { T = 12 };
@@ -38,7 +41,7 @@ static void write_seed(const frae_model *m, const char *dir, const char *name)
         frae_encode_frame(e, x, codes + t * frae_code_bytes(m), NULL);
     }
     frae_stream h;
-    frae_stream_header(m, 1, T, 1, &h);
+    frae_stream_header(m, 1, T, 1 | (dtx ? FRAE_STREAM_DTX : 0), &h);
     size_t size = frae_stream_bytes(&h);
     unsigned char *buf = malloc(size ? size : 4096);
     if (h.version == FRAE_STREAM_VERSION_RANGED) { /* packets of 5 frames */
@@ -47,6 +50,7 @@ static void write_seed(const frae_model *m, const char *dir, const char *name)
         h.packet_frames = 5;
         size = frae_stream_writer_begin(&w, &h, buf);
         frae_encoder_reset(e);
+        frae_encoder_set_dtx(e, dtx);
         for (int t = 0, k = 0; t < T; t++) {
             for (int d = 0; d < 6; d++)
                 x[d] = (float)((t * 7 + d * 3) % 11) / 11.0f - 0.5f;
@@ -54,7 +58,10 @@ static void write_seed(const frae_model *m, const char *dir, const char *name)
             x[7] = t % 4 != 0;
             if (t % 5 == 0)
                 frae_range_enc_init(&rc, buf + size + FRAE_PACKET_PAYLOAD, 1024);
-            frae_encode_frame_ranged(e, x, &rc, NULL);
+            if (dtx && t >= 6 && t <= 9)
+                frae_encode_silence_ranged(e, &rc, NULL);
+            else
+                frae_encode_frame_ranged(e, x, &rc, NULL);
             if (t % 5 == 4 || t == T - 1)
                 size += frae_stream_packet_seal(buf + size, (uint32_t)k++,
                                                 frae_range_enc_finish(&rc));
@@ -107,9 +114,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     }
     const char *dir = getenv("FRAE_FUZZ_SEED_DIR");
     if (dir) {
-        write_seed(models[0], dir, "seed.fbs");
-        write_seed(models[1], dir, "seed_gru.fbs");
-        write_seed(models[2], dir, "seed_prior.fbs");
+        write_seed(models[0], dir, "seed.fbs", 0);
+        write_seed(models[1], dir, "seed_gru.fbs", 0);
+        write_seed(models[2], dir, "seed_prior.fbs", 0);
+        write_seed(models[2], dir, "seed_prior_dtx.fbs", 1);
     }
     return 0;
 }
@@ -168,6 +176,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         !frae_stream_check_model(&s, model, err, sizeof err) &&
         s.version == FRAE_STREAM_VERSION_RANGED) {
         const unsigned char *at = s.payload, *end = buf + size;
+        frae_decoder_set_dtx(decoder, (s.flags & FRAE_STREAM_DTX) != 0);
         frae_range_dec rd;
         float y[8];
         uint32_t k = 0;

@@ -573,6 +573,30 @@ FRAE_API
 int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
                              float *frame);
 
+/* Discontinuous transmission (DTX), for a model with a prior: off after
+ * init.  With it on, every frame starts with a silence flag (range-coded
+ * with adaptive counts in the context of the last frame's), and the
+ * caller, who knows what silence is for its frames (frae encode --dtx: a
+ * level gate), may code a frame as silent with
+ * frae_encode_silence_ranged instead of frae_encode_frame_ranged.  A
+ * silent frame codes nothing else and changes nothing at either end (the
+ * network's state, the prior's recalibration, the pitch coder); the
+ * decoder gives the last frame it decoded again (f0 and voicing 0; before
+ * a sequence's first coded frame, the model's zero frame, denormalized),
+ * and recon is that frame.  Encoder and decoder must agree (a version-3
+ * stream says so: FRAE_STREAM_DTX).  Coded frames decode to the bit as
+ * without DTX, but a silent frame is not the network's output, so
+ * decode(encode(x)) == frae_forward only while no frame is silent.
+ * set_dtx returns 0, or -1 for a model without a prior;
+ * frae_encode_silence_ranged 0, or -1 (nothing coded) with DTX off. */
+FRAE_API
+int frae_encoder_set_dtx(frae_encoder *e, int on);
+FRAE_API
+int frae_decoder_set_dtx(frae_decoder *d, int on);
+FRAE_API
+int frae_encode_silence_ranged(frae_encoder *e, frae_range_enc *rc,
+                               float *recon);
+
 /* ---- Entropy coding ------------------------------------------------------
  * A range coder in integer arithmetic (src/entropy.c): symbols are coded
  * with integer frequencies that sum to 2^FRAE_RANGE_TOTAL_BITS, none zero,
@@ -655,6 +679,9 @@ int frae_range_dec_status(const frae_range_dec *d);
 #define FRAE_STREAM_HEADER 36
 #define FRAE_STREAM_PITCH 2 /* flags bit 1: each frame's codes end with
                                FRAE_PITCH_BITS of f0 and voicing */
+#define FRAE_STREAM_DTX 4   /* flags bit 2, version 3 only: each frame
+                               starts with a silence flag (frae_encoder_
+                               set_dtx) */
 /* 2: first layers sum the fed-back frames oldest first, then the head
  * (README, numerical contract); version 1 streams decode differently. */
 #define FRAE_STREAM_VERSION 2
@@ -707,7 +734,9 @@ typedef struct {
 
 /* Fills the header fields for a stream of m's codes: version 3, with
  * FRAE_PACKET_FRAMES frames per packet (fewer if a packet could outgrow
- * its u16 length), for a model with a prior; else version 2. */
+ * its u16 length), for a model with a prior; else version 2.  flags: bit
+ * 0, the input was one [T, D] sequence; FRAE_STREAM_DTX (kept for version
+ * 3 only), the frames carry a silence flag. */
 FRAE_API
 void frae_stream_header(const frae_model *m, uint32_t sequences,
                         uint32_t frames, int flags, frae_stream *s);

@@ -31,6 +31,10 @@ struct frae_codec_state {
      * and, for the ranged coder, the one before */
     uint32_t voicing_count[2][2], step_count[81][8];
     int prev_voiced, prev_step, prev_step2;
+    /* discontinuous transmission (frae_encoder_set_dtx): on or off, and
+     * adaptive counts of the silence flag after a coded / a silent frame */
+    int dtx, prev_silent;
+    uint32_t silence_count[2][2];
     /* the prior's logits, recalibrated to the stream (a model with a
      * prior): logit' = scale[u] x logit + shift[u][k], both learned as
      * the frames go by; weights holds the frame's, from logit' */
@@ -233,6 +237,8 @@ uint64_t frae_model_hash(const frae_model *m)
 #define PITCH_COUNT_INIT 4
 #define PITCH_COUNT_STEP 32
 #define PITCH_COUNT_LIMIT 4096
+#define SILENCE_COUNT_SAME 62
+#define SILENCE_COUNT_OTHER 2
 
 #define HEAD_BYTES ((sizeof(struct frae_codec_state) + 63) & ~(size_t)63)
 
@@ -281,6 +287,12 @@ static void state_reset(struct frae_codec_state *s)
     s->pitch_pred = PITCH_START;
     s->prev_voiced = 0;
     s->prev_step = s->prev_step2 = -1;
+    s->prev_silent = 0;
+    /* a flag mostly repeats itself: 1 in 32 to change, at first */
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2; k++)
+            s->silence_count[i][k] = i == k ? SILENCE_COUNT_SAME
+                                            : SILENCE_COUNT_OTHER;
     /* the ranged coder starts from counts fitted on speech, the 4-bit
      * quantizer's steps from even ones */
     for (int i = 0; i < 2; i++)
@@ -705,6 +717,80 @@ int frae_encoder_set_search(frae_encoder *e, int passes, float rate_weight)
     return 0;
 }
 
+/* ---- discontinuous transmission ------------------------------------------------
+ * With DTX on (frae_encoder_set_dtx), each frame starts with a flag, 1 for
+ * a silent frame, coded with adaptive counts in the context of the last
+ * frame's flag.  A silent frame codes nothing else and freezes both ends:
+ * the network's state, the prior's recalibration and the pitch coder stay
+ * as they were, and the decoder repeats the last frame it decoded (f0 and
+ * voicing 0), so a pause costs a fraction of a bit a frame. */
+static void silence_flag_encode(struct frae_codec_state *s, frae_range_enc *rc,
+                                int silent)
+{
+    uint32_t freq[2];
+    count_freqs(s->silence_count[s->prev_silent], 2, freq);
+    frae_range_encode_symbol(rc, freq, silent);
+    count_update(s->silence_count[s->prev_silent], 2, silent);
+    s->prev_silent = silent;
+}
+
+static int silence_flag_decode(struct frae_codec_state *s, frae_range_dec *rc)
+{
+    uint32_t freq[2];
+    count_freqs(s->silence_count[s->prev_silent], 2, freq);
+    const int silent = frae_range_decode_symbol(rc, freq, 2);
+    count_update(s->silence_count[s->prev_silent], 2, silent);
+    s->prev_silent = silent;
+    return silent;
+}
+
+/* A silent frame's output: the last frame decoded, as it came out (before
+ * a sequence's first coded frame, the model's zero frame) */
+static void silent_frame(const struct frae_codec_state *s, float *frame)
+{
+    const frae_config *c = &s->model->cfg;
+    if (!frame)
+        return;
+    const float *last = frae_state_frame(&s->st, s->st.ring_pos - 1);
+    if (c->normalize)
+        frae_denormalize(s->model, last, frame);
+    else
+        memcpy(frame, last, sizeof(float) * (size_t)c->frame_dim);
+    if (c->pitch)
+        frame[c->frame_dim] = frame[c->frame_dim + 1] = 0.0f;
+}
+
+static int set_dtx(struct frae_codec_state *s, int on)
+{
+    if (!s || s->model->cfg.prior_hidden <= 0)
+        return -1;
+    s->dtx = on != 0;
+    return 0;
+}
+
+int frae_encoder_set_dtx(frae_encoder *e, int on)
+{
+    return set_dtx((struct frae_codec_state *)e, on);
+}
+
+int frae_decoder_set_dtx(frae_decoder *d, int on)
+{
+    return set_dtx((struct frae_codec_state *)d, on);
+}
+
+int frae_encode_silence_ranged(frae_encoder *e, frae_range_enc *rc,
+                               float *recon)
+{
+    struct frae_codec_state *s = (struct frae_codec_state *)e;
+    if (!s->dtx)
+        return -1;
+    fp_env env = fp_enter();
+    silence_flag_encode(s, rc, 1);
+    silent_frame(s, recon);
+    fp_leave(env);
+    return 0;
+}
+
 void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
                               frae_range_enc *rc, float *recon)
 {
@@ -713,6 +799,8 @@ void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
     const frae_config *c = &s->model->cfg;
     uint32_t freq[4096];
     const float *x = frame;
+    if (s->dtx)
+        silence_flag_encode(s, rc, 0);
     if (c->normalize) {
         frae_normalize_rows(s->model, frame, 0, 1, s->xnorm);
         x = s->xnorm;
@@ -755,6 +843,11 @@ int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
     fp_env env = fp_enter();
     const frae_config *c = &s->model->cfg;
     uint32_t freq[4096];
+    if (s->dtx && silence_flag_decode(s, rc)) {
+        silent_frame(s, frame);
+        fp_leave(env);
+        return frae_range_dec_status(rc);
+    }
     prior_logits(s);
     const int n = c->quantizer == FRAE_QUANT_BINARY ? 2 : c->quant_levels;
     const float top = (float)(c->quant_levels - 1);
@@ -899,7 +992,8 @@ uint64_t frae_stream_packets(const frae_stream *s)
 size_t frae_stream_packet_cap(const frae_stream *s)
 {
     uint64_t symbols = (uint64_t)s->latent_dim +
-                       (s->flags & FRAE_STREAM_PITCH ? 2 : 0);
+                       (s->flags & FRAE_STREAM_PITCH ? 2 : 0) +
+                       (s->flags & FRAE_STREAM_DTX ? 1 : 0);
     uint64_t bytes = ((uint64_t)s->packet_frames * symbols *
                       FRAE_RANGE_TOTAL_BITS + 7) / 8 + 6;
     return (size_t)(bytes + FRAE_PACKET_OVERHEAD);
@@ -966,7 +1060,8 @@ void frae_stream_header(const frae_model *m, uint32_t sequences,
     memset(s, 0, sizeof *s);
     s->version = m->cfg.prior_hidden > 0 ? FRAE_STREAM_VERSION_RANGED
                                          : FRAE_STREAM_VERSION;
-    s->flags = (uint8_t)((flags & 1) | (m->cfg.pitch ? FRAE_STREAM_PITCH : 0));
+    s->flags = (uint8_t)((flags & 1) | (m->cfg.pitch ? FRAE_STREAM_PITCH : 0) |
+                         (m->cfg.prior_hidden > 0 ? flags & FRAE_STREAM_DTX : 0));
     if (m->cfg.prior_hidden > 0) /* a payload must fit 65535 bytes */
         for (s->packet_frames = FRAE_PACKET_FRAMES;
              s->packet_frames > 1 &&
@@ -1172,7 +1267,7 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
         s->quantizer = p[33];
         s->levels = (uint16_t)(p[34] | p[35] << 8);
     }
-    if (s->flags & ~(1 | FRAE_STREAM_PITCH)) {
+    if (s->flags & ~(1 | FRAE_STREAM_PITCH | (ranged ? FRAE_STREAM_DTX : 0))) {
         frae_errorf(err, errlen, "bitstream flags 0x%02x: unknown bits set",
                     s->flags);
         return -1;

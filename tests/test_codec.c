@@ -778,6 +778,177 @@ int test_codec_ranged(void)
     return failures;
 }
 
+/* One sequence of T frames as a version-3 stream with DTX on: frame t
+ * coded as silent where silent[t]; recon (non-NULL) the encoder's frames. */
+static size_t encode_dtx(const frae_model *m, const float *f, int T,
+                         const unsigned char *silent, unsigned char *out,
+                         float *recon)
+{
+    const frae_config *c = frae_get_config(m);
+    const int W = c->frame_dim + 2 * c->pitch;
+    frae_stream h;
+    frae_stream_writer w;
+    frae_stream_header(m, 1, (uint32_t)T, FRAE_STREAM_DTX, &h);
+    h.packet_frames = 16;
+    size_t at = frae_stream_writer_begin(&w, &h, out);
+    frae_encoder *e = frae_encoder_create(m);
+    frae_encoder_set_dtx(e, 1);
+    frae_range_enc rc;
+    uint32_t k = 0;
+    for (int t = 0; t < T; t++) {
+        if (t % 16 == 0)
+            frae_range_enc_init(&rc, out + at + FRAE_PACKET_PAYLOAD,
+                                frae_stream_packet_cap(&h) -
+                                    FRAE_PACKET_OVERHEAD);
+        float *r = recon ? recon + (size_t)t * W : NULL;
+        if (silent[t])
+            frae_encode_silence_ranged(e, &rc, r);
+        else
+            frae_encode_frame_ranged(e, f + (size_t)t * W, &rc, r);
+        if ((t + 1) % 16 == 0 || t + 1 == T)
+            at += frae_stream_packet_seal(out + at, k++,
+                                          frae_range_enc_finish(&rc));
+    }
+    frae_encoder_destroy(e);
+    return at;
+}
+
+/* DTX: a silent frame costs its flag alone, freezes both ends and decodes
+ * to the last frame decoded (f0 and voicing 0); the coded frames decode,
+ * on every ISA, to the bit of frae_forward on the sequence with the silent
+ * frames left out; the flag is version 3's alone. */
+int test_codec_dtx(void)
+{
+    int failures = 0;
+    enum { T = 70, D = 7 };
+    frae_isa isas[3];
+    const int nisa = available_isas(isas);
+    frae_config c;
+    codec_config(&c, FRAE_QUANT_BINARY, 0);
+    c.family = FRAE_FAMILY_GRU;
+    c.pitch = 1, c.prior_hidden = 6, c.prior_ar = 1, c.pitch_ranged = 1;
+    c.normalize = 1, c.batch = 1, c.isa = isas[0];
+    frae_model *m = create_or_die(&c);
+    perturb_params(m, NULL);
+    const float mean[D] = {0.5f, -1, 0.25f, 2, 0, -0.5f, 1};
+    const float std[D] = {2, 0.5f, 1, 4, 1, 0.25f, 3};
+    frae_set_normalization(m, mean, std);
+    const int W = D + 2;
+    float *f = ranged_frames(1, T, D, 1, 77);
+    unsigned char silent[T];
+    for (int t = 0; t < T; t++) /* before any coded frame, a pause, a blip */
+        silent[t] = t < 3 || (t >= 25 && t < 45) || t == 60 || t == 61;
+    float *recon = malloc(sizeof(float) * T * W), *y = malloc(sizeof(float) * T * W);
+    float *kept = malloc(sizeof(float) * T * D), *want = malloc(sizeof(float) * T * D);
+    int nk = 0;
+    for (int t = 0; t < T; t++)
+        if (!silent[t])
+            memcpy(kept + (size_t)nk++ * D, f + (size_t)t * W, sizeof(float) * D);
+    frae_forward(m, kept, want, 1, nk);
+    unsigned char *buf = malloc(1 << 16);
+    const size_t size = encode_dtx(m, f, T, silent, buf, recon);
+    frae_stream s;
+    char err[256] = "";
+    CHECK(frae_stream_parse(buf, size, &s, err, sizeof err) == 0 &&
+              (s.flags & FRAE_STREAM_DTX),
+          "DTX stream: '%s', flags %d", err, s.flags);
+    for (int i = 0; i < nisa; i++) {
+        frae_model *mi = model_on_isa(m, &c, isas[i]);
+        frae_set_normalization(mi, mean, std);
+        frae_decoder *d = frae_decoder_create(mi);
+        CHECK(frae_decoder_set_dtx(d, 1) == 0, "set_dtx refused");
+        frae_range_dec rd;
+        const unsigned char *at = s.payload;
+        int bad = 0;
+        for (int t = 0; t < T; t++) {
+            if (t % 16 == 0) {
+                const unsigned char *pl;
+                size_t n;
+                at += frae_stream_packet_parse(at, size - (size_t)(at - buf),
+                                               (uint32_t)t / 16, &pl, &n, err,
+                                               sizeof err);
+                frae_range_dec_init(&rd, pl, n);
+            }
+            bad |= frae_decode_frame_ranged(d, &rd, y + (size_t)t * W);
+        }
+        CHECK(!bad && !memcmp(y, recon, sizeof(float) * T * W),
+              "decoded on %s != the encoder's frames", frae_isa_name(mi));
+        int same = 1, held = 1, voicing = 1;
+        for (int t = 0, k = 0; t < T; t++) {
+            const float *yt = y + (size_t)t * W;
+            if (!silent[t]) {
+                same &= !memcmp(yt, want + (size_t)k++ * D, sizeof(float) * D);
+                voicing &= yt[D + 1] == f[(size_t)t * W + D + 1];
+                continue;
+            }
+            /* the frame before, or the model's zero frame: the means */
+            held &= !memcmp(yt, t < 3 ? mean : yt - W, sizeof(float) * D) &&
+                    yt[D] == 0.0f && yt[D + 1] == 0.0f;
+        }
+        CHECK(same, "on %s: coded frames != frae_forward without the silent "
+                    "ones", frae_isa_name(mi));
+        CHECK(held, "on %s: a silent frame is not the last one held",
+              frae_isa_name(mi));
+        CHECK(voicing, "on %s: voicing not kept", frae_isa_name(mi));
+        frae_decoder_destroy(d);
+        frae_destroy(mi);
+    }
+    /* a pause costs its flags alone: 65 silent frames after 5 coded ones
+     * take at most 3 bytes more than the 5 frames alone */
+    {
+        unsigned char tail[T] = {0}, *alone = malloc(1 << 16);
+        for (int t = 5; t < T; t++)
+            tail[t] = 1;
+        const size_t with_pause = encode_dtx(m, f, T, tail, buf, NULL);
+        const size_t five = encode_dtx(m, f, 5, tail, alone, NULL);
+        /* the pause's frames add 4 packets (index, length, CRC: 4 bytes
+         * each, with their coder's flush) */
+        const size_t packets = 4 * (FRAE_PACKET_MIN + 1);
+        printf("    65 silent frames: %zu bytes (5 coded frames alone %zu)\n",
+               with_pause, five);
+        CHECK(with_pause <= five + packets + 3,
+              "65 silent frames took %zu bytes more than none",
+              with_pause - five);
+        free(alone);
+    }
+    /* DTX needs a prior; its flag is version 3's alone */
+    {
+        frae_encoder *e = frae_encoder_create(m);
+        frae_range_enc rc;
+        unsigned char out[64];
+        frae_range_enc_init(&rc, out, sizeof out);
+        CHECK(frae_encode_silence_ranged(e, &rc, NULL) == -1,
+              "a silent frame coded with DTX off");
+        frae_encoder_destroy(e);
+        frae_config cp = c;
+        cp.prior_hidden = 0, cp.prior_ar = 0, cp.pitch_ranged = 0;
+        frae_model *plain = create_or_die(&cp);
+        frae_encoder *pe = frae_encoder_create(plain);
+        CHECK(frae_encoder_set_dtx(pe, 1) == -1, "DTX on without a prior");
+        frae_stream h;
+        frae_stream_header(plain, 1, 4, FRAE_STREAM_DTX, &h);
+        CHECK(h.version == FRAE_STREAM_VERSION && !(h.flags & FRAE_STREAM_DTX),
+              "a fixed-rate header with the DTX flag");
+        const size_t n = frae_stream_bytes(&h);
+        unsigned char *v2 = calloc(n, 1);
+        unsigned char *codes = calloc(frae_code_bytes(plain) * 4, 1);
+        frae_stream_write(v2, &h, codes);
+        v2[7] |= FRAE_STREAM_DTX;
+        const uint32_t crc = frae_crc32(v2, n - 4);
+        for (int i = 0; i < 4; i++)
+            v2[n - 4 + i] = (unsigned char)(crc >> 8 * i);
+        CHECK(frae_stream_parse(v2, n, &s, err, sizeof err) &&
+                  strstr(err, "unknown bits"),
+              "version 2 with the DTX flag: '%s'", err);
+        free(v2), free(codes);
+        frae_encoder_destroy(pe);
+        frae_destroy(plain);
+    }
+    free(buf), free(f), free(recon), free(y), free(kept), free(want);
+    frae_destroy(m);
+    return failures;
+}
+
 /* A fixed-rate frame's code bytes from level indices (binary: 1 = +1), and
  * back: L values of b bits, LSB first (README, "Bitstream"), written here
  * from the format, not with the codec's own packing. */

@@ -193,10 +193,17 @@ int test_codec_zero_allocations(void)
             if (p == 5)
                 CHECK(frae_encoder_set_search(e, 2, 0.01f) == 0,
                       "search refused");
+            if (p == 3) /* DTX from here on: every 4th frame silent */
+                CHECK(!frae_encoder_set_dtx(e, 1) && !frae_decoder_set_dtx(d, 1),
+                      "DTX refused");
             frae_range_enc_init(&rc, buf, sizeof buf);
-            for (int t = 0; t < 100; t++)
-                frae_encode_frame_ranged(e, x + (size_t)(p * 100 + t) * 6, &rc,
-                                         NULL);
+            for (int t = 0; t < 100; t++) {
+                if (p >= 3 && t % 4 == 3)
+                    frae_encode_silence_ranged(e, &rc, NULL);
+                else
+                    frae_encode_frame_ranged(e, x + (size_t)(p * 100 + t) * 6,
+                                             &rc, NULL);
+            }
             frae_range_dec_init(&rd, buf, frae_range_enc_finish(&rc));
             for (int t = 0; t < 100; t++)
                 bad_frames += frae_decode_frame_ranged(d, &rd, y) != 0;
@@ -207,7 +214,8 @@ int test_codec_zero_allocations(void)
         CHECK(alloc_count == 0, "%ld allocations in 1000 ranged frames",
               alloc_count);
         printf("    prior: %ld allocations in 1000 range-coded encode + "
-               "decode frames (the last 500 with the encoder's search)\n",
+               "decode frames (the last 500 with the encoder's search, the "
+               "last 700 with DTX)\n",
                alloc_count);
         frae_encoder_destroy(e), frae_decoder_destroy(d), free(x);
         frae_destroy(m);

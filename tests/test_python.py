@@ -239,6 +239,30 @@ def test_save_load_summary(tmp_path):
     back.fit(x, epochs=1, batch_size=4, verbose=0)  # continues, Adam state and all
 
 
+def test_decode_reads_dtx_streams(tmp_path):
+    # a stream 'frae encode --dtx' made (a speech model with a prior and
+    # pitch; a pause in the audio) decodes in Python as with 'frae decode'
+    rate = 16000
+    t = np.arange(rate) / rate
+    tone = 0.3 * np.sin(2 * np.pi * 150 * t) * (1 + 0.5 * np.sin(2 * np.pi * 3 * t))
+    s = (np.concatenate([tone, np.zeros(rate), tone]) * 32767).astype("<i2")
+    for i in range(3):
+        (tmp_path / "speech").mkdir(exist_ok=True)
+        with wave.open(str(tmp_path / "speech" / ("u%d.wav" % i)), "wb") as w:
+            w.setnchannels(1), w.setsampwidth(2), w.setframerate(rate)
+            w.writeframes(s.tobytes())
+    cli("train", tmp_path / "speech", "--latent", "6", "--enc", "32", "--dec", "32",
+        "--quantizer", "binary", "--pitch", "--rate-lambda", "0.01", "--epochs", "1",
+        "--batch", "3", "--crop", "50", "--save", tmp_path / "m.st")
+    cli("encode", tmp_path / "m.st", tmp_path / "speech" / "u0.wav", "-o", tmp_path / "d.fbs",
+        "--dtx")
+    cli("decode", tmp_path / "m.st", tmp_path / "d.fbs", "-o", tmp_path / "d.npy")
+    stream = open(tmp_path / "d.fbs", "rb").read()
+    assert stream[7] & 4  # the DTX flag
+    with frae.load(tmp_path / "m.st") as m:
+        assert np.array_equal(m.decode(stream), np.load(tmp_path / "d.npy"))
+
+
 def test_features_are_frae_features(tmp_path):
     rate = 16000
     t = np.arange(rate) / rate

@@ -49,6 +49,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(codec_threads_and_isas) \
     X(codec_pitch) \
     X(codec_ranged) \
+    X(codec_dtx) \
     X(codec_search) \
     X(prior_ar_column_dot) \
     X(bitstream) \

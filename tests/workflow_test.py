@@ -765,6 +765,33 @@ def main():
               err + err2 + err3 + err4 + err5 + info)
     check(len(sizes) == 2 and sizes[""] < sizes["4bit"], "the ranged pitch coder's stream is "
           "the smaller: %s bytes" % sizes)
+    # --dtx: a pause between two voiced stretches is sent as silence: a
+    # flag a frame, the decoder repeating its last frame (quiet, unvoiced)
+    rng = np.random.default_rng(5)
+    pause = 1e-5 * rng.standard_normal(24000)  # 1.5 s at -100 dBFS
+    write_wav(path("pause.wav"), np.concatenate([voiced(1.0, 16000, 140, 3), pause,
+                                                 voiced(1.0, 16000, 120, 4)]), 16000)
+    rc, out, err = run("encode", "ppr.safetensors", "pause.wav", "-o", "nodtx.fbs")
+    rc2, out2, err2 = run("encode", "ppr.safetensors", "pause.wav", "-o", "dtx.fbs", "--dtx")
+    rc3, _, err3 = run("decode", "ppr.safetensors", "dtx.fbs", "-o", "dtx.npy")
+    m = re.search(r"dtx: (\d+) of (\d+) frames silent", out2)
+    ok = rc == rc2 == rc3 == 0 and m and 130 <= int(m.group(1)) <= 150
+    if ok:
+        dec = np.load(path("dtx.npy"))
+        quiet = dec[110:240]  # inside the pause, past the hangover
+        ok = ((quiet == quiet[0]).all() and (quiet[:, 80:] == 0).all()
+              and os.path.getsize(path("dtx.fbs")) < 0.75 * os.path.getsize(path("nodtx.fbs")))
+    check(ok, "encode --dtx: a 1.5 s pause sent as silence (%s frames), %d bytes against %d; "
+          "decoded as the last frame held, unvoiced" % (m.group(1) if m else "?",
+          os.path.getsize(path("dtx.fbs")) if rc2 == 0 else 0,
+          os.path.getsize(path("nodtx.fbs")) if rc == 0 else 0), out2 + err + err2 + err3)
+    for model, arg, needle in (("pp.safetensors", "--dtx", "has no prior"),
+                               ("vr.safetensors", "--dtx", "not trained on audio"),
+                               ("ppr.safetensors", "--dtx-level=5", "--dtx-level")):
+        src_file = "one.npy" if model == "vr.safetensors" else "pause.wav"
+        rc, out, err = run("encode", model, src_file, "-o", "x.fbs", *arg.split("="))
+        check(one_line_error(rc, err, 2, needle), "encode %s with %s: one line, exit 2"
+              % (arg, model), "rc %d %s" % (rc, err))
     rc, out, err = run("train", "speech", "--latent", "8", "--quantizer", "binary",
                        "--pitch", "--pitch-coder", "ranged", "--save", "none")
     check(one_line_error(rc, err, 2, "needs pitch and a prior"),

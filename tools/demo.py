@@ -107,6 +107,14 @@ SEARCHED = (("gru-1k6", "gru-1k6-search", "FRAE GRU 1.6 kbit/s, encoder search",
             ("gru-vr12-%g" % VR12_LAMBDA, "gru-vr12-search",
              "FRAE GRU variable, 12 codes, encoder search",
              ["--search", "%d" % SEARCH_PASSES, "--search-lambda", "%g" % SEARCH_LAMBDA]))
+# discontinuous transmission (frae encode --dtx): the 12-code variable-rate
+# model again, pauses below -60 dB sent as silence, with the network's
+# codes and searched; a fixed-rate codec has no such mode (every frame
+# costs the same), and the measures skip such frames in every system
+SEARCHED += tuple((base, key + "-dtx", label + ", DTX", enc + ["--dtx"])
+                  for base, key, label, enc in SEARCHED[1:]) + \
+    (("gru-vr12-%g" % VR12_LAMBDA, "gru-vr12-dtx", "FRAE GRU variable, 12 codes, DTX",
+      ["--dtx"]),)
 # the recipe, the same for every model: per-band normalization (frae's
 # default for audio features), shuffled 100-frame crops in batches of 16,
 # Adam at lr 1e-3, full-feedback BPTT, gradients clipped to norm 1
@@ -144,6 +152,11 @@ def speech_frames(ref):
     """Frames whose energy is within 50 dB of the loudest."""
     energy = np.log(np.exp(ref * FEAT_SCALE - 5.0).sum(axis=1))
     return energy >= energy.max() - 50.0 / DB
+
+
+def frame_level_db(feats):
+    """Each frame's level in dB: its mel power summed."""
+    return DB * np.log(np.exp(feats * FEAT_SCALE - 5.0).sum(axis=1))
 
 
 def metrics(ref, test, bands):
@@ -409,9 +422,11 @@ def main():
                        "vr": "--rate-lambda" in opts,
                        "split": re.search(r"\((envelope[^)]*)\)", line).group(1),
                        "wavs": {}, "feats": {}, "feats16": {}}
-    for base, key, label, enc in SEARCHED:  # the same model, searched codes
+    for base, key, label, enc in SEARCHED:  # the same model: searched codes, DTX
         models[key] = dict(models[base], label=label, enc=enc, base=base,
-                           split=models[base]["split"] + ", encoder search",
+                           split=models[base]["split"] +
+                           (", encoder search" if "--search" in enc else "") +
+                           (", DTX" if "--dtx" in enc else ""),
                            wavs={}, feats={}, feats16={})
     for old in glob.glob(os.path.join(out, "model-dense.*")) + \
             glob.glob(os.path.join(out, "model-gru.*")) + \
@@ -463,7 +478,8 @@ def main():
             m["kbps"] = m["actual_kbps"]
         systems[m["label"]] = {"kbps": m["kbps"], "wavs": m["wavs"], "frae": key,
                                "actual": m["actual_kbps"], "vr": m["vr"],
-                               "search": "enc" in m}
+                               "search": "--search" in m.get("enc", []),
+                               "dtx": "--dtx" in m.get("enc", [])}
     for mode in ("700C", "1300", "1600", "3200"):
         wavs, c2_bytes = {}, 0
         for w in tests:
@@ -509,8 +525,9 @@ def main():
     for label, s in systems.items():
         r = {"label": label, "kbps": s["kbps"], "lags": [], "feats": {},
              "actual": s.get("actual", s["kbps"]), "vr": s.get("vr", False),
-             "search": s.get("search", False)}
+             "search": s.get("search", False), "dtx": s.get("dtx", False)}
         vals = {"full": [], "nb": []}
+        quiet = []  # the frames the measures skip: decoded level - original's
         counts = np.zeros(4)
         for name, ref in refs.items():
             got = features(frae, s["wavs"][name], os.path.join(tmp, "got.npy"))
@@ -521,6 +538,8 @@ def main():
             ok = ~np.isnan(test).any(axis=1)
             for tag, bands in (("full", full), ("nb", narrow)):
                 vals[tag].append(metrics(ref[ok], test[ok], bands))
+            skip = ok & ~speech_frames(ref)
+            quiet.append(frame_level_db(test[skip]) - frame_level_db(ref[skip]))
             f0, v = pitch_track(s["wavs"][name], len(got))
             f0, v = shift(len(ref), f0, lag), shift(len(ref), v.astype(float), lag)
             okp = ~np.isnan(v)
@@ -528,6 +547,7 @@ def main():
         for tag in ("full", "nb"):
             r["lsd_" + tag] = float(np.mean([v[0] for v in vals[tag]]))
             r["mcd_" + tag] = float(np.mean([v[1] for v in vals[tag]]))
+        r["quiet_db"] = float(np.mean(np.concatenate(quiet)))
         r["gpe"] = 100.0 * counts[0] / max(counts[1], 1)
         r["vde"] = 100.0 * counts[2] / max(counts[3], 1)
         rows.append(r)
@@ -642,10 +662,21 @@ def main():
              "take, every header byte counted (FRAE's .fbs, Codec2's .c2, Opus's Ogg).  "
              "The rate-quality figure places FRAE at its streams, the others at their "
              "own rate.")
+    # what DTX does to the frames the measures skip (more than 50 dB below
+    # the loudest): their decoded level against the original's
+    vr12, vr12d = by[models["gru-vr12-%g" % VR12_LAMBDA]["label"]], \
+        by[models["gru-vr12-dtx"]["label"]]
+    dtx = ("DTX (frae encode --dtx: frames below -60 dB, after 4 such, sent as a flag, the "
+           "decoder repeating its last frame): %s takes %.3f kbit/s against %.3f without, "
+           "LSD / MCD (0-4 kHz) %.2f / %.2f against %.2f / %.2f. On the frames the measures "
+           "skip, the decoded level is %+.1f dB from the original's (without DTX %+.1f dB)."
+           % (vr12d["label"], vr12d["actual"], vr12["actual"], vr12d["lsd_nb"],
+              vr12d["mcd_nb"], vr12["lsd_nb"], vr12["mcd_nb"], vr12d["quiet_db"],
+              vr12["quiet_db"]))
     report = "\n".join(["# frae speech demo", "", "Through audio:", "", table, "", rates, "",
                         "FRAE before the vocoder (its decoded features):", "", ftable, "",
-                        "Bars (issues 13 and 14):", *bars, "", same, "", gain, "", tracker, "",
-                        notes])
+                        "Bars (issues 13 and 14):", *bars, "", dtx, "", same, "", gain, "",
+                        tracker, "", notes])
     print()
     print(report)
     with open(os.path.join(out, "report.md"), "w") as f:
@@ -707,7 +738,14 @@ def main():
             continue
         at = plot_rate(r)
         is_frae = r["label"].startswith("FRAE")
-        if r["search"]:  # the same models, searched codes: a star each
+        if r.get("dtx"):  # pauses sent as silence: a diamond each
+            plt.plot(at, r["lsd_nb"], "D", color="tab:purple", markersize=7,
+                     label="FRAE GRU, variable rate, 12 codes, DTX"
+                     if not r["search"] else None)
+            plt.annotate("DTX" + (", searched" if r["search"] else ""), (at, r["lsd_nb"]),
+                         textcoords="offset points", xytext=(6, 4 if r["search"] else -12),
+                         fontsize=8)
+        elif r["search"]:  # the same models, searched codes: a star each
             plt.plot(at, r["lsd_nb"], "*", color="tab:green", markersize=10,
                      label="FRAE GRU, encoder search" if not r["vr"] else None)
             plt.annotate("searched", (at, r["lsd_nb"]), textcoords="offset points",

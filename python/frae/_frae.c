@@ -761,6 +761,8 @@ static PyObject *m_decode(ModelObject *self, PyObject *args)
     int bad = !d || !code ? -2 : 0;
     Py_BEGIN_ALLOW_THREADS
     const int ranged = s.version == FRAE_STREAM_VERSION_RANGED;
+    if (d && ranged)
+        frae_decoder_set_dtx(d, (s.flags & FRAE_STREAM_DTX) != 0);
     const unsigned char *at = s.payload, *end = (const unsigned char *)b.buf + b.len;
     uint32_t packet = 0;
     frae_range_dec rd;

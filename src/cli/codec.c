@@ -17,6 +17,8 @@ typedef struct {
     int packet_frames; /* --packet-frames: 0, the default */
     int search;        /* --search passes: 0, off */
     double search_lambda; /* --search-lambda; < 0: the model's rate_lambda */
+    int dtx;              /* --dtx: silent frames (below dtx_level) */
+    double dtx_level;     /* --dtx-level, dB relative to a full-scale sine */
     const char *encoder_opt; /* the last encoder-only option given */
 } codec_opts;
 
@@ -28,7 +30,8 @@ static const cli_opt codec_list[] = {
     {"--no-resample", 0}, {"--mels", 1},       {"--hop", 1},
     {"--win", 1},         {"--fft", 1},        {"--fmin", 1},
     {"--fmax", 1},        {"--vocoder", 1},    {"--packet-frames", 1},
-    {"--search", 1},      {"--search-lambda", 1}, {NULL, 0}};
+    {"--search", 1},      {"--search-lambda", 1}, {"--dtx", 0},
+    {"--dtx-level", 1},   {NULL, 0}};
 
 static int codec_opt(void *ctx, const char *name, const char *v)
 {
@@ -40,8 +43,13 @@ static int codec_opt(void *ctx, const char *name, const char *v)
     if (!strcmp(name, "--gl-iters"))
         return cli_int(name, v, 0, 10000, &o->gl_iters);
     if (!strcmp(name, "--packet-frames") || !strcmp(name, "--search") ||
-        !strcmp(name, "--search-lambda"))
+        !strcmp(name, "--search-lambda") || !strcmp(name, "--dtx") ||
+        !strcmp(name, "--dtx-level"))
         o->encoder_opt = name;
+    if (!strcmp(name, "--dtx"))
+        return o->dtx = 1, 0;
+    if (!strcmp(name, "--dtx-level"))
+        return o->dtx = 1, cli_double(name, v, -200, 0, &o->dtx_level);
     if (!strcmp(name, "--packet-frames"))
         return cli_int(name, v, 1, FRAE_PACKET_MAX_FRAMES, &o->packet_frames);
     if (!strcmp(name, "--search"))
@@ -176,6 +184,47 @@ static int write_wavs(const frae_features *f, const char *frames_path,
     return rc;
 }
 
+/* --dtx: a frame is silent once it and the DTX_HANGOVER frames before it
+ * are all below the level (so a word's tail is still coded, and the frame
+ * the decoder repeats is a quiet one); -60 dB, where frae's pitch tracker
+ * also stops calling frames voiced */
+#define DTX_HANGOVER 4
+#define DTX_LEVEL -60.0
+
+/* The level of a frame of log-mel features in dB: its mel power summed;
+ * 0 dB is full_scale_db's */
+static double frame_level_db(const frae_features *f, const float *x)
+{
+    double power = 0.0;
+    for (int b = 0; b < f->n_mels; b++)
+        power += exp((double)x[b] * f->scale - f->offset);
+    return 10.0 * log10(power > 1e-30 ? power : 1e-30);
+}
+
+/* The level of a full-scale 1 kHz sine's frames (the middle one) through
+ * the same features: the gate's 0 dB.  NAN if the features cannot be made. */
+static double full_scale_db(const frae_features *f)
+{
+    char err[256];
+    frae_mel *mel = frae_mel_create(f, err, sizeof err);
+    const long n = f->win + 8L * f->hop;
+    float *samples = malloc(sizeof(float) * (size_t)n);
+    const long frames = mel ? frae_mel_frames(mel, n) : 0;
+    float *feats = malloc(sizeof(float) * (size_t)(frames > 0 ? frames : 1) *
+                          f->n_mels);
+    double db = NAN;
+    if (mel && samples && feats && frames > 0) {
+        for (long i = 0; i < n; i++)
+            samples[i] = (float)sin(2.0 * 3.14159265358979323846 * 1000.0 * (double)i /
+                                    f->sample_rate);
+        frae_mel_compute(mel, samples, n, feats);
+        db = frame_level_db(f, feats + (size_t)(frames / 2) * f->n_mels);
+    }
+    free(samples), free(feats);
+    frae_mel_destroy(mel);
+    return db;
+}
+
 static void encode_help(void)
 {
     printf("usage: frae encode MODEL IN -o OUT.fbs [--frame-rate R]\n"
@@ -201,8 +250,16 @@ static void encode_help(void)
            "runs a frame.  Not for a denoising model (it steers toward the\n"
            "input).\n"
            "\n"
+           "--dtx (a model with a prior and audio features) sends silence\n"
+           "as silence: a frame is silent once it and the %d before it are\n"
+           "all below --dtx-level dB (%g; 0 dB: a full-scale sine), and a\n"
+           "silent frame codes a flag alone, the decoder repeating its last\n"
+           "frame.  A pause then costs next to nothing (discontinuous\n"
+           "transmission, as Opus's DTX).\n"
+           "\n"
            "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
-           "options, model or input.\n");
+           "options, model or input.\n",
+           DTX_HANGOVER, DTX_LEVEL);
 }
 
 int cmd_encode(int argc, char **argv)
@@ -212,6 +269,7 @@ int cmd_encode(int argc, char **argv)
     cli_io_default(&o.io);
     o.frame_rate = 100;
     o.search_lambda = -1;
+    o.dtx_level = DTX_LEVEL;
     int rc = cli_parse(argc, argv, codec_list, codec_opt, codec_pos,
                        encode_help, &o);
     if (rc)
@@ -259,8 +317,37 @@ int cmd_encode(int argc, char **argv)
     unsigned char *code = malloc(cb), *bytes_out = malloc(cb + 8);
     frae_encoder *e = frae_encoder_create(m);
     frae_stream h;
-    frae_stream_header(m, (uint32_t)in.n, (uint32_t)in.t, in.ndim == 2, &h);
+    frae_stream_header(m, (uint32_t)in.n, (uint32_t)in.t,
+                       (in.ndim == 2) | (o.dtx ? FRAE_STREAM_DTX : 0), &h);
     const int ranged = h.version == FRAE_STREAM_VERSION_RANGED;
+    frae_features feat;
+    double dtx_gate = 0; /* --dtx: the level below which a frame is quiet */
+    if (o.dtx) {
+        const int have = ranged ? cli_model_features(o.io.model, &feat) : 0;
+        if (!ranged || have <= 0) {
+            rc = have < 0 ? EXIT_USAGE
+                 : !ranged
+                     ? cli_fail(EXIT_USAGE,
+                                "--dtx: %s has no prior, so its streams are "
+                                "fixed-rate: every frame costs the same",
+                                o.io.model)
+                     : cli_fail(EXIT_USAGE,
+                                "--dtx: %s was not trained on audio "
+                                "features, so its frames have no level to "
+                                "gate on",
+                                o.io.model);
+            goto done_early;
+        }
+        dtx_gate = full_scale_db(&feat) + o.dtx_level;
+        if (!isfinite(dtx_gate)) {
+            rc = cli_fail(EXIT_FAILED, "--dtx: cannot compute the features' "
+                                       "full-scale level");
+            goto done_early;
+        }
+        if (e)
+            frae_encoder_set_dtx(e, 1);
+    }
+    long silent = 0;
     const double search_lambda = o.search_lambda >= 0
                                      ? o.search_lambda
                                      : (double)frae_get_config(m)->rate_lambda;
@@ -312,6 +399,7 @@ int cmd_encode(int argc, char **argv)
     long voiced = 0, voicing_kept = 0;
     for (long s = 0; s < in.n; s++) {
         frae_encoder_reset(e);
+        int quiet_run = 0; /* --dtx: quiet frames in a row, this one too */
         for (long t = 0; t < in.t; t++) {
             if (t % chunk == 0 &&
                 frae_npy_read(&in, s, t, in.t - t < chunk ? in.t - t : chunk,
@@ -329,7 +417,16 @@ int cmd_encode(int argc, char **argv)
                     frae_range_enc_init(&rcoder, packet + FRAE_PACKET_PAYLOAD,
                                         frae_stream_packet_cap(&h) -
                                             FRAE_PACKET_OVERHEAD);
-                frae_encode_frame_ranged(e, xt, &rcoder, recon);
+                if (o.dtx) {
+                    const int quiet = frame_level_db(&feat, xt) < dtx_gate;
+                    quiet_run = quiet ? quiet_run + 1 : 0;
+                }
+                if (quiet_run > DTX_HANGOVER) {
+                    frae_encode_silence_ranged(e, &rcoder, recon);
+                    silent++;
+                } else {
+                    frae_encode_frame_ranged(e, xt, &rcoder, recon);
+                }
                 if ((t + 1) % h.packet_frames == 0 || t + 1 == in.t) {
                     size_t n = frae_range_enc_finish(&rcoder);
                     if (rcoder.overflow) { /* cannot happen: sized above */
@@ -381,6 +478,9 @@ int cmd_encode(int argc, char **argv)
         printf("bitrate: %.2f bits/frame on average (entropy-coded; at most "
                "%.0f fixed-rate) = %.3f kbit/s at %g frames/s\n",
                bits, bpf, bits * o.frame_rate / 1000.0, o.frame_rate);
+        if (o.dtx)
+            printf("dtx: %ld of %zu frames silent (below %g dB)\n", silent,
+                   n_frames, o.dtx_level);
     } else {
     printf("%ld sequence%s x %ld frames -> %s (%zu bytes, %d of them header "
            "and CRC)\n",
@@ -539,6 +639,7 @@ int cmd_decode(int argc, char **argv)
         goto done;
     }
     const int ranged = s.version == FRAE_STREAM_VERSION_RANGED;
+    frae_decoder_set_dtx(d, (s.flags & FRAE_STREAM_DTX) != 0);
     const unsigned char *at = s.payload; /* version 3: the next packet */
     uint32_t packet = 0;
     frae_range_dec rd;
