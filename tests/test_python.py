@@ -261,6 +261,24 @@ def test_decode_reads_dtx_streams(tmp_path):
     assert stream[7] & 4  # the DTX flag
     with frae.load(tmp_path / "m.st") as m:
         assert np.array_equal(m.decode(stream), np.load(tmp_path / "d.npy"))
+        # the caller's own silent frames: sent as a flag each, decoded as the
+        # last frame held, unvoiced; 'frae decode' reads the stream alike
+        cli("features", "--pitch", tmp_path / "speech" / "u0.wav", "-o", tmp_path / "f.npy")
+        x = np.load(tmp_path / "f.npy")
+        mask = np.zeros(len(x), bool)
+        mask[120:180] = True
+        mine = m.encode(x, silent=mask)
+        assert len(mine) < len(m.encode(x))
+        y = m.decode(mine)
+        assert (y[120:180, :80] == y[119, :80]).all() and (y[120:180, 80:] == 0).all()
+        open(tmp_path / "mine.fbs", "wb").write(mine)
+        cli("decode", tmp_path / "m.st", tmp_path / "mine.fbs", "-o", tmp_path / "mine.npy")
+        assert np.array_equal(y, np.load(tmp_path / "mine.npy"))
+        with pytest.raises(ValueError, match="silent must be booleans"):
+            m.encode(x, silent=mask[:-1])
+    m = frae.FRAE(**SMALL)
+    with pytest.raises(frae.FraeError, match="need a model with a prior"):
+        m.encode(data()[0], silent=np.zeros(data().shape[1], bool))
 
 
 def test_features_are_frae_features(tmp_path):

@@ -111,10 +111,10 @@ SEARCHED = (("gru-1k6", "gru-1k6-search", "FRAE GRU 1.6 kbit/s, encoder search",
 # model again, pauses below -60 dB sent as silence, with the network's
 # codes and searched; a fixed-rate codec has no such mode (every frame
 # costs the same), and the measures skip such frames in every system
-SEARCHED += tuple((base, key + "-dtx", label + ", DTX", enc + ["--dtx"])
-                  for base, key, label, enc in SEARCHED[1:]) + \
-    (("gru-vr12-%g" % VR12_LAMBDA, "gru-vr12-dtx", "FRAE GRU variable, 12 codes, DTX",
-      ["--dtx"]),)
+SEARCHED += (("gru-vr12-%g" % VR12_LAMBDA, "gru-vr12-dtx", "FRAE GRU variable, 12 codes, DTX",
+              ["--dtx"]),) + \
+    tuple((base, key + "-dtx", label + ", DTX", enc + ["--dtx"])
+          for base, key, label, enc in SEARCHED[1:])
 # the recipe, the same for every model: per-band normalization (frae's
 # default for audio features), shuffled 100-frame crops in batches of 16,
 # Adam at lr 1e-3, full-feedback BPTT, gradients clipped to norm 1
@@ -743,8 +743,9 @@ def main():
                      label="FRAE GRU, variable rate, 12 codes, DTX"
                      if not r["search"] else None)
             plt.annotate("DTX" + (", searched" if r["search"] else ""), (at, r["lsd_nb"]),
-                         textcoords="offset points", xytext=(6, 4 if r["search"] else -12),
-                         fontsize=8)
+                         textcoords="offset points",
+                         xytext=(-8, -14) if r["search"] else (2, 7), fontsize=8,
+                         ha="right" if r["search"] else "left")
         elif r["search"]:  # the same models, searched codes: a star each
             plt.plot(at, r["lsd_nb"], "*", color="tab:green", markersize=10,
                      label="FRAE GRU, encoder search" if not r["vr"] else None)

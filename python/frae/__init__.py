@@ -526,12 +526,15 @@ class FRAE:
         rate = s[2] / s[4] if s[4] else 0.0
         return float(s[0] / s[3] + m.config()["rate_lambda"] * rate)
 
-    def encode(self, x, search=0, search_lambda=None):
+    def encode(self, x, search=0, search_lambda=None, silent=None):
         """x ([T, D] or [N, T, D]) as the bytes of a .fbs stream, exactly
         what 'frae encode' writes.  search (0..16 passes) and search_lambda
         (the rate's weight; None: the model's rate_lambda) as 'frae encode
         --search N --search-lambda X': the encoder's analysis-by-synthesis
-        search of each frame's codes, the same format."""
+        search of each frame's codes, the same format.  silent (a model
+        with a prior): booleans, one per frame ([T] or [N, T]), the frames
+        to send as silence (DTX: a flag each, the decoder repeating its
+        last frame; 'frae encode --dtx' picks them by level)."""
         self._check_open()
         if isinstance(x, (list, tuple)):
             raise TypeError("encode: needs one array ([T, D] or [N, T, D])")
@@ -544,8 +547,17 @@ class FRAE:
         width = cfg["frame_dim"] + 2 * cfg["pitch"]
         a = _as_frames(x, width, "x")
         n, t = (1, a.shape[0]) if a.ndim == 2 else a.shape[:2]
+        mask = None
+        if silent is not None:
+            mask = np.asarray(silent)
+            if mask.dtype != np.bool_ or mask.shape != a.shape[:-1]:
+                raise ValueError("encode: silent must be booleans of shape %s (one per "
+                                 "frame), got %s of shape %s"
+                                 % (a.shape[:-1], mask.dtype, mask.shape))
+            mask = np.ascontiguousarray(mask, dtype=np.int32)
         return self._inference(1).encode(a, n, t, a.ndim == 2, search,
-                                         -1.0 if search_lambda is None else float(search_lambda))
+                                         -1.0 if search_lambda is None else float(search_lambda),
+                                         mask)
 
     def decode(self, stream):
         """The frames of a .fbs stream ([T, D] or [N, T, D], as encoded)."""

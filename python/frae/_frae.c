@@ -631,11 +631,11 @@ static PyObject *m_save(ModelObject *self, PyObject *args)
  * search_lambda (< 0: the model's rate_lambda). */
 static PyObject *m_encode(ModelObject *self, PyObject *args)
 {
-    PyObject *xo;
+    PyObject *xo, *silent_o = Py_None;
     int nseq, nframes, two_d, search = 0;
     double search_lambda = -1.0;
-    if (!PyArg_ParseTuple(args, "Oiip|id", &xo, &nseq, &nframes, &two_d,
-                          &search, &search_lambda))
+    if (!PyArg_ParseTuple(args, "Oiip|idO", &xo, &nseq, &nframes, &two_d,
+                          &search, &search_lambda, &silent_o))
         return NULL;
     frae_model *m = model_of(self);
     if (!m)
@@ -644,11 +644,22 @@ static PyObject *m_encode(ModelObject *self, PyObject *args)
     const int width = c->frame_dim + 2 * c->pitch;
     if (nseq < 1 || nframes < 1)
         return fail("encode: no frames");
-    Py_buffer xb;
+    const int dtx = silent_o != Py_None;
+    if (dtx && c->prior_hidden <= 0)
+        return fail("encode: silent frames (DTX) need a model with a prior: "
+                    "a fixed-rate stream codes every frame");
+    Py_buffer xb, sb;
     if (get_buffer(xo, &xb, 0, "f", (Py_ssize_t)nseq * nframes * width, "x"))
         return NULL;
+    if (dtx && get_buffer(silent_o, &sb, 0, "i", (Py_ssize_t)nseq * nframes,
+                          "silent")) {
+        PyBuffer_Release(&xb);
+        return NULL;
+    }
+    const int *silent = dtx ? sb.buf : NULL;
     frae_stream h;
-    frae_stream_header(m, (uint32_t)nseq, (uint32_t)nframes, two_d, &h);
+    frae_stream_header(m, (uint32_t)nseq, (uint32_t)nframes,
+                       two_d | (dtx ? FRAE_STREAM_DTX : 0), &h);
     const int ranged = h.version == FRAE_STREAM_VERSION_RANGED;
     size_t cap = ranged ? frae_stream_header_bytes(&h) +
                               (size_t)frae_stream_packets(&h) *
@@ -664,8 +675,12 @@ static PyObject *m_encode(ModelObject *self, PyObject *args)
         free(out), free(code), free(packet), free(recon);
         frae_encoder_destroy(e);
         PyBuffer_Release(&xb);
+        if (dtx)
+            PyBuffer_Release(&sb);
         return fail("encode: search needs codes to search (a quantizer)");
     }
+    if (e && dtx)
+        frae_encoder_set_dtx(e, 1);
     size_t len = 0;
     int failed = !out || !code || !recon || !e || (ranged && !packet);
     Py_BEGIN_ALLOW_THREADS
@@ -688,7 +703,10 @@ static PyObject *m_encode(ModelObject *self, PyObject *args)
                     frae_range_enc_init(&rc, packet + FRAE_PACKET_PAYLOAD,
                                         frae_stream_packet_cap(&h) -
                                             FRAE_PACKET_OVERHEAD);
-                frae_encode_frame_ranged(e, xt, &rc, recon);
+                if (silent && silent[(size_t)s * nframes + t])
+                    frae_encode_silence_ranged(e, &rc, recon);
+                else
+                    frae_encode_frame_ranged(e, xt, &rc, recon);
                 if ((t + 1) % h.packet_frames == 0 || t + 1 == nframes) {
                     size_t pb = frae_stream_packet_seal(
                         packet, packets++, frae_range_enc_finish(&rc));
@@ -702,6 +720,8 @@ static PyObject *m_encode(ModelObject *self, PyObject *args)
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&xb);
+    if (dtx)
+        PyBuffer_Release(&sb);
     PyObject *r = failed ? PyErr_NoMemory()
                          : PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)len);
     free(out), free(code), free(packet), free(recon);

@@ -214,9 +214,9 @@ static double full_scale_db(const frae_features *f)
                           f->n_mels);
     double db = NAN;
     if (mel && samples && feats && frames > 0) {
+        const double step = 6.283185307179586 * 1000.0 / f->sample_rate;
         for (long i = 0; i < n; i++)
-            samples[i] = (float)sin(2.0 * 3.14159265358979323846 * 1000.0 * (double)i /
-                                    f->sample_rate);
+            samples[i] = (float)sin(step * (double)i);
         frae_mel_compute(mel, samples, n, feats);
         db = frame_level_db(f, feats + (size_t)(frames / 2) * f->n_mels);
     }
