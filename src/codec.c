@@ -498,6 +498,25 @@ static void count_update(uint32_t *count, int n, int symbol)
             count[i] = (count[i] + 1) / 2;
 }
 
+/* A symbol of n (at most 8) coded with adaptive counts, which it then
+ * updates: the same steps at both ends */
+static void count_encode(frae_range_enc *rc, uint32_t *count, int n, int symbol)
+{
+    uint32_t freq[8];
+    count_freqs(count, n, freq);
+    frae_range_encode_symbol(rc, freq, symbol);
+    count_update(count, n, symbol);
+}
+
+static int count_decode(frae_range_dec *rc, uint32_t *count, int n)
+{
+    uint32_t freq[8];
+    count_freqs(count, n, freq);
+    const int symbol = frae_range_decode_symbol(rc, freq, n);
+    count_update(count, n, symbol);
+    return symbol;
+}
+
 static int code_symbol(const frae_config *c, float q)
 {
     if (c->quantizer == FRAE_QUANT_BINARY)
@@ -727,21 +746,14 @@ int frae_encoder_set_search(frae_encoder *e, int passes, float rate_weight)
 static void silence_flag_encode(struct frae_codec_state *s, frae_range_enc *rc,
                                 int silent)
 {
-    uint32_t freq[2];
-    count_freqs(s->silence_count[s->prev_silent], 2, freq);
-    frae_range_encode_symbol(rc, freq, silent);
-    count_update(s->silence_count[s->prev_silent], 2, silent);
+    count_encode(rc, s->silence_count[s->prev_silent], 2, silent);
     s->prev_silent = silent;
 }
 
 static int silence_flag_decode(struct frae_codec_state *s, frae_range_dec *rc)
 {
-    uint32_t freq[2];
-    count_freqs(s->silence_count[s->prev_silent], 2, freq);
-    const int silent = frae_range_decode_symbol(rc, freq, 2);
-    count_update(s->silence_count[s->prev_silent], 2, silent);
-    s->prev_silent = silent;
-    return silent;
+    s->prev_silent = count_decode(rc, s->silence_count[s->prev_silent], 2);
+    return s->prev_silent;
 }
 
 /* A silent frame's output: the last frame decoded, as it came out (before
@@ -819,15 +831,10 @@ void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
         uint32_t code = pitch_encode(&s->pitch_pred, frame + c->frame_dim,
                                      pitch);
         const int voiced = (int)(code & 1u);
-        count_freqs(s->voicing_count[s->prev_voiced], 2, freq);
-        frae_range_encode_symbol(rc, freq, voiced);
-        count_update(s->voicing_count[s->prev_voiced], 2, voiced);
-        uint32_t *steps = s->step_count[step_context(s)];
-        if (voiced) {
-            count_freqs(steps, 8, freq);
-            frae_range_encode_symbol(rc, freq, (int)(code >> 1));
-            count_update(steps, 8, (int)(code >> 1));
-        }
+        count_encode(rc, s->voicing_count[s->prev_voiced], 2, voiced);
+        if (voiced)
+            count_encode(rc, s->step_count[step_context(s)], 8,
+                         (int)(code >> 1));
         pitch_context_advance(s, voiced, (int)(code >> 1));
     }
     decode_and_advance(s, recon);
@@ -861,17 +868,13 @@ int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
     prior_adapt(s, s->weights);
     float pitch[2];
     if (c->pitch) {
-        count_freqs(s->voicing_count[s->prev_voiced], 2, freq);
-        const int voiced = frae_range_decode_symbol(rc, freq, 2);
-        count_update(s->voicing_count[s->prev_voiced], 2, voiced);
+        const int voiced =
+            count_decode(rc, s->voicing_count[s->prev_voiced], 2);
         uint32_t code = (uint32_t)voiced;
-        uint32_t *steps = s->step_count[step_context(s)];
-        if (voiced) {
-            count_freqs(steps, 8, freq);
-            const int step = frae_range_decode_symbol(rc, freq, 8);
-            count_update(steps, 8, step);
-            code |= (uint32_t)step << 1;
-        }
+        if (voiced)
+            code |= (uint32_t)count_decode(rc, s->step_count[step_context(s)],
+                                           8)
+                    << 1;
         pitch_context_advance(s, voiced, (int)(code >> 1));
         pitch_decode(&s->pitch_pred, code, pitch); /* always a valid code */
     }
