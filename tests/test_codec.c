@@ -492,21 +492,26 @@ static float *ranged_frames(int nseq, int T, int D, int pitch, uint64_t seed)
 
 /* The whole .fbs (version 3) of nseq sequences into out: header, then
  * packets of packet_frames frames; with passes > 0 the encoder's search
- * (frae_encoder_set_search), and recon (non-NULL) the encoder's frames. */
+ * (frae_encoder_set_search), recon (non-NULL) the encoder's frames, and
+ * with silent (non-NULL, a flag per frame) DTX on, those frames coded as
+ * silent. */
 static size_t encode_ranged_search(const frae_model *m, const float *f,
                                    int nseq, int T, uint32_t packet_frames,
                                    unsigned char *out, int passes,
-                                   float weight, float *recon)
+                                   float weight, float *recon,
+                                   const unsigned char *silent)
 {
     const frae_config *c = frae_get_config(m);
     const int W = c->frame_dim + 2 * c->pitch;
     frae_stream h;
     frae_stream_writer w;
-    frae_stream_header(m, (uint32_t)nseq, (uint32_t)T, 0, &h);
+    frae_stream_header(m, (uint32_t)nseq, (uint32_t)T,
+                       silent ? FRAE_STREAM_DTX : 0, &h);
     h.packet_frames = packet_frames;
     size_t at = frae_stream_writer_begin(&w, &h, out);
     frae_encoder *e = frae_encoder_create(m);
     frae_encoder_set_search(e, passes, weight);
+    frae_encoder_set_dtx(e, silent != NULL);
     frae_range_enc rc;
     uint32_t k = 0;
     for (int s = 0; s < nseq; s++) {
@@ -516,9 +521,12 @@ static size_t encode_ranged_search(const frae_model *m, const float *f,
                 frae_range_enc_init(&rc, out + at + FRAE_PACKET_PAYLOAD,
                                     frae_stream_packet_cap(&h) -
                                         FRAE_PACKET_OVERHEAD);
-            frae_encode_frame_ranged(e, f + ((size_t)s * T + t) * W, &rc,
-                                     recon ? recon + ((size_t)s * T + t) * W
-                                           : NULL);
+            float *r = recon ? recon + ((size_t)s * T + t) * W : NULL;
+            if (silent && silent[(size_t)s * T + t])
+                frae_encode_silence_ranged(e, &rc, r);
+            else
+                frae_encode_frame_ranged(e, f + ((size_t)s * T + t) * W, &rc,
+                                         r);
             if ((t + 1) % (int)packet_frames == 0 || t + 1 == T)
                 at += frae_stream_packet_seal(out + at, k++,
                                               frae_range_enc_finish(&rc));
@@ -532,7 +540,7 @@ static size_t encode_ranged(const frae_model *m, const float *f, int nseq,
                             int T, uint32_t packet_frames, unsigned char *out)
 {
     return encode_ranged_search(m, f, nseq, T, packet_frames, out, 0, 0.0f,
-                                NULL);
+                                NULL, NULL);
 }
 
 /* Decodes a parsed version-3 stream into y (width W); -1 if a frame is
@@ -778,39 +786,12 @@ int test_codec_ranged(void)
     return failures;
 }
 
-/* One sequence of T frames as a version-3 stream with DTX on: frame t
- * coded as silent where silent[t]; recon (non-NULL) the encoder's frames. */
+/* One sequence of T frames with DTX on, in packets of 16 */
 static size_t encode_dtx(const frae_model *m, const float *f, int T,
                          const unsigned char *silent, unsigned char *out,
                          float *recon)
 {
-    const frae_config *c = frae_get_config(m);
-    const int W = c->frame_dim + 2 * c->pitch;
-    frae_stream h;
-    frae_stream_writer w;
-    frae_stream_header(m, 1, (uint32_t)T, FRAE_STREAM_DTX, &h);
-    h.packet_frames = 16;
-    size_t at = frae_stream_writer_begin(&w, &h, out);
-    frae_encoder *e = frae_encoder_create(m);
-    frae_encoder_set_dtx(e, 1);
-    frae_range_enc rc;
-    uint32_t k = 0;
-    for (int t = 0; t < T; t++) {
-        if (t % 16 == 0)
-            frae_range_enc_init(&rc, out + at + FRAE_PACKET_PAYLOAD,
-                                frae_stream_packet_cap(&h) -
-                                    FRAE_PACKET_OVERHEAD);
-        float *r = recon ? recon + (size_t)t * W : NULL;
-        if (silent[t])
-            frae_encode_silence_ranged(e, &rc, r);
-        else
-            frae_encode_frame_ranged(e, f + (size_t)t * W, &rc, r);
-        if ((t + 1) % 16 == 0 || t + 1 == T)
-            at += frae_stream_packet_seal(out + at, k++,
-                                          frae_range_enc_finish(&rc));
-    }
-    frae_encoder_destroy(e);
-    return at;
+    return encode_ranged_search(m, f, 1, T, 16, out, 0, 0.0f, recon, silent);
 }
 
 /* DTX: a silent frame costs its flag alone, freezes both ends and decodes
@@ -1102,7 +1083,8 @@ int test_codec_search(void)
         float *recon = malloc(sizeof(float) * n * W), *y = malloc(sizeof(float) * n * W);
         unsigned char *buf = malloc(1 << 16), *other = malloc(1 << 16);
         const size_t plain = encode_ranged(m, f, 1, n, 16, buf);
-        const size_t size = encode_ranged_search(m, f, 1, n, 16, buf, 2, 0.5f, recon);
+        const size_t size = encode_ranged_search(m, f, 1, n, 16, buf, 2, 0.5f, recon,
+                                                 NULL);
         frae_stream s;
         char err[256] = "";
         CHECK(frae_stream_parse(buf, size, &s, err, sizeof err) == 0, "%s", err);
@@ -1117,7 +1099,7 @@ int test_codec_search(void)
         for (int i = 1; i < nisa; i++) {
             frae_model *mi = model_on_isa(m, &c, isas[i]);
             const size_t si = encode_ranged_search(mi, f, 1, n, 16, other, 2,
-                                                   0.5f, NULL);
+                                                   0.5f, NULL, NULL);
             CHECK(si == size && !memcmp(other, buf, size),
                   "ranged %d: the search's stream on %s differs from %s's", k,
                   frae_isa_name(mi), frae_isa_name(m));
