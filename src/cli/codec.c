@@ -186,8 +186,9 @@ static int write_wavs(const frae_features *f, const char *frames_path,
 
 /* --dtx: a frame is silent once it and the DTX_HANGOVER frames before it
  * are all below the level (so a word's tail is still coded, and the frame
- * the decoder repeats is a quiet one); -60 dB, where frae's pitch tracker
- * also stops calling frames voiced */
+ * the decoder repeats is a quiet one); -60 dB below a full-scale sine,
+ * about where frae's pitch tracker stops calling frames voiced (a mean
+ * square of -60 dBFS; the sine's is -3) */
 #define DTX_HANGOVER 4
 #define DTX_LEVEL -60.0
 
@@ -252,10 +253,10 @@ static void encode_help(void)
            "\n"
            "--dtx (a model with a prior and audio features) sends silence\n"
            "as silence: a frame is silent once it and the %d before it are\n"
-           "all below --dtx-level dB (%g; 0 dB: a full-scale sine), and a\n"
-           "silent frame codes a flag alone, the decoder repeating its last\n"
-           "frame.  A pause then costs next to nothing (discontinuous\n"
-           "transmission, as Opus's DTX).\n"
+           "all below --dtx-level dB (%g; 0 dB: a full-scale sine; giving\n"
+           "it implies --dtx), and a silent frame codes a flag alone, the\n"
+           "decoder repeating its last frame.  A pause then costs next to\n"
+           "nothing (discontinuous transmission, as Opus's DTX).\n"
            "\n"
            "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
            "options, model or input.\n",
