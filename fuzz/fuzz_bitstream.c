@@ -1,7 +1,7 @@
 /* libFuzzer target for the .fbs reader and the decoders behind it, of
  * both families (a dense model and a GRU one that also codes pitch and
  * normalizes) and of entropy-coded streams (version 3: a GRU model with a
- * prior, its within-frame autoregression and the ranged pitch coder,
+ * prior, its within-frame autoregression and the envelope pitch coder,
  * with or without DTX's silence flags);
  * (size / 2) % 3 picks.
  *
@@ -98,8 +98,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         c.normalize = k == 1;
         c.prior_hidden = k == 2 ? 8 : 0; /* version-3 streams */
         /* ... whose units are coded in order and whose pitch has the
-         * coder made for range coding */
-        c.prior_ar = c.pitch_ranged = k == 2;
+         * default coder for range coding, the voicing in the context of
+         * the decoded envelope */
+        c.prior_ar = k == 2;
+        c.pitch_ranged = k == 2 ? FRAE_PITCH_CODER_ENVELOPE : FRAE_PITCH_CODER_4BIT;
         models[k] = frae_create(&c, NULL, 0);
         if (!models[k])
             abort();

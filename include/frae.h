@@ -81,6 +81,11 @@ typedef enum {
     FRAE_ISA_AVX512 = 3
 } frae_isa;
 
+/* frae_config.pitch_ranged: how a model with a prior codes the pitch */
+#define FRAE_PITCH_CODER_4BIT 0     /* "f0-voicing-4bit" */
+#define FRAE_PITCH_CODER_RANGED 1   /* "f0-voicing-ranged" */
+#define FRAE_PITCH_CODER_ENVELOPE 2 /* "f0-voicing-envelope" */
+
 typedef struct {
     /* model shape */
     frae_family family;               /* dense (default) or GRU */
@@ -113,15 +118,21 @@ typedef struct {
                                          FRAE_PITCH_BITS quantizer (see
                                          "Streaming codec"); the network
                                          never sees them */
-    int pitch_ranged;                 /* 0; 1 (with pitch and a prior):
-                                         the pitch coder made for range
-                                         coding, "f0-voicing-ranged": the
-                                         same pitch codes, each step in
-                                         the context of the last two and
+    int pitch_ranged;                 /* FRAE_PITCH_CODER_*: 0 (4BIT);
+                                         with pitch and a prior, 1
+                                         (RANGED): the pitch coder made
+                                         for range coding,
+                                         "f0-voicing-ranged": the same
+                                         pitch codes, each step in the
+                                         context of the last two and
                                          counts starting from a table
                                          fitted on speech (README,
-                                         "Entropy coding"); 0: one step
-                                         of context, even counts */
+                                         "Entropy coding"); 2 (ENVELOPE):
+                                         "f0-voicing-envelope", as 1 with
+                                         the voicing bit also in the
+                                         context of the decoded frame's
+                                         level and tilt; 0: one step of
+                                         context, even counts */
     int prior_hidden;                 /* 0: fixed-rate codes; P > 0: a
                                          learned prior over the quantized
                                          latent (binary or uniform), a

@@ -28,6 +28,10 @@
  * from even start counts), or the coder made for range coding */
 #define PITCH_CODER "f0-voicing-4bit"
 #define PITCH_CODER_RANGED "f0-voicing-ranged"
+#define PITCH_CODER_ENVELOPE "f0-voicing-envelope"
+/* by frae_config.pitch_ranged (FRAE_PITCH_CODER_*) */
+static const char *const pitch_coder_names[] = {PITCH_CODER, PITCH_CODER_RANGED,
+                                                PITCH_CODER_ENVELOPE};
 /* frae.targets: trained on (input, target) pairs, the loss on the target */
 #define TARGETS_NAME "paired"
 /* frae.prior_ar: unit u's logits also see the frame's codes before u */
@@ -147,8 +151,7 @@ static int save_model(const frae_model *m, const frae_config *c,
     META("frae.seed", "%llu", (unsigned long long)c->seed);
     META("frae.weights", "%s", frae_weights_names[c->weights]);
     if (c->pitch) /* absent: the envelope alone */
-        META("frae.pitch", "%s",
-             c->pitch_ranged ? PITCH_CODER_RANGED : PITCH_CODER);
+        META("frae.pitch", "%s", pitch_coder_names[c->pitch_ranged]);
     if (c->prior_hidden > 0) /* absent: fixed-rate codes */
         META("frae.prior_hidden", "%d", c->prior_hidden);
     if (c->prior_ar) /* absent: the units coded independently */
@@ -511,12 +514,18 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         meta_float(ck, "frae.clip_norm", &c.clip_norm, err, errlen))
         return -1;
     const char *pitch = frae_st_meta(&ck->st, "frae.pitch");
-    c.pitch_ranged = pitch && !strcmp(pitch, PITCH_CODER_RANGED);
-    if ((pitch && !c.pitch_ranged && strcmp(pitch, PITCH_CODER)))
+    c.pitch_ranged = -1;
+    for (int k = 0; pitch && k < 3; k++)
+        if (!strcmp(pitch, pitch_coder_names[k]))
+            c.pitch_ranged = k;
+    if (pitch && c.pitch_ranged < 0)
         return frae_errorf(err, errlen,
                            "%s: metadata 'frae.pitch' = '%s' is not a pitch "
-                           "coder this frae knows ('%s' or '%s')",
-                           ck->path, pitch, PITCH_CODER, PITCH_CODER_RANGED);
+                           "coder this frae knows ('%s', '%s' or '%s')",
+                           ck->path, pitch, PITCH_CODER, PITCH_CODER_RANGED,
+                           PITCH_CODER_ENVELOPE);
+    if (!pitch)
+        c.pitch_ranged = FRAE_PITCH_CODER_4BIT;
     c.pitch = pitch != NULL;
     if (meta_option(ck, "frae.normalize", NORMALIZE_NAME, "normalization",
                     &c.normalize, err, errlen) ||

@@ -31,6 +31,12 @@ struct frae_codec_state {
      * and, for the ranged coder, the one before */
     uint32_t voicing_count[2][2], step_count[81][8];
     int prev_voiced, prev_step, prev_step2;
+    /* the envelope coder's (FRAE_PITCH_CODER_ENVELOPE): counts of the
+     * voicing bit in its contexts (env_voicing_context), and the tilt of
+     * the last frame coded (have_tilt 0: none yet in this sequence) */
+    uint32_t env_voicing_count[PITCH_ENV_CONTEXTS][2];
+    float prev_tilt;
+    int have_tilt;
     /* discontinuous transmission (frae_encoder_set_dtx): on or off, and
      * adaptive counts of the silence flag after a coded / a silent frame */
     int dtx, prev_silent;
@@ -203,7 +209,7 @@ uint64_t frae_model_hash(const frae_model *m)
         h = frae_fnv1a64((const unsigned char *)&ar, 4, h);
     }
     if (c->pitch_ranged) { /* ... and how it codes the pitch */
-        int32_t pr = 2;
+        int32_t pr = c->pitch_ranged == FRAE_PITCH_CODER_ENVELOPE ? 3 : 2;
         h = frae_fnv1a64((const unsigned char *)&pr, 4, h);
     }
     if (c->normalize) { /* the statistics decide what a code decodes to */
@@ -303,6 +309,11 @@ static void state_reset(struct frae_codec_state *s)
         for (int k = 0; k < 8; k++)
             s->step_count[i][k] = c->pitch_ranged ? pitch_step_start[i][k]
                                                   : PITCH_COUNT_INIT;
+    for (int i = 0; i < PITCH_ENV_CONTEXTS; i++)
+        for (int k = 0; k < 2; k++)
+            s->env_voicing_count[i][k] = pitch_env_voicing_start[i][k];
+    s->prev_tilt = 0.0f;
+    s->have_tilt = 0;
     if (s->scale) { /* the prior as trained: scale 1, shift 0 */
         const size_t LS = (size_t)c->latent_dim * prior_symbols(c);
         for (int u = 0; u < c->latent_dim; u++)
@@ -474,6 +485,63 @@ static void pitch_context_advance(struct frae_codec_state *s, int voiced,
     s->prev_voiced = voiced;
     s->prev_step2 = s->prev_step;
     s->prev_step = voiced ? step : -1;
+}
+
+/* values above how many of the edges */
+static int env_bin(float v, const float *edges, int n)
+{
+    int bin = 0;
+    for (int i = 0; i < n; i++)
+        bin += v > edges[i];
+    return bin;
+}
+
+/* The envelope coder's voicing context, from the frame just decoded (both
+ * ends have it before the pitch: the envelope's codes come first) in the
+ * model's feature units: the last voicing, then bins of the frame's level
+ * (the mean of its D values), tilt (the mean of the lowest quarter minus
+ * that of the top three eighths) and change of tilt since the last coded
+ * frame (0 for a sequence's first), as tools/fit_pitch_counts.py fitted
+ * them.  Voicing follows the envelope: a voiced frame is loud and slopes
+ * down (README, "Entropy coding").  Plain float sums in one order at both
+ * ends.  Called once per coded frame: it moves the tilt on. */
+static int env_voicing_context(struct frae_codec_state *s)
+{
+    const frae_model *m = s->model;
+    const int D = m->cfg.frame_dim;
+    const int lo = D / 4 > 1 ? D / 4 : 1;
+    const int hi = 5 * D / 8 < D - 1 ? 5 * D / 8 : D - 1;
+    const float *y = frae_state_frame(&s->st, s->st.ring_pos - 1);
+    float sum = 0.0f, sum_lo = 0.0f, sum_hi = 0.0f;
+    for (int i = 0; i < D; i++) {
+        const float v = m->cfg.normalize ? y[i] * m->norm_std[i] + m->norm_mean[i]
+                                         : y[i];
+        sum += v;
+        if (i < lo)
+            sum_lo += v;
+        if (i >= hi)
+            sum_hi += v;
+    }
+    const float tilt = sum_lo / (float)lo - sum_hi / (float)(D - hi);
+    const float change = s->have_tilt ? tilt - s->prev_tilt : 0.0f;
+    s->prev_tilt = tilt;
+    s->have_tilt = 1;
+    int ctx = s->prev_voiced;
+    ctx = ctx * PITCH_ENV_BINS_LEVEL +
+          env_bin(sum / (float)D, pitch_env_level_edges, PITCH_ENV_BINS_LEVEL - 1);
+    ctx = ctx * PITCH_ENV_BINS_TILT +
+          env_bin(tilt, pitch_env_tilt_edges, PITCH_ENV_BINS_TILT - 1);
+    ctx = ctx * PITCH_ENV_BINS_CHANGE +
+          env_bin(change, pitch_env_tilt_change_edges, PITCH_ENV_BINS_CHANGE - 1);
+    return ctx;
+}
+
+/* the counts a coded frame's voicing bit is coded with */
+static uint32_t *voicing_counts(struct frae_codec_state *s)
+{
+    if (s->model->cfg.pitch_ranged == FRAE_PITCH_CODER_ENVELOPE)
+        return s->env_voicing_count[env_voicing_context(s)];
+    return s->voicing_count[s->prev_voiced];
 }
 
 /* frequencies of n adaptive counts */
@@ -826,20 +894,21 @@ void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
         frae_range_encode_symbol(rc, freq, code_symbol(c, s->st.q[u]));
     }
     prior_adapt(s, s->weights);
-    float pitch[2];
+    /* the envelope first: the pitch may be coded in its context */
+    decode_and_advance(s, recon);
     if (c->pitch) {
+        float pitch[2];
         uint32_t code = pitch_encode(&s->pitch_pred, frame + c->frame_dim,
                                      pitch);
         const int voiced = (int)(code & 1u);
-        count_encode(rc, s->voicing_count[s->prev_voiced], 2, voiced);
+        count_encode(rc, voicing_counts(s), 2, voiced);
         if (voiced)
             count_encode(rc, s->step_count[step_context(s)], 8,
                          (int)(code >> 1));
         pitch_context_advance(s, voiced, (int)(code >> 1));
+        if (recon)
+            memcpy(recon + c->frame_dim, pitch, sizeof pitch);
     }
-    decode_and_advance(s, recon);
-    if (c->pitch && recon)
-        memcpy(recon + c->frame_dim, pitch, sizeof pitch);
     fp_leave(env);
 }
 
@@ -866,10 +935,10 @@ int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
                          : (float)sym * (2.0f / top) - 1.0f;
     }
     prior_adapt(s, s->weights);
-    float pitch[2];
+    decode_and_advance(s, frame); /* the envelope, then the pitch */
     if (c->pitch) {
-        const int voiced =
-            count_decode(rc, s->voicing_count[s->prev_voiced], 2);
+        float pitch[2];
+        const int voiced = count_decode(rc, voicing_counts(s), 2);
         uint32_t code = (uint32_t)voiced;
         if (voiced)
             code |= (uint32_t)count_decode(rc, s->step_count[step_context(s)],
@@ -877,10 +946,9 @@ int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
                     << 1;
         pitch_context_advance(s, voiced, (int)(code >> 1));
         pitch_decode(&s->pitch_pred, code, pitch); /* always a valid code */
+        if (frame)
+            memcpy(frame + c->frame_dim, pitch, sizeof pitch);
     }
-    decode_and_advance(s, frame);
-    if (c->pitch && frame)
-        memcpy(frame + c->frame_dim, pitch, sizeof pitch);
     fp_leave(env);
     return frae_range_dec_status(rc);
 }

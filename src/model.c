@@ -158,8 +158,9 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
         return frae_errorf(err, errlen,
                            "the prior's autoregression needs a prior "
                            "(prior width > 0)");
-    if (cfg->pitch_ranged != 0 && cfg->pitch_ranged != 1)
-        return frae_errorf(err, errlen, "pitch_ranged must be 0 or 1, got %d",
+    if (cfg->pitch_ranged < FRAE_PITCH_CODER_4BIT ||
+        cfg->pitch_ranged > FRAE_PITCH_CODER_ENVELOPE)
+        return frae_errorf(err, errlen, "pitch_ranged must be 0, 1 or 2, got %d",
                            cfg->pitch_ranged);
     if (cfg->pitch_ranged && (!cfg->pitch || cfg->prior_hidden == 0))
         return frae_errorf(err, errlen,

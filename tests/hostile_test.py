@@ -333,7 +333,9 @@ def main():
              "frae.normalize"),
             ("an unknown pitch coder", {"frae.pitch": "f0-8bit"}, "frae.pitch"),
             ("the range-coded pitch coder without a prior",
-             {"frae.pitch": "f0-voicing-ranged"}, "needs pitch and a prior")):
+             {"frae.pitch": "f0-voicing-ranged"}, "needs pitch and a prior"),
+            ("the envelope pitch coder without a prior",
+             {"frae.pitch": "f0-voicing-envelope"}, "needs pitch and a prior")):
         edited(norm, p("n.safetensors"), meta)
         refused(tmp, what, ["predict", "n.safetensors", "data.npy", "-o", "y.npy"], needle)
     np.save(p("stats.npy"), np.ones((3, 6), "<f4"))

@@ -590,7 +590,7 @@ int test_codec_ranged(void)
         int levels, pitch;
         const char *name;
         int ar; /* the prior's within-frame autoregression */
-        int pitch_ranged; /* the pitch coder made for range coding */
+        int pitch_ranged; /* FRAE_PITCH_CODER_*: how the pitch is coded */
     } cs[] = {{FRAE_FAMILY_DENSE, FRAE_QUANT_BINARY, 0, 0, "dense binary", 0, 0},
               {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense uniform 5, pitch", 0, 0},
               {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, "gru binary, pitch", 0, 0},
@@ -598,7 +598,11 @@ int test_codec_ranged(void)
               {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 0, "gru binary, ar", 1, 0},
               {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense uniform 5, ar", 1, 0},
               {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, "gru binary, ranged pitch", 1, 1},
-              {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense u5, ranged pitch", 0, 1}};
+              {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense u5, ranged pitch", 0, 1},
+              {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, "gru binary, envelope pitch", 1,
+               FRAE_PITCH_CODER_ENVELOPE},
+              {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense u5, envelope pitch", 0,
+               FRAE_PITCH_CODER_ENVELOPE}};
     const int nseq = 2, T = 70, D = 7;
     frae_isa isas[3];
     const int nisa = available_isas(isas);
@@ -688,7 +692,7 @@ int test_codec_ranged(void)
          * models' are random) misjudges: without pitch, at least 10% */
         const double payload = 8.0 * (double)payload_bytes;
         const double pitch_bits = c.pitch ? 4.0 * nseq * T : 0.0;
-        printf("    %-24s %zu bytes: payload %.0f bits, the prior's -log2 p "
+        printf("    %-26s %zu bytes: payload %.0f bits, the prior's -log2 p "
                "%.0f bits (+ pitch, at most %.0f)\n",
                cs[k].name, size, payload, st.rate_bits, pitch_bits);
         CHECK(payload <= st.rate_bits + pitch_bits + 10 * 16 +
@@ -807,7 +811,8 @@ int test_codec_dtx(void)
     frae_config c;
     codec_config(&c, FRAE_QUANT_BINARY, 0);
     c.family = FRAE_FAMILY_GRU;
-    c.pitch = 1, c.prior_hidden = 6, c.prior_ar = 1, c.pitch_ranged = 1;
+    c.pitch = 1, c.prior_hidden = 6, c.prior_ar = 1;
+    c.pitch_ranged = FRAE_PITCH_CODER_ENVELOPE; /* its context frozen too */
     c.normalize = 1, c.batch = 1, c.isa = isas[0];
     frae_model *m = create_or_die(&c);
     perturb_params(m, NULL);

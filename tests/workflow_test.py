@@ -737,11 +737,12 @@ def main():
           and os.path.exists(path("pp.wav")),
           "a pitch model: encode from audio, decode --wav through the vocoder; the envelope "
           "== predict to the bit, f0 decoded within 3%", err + err2 + err3 + out)
-    # with a prior the pitch gets the coder made for range coding, unless
-    # --pitch-coder 4bit: both decode the envelope to predict's bits and
-    # keep f0; the ranged one spends fewer bits on it
+    # with a prior the pitch gets the coder made for range coding, the
+    # voicing in the context of the decoded envelope, unless --pitch-coder
+    # ranged or 4bit: all decode the envelope to predict's bits and keep
+    # f0; the range-coding ones spend fewer bits on it
     sizes = {}
-    for coder in ("", "4bit"):
+    for coder in ("", "ranged", "4bit"):
         name = "ppr%s.safetensors" % coder
         rc, out, err = run("train", "speech", "--enc", "64", "--dec", "64", "--latent", "8",
                            "--quantizer", "binary", "--epochs", "2", "--save", name,
@@ -759,12 +760,12 @@ def main():
             ok = (np.array_equal(dec[:, :80], pred) and both.sum() > 50
                   and np.abs(dec[both, 80] / src[:len(dec)][both, 80] - 1).max() < 0.03)
             sizes[coder] = os.path.getsize(path("ppr.fbs"))
-        want = "f0-voicing-4bit" if coder else "f0-voicing-ranged"
+        want = "f0-voicing-" + (coder or "envelope")
         check(ok and want in info, "--pitch with a prior%s: %s; the envelope == predict to "
               "the bit, f0 within 3%%" % (", --pitch-coder " + coder if coder else "", want),
               err + err2 + err3 + err4 + err5 + info)
-    check(len(sizes) == 2 and sizes[""] < sizes["4bit"], "the ranged pitch coder's stream is "
-          "the smaller: %s bytes" % sizes)
+    check(len(sizes) == 3 and max(sizes[""], sizes["ranged"]) < sizes["4bit"],
+          "the range-coding pitch coders' streams are the smaller: %s bytes" % sizes)
     # --dtx: a pause between two voiced stretches is sent as silence: a
     # flag a frame, the decoder repeating its last frame (quiet, unvoiced)
     rng = np.random.default_rng(5)

@@ -138,9 +138,11 @@ extern const cli_opt cli_model_opts[];
     "  --prior-ar on|off    with a prior: each code's probability also\n"    \
     "                       sees the frame's earlier codes (on)\n"           \
     "  --pitch-coder C      with pitch and a prior, how its codes are\n"     \
-    "                       range-coded: ranged (two frames' context,\n"    \
-    "                       counts fitted on speech; the default) or\n"     \
-    "                       4bit (as before it)\n"                         \
+    "                       range-coded: envelope (the default: as\n"      \
+    "                       ranged, the voicing also in the context of\n" \
+    "                       the decoded envelope), ranged (two frames'\n" \
+    "                       context, counts fitted on speech) or 4bit\n"  \
+    "                       (as before them)\n"                          \
     "  --seed S             initialisation and shuffling seed (1)\n"
 
 /* ---- audio features -------------------------------------------------------- */

@@ -256,9 +256,9 @@ int cli_model_option(frae_config *c, unsigned *given, const char *name,
         return cli_choice(name, value, on_off, 2, &c->prior_ar);
     }
     if (!strcmp(name, "--pitch-coder")) {
-        static const char *const coders[] = {"4bit", "ranged"};
-        *given |= CLI_GIVEN_PITCH_CODER;
-        return cli_choice(name, value, coders, 2, &c->pitch_ranged);
+        static const char *const coders[] = {"4bit", "ranged", "envelope"};
+        *given |= CLI_GIVEN_PITCH_CODER; /* by FRAE_PITCH_CODER_* */
+        return cli_choice(name, value, coders, 3, &c->pitch_ranged);
     }
     if (!strcmp(name, "--seed")) {
         long s = 0;

@@ -1657,7 +1657,9 @@ int cmd_train(int argc, char **argv)
         r.o.cfg.prior_ar = 1; /* the codes of a frame, coded in order */
     if (r.o.cfg.pitch && r.o.cfg.prior_hidden > 0 &&
         !(r.o.model_given & CLI_GIVEN_PITCH_CODER))
-        r.o.cfg.pitch_ranged = 1; /* range-coded: the coder made for it */
+        /* range-coded: the coder made for it, voicing seen from the
+         * envelope */
+        r.o.cfg.pitch_ranged = FRAE_PITCH_CODER_ENVELOPE;
     r.s.rng = r.o.cfg.seed ^ 0x0123456789abcdefull; /* the epochs' shuffles */
     /* the lists are shared by the replicas */
     char **data = r.o.data, **val = r.o.val, **tg = r.o.targets,
