@@ -1,16 +1,17 @@
 /* libFuzzer target for the .fbs reader and the decoders behind it, of
  * both families (a dense model and a GRU one that also codes pitch and
- * normalizes) and of entropy-coded streams (version 3: a GRU model with a
+ * normalizes) and of entropy-coded streams (version 4: a GRU model with a
  * prior, its within-frame autoregression and the envelope pitch coder,
  * with or without DTX's silence flags);
  * (size / 2) % 3 picks.
  *
  * Half the inputs are taken as they are: they exercise the header and
  * length checks.  In the other half the harness writes the model's hash
- * and correct CRCs into the input first (for version 3 also the packets'
- * indices, lengths clamped to what is there, and their CRCs), so
+ * and correct CRCs into the input first (for version 4 the packets'
+ * lengths clamped to what is there, and their CRCs), so
  * mutations reach the code unpacking, the range decoder and the decoder
- * (random bytes almost never pass a CRC).
+ * (random bytes almost never pass a CRC); a quarter of the prior model's
+ * are made version-3 streams instead.
  * FRAE_FUZZ_SEED_DIR=dir makes it write a valid stream of each model
  * there as seeds. */
 #include <stdint.h>
@@ -24,8 +25,8 @@
 static frae_model *models[3];
 static frae_decoder *decoders[3];
 
-/* A valid stream of model m (12 frames) into dir/name; with dtx (a model
- * with a prior), frames 6 to 9 silent. */
+/* A valid stream of model m (12 frames) into dir/name; with dtx 1 (a
+ * model with a prior), frames 6 to 9 silent; dtx 2, version 3. */
 static void write_seed(const frae_model *m, const char *dir, const char *name,
                        int dtx)
 {
@@ -41,16 +42,18 @@ static void write_seed(const frae_model *m, const char *dir, const char *name,
         frae_encode_frame(e, x, codes + t * frae_code_bytes(m), NULL);
     }
     frae_stream h;
-    frae_stream_header(m, 1, T, 1 | (dtx ? FRAE_STREAM_DTX : 0), &h);
+    frae_stream_header(m, 1, T, 1 | (dtx == 1 ? FRAE_STREAM_DTX : 0), &h);
+    if (dtx == 2)
+        h.version = FRAE_STREAM_VERSION_RANGED_V3;
     size_t size = frae_stream_bytes(&h);
     unsigned char *buf = malloc(size ? size : 4096);
-    if (h.version == FRAE_STREAM_VERSION_RANGED) { /* packets of 5 frames */
+    if (frae_stream_ranged(&h)) { /* packets of 5 frames */
         frae_stream_writer w;
         frae_range_enc rc;
         h.packet_frames = 5;
         size = frae_stream_writer_begin(&w, &h, buf);
         frae_encoder_reset(e);
-        frae_encoder_set_dtx(e, dtx);
+        frae_encoder_set_dtx(e, dtx == 1);
         for (int t = 0, k = 0; t < T; t++) {
             for (int d = 0; d < 6; d++)
                 x[d] = (float)((t * 7 + d * 3) % 11) / 11.0f - 0.5f;
@@ -58,12 +61,12 @@ static void write_seed(const frae_model *m, const char *dir, const char *name,
             x[7] = t % 4 != 0;
             if (t % 5 == 0)
                 frae_range_enc_init(&rc, buf + size + FRAE_PACKET_PAYLOAD, 1024);
-            if (dtx && t >= 6 && t <= 9)
+            if (dtx == 1 && t >= 6 && t <= 9)
                 frae_encode_silence_ranged(e, &rc, NULL);
             else
                 frae_encode_frame_ranged(e, x, &rc, NULL);
             if (t % 5 == 4 || t == T - 1)
-                size += frae_stream_packet_seal(buf + size, (uint32_t)k++,
+                size += frae_stream_packet_seal(&h, buf + size, (uint32_t)k++,
                                                 frae_range_enc_finish(&rc));
         }
     } else {
@@ -96,7 +99,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         c.training = 0;
         c.pitch = gru;
         c.normalize = k == 1;
-        c.prior_hidden = k == 2 ? 8 : 0; /* version-3 streams */
+        c.prior_hidden = k == 2 ? 8 : 0; /* version-4 streams */
         /* ... whose units are coded in order and whose pitch has the
          * default coder for range coding, the voicing in the context of
          * the decoded envelope */
@@ -120,6 +123,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         write_seed(models[1], dir, "seed_gru.fbs", 0);
         write_seed(models[2], dir, "seed_prior.fbs", 0);
         write_seed(models[2], dir, "seed_prior_dtx.fbs", 1);
+        write_seed(models[2], dir, "seed_prior_v3.fbs", 2);
     }
     return 0;
 }
@@ -133,12 +137,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     frae_decoder *decoder = decoders[which];
     unsigned char *buf = malloc(size ? size : 1);
     memcpy(buf, data, size);
-    if (which == 2 && size >= 32 && (size & 1)) {
-        /* half the inputs pass every check, so the range decoder and the
-         * pitch model see them: the model's hash, the header's CRC, and
-         * each packet's index, length and CRC made right */
+    if (which == 2 && size >= 32 && (size & 1) && (size & 2)) {
+        /* frae 0.4's version 3, which frae still reads: the model's hash,
+         * the header's CRC, and each packet's index, length and CRC made
+         * right */
         uint64_t h = frae_model_hash(model);
-        buf[6] = FRAE_STREAM_VERSION_RANGED;
+        buf[6] = FRAE_STREAM_VERSION_RANGED_V3;
         for (int i = 0; i < 8; i++)
             buf[8 + i] = (unsigned char)(h >> 8 * i);
         /* one-byte varints (sequences, frames, D, L; after code bits and
@@ -151,7 +155,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int i = 0; i < 4; i++)
             buf[24 + i] = (unsigned char)(crc >> 8 * i);
         size_t at = 28;
-        for (uint32_t k = 0; at + FRAE_PACKET_MIN <= size; k++) {
+        for (uint32_t k = 0; at + FRAE_PACKET_MIN + 1 <= size; k++) {
             const size_t room = size - at;
             size_t n = (size_t)(buf[at + 1] | buf[at + 2] << 8) % (room - 2);
             unsigned char length[5];
@@ -159,10 +163,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 n--;
             buf[at] = (unsigned char)k;
             const size_t lb = frae_varint_put(buf + at + 1, (uint32_t)n);
-            const uint16_t crc = frae_crc16(buf + at, 1 + lb + n);
-            buf[at + 1 + lb + n] = (unsigned char)(crc & 0xff);
-            buf[at + 2 + lb + n] = (unsigned char)(crc >> 8);
+            const uint16_t crc16 = frae_crc16(buf + at, 1 + lb + n);
+            buf[at + 1 + lb + n] = (unsigned char)(crc16 & 0xff);
+            buf[at + 2 + lb + n] = (unsigned char)(crc16 >> 8);
             at += 3 + lb + n;
+        }
+    } else if (which == 2 && size >= 32 && (size & 1)) {
+        /* half the inputs pass every check, so the range decoder and the
+         * pitch model see them: the model's hash, one-byte sizes, and each
+         * packet's length and CRC (over the header too) made right */
+        uint64_t h = frae_model_hash(model);
+        buf[6] = FRAE_STREAM_VERSION_RANGED;
+        for (int i = 0; i < 8; i++)
+            buf[8 + i] = (unsigned char)(h >> 8 * i);
+        /* one-byte varints: sequences, frames, packet frames */
+        for (int i = 16; i < 19; i++)
+            buf[i] &= 0x7f;
+        buf[16] &= 3; /* at most 3 sequences: packets that fit the input */
+        frae_stream hs; /* the header as the packets' CRC covers it */
+        memset(&hs, 0, sizeof hs);
+        hs.version = buf[6], hs.flags = buf[7], hs.model_hash = h;
+        hs.sequences = buf[16], hs.frames = buf[17], hs.packet_frames = buf[18];
+        size_t at = 19;
+        for (uint32_t k = 0; at + FRAE_PACKET_MIN <= size; k++) {
+            const size_t room = size - at;
+            size_t n = (size_t)(buf[at] | buf[at + 1] << 8) % (room - 1);
+            unsigned char length[5];
+            while (frae_varint_put(length, (uint32_t)n) + n + 2 > room)
+                n--;
+            const size_t lb = frae_varint_put(buf + at, (uint32_t)n);
+            const uint16_t crc = frae_packet_crc(&hs, buf + at, lb + n, k);
+            buf[at + lb + n] = (unsigned char)(crc & 0xff);
+            buf[at + lb + n + 1] = (unsigned char)(crc >> 8);
+            at += 2 + lb + n;
         }
     } else if (size >= FRAE_STREAM_HEADER + 4 && (size & 1)) {
         uint64_t h = frae_model_hash(model);
@@ -176,7 +209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[256];
     if (!frae_stream_parse(buf, size, &s, err, sizeof err) &&
         !frae_stream_check_model(&s, model, err, sizeof err) &&
-        s.version == FRAE_STREAM_VERSION_RANGED) {
+        frae_stream_ranged(&s)) {
         const unsigned char *at = s.payload, *end = buf + size;
         frae_decoder_set_dtx(decoder, (s.flags & FRAE_STREAM_DTX) != 0);
         frae_range_dec rd;
@@ -190,7 +223,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (t % s.packet_frames == 0) {
                 const unsigned char *pl;
                 size_t n;
-                long used = frae_stream_packet_parse(at, (size_t)(end - at),
+                long used = frae_stream_packet_parse(&s, at, (size_t)(end - at),
                                                      k++, &pl, &n, err,
                                                      sizeof err);
                 if (used < 0)

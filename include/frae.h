@@ -35,7 +35,7 @@ extern "C" {
 #define FRAE_API
 #endif
 
-#define FRAE_VERSION_STRING "0.4.0"
+#define FRAE_VERSION_STRING "0.5.0"
 #define FRAE_MAX_HIDDEN 8 /* hidden layers per side */
 
 typedef enum { FRAE_ACT_RELU = 0, FRAE_ACT_TANH = 1 } frae_activation;
@@ -141,7 +141,7 @@ typedef struct {
                                          decoder's state before frame t
                                          (README, "The learned prior");
                                          the codec then range-codes the
-                                         codes with it (stream version 3) */
+                                         codes with it (stream version 4) */
     int prior_ar;                     /* 0; 1 (with a prior): within-frame
                                          autoregression, unit u's logits
                                          also see the frame's codes
@@ -690,94 +690,118 @@ int frae_range_dec_status(const frae_range_dec *d);
 #define FRAE_STREAM_HEADER 36
 #define FRAE_STREAM_PITCH 2 /* flags bit 1: each frame's codes end with
                                FRAE_PITCH_BITS of f0 and voicing */
-#define FRAE_STREAM_DTX 4   /* flags bit 2, version 3 only: each frame
+#define FRAE_STREAM_DTX 4   /* flags bit 2, versions 3 and 4 only: each frame
                                starts with a silence flag (frae_encoder_
                                set_dtx) */
 /* 2: first layers sum the fed-back frames oldest first, then the head
  * (README, numerical contract); version 1 streams decode differently. */
 #define FRAE_STREAM_VERSION 2
 
-/* Version 3: entropy-coded frames, for a model with a prior (frae_config.
- * prior_hidden).  Its header is compact, since a low-rate stream pays for
- * every byte of it: the first 16 bytes are version 2's, then the sizes as
- * LEB128 varints (7 bits a byte, low first, the top bit set on all but the
- * last; 1 to 5 bytes, minimal):
+/* Version 4: entropy-coded frames, for a model with a prior (frae_config.
+ * prior_hidden).  A low-rate stream pays for every byte around its codes,
+ * so its framing holds only what the model's hash does not pin: the first
+ * 16 bytes are version 2's, then the sizes as LEB128 varints (7 bits a
+ * byte, low first, the top bit set on all but the last; 1 to 5 bytes,
+ * minimal):
+ *  16  sequences, frames per sequence, frames per packet P
+ *      (1..FRAE_PACKET_MAX_FRAMES)   3 varints
+ * (19 to 31 bytes: frae_stream_header_bytes; D, L and the code format are
+ * the model's), then the packets: each sequence's frames in ceil(frames /
+ * P) packets of P (its last one shorter), sequences in order, no bytes
+ * between:
+ *        0  payload length n  varint, 1 to 3 bytes, n <= 65535
+ *        .  payload           n bytes: the packet's frames range-coded
+ *                             (frae_encode_frame_ranged), the coder
+ *                             started afresh for each packet
+ *        .  CRC-16 (poly 0x1021, initial 0xffff, not reflected:
+ *           CRC-16/IBM-3740) of the header's bytes, then the packet's
+ *           bytes before it, then the packet's index k (counted from 0
+ *           over the stream) as a u32  u16
+ * The one check covers the header (on every packet, so a decoder that
+ * joins late still checks it), the packet and its place: a lost or
+ * reordered packet fails it, and the index it would pass with names the
+ * packet found (frae_stream_packet_parse).  The recurrent state runs on
+ * across packets within a sequence, so decoding stops at a lost packet.
+ *
+ * Version 3 (frae 0.4; still read, no longer written): the same packets
+ * with a u8 index (k mod 256) before the length and their CRC over their
+ * own bytes alone, after a header of the sizes as varints:
  *  16  sequences, frames per sequence, D, L   4 varints
  *   .  code bits b       u8   the fixed-rate width, the most a code needs
  *   .  quantizer         u8   1 binary, 2 uniform
  *   .  levels N          varint  for uniform (else 0)
  *   .  frames per packet P  varint  1..FRAE_PACKET_MAX_FRAMES
  *   .  CRC-32 (zlib's) of the header's bytes before it  u32
- * (28 to 46 bytes: frae_stream_header_bytes), then the packets: each
- * sequence's frames in ceil(frames / P) packets of P (its last one
- * shorter), sequences in order, no bytes between:
- *        0  packet index      u8   counted from 0 over the stream, mod 256
- *        1  payload length n  varint, 1 to 3 bytes, n <= 65535
- *        .  payload           n bytes: the packet's frames range-coded
- *                             (frae_encode_frame_ranged), the coder
- *                             started afresh for each packet
- *        .  CRC-16 of the packet's bytes before it  u16  (poly 0x1021,
- *           initial 0xffff, not reflected: CRC-16/IBM-3740)
- * A decoder can take packets as they come (frae_stream_packet_parse); a
- * lost or reordered one shows as an index out of sequence, a damaged one
- * by its CRC.  The recurrent state runs on across packets within a
- * sequence, so decoding stops at a lost packet. */
-#define FRAE_STREAM_VERSION_RANGED 3
-#define FRAE_STREAM_HEADER_V3_MAX 48 /* the most a version-3 header takes */
+ * (28 to 46 bytes).  A stream of either version is entropy-coded when
+ * frae_stream_ranged says so. */
+#define FRAE_STREAM_VERSION_RANGED 4
+#define FRAE_STREAM_VERSION_RANGED_V3 3
+#define FRAE_STREAM_HEADER_V3_MAX 48 /* the most a version-3 or -4 header
+                                        takes */
 #define FRAE_PACKET_PAYLOAD 4  /* where a packet's payload is range-coded
                                   before frae_stream_packet_seal */
-#define FRAE_PACKET_OVERHEAD 6 /* the most a packet adds: index, length, CRC */
-#define FRAE_PACKET_MIN 4      /* the least a packet takes */
+#define FRAE_PACKET_OVERHEAD 6 /* the most a packet adds: (index,) length,
+                                  CRC */
+#define FRAE_PACKET_MIN 3      /* the least a packet takes (version 3: 4) */
 #define FRAE_PACKET_FRAMES 100 /* the encoder's default: 1 s at 10 ms */
 #define FRAE_PACKET_MAX_FRAMES 1000
 
 typedef struct {
     uint8_t version, flags;
     uint64_t model_hash;
-    uint32_t sequences, frames, frame_dim, latent_dim;
-    uint8_t code_bits, quantizer;
+    uint32_t sequences, frames;
+    uint32_t frame_dim, latent_dim; /* 0 in a parsed version-4 stream,
+                                       whose model (its hash) has them */
+    uint8_t code_bits, quantizer;   /* so are these */
     uint16_t levels;
-    uint32_t packet_frames;       /* version 3 */
+    uint32_t packet_frames;       /* versions 3 and 4 */
     const unsigned char *payload; /* set by frae_stream_parse: the codes,
-                                     or (version 3) the first packet */
+                                     or (versions 3, 4) the first packet */
     size_t size;                  /* set by frae_stream_parse: the bytes */
 } frae_stream;
 
-/* Fills the header fields for a stream of m's codes: version 3, with
+/* Whether s is entropy-coded: version 4 or 3. */
+FRAE_API
+int frae_stream_ranged(const frae_stream *s);
+/* Fills the header fields for a stream of m's codes: version 4, with
  * FRAE_PACKET_FRAMES frames per packet (fewer if a packet could outgrow
  * its u16 length), for a model with a prior; else version 2.  flags: bit
  * 0, the input was one [T, D] sequence; FRAE_STREAM_DTX (kept for version
- * 3 only), the frames carry a silence flag. */
+ * 4 only), the frames carry a silence flag. */
 FRAE_API
 void frae_stream_header(const frae_model *m, uint32_t sequences,
                         uint32_t frames, int flags, frae_stream *s);
-/* A version-2 stream's bytes; 0 for version 3, whose size is known once
- * written. */
+/* A version-2 stream's bytes; 0 for versions 3 and 4, whose size is
+ * known once written. */
 FRAE_API
 size_t frae_stream_bytes(const frae_stream *s);
-/* The header's bytes: FRAE_STREAM_HEADER, or version 3's (its varints
- * make it 28 to 46, at most FRAE_STREAM_HEADER_V3_MAX). */
+/* The header's bytes: FRAE_STREAM_HEADER, or version 4's (its varints
+ * make it 19 to 31; version 3's 28 to 46; at most
+ * FRAE_STREAM_HEADER_V3_MAX). */
 FRAE_API
 size_t frae_stream_header_bytes(const frae_stream *s);
-/* Version 3: packets in the stream; the most bytes one packet of
- * packet_frames frames can take (a buffer for frae_stream_packet_seal);
- * sealing a packet whose payload (range-coded from packet +
- * FRAE_PACKET_PAYLOAD) is payload_bytes <= 65535 long: writes index and
- * length, moves the payload after them, appends the CRC, and returns the
- * packet's bytes from packet[0]; and reading one from avail bytes: the expected index
- * (counted over the stream), its payload, and the bytes it took, or -1
- * and one line in err (truncated, corrupted, or a packet missing). */
+/* Versions 3 and 4: packets in the stream; the most bytes one packet of
+ * packet_frames frames can take (a buffer for frae_stream_packet_seal;
+ * from the header frae_stream_header filled); sealing packet index
+ * (counted over the stream) of stream s, whose payload (range-coded from
+ * packet + FRAE_PACKET_PAYLOAD) is payload_bytes <= 65535 long: writes
+ * the length (version 3: index and length), moves the payload after it,
+ * appends the CRC, and returns the packet's bytes from packet[0]; and
+ * reading one of s from avail bytes: the expected index, its payload, and
+ * the bytes it took, or -1 and one line in err (truncated, corrupted, or
+ * a packet missing: which one came instead). */
 FRAE_API
 uint64_t frae_stream_packets(const frae_stream *s);
 FRAE_API
 size_t frae_stream_packet_cap(const frae_stream *s);
 FRAE_API
-size_t frae_stream_packet_seal(unsigned char *packet, uint32_t index,
-                               size_t payload_bytes);
+size_t frae_stream_packet_seal(const frae_stream *s, unsigned char *packet,
+                               uint32_t index, size_t payload_bytes);
 FRAE_API
-long frae_stream_packet_parse(const unsigned char *p, size_t avail,
-                              uint32_t index, const unsigned char **payload,
-                              size_t *len, char *err, size_t errlen);
+long frae_stream_packet_parse(const frae_stream *s, const unsigned char *p,
+                              size_t avail, uint32_t index,
+                              const unsigned char **payload, size_t *len,
+                              char *err, size_t errlen);
 /* Version 2: writes frae_stream_bytes(s) bytes: header, the frames' codes
  * (each frae_code_bytes, in order), CRC. */
 FRAE_API
@@ -789,8 +813,8 @@ void frae_stream_write(unsigned char *dst, const frae_stream *s,
  * completes (at most frae_code_bytes + 1), end writes the last partial
  * byte and the CRC (at most 5); each returns the bytes it wrote to out.
  * Frames go in stream order, s->sequences x s->frames of them.  For
- * version 3, begin writes its header (frae_stream_header_bytes), and
- * packets follow (frae_stream_packet_seal); add and end are not used. */
+ * version 4 (and 3), begin writes its header (frae_stream_header_bytes),
+ * and packets follow (frae_stream_packet_seal); add and end are not used. */
 typedef struct {
     frae_stream s;
     uint32_t crc;
@@ -810,12 +834,14 @@ size_t frae_stream_writer_end(frae_stream_writer *w, unsigned char *out);
 FRAE_API
 int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
                       char *err, size_t errlen);
-/* Whether m can decode s: shape, code format and model hash. */
+/* Whether m can decode s: version, pitch, shape and code format (where
+ * the stream states them) and model hash. */
 FRAE_API
 int frae_stream_check_model(const frae_stream *s, const frae_model *m,
                             char *err, size_t errlen);
 /* Version 2: the code bytes of frame f (counting across sequences) of a
- * parsed s (version 3 has no fixed place per frame: read its packets). */
+ * parsed s (versions 3 and 4 have no fixed place per frame: read their
+ * packets). */
 FRAE_API
 void frae_stream_frame_code(const frae_stream *s, uint64_t f,
                             unsigned char *code);

@@ -986,14 +986,20 @@ static uint64_t payload_bits(const frae_stream *s)
     return n;
 }
 
+int frae_stream_ranged(const frae_stream *s)
+{
+    return s->version == FRAE_STREAM_VERSION_RANGED ||
+           s->version == FRAE_STREAM_VERSION_RANGED_V3;
+}
+
 size_t frae_stream_bytes(const frae_stream *s)
 {
-    if (s->version == FRAE_STREAM_VERSION_RANGED)
+    if (frae_stream_ranged(s))
         return 0; /* variable: known once written */
     return FRAE_STREAM_HEADER + (size_t)((payload_bits(s) + 7) / 8) + 4;
 }
 
-/* ---- version 3's compact fields ----------------------------------------------
+/* ---- versions 3 and 4's compact fields ---------------------------------------
  * LEB128 varints: 7 bits a byte, low first, the top bit set on all but the
  * last.  Minimal (no trailing zero byte), so each value has one form. */
 size_t frae_varint_put(unsigned char *p, uint32_t v)
@@ -1026,9 +1032,9 @@ static int get_varint(const unsigned char *p, size_t avail, uint32_t *v)
 
 /* CRC-16/IBM-3740 (poly 0x1021, initial 0xffff, not reflected): a packet's
  * check, 2 bytes where CRC-32 took 4; "123456789" gives 0x29b1. */
-uint16_t frae_crc16(const unsigned char *p, size_t n)
+static uint16_t crc16_update(uint16_t crc16, const unsigned char *p, size_t n)
 {
-    uint32_t crc = 0xffff;
+    uint32_t crc = crc16;
     for (size_t i = 0; i < n; i++) {
         crc ^= (uint32_t)p[i] << 8;
         for (int k = 0; k < 8; k++)
@@ -1037,16 +1043,46 @@ uint16_t frae_crc16(const unsigned char *p, size_t n)
     return (uint16_t)crc;
 }
 
-static size_t put_header_v3(unsigned char *dst, const frae_stream *s);
+uint16_t frae_crc16(const unsigned char *p, size_t n)
+{
+    return crc16_update(0xffff, p, n);
+}
+
+static size_t put_header_ranged(unsigned char *dst, const frae_stream *s);
 
 size_t frae_stream_header_bytes(const frae_stream *s)
 {
     unsigned char scratch[FRAE_STREAM_HEADER_V3_MAX];
-    return s->version == FRAE_STREAM_VERSION_RANGED ? put_header_v3(scratch, s)
-                                                    : FRAE_STREAM_HEADER;
+    return frae_stream_ranged(s) ? put_header_ranged(scratch, s)
+                                 : FRAE_STREAM_HEADER;
 }
 
-/* Packets of a version-3 stream: ceil(frames / packet_frames) per
+/* Version 4: the CRC-16 of a packet's bytes (n of them) of stream s: the
+ * header's bytes (as put_header_ranged writes them: the parsed ones, since
+ * each field has one form), the packet's, then its index as a u32 */
+static uint16_t packet_crc_before_index(const frae_stream *s,
+                                        const unsigned char *packet, size_t n)
+{
+    unsigned char head[FRAE_STREAM_HEADER_V3_MAX];
+    return crc16_update(frae_crc16(head, put_header_ranged(head, s)), packet,
+                        n);
+}
+
+static uint16_t packet_crc_index(uint16_t before, uint32_t index)
+{
+    unsigned char k[4];
+    for (int i = 0; i < 4; i++)
+        k[i] = (unsigned char)(index >> 8 * i);
+    return crc16_update(before, k, 4);
+}
+
+uint16_t frae_packet_crc(const frae_stream *s, const unsigned char *packet,
+                         size_t n, uint32_t index)
+{
+    return packet_crc_index(packet_crc_before_index(s, packet, n), index);
+}
+
+/* Packets of a version-3 or -4 stream: ceil(frames / packet_frames) per
  * sequence (0 on overflow, which parse refuses). */
 uint64_t frae_stream_packets(const frae_stream *s)
 {
@@ -1059,7 +1095,7 @@ uint64_t frae_stream_packets(const frae_stream *s)
 
 /* The most a packet of packet_frames frames can take: every symbol costs
  * at most 15 bits (no frequency is below 1 in 2^15), the coder's flush 5
- * bytes, and the packet's index, length and CRC. */
+ * bytes, and the packet's (index,) length and CRC. */
 size_t frae_stream_packet_cap(const frae_stream *s)
 {
     uint64_t symbols = (uint64_t)s->latent_dim +
@@ -1070,33 +1106,59 @@ size_t frae_stream_packet_cap(const frae_stream *s)
     return (size_t)(bytes + FRAE_PACKET_OVERHEAD);
 }
 
-size_t frae_stream_packet_seal(unsigned char *packet, uint32_t index,
-                               size_t payload_bytes)
+size_t frae_stream_packet_seal(const frae_stream *s, unsigned char *packet,
+                               uint32_t index, size_t payload_bytes)
 {
+    const int v3 = s->version == FRAE_STREAM_VERSION_RANGED_V3;
     unsigned char length[3];
     const size_t lb = frae_varint_put(length, (uint32_t)payload_bytes);
-    /* the payload moves left to follow the length (1 + lb <= 4) */
-    memmove(packet + 1 + lb, packet + FRAE_PACKET_PAYLOAD, payload_bytes);
-    packet[0] = (unsigned char)(index & 0xff);
-    memcpy(packet + 1, length, lb);
-    const size_t n = 1 + lb + payload_bytes;
-    const uint16_t crc = frae_crc16(packet, n);
+    const size_t head = (size_t)v3 + lb;
+    /* the payload moves left to follow the length (head <= 4) */
+    memmove(packet + head, packet + FRAE_PACKET_PAYLOAD, payload_bytes);
+    if (v3)
+        packet[0] = (unsigned char)(index & 0xff);
+    memcpy(packet + v3, length, lb);
+    const size_t n = head + payload_bytes;
+    const uint16_t crc =
+        v3 ? frae_crc16(packet, n) : frae_packet_crc(s, packet, n, index);
     packet[n] = (unsigned char)(crc & 0xff);
     packet[n + 1] = (unsigned char)(crc >> 8);
     return n + 2;
 }
 
-long frae_stream_packet_parse(const unsigned char *p, size_t avail,
-                              uint32_t index, const unsigned char **payload,
-                              size_t *len, char *err, size_t errlen)
+/* A version-4 packet that fails its CRC as packet index: the index within
+ * 256 either side it passes as (a lost or reordered packet), or -1 (a
+ * damaged one, or a damaged header).  A damaged packet passes as another
+ * index by chance 1 in 128; either way the stream is refused. */
+static long packet_found_as(const frae_stream *s, const unsigned char *p,
+                            size_t body, uint32_t index, uint16_t crc)
 {
-    if (avail < FRAE_PACKET_MIN)
+    const uint16_t before = packet_crc_before_index(s, p, body);
+    for (uint32_t d = 1; d <= 256; d++)
+        for (int side = 0; side < 2; side++) {
+            if (side ? index < d : index + d < index)
+                continue;
+            const uint32_t k = side ? index - d : index + d;
+            if (packet_crc_index(before, k) == crc)
+                return (long)k;
+        }
+    return -1;
+}
+
+long frae_stream_packet_parse(const frae_stream *s, const unsigned char *p,
+                              size_t avail, uint32_t index,
+                              const unsigned char **payload, size_t *len,
+                              char *err, size_t errlen)
+{
+    const int v3 = s->version == FRAE_STREAM_VERSION_RANGED_V3;
+    const size_t least = FRAE_PACKET_MIN + (size_t)v3;
+    if (avail < least)
         return frae_errorf(err, errlen,
                            "packet %u: truncated (%zu bytes left, a packet "
-                           "takes at least %d)",
-                           index, avail, FRAE_PACKET_MIN);
+                           "takes at least %zu)",
+                           index, avail, least);
     uint32_t n = 0;
-    const int lb = get_varint(p + 1, avail - 1, &n);
+    const int lb = get_varint(p + v3, avail - (size_t)v3, &n);
     if (lb == 0)
         return frae_errorf(err, errlen,
                            "packet %u: truncated (its length runs past the "
@@ -1105,21 +1167,37 @@ long frae_stream_packet_parse(const unsigned char *p, size_t avail,
     if (lb < 0 || n > 0xffff)
         return frae_errorf(err, errlen,
                            "packet %u: corrupted (a malformed length)", index);
-    const size_t head = 1 + (size_t)lb;
+    const size_t head = (size_t)v3 + (size_t)lb;
     if (avail < head + 2 || n > avail - head - 2)
         return frae_errorf(err, errlen,
                            "packet %u: truncated (it declares %u bytes, "
                            "%zu are left)",
                            index, n, avail < head + 2 ? 0 : avail - head - 2);
     const size_t body = head + n;
-    if (frae_crc16(p, body) != (uint16_t)(p[body] | p[body + 1] << 8))
-        return frae_errorf(err, errlen, "packet %u: corrupted (CRC-16 "
-                                        "mismatch)", index);
-    if (p[0] != (index & 0xff))
+    const uint16_t crc = (uint16_t)(p[body] | p[body + 1] << 8);
+    if (v3) {
+        if (frae_crc16(p, body) != crc)
+            return frae_errorf(err, errlen, "packet %u: corrupted (CRC-16 "
+                                            "mismatch)", index);
+        if (p[0] != (index & 0xff))
+            return frae_errorf(err, errlen,
+                               "packet %u is missing: found packet %u (mod "
+                               "256) in its place",
+                               index, p[0]);
+    } else if (frae_packet_crc(s, p, body, index) != crc) {
+        const long found = packet_found_as(s, p, body, index, crc);
+        if (found >= 0)
+            return frae_errorf(err, errlen,
+                               "packet %u is missing: found packet %ld in "
+                               "its place",
+                               index, found);
         return frae_errorf(err, errlen,
-                           "packet %u is missing: found packet %u (mod 256) "
-                           "in its place",
-                           index, p[0]);
+                           index == 0 ? "packet 0: corrupted (CRC-16 "
+                                        "mismatch: the packet or the header)"
+                                      : "packet %u: corrupted (CRC-16 "
+                                        "mismatch)",
+                           index);
+    }
     *payload = p + head;
     *len = n;
     return (long)(body + 2);
@@ -1150,7 +1228,8 @@ void frae_stream_header(const frae_model *m, uint32_t sequences,
                                : 0);
 }
 
-static size_t put_header_v3(unsigned char *dst, const frae_stream *s)
+/* version 4's header, or version 3's */
+static size_t put_header_ranged(unsigned char *dst, const frae_stream *s)
 {
     memcpy(dst, "FRAEBS", 6);
     dst[6] = s->version;
@@ -1160,6 +1239,8 @@ static size_t put_header_v3(unsigned char *dst, const frae_stream *s)
     size_t n = 16;
     n += frae_varint_put(dst + n, s->sequences);
     n += frae_varint_put(dst + n, s->frames);
+    if (s->version != FRAE_STREAM_VERSION_RANGED_V3)
+        return n + frae_varint_put(dst + n, s->packet_frames);
     n += frae_varint_put(dst + n, s->frame_dim);
     n += frae_varint_put(dst + n, s->latent_dim);
     dst[n++] = s->code_bits;
@@ -1172,8 +1253,8 @@ static size_t put_header_v3(unsigned char *dst, const frae_stream *s)
 
 static size_t put_header(unsigned char *dst, const frae_stream *s)
 {
-    if (s->version == FRAE_STREAM_VERSION_RANGED)
-        return put_header_v3(dst, s);
+    if (frae_stream_ranged(s))
+        return put_header_ranged(dst, s);
     memcpy(dst, "FRAEBS", 6);
     dst[6] = s->version;
     dst[7] = s->flags;
@@ -1190,52 +1271,62 @@ static size_t put_header(unsigned char *dst, const frae_stream *s)
     return FRAE_STREAM_HEADER;
 }
 
-/* Version 3's header from p: its bytes, or -1 and one line in err. */
-static long parse_header_v3(const unsigned char *p, size_t size,
-                            frae_stream *s, char *err, size_t errlen)
+/* Version 4's or 3's header from p: its bytes, or -1 and one line in err.
+ * Version 4's has no check of its own: each packet's CRC covers it. */
+static long parse_header_ranged(const unsigned char *p, size_t size,
+                                frae_stream *s, char *err, size_t errlen)
 {
-    uint32_t v[6]; /* sequences, frames, D, L, then levels and P */
+    const int v3 = s->version == FRAE_STREAM_VERSION_RANGED_V3;
+    /* version 3: sequences, frames, D, L, then levels and P; 4: sequences,
+     * frames, P */
+    uint32_t v[6];
+    const int nv = v3 ? 6 : 3;
     size_t at = 16;
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < nv; k++) {
         int used = at < size ? get_varint(p + at, size - at, &v[k]) : 0;
         if (used < 0)
             return frae_errorf(err, errlen,
-                               "corrupted: a malformed size in the version-3 "
+                               "corrupted: a malformed size in the version-%d "
                                "header (byte %zu)",
-                               at);
-        if (used == 0 || (k == 3 && size - at - (size_t)used < 2))
+                               s->version, at);
+        if (used == 0 || (v3 && k == 3 && size - at - (size_t)used < 2))
             return frae_errorf(err, errlen,
                                "truncated: %zu bytes, shorter than a "
-                               "version-3 header",
-                               size);
+                               "version-%d header",
+                               size, s->version);
         at += (size_t)used;
-        if (k == 3) { /* code bits and quantizer, one byte each */
+        if (v3 && k == 3) { /* code bits and quantizer, one byte each */
             s->code_bits = p[at];
             s->quantizer = p[at + 1];
             at += 2;
         }
     }
-    if (size - at < 4)
-        return frae_errorf(err, errlen,
-                           "truncated: %zu bytes, shorter than a version-3 "
-                           "header",
-                           size);
-    if (frae_crc32(p, at) != rd32(p + at))
-        return frae_errorf(err, errlen,
-                           "corrupted: the header's CRC-32 does not match "
-                           "(%zu bytes)",
-                           size);
     s->sequences = v[0], s->frames = v[1];
-    s->frame_dim = v[2], s->latent_dim = v[3];
-    if (v[4] > 0xffff)
-        return frae_errorf(err, errlen, "bitstream header: %u levels", v[4]);
-    if (v[5] < 1 || v[5] > FRAE_PACKET_MAX_FRAMES)
+    const uint32_t packet_frames = v[nv - 1];
+    if (v3) {
+        if (size - at < 4)
+            return frae_errorf(err, errlen,
+                               "truncated: %zu bytes, shorter than a "
+                               "version-3 header",
+                               size);
+        if (frae_crc32(p, at) != rd32(p + at))
+            return frae_errorf(err, errlen,
+                               "corrupted: the header's CRC-32 does not "
+                               "match (%zu bytes)",
+                               size);
+        s->frame_dim = v[2], s->latent_dim = v[3];
+        if (v[4] > 0xffff)
+            return frae_errorf(err, errlen, "bitstream header: %u levels",
+                               v[4]);
+        s->levels = (uint16_t)v[4];
+        at += 4;
+    }
+    if (packet_frames < 1 || packet_frames > FRAE_PACKET_MAX_FRAMES)
         return frae_errorf(err, errlen,
                            "bitstream header: %u frames per packet (1..%d)",
-                           v[5], FRAE_PACKET_MAX_FRAMES);
-    s->levels = (uint16_t)v[4];
-    s->packet_frames = v[5];
-    return (long)(at + 4);
+                           packet_frames, FRAE_PACKET_MAX_FRAMES);
+    s->packet_frames = packet_frames;
+    return (long)at;
 }
 
 size_t frae_stream_writer_begin(frae_stream_writer *w, const frae_stream *s,
@@ -1308,14 +1399,15 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
                  FRAE_STREAM_VERSION);
         return -1;
     }
-    if (s->version != FRAE_STREAM_VERSION &&
-        s->version != FRAE_STREAM_VERSION_RANGED) {
+    if (s->version != FRAE_STREAM_VERSION && !frae_stream_ranged(s)) {
         frae_errorf(err, errlen,
-                 "bitstream version %d; this frae reads versions %d and %d",
-                 s->version, FRAE_STREAM_VERSION, FRAE_STREAM_VERSION_RANGED);
+                 "bitstream version %d; this frae reads versions %d, %d and %d",
+                 s->version, FRAE_STREAM_VERSION, FRAE_STREAM_VERSION_RANGED_V3,
+                 FRAE_STREAM_VERSION_RANGED);
         return -1;
     }
-    const int ranged = s->version == FRAE_STREAM_VERSION_RANGED;
+    const int ranged = frae_stream_ranged(s);
+    const int v4 = s->version == FRAE_STREAM_VERSION_RANGED;
     if (size < (ranged ? 16 : FRAE_STREAM_HEADER + 4)) {
         frae_errorf(err, errlen,
                     "truncated: %zu bytes, shorter than a version-%d header",
@@ -1326,8 +1418,15 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
         s->model_hash = s->model_hash << 8 | p[8 + i];
     long head = FRAE_STREAM_HEADER;
     if (ranged) {
-        head = parse_header_v3(p, size, s, err, errlen);
+        head = parse_header_ranged(p, size, s, err, errlen);
         if (head < 0)
+            return -1;
+        /* version 4: the first packet's CRC checks the header, before any
+         * of its fields is believed */
+        const unsigned char *pl;
+        size_t n;
+        if (v4 && frae_stream_packet_parse(s, p + head, size - (size_t)head, 0,
+                                           &pl, &n, err, errlen) < 0)
             return -1;
     } else {
         s->sequences = rd32(p + 16);
@@ -1343,34 +1442,37 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
                     s->flags);
         return -1;
     }
-    if (!s->sequences || !s->frames || !s->frame_dim || !s->latent_dim ||
-        s->frame_dim > (1u << 24) || s->latent_dim > (1u << 24) ||
-        !(s->code_bits == 32 || (s->code_bits >= 1 && s->code_bits <= 16)) ||
-        s->quantizer > FRAE_QUANT_UNIFORM || !payload_bits(s) ||
-        (ranged && (s->quantizer == FRAE_QUANT_NONE ||
-                    (s->quantizer == FRAE_QUANT_UNIFORM &&
-                     (s->levels < 2 || s->levels > 4096))))) {
+    if (!s->sequences || !s->frames ||
+        (!v4 && /* version 4 leaves the code's format to the model */
+         (!s->frame_dim || !s->latent_dim || s->frame_dim > (1u << 24) ||
+          s->latent_dim > (1u << 24) ||
+          !(s->code_bits == 32 || (s->code_bits >= 1 && s->code_bits <= 16)) ||
+          s->quantizer > FRAE_QUANT_UNIFORM || !payload_bits(s) ||
+          (ranged && (s->quantizer == FRAE_QUANT_NONE ||
+                      (s->quantizer == FRAE_QUANT_UNIFORM &&
+                       (s->levels < 2 || s->levels > 4096))))))) {
         frae_errorf(err, errlen, "bitstream header has impossible sizes");
         return -1;
     }
     if (ranged) {
-        /* every packet takes at least FRAE_PACKET_MIN bytes: more than
-         * the rest can hold is a truncated stream, found before any walk */
+        /* every packet takes at least FRAE_PACKET_MIN bytes (version 3:
+         * one more): more than the rest can hold is a truncated stream,
+         * found before any walk */
         const uint64_t packets = frae_stream_packets(s);
         const size_t rest = size - (size_t)head;
-        if (packets > rest / FRAE_PACKET_MIN) {
+        const size_t least = FRAE_PACKET_MIN + (size_t)!v4;
+        if (packets > rest / least) {
             frae_errorf(err, errlen,
                         "truncated: %llu packets declared, %zu bytes hold at "
                         "most %zu",
-                        (unsigned long long)packets, rest,
-                        rest / FRAE_PACKET_MIN);
+                        (unsigned long long)packets, rest, rest / least);
             return -1;
         }
         size_t at = (size_t)head;
         for (uint64_t k = 0; k < packets; k++) {
             const unsigned char *pl;
             size_t n;
-            long used = frae_stream_packet_parse(p + at, size - at,
+            long used = frae_stream_packet_parse(s, p + at, size - at,
                                                  (uint32_t)k, &pl, &n, err,
                                                  errlen);
             if (used < 0)
@@ -1408,9 +1510,10 @@ int frae_stream_check_model(const frae_stream *s, const frae_model *m,
 {
     frae_stream want;
     frae_stream_header(m, 1, 1, 0, &want);
-    if (s->frame_dim != want.frame_dim || s->latent_dim != want.latent_dim ||
-        s->code_bits != want.code_bits || s->quantizer != want.quantizer ||
-        s->levels != want.levels) {
+    if (s->version != FRAE_STREAM_VERSION_RANGED && /* 4 states no shape */
+        (s->frame_dim != want.frame_dim || s->latent_dim != want.latent_dim ||
+         s->code_bits != want.code_bits || s->quantizer != want.quantizer ||
+         s->levels != want.levels)) {
         frae_errorf(err, errlen,
                  "stream has D %u, L %u, %u-bit codes; the model has D %u, L "
                  "%u, %u-bit codes",
@@ -1418,13 +1521,17 @@ int frae_stream_check_model(const frae_stream *s, const frae_model *m,
                  want.latent_dim, want.code_bits);
         return -1;
     }
-    if (s->version != want.version) {
-        frae_errorf(err, errlen,
-                    s->version == FRAE_STREAM_VERSION_RANGED
-                        ? "stream is entropy-coded (version 3); the model "
-                          "has no prior to decode it"
-                        : "stream is fixed-rate (version 2); the model has "
-                          "a prior and codes version 3");
+    if (frae_stream_ranged(s) != frae_stream_ranged(&want)) {
+        if (frae_stream_ranged(s))
+            frae_errorf(err, errlen,
+                        "stream is entropy-coded (version %d); the model has "
+                        "no prior to decode it",
+                        s->version);
+        else
+            frae_errorf(err, errlen,
+                        "stream is fixed-rate (version 2); the model has a "
+                        "prior and codes version %d",
+                        FRAE_STREAM_VERSION_RANGED);
         return -1;
     }
     if ((s->flags & FRAE_STREAM_PITCH) != (want.flags & FRAE_STREAM_PITCH)) {

@@ -161,8 +161,12 @@ uint64_t frae_st_checksum(const frae_safetensors *st, int with_header);
 uint32_t frae_crc32(const unsigned char *p, size_t n);
 /* CRC-16/IBM-3740 (poly 0x1021, initial 0xffff): version-3 packets. */
 uint16_t frae_crc16(const unsigned char *p, size_t n);
+/* A version-4 packet's CRC-16: over stream s's header, the packet's n
+ * bytes (its length and payload), then its index as a u32. */
+uint16_t frae_packet_crc(const frae_stream *s, const unsigned char *packet,
+                         size_t n, uint32_t index);
 /* v as a minimal LEB128 varint at p (1 to 5 bytes): the bytes written.
- * Version 3's sizes and packet lengths. */
+ * Versions 3 and 4's sizes and packet lengths. */
 size_t frae_varint_put(unsigned char *p, uint32_t v);
 /* The same, continued: frae_crc32_update(frae_crc32(a), b) is the CRC of a
  * followed by b; start from 0. */

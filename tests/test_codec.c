@@ -211,9 +211,9 @@ int test_bitstream(void)
               strstr(err, "not a frae bitstream"),
           "foreign: %s", err);
     memcpy(mut, buf, n);
-    mut[6] = 4;
+    mut[6] = 5;
     CHECK(frae_stream_parse(mut, n, &s, err, sizeof err) &&
-              strstr(err, "version 4; this frae reads versions 2 and 3"),
+              strstr(err, "version 5; this frae reads versions 2, 3 and 4"),
           "version: %s", err);
     mut[6] = 3; /* a version-2 stream relabelled: its header CRC is wrong */
     CHECK(frae_stream_parse(mut, n, &s, err, sizeof err) &&
@@ -490,7 +490,8 @@ static float *ranged_frames(int nseq, int T, int D, int pitch, uint64_t seed)
     return f;
 }
 
-/* The whole .fbs (version 3) of nseq sequences into out: header, then
+/* The whole .fbs (version 4, or write_version) of nseq sequences into
+ * out: header, then
  * packets of packet_frames frames; with passes > 0 the encoder's search
  * (frae_encoder_set_search), recon (non-NULL) the encoder's frames, and
  * with silent (non-NULL, a flag per frame) DTX on, those frames coded as
@@ -499,7 +500,8 @@ static size_t encode_ranged_search(const frae_model *m, const float *f,
                                    int nseq, int T, uint32_t packet_frames,
                                    unsigned char *out, int passes,
                                    float weight, float *recon,
-                                   const unsigned char *silent)
+                                   const unsigned char *silent,
+                                   int write_version)
 {
     const frae_config *c = frae_get_config(m);
     const int W = c->frame_dim + 2 * c->pitch;
@@ -508,6 +510,8 @@ static size_t encode_ranged_search(const frae_model *m, const float *f,
     frae_stream_header(m, (uint32_t)nseq, (uint32_t)T,
                        silent ? FRAE_STREAM_DTX : 0, &h);
     h.packet_frames = packet_frames;
+    if (write_version) /* frae 0.4's version 3, which frae still reads */
+        h.version = (uint8_t)write_version;
     size_t at = frae_stream_writer_begin(&w, &h, out);
     frae_encoder *e = frae_encoder_create(m);
     frae_encoder_set_search(e, passes, weight);
@@ -528,7 +532,7 @@ static size_t encode_ranged_search(const frae_model *m, const float *f,
                 frae_encode_frame_ranged(e, f + ((size_t)s * T + t) * W, &rc,
                                          r);
             if ((t + 1) % (int)packet_frames == 0 || t + 1 == T)
-                at += frae_stream_packet_seal(out + at, k++,
+                at += frae_stream_packet_seal(&h, out + at, k++,
                                               frae_range_enc_finish(&rc));
         }
     }
@@ -540,11 +544,11 @@ static size_t encode_ranged(const frae_model *m, const float *f, int nseq,
                             int T, uint32_t packet_frames, unsigned char *out)
 {
     return encode_ranged_search(m, f, nseq, T, packet_frames, out, 0, 0.0f,
-                                NULL, NULL);
+                                NULL, NULL, 0);
 }
 
-/* Decodes a parsed version-3 stream into y (width W); -1 if a frame is
- * refused. */
+/* Decodes a parsed version-4 (or 3) stream into y (width W); -1 if a
+ * frame is refused. */
 static int decode_ranged(const frae_model *m, const frae_stream *s, float *y)
 {
     const frae_config *c = frae_get_config(m);
@@ -561,7 +565,7 @@ static int decode_ranged(const frae_model *m, const frae_stream *s, float *y)
             if (t % s->packet_frames == 0) {
                 const unsigned char *pl;
                 size_t n;
-                long used = frae_stream_packet_parse(at, (size_t)(end - at),
+                long used = frae_stream_packet_parse(s, at, (size_t)(end - at),
                                                      k++, &pl, &n, err,
                                                      sizeof err);
                 if (used < 0)
@@ -670,17 +674,22 @@ int test_codec_ranged(void)
         /* the packets: where each starts, and their payloads' bytes */
         frae_stream_parse(buf, size, &s, err, sizeof err);
         size_t starts[16], payload_bytes = 0, at = frae_stream_header_bytes(&s);
-        CHECK(at == (size_t)(s.payload - buf) && at <= 30,
+        /* 16 bytes, then sequences, frames and packet frames, a byte each */
+        CHECK(at == (size_t)(s.payload - buf) && at == 19,
               "%s: a %zu-byte header", cs[k].name, at);
         for (uint32_t i = 0; i < 10; i++) {
             const unsigned char *pl;
             size_t n;
             starts[i] = at;
-            at += (size_t)frae_stream_packet_parse(buf + at, size - at, i, &pl,
+            at += (size_t)frae_stream_packet_parse(&s, buf + at, size - at, i, &pl,
                                                    &n, err, sizeof err);
             payload_bytes += n;
-            CHECK(pl == buf + starts[i] + 1 + (n < 128 ? 1 : 2),
-                  "%s: packet %u's payload after a %d-byte length",
+            CHECK(pl == buf + starts[i] + (n < 128 ? 1 : 2) &&
+                      frae_packet_crc(&s, buf + starts[i], (size_t)(pl - buf) -
+                                                               starts[i] + n, i) ==
+                          (buf[pl - buf + n] | buf[pl - buf + n + 1] << 8),
+                  "%s: packet %u: a %d-byte length, the payload, a CRC-16 "
+                  "over the header, them and the index",
                   cs[k].name, i, n < 128 ? 1 : 2);
         }
         starts[10] = at;
@@ -715,10 +724,10 @@ int test_codec_ranged(void)
             for (uint32_t i = 0; i < 5 && same; i++) {
                 const unsigned char *pa, *pb;
                 size_t na, nb;
-                a1 += (size_t)frae_stream_packet_parse(alone + a1, n1 - a1, i,
+                a1 += (size_t)frae_stream_packet_parse(&s1, alone + a1, n1 - a1, i,
                                                        &pa, &na, err,
                                                        sizeof err);
-                frae_stream_packet_parse(buf + starts[5 + i],
+                frae_stream_packet_parse(&s, buf + starts[5 + i],
                                          size - starts[5 + i], 5 + i, &pb,
                                          &nb, err, sizeof err);
                 same = na == nb && !memcmp(pa, pb, na);
@@ -727,21 +736,52 @@ int test_codec_ranged(void)
                   cs[k].name);
             free(alone);
         }
-        /* damage: a lost packet, a flipped byte, a cut, trailing bytes */
+        /* frae 0.4's version 3 still decodes, to the same frames: the same
+         * payloads, each packet a byte longer (its index), the header
+         * longer by D, L, the code format and its CRC-32 */
+        {
+            unsigned char *v3 = malloc(1 << 16);
+            const size_t n3 = encode_ranged_search(m, f, nseq, T, 16, v3, 0, 0.0f,
+                                                   NULL, NULL,
+                                                   FRAE_STREAM_VERSION_RANGED_V3);
+            frae_stream s3;
+            float *y3 = malloc(sizeof(float) * nseq * T * W);
+            CHECK(frae_stream_parse(v3, n3, &s3, err, sizeof err) == 0 &&
+                      s3.version == 3 &&
+                      frae_stream_check_model(&s3, m, err, sizeof err) == 0 &&
+                      decode_ranged(m, &s3, y3) == 0 &&
+                      decode_ranged(m, &s, y) == 0 &&
+                      !memcmp(y3, y, sizeof(float) * nseq * T * W),
+                  "%s: version 3: '%s'", cs[k].name, err);
+            const size_t h3 = frae_stream_header_bytes(&s3);
+            CHECK(n3 == size + (h3 - starts[0]) + 10 && h3 == 28,
+                  "%s: version 3 takes %zu bytes (header %zu), version 4 %zu "
+                  "(header %zu)",
+                  cs[k].name, n3, h3, size, starts[0]);
+            free(v3), free(y3);
+        }
+        /* damage: a lost packet, two swapped, a flipped byte, a cut,
+         * trailing bytes */
         unsigned char *bad = malloc(size + 1);
-        const size_t p1 = starts[1], p2 = starts[2];
+        const size_t p1 = starts[1], p2 = starts[2], p3 = starts[3];
         memcpy(bad, buf, p1);
         memcpy(bad + p1, buf + p2, size - p2); /* packet 1 dropped */
         CHECK(frae_stream_parse(bad, size - (p2 - p1), &s, err, sizeof err) &&
-                  strstr(err, "packet 1 is missing"),
+                  strstr(err, "packet 1 is missing: found packet 2 in"),
               "lost packet: '%s'", err);
+        memcpy(bad, buf, size); /* packets 1 and 2 swapped */
+        memcpy(bad + p1, buf + p2, p3 - p2);
+        memcpy(bad + p1 + (p3 - p2), buf + p1, p2 - p1);
+        CHECK(frae_stream_parse(bad, size, &s, err, sizeof err) &&
+                  strstr(err, "packet 1 is missing: found packet 2 in"),
+              "swapped packets: '%s'", err);
         memcpy(bad, buf, size);
         bad[p1 + 5] ^= 0x10;
         CHECK(frae_stream_parse(bad, size, &s, err, sizeof err) &&
                   strstr(err, "packet 1: corrupted"),
               "flipped byte: '%s'", err);
         memcpy(bad, buf, size);
-        bad[p1 + 1] |= 0x80; /* its length runs on into the payload */
+        bad[p1] |= 0x80; /* its length runs on into the payload */
         CHECK(frae_stream_parse(bad, size, &s, err, sizeof err) &&
                   strstr(err, "packet 1: "),
               "damaged length: '%s'", err);
@@ -753,28 +793,31 @@ int test_codec_ranged(void)
         CHECK(frae_stream_parse(bad, size + 1, &s, err, sizeof err) &&
                   strstr(err, "trailing"),
               "trailing byte: '%s'", err);
-        /* a size written in two bytes where one does (0x82 0x00 for 2),
-         * its CRC made right: refused, so each header has one form */
+        /* a size written in two bytes where one does (0x82 0x00 for 2):
+         * refused before any CRC, so each header has one form */
         {
             unsigned char *two = malloc(size + 1);
             memcpy(two, buf, 16);
             two[16] = 0x82, two[17] = 0x00; /* sequences: 2 */
-            const size_t hb = starts[0] + 1; /* one byte longer */
             memcpy(two + 18, buf + 17, size - 17);
-            const uint32_t crc = frae_crc32(two, hb - 4);
-            for (int i = 0; i < 4; i++)
-                two[hb - 4 + i] = (unsigned char)(crc >> 8 * i);
             CHECK(buf[16] == 2 &&
                       frae_stream_parse(two, size + 1, &s, err, sizeof err) &&
                       strstr(err, "malformed size"),
                   "two-byte varint: '%s'", err);
             free(two);
         }
-        memcpy(bad, buf, size);
-        bad[9] ^= 1; /* the model hash: the header's CRC */
-        CHECK(frae_stream_parse(bad, size, &s, err, sizeof err) &&
-                  strstr(err, "header's CRC"),
-              "header: '%s'", err);
+        /* the header: each packet's CRC covers it, the first's before
+         * any of its fields is used */
+        for (int at_byte = 7; at_byte <= 17; at_byte += 5) {
+            memcpy(bad, buf, size);
+            bad[at_byte] ^= at_byte == 7 ? 0 : 1; /* the hash, frames */
+            if (at_byte == 7)
+                bad[at_byte] ^= FRAE_STREAM_DTX; /* a flag */
+            CHECK(frae_stream_parse(bad, size, &s, err, sizeof err) &&
+                      strstr(err, "packet 0: corrupted (CRC-16 mismatch: the "
+                                  "packet or the header)"),
+                  "header byte %d: '%s'", at_byte, err);
+        }
         /* a model without the prior refuses the stream */
         frae_config cp = c;
         cp.prior_hidden = 0, cp.prior_ar = 0, cp.pitch_ranged = 0;
@@ -795,13 +838,13 @@ static size_t encode_dtx(const frae_model *m, const float *f, int T,
                          const unsigned char *silent, unsigned char *out,
                          float *recon)
 {
-    return encode_ranged_search(m, f, 1, T, 16, out, 0, 0.0f, recon, silent);
+    return encode_ranged_search(m, f, 1, T, 16, out, 0, 0.0f, recon, silent, 0);
 }
 
 /* DTX: a silent frame costs its flag alone, freezes both ends and decodes
  * to the last frame decoded (f0 and voicing 0); the coded frames decode,
  * on every ISA, to the bit of frae_forward on the sequence with the silent
- * frames left out; the flag is version 3's alone. */
+ * frames left out; the flag is the entropy-coded versions' alone. */
 int test_codec_dtx(void)
 {
     int failures = 0;
@@ -850,7 +893,7 @@ int test_codec_dtx(void)
             if (t % 16 == 0) {
                 const unsigned char *pl;
                 size_t n;
-                at += frae_stream_packet_parse(at, size - (size_t)(at - buf),
+                at += frae_stream_packet_parse(&s, at, size - (size_t)(at - buf),
                                                (uint32_t)t / 16, &pl, &n, err,
                                                sizeof err);
                 frae_range_dec_init(&rd, pl, n);
@@ -887,8 +930,8 @@ int test_codec_dtx(void)
             tail[t] = 1;
         const size_t with_pause = encode_dtx(m, f, T, tail, buf, NULL);
         const size_t five = encode_dtx(m, f, 5, tail, alone, NULL);
-        /* the pause's frames add 4 packets (index, length, CRC: 4 bytes
-         * each, with their coder's flush) */
+        /* the pause's frames add 4 packets (length and CRC: 3 bytes
+         * each, and a byte of their coder's flush) */
         const size_t packets = 4 * (FRAE_PACKET_MIN + 1);
         printf("    65 silent frames: %zu bytes (5 coded frames alone %zu)\n",
                with_pause, five);
@@ -897,7 +940,7 @@ int test_codec_dtx(void)
               with_pause - five);
         free(alone);
     }
-    /* DTX needs a prior; its flag is version 3's alone */
+    /* DTX needs a prior; its flag is the entropy-coded versions' alone */
     {
         frae_encoder *e = frae_encoder_create(m);
         frae_range_enc rc;
@@ -1089,7 +1132,7 @@ int test_codec_search(void)
         unsigned char *buf = malloc(1 << 16), *other = malloc(1 << 16);
         const size_t plain = encode_ranged(m, f, 1, n, 16, buf);
         const size_t size = encode_ranged_search(m, f, 1, n, 16, buf, 2, 0.5f, recon,
-                                                 NULL);
+                                                 NULL, 0);
         frae_stream s;
         char err[256] = "";
         CHECK(frae_stream_parse(buf, size, &s, err, sizeof err) == 0, "%s", err);
@@ -1104,7 +1147,7 @@ int test_codec_search(void)
         for (int i = 1; i < nisa; i++) {
             frae_model *mi = model_on_isa(m, &c, isas[i]);
             const size_t si = encode_ranged_search(mi, f, 1, n, 16, other, 2,
-                                                   0.5f, NULL, NULL);
+                                                   0.5f, NULL, NULL, 0);
             CHECK(si == size && !memcmp(other, buf, size),
                   "ranged %d: the search's stream on %s differs from %s's", k,
                   frae_isa_name(mi), frae_isa_name(m));

@@ -537,7 +537,7 @@ def main():
     rc, out, err = run("encode", "ref.safetensors", "many.npy", "-o", "f.fbs")
     check(rc == 0 and "128 bits/frame (4 x 32 bits)" in out,
           "a model without a quantizer streams 32-bit floats", out + err)
-    print("== variable rate: a prior, stream version 3")
+    print("== variable rate: a prior, stream version 4")
     rc, out, err = run("train", "data", *SMALL, "--family", "gru", "--quantizer", "uniform:6",
                        "--rate-lambda", "0.01", "--epochs", "2", "--save", "vr.safetensors",
                        "--val-split", "0.25")
@@ -549,55 +549,58 @@ def main():
         rc2, _, err2 = run("decode", "vr.safetensors", "v.fbs", "-o", "dec.npy")
         rc3, _, err3 = run("predict", "vr.safetensors", src, "-o", "pred.npy")
         dec, pred = (np.load(path("dec.npy")), np.load(path("pred.npy"))) if rc2 == rc3 == 0 else (0, 1)
-        check(rc == rc2 == rc3 == 0 and np.array_equal(dec, pred), "version 3: decode(encode(%s)) "
+        check(rc == rc2 == rc3 == 0 and np.array_equal(dec, pred), "version 4: decode(encode(%s)) "
               "equals predict, to the bit" % src, err + err2 + err3)
     raw = open(path("v.fbs"), "rb").read()
     m = re.search(r"-> v.fbs \((\d+) bytes: header (\d+), (\d+) packets", out)
     m2 = re.search(r"bitrate: ([0-9.]+) bits/frame on average", out)
     frames = np.load(path("one.npy")).shape[0]
-    check(raw[6] == 3 and m and int(m.group(1)) == len(raw) and m2
+    check(raw[6] == 4 and m and int(m.group(1)) == len(raw) and m2
           and abs(float(m2.group(1)) - 8.0 * len(raw) / frames) < 0.01,
           "encode reports the bytes and bits per frame the file takes, headers included", out)
     subprocess.run([FRAE, "encode", "vr.safetensors", "one.npy", "-o", "vs.fbs",
                     "--packet-frames", "4"], cwd=TMP, env=dict(os.environ, FRAE_ISA="scalar"),
                    capture_output=True)
-    check(open(path("vs.fbs"), "rb").read() == raw, "the same version-3 stream on every ISA")
+    check(open(path("vs.fbs"), "rb").read() == raw, "the same version-4 stream on every ISA")
     rc, out, err = run("import", "vr.safetensors", "-o", "vri.safetensors", "--quantizer",
                        "uniform:6")
     rc2, _, err2 = run("encode", "vri.safetensors", "one.npy", "-o", "vi.fbs",
                        "--packet-frames", "4")
     check(rc == rc2 == 0 and open(path("vi.fbs"), "rb").read() == raw,
           "a prior model's state_dict imports with its prior: the same stream", err + err2)
-    # the packets (README, "Bitstream version 3"): index u8, the payload's
-    # length as a varint, the payload, CRC-16/IBM-3740 of the bytes before
+    # the packets (README, "Bitstream version 4"): the payload's length as
+    # a varint, the payload, CRC-16/IBM-3740 of the header, the bytes
+    # before it and the packet's index (u32)
     starts, at = [], int(m.group(2)) if m else 0
+    header = raw[:at]
     while m and at < len(raw):
         n, shift, lb = 0, 0, 0
         while True:
-            b = raw[at + 1 + lb]
+            b = raw[at + lb]
             n |= (b & 0x7f) << shift
             shift, lb = shift + 7, lb + 1
             if not b & 0x80:
                 break
-        end = at + 1 + lb + n
-        crc_ok = binascii.crc_hqx(raw[at:end], 0xffff) == raw[end] | raw[end + 1] << 8
-        starts.append((at, raw[at], crc_ok))
+        end = at + lb + n
+        crc = binascii.crc_hqx(header + raw[at:end] + struct.pack("<I", len(starts)), 0xffff)
+        starts.append((at, crc == raw[end] | raw[end + 1] << 8))
         at = end + 2
-    check(m and at == len(raw) and len(starts) == int(m.group(3)) and
-          [s[1] for s in starts] == list(range(len(starts))) and all(s[2] for s in starts),
-          "version 3's packets walk as documented: indices 0, 1, ..., CRC-16 each", str(starts))
+    check(m and at == len(raw) and len(starts) == int(m.group(3)) and all(s[1] for s in starts),
+          "version 4's packets walk as documented: each CRC-16 over the header, the packet and "
+          "its index", str(starts))
     # packet 1 dropped; a byte of packet 0 flipped
     p1, p2 = starts[1][0], starts[2][0]
     open(path("lost.fbs"), "wb").write(raw[:p1] + raw[p2:])
     flip = bytearray(raw)
     flip[starts[0][0] + 4] ^= 1
     open(path("vflip.fbs"), "wb").write(bytes(flip))
-    for name, needle in (("lost.fbs", "packet 1 is missing"), ("vflip.fbs", "packet 0: corrupted")):
+    for name, needle in (("lost.fbs", "packet 1 is missing: found packet 2"),
+                         ("vflip.fbs", "packet 0: corrupted")):
         rc, out, err = run("decode", "vr.safetensors", name, "-o", "x.npy")
         check(one_line_error(rc, err, 2, needle), "decode %s: one line naming the packet" % name,
               "rc %d %s" % (rc, err))
     rc, out, err = run("decode", "q.safetensors", "v.fbs", "-o", "x.npy")
-    check(one_line_error(rc, err, 2, "version 3"), "a version-3 stream and a model without "
+    check(one_line_error(rc, err, 2, "version 4"), "a version-4 stream and a model without "
           "a prior: one line", err)
     rc, out, err = run("encode", "q.safetensors", "val.npy", "-o", "x.fbs", "--packet-frames", "4")
     check(one_line_error(rc, err, 2, "has no prior"), "--packet-frames without a prior: one "

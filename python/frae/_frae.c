@@ -625,7 +625,7 @@ static PyObject *m_save(ModelObject *self, PyObject *args)
 }
 
 /* encode(x, nseq, nframes, two_d[, search, search_lambda]) -> bytes: the
- * .fbs stream 'frae encode' writes (version 2 fixed-rate, or version 3
+ * .fbs stream 'frae encode' writes (version 2 fixed-rate, or version 4
  * range-coded packets of 100 frames with a prior); search passes of the
  * encoder's search (frae_encoder_set_search), weighing the rate by
  * search_lambda (< 0: the model's rate_lambda). */
@@ -660,7 +660,7 @@ static PyObject *m_encode(ModelObject *self, PyObject *args)
     frae_stream h;
     frae_stream_header(m, (uint32_t)nseq, (uint32_t)nframes,
                        two_d | (dtx ? FRAE_STREAM_DTX : 0), &h);
-    const int ranged = h.version == FRAE_STREAM_VERSION_RANGED;
+    const int ranged = frae_stream_ranged(&h);
     size_t cap = ranged ? frae_stream_header_bytes(&h) +
                               (size_t)frae_stream_packets(&h) *
                                   frae_stream_packet_cap(&h)
@@ -709,7 +709,7 @@ static PyObject *m_encode(ModelObject *self, PyObject *args)
                     frae_encode_frame_ranged(e, xt, &rc, recon);
                 if ((t + 1) % h.packet_frames == 0 || t + 1 == nframes) {
                     size_t pb = frae_stream_packet_seal(
-                        packet, packets++, frae_range_enc_finish(&rc));
+                        &h, packet, packets++, frae_range_enc_finish(&rc));
                     memcpy(out + len, packet, pb);
                     len += pb;
                 }
@@ -751,7 +751,7 @@ static PyObject *m_stream_info(ModelObject *self, PyObject *args)
     PyBuffer_Release(&b);
     const int pitch = (s.flags & FRAE_STREAM_PITCH) != 0;
     return Py_BuildValue("(IIii)", s.sequences, s.frames,
-                         (int)s.frame_dim + 2 * pitch,
+                         frae_get_config(m)->frame_dim + 2 * pitch,
                          (s.flags & 1) && s.sequences == 1);
 }
 
@@ -771,7 +771,8 @@ static PyObject *m_decode(ModelObject *self, PyObject *args)
         PyBuffer_Release(&b);
         return m ? fail(err) : NULL;
     }
-    const int width = (int)s.frame_dim + 2 * ((s.flags & FRAE_STREAM_PITCH) != 0);
+    const int width = frae_get_config(m)->frame_dim +
+                      2 * ((s.flags & FRAE_STREAM_PITCH) != 0);
     if (get_buffer(yo, &yb, 1, "f", (Py_ssize_t)s.sequences * s.frames * width, "y")) {
         PyBuffer_Release(&b);
         return NULL;
@@ -780,7 +781,7 @@ static PyObject *m_decode(ModelObject *self, PyObject *args)
     unsigned char *code = malloc(frae_code_bytes(m) + 8);
     int bad = !d || !code ? -2 : 0;
     Py_BEGIN_ALLOW_THREADS
-    const int ranged = s.version == FRAE_STREAM_VERSION_RANGED;
+    const int ranged = frae_stream_ranged(&s);
     if (d && ranged)
         frae_decoder_set_dtx(d, (s.flags & FRAE_STREAM_DTX) != 0);
     const unsigned char *at = s.payload, *end = (const unsigned char *)b.buf + b.len;
@@ -795,7 +796,7 @@ static PyObject *m_decode(ModelObject *self, PyObject *args)
                 if (t % s.packet_frames == 0) { /* checked by the parse */
                     const unsigned char *pl;
                     size_t n;
-                    at += frae_stream_packet_parse(at, (size_t)(end - at), packet++,
+                    at += frae_stream_packet_parse(&s, at, (size_t)(end - at), packet++,
                                                    &pl, &n, err, sizeof err);
                     frae_range_dec_init(&rd, pl, n);
                 }

@@ -237,7 +237,7 @@ static void encode_help(void)
            "L x bits per frame (see README, 'The .fbs bitstream'); with a\n"
            "model that has a prior (train --prior, --rate-lambda), range-\n"
            "coded into packets of --packet-frames frames (100), a variable\n"
-           "rate (stream version 3).  Reports the bitrate the file takes,\n"
+           "rate (stream version 4).  Reports the bitrate the file takes,\n"
            "headers included, in bits per frame and in kbit/s at\n"
            "--frame-rate frames per second (100), and the distortion of the\n"
            "decoded frames: MSE and SNR in dB.\n"
@@ -320,7 +320,7 @@ int cmd_encode(int argc, char **argv)
     frae_stream h;
     frae_stream_header(m, (uint32_t)in.n, (uint32_t)in.t,
                        (in.ndim == 2) | (o.dtx ? FRAE_STREAM_DTX : 0), &h);
-    const int ranged = h.version == FRAE_STREAM_VERSION_RANGED;
+    const int ranged = frae_stream_ranged(&h);
     frae_features feat;
     double dtx_gate = 0; /* --dtx: the level below which a frame is quiet */
     if (o.dtx) {
@@ -436,7 +436,7 @@ int cmd_encode(int argc, char **argv)
                                       packets);
                         goto done;
                     }
-                    size_t pb = frae_stream_packet_seal(packet, packets++, n);
+                    size_t pb = frae_stream_packet_seal(&h, packet, packets++, n);
                     packet_overhead += pb - n;
                     fwrite(packet, 1, pb, af.f);
                     bytes += pb;
@@ -471,8 +471,8 @@ int cmd_encode(int argc, char **argv)
         /* the bitrate the file takes, every header byte counted */
         const double bits = 8.0 * (double)bytes / (double)n_frames;
         printf("%ld sequence%s x %ld frames -> %s (%zu bytes: header %zu, "
-               "%u packets of up to %u frames, %zu bytes of their index, "
-               "length and CRC)\n",
+               "%u packets of up to %u frames, %zu bytes of their lengths "
+               "and CRCs)\n",
                in.n, in.n == 1 ? "" : "s", in.t, o.io.output, bytes,
                frae_stream_header_bytes(&h), packets, h.packet_frames,
                packet_overhead);
@@ -621,7 +621,7 @@ int cmd_decode(int argc, char **argv)
         goto done;
     }
     const int pitch = (s.flags & FRAE_STREAM_PITCH) != 0;
-    const int D = (int)s.frame_dim;
+    const int D = frae_get_config(m)->frame_dim; /* the stream's, if it says */
     long shape[3] = {(long)s.sequences, (long)s.frames, D + 2 * pitch};
     int two_d = s.flags & 1 && s.sequences == 1;
     if (two_d)
@@ -639,9 +639,9 @@ int cmd_decode(int argc, char **argv)
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
-    const int ranged = s.version == FRAE_STREAM_VERSION_RANGED;
+    const int ranged = frae_stream_ranged(&s);
     frae_decoder_set_dtx(d, (s.flags & FRAE_STREAM_DTX) != 0);
-    const unsigned char *at = s.payload; /* version 3: the next packet */
+    const unsigned char *at = s.payload; /* versions 3, 4: the next packet */
     uint32_t packet = 0;
     frae_range_dec rd;
     for (uint32_t q = 0; q < s.sequences; q++) {
@@ -652,7 +652,7 @@ int cmd_decode(int argc, char **argv)
                     const unsigned char *pl;
                     size_t n;
                     at += frae_stream_packet_parse(
-                        at, (size_t)((const unsigned char *)map + size - at),
+                        &s, at, (size_t)((const unsigned char *)map + size - at),
                         packet++, &pl, &n, err, sizeof err);
                     frae_range_dec_init(&rd, pl, n);
                 }

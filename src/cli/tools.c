@@ -235,7 +235,7 @@ int cmd_info(int argc, char **argv)
                frae_checkpoint_meta(ck, "frae.pitch"));
     if (c.prior_hidden > 0)
         printf("  prior: %d tanh units on %s -> %d logits per unit%s; "
-               "the codec range-codes the codes (stream version 3; %g "
+               "the codec range-codes the codes (stream version 4; %g "
                "bits/frame at most)\n",
                c.prior_hidden,
                c.family == FRAE_FAMILY_GRU ? "h_dec(t-1)"
