@@ -78,7 +78,7 @@ MODELS = (
      ["--quantizer", "uniform:4", "--latent", "14"]),
 )
 # variable rate (issue 14): the GRU family with 16 binary latents, a learned
-# prior on h_dec(t-1) and the codes range-coded (stream version 3), trained
+# prior on h_dec(t-1) and the codes range-coded (stream version 4), trained
 # on distortion + lambda x rate at three lambdas (the rate-quality curve);
 # and with the fixed-rate model's 12 latents at a small lambda, which lands
 # at its distortion (the bar's comparison, measured rather than
