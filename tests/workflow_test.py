@@ -594,8 +594,13 @@ def main():
     flip = bytearray(raw)
     flip[starts[0][0] + 4] ^= 1
     open(path("vflip.fbs"), "wb").write(bytes(flip))
+    head = bytearray(raw)
+    head[12] ^= 1  # the model's hash: every packet's CRC covers the header
+    open(path("vhead.fbs"), "wb").write(bytes(head))
     for name, needle in (("lost.fbs", "packet 1 is missing: found packet 2"),
-                         ("vflip.fbs", "packet 0: corrupted")):
+                         ("vflip.fbs", "packet 0: corrupted"),
+                         ("vhead.fbs", "packet 0: corrupted (CRC-16 mismatch: the packet or "
+                                       "the header)")):
         rc, out, err = run("decode", "vr.safetensors", name, "-o", "x.npy")
         check(one_line_error(rc, err, 2, needle), "decode %s: one line naming the packet" % name,
               "rc %d %s" % (rc, err))
