@@ -1192,11 +1192,8 @@ long frae_stream_packet_parse(const frae_stream *s, const unsigned char *p,
                                "its place",
                                index, found);
         return frae_errorf(err, errlen,
-                           index == 0 ? "packet 0: corrupted (CRC-16 "
-                                        "mismatch: the packet or the header)"
-                                      : "packet %u: corrupted (CRC-16 "
-                                        "mismatch)",
-                           index);
+                           "packet %u: corrupted (CRC-16 mismatch%s)", index,
+                           index == 0 ? ": the packet or the header" : "");
     }
     *payload = p + head;
     *len = n;
