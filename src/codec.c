@@ -1413,7 +1413,7 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
     }
     for (int i = 7; i >= 0; i--)
         s->model_hash = s->model_hash << 8 | p[8 + i];
-    long head = FRAE_STREAM_HEADER;
+    long head = FRAE_STREAM_HEADER, first = 0; /* version 4: packet 0's bytes */
     if (ranged) {
         head = parse_header_ranged(p, size, s, err, errlen);
         if (head < 0)
@@ -1422,8 +1422,9 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
          * of its fields is believed */
         const unsigned char *pl;
         size_t n;
-        if (v4 && frae_stream_packet_parse(s, p + head, size - (size_t)head, 0,
-                                           &pl, &n, err, errlen) < 0)
+        if (v4 && (first = frae_stream_packet_parse(s, p + head,
+                                                    size - (size_t)head, 0, &pl,
+                                                    &n, err, errlen)) < 0)
             return -1;
     } else {
         s->sequences = rd32(p + 16);
@@ -1465,8 +1466,8 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
                         (unsigned long long)packets, rest, rest / least);
             return -1;
         }
-        size_t at = (size_t)head;
-        for (uint64_t k = 0; k < packets; k++) {
+        size_t at = (size_t)(head + first); /* after the packets checked */
+        for (uint64_t k = first > 0; k < packets; k++) {
             const unsigned char *pl;
             size_t n;
             long used = frae_stream_packet_parse(s, p + at, size - at,
