@@ -514,18 +514,18 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         meta_float(ck, "frae.clip_norm", &c.clip_norm, err, errlen))
         return -1;
     const char *pitch = frae_st_meta(&ck->st, "frae.pitch");
-    c.pitch_ranged = -1;
-    for (int k = 0; pitch && k < 3; k++)
+    c.pitch_ranged = FRAE_PITCH_CODER_4BIT; /* absent: no pitch at all */
+    int known = !pitch;
+    for (int k = 0; pitch && k < (int)(sizeof pitch_coder_names /
+                                       sizeof *pitch_coder_names); k++)
         if (!strcmp(pitch, pitch_coder_names[k]))
-            c.pitch_ranged = k;
-    if (pitch && c.pitch_ranged < 0)
+            c.pitch_ranged = k, known = 1;
+    if (!known)
         return frae_errorf(err, errlen,
                            "%s: metadata 'frae.pitch' = '%s' is not a pitch "
                            "coder this frae knows ('%s', '%s' or '%s')",
                            ck->path, pitch, PITCH_CODER, PITCH_CODER_RANGED,
                            PITCH_CODER_ENVELOPE);
-    if (!pitch)
-        c.pitch_ranged = FRAE_PITCH_CODER_4BIT;
     c.pitch = pitch != NULL;
     if (meta_option(ck, "frae.normalize", NORMALIZE_NAME, "normalization",
                     &c.normalize, err, errlen) ||

@@ -621,7 +621,9 @@ int cmd_decode(int argc, char **argv)
         goto done;
     }
     const int pitch = (s.flags & FRAE_STREAM_PITCH) != 0;
-    const int D = frae_get_config(m)->frame_dim; /* the stream's, if it says */
+    /* the model's D: check_model matched a stream that states one, and
+     * version 4 leaves it to the model */
+    const int D = frae_get_config(m)->frame_dim;
     long shape[3] = {(long)s.sequences, (long)s.frames, D + 2 * pitch};
     int two_d = s.flags & 1 && s.sequences == 1;
     if (two_d)
