@@ -147,5 +147,8 @@ fail:
     frae_npz_free(out, n);
     if (z)
         zip_discard(z);
+    /* zip_error_strerror() may have allocated the message it returned
+     * (a system error's text) inside ze; it has been copied into err */
+    zip_error_fini(&ze);
     return -1;
 }

@@ -211,6 +211,15 @@ def tiny_zip64():
     return b"PK\x03\x04" + loc + eocd
 
 
+def zip64_past_int64():
+    """A zip64 locator whose record offset is past 2^63: libzip refuses it
+    with a system error, whose message it allocates inside the caller's
+    zip_error_t (the npz reader once leaked it; the fuzzer found it)."""
+    loc = struct.pack("<IIQI", 0x07064B50, 0, 0xFFFFFFFFFFFFFFF0, 1)
+    eocd = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0, 0, 0, 0, 0)
+    return b"PK\x03\x04" + bytes(26) + loc + eocd
+
+
 def huge_model_checkpoint(good, dst):
     """1 KB of metadata declaring a model of billions of parameters, and no
     tensors (frae info once took 250 s and 14 GB on it)."""
@@ -221,7 +230,8 @@ def huge_model_checkpoint(good, dst):
 
 def fuzz_seeds(tmp, checkpoint):
     """(target, name, bytes) of the hostile files, for the fuzz corpora."""
-    seeds = [("npz", "hostile_tiny_zip64.npz", tiny_zip64())]
+    seeds = [("npz", "hostile_tiny_zip64.npz", tiny_zip64()),
+             ("npz", "hostile_zip64_efbig.npz", zip64_past_int64())]
     for kind in ("bomb", "liar", "crc", "crcstored", "method"):
         seeds.append(("npz", "hostile_%s.npz" % kind, hostile_npz(kind)))
     for name, text in HOSTILE_NPY.items():
@@ -267,6 +277,10 @@ def main():
     open(p("tiny.npz"), "wb").write(tiny_zip64())
     refused(tmp, "a 46-byte zip64 .npz", ["import", "tiny.npz", "-o", "x.safetensors"],
             "not a .npz (zip) file")
+    open(p("efbig.npz"), "wb").write(zip64_past_int64())
+    refused(tmp, "a zip64 record past 2^63 (no leak under the sanitizers)",
+            ["import", "efbig.npz", "-o", "x.safetensors"],
+            "not a .npz (zip) file: Seek error")
 
     print("== .npz through libzip: sizes checked before inflating, CRCs, lies")
     for name, what, needle in (
