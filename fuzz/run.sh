@@ -3,7 +3,8 @@
 # (fuzz/corpus/<target>, read only) into a working corpus under BUILD_DIR,
 # and prints one line per target: executions, coverage, and whether it
 # found a crash, a leak, a timeout (an input over 10 s) or an allocation
-# over 512 MB.  Exit status: the number of targets that failed.
+# over 512 MB; on a failure, the top of its stack and the input, in
+# base64 when it is small.  Exit status: the number of targets that failed.
 # Usage: fuzz/run.sh BUILD_DIR SECONDS TARGET...
 dir=$1 seconds=$2
 shift 2
@@ -24,6 +25,14 @@ for t in "$@"; do
         failed=$((failed + 1))
         echo "    FAIL fuzz_$t (exit $status; see $log and $dir/$t-*):"
         grep -m 3 -E 'ERROR|SUMMARY|==[0-9]+==' "$log" | sed 's/^/         /'
+        # where it happened, and the input itself: a CI run's clone (and
+        # its artifact) is gone by the time anyone reads its output
+        grep -m 6 -E '^ +#[0-9]+ 0x' "$log" | sed 's/^ */         /'
+        input=$(ls -t "$dir/$t"-* 2>/dev/null | head -n 1)
+        if [ -n "$input" ] && [ "$(wc -c <"$input")" -le 4096 ]; then
+            echo "         the input ($(wc -c <"$input") bytes), base64:"
+            base64 -w 76 "$input" | sed 's/^/         /'
+        fi
     fi
 done
 exit "$failed"
