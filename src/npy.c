@@ -29,43 +29,89 @@ static int npy_fail(char *err, size_t errlen, const char *name,
     return frae_errorf(err, errlen, "%s: %s", name, msg);
 }
 
-/* Finds 'key' in the header dict and returns the text after its colon. */
-static const char *dict_value(const char *h, size_t len, const char *key)
+/* The header is a Python dict literal, as np.save writes it:
+ * {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), } then
+ * spaces and a newline.  It is parsed as the literal it is, so that no
+ * key is read out of another's value: exactly the three keys NumPy
+ * requires, each once.  NumPy's literal_eval would let a repeated key's
+ * last value win; frae refuses a repeated key instead, so that no header
+ * means one thing to NumPy and another to frae. */
+typedef struct {
+    const char *p, *end;
+} npy_text;
+
+static void skip_space(npy_text *s)
 {
-    size_t kl = strlen(key);
-    for (size_t i = 0; i + kl + 2 <= len; i++) {
-        if ((h[i] == '\'' || h[i] == '"') && !memcmp(h + i + 1, key, kl) &&
-            h[i + 1 + kl] == h[i]) {
-            const char *p = h + i + kl + 2;
-            while (p < h + len && (*p == ' ' || *p == ':'))
-                p++;
-            return p < h + len ? p : NULL;
-        }
-    }
-    return NULL;
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' ||
+                             *s->p == '\n' || *s->p == '\r'))
+        s->p++;
 }
 
-/* Whether the n bytes at p, bounded by end, begin with lit. */
-static int starts_with(const char *p, const char *end, const char *lit)
+/* Whether the text goes on with lit (then skips it and the spaces after). */
+static int take(npy_text *s, const char *lit)
 {
     size_t n = strlen(lit);
-    return (size_t)(end - p) >= n && !memcmp(p, lit, n);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, lit, n))
+        return 0;
+    s->p += n;
+    skip_space(s);
+    return 1;
+}
+
+/* A quoted string of at most cap - 1 plain characters (no escapes, no
+ * newline: no header NumPy writes has them) into out. */
+static int take_string(npy_text *s, char *out, size_t cap)
+{
+    if (s->p >= s->end || (*s->p != '\'' && *s->p != '"'))
+        return 0;
+    const char quote = *s->p++;
+    size_t n = 0;
+    while (s->p < s->end && *s->p != quote) {
+        if (*s->p == '\\' || *s->p == '\n' || n + 1 >= cap)
+            return 0;
+        out[n++] = *s->p++;
+    }
+    if (s->p >= s->end)
+        return 0;
+    out[n] = 0;
+    s->p++;
+    skip_space(s);
+    return 1;
 }
 
 /* A non-negative decimal of at most 18 digits (then 'L', as Python 2
- * wrote), bounded by end: returns the byte after it, or NULL. */
-static const char *parse_dim(const char *p, const char *end, long *out)
+ * wrote). */
+static int take_dim(npy_text *s, long *out)
 {
     long v = 0;
     int digits = 0;
-    while (p < end && *p >= '0' && *p <= '9' && digits < 18)
-        v = v * 10 + (*p++ - '0'), digits++;
-    if (!digits || (p < end && *p >= '0' && *p <= '9'))
-        return NULL; /* none, or a 19th digit */
-    if (p < end && *p == 'L')
-        p++;
+    while (s->p < s->end && *s->p >= '0' && *s->p <= '9' && digits < 18)
+        v = v * 10 + (*s->p++ - '0'), digits++;
+    if (!digits || (s->p < s->end && *s->p >= '0' && *s->p <= '9'))
+        return 0; /* none, or a 19th digit */
+    if (s->p < s->end && *s->p == 'L')
+        s->p++;
+    skip_space(s);
     *out = v;
-    return p;
+    return 1;
+}
+
+/* A shape tuple: (), (n,), (n, m), ... with an optional trailing comma;
+ * (n) alone is a number to Python, not a tuple. */
+static int take_shape(npy_text *s, long *dims, int cap, int *nd)
+{
+    if (!take(s, "("))
+        return 0;
+    int commas = 0;
+    for (*nd = 0; !take(s, ")"); ++*nd) {
+        if (*nd == cap || !take_dim(s, &dims[*nd]))
+            return 0;
+        if (take(s, ","))
+            commas++;
+        else if (s->p >= s->end || *s->p != ')')
+            return 0;
+    }
+    return *nd != 1 || commas == 1;
 }
 
 int frae_npy_parse(const unsigned char *buf, size_t size, const char *name,
@@ -98,15 +144,60 @@ int frae_npy_parse(const unsigned char *buf, size_t size, const char *name,
                         hlen, size - hstart);
     const char *h = (const char *)buf + hstart;
 
-    const char *descr = dict_value(h, hlen, "descr");
-    if (!descr || (descr[0] != '\'' && descr[0] != '"'))
+    /* the dict: each of descr, fortran_order and shape exactly once */
+    npy_text s = {h, h + hlen};
+    char dt[16] = "", key[32];
+    int fortran = -1, nd = -1, have_descr = 0;
+    long dims[8];
+    skip_space(&s);
+    if (!take(&s, "{"))
+        return npy_fail(err, errlen, name, "header is not a dict literal");
+    while (!take(&s, "}")) {
+        const char *at = s.p;
+        if (!take_string(&s, key, sizeof key) || !take(&s, ":"))
+            return npy_fail(err, errlen, name,
+                            "bad header dict (byte %ld)",
+                            (long)(hstart + (size_t)(at - h)));
+        const int seen = !strcmp(key, "descr")           ? have_descr
+                         : !strcmp(key, "fortran_order") ? fortran >= 0
+                         : !strcmp(key, "shape")         ? nd >= 0
+                                                         : -1;
+        if (seen < 0)
+            return npy_fail(err, errlen, name,
+                            "header has a key '%s'; a .npy header holds "
+                            "'descr', 'fortran_order' and 'shape' only",
+                            key);
+        if (seen)
+            return npy_fail(err, errlen, name,
+                            "header repeats the key '%s' (frae refuses a "
+                            "repeated key rather than guess which one "
+                            "counts)",
+                            key);
+        int ok;
+        if (!strcmp(key, "descr"))
+            ok = have_descr = take_string(&s, dt, sizeof dt);
+        else if (!strcmp(key, "fortran_order"))
+            ok = (fortran = take(&s, "True") ? 1 : take(&s, "False") ? 0 : -1) >= 0;
+        else
+            ok = take_shape(&s, dims, 8, &nd);
+        if (!ok)
+            return npy_fail(err, errlen, name, "bad '%s' value in header (byte "
+                            "%ld)", key, (long)(hstart + (size_t)(at - h)));
+        if (!take(&s, ",") && (s.p >= s.end || *s.p != '}'))
+            return npy_fail(err, errlen, name, "bad header dict (byte %ld)",
+                            (long)(hstart + (size_t)(s.p - h)));
+    }
+    if (s.p != s.end)
+        return npy_fail(err, errlen, name,
+                        "bytes after the header dict (byte %ld)",
+                        (long)(hstart + (size_t)(s.p - h)));
+    if (!have_descr)
         return npy_fail(err, errlen, name, "header has no 'descr'");
-    char dt[16] = "";
-    size_t i = 0;
-    while (i + 1 < sizeof dt && descr + 1 + i < h + hlen &&
-           descr[1 + i] != descr[0])
-        dt[i] = descr[1 + i], i++;
-    dt[i] = 0;
+    if (fortran < 0)
+        return npy_fail(err, errlen, name, "header has no 'fortran_order'");
+    if (nd < 0)
+        return npy_fail(err, errlen, name, "header has no 'shape' tuple");
+
     if (!strcmp(dt, "<f4"))
         a->itemsize = 4;
     else if (!strcmp(dt, "<f8"))
@@ -121,38 +212,10 @@ int frae_npy_parse(const unsigned char *buf, size_t size, const char *name,
                         "unsupported dtype '%s'; frames must be float32 "
                         "('<f4') or float64 ('<f8')",
                         dt);
-
-    const char *fo = dict_value(h, hlen, "fortran_order"), *end = h + hlen;
-    if (!fo)
-        return npy_fail(err, errlen, name, "header has no 'fortran_order'");
-    if (starts_with(fo, end, "True"))
+    if (fortran)
         return npy_fail(err, errlen, name,
                         "Fortran-order arrays are not supported; save a "
                         "C-order copy (np.ascontiguousarray)");
-    if (!starts_with(fo, end, "False"))
-        return npy_fail(err, errlen, name, "bad 'fortran_order' value");
-
-    const char *sh = dict_value(h, hlen, "shape");
-    if (!sh || *sh != '(')
-        return npy_fail(err, errlen, name, "header has no 'shape' tuple");
-    long dims[8];
-    int nd = 0;
-    const char *p = sh + 1;
-    while (p < end && *p != ')') {
-        while (p < end && (*p == ' ' || *p == ','))
-            p++;
-        if (p < end && *p == ')')
-            break;
-        const char *q = nd < 8 ? parse_dim(p, end, &dims[nd]) : NULL;
-        if (!q)
-            return npy_fail(err, errlen, name,
-                            "bad 'shape' in header (byte %ld)",
-                            (long)(hstart + (size_t)(p - h)));
-        nd++;
-        p = q;
-    }
-    if (p >= end)
-        return npy_fail(err, errlen, name, "unterminated 'shape' in header");
     a->ndim = nd;
     for (int k = 0; k < nd; k++)
         a->dims[k] = dims[k];

@@ -72,13 +72,20 @@ def hostile_npz(kind):
     """A small .npz of one deflated 64 KiB member, then edited: bomb (its
     sizes claim 3 GB), liar (it claims 1 KiB), crc (a payload byte
     flipped; crcstored: the same, stored), method (a compression frae does
-    not read)."""
+    not read), dup (two members of one name: np.load takes the last)."""
     import io
     import zipfile
     buf = io.BytesIO()
     method = zipfile.ZIP_STORED if kind == "crcstored" else zipfile.ZIP_DEFLATED
     with zipfile.ZipFile(buf, "w", compression=method) as z:
         z.writestr("arr_0.npy", b"\x93NUMPY" + bytes(65536))
+        if kind == "dup":
+            import warnings
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "Duplicate name"
+                z.writestr("arr_0.npy", b"\x93NUMPY" + bytes(64))
+    if kind == "dup":
+        return buf.getvalue()
     raw = bytearray(buf.getvalue())
     loc, cen = raw.find(b"PK\x03\x04"), raw.find(b"PK\x01\x02")
     if kind in ("bomb", "liar"):
@@ -200,7 +207,17 @@ HOSTILE_NPY = {
     "nine_dims.npy": b"{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }",
     # a dtype that would have put a line break in the message
     "newline_dtype.npy": b"{'descr': '<f\n4', 'fortran_order': False, 'shape': (1, 1), }",
+    # a repeated key: NumPy takes the last value (big-endian here), frae
+    # once took the first; it refuses the header now (issue 33, item 7)
+    "dup_descr.npy": b"{'descr': '<f4', 'descr': '>f4', 'fortran_order': False, 'shape': (1, 1), }",
+    # a key NumPy refuses, and a key's name inside another's value
+    "extra_key.npy": b"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1), 'x': 1}",
+    "key_in_value.npy": b"{'descr': 'shape', 'fortran_order': False, 'shape': (1, 1), }",
+    # (4) is a number to Python, not a shape tuple
+    "shape_not_tuple.npy": b"{'descr': '<f4', 'fortran_order': False, 'shape': (4) }",
 }
+NPY_NEEDLES = {"dup_descr.npy": "repeats the key 'descr'", "extra_key.npy": "key 'x'",
+               "key_in_value.npy": "dtype 'shape'", "shape_not_tuple.npy": "bad 'shape'"}
 
 
 def tiny_zip64():
@@ -232,7 +249,7 @@ def fuzz_seeds(tmp, checkpoint):
     """(target, name, bytes) of the hostile files, for the fuzz corpora."""
     seeds = [("npz", "hostile_tiny_zip64.npz", tiny_zip64()),
              ("npz", "hostile_zip64_efbig.npz", zip64_past_int64())]
-    for kind in ("bomb", "liar", "crc", "crcstored", "method"):
+    for kind in ("bomb", "liar", "crc", "crcstored", "method", "dup"):
         seeds.append(("npz", "hostile_%s.npz" % kind, hostile_npz(kind)))
     for name, text in HOSTILE_NPY.items():
         seeds.append(("npy", "hostile_" + name, npy_header_only(text)))
@@ -288,16 +305,18 @@ def main():
             ("liar.npz", "a member inflating past its declared size", "more than its declared"),
             ("crc.npz", "a deflated member with a flipped byte", "corrupted"),
             ("crcstored.npz", "a stored member with a flipped byte", "CRC error"),
-            ("method.npz", "a bzip2 member", "compression method 12")):
+            ("method.npz", "a bzip2 member", "compression method 12"),
+            ("dup.npz", "two members of one name (libzip refuses it)", "File already exists")):
         open(p(name), "wb").write(hostile_npz(name.split(".")[0]))
         refused(tmp, what, ["import", name, "-o", "x.safetensors"], needle)
 
     print("== .npy: headers that end where the parser read on (defect 2), odd bytes")
     for name, text in HOSTILE_NPY.items():
         open(p(name), "wb").write(npy_header_only(text))
-        refused(tmp, name, ["train", name, *small, "--save", "none"], name)
+        refused(tmp, name, ["train", name, *small, "--save", "none"],
+                NPY_NEEDLES.get(name, name))
         refused(tmp, name + " to predict", ["predict", "good.safetensors", name, "-o", "y.npy"],
-                name)
+                NPY_NEEDLES.get(name, name))
 
     print("== checkpoints: sizes checked against the tensors before allocating (defect 3)")
     huge_model_checkpoint(good, p("huge.safetensors"))
