@@ -267,6 +267,13 @@ int frae_band_stats_finish(const frae_band_stats *s, float *mean, float *std); /
                                                     pitch, + FRAE_PITCH_BITS */
 FRAE_API
 size_t frae_bytes_allocated(const frae_model *m);
+/* The bytes frae_create(cfg) would allocate, computed from the config
+ * alone: 0 with *bytes set, or -1 (err says why) for a config that
+ * frae_create would refuse, a model that cannot fit in this machine's
+ * memory among them.  Nothing is allocated. */
+FRAE_API
+int frae_bytes_needed(const frae_config *cfg, size_t *bytes, char *err,
+                      size_t errlen);
 /* The learning rate of Adam step `step` (1 for the first) under cfg's
  * schedule (frae_config: lr_warmup, lr_decay_steps, lr_floor). */
 FRAE_API

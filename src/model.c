@@ -548,29 +548,46 @@ static int glorot_init(frae_model *m)
     return 0;
 }
 
+/* The config checked and planned, and refused if it cannot fit: a model
+ * larger than the machine's memory is refused here rather than left to
+ * the OOM killer later. */
+static int plan_checked(const frae_config *cfg, layout *L, frae_arena *p,
+                        char *err, size_t errlen)
+{
+    if (frae_config_check(cfg, err, errlen) || plan(cfg, L, p, err, errlen))
+        return -1;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && p->bytes / (size_t)page >= (size_t)pages)
+        return frae_errorf(err, errlen,
+                           "model needs %.1f GiB, more than this machine's "
+                           "%.1f GiB",
+                           (double)p->bytes / 1073741824.0,
+                           (double)pages * (double)page / 1073741824.0);
+    return 0;
+}
+
+int frae_bytes_needed(const frae_config *cfg, size_t *bytes, char *err,
+                      size_t errlen)
+{
+    layout L;
+    frae_arena p;
+    if (plan_checked(cfg, &L, &p, err, errlen))
+        return -1;
+    *bytes = p.bytes;
+    return 0;
+}
+
 frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
 {
     layout L;
     frae_arena p;
-    if (frae_config_check(cfg, err, errlen) ||
-        plan(cfg, &L, &p, err, errlen))
+    if (plan_checked(cfg, &L, &p, err, errlen))
         return NULL;
 
     frae_kernels kern;
     if (frae_select_kernels(cfg->isa, &kern) < 0) {
         frae_errorf(err, errlen, "the requested instruction set is not supported by "
                           "this CPU");
-        return NULL;
-    }
-
-    /* Refuse what cannot fit rather than let the OOM killer decide later. */
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0 &&
-        p.bytes / (size_t)page >= (size_t)pages) {
-        frae_errorf(err, errlen,
-             "model needs %.1f GiB, more than this machine's %.1f GiB",
-             (double)p.bytes / 1073741824.0,
-             (double)pages * (double)page / 1073741824.0);
         return NULL;
     }
 

@@ -653,10 +653,45 @@ def main():
             ["predict", "good.safetensors", "d5.npy", "-o", "y.npy"],
             "frame dimension 5 does not match the model's 6")
 
+    round_two(tmp, p)
+
     leftovers = [n for n in os.listdir(tmp) if ".tmp-" in n or n.startswith("frae-features")]
     check(not leftovers, "no temporary files left behind", str(leftovers))
     shutil.rmtree(tmp)
     return summary()
+
+
+def round_two(tmp, p):
+    """Issue 33: the cases probed from outside in the second round."""
+    print("== sizes before the data is built, signals while it is (issue 33, item 4)")
+    refused(tmp, "a 339 GiB model is refused before its built-in data is built",
+            ["train", "--frame-dim", "5000000", "--sequences", "4", "--frames", "20",
+             "--save", "none"], "model needs 339.3 GiB")
+    # one sequence half again as large as the machine's memory (which the
+    # kernel once refused, exit 1)
+    frames = int(1.5 * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 320)
+    refused(tmp, "built-in data larger than the machine: exit 2, not the kernel's refusal",
+            ["train", "--frames", str(min(frames, 1 << 30)), "--sequences", "1",
+             "--save", "none"], "built-in data")
+    # about 1.3 GB of built-in data: seconds to build; SIGINT and SIGTERM
+    # end it at once (nothing is worth saving before training starts)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        proc = subprocess.Popen([FRAE, "train", "--sequences", "200", "--frames", "20000",
+                                 "--save", "none"], cwd=tmp, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        proc.send_signal(sig)
+        try:
+            rc = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+        dt = time.monotonic() - t0
+        check(rc == -sig and dt < 2.0,
+              "%s while the built-in data is built ends it at once (%.2f s)"
+              % (signal.Signals(sig).name, dt), "rc %s after %.1f s" % (rc, dt))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 #ifndef FRAE_CLI_H
 #define FRAE_CLI_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "formats.h"
@@ -38,7 +39,7 @@ typedef struct cli_dist {
     double timeout;          /* MPI: seconds a sum waits for the others */
     /* set by a signal (Ctrl-C, or the launcher stopping the job): a sum
      * still waiting a second later will not be answered */
-    const volatile int *signalled;
+    const volatile sig_atomic_t *signalled;
     /* sizes the buffers for sums of up to n32 floats and n64 doubles
      * (every replica, once, before training) */
     int (*prepare)(struct cli_dist *d, size_t n32, size_t n64);

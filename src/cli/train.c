@@ -29,7 +29,7 @@
 
 #include "cli.h"
 
-static volatile int stop_requested; /* int: dist.c reads it too */
+static volatile sig_atomic_t stop_requested; /* dist.c reads it too */
 static void on_stop_signal(int sig)
 {
     (void)sig;
@@ -889,6 +889,49 @@ static int settle_features(train_run *r)
     return 0;
 }
 
+/* Sizes checked before any data is built or read: the model's memory,
+ * and the built-in data's with it.  Before the data is loaded only its
+ * frame dimension may be known (files: not even that), so a model is
+ * checked at the least batch and window it could be given (its weights,
+ * gradients and moments, which no cap changes), and the built-in data,
+ * whose sizes are the options', exactly as make_model will make it. */
+static int check_sizes_early(const train_run *r)
+{
+    const train_opts *o = &r->o;
+    if (!o->frame_dim_given && o->n_data)
+        return 0; /* the files decide D */
+    frae_config c = o->cfg;
+    c.training = 1;
+    c.batch = c.window = 1;
+    size_t data_bytes = 0;
+    if (!o->n_data) {
+        /* as make_model caps them; the batch is each replica's share */
+        const long seqs = o->sequences;
+        c.batch = (int)((o->cfg.batch < seqs ? o->cfg.batch : seqs) +
+                        r->dist->size - 1) / r->dist->size;
+        c.window = o->cfg.window < o->frames ? o->cfg.window : o->frames;
+        data_bytes = (size_t)o->sequences * (size_t)o->frames *
+                     (size_t)o->cfg.frame_dim * sizeof(float);
+    }
+    char err[512];
+    size_t model_bytes;
+    if (frae_bytes_needed(&c, &model_bytes, err, sizeof err))
+        return cli_fail(EXIT_USAGE, "%s", err);
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const double machine = pages > 0 && page > 0 ? (double)pages * page : 0;
+    if (data_bytes && machine > 0 &&
+        (double)data_bytes + (double)model_bytes >= machine)
+        return cli_fail(EXIT_USAGE,
+                        "the built-in data (%d x %d frames of %d values) "
+                        "needs %.1f GiB and the model %.1f GiB, more than "
+                        "this machine's %.1f GiB",
+                        o->sequences, o->frames, o->cfg.frame_dim,
+                        (double)data_bytes / 1073741824.0,
+                        (double)model_bytes / 1073741824.0,
+                        machine / 1073741824.0);
+    return 0;
+}
+
 /* Targets pair with inputs sequence by sequence: the same count, and
  * each pair the same length (the frame dimension is checked by the load). */
 static int check_pairs(const cli_dataset *in, const cli_dataset *tg,
@@ -1533,6 +1576,8 @@ static int train_replica(train_run *r)
     if (!status)
         status = settle_features(r);
     if (!status)
+        status = check_sizes_early(r);
+    if (!status)
         status = load_data(r);
     if (!status)
         status = split_validation(r);
@@ -1561,6 +1606,11 @@ static int train_replica(train_run *r)
         status = set_normalization(r, r->norm); /* agreed inside */
     if (!status && d->rank == 0)
         print_header(r);
+    /* Ctrl-C and SIGTERM stop the run at the next batch, saving, from
+     * here on; before, nothing is worth saving and they stop it at once,
+     * however long the data takes to build or read */
+    if (!status)
+        catch_stop_signals();
     int stop = 0;
     const double t0 = now_seconds();
     while (!status && !stop && r->s.epoch < r->o.epochs) {
@@ -1685,8 +1735,6 @@ int cmd_train(int argc, char **argv)
 #endif
     if (!status && r.o.replicas > 1 && !r.o.threads_given)
         r.o.cfg.threads = share_cpus(r.o.replicas);
-    if (!status)
-        catch_stop_signals();
     if (!status && r.o.replicas > 1)
         status = train_replicas(&r, r.o.replicas);
     else if (!status)
