@@ -772,8 +772,19 @@ int frae_convert(const char *in_path, const char *out_path,
     }
     frae_get_params(dst, q);
     size_t changed = 0;
-    for (size_t i = 0; i < src->n_params; i++)
+    for (size_t i = 0; i < src->n_params; i++) {
+        /* bf16 keeps float32's range but rounds up past its largest
+         * finite value, 3.3895e38: such a weight would become Inf */
+        if (!isfinite(q[i])) {
+            frae_errorf(err, errlen,
+                        "%s: parameter %zu of %zu (flat, in Keras order) is "
+                        "%g, which bf16 rounds to Inf (its largest finite "
+                        "value is 3.3895e+38)",
+                        in_path, i, src->n_params, (double)p[i]);
+            goto done;
+        }
         changed += p[i] != q[i];
+    }
     if (moved)
         *moved = changed;
     /* the caller's metadata (audio features, ...) stays; frae's own is

@@ -661,8 +661,53 @@ def main():
     return summary()
 
 
+def scaled_weights(header, data, factor):
+    """data_edit for edited(): every f32 weight (not bias) times factor."""
+    import numpy as np
+    for name, t in header.items():
+        if name == "__metadata__" or t["dtype"] != "F32" or "bias" in name:
+            continue
+        a, b = t["data_offsets"]
+        w = np.frombuffer(bytes(data[a:b]), "<f4") * np.float32(factor)
+        data[a:b] = w.astype("<f4").tobytes()
+    return data
+
+
 def round_two(tmp, p):
     """Issue 33: the cases probed from outside in the second round."""
+    import numpy as np
+    print("== no non-finite output with exit 0 (issue 33, item 6)")
+    good = p("good.safetensors")
+    edited(good, p("huge.w.safetensors"),
+           data_edit=lambda h, d: scaled_weights(h, d, 1e30))
+    for cmd, out in (("predict", "y.npy"), ("encode", "y.fbs")):
+        refused(tmp, "weights of 1e30 (finite): %s refuses to write Inf" % cmd,
+                [cmd, "huge.w.safetensors", "data.npy", "-o", out],
+                "the model's output is not finite (sequence 0, frame 0)")
+        check(not os.path.exists(p(out)), "  ... and writes no %s" % out)
+    small = ["--frame-dim", "6", "--history", "2", "--enc", "16", "--latent", "4",
+             "--dec", "16", "--quantizer", "uniform:4"]
+    refused(tmp, "--lr 1e30: the last step's divergence is caught (exit 1), nothing saved",
+            ["train", "data.npy", *small, "--epochs", "1", "--lr", "1e30",
+             "--save", "lr30.safetensors", "--progress", "off"],
+            "diverged in the last step of epoch 1", code=1)
+    check(not os.path.exists(p("lr30.safetensors")), "  ... and saves no checkpoint")
+    refused(tmp, "--lr 1e30 with validation data: caught by the validation loss",
+            ["train", "data.npy", *small, "--epochs", "1", "--lr", "1e30", "--val-data",
+             "data.npy", "--save", "none", "--progress", "off"],
+            "the validation loss after it is not finite", code=1)
+
+    def one_big_weight(header, data):
+        t = header["enc.0.weight"]
+        a = t["data_offsets"][0]
+        data[a:a + 4] = np.float32(3.4e38).tobytes()
+        return data
+    edited(good, p("big1.safetensors"), data_edit=one_big_weight)
+    refused(tmp, "convert --weights bf16 of a weight of 3.4e38 (bf16 would make it Inf)",
+            ["convert", "big1.safetensors", "-o", "big1.bf16.safetensors", "--weights",
+             "bf16"], "which bf16 rounds to Inf")
+    check(not os.path.exists(p("big1.bf16.safetensors")), "  ... and writes nothing")
+
     print("== sizes before the data is built, signals while it is (issue 33, item 4)")
     refused(tmp, "a 339 GiB model is refused before its built-in data is built",
             ["train", "--frame-dim", "5000000", "--sequences", "4", "--frames", "20",

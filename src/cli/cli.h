@@ -255,4 +255,10 @@ int cmd_decode(int argc, char **argv);
 int cmd_vocode(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 
+/* Outputs are checked before they are written: finite weights can still
+ * overflow.  The index of y's first non-finite value, or -1; and the
+ * one-line refusal (exit 2) naming where it is. */
+long cli_first_nonfinite(const float *y, size_t n);
+int cli_fail_nonfinite(const char *model, long seq, long frame);
+
 #endif

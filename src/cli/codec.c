@@ -457,6 +457,11 @@ int cmd_encode(int argc, char **argv)
                 sse += diff * diff;
                 energy += (double)xt[d] * xt[d];
             }
+            if (!isfinite(sse)) { /* the stream would decode to it */
+                frae_atomic_abort(&af);
+                rc = cli_fail_nonfinite(o.io.model, s, t);
+                goto done;
+            }
         }
     }
     if (!ranged)

@@ -765,3 +765,20 @@ int cli_dataset_read(const cli_dataset *ds, long s, long t0, long nt,
                         ds->names[q->file], strerror(errno));
     return 0;
 }
+
+long cli_first_nonfinite(const float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(y[i]))
+            return (long)i;
+    return -1;
+}
+
+int cli_fail_nonfinite(const char *model, long seq, long frame)
+{
+    return cli_fail(EXIT_USAGE,
+                    "%s: the model's output is not finite (sequence %ld, "
+                    "frame %ld): its weights are too large for this input; "
+                    "nothing was written",
+                    model, seq, frame);
+}

@@ -99,7 +99,9 @@ int cmd_predict(int argc, char **argv)
         double sse = 0;
         const off_t data_at = ftello(af.f);
         int fd = fileno(af.f), bad = fflush(af.f) != 0, bad_input = 0;
-        for (long s0 = 0; s0 < in.n && !bad && !bad_input; s0 += rt.batch) {
+        long bad_seq = -1, bad_frame = -1; /* a non-finite output */
+        for (long s0 = 0; s0 < in.n && !bad && !bad_input && bad_seq < 0;
+             s0 += rt.batch) {
             int nb = in.n - s0 < rt.batch ? (int)(in.n - s0) : rt.batch;
             frae_reset(m);
             for (long t0 = 0; t0 < in.t && !bad; t0 += chunk) {
@@ -113,6 +115,14 @@ int cmd_predict(int argc, char **argv)
                 frae_forward(m, x, y, nb, nt);
                 for (size_t i = 0; i < (size_t)nb * seq_vals; i++)
                     sse += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
+                /* finite weights can still overflow: a non-finite output
+                 * (which makes sse so) is never written */
+                if (!isfinite(sse)) {
+                    const long i = cli_first_nonfinite(y, (size_t)nb * seq_vals);
+                    bad_seq = s0 + i / (long)seq_vals;
+                    bad_frame = t0 + i % (long)seq_vals / D;
+                    break;
+                }
                 for (int b = 0; b < nb && !bad; b++) {
                     off_t at = data_at + (off_t)sizeof(float) * D *
                                              ((s0 + b) * in.t + t0);
@@ -121,7 +131,10 @@ int cmd_predict(int argc, char **argv)
                 }
             }
         }
-        if (bad || bad_input) {
+        if (bad_seq >= 0) {
+            frae_atomic_abort(&af);
+            rc = cli_fail_nonfinite(o.model, bad_seq, bad_frame);
+        } else if (bad || bad_input) {
             frae_atomic_abort(&af);
             rc = bad_input ? cli_fail(EXIT_FAILED,
                                       "%s: cannot read its features back: %s",

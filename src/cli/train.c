@@ -1482,16 +1482,36 @@ static int finish_epoch(train_run *r, int *stop)
     double loss = s->sse / (double)s->values + lambda * rate;
     double mae = s->sae / (double)s->values;
     double vloss = NAN, vmae = NAN, vrate = NAN;
+    /* The epoch's last step has met no forward pass yet: weights it sent
+     * past what a forward pass survives would be saved as trained.  The
+     * validation loss shows it; without validation data, one training
+     * batch evaluated (no step) does. */
+    int rc = 0;
+    frae_stats vs;
+    if (r->n_val)
+        rc = evaluate(&r->vrun, r->val_seqs, r->n_val, o->cfg.batch, &vs);
+    else
+        rc = evaluate(&r->run, s->order,
+                      s->n_order < o->cfg.batch ? s->n_order : o->cfg.batch,
+                      o->cfg.batch, &vs);
+    if (rc == EXIT_FAILED)
+        return rc;
+    if (rc) {
+        if (r->dist->rank == 0)
+            fprintf(stderr,
+                    "%s%s: training diverged in the last step of epoch %d "
+                    "(the %s loss after it is not finite); %s\n",
+                    r->bar ? "\n" : "", cli_cmd, s->epoch + 1,
+                    r->n_val ? "validation" : "training",
+                    r->save_on ? "the last checkpoint is kept; try a lower "
+                                 "--lr or --clip-norm"
+                               : "try a lower --lr or --clip-norm");
+        return EXIT_FAILED;
+    }
     if (r->n_val) {
-        frae_stats vs;
-        int rc = evaluate(&r->vrun, r->val_seqs, r->n_val, o->cfg.batch, &vs);
-        if (rc == EXIT_FAILED)
-            return rc;
-        if (rc == 0) {
-            vrate = vs.frames ? vs.rate_bits / (double)vs.frames : 0.0;
-            vloss = vs.sse / (double)vs.values + lambda * vrate;
-            vmae = vs.sae / (double)vs.values;
-        }
+        vrate = vs.frames ? vs.rate_bits / (double)vs.frames : 0.0;
+        vloss = vs.sse / (double)vs.values + lambda * vrate;
+        vmae = vs.sae / (double)vs.values;
     }
     s->epoch++;
     s->batch = 0;
