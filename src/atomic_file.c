@@ -2,6 +2,8 @@
  * directory, fsync it, rename it over the target, fsync the directory.
  * A crash or kill at any point leaves either the old file or the new one,
  * never a torn mix. */
+/* realpath */
+#define _XOPEN_SOURCE 700
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -17,10 +19,15 @@
 
 #include "formats.h"
 
-int frae_map_file(const char *path, size_t min_size, void **map, size_t *size,
-                  char *err, size_t errlen)
+int frae_open_regular(const char *path, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY);
+    if (!strcmp(path, "-")) {
+        frae_errorf(err, errlen, "-: standard input is not read here; give "
+                                 "a file");
+        return -1;
+    }
+    /* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         frae_errorf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return -1;
@@ -29,6 +36,24 @@ int frae_map_file(const char *path, size_t min_size, void **map, size_t *size,
     if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
         close(fd);
         frae_errorf(err, errlen, "%s: not a regular file", path);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
+int frae_map_file(const char *path, size_t min_size, void **map, size_t *size,
+                  char *err, size_t errlen)
+{
+    int fd = frae_open_regular(path, err, errlen);
+    if (fd < 0)
+        return -1;
+    struct stat sb;
+    if (fstat(fd, &sb)) {
+        close(fd);
+        frae_errorf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
     if ((size_t)sb.st_size < min_size || sb.st_size == 0) {
@@ -82,6 +107,65 @@ static void remove_stale_temps(const char *path)
     closedir(dh);
 }
 
+/* The descriptor an output path names, or -1: "-" and /dev/stdout are
+ * standard output, /dev/fd/N and /proc/self/fd/N descriptor N.  Such an
+ * output is written through a copy of the descriptor, so that what the
+ * shell opened (a pipe, a file appended to) is kept as it is. */
+int frae_output_descriptor(const char *path)
+{
+    static const char *const prefixes[] = {"/dev/fd/", "/proc/self/fd/"};
+    if (!strcmp(path, "-") || !strcmp(path, "/dev/stdout"))
+        return STDOUT_FILENO;
+    if (!strcmp(path, "/dev/stderr"))
+        return STDERR_FILENO;
+    for (int i = 0; i < 2; i++) {
+        size_t n = strlen(prefixes[i]);
+        if (!strncmp(path, prefixes[i], n) && path[n] &&
+            strspn(path + n, "0123456789") == strlen(path + n) &&
+            strlen(path + n) < 8)
+            return atoi(path + n);
+    }
+    return -1;
+}
+
+/* An output that is not a regular file, written where it is: standard
+ * output, a FIFO that a process reads, a character device. */
+static int begin_in_place(frae_atomic_file *af, const char *path,
+                          const struct stat *sb, char *err, size_t errlen)
+{
+    int fd;
+    if (frae_output_descriptor(path) >= 0) {
+        fd = dup(frae_output_descriptor(path));
+    } else if (S_ISFIFO(sb->st_mode) || S_ISCHR(sb->st_mode)) {
+        /* O_NONBLOCK: a FIFO nobody reads is refused (ENXIO), not waited
+         * on */
+        fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 && errno == ENXIO) {
+            frae_errorf(err, errlen, "%s: a FIFO that no process reads",
+                        path);
+            return -1;
+        }
+        int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+        if (fl >= 0)
+            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    } else {
+        frae_errorf(err, errlen, "%s: %s", path,
+                    S_ISDIR(sb->st_mode) ? "is a directory"
+                                         : "not a file frae can write");
+        return -1;
+    }
+    if (fd < 0 || !(af->f = fdopen(fd, "wb"))) {
+        if (fd >= 0)
+            close(fd);
+        frae_errorf(err, errlen, "%s: cannot open for writing: %s", path,
+                    strerror(errno));
+        return -1;
+    }
+    af->in_place = 1;
+    af->seekable = lseek(fd, 0, SEEK_CUR) >= 0;
+    return 0;
+}
+
 int frae_atomic_begin(frae_atomic_file *af, const char *path, char *err,
                       size_t errlen)
 {
@@ -92,11 +176,23 @@ int frae_atomic_begin(frae_atomic_file *af, const char *path, char *err,
         return -1;
     }
     memcpy(af->path, path, len + 1);
+    struct stat old, link;
+    const int exists = !stat(path, &old);
+    if (frae_output_descriptor(path) >= 0 || (exists && !S_ISREG(old.st_mode)))
+        return begin_in_place(af, path, &old, err, errlen);
+    if (exists && !lstat(path, &link) && S_ISLNK(link.st_mode)) {
+        /* replace the link's target, so that the link stays */
+        char target[PATH_MAX];
+        if (!realpath(path, target) ||
+            strlen(target) + 32 > sizeof af->tmp) {
+            frae_errorf(err, errlen, "%s: cannot resolve the link", path);
+            return -1;
+        }
+        path = memcpy(af->path, target, strlen(target) + 1);
+    }
     remove_stale_temps(path);
     /* 0666 through the umask, as open() would make the file; a file being
      * replaced keeps its own permissions */
-    struct stat old;
-    int keep_mode = !stat(path, &old) && S_ISREG(old.st_mode);
     int fd = -1;
     for (unsigned n = 0; fd < 0 && n < 1000; n++) {
         snprintf(af->tmp, sizeof af->tmp, "%s.tmp-%ld-%u", path,
@@ -110,7 +206,7 @@ int frae_atomic_begin(frae_atomic_file *af, const char *path, char *err,
                  strerror(errno));
         return -1;
     }
-    if (keep_mode)
+    if (exists)
         fchmod(fd, old.st_mode & 07777);
     af->f = fdopen(fd, "wb");
     if (!af->f) {
@@ -119,6 +215,7 @@ int frae_atomic_begin(frae_atomic_file *af, const char *path, char *err,
         frae_errorf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
+    af->seekable = 1;
     return 0;
 }
 
@@ -126,24 +223,29 @@ void frae_atomic_abort(frae_atomic_file *af)
 {
     if (af->f)
         fclose(af->f);
-    unlink(af->tmp);
+    if (!af->in_place)
+        unlink(af->tmp);
     af->f = NULL;
 }
 
 int frae_atomic_commit(frae_atomic_file *af, char *err, size_t errlen)
 {
-    int bad = ferror(af->f) || fflush(af->f) || fsync(fileno(af->f));
+    int bad = ferror(af->f) || fflush(af->f) ||
+              (!af->in_place && fsync(fileno(af->f)));
     int saved = errno;
     if (fclose(af->f))
         bad = 1, saved = errno;
     af->f = NULL;
     if (bad) {
-        unlink(af->tmp);
-        frae_errorf(err, errlen, "%s: write failed: %s; the previous file is "
-                              "untouched",
-                 af->path, strerror(saved));
+        if (!af->in_place)
+            unlink(af->tmp);
+        frae_errorf(err, errlen, "%s: write failed: %s%s", af->path,
+                    strerror(saved),
+                    af->in_place ? "" : "; the previous file is untouched");
         return -1;
     }
+    if (af->in_place)
+        return 0;
     if (rename(af->tmp, af->path)) {
         saved = errno;
         unlink(af->tmp);

@@ -8,6 +8,7 @@
  *   mel = triangular HTK-mel filters (peak 1) from fmin to fmax;
  *   feature = (ln(max(mel, floor)) + offset) / scale.
  * No padding at the ends: n samples give 1 + (n - win) / hop frames. */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <samplerate.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <fftw3.h>
 
@@ -648,16 +650,52 @@ static int stream_features(SNDFILE *sf, const SF_INFO *info, const char *name,
     return rc;
 }
 
-/* The features of what sf_open or sf_open_virtual gave (NULL: refused),
- * closed after. */
+/* An audio file for libsndfile to read: "-" is standard input (a WAV
+ * piped in); anything else must be a regular file, so that a FIFO is
+ * refused before it could block.  NULL with err set if refused; a file
+ * libsndfile cannot read is told apart from the arrays frae also reads. */
+static SNDFILE *open_audio(const char *path, SF_INFO *info, char *err,
+                           size_t errlen)
+{
+    const int std_in = !strcmp(path, "-");
+    int fd = std_in ? dup(STDIN_FILENO) : frae_open_regular(path, err, errlen);
+    if (fd < 0) {
+        if (std_in)
+            frae_errorf(err, errlen, "-: cannot read standard input: %s",
+                        strerror(errno));
+        return NULL;
+    }
+    unsigned char magic[6] = {0};
+    const int peeked = std_in ? 0 : (int)pread(fd, magic, sizeof magic, 0);
+    memset(info, 0, sizeof *info);
+    SNDFILE *sf = sf_open_fd(fd, SFM_READ, info, 1); /* closes fd if not */
+    if (sf)
+        return sf;
+    if (peeked >= 4 && !memcmp(magic, "PK\x03\x04", 4))
+        frae_errorf(err, errlen,
+                    "%s: a .npz (zip) archive, not audio: frae reads frames "
+                    "from .npy arrays (np.save each one) and audio files",
+                    path);
+    else if (peeked == 6 && !memcmp(magic, "\x93NUMPY", 6))
+        frae_errorf(err, errlen,
+                    "%s: a NumPy array, read as audio because its name does "
+                    "not end in .npy: rename it",
+                    path);
+    else
+        frae_errorf(err, errlen, "%s: not a readable audio file (%s)", path,
+                    sf_strerror(NULL));
+    return NULL;
+}
+
+/* The features of what open_audio or sf_open_virtual gave (NULL: refused,
+ * err already says why), closed after. */
 static int features_of(SNDFILE *sf, const SF_INFO *info, const char *name,
                        const frae_features *f, int resample,
                        frae_feature_sink sink, void *ctx, long *frames,
                        char *err, size_t errlen)
 {
     if (!sf)
-        return frae_errorf(err, errlen, "%s: not a readable audio file (%s)",
-                           name, sf_strerror(NULL));
+        return -1;
     int rc = stream_features(sf, info, name, f, resample, sink, ctx, frames,
                              err, errlen);
     sf_close(sf);
@@ -669,8 +707,7 @@ int frae_audio_stream_features(const char *path, const frae_features *f,
                                long *frames, char *err, size_t errlen)
 {
     SF_INFO info;
-    memset(&info, 0, sizeof info);
-    SNDFILE *sf = sf_open(path, SFM_READ, &info);
+    SNDFILE *sf = open_audio(path, &info, err, errlen);
     return features_of(sf, &info, path, f, resample, sink, ctx, frames, err,
                        errlen);
 }
@@ -721,6 +758,9 @@ int frae_audio_stream_memory(const void *buf, size_t size, const char *name,
     SF_INFO info;
     memset(&info, 0, sizeof info);
     SNDFILE *sf = sf_open_virtual(&io, SFM_READ, &info, &mf);
+    if (!sf)
+        frae_errorf(err, errlen, "%s: not a readable audio file (%s)", name,
+                    sf_strerror(NULL));
     return features_of(sf, &info, name, f, resample, sink, ctx, frames, err,
                        errlen);
 }
@@ -784,11 +824,9 @@ int frae_audio_read(const char *path, int rate, int resample, float **out,
                     long *n_out, char *err, size_t errlen)
 {
     SF_INFO info;
-    memset(&info, 0, sizeof info);
-    SNDFILE *sf = sf_open(path, SFM_READ, &info);
+    SNDFILE *sf = open_audio(path, &info, err, errlen);
     if (!sf)
-        return frae_errorf(err, errlen, "%s: not a readable audio file (%s)",
-                           path, sf_strerror(NULL));
+        return -1;
     audio_stream a;
     memset(&a, 0, sizeof a);
     a.name = path, a.rate = rate, a.resample = resample;

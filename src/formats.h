@@ -19,13 +19,29 @@
 #endif
 
 /* ---- whole files -------------------------------------------------------- */
+/* Opens a regular file for reading (O_CLOEXEC): -1 and one line in err for
+ * anything else (a FIFO, a device, a directory), refused before it could
+ * block, and for "-", which names standard input and is read only where
+ * a command says so.  Returns the descriptor. */
+int frae_open_regular(const char *path, char *err, size_t errlen);
 /* Maps a regular file of at least min_size (and > 0) bytes read-only. */
 int frae_map_file(const char *path, size_t min_size, void **map, size_t *size,
                   char *err, size_t errlen);
 
 /* ---- atomic file replacement ------------------------------------------ */
+/* A regular file (or a new one) is replaced atomically: a temporary file
+ * beside it, renamed over it on commit.  Anything else is written in
+ * place and never renamed over: "-" (standard output), a FIFO with a
+ * reader (refused, not waited on, without one), a character device; a
+ * symbolic link to a regular file replaces its target, and the link
+ * stays. */
+/* The descriptor an output path names, or -1: "-" and /dev/stdout name
+ * standard output (1), /dev/stderr 2, /dev/fd/N and /proc/self/fd/N N. */
+int frae_output_descriptor(const char *path);
 typedef struct {
     FILE *f;         /* write here, then commit or abort */
+    int in_place;    /* not a temporary file: no rename, no undo */
+    int seekable;    /* f can seek (a file): out-of-order writes work */
     char path[4096];
     char tmp[4112];
 } frae_atomic_file;

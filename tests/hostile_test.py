@@ -13,6 +13,7 @@ import math
 import os
 import shutil
 import signal
+import stat
 import struct
 import zlib
 import subprocess
@@ -40,11 +41,14 @@ umask = json.loads(sys.argv[1]); args = json.loads(sys.argv[2])
 def pre():
     if umask is not None: os.umask(umask)
 t0 = time.monotonic()
-p = subprocess.run(args, capture_output=True, preexec_fn=pre, timeout=600)
+try:
+    p = subprocess.run(args, capture_output=True, preexec_fn=pre, timeout=120)
+    rc, out, err = p.returncode, p.stdout, p.stderr
+except subprocess.TimeoutExpired as e:  # a hang: killed, and told
+    rc, out, err = -999, e.stdout or b"", b"timed out after 120 s (hung)"
 dt = time.monotonic() - t0
 rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-print(json.dumps([p.returncode, p.stdout.decode(errors="replace"),
-                  p.stderr.decode(errors="replace"), dt, rss]))
+print(json.dumps([rc, out.decode(errors="replace"), err.decode(errors="replace"), dt, rss]))
 """
     p = subprocess.run([sys.executable, "-c", helper, json.dumps(umask),
                         json.dumps([FRAE] + [str(a) for a in args])],
@@ -707,6 +711,87 @@ def round_two(tmp, p):
             ["convert", "big1.safetensors", "-o", "big1.bf16.safetensors", "--weights",
              "bf16"], "which bf16 rounds to Inf")
     check(not os.path.exists(p("big1.bf16.safetensors")), "  ... and writes nothing")
+
+    print("== a FIFO is refused before it could block (issue 33, item 5)")
+    fifo = p("fifo")
+    os.mkfifo(fifo)
+    np.save(p("d6.npy"), np.zeros((20, 6), "<f4"))
+    rc, _, err, _, _ = run(["encode", "good.safetensors", "d6.npy", "-o", "good.fbs"], tmp)
+    check(rc == 0, "a stream to decode", err)
+    for what, args in (
+            ("as a model to info", ["info", "fifo"]),
+            ("as a model to predict", ["predict", "fifo", "d6.npy", "-o", "y.npy"]),
+            # (a model of plain frames refuses audio first, FIFO or not)
+            ("as data to predict", ["predict", "good.safetensors", "fifo", "-o", "y.npy"]),
+            ("as training data", ["train", "fifo", "--save", "none"]),
+            ("as --resume", ["train", "d6.npy", "--resume", "fifo", "--save", "none"]),
+            ("as --normalize statistics", ["train", "d6.npy", "--frame-dim", "6",
+                                           "--normalize", "fifo", "--save", "none"]),
+            ("as a stream to decode", ["decode", "good.safetensors", "fifo", "-o", "y.npy"]),
+            ("as audio to features", ["features", "fifo", "-o", "y.npy"]),
+            ("as audio to encode", ["encode", "good.safetensors", "fifo", "-o", "y.fbs"])):
+        refused(tmp, "a FIFO %s" % what, args,
+                "fifo: " if what in ("as data to predict", "as audio to encode")
+                else "fifo: not a regular file")
+    refused(tmp, "a FIFO nobody reads, as --log-csv", ["train", "d6.npy", "--frame-dim", "6",
+                                                         "--log-csv", "fifo", "--save", "none"],
+            "a FIFO that no process reads")
+    refused(tmp, "a FIFO nobody reads, as -o (exit 1: the output)",
+            ["predict", "good.safetensors", "d6.npy", "-o", "fifo"],
+            "a FIFO that no process reads", code=1)
+    check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "  ... and the FIFO is still a FIFO")
+    # a FIFO that a process reads is written in place, never renamed over
+    reader = subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE)
+    rc, _, err, _, _ = run(["predict", "good.safetensors", "d6.npy", "-o", "fifo"], tmp)
+    got = reader.communicate(timeout=60)[0]
+    check(rc == 0 and got[:6] == b"\x93NUMPY" and stat.S_ISFIFO(os.lstat(fifo).st_mode),
+          "-o a FIFO with a reader: written through it (%d bytes), the FIFO kept" % len(got),
+          "rc %d %s" % (rc, err))
+
+    print("== '-' is standard input or output, never a file name (issue 33, item 10)")
+    proc = subprocess.run([FRAE, "predict", "good.safetensors", "d6.npy", "-o", "-"], cwd=tmp,
+                          capture_output=True, timeout=60)
+    check(proc.returncode == 0 and proc.stdout[:6] == b"\x93NUMPY"
+          and b"sequence" in proc.stderr and not os.path.exists(p("-")),
+          "predict -o -: the .npy on stdout, the report on stderr, no file named '-'",
+          "rc %d %r" % (proc.returncode, proc.stderr[:300]))
+    open(p("-"), "wb").write(open(p("good.fbs"), "rb").read())  # a stale file named '-'
+    refused(tmp, "decode MODEL - does not read a file named '-'",
+            ["decode", "good.safetensors", "-", "-o", "y.npy"], "standard input is not read here")
+    os.unlink(p("-"))
+    refused(tmp, "--save -: checkpoints go to a file", ["train", "d6.npy", "--save", "-"],
+            "--save -: a checkpoint is saved at every epoch")
+    refused(tmp, "features -o -: the growing .npy needs a file",
+            ["features", "a.wav", "-o", "-"], "give a file, not a pipe")
+    with open(p("appended.txt"), "wb") as out:
+        out.write(b"kept\n")
+    with open(p("appended.txt"), "ab") as out:
+        proc = subprocess.run([FRAE, "predict", "good.safetensors", "d6.npy", "-o",
+                               "/dev/stdout"], cwd=tmp, stdout=out, stderr=subprocess.PIPE,
+                              timeout=60)
+    got = open(p("appended.txt"), "rb").read()
+    check(proc.returncode == 0 and got.startswith(b"kept\n\x93NUMPY")
+          and os.path.islink("/dev/stdout"),
+          "-o /dev/stdout appended to by the shell: written through, what was there kept, "
+          "/dev/stdout still a link", "rc %d %r" % (proc.returncode, got[:20]))
+
+    print("== small ones (issue 33, item 11)")
+    rc, _, err, _, _ = run(["train", "d6.npy", "--frame-dim", "6", "--epochs", "2",
+                            "--save", "two.safetensors"], tmp)
+    check(rc == 0, "a run of 2 epochs to resume", err)
+    refused(tmp, "--resume with --epochs at the epochs done",
+            ["train", "d6.npy", "--resume", "two.safetensors", "--epochs", "2",
+             "--save", "none"], "has trained 2 epochs already; --epochs 2 is the run's total")
+    refused(tmp, "--resume of a complete run",
+            ["train", "d6.npy", "--resume", "two.safetensors", "--save", "none"],
+            "its run is complete (2 of 2 epochs)")
+    np.savez(p("arrays.npz"), np.zeros((4, 6), "<f4"))
+    refused(tmp, "a .npz as training data", ["train", "arrays.npz", "--save", "none"],
+            "arrays.npz: a .npz (zip) archive, not audio")
+    np.save(p("arr.npy"), np.zeros((4, 6), "<f4"))
+    shutil.copy(p("arr.npy"), p("arr.dat"))
+    refused(tmp, "a .npy not named .npy", ["train", "arr.dat", "--save", "none"],
+            "arr.dat: a NumPy array, read as audio because its name does not end in .npy")
 
     print("== sizes before the data is built, signals while it is (issue 33, item 4)")
     refused(tmp, "a 339 GiB model is refused before its built-in data is built",

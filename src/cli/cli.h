@@ -18,6 +18,16 @@
 /* "frae train" etc., for messages. */
 extern _Thread_local const char *cli_cmd;
 
+/* Where a command's report goes (cli_printf): standard output, or
+ * standard error once an output is standard output itself ("-",
+ * /dev/stdout: cli_output_path), so that the report never mixes with the
+ * bytes of the output. */
+extern FILE *cli_report;
+#define cli_printf(...) fprintf(cli_report ? cli_report : stdout, __VA_ARGS__)
+/* An output path given: if it names standard output, the report moves to
+ * standard error.  Returns path. */
+const char *cli_output_path(const char *path);
+
 /* Prints "<cli_cmd>: <message>" as one line on stderr; returns code. */
 int cli_fail(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -260,5 +270,9 @@ int cmd_convert(int argc, char **argv);
  * one-line refusal (exit 2) naming where it is. */
 long cli_first_nonfinite(const float *y, size_t n);
 int cli_fail_nonfinite(const char *model, long seq, long frame);
+
+/* Whether an output path can be written out of order: a file, or none
+ * yet; not "-", a FIFO or a device, which take their bytes in order. */
+int cli_output_seekable(const char *path);
 
 #endif

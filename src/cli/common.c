@@ -14,6 +14,14 @@
 #include "cli.h"
 
 _Thread_local const char *cli_cmd = "frae";
+FILE *cli_report;
+
+const char *cli_output_path(const char *path)
+{
+    if (path && frae_output_descriptor(path) == STDOUT_FILENO)
+        cli_report = stderr;
+    return path;
+}
 static _Thread_local char *fail_buf;
 static _Thread_local size_t fail_len;
 
@@ -546,7 +554,7 @@ void cli_io_default(cli_io *io)
 int cli_io_option(cli_io *io, const char *name, const char *v)
 {
     if (!strcmp(name, "--output"))
-        return io->output = v, 0;
+        return io->output = cli_output_path(v), 0;
     if (!strcmp(name, "--isa")) {
         int tmp = 0, rc = cli_choice(name, v, frae_isa_names,
                                  FRAE_NAME_COUNT(frae_isa_names), &tmp);
@@ -781,4 +789,10 @@ int cli_fail_nonfinite(const char *model, long seq, long frame)
                     "frame %ld): its weights are too large for this input; "
                     "nothing was written",
                     model, seq, frame);
+}
+
+int cli_output_seekable(const char *path)
+{
+    struct stat sb;
+    return strcmp(path, "-") && (stat(path, &sb) || S_ISREG(sb.st_mode));
 }

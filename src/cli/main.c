@@ -9,7 +9,7 @@
 
 static void print_help(void)
 {
-    printf("frae %s: Feedback Recurrent AutoEncoders\n"
+    cli_printf("frae %s: Feedback Recurrent AutoEncoders\n"
            "\n"
            "usage: frae <command> [options]\n"
            "\n"
@@ -80,7 +80,7 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     if (!strcmp(cmd, "--version")) {
-        printf("frae %s\n", FRAE_VERSION_STRING);
+        cli_printf("frae %s\n", FRAE_VERSION_STRING);
         return EXIT_OK;
     }
     if (!strcmp(cmd, "train")) {

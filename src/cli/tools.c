@@ -15,7 +15,7 @@
 
 static void predict_help(void)
 {
-    printf("usage: frae predict MODEL IN -o OUT.npy [--isa I]\n"
+    cli_printf("usage: frae predict MODEL IN -o OUT.npy [--isa I]\n"
            "\n"
            "Reconstructs sequences: runs each sequence of IN ([T, D] or\n"
            "[N, T, D] .npy, float32 or float64; or an audio file, whose\n"
@@ -63,7 +63,9 @@ int cmd_predict(int argc, char **argv)
     frae_config rt;
     frae_config_default(&rt);
     rt.training = 0;
-    rt.batch = in.n < 64 ? (int)in.n : 64;
+    /* a pipe or "-" takes the output in order: a sequence at a time */
+    const int in_order = !cli_output_seekable(o.output);
+    rt.batch = in_order ? 1 : in.n < 64 ? (int)in.n : 64;
     rt.isa = o.isa;
     frae_model *m = frae_load(o.model, &rt, err, sizeof err);
     if (!m) {
@@ -126,8 +128,11 @@ int cmd_predict(int argc, char **argv)
                 for (int b = 0; b < nb && !bad; b++) {
                     off_t at = data_at + (off_t)sizeof(float) * D *
                                              ((s0 + b) * in.t + t0);
-                    bad = pwrite(fd, y + b * seq_vals, sizeof(float) * seq_vals,
-                                 at) != (ssize_t)(sizeof(float) * seq_vals);
+                    bad = (in_order ? fwrite(y, sizeof(float), seq_vals, af.f)
+                                          != seq_vals
+                                    : pwrite(fd, y + b * seq_vals,
+                                             sizeof(float) * seq_vals, at)
+                                          != (ssize_t)(sizeof(float) * seq_vals));
                 }
             }
         }
@@ -144,7 +149,7 @@ int cmd_predict(int argc, char **argv)
         } else if (frae_atomic_commit(&af, err, sizeof err)) {
             rc = cli_fail(EXIT_FAILED, "%s", err);
         } else {
-            printf("%ld sequence%s of %ld frames -> %s  mse %.6g\n", in.n,
+            cli_printf("%ld sequence%s of %ld frames -> %s  mse %.6g\n", in.n,
                    in.n == 1 ? "" : "s", in.t, o.output,
                    sse / ((double)in.n * in.t * D));
         }
@@ -159,7 +164,7 @@ int cmd_predict(int argc, char **argv)
 
 static void info_help(void)
 {
-    printf("usage: frae info MODEL\n"
+    cli_printf("usage: frae info MODEL\n"
            "\n"
            "Prints a checkpoint's architecture, parameter count, bits per\n"
            "frame, training settings and training state, after verifying\n"
@@ -212,42 +217,42 @@ int cmd_info(int argc, char **argv)
     }
     struct stat sb;
     stat(path, &sb);
-    printf("%s: frae checkpoint, format %s, %lld bytes, checksum ok\n", path,
+    cli_printf("%s: frae checkpoint, format %s, %lld bytes, checksum ok\n", path,
            frae_checkpoint_meta(ck, "frae.format_version"),
            (long long)sb.st_size);
-    printf("model:\n");
+    cli_printf("model:\n");
     const int gru = c.family == FRAE_FAMILY_GRU;
-    printf("  family %s: %s\n", frae_family_names[c.family],
+    cli_printf("  family %s: %s\n", frae_family_names[c.family],
            gru ? "GRU encoder and decoder, h_dec fed back to the encoder"
                : "dense layers");
-    printf("  frame dim D %d, history K %d, latent L %d\n", c.frame_dim,
+    cli_printf("  frame dim D %d, history K %d, latent L %d\n", c.frame_dim,
            c.history, c.latent_dim);
-    printf("  encoder  %d", c.frame_dim + c.history * c.frame_dim +
+    cli_printf("  encoder  %d", c.frame_dim + c.history * c.frame_dim +
                                 (gru ? c.dec_hidden[0] : 0));
     for (int i = 0; i < c.n_enc_hidden; i++)
-        printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.enc_hidden[i]);
-    printf(" -> %d (tanh, quantizer %s)\n", c.latent_dim,
+        cli_printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.enc_hidden[i]);
+    cli_printf(" -> %d (tanh, quantizer %s)\n", c.latent_dim,
            frae_checkpoint_meta(ck, "frae.quantizer"));
-    printf("  decoder  %d", c.latent_dim + c.history * c.frame_dim);
+    cli_printf("  decoder  %d", c.latent_dim + c.history * c.frame_dim);
     for (int i = 0; i < c.n_dec_hidden; i++)
-        printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.dec_hidden[i]);
-    printf(" -> %d (linear)\n", c.frame_dim);
-    printf("  hidden activation %s, init seed %llu\n",
+        cli_printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.dec_hidden[i]);
+    cli_printf(" -> %d (linear)\n", c.frame_dim);
+    cli_printf("  hidden activation %s, init seed %llu\n",
            frae_activation_names[c.activation],
            (unsigned long long)c.seed);
     char split[96] = "";
     if (c.pitch) /* how the bits split between envelope and pitch */
         snprintf(split, sizeof split, " (envelope %d x %d, pitch %d)",
                  c.latent_dim, frae_code_bits(m), FRAE_PITCH_BITS);
-    printf("  %zu parameters, %g bits/frame%s, %s weights\n",
+    cli_printf("  %zu parameters, %g bits/frame%s, %s weights\n",
            frae_param_count(m), frae_bits_per_frame(m), split,
            frae_weights_names[c.weights]);
     if (c.pitch)
-        printf("  pitch: f0 and voicing per frame (YIN), closed-loop "
+        cli_printf("  pitch: f0 and voicing per frame (YIN), closed-loop "
                "log2 f0 quantizer, %s\n",
                frae_checkpoint_meta(ck, "frae.pitch"));
     if (c.prior_hidden > 0)
-        printf("  prior: %d tanh units on %s -> %d logits per unit%s; "
+        cli_printf("  prior: %d tanh units on %s -> %d logits per unit%s; "
                "the codec range-codes the codes (stream version 4; %g "
                "bits/frame at most)\n",
                c.prior_hidden,
@@ -259,7 +264,7 @@ int cmd_info(int argc, char **argv)
                           : "",
                frae_bits_per_frame(m));
     if (c.targets)
-        printf("  targets: trained toward paired targets (e.g. clean speech "
+        cli_printf("  targets: trained toward paired targets (e.g. clean speech "
                "from noisy input); the loss is on the target\n");
     if (c.normalize) {
         float mean[FRAE_INFO_MAX_D], std[FRAE_INFO_MAX_D];
@@ -270,28 +275,28 @@ int cmd_info(int argc, char **argv)
                 lo[0] = fminf(lo[0], mean[d]), hi[0] = fmaxf(hi[0], mean[d]);
                 lo[1] = fminf(lo[1], std[d]), hi[1] = fmaxf(hi[1], std[d]);
             }
-            printf("  normalization: per band, means %.4g..%.4g, stds "
+            cli_printf("  normalization: per band, means %.4g..%.4g, stds "
                    "%.4g..%.4g\n",
                    (double)lo[0], (double)hi[0], (double)lo[1], (double)hi[1]);
         } else {
-            printf("  normalization: per band\n");
+            cli_printf("  normalization: per band\n");
         }
     }
-    printf("training settings:\n");
-    printf("  feedback %s, window %d, batch %d, Adam lr %g (beta1 %g, beta2 "
+    cli_printf("training settings:\n");
+    cli_printf("  feedback %s, window %d, batch %d, Adam lr %g (beta1 %g, beta2 "
            "%g, eps %g), clip norm %g\n",
            frae_feedback_names[c.feedback], c.window,
            c.batch, (double)c.learning_rate, (double)c.beta1, (double)c.beta2,
            (double)c.epsilon, (double)c.clip_norm);
     if (c.rate_lambda > 0)
-        printf("  loss: distortion + %g x rate (bits per frame under the "
+        cli_printf("  loss: distortion + %g x rate (bits per frame under the "
                "prior)\n",
                (double)c.rate_lambda);
     if (c.lr_warmup || c.lr_decay_steps) {
         /* the next step's rate, from the step the checkpoint has taken */
         const char *taken = frae_checkpoint_meta(ck, "frae.adam_step");
         long next = (taken ? strtol(taken, NULL, 10) : 0) + 1;
-        printf("  learning-rate schedule: warm-up %d steps, cosine decay over "
+        cli_printf("  learning-rate schedule: warm-up %d steps, cosine decay over "
                "%d steps to %g x lr; next step (%ld): lr %g\n",
                c.lr_warmup, c.lr_decay_steps, (double)c.lr_floor, next,
                (double)frae_learning_rate_at(&c, next));
@@ -299,26 +304,26 @@ int cmd_info(int argc, char **argv)
     if (have_features) {
         char desc[160];
         cli_features_describe(&feat, desc, sizeof desc);
-        printf("audio features: %s\n", desc);
+        cli_printf("audio features: %s\n", desc);
     }
     const char *ep = frae_checkpoint_meta(ck, "train.epoch");
     if (ep) {
-        printf("training state:\n");
-        printf("  epoch %s of %s, next batch %s, Adam step %s\n", ep,
+        cli_printf("training state:\n");
+        cli_printf("  epoch %s of %s, next batch %s, Adam step %s\n", ep,
                frae_checkpoint_meta(ck, "train.epochs"),
                frae_checkpoint_meta(ck, "train.batch"),
                frae_checkpoint_meta(ck, "frae.adam_step"));
-        printf("  best monitored loss %s at epoch %s\n",
+        cli_printf("  best monitored loss %s at epoch %s\n",
                frae_checkpoint_meta(ck, "train.best"),
                frae_checkpoint_meta(ck, "train.best_epoch"));
-        printf("  data: %s\n", frae_checkpoint_meta(ck, "train.data"));
+        cli_printf("  data: %s\n", frae_checkpoint_meta(ck, "train.data"));
         const char *crop = frae_checkpoint_meta(ck, "train.crop");
         if (crop)
-            printf("  training on crops of %s frames, %ld this epoch, "
+            cli_printf("  training on crops of %s frames, %ld this epoch, "
                    "shuffled across sequences\n",
                    crop, frae_checkpoint_i32(ck, "train.crop_seq", NULL, 0));
     } else {
-        printf("training state: none (weights only)\n");
+        cli_printf("training state: none (weights only)\n");
     }
     frae_destroy(m);
     frae_checkpoint_close(ck);
@@ -336,7 +341,7 @@ typedef struct {
 
 static void import_help(void)
 {
-    printf("usage: frae import WEIGHTS -o MODEL [options]\n"
+    cli_printf("usage: frae import WEIGHTS -o MODEL [options]\n"
            "\n"
            "Makes a frae checkpoint from weights trained elsewhere:\n"
            "  - a PyTorch state_dict saved as safetensors, with the names and\n"
@@ -368,7 +373,7 @@ static int import_opt(void *ctx, const char *name, const char *v)
 {
     import_opts *o = ctx;
     if (!strcmp(name, "--output"))
-        return o->output = v, 0;
+        return o->output = cli_output_path(v), 0;
     if (!strcmp(name, "--normalize"))
         return o->normalize = v, o->cfg.normalize = 1, 0;
     return cli_model_option(&o->cfg, &o->given, name, v);
@@ -424,7 +429,7 @@ int cmd_import(int argc, char **argv)
         frae_destroy(m);
         return cli_fail(EXIT_FAILED, "%s", err);
     }
-    printf("%s -> %s: %s, D %d, K %d, L %d, %d+%d hidden layers, %zu "
+    cli_printf("%s -> %s: %s, D %d, K %d, L %d, %d+%d hidden layers, %zu "
            "parameters\n",
            o.input, o.output, frae_family_names[c->family], c->frame_dim,
            c->history, c->latent_dim,
@@ -442,7 +447,7 @@ typedef struct {
 
 static void features_help(void)
 {
-    printf("usage: frae features IN.(wav|flac|...) -o OUT.npy [options]\n"
+    cli_printf("usage: frae features IN.(wav|flac|...) -o OUT.npy [options]\n"
            "\n"
            "Computes log-mel features of an audio file, exactly as training\n"
            "and encoding do, and writes them as float32 [T, mels]:\n"
@@ -465,7 +470,7 @@ static int features_opt(void *ctx, const char *name, const char *v)
 {
     features_opts *o = ctx;
     if (!strcmp(name, "--output"))
-        return o->output = v, 0;
+        return o->output = cli_output_path(v), 0;
     if (!strcmp(name, "--pitch"))
         return o->audio.f.pitch = 1, 0;
     return cli_feature_option(&o->audio, name, v);
@@ -510,6 +515,12 @@ int cmd_features(int argc, char **argv)
         return cli_fail(EXIT_USAGE, "bad audio features: %s", err);
     /* block by block into the output: memory does not grow with the
      * audio's length; a refused file leaves no output behind */
+    if (!cli_output_seekable(o.output)) /* the header needs the count */
+        return cli_fail(EXIT_USAGE,
+                        "%s: the frames are counted only at the end, and "
+                        "the .npy header that holds the count comes first: "
+                        "give a file, not a pipe",
+                        o.output);
     frae_atomic_file af;
     if (frae_npy_begin_growing(&af, o.output, 2, err, sizeof err))
         return cli_fail(EXIT_FAILED, "%s", err);
@@ -528,7 +539,7 @@ int cmd_features(int argc, char **argv)
         return cli_fail(EXIT_FAILED, "%s", err);
     char desc[160];
     cli_features_describe(&o.audio.f, desc, sizeof desc);
-    printf("%s -> %s: %ld frames (%s)\n", o.input, o.output, frames, desc);
+    cli_printf("%s -> %s: %ld frames (%s)\n", o.input, o.output, frames, desc);
     return EXIT_OK;
 }
 
@@ -542,7 +553,7 @@ typedef struct {
 
 static void convert_help(void)
 {
-    printf("usage: frae convert MODEL -o OUT --weights bf16|f32\n"
+    cli_printf("usage: frae convert MODEL -o OUT --weights bf16|f32\n"
            "\n"
            "Writes MODEL's weights in another storage format, for inference:\n"
            "  bf16  each weight rounded to bfloat16 (nearest even, as\n"
@@ -562,7 +573,7 @@ static int convert_opt(void *ctx, const char *name, const char *v)
 {
     convert_opts *o = ctx;
     if (!strcmp(name, "--output"))
-        return o->output = v, 0;
+        return o->output = cli_output_path(v), 0;
     int w = frae_name_index(frae_weights_names,
                             FRAE_NAME_COUNT(frae_weights_names), v);
     if (w < 0)
@@ -606,7 +617,7 @@ int cmd_convert(int argc, char **argv)
     rc = frae_convert(o.input, o.output, o.weights, &moved, err, sizeof err);
     if (rc)
         return cli_fail(rc == -2 ? EXIT_FAILED : EXIT_USAGE, "%s", err);
-    printf("%s -> %s: %s weights, %zu of %zu parameters changed by "
+    cli_printf("%s -> %s: %s weights, %zu of %zu parameters changed by "
            "rounding\n",
            o.input, o.output, frae_weights_names[o.weights], moved,
            frae_param_count_for(&c));

@@ -11,6 +11,7 @@
  * stands (epoch, batch, data order, RNG, running sums, early-stopping
  * counters), so --resume continues bit for bit. */
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -43,6 +44,7 @@ typedef struct {
     const char *model_flag;
     int frame_dim_given;
     int epochs;
+    int epochs_resumed; /* --resume without --epochs: the checkpoint's */
     const char *save, *save_best, *resume, *log_csv;
     double val_split;
     char **data, **val;
@@ -86,7 +88,7 @@ typedef struct {
 
 static void train_help(void)
 {
-    printf(
+    cli_printf(
         "usage: frae train [options] [DATA ...]\n"
         "\n"
         "Trains an FRAE.  DATA are .npy files ([T, D] or [N, T, D], float32\n"
@@ -311,6 +313,12 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
         return push(&o->val_targets, &o->n_val_targets, v);
     if (!strcmp(name, "--patience"))
         return cli_int(name, v, 0, 1000000000, &o->patience);
+    if ((!strcmp(name, "--save") || !strcmp(name, "--save-best")) &&
+        !cli_output_seekable(v))
+        return cli_fail(EXIT_USAGE,
+                        "%s %s: a checkpoint is saved at every epoch, each "
+                        "replacing the last, so it goes to a file",
+                        name, v);
     if (!strcmp(name, "--save"))
         return o->save = v, 0;
     if (!strcmp(name, "--save-best"))
@@ -318,7 +326,7 @@ static int train_on_opt(void *ctx, const char *name, const char *v)
     if (!strcmp(name, "--resume"))
         return o->resume = v, 0;
     if (!strcmp(name, "--log-csv"))
-        return o->log_csv = v, 0;
+        return o->log_csv = cli_output_path(v), 0;
     if (!strcmp(name, "--progress")) {
         rc = cli_choice(name, v, modes, 3, &tmp);
         o->progress = tmp == 2 ? -1 : tmp;
@@ -638,6 +646,7 @@ static int load_state(const frae_checkpoint *ck, const char *path,
     s->sse = sse, s->sae = sae;
     s->values = values, s->frames = frames;
     s->best = best, s->best_epoch = (int)best_epoch, s->bad_epochs = (int)bad;
+    o->epochs_resumed = o->epochs == 0; /* the checkpoint's total */
     if (o->epochs == 0)
         o->epochs = (int)epochs;
     if (o->patience < 0)
@@ -731,18 +740,29 @@ static void show_progress(int epoch, int epochs, long done, long total,
     bar[width] = 0;
     double fps = elapsed > 0 ? s->frames / elapsed : 0;
     double eta = done ? elapsed / done * (total - done) : 0;
-    printf("\repoch %d/%d [%s] %ld/%ld  loss %.6f  %.0f frames/s  ETA %.0fs"
+    cli_printf("\repoch %d/%d [%s] %ld/%ld  loss %.6f  %.0f frames/s  ETA %.0fs"
            "\033[K",
            epoch, epochs, bar, done, total,
            s->values ? s->sse / s->values : 0.0, fps, eta);
-    fflush(stdout);
+    fflush(cli_report ? cli_report : stdout);
 }
 
+/* The log, appended to: a file, or a FIFO that a process reads (refused,
+ * not waited on, without one: O_NONBLOCK), "-" standard output. */
 static FILE *open_csv(const char *path, int prior)
 {
     struct stat sb;
     int fresh = stat(path, &sb) || sb.st_size == 0;
-    FILE *f = fopen(path, "a");
+    int fd = !strcmp(path, "-")
+                 ? dup(STDOUT_FILENO)
+                 : open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK |
+                                  O_CLOEXEC, 0666);
+    int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
+    if (!f && fd >= 0)
+        close(fd);
     if (f && fresh)
         fprintf(f, "epoch,loss,mae,val_loss,val_mae,frames_per_s,seconds%s\n",
                 prior ? ",rate,val_rate" : "");
@@ -1346,8 +1366,10 @@ static int make_model(train_run *r)
     const int lead = r->dist->rank == 0;
     if (lead && o->log_csv &&
         !(r->csv = open_csv(o->log_csv, o->cfg.prior_hidden > 0)))
-        return cli_fail(EXIT_USAGE, "%s: cannot open for appending",
-                        o->log_csv);
+        return cli_fail(EXIT_USAGE, "%s: cannot open for appending: %s",
+                        o->log_csv, errno == ENXIO ? "a FIFO that no process "
+                                                     "reads"
+                                                   : strerror(errno));
     r->save_on = o->save && strcmp(o->save, "none");
     r->bar = !lead ? 0 : o->progress < 0 ? isatty(STDOUT_FILENO) : o->progress;
     return 0;
@@ -1356,29 +1378,29 @@ static int make_model(train_run *r)
 static void print_header(const train_run *r)
 {
     const frae_config *c = &r->o.cfg;
-    printf("frae: %zu parameters, %.0f bits/frame, %.1f MiB, kernels %s, %d "
+    cli_printf("frae: %zu parameters, %.0f bits/frame, %.1f MiB, kernels %s, %d "
            "thread%s\n",
            frae_param_count(r->m), frae_bits_per_frame(r->m),
            frae_bytes_allocated(r->m) / 1048576.0, frae_isa_name(r->m),
            c->threads, c->threads == 1 ? "" : "s");
-    printf("data: %ld training sequences (%s)%s; %ld validation; batch %d, "
+    cli_printf("data: %ld training sequences (%s)%s; %ld validation; batch %d, "
            "window %d, feedback %s\n",
            r->n_train, r->ri.summary, r->o.n_data ? "" : ", built-in", r->n_val,
            c->batch, c->window, frae_feedback_names[c->feedback]);
     if (c->prior_hidden > 0)
-        printf("prior: %d units%s; codes entropy-coded (at most %.0f "
+        cli_printf("prior: %d units%s; codes entropy-coded (at most %.0f "
                "bits/frame); rate lambda %g\n",
                c->prior_hidden, c->prior_ar ? ", within-frame autoregression" : "",
                frae_bits_per_frame(r->m), (double)c->rate_lambda);
     if (r->dist->size > 1)
-        printf("data-parallel: %d %s, at most %d of the batch's %d "
+        cli_printf("data-parallel: %d %s, at most %d of the batch's %d "
                "sequences each, %d thread%s each\n",
                r->dist->size, r->dist->kind, frae_get_config(r->m)->batch,
                c->batch, c->threads, c->threads == 1 ? "" : "s");
     if (r->o.resume)
-        printf("resuming %s at epoch %d, batch %ld\n", r->o.resume,
+        cli_printf("resuming %s at epoch %d, batch %ld\n", r->o.resume,
                r->s.epoch + 1, r->s.batch);
-    fflush(stdout);
+    fflush(cli_report ? cli_report : stdout);
 }
 
 /* Ctrl-C and SIGTERM stop training at the next batch, with a checkpoint. */
@@ -1453,7 +1475,7 @@ static int train_epoch(train_run *r)
         if (stop) {
             s->seconds = el;
             if (r->bar)
-                printf("\n");
+                cli_printf("\n");
             if (save_agreed(r, r->o.save, r->save_on, 1))
                 return EXIT_FAILED;
             if (r->dist->rank == 0)
@@ -1517,18 +1539,18 @@ static int finish_epoch(train_run *r, int *stop)
     s->batch = 0;
     const int lead = r->dist->rank == 0; /* it prints, logs and saves */
     if (lead && r->bar)
-        printf("\r\033[K");
+        cli_printf("\r\033[K");
     if (lead) {
-        printf("epoch %d/%d  loss %.6f  mae %.6f", s->epoch, o->epochs, loss,
+        cli_printf("epoch %d/%d  loss %.6f  mae %.6f", s->epoch, o->epochs, loss,
                mae);
         if (prior)
-            printf("  rate %.3f", rate);
+            cli_printf("  rate %.3f", rate);
         if (r->n_val)
-            printf("  val_loss %.6f  val_mae %.6f", vloss, vmae);
+            cli_printf("  val_loss %.6f  val_mae %.6f", vloss, vmae);
         if (r->n_val && prior)
-            printf("  val_rate %.3f", vrate);
-        printf("  %.0f frames/s  %.2f s\n", s->frames / secs, secs);
-        fflush(stdout);
+            cli_printf("  val_rate %.3f", vrate);
+        cli_printf("  %.0f frames/s  %.2f s\n", s->frames / secs, secs);
+        fflush(cli_report ? cli_report : stdout);
     }
     if (r->csv) {
         fprintf(r->csv, "%d,%.9g,%.9g,%.9g,%.9g,%.1f,%.3f", s->epoch, loss,
@@ -1558,7 +1580,7 @@ static int finish_epoch(train_run *r, int *stop)
     if (!lead)
         return *stop ? EXIT_OK : interrupted ? EXIT_INTERRUPTED : EXIT_OK;
     if (*stop) {
-        printf("early stop: no better %s for %d epochs (best %.6f at epoch "
+        cli_printf("early stop: no better %s for %d epochs (best %.6f at epoch "
                "%d)\n",
                r->n_val ? "val_loss" : "loss", o->patience, s->best,
                s->best_epoch);
@@ -1624,6 +1646,22 @@ static int train_replica(train_run *r)
     }
     if (!status && !r->o.resume && r->o.cfg.normalize)
         status = set_normalization(r, r->norm); /* agreed inside */
+    /* --epochs is the run's total, as Keras's epochs with initial_epoch:
+     * resumed at or past it, there is nothing to train, and saying so
+     * beats exiting 0 having trained nothing */
+    if (!status && r->s.epoch >= r->o.epochs)
+        status = !r->o.epochs_resumed
+                     ? cli_fail(EXIT_USAGE,
+                                "%s has trained %d epochs already; --epochs "
+                                "%d is the run's total, so nothing is left "
+                                "to train (give more than %d)",
+                                r->o.resume, r->s.epoch, r->o.epochs,
+                                r->s.epoch)
+                     : cli_fail(EXIT_USAGE,
+                                "%s: its run is complete (%d of %d epochs); "
+                                "give --epochs more than %d to train on",
+                                r->o.resume, r->s.epoch, r->o.epochs,
+                                r->s.epoch);
     if (!status && d->rank == 0)
         print_header(r);
     /* Ctrl-C and SIGTERM stop the run at the next batch, saving, from
@@ -1640,12 +1678,12 @@ static int train_replica(train_run *r)
     }
     if (d->size > 1 && d->rank == 0 && d->reduce_calls) {
         const double secs = now_seconds() - t0;
-        printf("%d %s: %.1f KiB of gradients summed per step, %.3f ms per "
+        cli_printf("%d %s: %.1f KiB of gradients summed per step, %.3f ms per "
                "step (%.1f%% of the time)\n",
                d->size, d->kind, d->reduced_bytes / d->reduce_calls / 1024.0,
                1e3 * d->reduce_seconds / d->reduce_calls,
                secs > 0 ? 100.0 * d->reduce_seconds / secs : 0.0);
-        fflush(stdout);
+        fflush(cli_report ? cli_report : stdout);
     }
     return status;
 }
