@@ -399,6 +399,8 @@ class FRAE:
                     s, bad = self._run_batch(m, [seqs[i] for i in ids], win, valid, W, True,
                                              [tseqs[i] for i in ids] if targets else None,
                                              twin)
+                    # new weights: a callback's predict may have copied the old
+                    self._infer_stale = True
                     if bad:
                         raise FraeError("training diverged at epoch %d, batch %d (loss or "
                                         "gradient is not finite); try a lower "
