@@ -75,8 +75,8 @@ PYMOD   ?= $(if $(wildcard $(PY_INC)/Python.h),yes,no)
 PY_DIR   = $(BUILD)/python/frae
 PY_FILES = $(PY_DIR)/_frae$(PY_EXT) $(PY_DIR)/__init__.py
 
-.PHONY: all test test-asan check bench fixtures clean install fuzz \
-        fuzz-seeds demo mpi bench-mpi python install-python
+.PHONY: all test test-asan test-tsan test-threads check bench fixtures clean \
+        install fuzz fuzz-seeds demo mpi bench-mpi python install-python
 all: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE) $(TESTS) $(BENCH) \
      $(if $(filter yes,$(MPI)),$(FRAE_MPI)) \
      $(if $(filter yes,$(PYMOD)),$(PY_FILES))
@@ -163,13 +163,22 @@ test: $(FRAE) $(TESTS) $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) \
       $(if $(filter yes,$(PYMOD)),$(PY_FILES))
 	sh tests/run_all.sh $(BUILD)
 
-# The same suite under AddressSanitizer and UBSan, in its own build dir.
+# The same suite under AddressSanitizer and UBSan, in its own build dir
+# (the Python module too: its thread test runs with the runtime preloaded).
 test-asan:
-	$(MAKE) BUILD=build-asan OPT=-O1 MPI=no PYMOD=no \
+	$(MAKE) BUILD=build-asan OPT=-O1 MPI=no \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  test
 
-check: test test-asan
+# The Python module from several threads (run_all.sh runs it in every
+# build), and under ThreadSanitizer in its own build dir: libfrae and the
+# module instrumented, the interpreter not (tests/python_thread_test.sh).
+test-threads: $(PY_FILES)
+	sh tests/python_thread_test.sh $(BUILD)
+test-tsan:
+	$(MAKE) BUILD=build-tsan OPT=-O1 MPI=no SAN=-fsanitize=thread test-threads
+
+check: test test-asan test-tsan
 
 # The speech demo (the README's first command runs it through run.sh).
 demo: $(FRAE)
@@ -248,4 +257,4 @@ fuzz-seeds: $(FRAE) $(FUZZ_DIR)/fuzz_bitstream
 	  fuzz/corpus/bitstream
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz

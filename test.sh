@@ -1,8 +1,9 @@
 #!/bin/sh
 # Runs every test: installs what is missing (Debian packages), builds, runs
-# the suite, runs it again under AddressSanitizer + UBSan, and fuzzes the
-# parsers (one libFuzzer target per input format) for a bounded time.
-# Closes with one "N passed, N failed" line over both runs (after "N
+# the suite, runs it again under AddressSanitizer + UBSan, the Python thread
+# test under ThreadSanitizer, and fuzzes the parsers (one libFuzzer target
+# per input format) for a bounded time.
+# Closes with one "N passed, N failed" line over all runs (after "N
 # skipped" if a test compared nothing on this machine).
 set -u
 cd "$(dirname "$0")"
@@ -13,7 +14,7 @@ trap 'rm -f "$log"' EXIT
 pass=0
 fail=0
 skip=0
-for target in "all test" "test-asan"; do
+for target in "all test" "test-asan" "test-tsan"; do
     echo "=== make $target"
     make -j"$jobs" $target 2>&1 | tee "$log"
     k=$(sed -n 's/^\([0-9]*\) skipped$/\1/p' "$log" | tail -n 1)

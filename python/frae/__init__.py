@@ -11,15 +11,19 @@ A Keras-shaped front to libfrae (README, "Python")::
 
 Arrays are NumPy float32: a C-contiguous float32 input is used in place;
 another floating-point array is converted once; anything else is refused
-with a clear error.  The GIL is released while frae computes.  fit() trains
-as 'frae train' does (same order, same windows, same bits for the same
-seed and data); Ctrl-C in fit saves the checkpoint (if one was asked for)
-and raises KeyboardInterrupt.
+with a clear error.  The GIL is released while frae computes.  One FRAE
+object may be shared by any number of threads: its calls run one at a
+time (see FRAE); for calls that run at once, each thread loads its own.
+fit() trains as 'frae train' does (same order, same windows, same bits for
+the same seed and data); Ctrl-C in fit saves the checkpoint (if one was
+asked for) and raises KeyboardInterrupt.
 """
 import csv
+import functools
 import math
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -109,6 +113,19 @@ def _pair(seqs, y, dim, what):
     return tseqs
 
 
+def _serialised(method):
+    """The method under its object's lock, held for the whole call: the
+    models underneath are one batch state each, and a call may replace
+    them (a larger batch, fit) or close them.  Re-entrant, so methods call
+    each other and fit's callbacks may call the object; a thread waiting
+    for it waits with the GIL released, as any Python lock does."""
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return locked
+
+
 class FRAE:
     """A Feedback Recurrent AutoEncoder.
 
@@ -122,13 +139,20 @@ class FRAE:
     (per-band z-scoring from the training data), threads (all CPUs), isa.
     What is
     not given is 'frae train''s default for the family (history 4 and
-    layers 512, 256 for dense; history 0 and a 240-unit GRU for gru)."""
+    layers 512, 256 for dense; history 0 and a 240-unit GRU for gru).
+
+    Threads: every method holds the object's lock while it runs, so calls
+    from several threads run one at a time, each with the bits it would
+    get alone; close() waits for a running call, and any call after it
+    raises FraeError.  fit's callbacks run under the lock: they may call
+    the object, but not wait for another thread that does."""
 
     def __init__(self, frame_dim=80, history=None, latent=16, quantizer="none",
                  enc=None, dec=None, family="dense", activation=None, prior=None,
                  prior_ar=None, seed=1, learning_rate=1e-3, clip_norm=0.0, feedback="detached",
                  window=100, warmup=0, decay_steps=0, lr_floor=0.0, rate_lambda=0.0,
                  normalize=False, threads=None, isa="auto", _model=None):
+        self._lock = threading.RLock()
         self._train = self._infer = None
         self._infer_stale = True
         self._shuffled = None  # (training set, epoch order, RNG, data size)
@@ -190,6 +214,7 @@ class FRAE:
         return m.config()
 
     @property
+    @_serialised
     def frame_dim(self):
         return self._config()["frame_dim"]
 
@@ -236,6 +261,7 @@ class FRAE:
         self._infer_stale = False
         return m
 
+    @_serialised
     def close(self):
         """Frees the models; any later call raises FraeError."""
         for m in (self._train, self._infer):
@@ -246,6 +272,7 @@ class FRAE:
 
     # ---- training ------------------------------------------------------------
 
+    @_serialised
     def fit(self, x, y=None, epochs=1, batch_size=32, validation_data=None,
             validation_split=0.0, shuffle=True, patience=0, save_best=None,
             checkpoint=None, csv_log=None, verbose="auto", callbacks=()):
@@ -372,6 +399,8 @@ class FRAE:
                     s, bad = self._run_batch(m, [seqs[i] for i in ids], win, valid, W, True,
                                              [tseqs[i] for i in ids] if targets else None,
                                              twin)
+                    # new weights: a callback's predict may have copied the old
+                    self._infer_stale = True
                     if bad:
                         raise FraeError("training diverged at epoch %d, batch %d (loss or "
                                         "gradient is not finite); try a lower "
@@ -483,6 +512,7 @@ class FRAE:
 
     # ---- inference -------------------------------------------------------------
 
+    @_serialised
     def predict(self, x, batch_size=32, out=None):
         """The model's reconstruction of x ([T, D], [N, T, D] or a list of
         sequences), the same shape; out (a C-contiguous float32 array of
@@ -512,6 +542,7 @@ class FRAE:
             m.forward(x3[i:i + nb], y3[i:i + nb], nb, t)
         return out
 
+    @_serialised
     def evaluate(self, x, batch_size=32):
         """The loss on x as fit reports it (mean squared error, + rate_lambda
         x rate with a prior)."""
@@ -526,6 +557,7 @@ class FRAE:
         rate = s[2] / s[4] if s[4] else 0.0
         return float(s[0] / s[3] + m.config()["rate_lambda"] * rate)
 
+    @_serialised
     def encode(self, x, search=0, search_lambda=None, silent=None):
         """x ([T, D] or [N, T, D]) as the bytes of a .fbs stream, exactly
         what 'frae encode' writes.  search (0..16 passes) and search_lambda
@@ -559,6 +591,7 @@ class FRAE:
                                          -1.0 if search_lambda is None else float(search_lambda),
                                          mask)
 
+    @_serialised
     def decode(self, stream):
         """The frames of a .fbs stream ([T, D] or [N, T, D], as encoded)."""
         self._check_open()
@@ -576,6 +609,7 @@ class FRAE:
         self._check_open()
         return self._train or self._inference(1)
 
+    @_serialised
     def get_weights(self):
         """The weights as NumPy arrays in Keras get_weights() order: per
         dense layer kernel [in, out] and bias [out]; per GRU kernel
@@ -598,6 +632,7 @@ class FRAE:
             k += 1
         return out
 
+    @_serialised
     def set_weights(self, weights):
         """Sets the weights from get_weights()' list (shapes checked)."""
         m = self._any()
@@ -617,12 +652,14 @@ class FRAE:
         elif self._train is not None:
             self._copy_weights(m, self._train)
 
+    @_serialised
     def save(self, path):
         """A checkpoint (safetensors, README "Checkpoint format"), with the
         Adam state when the model has trained; atomic."""
         m = self._any()
         m.save(os.fspath(path), m is self._train, {})
 
+    @_serialised
     def summary(self):
         m = self._any()
         info = m.info()
@@ -634,7 +671,13 @@ class FRAE:
                    list(cfg["enc"]), cfg["latent_dim"], list(cfg["dec"]), info["isa"]))
 
     def __repr__(self):
-        return "<frae.FRAE closed>" if self._fields is None else "<%s>" % self.summary()
+        # never waits: a debugger's repr during another thread's fit
+        if not self._lock.acquire(blocking=False):
+            return "<frae.FRAE, busy in another thread>"
+        try:
+            return "<frae.FRAE closed>" if self._fields is None else "<%s>" % self.summary()
+        finally:
+            self._lock.release()
 
     def __enter__(self):
         return self

@@ -7,11 +7,20 @@
  * releases the GIL; every libfrae error becomes a frae.FraeError carrying
  * libfrae's one-line message.  Model options are parsed by the command
  * line's own parser (cli_model_option), so a bad value reads the same here
- * as in 'frae train'. */
+ * as in 'frae train'.
+ *
+ * Threads: a model is one set of buffers (its batch state, scratch), so
+ * every method runs under the object's own lock, from before it first
+ * reads the model to after it last does; close() takes it too, so it waits
+ * for a running call and a later call finds the model gone (FraeError).
+ * The lock is taken with the GIL released when it is busy: the holder may
+ * be computing with the GIL released and need it back to finish. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +32,11 @@ static PyObject *FraeError;
 
 typedef struct {
     PyObject_HEAD
-    frae_model *m;
+    frae_model *m;         /* NULL once closed; read and written under lock */
+    pthread_mutex_t lock;  /* held by the one call using m */
+    /* the thread holding lock (0: none), to refuse a call from inside a
+     * call (a finalizer, a buffer's exporter) that would wait on itself */
+    atomic_ulong holder;
 } ModelObject;
 
 static PyTypeObject ModelType;
@@ -34,11 +47,43 @@ static PyObject *fail(const char *msg)
     return NULL;
 }
 
-static frae_model *model_of(ModelObject *self)
+/* Takes self's lock; 0, or -1 with FraeError set (a re-entrant call). */
+static int model_lock(ModelObject *self)
 {
-    if (!self->m)
+    const unsigned long me = PyThread_get_thread_ident();
+    if (pthread_mutex_trylock(&self->lock)) {
+        if (atomic_load_explicit(&self->holder, memory_order_relaxed) == me) {
+            fail("the model was called from inside a call on it (in this "
+                 "thread): that call would wait for itself");
+            return -1;
+        }
+        /* the holder may be computing without the GIL and need it back */
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&self->lock);
+        Py_END_ALLOW_THREADS
+    }
+    atomic_store_explicit(&self->holder, me, memory_order_relaxed);
+    return 0;
+}
+
+static void model_unlock(ModelObject *self)
+{
+    atomic_store_explicit(&self->holder, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&self->lock);
+}
+
+/* The model of a call, self's lock held (model_unlock when done with it),
+ * or NULL with FraeError set: closed, or a re-entrant call. */
+static frae_model *model_enter(ModelObject *self)
+{
+    if (model_lock(self))
+        return NULL;
+    frae_model *m = self->m;
+    if (!m) {
+        model_unlock(self);
         fail("the model is closed");
-    return self->m;
+    }
+    return m;
 }
 
 /* A read-only (or writable) C-contiguous buffer of n items of `fmt`
@@ -239,6 +284,8 @@ static PyObject *wrap(frae_model *m)
         return NULL;
     }
     o->m = m;
+    pthread_mutex_init(&o->lock, NULL);
+    atomic_init(&o->holder, 0);
     return (PyObject *)o;
 }
 
@@ -319,63 +366,75 @@ static PyObject *py_meta(PyObject *self, PyObject *args)
     return r;
 }
 
+/* no lock: the last reference is gone, so no call is running */
 static void model_dealloc(ModelObject *self)
 {
     frae_destroy(self->m);
+    pthread_mutex_destroy(&self->lock);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* waits for a running call; closing twice is no error */
 static PyObject *m_close(ModelObject *self, PyObject *unused)
 {
     (void)unused;
+    if (model_lock(self))
+        return NULL;
     frae_destroy(self->m);
     self->m = NULL;
+    model_unlock(self);
     Py_RETURN_NONE;
 }
 
 static PyObject *m_config(ModelObject *self, PyObject *unused)
 {
     (void)unused;
-    frae_model *m = model_of(self);
-    return m ? config_to_dict(frae_get_config(m)) : NULL;
+    frae_model *m = model_enter(self);
+    if (!m)
+        return NULL;
+    const frae_config c = *frae_get_config(m);
+    model_unlock(self);
+    return config_to_dict(&c);
 }
 
 static PyObject *m_info(ModelObject *self, PyObject *unused)
 {
     (void)unused;
-    frae_model *m = model_of(self);
+    frae_model *m = model_enter(self);
     if (!m)
         return NULL;
-    return Py_BuildValue("{s:n,s:d,s:s,s:l,s:n,s:K}", "params",
-                         (Py_ssize_t)frae_param_count(m), "bits_per_frame",
-                         frae_bits_per_frame(m), "isa", frae_isa_name(m),
-                         "adam_steps", frae_adam_step_count(m), "bytes",
-                         (Py_ssize_t)frae_bytes_allocated(m), "hash",
-                         (unsigned long long)frae_model_hash(m));
+    const Py_ssize_t params = (Py_ssize_t)frae_param_count(m);
+    const double bits = frae_bits_per_frame(m);
+    const char *isa = frae_isa_name(m); /* a static string */
+    const long steps = frae_adam_step_count(m);
+    const Py_ssize_t bytes = (Py_ssize_t)frae_bytes_allocated(m);
+    const unsigned long long hash = frae_model_hash(m);
+    model_unlock(self);
+    return Py_BuildValue("{s:n,s:d,s:s,s:l,s:n,s:K}", "params", params,
+                         "bits_per_frame", bits, "isa", isa, "adam_steps",
+                         steps, "bytes", bytes, "hash", hash);
 }
 
 static PyObject *m_reset(ModelObject *self, PyObject *unused)
 {
     (void)unused;
-    frae_model *m = model_of(self);
+    frae_model *m = model_enter(self);
     if (!m)
         return NULL;
     frae_reset(m);
+    model_unlock(self);
     Py_RETURN_NONE;
 }
 
 /* run(x, nseq, nframes, valid, update, target): frae_train_frames_targets
  * (update) or frae_eval_frames_targets, target None for the inputs;
  * (sse, sae, rate_bits, values, frames, grad_norm). */
-static PyObject *m_run(ModelObject *self, PyObject *args)
+static PyObject *run_locked(frae_model *m, PyObject *args)
 {
     PyObject *xo, *vo, *to = Py_None;
     int nseq, nframes, update;
     if (!PyArg_ParseTuple(args, "OiiOp|O", &xo, &nseq, &nframes, &vo, &update,
                           &to))
-        return NULL;
-    frae_model *m = model_of(self);
-    if (!m)
         return NULL;
     const frae_config *c = frae_get_config(m);
     if (nseq < 1 || nseq > c->batch || nframes < 1)
@@ -421,14 +480,11 @@ static PyObject *m_run(ModelObject *self, PyObject *args)
 }
 
 /* forward(x, y, nseq, nframes): y = the model's reconstruction. */
-static PyObject *m_forward(ModelObject *self, PyObject *args)
+static PyObject *forward_locked(frae_model *m, PyObject *args)
 {
     PyObject *xo, *yo;
     int nseq, nframes;
     if (!PyArg_ParseTuple(args, "OOii", &xo, &yo, &nseq, &nframes))
-        return NULL;
-    frae_model *m = model_of(self);
-    if (!m)
         return NULL;
     const frae_config *c = frae_get_config(m);
     if (nseq < 1 || nseq > c->batch || nframes < 1)
@@ -454,14 +510,11 @@ static PyObject *m_forward(ModelObject *self, PyObject *args)
 }
 
 /* params(buf, set): frae_get_params / frae_set_params. */
-static PyObject *m_params(ModelObject *self, PyObject *args)
+static PyObject *params_locked(frae_model *m, PyObject *args)
 {
     PyObject *o;
     int set;
     if (!PyArg_ParseTuple(args, "Op", &o, &set))
-        return NULL;
-    frae_model *m = model_of(self);
-    if (!m)
         return NULL;
     Py_buffer b;
     if (get_buffer(o, &b, !set, "f", (Py_ssize_t)frae_param_count(m), "params"))
@@ -484,12 +537,9 @@ static PyObject *m_params(ModelObject *self, PyObject *args)
 
 /* tensors(): [(name, rows, cols, gru)] in exchange order (Keras
  * get_weights' and PyTorch state_dict's), kernels [in][out]. */
-static PyObject *m_tensors(ModelObject *self, PyObject *unused)
+static PyObject *tensors_locked(frae_model *m, PyObject *unused)
 {
     (void)unused;
-    frae_model *m = model_of(self);
-    if (!m)
-        return NULL;
     frae_tensor_entry e[FRAE_MAX_TENSORS];
     const int n = frae_tensor_entries(frae_get_config(m), e);
     PyObject *list = PyList_New(n);
@@ -509,14 +559,11 @@ static PyObject *m_tensors(ModelObject *self, PyObject *unused)
 
 /* exchange(buf, set): every tensor in exchange order, Keras layout, one
  * flat float32 array (frae_export_params); set writes it back. */
-static PyObject *m_exchange(ModelObject *self, PyObject *args)
+static PyObject *exchange_locked(frae_model *m, PyObject *args)
 {
     PyObject *o;
     int set;
     if (!PyArg_ParseTuple(args, "Op", &o, &set))
-        return NULL;
-    frae_model *m = model_of(self);
-    if (!m)
         return NULL;
     const size_t n = frae_param_count(m);
     Py_buffer b;
@@ -564,14 +611,11 @@ static PyObject *m_exchange(ModelObject *self, PyObject *args)
 }
 
 /* normalization(mean, std, set) */
-static PyObject *m_normalization(ModelObject *self, PyObject *args)
+static PyObject *normalization_locked(frae_model *m, PyObject *args)
 {
     PyObject *mo, *so;
     int set;
     if (!PyArg_ParseTuple(args, "OOp", &mo, &so, &set))
-        return NULL;
-    frae_model *m = model_of(self);
-    if (!m)
         return NULL;
     const int D = frae_get_config(m)->frame_dim;
     Py_buffer mb, sb;
@@ -593,15 +637,12 @@ static PyObject *m_normalization(ModelObject *self, PyObject *args)
 }
 
 /* save(path, with_optimizer, {key: value}) */
-static PyObject *m_save(ModelObject *self, PyObject *args)
+static PyObject *save_locked(frae_model *m, PyObject *args)
 {
     const char *path;
     int with_opt;
     PyObject *meta;
     if (!PyArg_ParseTuple(args, "spO!", &path, &with_opt, &PyDict_Type, &meta))
-        return NULL;
-    frae_model *m = model_of(self);
-    if (!m)
         return NULL;
     frae_meta kv[32];
     int n = 0;
@@ -629,16 +670,13 @@ static PyObject *m_save(ModelObject *self, PyObject *args)
  * range-coded packets of 100 frames with a prior); search passes of the
  * encoder's search (frae_encoder_set_search), weighing the rate by
  * search_lambda (< 0: the model's rate_lambda). */
-static PyObject *m_encode(ModelObject *self, PyObject *args)
+static PyObject *encode_locked(frae_model *m, PyObject *args)
 {
     PyObject *xo, *silent_o = Py_None;
     int nseq, nframes, two_d, search = 0;
     double search_lambda = -1.0;
     if (!PyArg_ParseTuple(args, "Oiip|idO", &xo, &nseq, &nframes, &two_d,
                           &search, &search_lambda, &silent_o))
-        return NULL;
-    frae_model *m = model_of(self);
-    if (!m)
         return NULL;
     const frae_config *c = frae_get_config(m);
     const int width = c->frame_dim + 2 * c->pitch;
@@ -731,16 +769,11 @@ static PyObject *m_encode(ModelObject *self, PyObject *args)
 
 /* stream_info(bytes) -> (sequences, frames, width, two_d), checked
  * against the model. */
-static PyObject *m_stream_info(ModelObject *self, PyObject *args)
+static PyObject *stream_info_locked(frae_model *m, PyObject *args)
 {
     Py_buffer b;
     if (!PyArg_ParseTuple(args, "y*", &b))
         return NULL;
-    frae_model *m = model_of(self);
-    if (!m) {
-        PyBuffer_Release(&b);
-        return NULL;
-    }
     char err[512];
     frae_stream s;
     if (frae_stream_parse(b.buf, (size_t)b.len, &s, err, sizeof err) ||
@@ -756,20 +789,19 @@ static PyObject *m_stream_info(ModelObject *self, PyObject *args)
 }
 
 /* decode(bytes, y): y [sequences][frames][width] float32. */
-static PyObject *m_decode(ModelObject *self, PyObject *args)
+static PyObject *decode_locked(frae_model *m, PyObject *args)
 {
     Py_buffer b;
     PyObject *yo;
     if (!PyArg_ParseTuple(args, "y*O", &b, &yo))
         return NULL;
-    frae_model *m = model_of(self);
     char err[512] = "";
     frae_stream s;
     Py_buffer yb;
-    if (!m || frae_stream_parse(b.buf, (size_t)b.len, &s, err, sizeof err) ||
+    if (frae_stream_parse(b.buf, (size_t)b.len, &s, err, sizeof err) ||
         frae_stream_check_model(&s, m, err, sizeof err)) {
         PyBuffer_Release(&b);
-        return m ? fail(err) : NULL;
+        return fail(err);
     }
     const int width = frae_get_config(m)->frame_dim +
                       2 * ((s.flags & FRAE_STREAM_PITCH) != 0);
@@ -926,6 +958,37 @@ static PyObject *py_features(PyObject *self, PyObject *args)
     free(feats);
     return r;
 }
+
+/* ---- the methods, each under the model's lock ----------------------------- */
+
+/* f(m, args) with self's lock held throughout: f may release the GIL, and
+ * close() or another call waits until it is done. */
+static PyObject *call_locked(ModelObject *self, PyObject *args,
+                             PyObject *(*f)(frae_model *, PyObject *))
+{
+    frae_model *m = model_enter(self);
+    if (!m)
+        return NULL;
+    PyObject *r = f(m, args);
+    model_unlock(self);
+    return r;
+}
+
+#define LOCKED_METHOD(name)                                                    \
+    static PyObject *m_##name(ModelObject *self, PyObject *args)               \
+    {                                                                          \
+        return call_locked(self, args, name##_locked);                         \
+    }
+LOCKED_METHOD(run)
+LOCKED_METHOD(forward)
+LOCKED_METHOD(params)
+LOCKED_METHOD(tensors)
+LOCKED_METHOD(exchange)
+LOCKED_METHOD(normalization)
+LOCKED_METHOD(save)
+LOCKED_METHOD(encode)
+LOCKED_METHOD(stream_info)
+LOCKED_METHOD(decode)
 
 static PyMethodDef model_methods[] = {
     {"close", (PyCFunction)m_close, METH_NOARGS, "frees the model"},
