@@ -75,6 +75,31 @@ def worst_rel(a, b):
     return worst, where
 
 
+def step_agreement(a, b, lr=1e-3):
+    """Replicas' checkpoint a against alone's b after one Adam step: the
+    worst relative L2 gap per tensor of the gradients (Adam's first moment,
+    m = (1 - beta1) g after one step) and the tensor it is in, and whether
+    every parameter is within 2 lr of alone's (what any first step can
+    move it by).  The parameters themselves are not held to a relative
+    bound: Adam's first step, p - lr g / (|g| + eps / sqrt(1 - beta2)), is
+    most sensitive where g is smallest, so a bias that starts at 0 and whose
+    gradient nearly cancels can differ by 1e-4 of itself after one step
+    while its gradient agrees to rounding (README, Training on a cluster)."""
+    ta, _ = tensors(a)
+    tb, _ = tensors(b)
+    worst, where, within = 0.0, "", True
+    for k in tb:
+        if k.startswith("optimizer."):
+            continue
+        ma, mb = ta["optimizer.m." + k], tb["optimizer.m." + k]
+        scale = float(np.linalg.norm(mb.astype(np.float64))) or 1.0
+        d = float(np.linalg.norm((ma - mb).astype(np.float64))) / scale
+        if d > worst:
+            worst, where = d, k
+        within &= bool(np.all(np.abs(ta[k].astype(np.float64) - tb[k]) <= 2 * lr))
+    return worst, where, within
+
+
 def same_bytes(a, b):
     return open(path(a), "rb").read() == open(path(b), "rb").read()
 
@@ -125,18 +150,31 @@ def main():
         np.save(path("one/s%d.npy" % i), rng.normal(0, 0.5, (35, D)).astype(np.float32))
 
     print("== one Adam step: replicas against training alone")
-    for fam in (["--family", "gru"], ["--family", "dense", "--feedback", "full"],
-                ["--family", "gru", "--quantizer", "binary", "--rate-lambda", "0.01"]):
-        name = fam[1] + ("-prior" if "--rate-lambda" in fam else "")
-        rc, _, err = run("train", "one", *SMALL, *fam, "--batch", "4", "--epochs", "1",
+    # the data sets of the issue that found the old bound false (GRU with a
+    # prior, 12 sequences, batch 12, 2 replicas), three seeds, beside "one"
+    for seed in (11, 12, 13):
+        os.makedirs(path("twelve%d" % seed))
+        r12 = np.random.default_rng(seed)
+        for i in range(12):
+            np.save(path("twelve%d/s%02d.npy" % (seed, i)),
+                    r12.normal(0, 0.5, (35, D)).astype(np.float32))
+    prior = ["--family", "gru", "--quantizer", "binary", "--rate-lambda", "0.01"]
+    cases = [("one", ["--family", "gru"], 4, (2, 3)),
+             ("one", ["--family", "dense", "--feedback", "full"], 4, (2, 3)),
+             ("one", prior, 4, (2, 3))]
+    cases += [("twelve%d" % seed, prior, 12, (2,)) for seed in (11, 12, 13)]
+    for data, fam, batch, counts in cases:
+        name = data + ", " + fam[1] + ("-prior" if "--rate-lambda" in fam else "")
+        rc, _, err = run("train", data, *SMALL, *fam, "--batch", batch, "--epochs", "1",
                          "--save", "solo1.st")
-        for n in (2, 3):
-            rc2, out2, err2 = run("train", "one", *SMALL, *fam, "--batch", "4", "--epochs",
+        for n in counts:
+            rc2, out2, err2 = run("train", data, *SMALL, *fam, "--batch", batch, "--epochs",
                                   "1", "--replicas", n, "--save", "rep1.st")
-            w, where = worst_rel("rep1.st", "solo1.st") if rc == rc2 == 0 else (1, "")
-            check(rc == rc2 == 0 and w <= 1e-5,
-                  "%s: %d replicas after one step: every tensor within 1e-5 of alone "
-                  "(worst %.1e, %s)" % (name, n, w, where), err + err2)
+            w, where, within = (step_agreement("rep1.st", "solo1.st") if rc == rc2 == 0
+                                else (1, "", False))
+            check(rc == rc2 == 0 and w <= 1e-5 and within,
+                  "%s: %d replicas after one step: gradients within 1e-5 of alone (worst "
+                  "%.1e, %s), every parameter within 2 lr" % (name, n, w, where), err + err2)
 
     print("== a short run: replicas against alone, and run to run")
     common = ["varied", *SMALL, "--batch", "4", "--epochs", "8", "--val-split", "0.2"]
