@@ -54,9 +54,25 @@ FRAE_API
 void frae_mel_destroy(frae_mel *m);
 FRAE_API
 long frae_mel_frames(const frae_mel *m, long n_samples);
-/* feats: frae_mel_frames(n) x n_mels. */
+/* feats: frae_mel_frames(n) x n_mels.  Samples must lie within
+ * +-FRAE_AUDIO_MAX_SAMPLE (the files frae reads are checked). */
 FRAE_API
 void frae_mel_compute(frae_mel *m, const float *samples, long n, float *feats);
+
+/* The loudest audio frae takes: samples within +-2^16, twice a 16-bit
+ * integer's scale (files written at that scale as float exist) and 96 dB
+ * above full scale (+-1, where integer formats map).  A file beyond it is
+ * refused: past about 1e36 the float FFT overflows, and well before that
+ * the vocoder's and Griffin-Lim's float sums would. */
+#define FRAE_AUDIO_MAX_SAMPLE 65536.0
+/* The largest feature value such audio can give, any band: by Parseval a
+ * band's mel power is at most n_fft x sum(window^2) x FRAE_AUDIO_MAX_
+ * SAMPLE^2 (7.69 at the defaults: e^33.4).  Features above it come from
+ * no audio; the vocoders clamp there, and frae vocode refuses them.  (No
+ * lower bound is needed: a value below the floor's is silence.) */
+FRAE_API
+double frae_features_max(const frae_features *f);
+
 /* Back to audio: mel pseudo-inverse, then iters rounds of Griffin-Lim
  * from a seeded phase.  samples needs (frames - 1) * hop + win values;
  * returns that count, or -1. */

@@ -84,6 +84,22 @@ int frae_features_check(const frae_features *f, char *err, size_t errlen)
     return 0;
 }
 
+/* By Parseval, a band's mel power (filter weights <= 1) is at most the
+ * frame's whole power, n_fft x sum of (window x sample)^2. */
+double frae_features_max(const frae_features *f)
+{
+    if (frae_features_check(f, NULL, 0))
+        return NAN;
+    double wsq = 0; /* the periodic Hann's sum of squares */
+    for (int i = 0; i < f->win; i++) {
+        double w = 0.5 - 0.5 * cos(2 * PI * i / f->win);
+        wsq += w * w;
+    }
+    const double power =
+        f->n_fft * wsq * FRAE_AUDIO_MAX_SAMPLE * FRAE_AUDIO_MAX_SAMPLE;
+    return (log(power) + f->offset) / f->scale;
+}
+
 static double hz_to_mel(double hz) { return 2595.0 * log10(1.0 + hz / 700.0); }
 static double mel_to_hz(double m) { return 700.0 * (pow(10.0, m / 2595.0) - 1.0); }
 
@@ -457,11 +473,20 @@ static int flush_feats(audio_stream *a)
     return 0;
 }
 
-/* Counts n mono samples at the wanted rate and hands them on. */
+/* Counts n mono samples at the wanted rate and hands them on.  What is
+ * analysed is checked too: the resampler may overshoot the file's peak. */
 static int push_samples(audio_stream *a, const float *x, long n)
 {
     for (long i = 0; i < n; i++) {
         float v = fabsf(x[i]);
+        if (!(v <= FRAE_AUDIO_MAX_SAMPLE))
+            return frae_errorf(a->err, a->errlen,
+                               "%s: a sample of %.3g at %.3f s (mixed, at %d "
+                               "Hz), past the +-%g frae takes (96 dB above "
+                               "full scale)",
+                               a->name, (double)x[i],
+                               (double)(a->samples + i) / a->rate, a->rate,
+                               FRAE_AUDIO_MAX_SAMPLE);
         a->peak = v > a->peak ? v : a->peak;
     }
     a->samples += n;
@@ -569,6 +594,14 @@ static int stream_sndfile(SNDFILE *sf, const SF_INFO *info, audio_stream *a)
                         at + (long long)i,
                         (double)(at + (long long)i) / info->samplerate, c + 1,
                         isnan(v) ? "NaN" : "infinite");
+                if (fabsf(v) > FRAE_AUDIO_MAX_SAMPLE) /* the FFT's range */
+                    return frae_errorf(
+                        a->err, a->errlen,
+                        "%s: sample %lld (%.3f s), channel %d, is %.3g, past "
+                        "the +-%g frae takes (96 dB above full scale)",
+                        a->name, at + (long long)i,
+                        (double)(at + (long long)i) / info->samplerate, c + 1,
+                        (double)v, FRAE_AUDIO_MAX_SAMPLE);
                 s += v;
             }
             a->mono[i] = (float)(s / ch); /* mix down */

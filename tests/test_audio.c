@@ -4,6 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sndfile.h>
+
 #include "frae_audio.h"
 #include "test_util.h"
 #include "tests.h"
@@ -489,5 +491,71 @@ int test_vocoder_bad_input(void)
     frae_vocoder_frame(v, frame, again);
     CHECK(!memcmp(first, again, sizeof first), "reset does not repeat");
     free(mem);
+    return failures;
+}
+
+int test_loud_audio(void)
+{
+    int failures = 0;
+    frae_features f;
+    frae_features_default(&f);
+    /* n_fft x sum of the periodic Hann's squares (3/8 of 400) x 2^32 */
+    const double loudest = frae_features_max(&f);
+    const double want = (log(512.0 * 150.0 * 65536.0 * 65536.0) + 5) / 5;
+    CHECK(fabs(loudest - want) < 1e-9, "frae_features_max %.6f, not %.6f",
+          loudest, want);
+    char dir[] = "/tmp/frae-loud-XXXXXX", p[256], err[512] = "";
+    if (!mkdtemp(dir))
+        return 1;
+    /* float WAVs: at the bound, a tone and a click are taken and their
+     * features stay below the bound; past it (3.4e38 overflowed the FFT
+     * and gave silence) they are refused */
+    const long n = 8000;
+    float *x = malloc(sizeof(float) * n);
+    const float levels[] = {65536.0f, 65537.0f, 3.4e38f, -1e6f};
+    for (int i = 0; i < 4; i++) {
+        for (long j = 0; j < n; j++) /* a tone, then a click */
+            x[j] = j == 4000 ? levels[i]
+                             : (float)(0.999 * levels[i] * sin(0.3 * j));
+        snprintf(p, sizeof p, "%s/loud%d.wav", dir, i);
+        SF_INFO info = {0, 16000, 1, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 0, 0};
+        SNDFILE *sf = sf_open(p, SFM_WRITE, &info);
+        sf_command(sf, SFC_SET_NORM_FLOAT, NULL, SF_FALSE);
+        sf_writef_float(sf, x, n);
+        sf_close(sf);
+        float *feats = NULL;
+        long frames = 0;
+        int rc = frae_audio_features(p, &f, 1, &feats, &frames, err, sizeof err);
+        if (i == 0) {
+            double top = -1e9;
+            for (long t = 0; !rc && t < frames * 80; t++)
+                top = fmax(top, feats[t]);
+            CHECK(!rc && top <= loudest && top > loudest - 2,
+                  "a tone at +-65536: %s, loudest feature %.3f of %.3f",
+                  rc ? err : "taken", top, loudest);
+            free(feats);
+        } else {
+            CHECK(rc && strstr(err, "past the +-65536 frae takes"),
+                  "a sample of %g: '%s'", (double)levels[i], err);
+        }
+    }
+    /* the vocoder clamps at the bound too */
+    void *mem = malloc(frae_vocoder_size(&f));
+    frae_vocoder *v = frae_vocoder_init(mem, &f, 3, NULL, 0);
+    float frame[82], at[160], above[160];
+    for (int k = 0; k < 80; k++)
+        frame[k] = (float)loudest;
+    frame[80] = 150, frame[81] = 1;
+    frae_vocoder_frame(v, frame, at);
+    frae_vocoder_reset(v);
+    for (int k = 0; k < 80; k++)
+        frame[k] = (float)loudest + 50;
+    frae_vocoder_frame(v, frame, above);
+    CHECK(!memcmp(at, above, sizeof at), "the vocoder does not clamp at the "
+                                         "loudest audio's features");
+    free(mem), free(x);
+    snprintf(p, sizeof p, "rm -rf %s", dir);
+    if (system(p)) {
+    }
     return failures;
 }
