@@ -74,11 +74,49 @@ FRAE_API
 double frae_features_max(const frae_features *f);
 
 /* Back to audio: mel pseudo-inverse, then iters rounds of Griffin-Lim
- * from a seeded phase.  samples needs (frames - 1) * hop + win values;
- * returns that count, or -1. */
+ * from a seeded phase, in blocks (frae_gl, below: the same samples).
+ * samples needs (frames - 1) * hop + win values; returns that count, or
+ * -1. */
 FRAE_API
 long frae_mel_invert(frae_mel *m, const float *feats, long frames, int iters,
                      float *samples);
+
+/* ---- Griffin-Lim, streamed -------------------------------------------------
+ * The inversion above a frame at a time, in memory of fixed size (about
+ * 1 MB at the defaults) whatever the signal's length.  Frames are
+ * inverted in blocks of FRAE_GL_BLOCK: each block runs its iters rounds on
+ * its frames and the FRAE_GL_LOOKAHEAD frames after them, with the frames
+ * before it (those whose windows reach into it) held at their final
+ * phases; then its frames are final, and the look-ahead frames start the
+ * next block from the phases they reached.  What the signal gets is the
+ * overlap-add of every frame at its final phase, so a block's edge leaves
+ * no seam; a signal of at most FRAE_GL_BLOCK + FRAE_GL_LOOKAHEAD - 1
+ * frames is one block, the whole-signal Griffin-Lim to the bit.  Latency:
+ * a block and its look-ahead (2.88 s at the defaults).  No allocation per
+ * frame; a NaN feature counts as the floor, one above frae_features_max
+ * as that. */
+#define FRAE_GL_BLOCK 256
+#define FRAE_GL_LOOKAHEAD 32
+typedef struct frae_gl frae_gl;
+FRAE_API
+frae_gl *frae_gl_create(const frae_features *f, int iters, char *err,
+                        size_t errlen);
+FRAE_API
+void frae_gl_destroy(frae_gl *g);
+/* Forgets the signal: the next frame starts a new one. */
+FRAE_API
+void frae_gl_reset(frae_gl *g);
+/* The most samples one call below writes. */
+FRAE_API
+long frae_gl_max_samples(const frae_gl *g);
+/* Takes one frame of n_mels features; writes the samples that became
+ * final into out (0, or a block's hops) and returns their count. */
+FRAE_API
+long frae_gl_frame(frae_gl *g, const float *feats, float *out);
+/* Ends the signal: writes the rest ((frames - 1) * hop + win samples in
+ * all, over every call), returns its count, and resets. */
+FRAE_API
+long frae_gl_flush(frae_gl *g, float *out);
 
 /* ---- Pitch: f0 and voicing of a frame (YIN) -------------------------------
  * de Cheveigne and Kawahara's YIN (JASA 2002): the cumulative-mean-

@@ -327,98 +327,260 @@ void frae_mel_compute(frae_mel *m, const float *samples, long n, float *feats)
         mel_frame(m, samples + t * m->f.hop, feats + t * m->f.n_mels);
 }
 
-/* Overlap-adds the inverse FFT of each frame's spectrum (mag, phase). */
-static void synthesise(frae_mel *m, const float *mag, const float *phase,
-                       long frames, float *out, long n, const float *norm)
+/* ---- Griffin-Lim, in blocks ------------------------------------------------
+ * The window holds frames first .. first + frames - 1 of the signal: the
+ * first `committed` are final (the context: those whose windows reach
+ * past the first frame not final), the rest are being refined.  Once it
+ * holds a block and its look-ahead beyond the context, the block runs:
+ * iters rounds of synthesis over the window (context included, fixed) and
+ * analysis of the frames not final, then the block's frames are final,
+ * and so is every sample no later frame's window reaches.  The window then
+ * slides, keeping the context and the look-ahead (with its phases). */
+struct frae_gl {
+    frae_mel *mel;      /* plans, filters, window and pseudo-inverse */
+    int own_mel;        /* made by frae_gl_create (else the caller's) */
+    int iters, block, lookahead, context, cap; /* frames */
+    float *mag, *phase; /* [cap][nbins] the window's frames */
+    float *signal, *norm; /* [(cap - 1) hop + win] the window's samples */
+    double *mel_power, *fit, *lin; /* a frame's NNLS: [n_mels], [nbins] */
+    double max_log_power;
+    long first;         /* the window's first frame, over the signal */
+    int frames, committed;
+    uint64_t rng;
+};
+
+static long gl_span(const frae_gl *g, int frames)
 {
+    return frames ? (long)(frames - 1) * g->mel->f.hop + g->mel->f.win : 0;
+}
+
+void frae_gl_reset(frae_gl *g)
+{
+    g->first = 0;
+    g->frames = g->committed = 0;
+    g->rng = 0x9e3779b97f4a7c15ull;
+}
+
+void frae_gl_destroy(frae_gl *g)
+{
+    if (!g)
+        return;
+    if (g->own_mel)
+        frae_mel_destroy(g->mel);
+    free(g->mag), free(g->phase), free(g->signal), free(g->norm);
+    free(g->mel_power), free(g->fit), free(g->lin);
+    free(g);
+}
+
+/* On m (borrowed unless own): blocks of `block` frames, `lookahead` more. */
+static frae_gl *gl_new(frae_mel *m, int own, int iters, int block,
+                       int lookahead)
+{
+    frae_gl *g = calloc(1, sizeof *g);
+    if (!g || (!m->pinv && make_pinv(m))) {
+        free(g);
+        return NULL;
+    }
+    const frae_features *f = &m->f;
+    g->mel = m;
+    g->own_mel = own;
+    g->iters = iters;
+    g->block = block;
+    g->lookahead = lookahead;
+    g->context = (f->win - 1) / f->hop; /* frames reaching the next's start */
+    g->cap = g->context + block + lookahead;
+    const size_t cells = (size_t)g->cap * (size_t)m->nbins;
+    const size_t span = (size_t)gl_span(g, g->cap);
+    g->mag = malloc(sizeof(float) * cells);
+    g->phase = malloc(sizeof(float) * cells);
+    g->signal = malloc(sizeof(float) * span);
+    g->norm = malloc(sizeof(float) * span);
+    g->mel_power = malloc(sizeof(double) * (size_t)f->n_mels);
+    g->fit = malloc(sizeof(double) * (size_t)f->n_mels);
+    g->lin = malloc(sizeof(double) * (size_t)m->nbins);
+    g->max_log_power = frae_features_max(f) * f->scale - f->offset;
+    if (!g->mag || !g->phase || !g->signal || !g->norm || !g->mel_power ||
+        !g->fit || !g->lin) {
+        g->own_mel = 0; /* the caller still owns m */
+        frae_gl_destroy(g);
+        return NULL;
+    }
+    frae_gl_reset(g);
+    return g;
+}
+
+frae_gl *frae_gl_create(const frae_features *f, int iters, char *err,
+                        size_t errlen)
+{
+    frae_mel *m = frae_mel_create(f, err, errlen);
+    if (!m)
+        return NULL;
+    frae_gl *g = gl_new(m, 1, iters < 0 ? 0 : iters, FRAE_GL_BLOCK,
+                        FRAE_GL_LOOKAHEAD);
+    if (!g) {
+        frae_mel_destroy(m);
+        frae_errorf(err, errlen, "out of memory");
+    }
+    return g;
+}
+
+long frae_gl_max_samples(const frae_gl *g)
+{
+    return gl_span(g, g->block + g->lookahead);
+}
+
+/* Frame slot k's magnitudes from its features: mel power to linear power
+ * by the pseudo-inverse, clipped at zero, then refined as non-negative
+ * least squares (multiplicative updates lin *= M^T mel / M^T M lin),
+ * since clipping alone distorts bands. */
+static void gl_magnitudes(frae_gl *g, const float *feats, float *mag)
+{
+    frae_mel *m = g->mel;
+    const frae_features *f = &m->f;
+    const int nb = m->nbins, nm = f->n_mels;
+    double *mel = g->mel_power, *fit = g->fit, *lin = g->lin;
+    for (int b = 0; b < nm; b++) {
+        double lp = (double)feats[b] * f->scale - f->offset;
+        if (isnan(lp)) /* junk: the floor; beyond what audio gives: that */
+            lp = log(f->floor);
+        mel[b] = exp(lp < g->max_log_power ? lp : g->max_log_power);
+    }
+    for (int k = 0; k < nb; k++) {
+        double p = 0;
+        for (int b = 0; b < nm; b++)
+            p += m->pinv[(size_t)k * nm + b] * mel[b];
+        lin[k] = p > 1e-12 ? p : 1e-12;
+    }
+    for (int it = 0; it < 30; it++) {
+        for (int b = 0; b < nm; b++) {
+            double e = 0;
+            const float *w = m->filters + (size_t)b * nb;
+            for (int k = 0; k < nb; k++)
+                e += w[k] * lin[k];
+            fit[b] = mel[b] / (e > 1e-30 ? e : 1e-30);
+        }
+        for (int k = 0; k < nb; k++) {
+            double num = 0, den = 0;
+            for (int b = 0; b < nm; b++) {
+                double w = m->filters[(size_t)b * nb + k];
+                num += w * fit[b];
+                den += w;
+            }
+            if (den > 0)
+                lin[k] *= num / den;
+        }
+    }
+    for (int k = 0; k < nb; k++)
+        mag[k] = (float)sqrt(lin[k]);
+}
+
+/* Overlap-adds the inverse FFT of every frame in the window (magnitude,
+ * phase) into g->signal, normalised by the window's squared windows. */
+static void gl_synthesise(frae_gl *g)
+{
+    frae_mel *m = g->mel;
     const frae_features *f = &m->f;
     const int nb = m->nbins;
-    memset(out, 0, sizeof(float) * (size_t)n);
-    for (long t = 0; t < frames; t++) {
+    const long n = gl_span(g, g->frames);
+    memset(g->signal, 0, sizeof(float) * (size_t)n);
+    for (int t = 0; t < g->frames; t++) {
+        const float *mag = g->mag + (size_t)t * nb;
+        const float *phase = g->phase + (size_t)t * nb;
         for (int k = 0; k < nb; k++) {
-            m->spec[k][0] = mag[t * nb + k] * cosf(phase[t * nb + k]);
-            m->spec[k][1] = mag[t * nb + k] * sinf(phase[t * nb + k]);
+            m->spec[k][0] = mag[k] * cosf(phase[k]);
+            m->spec[k][1] = mag[k] * sinf(phase[k]);
         }
         fftwf_execute(m->inv);
+        float *out = g->signal + (size_t)t * f->hop;
         for (int i = 0; i < f->win; i++)
-            out[t * f->hop + i] += m->frame[i] / f->n_fft * m->window[i];
+            out[i] += m->frame[i] / f->n_fft * m->window[i];
     }
     for (long i = 0; i < n; i++)
-        out[i] = norm[i] > 1e-6f ? out[i] / norm[i] : 0.0f;
+        g->signal[i] = g->norm[i] > 1e-6f ? g->signal[i] / g->norm[i] : 0.0f;
+}
+
+/* Runs the block: refines the frames not final, makes the first `commit`
+ * of them final, writes the samples that became final to out and slides
+ * the window.  Returns their count. */
+static long gl_block(frae_gl *g, int commit, int last, float *out)
+{
+    frae_mel *m = g->mel;
+    const frae_features *f = &m->f;
+    const int nb = m->nbins;
+    const long n = gl_span(g, g->frames);
+    memset(g->norm, 0, sizeof(float) * (size_t)n);
+    for (int t = 0; t < g->frames; t++)
+        for (int i = 0; i < f->win; i++)
+            g->norm[(size_t)t * f->hop + i] += m->window[i] * m->window[i];
+    /* keep the magnitude, take the phase of the re-analysed signal */
+    for (int it = 0; it < g->iters; it++) {
+        gl_synthesise(g);
+        for (int t = g->committed; t < g->frames; t++) {
+            analyse(m, g->signal, (long)t * f->hop);
+            float *phase = g->phase + (size_t)t * nb;
+            for (int k = 0; k < nb; k++)
+                phase[k] = atan2f(m->spec[k][1], m->spec[k][0]);
+        }
+    }
+    gl_synthesise(g);
+    /* final: every sample before the first frame not final (at the end,
+     * every sample) */
+    const long from = (long)g->committed * f->hop;
+    g->committed += commit;
+    const long to = last ? n : (long)g->committed * f->hop;
+    memcpy(out, g->signal + from, sizeof(float) * (size_t)(to - from));
+    /* slide: the context and the frames not final stay */
+    const int drop = g->committed > g->context ? g->committed - g->context : 0;
+    if (drop) {
+        const size_t keep = (size_t)(g->frames - drop) * (size_t)nb;
+        memmove(g->mag, g->mag + (size_t)drop * nb, sizeof(float) * keep);
+        memmove(g->phase, g->phase + (size_t)drop * nb, sizeof(float) * keep);
+        g->first += drop;
+        g->frames -= drop;
+        g->committed -= drop;
+    }
+    return to - from;
+}
+
+long frae_gl_frame(frae_gl *g, const float *feats, float *out)
+{
+    const int nb = g->mel->nbins;
+    const int t = g->frames++;
+    gl_magnitudes(g, feats, g->mag + (size_t)t * nb);
+    /* a seeded random phase, drawn in frame order */
+    float *phase = g->phase + (size_t)t * nb;
+    for (int k = 0; k < nb; k++) {
+        g->rng = g->rng * 6364136223846793005ull + 1442695040888963407ull;
+        phase[k] = (float)((g->rng >> 40) * (2 * PI / 16777216.0));
+    }
+    if (g->frames - g->committed < g->block + g->lookahead)
+        return 0;
+    return gl_block(g, g->block, 0, out);
+}
+
+long frae_gl_flush(frae_gl *g, float *out)
+{
+    long n = 0;
+    if (g->frames > g->committed)
+        n = gl_block(g, g->frames - g->committed, 1, out);
+    frae_gl_reset(g);
+    return n;
 }
 
 long frae_mel_invert(frae_mel *m, const float *feats, long frames, int iters,
                      float *samples)
 {
-    const frae_features *f = &m->f;
-    const int nb = m->nbins, nm = f->n_mels;
-    const long n = (frames - 1) * f->hop + f->win;
-    if (!m->pinv && make_pinv(m))
+    if (frames < 1)
         return -1;
-    float *mag = malloc(sizeof(float) * (size_t)frames * nb);
-    float *phase = malloc(sizeof(float) * (size_t)frames * nb);
-    float *norm = calloc((size_t)n, sizeof(float));
-    if (!mag || !phase || !norm) {
-        free(mag), free(phase), free(norm);
+    frae_gl *g = gl_new(m, 0, iters < 0 ? 0 : iters, FRAE_GL_BLOCK,
+                        FRAE_GL_LOOKAHEAD);
+    if (!g)
         return -1;
-    }
-    /* mel power -> linear power: the pseudo-inverse, clipped at zero, then
-     * refined as non-negative least squares (multiplicative updates
-     * lin *= M^T mel / M^T M lin), since clipping alone distorts bands */
-    double *mel = malloc(sizeof(double) * nm), *fit = malloc(sizeof(double) * nm);
-    double *lin = malloc(sizeof(double) * nb);
-    for (long t = 0; t < frames; t++) {
-        for (int b = 0; b < nm; b++)
-            mel[b] = exp((double)feats[t * nm + b] * f->scale - f->offset);
-        for (int k = 0; k < nb; k++) {
-            double p = 0;
-            for (int b = 0; b < nm; b++)
-                p += m->pinv[(size_t)k * nm + b] * mel[b];
-            lin[k] = p > 1e-12 ? p : 1e-12;
-        }
-        for (int it = 0; it < 30; it++) {
-            for (int b = 0; b < nm; b++) {
-                double e = 0;
-                const float *w = m->filters + (size_t)b * nb;
-                for (int k = 0; k < nb; k++)
-                    e += w[k] * lin[k];
-                fit[b] = mel[b] / (e > 1e-30 ? e : 1e-30);
-            }
-            for (int k = 0; k < nb; k++) {
-                double num = 0, den = 0;
-                for (int b = 0; b < nm; b++) {
-                    double w = m->filters[(size_t)b * nb + k];
-                    num += w * fit[b];
-                    den += w;
-                }
-                if (den > 0)
-                    lin[k] *= num / den;
-            }
-        }
-        for (int k = 0; k < nb; k++)
-            mag[t * nb + k] = (float)sqrt(lin[k]);
-    }
-    free(mel), free(fit), free(lin);
+    long n = 0;
     for (long t = 0; t < frames; t++)
-        for (int i = 0; i < f->win; i++)
-            norm[t * f->hop + i] += m->window[i] * m->window[i];
-    /* Griffin-Lim from a seeded random phase: keep the magnitude, take
-     * the phase of the re-analysed signal, repeat */
-    uint64_t rng = 0x9e3779b97f4a7c15ull;
-    for (long i = 0; i < frames * nb; i++) {
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        phase[i] = (float)((rng >> 40) * (2 * PI / 16777216.0));
-    }
-    for (int it = 0; it < iters; it++) {
-        synthesise(m, mag, phase, frames, samples, n, norm);
-        for (long t = 0; t < frames; t++) {
-            analyse(m, samples, t * f->hop);
-            for (int k = 0; k < nb; k++)
-                phase[t * nb + k] = atan2f(m->spec[k][1], m->spec[k][0]);
-        }
-    }
-    synthesise(m, mag, phase, frames, samples, n, norm);
-    free(mag), free(phase), free(norm);
+        n += frae_gl_frame(g, feats + (size_t)t * m->f.n_mels, samples + n);
+    n += frae_gl_flush(g, samples + n);
+    frae_gl_destroy(g);
     return n;
 }
 

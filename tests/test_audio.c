@@ -494,6 +494,131 @@ int test_vocoder_bad_input(void)
     return failures;
 }
 
+/* A voiced sound of n samples at 16 kHz (harmonics, vibrato), whose pitch
+ * glides over its length. */
+static float *voice(long n)
+{
+    float *x = malloc(sizeof(float) * (size_t)n);
+    for (long i = 0; i < n; i++) {
+        double f0 = 120 + 40.0 * i / n + 10 * sin(2 * PI * 3 * i / 16000.0);
+        double v = 0;
+        for (int h = 1; h <= 25; h++)
+            v += sin(2 * PI * f0 * h * i / 16000.0) / h;
+        x[i] = (float)(0.2 * v * (0.6 + 0.4 * sin(2 * PI * 0.7 * i / 16000.0)));
+    }
+    return x;
+}
+
+/* Per frame, the RMS difference in dB of two frames of features. */
+static double frame_lsd(const float *a, const float *b, int n_mels)
+{
+    double ss = 0;
+    for (int k = 0; k < n_mels; k++) {
+        double d = 5.0 * (a[k] - b[k]) * 4.342944819;
+        ss += d * d;
+    }
+    return sqrt(ss / n_mels);
+}
+
+int test_griffin_lim_streamed(void)
+{
+    int failures = 0;
+    frae_features f;
+    frae_features_default(&f);
+    frae_mel *m = frae_mel_create(&f, NULL, 0);
+    /* 8 s: three blocks and a part, so two block edges inside */
+    const long n = 128000;
+    float *x = voice(n);
+    const long frames = frae_mel_frames(m, n);
+    float *a = malloc(sizeof(float) * (size_t)frames * 80);
+    float *b = malloc(sizeof(float) * (size_t)frames * 80);
+    float *whole = malloc(sizeof(float) * (size_t)n);
+    float *streamed = malloc(sizeof(float) * (size_t)n);
+    frae_mel_compute(m, x, n, a);
+    const long want = (frames - 1) * 160 + 400;
+    long got = frae_mel_invert(m, a, frames, 16, whole);
+    CHECK(got == want, "frae_mel_invert gave %ld samples of %ld", got, want);
+    /* frame by frame, in fixed memory: the same samples, to the bit */
+    frae_gl *g = frae_gl_create(&f, 16, NULL, 0);
+    const long cap = g ? frae_gl_max_samples(g) : 0;
+    float *out = malloc(sizeof(float) * (size_t)(cap ? cap : 1));
+    long at = 0, most = 0;
+    for (long t = 0; g && t < frames; t++) {
+        long k = frae_gl_frame(g, a + t * 80, out);
+        most = k > most ? k : most;
+        if (at + k <= n)
+            memcpy(streamed + at, out, sizeof(float) * (size_t)k);
+        at += k;
+    }
+    long k = g ? frae_gl_flush(g, out) : 0;
+    most = k > most ? k : most;
+    if (at + k <= n)
+        memcpy(streamed + at, out, sizeof(float) * (size_t)k);
+    at += k;
+    CHECK(g && at == want && most <= cap &&
+              !memcmp(whole, streamed, sizeof(float) * (size_t)want),
+          "streamed Griffin-Lim: %ld samples (calls of at most %ld, cap %ld), "
+          "not frae_mel_invert's", at, most, cap);
+    /* the same signal again after the flush: the same samples (reset) */
+    at = 0;
+    for (long t = 0; g && t < frames; t++) {
+        k = frae_gl_frame(g, a + t * 80, out);
+        if (at + k <= n && memcmp(out, whole + at, sizeof(float) * (size_t)k))
+            at = -n; /* differs */
+        at += k;
+    }
+    k = g ? frae_gl_flush(g, out) : 0;
+    CHECK(at + k == want && !memcmp(out, whole + at, sizeof(float) * (size_t)k),
+          "a second signal after the flush differs from the first");
+    /* no seam: the frames around each block's edge invert as well as the
+     * rest (their windows span two blocks' frames, overlap-added) */
+    frae_mel_compute(m, whole, got, b);
+    double all = 0, edge = 0;
+    int n_edge = 0;
+    for (long t = 0; t < frames; t++) {
+        double d = frame_lsd(a + t * 80, b + t * 80, 80);
+        all += d;
+        const long into = t % FRAE_GL_BLOCK;
+        if (t >= FRAE_GL_BLOCK && (into < 3 || into >= FRAE_GL_BLOCK - 3))
+            edge += d, n_edge++;
+    }
+    all /= frames, edge /= n_edge;
+    CHECK(all < 4.5 && edge < all + 0.75,
+          "LSD %.2f dB over the signal, %.2f at the block edges", all, edge);
+    printf("    %ld frames in blocks of %d (+%d ahead): the samples of "
+           "frae_mel_invert to the bit; LSD %.2f dB, %.2f dB at the block "
+           "edges\n", frames, FRAE_GL_BLOCK, FRAE_GL_LOOKAHEAD, all, edge);
+    /* junk: NaN, log-mel 40 (e^195: it overflowed float and gave NaN),
+     * 1e30 and -1e30 give finite samples; values above the loudest audio's
+     * invert as that value */
+    const float junk[] = {NAN, 40.0f, 1e30f, -1e30f, INFINITY, -INFINITY};
+    const double loudest = frae_features_max(&f);
+    int bad = 0;
+    for (long t = 0; t < 40; t++)
+        for (int j = 0; j < 80; j++)
+            a[t * 80 + j] = t < 20 ? junk[(t + j) % 6] : (float)loudest;
+    got = frae_mel_invert(m, a, 40, 8, whole);
+    for (long i = 0; i < got; i++)
+        bad += !isfinite(whole[i]);
+    for (long t = 0; t < 20; t++)
+        for (int j = 0; j < 80; j++)
+            a[t * 80 + j] = (float)(loudest + 100.0);
+    frae_mel_invert(m, a, 40, 8, streamed);
+    int clamped = 1;
+    for (long t = 0; t < 20; t++)
+        for (int j = 0; j < 80; j++)
+            a[t * 80 + j] = (float)loudest;
+    frae_mel_invert(m, a, 40, 8, whole);
+    clamped = !memcmp(whole, streamed, sizeof(float) * (size_t)got);
+    CHECK(got == 39 * 160 + 400 && bad == 0 && clamped,
+          "junk features: %d non-finite samples; above the loudest audio "
+          "%s", bad, clamped ? "clamped" : "not clamped");
+    frae_gl_destroy(g);
+    free(x), free(a), free(b), free(whole), free(streamed), free(out);
+    frae_mel_destroy(m);
+    return failures;
+}
+
 int test_loud_audio(void)
 {
     int failures = 0;

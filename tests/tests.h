@@ -60,6 +60,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(codec_zero_allocations) \
     X(features_reference) \
     X(griffin_lim) \
+    X(griffin_lim_streamed) \
     X(loud_audio) \
     X(pitch_tracker) \
     X(vocoder) \
