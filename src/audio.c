@@ -343,6 +343,11 @@ struct frae_gl {
     float *mag, *phase; /* [cap][nbins] the window's frames */
     float *signal, *norm; /* [(cap - 1) hop + win] the window's samples */
     double *mel_power, *fit, *lin; /* a frame's NNLS: [n_mels], [nbins] */
+    /* the filters by bin, their nonzero weights only (a bin is in one or
+     * two bands): bin k's are pairs bin_at[k] .. bin_at[k + 1] - 1 */
+    int *bin_at, *pair_band;
+    float *pair_weight;
+    double *bin_sum;    /* [nbins] sum over bands of bin k's weight */
     double max_log_power;
     long first;         /* the window's first frame, over the signal */
     int frames, committed;
@@ -369,6 +374,7 @@ void frae_gl_destroy(frae_gl *g)
         frae_mel_destroy(g->mel);
     free(g->mag), free(g->phase), free(g->signal), free(g->norm);
     free(g->mel_power), free(g->fit), free(g->lin);
+    free(g->bin_at), free(g->pair_band), free(g->pair_weight), free(g->bin_sum);
     free(g);
 }
 
@@ -399,11 +405,31 @@ static frae_gl *gl_new(frae_mel *m, int own, int iters, int block,
     g->fit = malloc(sizeof(double) * (size_t)f->n_mels);
     g->lin = malloc(sizeof(double) * (size_t)m->nbins);
     g->max_log_power = frae_features_max(f) * f->scale - f->offset;
+    int pairs = 0;
+    for (int b = 0; b < f->n_mels; b++)
+        pairs += m->band_hi[b] - m->band_lo[b];
+    g->bin_at = calloc((size_t)m->nbins + 1, sizeof(int));
+    g->pair_band = malloc(sizeof(int) * (size_t)(pairs ? pairs : 1));
+    g->pair_weight = malloc(sizeof(float) * (size_t)(pairs ? pairs : 1));
+    g->bin_sum = calloc((size_t)m->nbins, sizeof(double));
     if (!g->mag || !g->phase || !g->signal || !g->norm || !g->mel_power ||
-        !g->fit || !g->lin) {
+        !g->fit || !g->lin || !g->bin_at || !g->pair_band ||
+        !g->pair_weight || !g->bin_sum) {
         g->own_mel = 0; /* the caller still owns m */
         frae_gl_destroy(g);
         return NULL;
+    }
+    /* bands in order within each bin: the sums below add what the dense
+     * sums did, less their zero terms, so to the bit */
+    for (int k = 0, at = 0; k < m->nbins; k++) {
+        g->bin_at[k] = at;
+        for (int b = 0; b < f->n_mels; b++) {
+            const float w = m->filters[(size_t)b * m->nbins + k];
+            g->bin_sum[k] += w;
+            if (w != 0.0f)
+                g->pair_band[at] = b, g->pair_weight[at++] = w;
+        }
+        g->bin_at[k + 1] = at;
     }
     frae_gl_reset(g);
     return g;
@@ -455,19 +481,16 @@ static void gl_magnitudes(frae_gl *g, const float *feats, float *mag)
         for (int b = 0; b < nm; b++) {
             double e = 0;
             const float *w = m->filters + (size_t)b * nb;
-            for (int k = 0; k < nb; k++)
+            for (int k = m->band_lo[b]; k < m->band_hi[b]; k++)
                 e += w[k] * lin[k];
             fit[b] = mel[b] / (e > 1e-30 ? e : 1e-30);
         }
         for (int k = 0; k < nb; k++) {
-            double num = 0, den = 0;
-            for (int b = 0; b < nm; b++) {
-                double w = m->filters[(size_t)b * nb + k];
-                num += w * fit[b];
-                den += w;
-            }
-            if (den > 0)
-                lin[k] *= num / den;
+            double num = 0;
+            for (int j = g->bin_at[k]; j < g->bin_at[k + 1]; j++)
+                num += (double)g->pair_weight[j] * fit[g->pair_band[j]];
+            if (g->bin_sum[k] > 0)
+                lin[k] *= num / g->bin_sum[k];
         }
     }
     for (int k = 0; k < nb; k++)
