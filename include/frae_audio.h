@@ -207,10 +207,34 @@ int frae_audio_features(const char *path, const frae_features *f,
 FRAE_API
 int frae_audio_read(const char *path, int rate, int resample, float **samples,
                     long *n, char *err, size_t errlen);
-/* 16-bit PCM WAV, scaled down only if it would clip. */
+/* 16-bit PCM WAV, scaled down only if it would clip (to a peak of 0.99),
+ * written atomically: a failure leaves the old file.  Refuses non-finite
+ * samples. */
 FRAE_API
 int frae_audio_write_wav(const char *path, const float *samples, long n,
                          int rate, char *err, size_t errlen);
+/* The same WAV written as its samples come, in memory of fixed size: the
+ * samples wait, as float32, in an unlinked temporary file (TMPDIR, else
+ * /tmp; 4 bytes a sample) until close knows the peak and writes the file.
+ * open starts the output (so a path that cannot be written fails first);
+ * write takes samples in order; close writes and commits it; abort (or a
+ * failed close) leaves the old file.  Each returns 0, or -1 with one line
+ * in err; write refuses a non-finite sample and a file past WAV's 4 GB.
+ * close and abort free w. */
+typedef struct frae_wav_writer frae_wav_writer;
+FRAE_API
+frae_wav_writer *frae_wav_open(const char *path, int rate, char *err,
+                               size_t errlen);
+FRAE_API
+int frae_wav_write(frae_wav_writer *w, const float *samples, long n,
+                   char *err, size_t errlen);
+/* Samples written so far. */
+FRAE_API
+long frae_wav_samples(const frae_wav_writer *w);
+FRAE_API
+int frae_wav_close(frae_wav_writer *w, char *err, size_t errlen);
+FRAE_API
+void frae_wav_abort(frae_wav_writer *w);
 
 /* frae_audio_stream_features over audio already in memory (libsndfile's
  * virtual I/O): the same checks and the same features as a file; name is

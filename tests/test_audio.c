@@ -619,6 +619,95 @@ int test_griffin_lim_streamed(void)
     return failures;
 }
 
+/* The file's bytes into *buf (malloc'ed); their count, or -1. */
+static long slurp(const char *path, unsigned char **buf)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return -1;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    *buf = malloc((size_t)(n > 0 ? n : 1));
+    if (fread(*buf, 1, (size_t)n, fp) != (size_t)n)
+        n = -1;
+    fclose(fp);
+    return n;
+}
+
+int test_wav_writer(void)
+{
+    int failures = 0;
+    char dir[] = "/tmp/frae-wav-XXXXXX", p[256], q[256], err[512] = "";
+    if (!mkdtemp(dir))
+        return 1;
+    const long n = 30000;
+    float *x = voice(n);
+    for (int loud = 0; loud < 2; loud++) {
+        /* louder than full scale: scaled to a peak of 0.99 */
+        const float gain = loud ? 9.0f : 1.0f;
+        float *y = malloc(sizeof(float) * n), peak = 0;
+        for (long i = 0; i < n; i++)
+            y[i] = x[i] * gain, peak = fmaxf(peak, fabsf(y[i]));
+        snprintf(p, sizeof p, "%s/whole%d.wav", dir, loud);
+        CHECK(!frae_audio_write_wav(p, y, n, 16000, err, sizeof err), "%s", err);
+        /* in pieces of every size */
+        snprintf(q, sizeof q, "%s/pieces%d.wav", dir, loud);
+        frae_wav_writer *w = frae_wav_open(q, 16000, err, sizeof err);
+        CHECK(w != NULL, "%s", err);
+        for (long at = 0, piece = 0; w && at < n; at += piece) {
+            piece = (at * 7 + 1) % 3001;
+            piece = piece < n - at ? piece : n - at;
+            CHECK(!frae_wav_write(w, y + at, piece, err, sizeof err), "%s", err);
+        }
+        CHECK(w && frae_wav_samples(w) == n, "%ld samples counted",
+              w ? frae_wav_samples(w) : -1);
+        CHECK(w && !frae_wav_close(w, err, sizeof err), "%s", err);
+        /* libsndfile's own 16-bit WAV of the same scaled samples */
+        char r[256];
+        snprintf(r, sizeof r, "%s/ref%d.wav", dir, loud);
+        const float g = peak > 0.99f ? 0.99f / peak : 1.0f;
+        for (long i = 0; i < n; i++)
+            y[i] *= g;
+        SF_INFO info = {0, 16000, 1, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 0, 0};
+        SNDFILE *sf = sf_open(r, SFM_WRITE, &info);
+        CHECK(sf && sf_writef_float(sf, y, n) == n, "libsndfile");
+        if (sf)
+            sf_close(sf);
+        unsigned char *bw = NULL, *bp = NULL, *br = NULL;
+        long nw = slurp(p, &bw), np = slurp(q, &bp), nr = slurp(r, &br);
+        CHECK(nw == 44 + 2 * n && nw == np && nw == nr && !memcmp(bw, bp, nw) &&
+                  !memcmp(bw, br, nw),
+              "%s WAV: whole %ld, in pieces %ld, libsndfile's %ld bytes, not "
+              "the same", loud ? "a loud" : "a", nw, np, nr);
+        free(bw), free(bp), free(br), free(y);
+    }
+    /* a NaN sample is refused and leaves the old file as it was */
+    snprintf(p, sizeof p, "%s/whole0.wav", dir);
+    unsigned char *before = NULL, *after = NULL;
+    long nb = slurp(p, &before);
+    frae_wav_writer *w = frae_wav_open(p, 16000, err, sizeof err);
+    x[12345] = NAN;
+    int rc = w ? frae_wav_write(w, x, n, err, sizeof err) : 0;
+    CHECK(rc && strstr(err, "sample 12345 (0.772 s) is NaN"),
+          "a NaN sample: '%s'", err);
+    frae_wav_abort(w);
+    long na = slurp(p, &after);
+    CHECK(na == nb && !memcmp(before, after, (size_t)nb),
+          "a refused write changed the old file");
+    free(before), free(after);
+    CHECK(frae_audio_write_wav(p, x, n, 16000, err, sizeof err) &&
+              strstr(err, "is NaN"),
+          "frae_audio_write_wav took a NaN: '%s'", err);
+    snprintf(p, sizeof p, "%s/nodir/x.wav", dir);
+    CHECK(!frae_wav_open(p, 16000, err, sizeof err) && strstr(err, "nodir"),
+          "a WAV in a missing directory: '%s'", err);
+    free(x);
+    snprintf(p, sizeof p, "ls %s | grep -q tmp- || rm -rf %s", dir, dir);
+    CHECK(!system(p), "temporary files left in %s", dir);
+    return failures;
+}
+
 int test_loud_audio(void)
 {
     int failures = 0;

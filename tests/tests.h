@@ -61,6 +61,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(features_reference) \
     X(griffin_lim) \
     X(griffin_lim_streamed) \
+    X(wav_writer) \
     X(loud_audio) \
     X(pitch_tracker) \
     X(vocoder) \
