@@ -228,6 +228,29 @@ def huge_model_checkpoint(good, dst):
            drop_tensors=True)
 
 
+def empty_packets(ref, frames, packet_frames, packets=None):
+    """A version-4 stream for the model of ref (a stream of it: its flags
+    and hash), one sequence declaring `frames` frames in packets of
+    packet_frames frames, every payload empty: 3 bytes a packet with a valid
+    CRC, which an encoder sure of every code could write.  Only the first
+    `packets` packets if given."""
+    import binascii
+
+    def varint(v):
+        b = bytearray()
+        while v >= 0x80:
+            b.append(v & 0x7F | 0x80)
+            v >>= 7
+        return bytes(b + bytes([v]))
+    head = b"FRAEBS" + bytes([4, ref[7] | 1]) + ref[8:16] + varint(1) + varint(frames) + \
+        varint(packet_frames)
+    want = (frames + packet_frames - 1) // packet_frames
+    body = b"".join(b"\0" + struct.pack("<H", binascii.crc_hqx(head + b"\0" + struct.pack("<I", k),
+                                                               0xFFFF))
+                    for k in range(want if packets is None else packets))
+    return head + body
+
+
 def fuzz_seeds(tmp, checkpoint):
     """(target, name, bytes) of the hostile files, for the fuzz corpora."""
     seeds = [("npz", "hostile_tiny_zip64.npz", tiny_zip64()),
@@ -598,6 +621,30 @@ def main():
               % (cmd[0], used.get("twenty", -1), used.get("minutes", -1)), err)
     os.unlink(p("hour.wav"))
     os.unlink(p("twenty.wav"))
+
+    print("== streams that declare more frames than their bytes hold (issue 33: 3)")
+    # a pitch model with a prior and audio features (the vocoder's input)
+    t = np.arange(3 * 16000) / 16000
+    phase = 2 * np.pi * np.cumsum(140 * (1 + 0.05 * np.sin(2 * np.pi * 3 * t))) / 16000
+    v = sum(np.sin(h * phase) * np.exp(-((h * 140 - 700) / 900) ** 2) / h for h in range(1, 30))
+    open(p("voice.wav"), "wb").write(wav_bytes(0.3 * v / np.abs(v).max(), 16000, "pcm16"))
+    rc, _, err, _, _ = run(["train", "voice.wav", "--pitch", "--enc", "8", "--dec", "8",
+                            "--latent", "2", "--history", "1", "--quantizer", "binary",
+                            "--rate-lambda", "0.01", "--epochs", "1", "--save", "tp.safetensors",
+                            "--progress", "off"], tmp)
+    rc2, _, err2, _, _ = run(["encode", "tp.safetensors", "voice.wav", "-o", "voice.fbs"], tmp)
+    check(rc == rc2 == 0, "a pitch model with a prior, and a stream of it", err + err2)
+    ref = open(p("voice.fbs"), "rb").read()
+    # a packet holds at most 1000 frames and takes at least 3 bytes: more
+    # frames than that declared is refused before anything is allocated
+    open(p("cut.fbs"), "wb").write(empty_packets(ref, 10**6, 1000, 999))
+    refused(tmp, "10^6 frames declared in the bytes of 999 packets",
+            ["decode", "tp.safetensors", "cut.fbs", "-o", "y.npy", "--wav", "y.wav"],
+            "1 x 1000000 frames declared, in 1000 packets of up to 1000 frames")
+    open(p("one.fbs"), "wb").write(empty_packets(ref, 2**32 - 1, 1000, 1))
+    refused(tmp, "2^32 - 1 frames declared in a header and one packet",
+            ["decode", "tp.safetensors", "one.fbs", "-o", "y.npy"],
+            "1 x 4294967295 frames declared, in 4294968 packets")
 
     print("== outputs respect the umask (defect 8), no orphans (defect 9)")
     np.save(p("x6.npy"), data[:2])
