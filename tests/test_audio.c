@@ -526,7 +526,7 @@ int test_griffin_lim_streamed(void)
     frae_features f;
     frae_features_default(&f);
     frae_mel *m = frae_mel_create(&f, NULL, 0);
-    /* 8 s: three blocks and a part, so two block edges inside */
+    /* 8 s, 798 frames: three blocks and a part, three block edges */
     const long n = 128000;
     float *x = voice(n);
     const long frames = frae_mel_frames(m, n);
