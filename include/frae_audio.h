@@ -54,15 +54,69 @@ FRAE_API
 void frae_mel_destroy(frae_mel *m);
 FRAE_API
 long frae_mel_frames(const frae_mel *m, long n_samples);
-/* feats: frae_mel_frames(n) x n_mels. */
+/* feats: frae_mel_frames(n) x n_mels.  Samples must lie within
+ * +-FRAE_AUDIO_MAX_SAMPLE (the files frae reads are checked). */
 FRAE_API
 void frae_mel_compute(frae_mel *m, const float *samples, long n, float *feats);
+
+/* The loudest audio frae takes: samples within +-2^16, twice a 16-bit
+ * integer's scale (files written at that scale as float exist) and 96 dB
+ * above full scale (+-1, where integer formats map).  A file beyond it is
+ * refused: past about 1e36 the float FFT overflows, and well before that
+ * the vocoder's and Griffin-Lim's float sums would. */
+#define FRAE_AUDIO_MAX_SAMPLE 65536.0
+/* The largest feature value such audio can give, any band: by Parseval a
+ * band's mel power is at most n_fft x sum(window^2) x FRAE_AUDIO_MAX_
+ * SAMPLE^2 (7.69 at the defaults: e^33.4).  Features above it come from
+ * no audio; the vocoders clamp there, and frae vocode refuses them.  (No
+ * lower bound is needed: a value below the floor's is silence.) */
+FRAE_API
+double frae_features_max(const frae_features *f);
+
 /* Back to audio: mel pseudo-inverse, then iters rounds of Griffin-Lim
- * from a seeded phase.  samples needs (frames - 1) * hop + win values;
- * returns that count, or -1. */
+ * from a seeded phase, in blocks (frae_gl, below: the same samples).
+ * samples needs (frames - 1) * hop + win values; returns that count, or
+ * -1. */
 FRAE_API
 long frae_mel_invert(frae_mel *m, const float *feats, long frames, int iters,
                      float *samples);
+
+/* ---- Griffin-Lim, streamed -------------------------------------------------
+ * The inversion above a frame at a time, in memory of fixed size (about
+ * 1 MB at the defaults) whatever the signal's length.  Frames are
+ * inverted in blocks of FRAE_GL_BLOCK: each block runs its iters rounds on
+ * its frames and the FRAE_GL_LOOKAHEAD frames after them, with the frames
+ * before it (those whose windows reach into it) held at their final
+ * phases; then its frames are final, and the look-ahead frames start the
+ * next block from the phases they reached.  What the signal gets is the
+ * overlap-add of every frame at its final phase, so a block's edge leaves
+ * no seam; a signal of at most FRAE_GL_BLOCK + FRAE_GL_LOOKAHEAD - 1
+ * frames is one block, the whole-signal Griffin-Lim to the bit.  Latency:
+ * a block and its look-ahead (2.88 s at the defaults).  No allocation per
+ * frame; a NaN feature counts as the floor, one above frae_features_max
+ * as that. */
+#define FRAE_GL_BLOCK 256
+#define FRAE_GL_LOOKAHEAD 32
+typedef struct frae_gl frae_gl;
+FRAE_API
+frae_gl *frae_gl_create(const frae_features *f, int iters, char *err,
+                        size_t errlen);
+FRAE_API
+void frae_gl_destroy(frae_gl *g);
+/* Forgets the signal: the next frame starts a new one. */
+FRAE_API
+void frae_gl_reset(frae_gl *g);
+/* The most samples one call below writes. */
+FRAE_API
+long frae_gl_max_samples(const frae_gl *g);
+/* Takes one frame of n_mels features; writes the samples that became
+ * final into out (0, or a block's hops) and returns their count. */
+FRAE_API
+long frae_gl_frame(frae_gl *g, const float *feats, float *out);
+/* Ends the signal: writes the rest ((frames - 1) * hop + win samples in
+ * all, over every call), returns its count, and resets. */
+FRAE_API
+long frae_gl_flush(frae_gl *g, float *out);
 
 /* ---- Pitch: f0 and voicing of a frame (YIN) -------------------------------
  * de Cheveigne and Kawahara's YIN (JASA 2002): the cumulative-mean-
@@ -153,10 +207,34 @@ int frae_audio_features(const char *path, const frae_features *f,
 FRAE_API
 int frae_audio_read(const char *path, int rate, int resample, float **samples,
                     long *n, char *err, size_t errlen);
-/* 16-bit PCM WAV, scaled down only if it would clip. */
+/* 16-bit PCM WAV, scaled down only if it would clip (to a peak of 0.99),
+ * written atomically: a failure leaves the old file.  Refuses non-finite
+ * samples. */
 FRAE_API
 int frae_audio_write_wav(const char *path, const float *samples, long n,
                          int rate, char *err, size_t errlen);
+/* The same WAV written as its samples come, in memory of fixed size: the
+ * samples wait, as float32, in an unlinked temporary file (TMPDIR, else
+ * /tmp; 4 bytes a sample) until close knows the peak and writes the file.
+ * open starts the output (so a path that cannot be written fails first);
+ * write takes samples in order; close writes and commits it; abort (or a
+ * failed close) leaves the old file.  Each returns 0, or -1 with one line
+ * in err; write refuses a non-finite sample and a file past WAV's 4 GB.
+ * close and abort free w. */
+typedef struct frae_wav_writer frae_wav_writer;
+FRAE_API
+frae_wav_writer *frae_wav_open(const char *path, int rate, char *err,
+                               size_t errlen);
+FRAE_API
+int frae_wav_write(frae_wav_writer *w, const float *samples, long n,
+                   char *err, size_t errlen);
+/* Samples written so far. */
+FRAE_API
+long frae_wav_samples(const frae_wav_writer *w);
+FRAE_API
+int frae_wav_close(frae_wav_writer *w, char *err, size_t errlen);
+FRAE_API
+void frae_wav_abort(frae_wav_writer *w);
 
 /* frae_audio_stream_features over audio already in memory (libsndfile's
  * virtual I/O): the same checks and the same features as a file; name is

@@ -86,6 +86,22 @@ int frae_features_check(const frae_features *f, char *err, size_t errlen)
     return 0;
 }
 
+/* By Parseval, a band's mel power (filter weights <= 1) is at most the
+ * frame's whole power, n_fft x sum of (window x sample)^2. */
+double frae_features_max(const frae_features *f)
+{
+    if (frae_features_check(f, NULL, 0))
+        return NAN;
+    double wsq = 0; /* the periodic Hann's sum of squares */
+    for (int i = 0; i < f->win; i++) {
+        double w = 0.5 - 0.5 * cos(2 * PI * i / f->win);
+        wsq += w * w;
+    }
+    const double power =
+        f->n_fft * wsq * FRAE_AUDIO_MAX_SAMPLE * FRAE_AUDIO_MAX_SAMPLE;
+    return (log(power) + f->offset) / f->scale;
+}
+
 static double hz_to_mel(double hz) { return 2595.0 * log10(1.0 + hz / 700.0); }
 static double mel_to_hz(double m) { return 700.0 * (pow(10.0, m / 2595.0) - 1.0); }
 
@@ -313,98 +329,283 @@ void frae_mel_compute(frae_mel *m, const float *samples, long n, float *feats)
         mel_frame(m, samples + t * m->f.hop, feats + t * m->f.n_mels);
 }
 
-/* Overlap-adds the inverse FFT of each frame's spectrum (mag, phase). */
-static void synthesise(frae_mel *m, const float *mag, const float *phase,
-                       long frames, float *out, long n, const float *norm)
+/* ---- Griffin-Lim, in blocks ------------------------------------------------
+ * The window holds frames first .. first + frames - 1 of the signal: the
+ * first `committed` are final (the context: those whose windows reach
+ * past the first frame not final), the rest are being refined.  Once it
+ * holds a block and its look-ahead beyond the context, the block runs:
+ * iters rounds of synthesis over the window (context included, fixed) and
+ * analysis of the frames not final, then the block's frames are final,
+ * and so is every sample no later frame's window reaches.  The window then
+ * slides, keeping the context and the look-ahead (with its phases). */
+struct frae_gl {
+    frae_mel *mel;      /* plans, filters, window and pseudo-inverse */
+    int own_mel;        /* made by frae_gl_create (else the caller's) */
+    int iters, block, lookahead, context, cap; /* frames */
+    float *mag, *phase; /* [cap][nbins] the window's frames */
+    float *signal, *norm; /* [(cap - 1) hop + win] the window's samples */
+    double *mel_power, *fit, *lin; /* a frame's NNLS: [n_mels], [nbins] */
+    /* the filters by bin, their nonzero weights only (a bin is in one or
+     * two bands): bin k's are pairs bin_at[k] .. bin_at[k + 1] - 1 */
+    int *bin_at, *pair_band;
+    float *pair_weight;
+    double *bin_sum;    /* [nbins] sum over bands of bin k's weight */
+    double max_log_power;
+    long first;         /* the window's first frame, over the signal */
+    int frames, committed;
+    uint64_t rng;
+};
+
+static long gl_span(const frae_gl *g, int frames)
 {
+    return frames ? (long)(frames - 1) * g->mel->f.hop + g->mel->f.win : 0;
+}
+
+void frae_gl_reset(frae_gl *g)
+{
+    g->first = 0;
+    g->frames = g->committed = 0;
+    g->rng = 0x9e3779b97f4a7c15ull;
+}
+
+void frae_gl_destroy(frae_gl *g)
+{
+    if (!g)
+        return;
+    if (g->own_mel)
+        frae_mel_destroy(g->mel);
+    free(g->mag), free(g->phase), free(g->signal), free(g->norm);
+    free(g->mel_power), free(g->fit), free(g->lin);
+    free(g->bin_at), free(g->pair_band), free(g->pair_weight), free(g->bin_sum);
+    free(g);
+}
+
+/* On m (borrowed unless own): blocks of `block` frames, `lookahead` more. */
+static frae_gl *gl_new(frae_mel *m, int own, int iters, int block,
+                       int lookahead)
+{
+    frae_gl *g = calloc(1, sizeof *g);
+    if (!g || (!m->pinv && make_pinv(m))) {
+        free(g);
+        return NULL;
+    }
+    const frae_features *f = &m->f;
+    g->mel = m;
+    g->own_mel = own;
+    g->iters = iters;
+    g->block = block;
+    g->lookahead = lookahead;
+    g->context = (f->win - 1) / f->hop; /* frames reaching the next's start */
+    g->cap = g->context + block + lookahead;
+    const size_t cells = (size_t)g->cap * (size_t)m->nbins;
+    const size_t span = (size_t)gl_span(g, g->cap);
+    g->mag = malloc(sizeof(float) * cells);
+    g->phase = malloc(sizeof(float) * cells);
+    g->signal = malloc(sizeof(float) * span);
+    g->norm = malloc(sizeof(float) * span);
+    g->mel_power = malloc(sizeof(double) * (size_t)f->n_mels);
+    g->fit = malloc(sizeof(double) * (size_t)f->n_mels);
+    g->lin = malloc(sizeof(double) * (size_t)m->nbins);
+    g->max_log_power = frae_features_max(f) * f->scale - f->offset;
+    int pairs = 0;
+    for (int b = 0; b < f->n_mels; b++)
+        pairs += m->band_hi[b] - m->band_lo[b];
+    g->bin_at = calloc((size_t)m->nbins + 1, sizeof(int));
+    g->pair_band = malloc(sizeof(int) * (size_t)(pairs ? pairs : 1));
+    g->pair_weight = malloc(sizeof(float) * (size_t)(pairs ? pairs : 1));
+    g->bin_sum = calloc((size_t)m->nbins, sizeof(double));
+    if (!g->mag || !g->phase || !g->signal || !g->norm || !g->mel_power ||
+        !g->fit || !g->lin || !g->bin_at || !g->pair_band ||
+        !g->pair_weight || !g->bin_sum) {
+        g->own_mel = 0; /* the caller still owns m */
+        frae_gl_destroy(g);
+        return NULL;
+    }
+    /* bands in order within each bin: the sums below add what the dense
+     * sums did, less their zero terms, so to the bit */
+    for (int k = 0, at = 0; k < m->nbins; k++) {
+        g->bin_at[k] = at;
+        for (int b = 0; b < f->n_mels; b++) {
+            const float w = m->filters[(size_t)b * m->nbins + k];
+            g->bin_sum[k] += w;
+            if (w != 0.0f)
+                g->pair_band[at] = b, g->pair_weight[at++] = w;
+        }
+        g->bin_at[k + 1] = at;
+    }
+    frae_gl_reset(g);
+    return g;
+}
+
+frae_gl *frae_gl_create(const frae_features *f, int iters, char *err,
+                        size_t errlen)
+{
+    frae_mel *m = frae_mel_create(f, err, errlen);
+    if (!m)
+        return NULL;
+    frae_gl *g = gl_new(m, 1, iters < 0 ? 0 : iters, FRAE_GL_BLOCK,
+                        FRAE_GL_LOOKAHEAD);
+    if (!g) {
+        frae_mel_destroy(m);
+        frae_errorf(err, errlen, "out of memory");
+    }
+    return g;
+}
+
+long frae_gl_max_samples(const frae_gl *g)
+{
+    return gl_span(g, g->block + g->lookahead);
+}
+
+/* Frame slot k's magnitudes from its features: mel power to linear power
+ * by the pseudo-inverse, clipped at zero, then refined as non-negative
+ * least squares (multiplicative updates lin *= M^T mel / M^T M lin),
+ * since clipping alone distorts bands. */
+static void gl_magnitudes(frae_gl *g, const float *feats, float *mag)
+{
+    frae_mel *m = g->mel;
+    const frae_features *f = &m->f;
+    const int nb = m->nbins, nm = f->n_mels;
+    double *mel = g->mel_power, *fit = g->fit, *lin = g->lin;
+    for (int b = 0; b < nm; b++) {
+        double lp = (double)feats[b] * f->scale - f->offset;
+        if (isnan(lp)) /* junk: the floor; beyond what audio gives: that */
+            lp = log(f->floor);
+        mel[b] = exp(lp < g->max_log_power ? lp : g->max_log_power);
+    }
+    for (int k = 0; k < nb; k++) {
+        double p = 0;
+        for (int b = 0; b < nm; b++)
+            p += m->pinv[(size_t)k * nm + b] * mel[b];
+        lin[k] = p > 1e-12 ? p : 1e-12;
+    }
+    for (int it = 0; it < 30; it++) {
+        for (int b = 0; b < nm; b++) {
+            double e = 0;
+            const float *w = m->filters + (size_t)b * nb;
+            for (int k = m->band_lo[b]; k < m->band_hi[b]; k++)
+                e += w[k] * lin[k];
+            fit[b] = mel[b] / (e > 1e-30 ? e : 1e-30);
+        }
+        for (int k = 0; k < nb; k++) {
+            double num = 0;
+            for (int j = g->bin_at[k]; j < g->bin_at[k + 1]; j++)
+                num += (double)g->pair_weight[j] * fit[g->pair_band[j]];
+            if (g->bin_sum[k] > 0)
+                lin[k] *= num / g->bin_sum[k];
+        }
+    }
+    for (int k = 0; k < nb; k++)
+        mag[k] = (float)sqrt(lin[k]);
+}
+
+/* Overlap-adds the inverse FFT of every frame in the window (magnitude,
+ * phase) into g->signal, normalised by the window's squared windows. */
+static void gl_synthesise(frae_gl *g)
+{
+    frae_mel *m = g->mel;
     const frae_features *f = &m->f;
     const int nb = m->nbins;
-    memset(out, 0, sizeof(float) * (size_t)n);
-    for (long t = 0; t < frames; t++) {
+    const long n = gl_span(g, g->frames);
+    memset(g->signal, 0, sizeof(float) * (size_t)n);
+    for (int t = 0; t < g->frames; t++) {
+        const float *mag = g->mag + (size_t)t * nb;
+        const float *phase = g->phase + (size_t)t * nb;
         for (int k = 0; k < nb; k++) {
-            m->spec[k][0] = mag[t * nb + k] * cosf(phase[t * nb + k]);
-            m->spec[k][1] = mag[t * nb + k] * sinf(phase[t * nb + k]);
+            m->spec[k][0] = mag[k] * cosf(phase[k]);
+            m->spec[k][1] = mag[k] * sinf(phase[k]);
         }
         fftwf_execute(m->inv);
+        float *out = g->signal + (size_t)t * f->hop;
         for (int i = 0; i < f->win; i++)
-            out[t * f->hop + i] += m->frame[i] / f->n_fft * m->window[i];
+            out[i] += m->frame[i] / f->n_fft * m->window[i];
     }
     for (long i = 0; i < n; i++)
-        out[i] = norm[i] > 1e-6f ? out[i] / norm[i] : 0.0f;
+        g->signal[i] = g->norm[i] > 1e-6f ? g->signal[i] / g->norm[i] : 0.0f;
+}
+
+/* Runs the block: refines the frames not final, makes the first `commit`
+ * of them final, writes the samples that became final to out and slides
+ * the window.  Returns their count. */
+static long gl_block(frae_gl *g, int commit, int last, float *out)
+{
+    frae_mel *m = g->mel;
+    const frae_features *f = &m->f;
+    const int nb = m->nbins;
+    const long n = gl_span(g, g->frames);
+    memset(g->norm, 0, sizeof(float) * (size_t)n);
+    for (int t = 0; t < g->frames; t++)
+        for (int i = 0; i < f->win; i++)
+            g->norm[(size_t)t * f->hop + i] += m->window[i] * m->window[i];
+    /* keep the magnitude, take the phase of the re-analysed signal */
+    for (int it = 0; it < g->iters; it++) {
+        gl_synthesise(g);
+        for (int t = g->committed; t < g->frames; t++) {
+            analyse(m, g->signal, (long)t * f->hop);
+            float *phase = g->phase + (size_t)t * nb;
+            for (int k = 0; k < nb; k++)
+                phase[k] = atan2f(m->spec[k][1], m->spec[k][0]);
+        }
+    }
+    gl_synthesise(g);
+    /* final: every sample before the first frame not final (at the end,
+     * every sample) */
+    const long from = (long)g->committed * f->hop;
+    g->committed += commit;
+    const long to = last ? n : (long)g->committed * f->hop;
+    memcpy(out, g->signal + from, sizeof(float) * (size_t)(to - from));
+    /* slide: the context and the frames not final stay */
+    const int drop = g->committed > g->context ? g->committed - g->context : 0;
+    if (drop) {
+        const size_t keep = (size_t)(g->frames - drop) * (size_t)nb;
+        memmove(g->mag, g->mag + (size_t)drop * nb, sizeof(float) * keep);
+        memmove(g->phase, g->phase + (size_t)drop * nb, sizeof(float) * keep);
+        g->first += drop;
+        g->frames -= drop;
+        g->committed -= drop;
+    }
+    return to - from;
+}
+
+long frae_gl_frame(frae_gl *g, const float *feats, float *out)
+{
+    const int nb = g->mel->nbins;
+    const int t = g->frames++;
+    gl_magnitudes(g, feats, g->mag + (size_t)t * nb);
+    /* a seeded random phase, drawn in frame order */
+    float *phase = g->phase + (size_t)t * nb;
+    for (int k = 0; k < nb; k++) {
+        g->rng = g->rng * 6364136223846793005ull + 1442695040888963407ull;
+        phase[k] = (float)((g->rng >> 40) * (2 * PI / 16777216.0));
+    }
+    if (g->frames - g->committed < g->block + g->lookahead)
+        return 0;
+    return gl_block(g, g->block, 0, out);
+}
+
+long frae_gl_flush(frae_gl *g, float *out)
+{
+    long n = 0;
+    if (g->frames > g->committed)
+        n = gl_block(g, g->frames - g->committed, 1, out);
+    frae_gl_reset(g);
+    return n;
 }
 
 long frae_mel_invert(frae_mel *m, const float *feats, long frames, int iters,
                      float *samples)
 {
-    const frae_features *f = &m->f;
-    const int nb = m->nbins, nm = f->n_mels;
-    const long n = (frames - 1) * f->hop + f->win;
-    if (!m->pinv && make_pinv(m))
+    if (frames < 1)
         return -1;
-    float *mag = malloc(sizeof(float) * (size_t)frames * nb);
-    float *phase = malloc(sizeof(float) * (size_t)frames * nb);
-    float *norm = calloc((size_t)n, sizeof(float));
-    if (!mag || !phase || !norm) {
-        free(mag), free(phase), free(norm);
+    frae_gl *g = gl_new(m, 0, iters < 0 ? 0 : iters, FRAE_GL_BLOCK,
+                        FRAE_GL_LOOKAHEAD);
+    if (!g)
         return -1;
-    }
-    /* mel power -> linear power: the pseudo-inverse, clipped at zero, then
-     * refined as non-negative least squares (multiplicative updates
-     * lin *= M^T mel / M^T M lin), since clipping alone distorts bands */
-    double *mel = malloc(sizeof(double) * nm), *fit = malloc(sizeof(double) * nm);
-    double *lin = malloc(sizeof(double) * nb);
-    for (long t = 0; t < frames; t++) {
-        for (int b = 0; b < nm; b++)
-            mel[b] = exp((double)feats[t * nm + b] * f->scale - f->offset);
-        for (int k = 0; k < nb; k++) {
-            double p = 0;
-            for (int b = 0; b < nm; b++)
-                p += m->pinv[(size_t)k * nm + b] * mel[b];
-            lin[k] = p > 1e-12 ? p : 1e-12;
-        }
-        for (int it = 0; it < 30; it++) {
-            for (int b = 0; b < nm; b++) {
-                double e = 0;
-                const float *w = m->filters + (size_t)b * nb;
-                for (int k = 0; k < nb; k++)
-                    e += w[k] * lin[k];
-                fit[b] = mel[b] / (e > 1e-30 ? e : 1e-30);
-            }
-            for (int k = 0; k < nb; k++) {
-                double num = 0, den = 0;
-                for (int b = 0; b < nm; b++) {
-                    double w = m->filters[(size_t)b * nb + k];
-                    num += w * fit[b];
-                    den += w;
-                }
-                if (den > 0)
-                    lin[k] *= num / den;
-            }
-        }
-        for (int k = 0; k < nb; k++)
-            mag[t * nb + k] = (float)sqrt(lin[k]);
-    }
-    free(mel), free(fit), free(lin);
+    long n = 0;
     for (long t = 0; t < frames; t++)
-        for (int i = 0; i < f->win; i++)
-            norm[t * f->hop + i] += m->window[i] * m->window[i];
-    /* Griffin-Lim from a seeded random phase: keep the magnitude, take
-     * the phase of the re-analysed signal, repeat */
-    uint64_t rng = 0x9e3779b97f4a7c15ull;
-    for (long i = 0; i < frames * nb; i++) {
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        phase[i] = (float)((rng >> 40) * (2 * PI / 16777216.0));
-    }
-    for (int it = 0; it < iters; it++) {
-        synthesise(m, mag, phase, frames, samples, n, norm);
-        for (long t = 0; t < frames; t++) {
-            analyse(m, samples, t * f->hop);
-            for (int k = 0; k < nb; k++)
-                phase[t * nb + k] = atan2f(m->spec[k][1], m->spec[k][0]);
-        }
-    }
-    synthesise(m, mag, phase, frames, samples, n, norm);
-    free(mag), free(phase), free(norm);
+        n += frae_gl_frame(g, feats + (size_t)t * m->f.n_mels, samples + n);
+    n += frae_gl_flush(g, samples + n);
+    frae_gl_destroy(g);
     return n;
 }
 
@@ -459,11 +660,20 @@ static int flush_feats(audio_stream *a)
     return 0;
 }
 
-/* Counts n mono samples at the wanted rate and hands them on. */
+/* Counts n mono samples at the wanted rate and hands them on.  What is
+ * analysed is checked too: the resampler may overshoot the file's peak. */
 static int push_samples(audio_stream *a, const float *x, long n)
 {
     for (long i = 0; i < n; i++) {
         float v = fabsf(x[i]);
+        if (!(v <= FRAE_AUDIO_MAX_SAMPLE))
+            return frae_errorf(a->err, a->errlen,
+                               "%s: a sample of %.3g at %.3f s (mixed, at %d "
+                               "Hz), past the +-%g frae takes (96 dB above "
+                               "full scale)",
+                               a->name, (double)x[i],
+                               (double)(a->samples + i) / a->rate, a->rate,
+                               FRAE_AUDIO_MAX_SAMPLE);
         a->peak = v > a->peak ? v : a->peak;
     }
     a->samples += n;
@@ -571,6 +781,14 @@ static int stream_sndfile(SNDFILE *sf, const SF_INFO *info, audio_stream *a)
                         at + (long long)i,
                         (double)(at + (long long)i) / info->samplerate, c + 1,
                         isnan(v) ? "NaN" : "infinite");
+                if (fabsf(v) > FRAE_AUDIO_MAX_SAMPLE) /* the FFT's range */
+                    return frae_errorf(
+                        a->err, a->errlen,
+                        "%s: sample %lld (%.3f s), channel %d, is %.3g, past "
+                        "the +-%g frae takes (96 dB above full scale)",
+                        a->name, at + (long long)i,
+                        (double)(at + (long long)i) / info->samplerate, c + 1,
+                        (double)v, FRAE_AUDIO_MAX_SAMPLE);
                 s += v;
             }
             a->mono[i] = (float)(s / ch); /* mix down */
@@ -845,37 +1063,151 @@ int frae_audio_read(const char *path, int rate, int resample, float **out,
     return 0;
 }
 
+/* ---- WAV out, as the samples come ------------------------------------------
+ * A 16-bit PCM WAV is scaled down if its peak would clip, and the peak is
+ * known only at the end: the samples wait, as float32, in an unlinked
+ * temporary file, then go out scaled through a 44-byte header frae writes
+ * itself (libsndfile's bytes, and no seek back, so a pipe takes it too). */
+#define WAV_BLOCK 4096                  /* samples converted at a time */
+#define WAV_MAX_SAMPLES 2147483629L     /* 4 GB of data and header: RIFF's u32 */
+
+struct frae_wav_writer {
+    frae_atomic_file out;
+    FILE *scratch;
+    long n;
+    float peak;
+    int rate;
+};
+
+frae_wav_writer *frae_wav_open(const char *path, int rate, char *err,
+                               size_t errlen)
+{
+    frae_wav_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        frae_errorf(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    w->rate = rate;
+    const char *dir = getenv("TMPDIR");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/frae-wav-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(tmp);
+    if (fd < 0 || !(w->scratch = fdopen(fd, "w+b"))) {
+        frae_errorf(err, errlen, "%s: cannot make a temporary file in %s: %s",
+                    path, dir && *dir ? dir : "/tmp", strerror(errno));
+        if (fd >= 0)
+            close(fd), unlink(tmp);
+        free(w);
+        return NULL;
+    }
+    unlink(tmp); /* gone once closed, whatever happens */
+    if (frae_atomic_begin(&w->out, path, err, errlen)) {
+        fclose(w->scratch);
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+int frae_wav_write(frae_wav_writer *w, const float *samples, long n,
+                   char *err, size_t errlen)
+{
+    for (long i = 0; i < n; i++) {
+        if (!isfinite(samples[i]))
+            return frae_errorf(err, errlen,
+                               "%s: sample %ld (%.3f s) is %s: nothing "
+                               "written",
+                               w->out.path, w->n + i,
+                               (double)(w->n + i) / w->rate,
+                               isnan(samples[i]) ? "NaN" : "infinite");
+        const float v = fabsf(samples[i]);
+        w->peak = v > w->peak ? v : w->peak;
+    }
+    if (n > WAV_MAX_SAMPLES - w->n)
+        return frae_errorf(err, errlen,
+                           "%s: more than %ld samples, past a WAV file's "
+                           "4 GB",
+                           w->out.path, WAV_MAX_SAMPLES);
+    if (fwrite(samples, sizeof(float), (size_t)n, w->scratch) != (size_t)n)
+        return frae_errorf(err, errlen,
+                           "%s: cannot keep the samples in a temporary "
+                           "file: %s",
+                           w->out.path, strerror(errno));
+    w->n += n;
+    return 0;
+}
+
+long frae_wav_samples(const frae_wav_writer *w) { return w->n; }
+
+void frae_wav_abort(frae_wav_writer *w)
+{
+    if (!w)
+        return;
+    frae_atomic_abort(&w->out);
+    fclose(w->scratch);
+    free(w);
+}
+
+static void put_le(unsigned char *p, uint32_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (unsigned char)(v >> 8 * i);
+}
+
+int frae_wav_close(frae_wav_writer *w, char *err, size_t errlen)
+{
+    const uint32_t data = 2 * (uint32_t)w->n;
+    unsigned char head[44];
+    memcpy(head, "RIFF", 4);
+    put_le(head + 4, 36 + data, 4);
+    memcpy(head + 8, "WAVEfmt ", 8);
+    put_le(head + 16, 16, 4);                   /* the fmt chunk's size */
+    put_le(head + 20, 1, 2);                    /* PCM */
+    put_le(head + 22, 1, 2);                    /* mono */
+    put_le(head + 24, (uint32_t)w->rate, 4);
+    put_le(head + 28, 2 * (uint32_t)w->rate, 4); /* bytes a second */
+    put_le(head + 32, 2, 2);                    /* bytes a sample */
+    put_le(head + 34, 16, 2);                   /* bits a sample */
+    memcpy(head + 36, "data", 4);
+    put_le(head + 40, data, 4);
+    /* scale into range if the synthesis overshoots, rather than clip */
+    const float g = w->peak > 0.99f ? 0.99f / w->peak : 1.0f;
+    int bad = fflush(w->scratch) || fseek(w->scratch, 0, SEEK_SET) ||
+              fwrite(head, 1, sizeof head, w->out.f) != sizeof head;
+    float buf[WAV_BLOCK];
+    unsigned char pcm[2 * WAV_BLOCK];
+    for (long i = 0; i < w->n && !bad; i += WAV_BLOCK) {
+        const size_t k = (size_t)(w->n - i < WAV_BLOCK ? w->n - i : WAV_BLOCK);
+        bad = fread(buf, sizeof(float), k, w->scratch) != k;
+        for (size_t j = 0; j < k && !bad; j++) /* as libsndfile rounds */
+            put_le(pcm + 2 * j, (uint32_t)(uint16_t)(int16_t)lrintf(
+                                    buf[j] * g * 32767.0f),
+                   2);
+        bad = bad || fwrite(pcm, 2, k, w->out.f) != k;
+    }
+    int rc;
+    if (bad) {
+        frae_errorf(err, errlen, "%s: write failed: %s", w->out.path,
+                    strerror(errno));
+        frae_atomic_abort(&w->out);
+        rc = -1;
+    } else {
+        rc = frae_atomic_commit(&w->out, err, errlen);
+    }
+    fclose(w->scratch);
+    free(w);
+    return rc;
+}
+
 int frae_audio_write_wav(const char *path, const float *samples, long n,
                          int rate, char *err, size_t errlen)
 {
-    SF_INFO info = {0, rate, 1, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 0, 0};
-    /* atomically, as every output: a failed write leaves the old file */
-    frae_atomic_file af;
-    if (frae_atomic_begin(&af, path, err, errlen))
+    frae_wav_writer *w = frae_wav_open(path, rate, err, errlen);
+    if (!w)
         return -1;
-    SNDFILE *sf = sf_open_fd(fileno(af.f), SFM_WRITE, &info, 0);
-    if (!sf) {
-        frae_atomic_abort(&af);
-        return frae_errorf(err, errlen, "%s: cannot write: %s", path,
-                           sf_strerror(NULL));
+    if (frae_wav_write(w, samples, n, err, errlen)) {
+        frae_wav_abort(w);
+        return -1;
     }
-    /* scale into range if Griffin-Lim overshoots, rather than clip */
-    float peak = 0;
-    for (long i = 0; i < n; i++)
-        peak = fabsf(samples[i]) > peak ? fabsf(samples[i]) : peak;
-    float g = peak > 0.99f ? 0.99f / peak : 1.0f;
-    int bad = 0;
-    float buf[1024];
-    for (long i = 0; i < n && !bad; i += 1024) {
-        long k = n - i < 1024 ? n - i : 1024;
-        for (long j = 0; j < k; j++)
-            buf[j] = samples[i + j] * g;
-        bad = sf_writef_float(sf, buf, k) != k;
-    }
-    bad |= sf_close(sf) != 0;
-    if (bad) {
-        frae_atomic_abort(&af);
-        return frae_errorf(err, errlen, "%s: write failed", path);
-    }
-    return frae_atomic_commit(&af, err, errlen);
+    return frae_wav_close(w, err, errlen);
 }

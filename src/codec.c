@@ -1453,17 +1453,27 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
         return -1;
     }
     if (ranged) {
-        /* every packet takes at least FRAE_PACKET_MIN bytes (version 3:
-         * one more): more than the rest can hold is a truncated stream,
-         * found before any walk */
+        /* The frames a stream may declare, bounded by its bytes before
+         * anything is walked or allocated: a packet takes at least
+         * FRAE_PACKET_MIN bytes (version 3: one more) and holds at most
+         * packet_frames <= FRAE_PACKET_MAX_FRAMES frames, so B bytes after
+         * the header hold at most B / 3 packets and 1000 B / 3 frames.
+         * The bound is the packets', not the bits': a frame can cost
+         * almost nothing inside a packet (with DTX a silent frame's flag
+         * well under 0.1 bits; without, a code the prior is sure of
+         * 4.4e-5 bits, its frequency 2^15 - 1 of 2^15), and the coder's
+         * flush drops trailing zero bytes, so an encoder can write a
+         * packet of 1000 frames with an empty payload: 3 bytes. */
         const uint64_t packets = frae_stream_packets(s);
         const size_t rest = size - (size_t)head;
         const size_t least = FRAE_PACKET_MIN + (size_t)!v4;
         if (packets > rest / least) {
             frae_errorf(err, errlen,
-                        "truncated: %llu packets declared, %zu bytes hold at "
-                        "most %zu",
-                        (unsigned long long)packets, rest, rest / least);
+                        "truncated: %u x %u frames declared, in %llu packets "
+                        "of up to %u frames; %zu bytes hold at most %zu "
+                        "packets (%zu bytes each at least)",
+                        s->sequences, s->frames, (unsigned long long)packets,
+                        s->packet_frames, rest, rest / least, least);
             return -1;
         }
         size_t at = (size_t)(head + first); /* after the packets checked */
@@ -1487,6 +1497,8 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
         s->payload = p + head;
         return 0;
     }
+    /* version 2: every frame costs its L x b (+ pitch) bits, so the size
+     * is exact, and a stream declares as many frames as its bytes hold */
     size_t want = frae_stream_bytes(s);
     if (size != want) {
         frae_errorf(err, errlen,

@@ -26,7 +26,6 @@
 #define LOBE 4          /* bins of the window's response kept each side */
 #define OVERSAMPLE 32   /* table steps per bin */
 #define VOICED_NOISE 0.1f /* of what harmonics leave in their bands */
-#define MAX_LOG_POWER 30.0 /* features clamp here: e^30, far above speech */
 
 typedef struct {
     int band[2];
@@ -37,6 +36,7 @@ struct frae_vocoder {
     frae_features f;
     int nb, nfft, hop, kmax;
     double cut_hz, bin_hz, noise_gain;
+    double max_log_power;  /* features clamp here: the loudest audio's */
     uint64_t seed, rng;
     /* state carried from frame to frame */
     double phase;          /* fundamental phase, [0, 2 pi) */
@@ -148,6 +148,7 @@ frae_vocoder *frae_vocoder_init(void *mem, const frae_features *f,
     v->bin_hz = (double)f->sample_rate / f->n_fft;
     v->cut_hz = fmin(f->fmax, 0.5 * f->sample_rate);
     v->seed = seed;
+    v->max_log_power = frae_features_max(f) * f->scale - f->offset;
     const int nm = f->n_mels;
     for (int m = 0; m < nm; m++)
         v->band_sum[m] = 0;
@@ -418,8 +419,8 @@ void frae_vocoder_frame(frae_vocoder *v, const float *frame, float *out)
         double lp = (double)frame[m] * f->scale - f->offset;
         if (!(lp >= lo)) /* NaN, or below the floor the features keep */
             lp = lo;
-        if (lp > MAX_LOG_POWER)
-            lp = MAX_LOG_POWER;
+        if (lp > v->max_log_power)
+            lp = v->max_log_power;
         v->power[m] = exp(lp);
     }
     double f0 = frame[f->n_mels];

@@ -249,6 +249,29 @@ def huge_model_checkpoint(good, dst):
            drop_tensors=True)
 
 
+def empty_packets(ref, frames, packet_frames, packets=None):
+    """A version-4 stream for the model of ref (a stream of it: its flags
+    and hash), one sequence declaring `frames` frames in packets of
+    packet_frames frames, every payload empty: 3 bytes a packet with a valid
+    CRC, which an encoder sure of every code could write.  Only the first
+    `packets` packets if given."""
+    import binascii
+
+    def varint(v):
+        b = bytearray()
+        while v >= 0x80:
+            b.append(v & 0x7F | 0x80)
+            v >>= 7
+        return bytes(b + bytes([v]))
+    head = b"FRAEBS" + bytes([4, ref[7] | 1]) + ref[8:16] + varint(1) + varint(frames) + \
+        varint(packet_frames)
+    want = (frames + packet_frames - 1) // packet_frames
+    body = b"".join(b"\0" + struct.pack("<H", binascii.crc_hqx(head + b"\0" + struct.pack("<I", k),
+                                                               0xFFFF))
+                    for k in range(want if packets is None else packets))
+    return head + body
+
+
 def fuzz_seeds(tmp, checkpoint):
     """(target, name, bytes) of the hostile files, for the fuzz corpora."""
     seeds = [("npz", "hostile_tiny_zip64.npz", tiny_zip64()),
@@ -262,6 +285,8 @@ def fuzz_seeds(tmp, checkpoint):
     seeds.append(("safetensors", "hostile_huge_model.safetensors", open(p, "rb").read()))
     nan = [0.1, float("nan"), -0.2] * 200
     seeds.append(("audio", "hostile_nan.wav", wav_bytes(nan, 16000, "float")))
+    huge = [0.1, 3.4e38, -3.4e38] * 200
+    seeds.append(("audio", "hostile_huge_samples.wav", wav_bytes(huge, 16000, "float")))
     return seeds
 
 
@@ -621,6 +646,110 @@ def main():
               % (cmd[0], used.get("twenty", -1), used.get("minutes", -1)), err)
     os.unlink(p("hour.wav"))
     os.unlink(p("twenty.wav"))
+
+    print("== streams that amplify, audio no audio gives (issue 33: 3 and 6)")
+    # a pitch model with a prior and audio features (the vocoder's input)
+    t = np.arange(3 * 16000) / 16000
+    phase = 2 * np.pi * np.cumsum(140 * (1 + 0.05 * np.sin(2 * np.pi * 3 * t))) / 16000
+    v = sum(np.sin(h * phase) * np.exp(-((h * 140 - 700) / 900) ** 2) / h for h in range(1, 30))
+    open(p("voice.wav"), "wb").write(wav_bytes(0.3 * v / np.abs(v).max(), 16000, "pcm16"))
+    rc, _, err, _, _ = run(["train", "voice.wav", "--pitch", "--enc", "8", "--dec", "8",
+                            "--latent", "2", "--history", "1", "--quantizer", "binary",
+                            "--rate-lambda", "0.01", "--epochs", "1", "--save", "tp.safetensors",
+                            "--progress", "off"], tmp)
+    rc2, _, err2, _, _ = run(["encode", "tp.safetensors", "voice.wav", "-o", "voice.fbs"], tmp)
+    check(rc == rc2 == 0, "a pitch model with a prior, and a stream of it", err + err2)
+    ref = open(p("voice.fbs"), "rb").read()
+    # a packet holds at most 1000 frames and takes at least 3 bytes: more
+    # frames than that declared is refused before anything is allocated
+    open(p("cut.fbs"), "wb").write(empty_packets(ref, 10**6, 1000, 999))
+    refused(tmp, "10^6 frames declared in the bytes of 999 packets",
+            ["decode", "tp.safetensors", "cut.fbs", "-o", "y.npy", "--wav", "y.wav"],
+            "1 x 1000000 frames declared, in 1000 packets of up to 1000 frames")
+    open(p("one.fbs"), "wb").write(empty_packets(ref, 2**32 - 1, 1000, 1))
+    refused(tmp, "2^32 - 1 frames declared in a header and one packet",
+            ["decode", "tp.safetensors", "one.fbs", "-o", "y.npy"],
+            "1 x 4294967295 frames declared, in 4294968 packets")
+    # within the bound (the issue's 3 KB stream of 10^6 frames is one:
+    # 1000 empty packets of 1000 frames) a stream decodes in memory the
+    # model bounds, not the stream: 10 times the frames, the same RSS
+    sizes = (1000, 4000) if SANITIZED else (6000, 60000)
+    for vocoder in (["--vocoder", "hnm"], ["--vocoder", "gl", "--gl-iters", "1"], []):
+        used = {}
+        for frames in sizes:
+            open(p("e.fbs"), "wb").write(empty_packets(ref, frames, 1000))
+            wav = ["--wav", "e.wav"] if vocoder else []
+            rc, out, err, dt, used[frames] = run(["decode", "tp.safetensors", "e.fbs", "-o",
+                                                  "e.npy", *wav, *vocoder], tmp)
+            if rc or (vocoder and os.path.getsize(p("e.wav")) != 44 + 2 * (
+                    (frames - 1) * 160 + 400)):
+                rc = rc or -1
+                break
+        what = "decode --wav " + " ".join(vocoder) if vocoder else "decode"
+        check(rc == 0 and (SANITIZED or used[sizes[1]] - used[sizes[0]] < 4),
+              "%s of %d empty packets of 1000 frames, %d frames: the memory of %d (%.1f vs "
+              "%.1f MB)" % (what, sizes[1] // 1000, sizes[1], sizes[0], used.get(sizes[1], -1),
+                            used.get(sizes[0], -1)), err)
+    for name in ("e.fbs", "e.npy", "e.wav"):
+        os.unlink(p(name))
+    # coded audio: 1 minute and 10 (a tone, then silence), decoded through
+    # the vocoder as it goes, in the same memory
+    lengths = (20, 60) if SANITIZED else (60, 600)
+    used = {}
+    for seconds in lengths:
+        sparse_wav(p("long.wav"), seconds)
+        rc, _, err, _, _ = run(["encode", "tp.safetensors", "long.wav", "-o", "long.fbs"], tmp)
+        if rc == 0:
+            rc, out, err, dt, used[seconds] = run(["decode", "tp.safetensors", "long.fbs", "-o",
+                                                   "long.npy", "--wav", "long.wav"], tmp)
+        if rc:
+            break
+    check(rc == 0 and (SANITIZED or used[lengths[1]] - used[lengths[0]] < 4),
+          "decode --wav of %d s of coded audio in the memory of %d s (%.1f vs %.1f MB)"
+          % (lengths[1], lengths[0], used.get(lengths[1], -1), used.get(lengths[0], -1)), err)
+    for name in ("long.wav", "long.fbs", "long.npy"):
+        os.unlink(p(name))
+    # features no audio gives: NaN in Griffin-Lim from about 40 up, and the
+    # vocoders clamp; refused, as is audio past what the FFT takes (3.4e38
+    # overflowed it into silence)
+    feats = rng.uniform(-1, 1, (50, 80)).astype("<f4")
+    feats[3, 7] = 40
+    np.save(p("loud80.npy"), feats)
+    refused(tmp, "log-mel 40 into Griffin-Lim (frae vocode)", ["vocode", "loud80.npy", "-o",
+                                                               "y.wav"],
+            "log-mel value 40 at [3, 7], above the 7.69 of the loudest audio")
+    feats = np.concatenate([rng.uniform(-1, 1, (2, 50, 80)), np.full((2, 50, 2), 1.0)], 2)
+    feats[1, 9, 70] = 1e30
+    np.save(p("loud82.npy"), feats.astype("<f4"))
+    refused(tmp, "log-mel 1e30 into the vocoder (frae vocode)", ["vocode", "loud82.npy", "-o",
+                                                                 "y.wav"],
+            "log-mel value 1e+30 at [1, 9, 70]")
+    feats[1, 9, 70] = np.nan
+    np.save(p("nan82.npy"), feats.astype("<f4"))
+    refused(tmp, "NaN into the vocoder (frae vocode)", ["vocode", "nan82.npy", "-o", "y.wav"],
+            "NaN at [1, 9, 70]")
+    check(not os.path.exists(p("y.wav")) and not os.path.exists(p("y-0.wav")),
+          "refused features leave no WAV")
+    x = 0.3 * np.sin(np.arange(16000) * 0.1)
+    x[8000:8003] = (3.4e38, -3.4e38, 3.4e38)
+    open(p("huge.wav"), "wb").write(wav_bytes(x, 16000, "float"))
+    refused(tmp, "finite samples of 3.4e38: frae features", ["features", "huge.wav", "-o",
+                                                             "f.npy"],
+            "sample 8000 (0.500 s), channel 1, is 3.4e+38, past the +-65536")
+    refused(tmp, "finite samples of 3.4e38: frae encode",
+            ["encode", "tp.safetensors", "huge.wav", "-o", "y.fbs"], "past the +-65536")
+    # a model whose frames are louder than any audio (a forged mean):
+    # decode --wav refuses to vocode them
+    mean = st_read(p("tp.safetensors"))[0]["__metadata__"]["frae.norm_mean"].split(",")
+    edited(p("tp.safetensors"), p("loudtp.safetensors"),
+           {"frae.norm_mean": ",".join(["50"] + mean[1:])})
+    rc, _, err, _, _ = run(["encode", "loudtp.safetensors", "voice.wav", "-o", "loud.fbs"], tmp)
+    check(rc == 0, "a stream of a model whose first band's mean is forged to 50", err)
+    refused(tmp, "decode --wav of frames louder than any audio",
+            ["decode", "loudtp.safetensors", "loud.fbs", "-o", "y.npy", "--wav", "y.wav"],
+            "louder than any audio: no WAV from it")
+    check(not os.path.exists(p("y.npy")) and not os.path.exists(p("y.wav")),
+          "the refused decode leaves neither the .npy nor the WAV")
 
     print("== outputs respect the umask (defect 8), no orphans (defect 9)")
     np.save(p("x6.npy"), data[:2])

@@ -35,6 +35,8 @@ echo "== workflow tests: files, checkpoints, resume, imports ($BUILD)"
 run /usr/bin/python3 tests/workflow_test.py "$BUILD/frae"
 echo "== hostile inputs: malformed files, forged state, long audio ($BUILD)"
 run /usr/bin/python3 tests/hostile_test.py "$BUILD/frae"
+echo "== the examples under a memory checker ($BUILD)"
+run sh tests/examples_test.sh "$BUILD"
 echo "== data-parallel training: replicas, MPI ranks ($BUILD)"
 if [ "$BUILD" = build ]; then
     run /usr/bin/python3 tests/distributed_test.py "$BUILD/frae"

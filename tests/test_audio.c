@@ -4,6 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sndfile.h>
+
 #include "frae_audio.h"
 #include "test_util.h"
 #include "tests.h"
@@ -489,5 +491,285 @@ int test_vocoder_bad_input(void)
     frae_vocoder_frame(v, frame, again);
     CHECK(!memcmp(first, again, sizeof first), "reset does not repeat");
     free(mem);
+    return failures;
+}
+
+/* A voiced sound of n samples at 16 kHz (harmonics, vibrato), whose pitch
+ * glides over its length. */
+static float *voice(long n)
+{
+    float *x = malloc(sizeof(float) * (size_t)n);
+    for (long i = 0; i < n; i++) {
+        double f0 = 120 + 40.0 * i / n + 10 * sin(2 * PI * 3 * i / 16000.0);
+        double v = 0;
+        for (int h = 1; h <= 25; h++)
+            v += sin(2 * PI * f0 * h * i / 16000.0) / h;
+        x[i] = (float)(0.2 * v * (0.6 + 0.4 * sin(2 * PI * 0.7 * i / 16000.0)));
+    }
+    return x;
+}
+
+/* Per frame, the RMS difference in dB of two frames of features. */
+static double frame_lsd(const float *a, const float *b, int n_mels)
+{
+    double ss = 0;
+    for (int k = 0; k < n_mels; k++) {
+        double d = 5.0 * (a[k] - b[k]) * 4.342944819;
+        ss += d * d;
+    }
+    return sqrt(ss / n_mels);
+}
+
+int test_griffin_lim_streamed(void)
+{
+    int failures = 0;
+    frae_features f;
+    frae_features_default(&f);
+    frae_mel *m = frae_mel_create(&f, NULL, 0);
+    /* 8 s, 798 frames: three blocks and a part, three block edges */
+    const long n = 128000;
+    float *x = voice(n);
+    const long frames = frae_mel_frames(m, n);
+    float *a = malloc(sizeof(float) * (size_t)frames * 80);
+    float *b = malloc(sizeof(float) * (size_t)frames * 80);
+    float *whole = malloc(sizeof(float) * (size_t)n);
+    float *streamed = malloc(sizeof(float) * (size_t)n);
+    frae_mel_compute(m, x, n, a);
+    const long want = (frames - 1) * 160 + 400;
+    long got = frae_mel_invert(m, a, frames, 16, whole);
+    CHECK(got == want, "frae_mel_invert gave %ld samples of %ld", got, want);
+    /* frame by frame, in fixed memory: the same samples, to the bit */
+    frae_gl *g = frae_gl_create(&f, 16, NULL, 0);
+    const long cap = g ? frae_gl_max_samples(g) : 0;
+    float *out = malloc(sizeof(float) * (size_t)(cap ? cap : 1));
+    long at = 0, most = 0;
+    for (long t = 0; g && t < frames; t++) {
+        long k = frae_gl_frame(g, a + t * 80, out);
+        most = k > most ? k : most;
+        if (at + k <= n)
+            memcpy(streamed + at, out, sizeof(float) * (size_t)k);
+        at += k;
+    }
+    long k = g ? frae_gl_flush(g, out) : 0;
+    most = k > most ? k : most;
+    if (at + k <= n)
+        memcpy(streamed + at, out, sizeof(float) * (size_t)k);
+    at += k;
+    CHECK(g && at == want && most <= cap &&
+              !memcmp(whole, streamed, sizeof(float) * (size_t)want),
+          "streamed Griffin-Lim: %ld samples (calls of at most %ld, cap %ld), "
+          "not frae_mel_invert's", at, most, cap);
+    /* the same signal again after the flush: the same samples (reset) */
+    at = 0;
+    for (long t = 0; g && t < frames; t++) {
+        k = frae_gl_frame(g, a + t * 80, out);
+        if (at + k <= n && memcmp(out, whole + at, sizeof(float) * (size_t)k))
+            at = -n; /* differs */
+        at += k;
+    }
+    k = g ? frae_gl_flush(g, out) : 0;
+    CHECK(at + k == want && !memcmp(out, whole + at, sizeof(float) * (size_t)k),
+          "a second signal after the flush differs from the first");
+    /* no seam: the frames around each block's edge invert as well as the
+     * rest (their windows span two blocks' frames, overlap-added) */
+    frae_mel_compute(m, whole, got, b);
+    double all = 0, edge = 0;
+    int n_edge = 0;
+    for (long t = 0; t < frames; t++) {
+        double d = frame_lsd(a + t * 80, b + t * 80, 80);
+        all += d;
+        const long into = t % FRAE_GL_BLOCK;
+        if (t >= FRAE_GL_BLOCK && (into < 3 || into >= FRAE_GL_BLOCK - 3))
+            edge += d, n_edge++;
+    }
+    all /= frames, edge /= n_edge;
+    CHECK(all < 4.5 && edge < all + 0.75,
+          "LSD %.2f dB over the signal, %.2f at the block edges", all, edge);
+    printf("    %ld frames in blocks of %d (+%d ahead): the samples of "
+           "frae_mel_invert to the bit; LSD %.2f dB, %.2f dB at the block "
+           "edges\n", frames, FRAE_GL_BLOCK, FRAE_GL_LOOKAHEAD, all, edge);
+    /* junk: NaN, log-mel 40 (e^195: it overflowed float and gave NaN),
+     * 1e30 and -1e30 give finite samples; values above the loudest audio's
+     * invert as that value */
+    const float junk[] = {NAN, 40.0f, 1e30f, -1e30f, INFINITY, -INFINITY};
+    const double loudest = frae_features_max(&f);
+    int bad = 0;
+    for (long t = 0; t < 40; t++)
+        for (int j = 0; j < 80; j++)
+            a[t * 80 + j] = t < 20 ? junk[(t + j) % 6] : (float)loudest;
+    got = frae_mel_invert(m, a, 40, 8, whole);
+    for (long i = 0; i < got; i++)
+        bad += !isfinite(whole[i]);
+    for (long t = 0; t < 20; t++)
+        for (int j = 0; j < 80; j++)
+            a[t * 80 + j] = (float)(loudest + 100.0);
+    frae_mel_invert(m, a, 40, 8, streamed);
+    int clamped = 1;
+    for (long t = 0; t < 20; t++)
+        for (int j = 0; j < 80; j++)
+            a[t * 80 + j] = (float)loudest;
+    frae_mel_invert(m, a, 40, 8, whole);
+    clamped = !memcmp(whole, streamed, sizeof(float) * (size_t)got);
+    CHECK(got == 39 * 160 + 400 && bad == 0 && clamped,
+          "junk features: %d non-finite samples; above the loudest audio "
+          "%s", bad, clamped ? "clamped" : "not clamped");
+    frae_gl_destroy(g);
+    free(x), free(a), free(b), free(whole), free(streamed), free(out);
+    frae_mel_destroy(m);
+    return failures;
+}
+
+/* The file's bytes into *buf (malloc'ed); their count, or -1. */
+static long slurp(const char *path, unsigned char **buf)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return -1;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    *buf = malloc((size_t)(n > 0 ? n : 1));
+    if (fread(*buf, 1, (size_t)n, fp) != (size_t)n)
+        n = -1;
+    fclose(fp);
+    return n;
+}
+
+int test_wav_writer(void)
+{
+    int failures = 0;
+    char dir[] = "/tmp/frae-wav-XXXXXX", p[256], q[256], err[512] = "";
+    if (!mkdtemp(dir))
+        return 1;
+    const long n = 30000;
+    float *x = voice(n);
+    for (int loud = 0; loud < 2; loud++) {
+        /* louder than full scale: scaled to a peak of 0.99 */
+        const float gain = loud ? 9.0f : 1.0f;
+        float *y = malloc(sizeof(float) * n), peak = 0;
+        for (long i = 0; i < n; i++)
+            y[i] = x[i] * gain, peak = fmaxf(peak, fabsf(y[i]));
+        snprintf(p, sizeof p, "%s/whole%d.wav", dir, loud);
+        CHECK(!frae_audio_write_wav(p, y, n, 16000, err, sizeof err), "%s", err);
+        /* in pieces of every size */
+        snprintf(q, sizeof q, "%s/pieces%d.wav", dir, loud);
+        frae_wav_writer *w = frae_wav_open(q, 16000, err, sizeof err);
+        CHECK(w != NULL, "%s", err);
+        for (long at = 0, piece = 0; w && at < n; at += piece) {
+            piece = (at * 7 + 1) % 3001;
+            piece = piece < n - at ? piece : n - at;
+            CHECK(!frae_wav_write(w, y + at, piece, err, sizeof err), "%s", err);
+        }
+        CHECK(w && frae_wav_samples(w) == n, "%ld samples counted",
+              w ? frae_wav_samples(w) : -1);
+        CHECK(w && !frae_wav_close(w, err, sizeof err), "%s", err);
+        /* libsndfile's own 16-bit WAV of the same scaled samples */
+        char r[256];
+        snprintf(r, sizeof r, "%s/ref%d.wav", dir, loud);
+        const float g = peak > 0.99f ? 0.99f / peak : 1.0f;
+        for (long i = 0; i < n; i++)
+            y[i] *= g;
+        SF_INFO info = {0, 16000, 1, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 0, 0};
+        SNDFILE *sf = sf_open(r, SFM_WRITE, &info);
+        CHECK(sf && sf_writef_float(sf, y, n) == n, "libsndfile");
+        if (sf)
+            sf_close(sf);
+        unsigned char *bw = NULL, *bp = NULL, *br = NULL;
+        long nw = slurp(p, &bw), np = slurp(q, &bp), nr = slurp(r, &br);
+        CHECK(nw == 44 + 2 * n && nw == np && nw == nr && !memcmp(bw, bp, nw) &&
+                  !memcmp(bw, br, nw),
+              "%s WAV: whole %ld, in pieces %ld, libsndfile's %ld bytes, not "
+              "the same", loud ? "a loud" : "a", nw, np, nr);
+        free(bw), free(bp), free(br), free(y);
+    }
+    /* a NaN sample is refused and leaves the old file as it was */
+    snprintf(p, sizeof p, "%s/whole0.wav", dir);
+    unsigned char *before = NULL, *after = NULL;
+    long nb = slurp(p, &before);
+    frae_wav_writer *w = frae_wav_open(p, 16000, err, sizeof err);
+    x[12345] = NAN;
+    int rc = w ? frae_wav_write(w, x, n, err, sizeof err) : 0;
+    CHECK(rc && strstr(err, "sample 12345 (0.772 s) is NaN"),
+          "a NaN sample: '%s'", err);
+    frae_wav_abort(w);
+    long na = slurp(p, &after);
+    CHECK(na == nb && !memcmp(before, after, (size_t)nb),
+          "a refused write changed the old file");
+    free(before), free(after);
+    CHECK(frae_audio_write_wav(p, x, n, 16000, err, sizeof err) &&
+              strstr(err, "is NaN"),
+          "frae_audio_write_wav took a NaN: '%s'", err);
+    snprintf(p, sizeof p, "%s/nodir/x.wav", dir);
+    CHECK(!frae_wav_open(p, 16000, err, sizeof err) && strstr(err, "nodir"),
+          "a WAV in a missing directory: '%s'", err);
+    free(x);
+    snprintf(p, sizeof p, "ls %s | grep -q tmp- || rm -rf %s", dir, dir);
+    CHECK(!system(p), "temporary files left in %s", dir);
+    return failures;
+}
+
+int test_loud_audio(void)
+{
+    int failures = 0;
+    frae_features f;
+    frae_features_default(&f);
+    /* n_fft x sum of the periodic Hann's squares (3/8 of 400) x 2^32 */
+    const double loudest = frae_features_max(&f);
+    const double want = (log(512.0 * 150.0 * 65536.0 * 65536.0) + 5) / 5;
+    CHECK(fabs(loudest - want) < 1e-9, "frae_features_max %.6f, not %.6f",
+          loudest, want);
+    char dir[] = "/tmp/frae-loud-XXXXXX", p[256], err[512] = "";
+    if (!mkdtemp(dir))
+        return 1;
+    /* float WAVs: at the bound, a tone and a click are taken and their
+     * features stay below the bound; past it (3.4e38 overflowed the FFT
+     * and gave silence) they are refused */
+    const long n = 8000;
+    float *x = malloc(sizeof(float) * n);
+    const float levels[] = {65536.0f, 65537.0f, 3.4e38f, -1e6f};
+    for (int i = 0; i < 4; i++) {
+        for (long j = 0; j < n; j++) /* a tone, then a click */
+            x[j] = j == 4000 ? levels[i]
+                             : (float)(0.999 * levels[i] * sin(0.3 * j));
+        snprintf(p, sizeof p, "%s/loud%d.wav", dir, i);
+        SF_INFO info = {0, 16000, 1, SF_FORMAT_WAV | SF_FORMAT_FLOAT, 0, 0};
+        SNDFILE *sf = sf_open(p, SFM_WRITE, &info);
+        sf_command(sf, SFC_SET_NORM_FLOAT, NULL, SF_FALSE);
+        sf_writef_float(sf, x, n);
+        sf_close(sf);
+        float *feats = NULL;
+        long frames = 0;
+        int rc = frae_audio_features(p, &f, 1, &feats, &frames, err, sizeof err);
+        if (i == 0) {
+            double top = -1e9;
+            for (long t = 0; !rc && t < frames * 80; t++)
+                top = fmax(top, feats[t]);
+            CHECK(!rc && top <= loudest && top > loudest - 2,
+                  "a tone at +-65536: %s, loudest feature %.3f of %.3f",
+                  rc ? err : "taken", top, loudest);
+            free(feats);
+        } else {
+            CHECK(rc && strstr(err, "past the +-65536 frae takes"),
+                  "a sample of %g: '%s'", (double)levels[i], err);
+        }
+    }
+    /* the vocoder clamps at the bound too */
+    void *mem = malloc(frae_vocoder_size(&f));
+    frae_vocoder *v = frae_vocoder_init(mem, &f, 3, NULL, 0);
+    float frame[82], at[160], above[160];
+    for (int k = 0; k < 80; k++)
+        frame[k] = (float)loudest;
+    frame[80] = 150, frame[81] = 1;
+    frae_vocoder_frame(v, frame, at);
+    frae_vocoder_reset(v);
+    for (int k = 0; k < 80; k++)
+        frame[k] = (float)loudest + 50;
+    frae_vocoder_frame(v, frame, above);
+    CHECK(!memcmp(at, above, sizeof at), "the vocoder does not clamp at the "
+                                         "loudest audio's features");
+    free(mem), free(x);
+    snprintf(p, sizeof p, "rm -rf %s", dir);
+    if (system(p)) {
+    }
     return failures;
 }

@@ -238,7 +238,20 @@ int test_codec_zero_allocations(void)
     float *span = malloc(sizeof(float) * (size_t)frae_f0_span(&f));
     float frame[82], y[82], audio[160];
     unsigned char code[8];
-    CHECK(e && d && v && p, "no speech states");
+    /* Griffin-Lim in blocks, and the WAV writer (its file's buffer made by
+     * the first write) */
+    frae_gl *gl = frae_gl_create(&f, 2, NULL, 0);
+    float *gl_out = gl ? malloc(sizeof(float) * (size_t)frae_gl_max_samples(gl))
+                       : NULL;
+    char wav_path[] = "/tmp/frae-alloc-XXXXXX";
+    int wav_fd = mkstemp(wav_path);
+    frae_wav_writer *w = wav_fd >= 0 ? frae_wav_open(wav_path, 16000, NULL, 0)
+                                     : NULL;
+    CHECK(e && d && v && p && gl && gl_out && w, "no speech states");
+    const float silence[1] = {0};
+    if (w)
+        frae_wav_write(w, silence, 1, NULL, 0);
+    long gl_samples = 0;
     int bad = 0;
     counting = 1;
     alloc_count = 0;
@@ -251,14 +264,29 @@ int test_codec_zero_allocations(void)
         frae_encode_frame(e, frame, code, NULL);
         bad += frae_decode_frame(d, code, y) != 0;
         frae_vocoder_frame(v, y, audio);
+        if (w)
+            bad += frae_wav_write(w, audio, 160, NULL, 0) != 0;
+        if (gl)
+            gl_samples += frae_gl_frame(gl, y, gl_out);
     }
     frae_vocoder_flush(v, audio);
+    if (gl)
+        gl_samples += frae_gl_flush(gl, gl_out);
     counting = 0;
     CHECK(bad == 0 && alloc_count == 0,
           "%ld allocations (%d bad frames) in 300 speech frames", alloc_count,
           bad);
+    CHECK(gl_samples == 299 * 160 + 400, "Griffin-Lim gave %ld samples",
+          gl_samples);
     printf("    speech: %ld allocations in 300 frames of f0 tracking, "
-           "encode and decode with pitch, and vocoding\n", alloc_count);
+           "encode and decode with pitch, vocoding, writing the WAV, and "
+           "Griffin-Lim (a block of %d frames run)\n",
+           alloc_count, FRAE_GL_BLOCK);
+    frae_wav_abort(w);
+    if (wav_fd >= 0)
+        close(wav_fd), unlink(wav_path);
+    frae_gl_destroy(gl);
+    free(gl_out);
     frae_encoder_destroy(e), frae_decoder_destroy(d);
     free(vmem), free(pmem), free(span);
     frae_destroy(m);

@@ -60,6 +60,9 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(codec_zero_allocations) \
     X(features_reference) \
     X(griffin_lim) \
+    X(griffin_lim_streamed) \
+    X(wav_writer) \
+    X(loud_audio) \
     X(pitch_tracker) \
     X(vocoder) \
     X(vocoder_bad_input) \

@@ -751,6 +751,25 @@ def main():
           and os.path.exists(path("pp.wav")),
           "a pitch model: encode from audio, decode --wav through the vocoder; the envelope "
           "== predict to the bit, f0 decoded within 3%", err + err2 + err3 + out)
+    # decode --wav vocodes each frame as it is decoded, frae vocode reads
+    # the .npy a chunk at a time: the same WAVs, byte for byte, with either
+    # vocoder, one per sequence
+    np.save(path("two.npy"), np.stack([src[:120], src[50:170]]))
+    for vocoder in ("hnm", "gl"):
+        rc, _, err = run("encode", "pp.safetensors", "two.npy", "-o", "two.fbs")
+        rc2, out2, err2 = run("decode", "pp.safetensors", "two.fbs", "-o", "two_d.npy", "--wav",
+                              "two.wav", "--vocoder", vocoder, "--gl-iters", "4")
+        rc3, out3, err3 = run("vocode", "two_d.npy", "-o", "twov.wav", "--vocoder", vocoder,
+                              "--gl-iters", "4")
+        ok = rc == rc2 == rc3 == 0 and "two-1.wav" in out2 and "twov-1.wav" in out3
+        for k in (0, 1):
+            ok = ok and open(path("two-%d.wav" % k), "rb").read() == \
+                open(path("twov-%d.wav" % k), "rb").read()
+            if ok:
+                with wave.open(path("two-%d.wav" % k)) as w:
+                    ok = w.getnframes() == 119 * 160 + 400
+        check(ok, "decode --wav --vocoder %s of two sequences: two WAVs of 119 hops + a window, "
+              "byte for byte frae vocode's of the decoded .npy" % vocoder, err + err2 + err3)
     # with a prior the pitch gets the coder made for range coding, the
     # voicing in the context of the decoded envelope, unless --pitch-coder
     # ranged or 4bit: all decode the envelope to predict's bits and keep

@@ -1,10 +1,12 @@
 /* frae encode, frae decode: the codec on files. */
+#define _DEFAULT_SOURCE /* madvise */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -81,107 +83,149 @@ static frae_model *load_inference(const char *path, frae_isa isa)
     return m;
 }
 
-/* Frames of features with pitch (n_mels + 2 values each) to audio through
- * the harmonic-plus-noise vocoder: the same length and timing as the
- * audio they came from ((frames - 1) * hop + win samples). */
-static float *vocode(const frae_features *f, const float *frames, long n,
-                     long *n_samples, char *err, size_t errlen)
+/* ---- frames of features to audio, as they come ------------------------------
+ * One WAV per sequence (OUT-<n>.wav when there are several), each frame
+ * vocoded as it arrives and its samples handed to the WAV writer: memory
+ * is the vocoder's state (or Griffin-Lim's block) and a frame's samples,
+ * whatever the length.  The harmonic-plus-noise vocoder for frames with
+ * pitch, else Griffin-Lim; either gives (frames - 1) * hop + win samples
+ * on the features' timeline. */
+typedef struct {
+    const frae_features *f;
+    const char *wav;
+    int several;          /* sequences: OUT-<n>.wav */
+    int hnm, gl_iters;
+    void *voc_mem;
+    frae_vocoder *voc;
+    frae_gl *gl;
+    float *samples;       /* one frame's: a hop, or a Griffin-Lim block */
+    frae_wav_writer *w;   /* the sequence's, while open */
+    char path[4096];
+} wav_out;
+
+static void wav_out_free(wav_out *o)
 {
-    const size_t size = frae_vocoder_size(f);
-    void *mem = size ? malloc(size) : NULL;
-    frae_vocoder *v = mem ? frae_vocoder_init(mem, f, 1, err, errlen) : NULL;
-    const long total = (n - 1) * f->hop + f->win;
-    float *audio = calloc((size_t)total + (size_t)f->hop, sizeof(float));
-    if (!v || !audio) {
-        if (!size)
-            frae_vocoder_init(NULL, f, 1, err, errlen); /* says why */
-        else
-            snprintf(err, errlen, "out of memory");
-        free(mem), free(audio);
-        return NULL;
-    }
-    const int width = f->n_mels + 2;
-    /* call t ends at frame t's centre; before frame 0's, win/2 - hop
-     * samples of silence */
-    long at = f->win / 2 - f->hop;
-    for (long t = 0; t < n; t++, at += f->hop)
-        frae_vocoder_frame(v, frames + (size_t)t * width, audio + at);
-    frae_vocoder_flush(v, audio + at);
-    free(mem);
-    *n_samples = total;
-    return audio;
+    frae_wav_abort(o->w);
+    o->w = NULL;
+    free(o->voc_mem), free(o->samples);
+    frae_gl_destroy(o->gl);
 }
 
-/* Frames of an .npy of features (log-mel, or log-mel with pitch) to one
- * WAV per sequence: the vocoder if the frames carry pitch and gl_iters < 0,
- * else Griffin-Lim. */
-static int write_wavs(const frae_features *f, const char *frames_path,
-                      const char *wav, int gl_iters)
+/* Returns 0, or an exit code after printing the error. */
+static int wav_out_init(wav_out *o, const frae_features *f, const char *wav,
+                        int several, int hnm, int gl_iters)
+{
+    memset(o, 0, sizeof *o);
+    o->f = f, o->wav = wav, o->several = several, o->hnm = hnm;
+    o->gl_iters = gl_iters < 0 ? 32 : gl_iters;
+    char err[512] = "out of memory";
+    long cap = f->hop;
+    if (hnm) {
+        const size_t size = frae_vocoder_size(f);
+        o->voc_mem = size ? malloc(size) : NULL;
+        if (!size || o->voc_mem) /* no size: init says why */
+            o->voc = frae_vocoder_init(o->voc_mem, f, 1, err, sizeof err);
+    } else if ((o->gl = frae_gl_create(f, o->gl_iters, err, sizeof err))) {
+        cap = frae_gl_max_samples(o->gl);
+    }
+    o->samples = malloc(sizeof(float) * (size_t)cap);
+    if ((hnm ? !o->voc : !o->gl) || !o->samples) {
+        wav_out_free(o);
+        return cli_fail(EXIT_FAILED, "--wav: %s", err);
+    }
+    return 0;
+}
+
+static int wav_out_put(wav_out *o, const float *x, long n)
 {
     char err[512];
-    frae_npy a;
-    if (frae_npy_open(frames_path, &a, err, sizeof err) ||
-        frae_npy_frames(&a, frames_path, err, sizeof err) ||
-        frae_npy_check_finite(&a, frames_path, err, sizeof err))
-        return cli_fail(EXIT_USAGE, "%s", err);
-    const int pitch = a.d == f->n_mels + 2;
-    if (!pitch && a.d != f->n_mels) {
-        frae_npy_close(&a);
-        return cli_fail(EXIT_USAGE,
-                        "%s: %ld values per frame; the features have %d mel "
-                        "bands (%d with pitch)",
-                        frames_path, a.d, f->n_mels, f->n_mels + 2);
+    if (frae_wav_write(o->w, x, n, err, sizeof err))
+        return cli_fail(EXIT_FAILED, "%s", err);
+    return 0;
+}
+
+/* Starts sequence s's WAV. */
+static int wav_out_begin(wav_out *o, long s)
+{
+    if (!o->several) {
+        snprintf(o->path, sizeof o->path, "%s", o->wav);
+    } else {
+        const char *dot = strrchr(o->wav, '.');
+        int stem = dot ? (int)(dot - o->wav) : (int)strlen(o->wav);
+        snprintf(o->path, sizeof o->path, "%.*s-%ld%s", stem, o->wav, s,
+                 dot ? dot : ".wav");
     }
-    const int hnm = pitch && gl_iters < 0;
-    if (gl_iters < 0)
-        gl_iters = 32;
-    frae_mel *mel = hnm ? NULL : frae_mel_create(f, err, sizeof err);
-    float *feats = malloc(sizeof(float) * (size_t)a.t * a.d);
-    float *mels = malloc(sizeof(float) * (size_t)a.t * f->n_mels);
-    int rc = EXIT_OK;
-    if ((!hnm && !mel) || !feats || !mels)
-        rc = cli_fail(EXIT_FAILED, "--wav: %s", feats && mels ? err : "out of memory");
-    for (long s = 0; s < a.n && rc == EXIT_OK; s++) {
-        if (frae_npy_read(&a, s, 0, a.t, feats)) /* mapped: cannot fail */
-            break;
-        long n = -1;
-        float *audio = NULL;
-        if (hnm) {
-            audio = vocode(f, feats, a.t, &n, err, sizeof err);
-        } else {
-            for (long t = 0; t < a.t; t++) /* the envelope alone */
-                memcpy(mels + (size_t)t * f->n_mels, feats + (size_t)t * a.d,
-                       sizeof(float) * (size_t)f->n_mels);
-            audio = malloc(sizeof(float) * (size_t)((a.t - 1) * f->hop + f->win));
-            n = audio ? frae_mel_invert(mel, mels, a.t, gl_iters, audio) : -1;
-            snprintf(err, sizeof err, "out of memory");
-        }
-        char path[4096];
-        if (a.n == 1) {
-            snprintf(path, sizeof path, "%s", wav);
-        } else {
-            const char *dot = strrchr(wav, '.');
-            int stem = dot ? (int)(dot - wav) : (int)strlen(wav);
-            snprintf(path, sizeof path, "%.*s-%ld%s", stem, wav, s,
-                     dot ? dot : ".wav");
-        }
-        if (!audio || n < 0)
-            rc = cli_fail(EXIT_FAILED, "--wav: %s", err);
-        else if (frae_audio_write_wav(path, audio, n, f->sample_rate, err,
-                                      sizeof err))
-            rc = cli_fail(EXIT_FAILED, "%s", err);
-        else if (hnm)
-            printf("%s: %.2f s of audio (harmonic-plus-noise vocoder)\n", path,
-                   (double)n / f->sample_rate);
-        else
-            printf("%s: %.2f s of audio (Griffin-Lim, %d iterations)\n", path,
-                   (double)n / f->sample_rate, gl_iters);
-        free(audio);
+    char err[512];
+    if (!(o->w = frae_wav_open(o->path, o->f->sample_rate, err, sizeof err)))
+        return cli_fail(EXIT_FAILED, "%s", err);
+    if (!o->hnm) {
+        frae_gl_reset(o->gl);
+        return 0;
     }
-    free(feats), free(mels);
-    frae_mel_destroy(mel);
-    frae_npy_close(&a);
-    return rc;
+    frae_vocoder_reset(o->voc);
+    /* the vocoder's call t ends at frame t's centre: before frame 0's,
+     * win/2 - hop samples of silence */
+    memset(o->samples, 0, sizeof(float) * (size_t)o->f->hop);
+    return wav_out_put(o, o->samples, o->f->win / 2 - o->f->hop);
+}
+
+/* One frame: n_mels log-mel values, then (the vocoder) f0 and voicing. */
+static int wav_out_frame(wav_out *o, const float *frame)
+{
+    if (o->hnm) {
+        frae_vocoder_frame(o->voc, frame, o->samples);
+        return wav_out_put(o, o->samples, o->f->hop);
+    }
+    const long n = frae_gl_frame(o->gl, frame, o->samples);
+    return n ? wav_out_put(o, o->samples, n) : 0;
+}
+
+/* Ends the sequence's WAV: the last samples, then the file committed. */
+static int wav_out_end(wav_out *o)
+{
+    int rc;
+    if (o->hnm) {
+        /* the hop after the last centre, then silence to the last frame's
+         * window's end */
+        frae_vocoder_flush(o->voc, o->samples);
+        const long tail = o->f->win - o->f->win / 2 - o->f->hop;
+        rc = wav_out_put(o, o->samples, o->f->hop);
+        memset(o->samples, 0, sizeof(float) * (size_t)o->f->hop);
+        rc = rc ? rc : wav_out_put(o, o->samples, tail);
+    } else {
+        const long n = frae_gl_flush(o->gl, o->samples);
+        rc = wav_out_put(o, o->samples, n);
+    }
+    const double seconds =
+        (double)frae_wav_samples(o->w) / o->f->sample_rate;
+    char err[512];
+    frae_wav_writer *w = o->w;
+    o->w = NULL;
+    if (rc) {
+        frae_wav_abort(w);
+        return rc;
+    }
+    if (frae_wav_close(w, err, sizeof err))
+        return cli_fail(EXIT_FAILED, "%s", err);
+    if (o->hnm)
+        printf("%s: %.2f s of audio (harmonic-plus-noise vocoder)\n", o->path,
+               seconds);
+    else
+        printf("%s: %.2f s of audio (Griffin-Lim, %d iterations)\n", o->path,
+               seconds, o->gl_iters);
+    return 0;
+}
+
+/* The first of a frame's n values that is not finite, or of its n_mels
+ * log-mel values one above what any audio gives (frae_features_max: the
+ * vocoders would clamp it, so its audio would be wrong); -1 if none.  A
+ * value below the floor's is silence, and fine. */
+static int unheard_value(const float *frame, int n, int n_mels, double max)
+{
+    for (int i = 0; i < n; i++)
+        if (!isfinite(frame[i]) || (i < n_mels && frame[i] > max))
+            return i;
+    return -1;
 }
 
 /* --dtx: a frame is silent once it and the DTX_HANGOVER frames before it
@@ -559,6 +603,31 @@ static void vocode_help(void)
            "options or features.\n");
 }
 
+/* An .npy of frames read in order a chunk at a time, the pages of its
+ * mapping behind the chunk dropped as it goes: a long file passes through
+ * memory once and is never resident whole. */
+#define READ_CHUNK 512 /* frames */
+typedef struct {
+    const frae_npy *a;
+    size_t dropped; /* bytes of the mapping dropped so far */
+} npy_reader;
+
+static void npy_reader_read(npy_reader *r, long s, long t0, long nt,
+                            float *dst)
+{
+    const frae_npy *a = r->a;
+    frae_npy_read(a, s, t0, nt, dst); /* mapped: cannot fail */
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t read_to =
+        (size_t)(a->data - (const unsigned char *)a->map) +
+        (((size_t)s * a->t + (size_t)(t0 + nt)) * a->d) * a->itemsize;
+    const size_t upto = read_to / page * page;
+    if (a->map && upto > r->dropped) {
+        madvise((char *)a->map + r->dropped, upto - r->dropped, MADV_DONTNEED);
+        r->dropped = upto;
+    }
+}
+
 int cmd_vocode(int argc, char **argv)
 {
     cli_cmd = "frae vocode";
@@ -577,14 +646,121 @@ int cmd_vocode(int argc, char **argv)
     if (!in || o.io.input || !o.io.output)
         return cli_fail(EXIT_USAGE, "needs FEATURES.npy and -o OUT.wav (see "
                                     "'frae vocode --help')");
+    const frae_features *f = &o.io.audio.f;
     char err[512];
-    if (frae_features_check(&o.io.audio.f, err, sizeof err))
+    if (frae_features_check(f, err, sizeof err))
         return cli_fail(EXIT_USAGE, "bad audio features: %s", err);
     if (o.vocoder == 2 && o.gl_iters < 0)
         o.gl_iters = 32;
     if (o.vocoder == 1)
         o.gl_iters = -1;
-    return write_wavs(&o.io.audio.f, in, o.io.output, o.gl_iters);
+    frae_npy a;
+    if (frae_npy_open(in, &a, err, sizeof err))
+        return cli_fail(EXIT_USAGE, "%s", err);
+    const int pitch = a.d == f->n_mels + 2;
+    if (frae_npy_frames(&a, in, err, sizeof err) ||
+        (!pitch && a.d != f->n_mels)) {
+        if (!frae_npy_frames(&a, in, err, sizeof err))
+            snprintf(err, sizeof err,
+                     "%s: %ld values per frame; the features have %d mel "
+                     "bands (%d with pitch)",
+                     in, a.d, f->n_mels, f->n_mels + 2);
+        frae_npy_close(&a);
+        return cli_fail(EXIT_USAGE, "%s", err);
+    }
+    const long chunk = a.t < READ_CHUNK ? a.t : READ_CHUNK;
+    float *x = malloc(sizeof(float) * (size_t)chunk * (size_t)a.d);
+    wav_out wav = {0};
+    if (!x) {
+        rc = cli_fail(EXIT_FAILED, "out of memory");
+        goto done;
+    }
+    /* every value checked before any audio is made: features no audio
+     * gives (NaN, or louder than the loudest audio frae reads) would give
+     * wrong audio */
+    const double loudest = frae_features_max(f);
+    npy_reader r = {&a, 0};
+    for (long s = 0; s < a.n; s++)
+        for (long t0 = 0; t0 < a.t; t0 += chunk) {
+            const long nt = a.t - t0 < chunk ? a.t - t0 : chunk;
+            npy_reader_read(&r, s, t0, nt, x);
+            for (long t = 0; t < nt; t++) {
+                const float *frame = x + (size_t)t * a.d;
+                const int c = unheard_value(frame, (int)a.d, f->n_mels,
+                                            loudest);
+                if (c < 0)
+                    continue;
+                char at[96];
+                if (a.ndim == 3)
+                    snprintf(at, sizeof at, "[%ld, %ld, %d]", s, t0 + t, c);
+                else
+                    snprintf(at, sizeof at, "[%ld, %d]", t0 + t, c);
+                rc = !isfinite(frame[c])
+                         ? cli_fail(EXIT_USAGE, "%s: %s at %s", in,
+                                    isnan(frame[c]) ? "NaN" : "Inf", at)
+                         : cli_fail(EXIT_USAGE,
+                                    "%s: log-mel value %g at %s, above the "
+                                    "%.2f of the loudest audio frae reads "
+                                    "(samples within +-%g): no audio has "
+                                    "these features",
+                                    in, (double)frame[c], at, loudest,
+                                    FRAE_AUDIO_MAX_SAMPLE);
+                goto done;
+            }
+        }
+    if ((rc = wav_out_init(&wav, f, o.io.output, a.n > 1,
+                           pitch && o.gl_iters < 0, o.gl_iters)))
+        goto done;
+    r.dropped = 0;
+    for (long s = 0; s < a.n; s++) {
+        if ((rc = wav_out_begin(&wav, s)))
+            goto done;
+        for (long t0 = 0; t0 < a.t; t0 += chunk) {
+            const long nt = a.t - t0 < chunk ? a.t - t0 : chunk;
+            npy_reader_read(&r, s, t0, nt, x);
+            for (long t = 0; t < nt; t++)
+                if ((rc = wav_out_frame(&wav, x + (size_t)t * a.d)))
+                    goto done;
+        }
+        if ((rc = wav_out_end(&wav)))
+            goto done;
+    }
+done:
+    wav_out_free(&wav);
+    free(x);
+    frae_npy_close(&a);
+    return rc;
+}
+
+/* A stream's frames in order, one call each: the decode loop's reading,
+ * for every stream version, in one place. */
+typedef struct {
+    const frae_stream *s;
+    frae_decoder *d;
+    unsigned char *code;      /* version 2: a frame's code bytes */
+    const unsigned char *at;  /* versions 3, 4: the next packet */
+    const unsigned char *end; /* the stream's end */
+    uint32_t packet;          /* packets read */
+    frae_range_dec rd;
+} frame_reader;
+
+/* Frame t of sequence q (the caller resets the decoder at each sequence)
+ * into y: 0, or -1 if its bytes are none an encoder writes. */
+static int read_frame(frame_reader *r, uint32_t q, uint32_t t, float *y)
+{
+    const frae_stream *s = r->s;
+    if (!frae_stream_ranged(s)) {
+        frae_stream_frame_code(s, (uint64_t)q * s->frames + t, r->code);
+        return frae_decode_frame(r->d, r->code, y) ? -1 : 0;
+    }
+    if (t % s->packet_frames == 0) { /* checked by the parse */
+        const unsigned char *payload;
+        size_t n;
+        r->at += frae_stream_packet_parse(s, r->at, (size_t)(r->end - r->at),
+                                          r->packet++, &payload, &n, NULL, 0);
+        frae_range_dec_init(&r->rd, payload, n);
+    }
+    return frae_decode_frame_ranged(r->d, &r->rd, y) ? -1 : 0;
 }
 
 int cmd_decode(int argc, char **argv)
@@ -619,8 +795,11 @@ int cmd_decode(int argc, char **argv)
         return EXIT_USAGE;
     }
     float *y = NULL;
-    frae_decoder *d = NULL;
-    unsigned char *code = NULL;
+    frame_reader r = {0};
+    frae_atomic_file af;
+    af.f = NULL;
+    wav_out wav = {0};
+    frae_features feat;
     if (frae_stream_check_model(&s, m, err, sizeof err)) {
         rc = cli_fail(EXIT_USAGE, "%s: %s", o.io.input, err);
         goto done;
@@ -628,71 +807,10 @@ int cmd_decode(int argc, char **argv)
     const int pitch = (s.flags & FRAE_STREAM_PITCH) != 0;
     /* the model's D: check_model matched a stream that states one, and
      * version 4 leaves it to the model */
-    const int D = frae_get_config(m)->frame_dim;
-    long shape[3] = {(long)s.sequences, (long)s.frames, D + 2 * pitch};
-    int two_d = s.flags & 1 && s.sequences == 1;
-    if (two_d)
-        shape[0] = s.frames, shape[1] = D + 2 * pitch;
-    y = malloc(sizeof(float) * (D + 2));
-    code = malloc(frae_code_bytes(m));
-    d = frae_decoder_create(m);
-    frae_atomic_file af;
-    if (!y || !code || !d) {
-        rc = cli_fail(EXIT_FAILED, "out of memory");
-        goto done;
-    }
-    /* frame by frame, straight into the output file */
-    if (frae_npy_begin(&af, o.io.output, two_d ? 2 : 3, shape, err, sizeof err)) {
-        rc = cli_fail(EXIT_FAILED, "%s", err);
-        goto done;
-    }
-    const int ranged = frae_stream_ranged(&s);
-    frae_decoder_set_dtx(d, (s.flags & FRAE_STREAM_DTX) != 0);
-    const unsigned char *at = s.payload; /* versions 3, 4: the next packet */
-    uint32_t packet = 0;
-    frae_range_dec rd;
-    for (uint32_t q = 0; q < s.sequences; q++) {
-        frae_decoder_reset(d);
-        for (uint32_t t = 0; t < s.frames; t++) {
-            if (ranged) {
-                if (t % s.packet_frames == 0) { /* checked by the parse */
-                    const unsigned char *pl;
-                    size_t n;
-                    at += frae_stream_packet_parse(
-                        &s, at, (size_t)((const unsigned char *)map + size - at),
-                        packet++, &pl, &n, err, sizeof err);
-                    frae_range_dec_init(&rd, pl, n);
-                }
-                if (frae_decode_frame_ranged(d, &rd, y)) {
-                    frae_atomic_abort(&af);
-                    rc = cli_fail(EXIT_USAGE,
-                                  "%s: sequence %u, frame %u (packet %u): "
-                                  "bytes no encoder writes",
-                                  o.io.input, q, t, packet - 1);
-                    goto done;
-                }
-                fwrite(y, sizeof(float), (size_t)(D + 2 * pitch), af.f);
-                continue;
-            }
-            frae_stream_frame_code(&s, (uint64_t)q * s.frames + t, code);
-            if (frae_decode_frame(d, code, y)) {
-                frae_atomic_abort(&af);
-                rc = cli_fail(EXIT_USAGE,
-                              "%s: sequence %u, frame %u: a code no encoder "
-                              "makes",
-                              o.io.input, q, t);
-                goto done;
-            }
-            fwrite(y, sizeof(float), (size_t)(D + 2 * pitch), af.f);
-        }
-    }
-    if (frae_atomic_commit(&af, err, sizeof err)) {
-        rc = cli_fail(EXIT_FAILED, "%s", err);
-        goto done;
-    }
+    const int D = frae_get_config(m)->frame_dim, width = D + 2 * pitch;
+    double loudest = INFINITY; /* --wav: the largest log-mel value audio has */
     if (o.wav) {
-        frae_features f;
-        int have = cli_model_features(o.io.model, &f);
+        const int have = cli_model_features(o.io.model, &feat);
         if (have <= 0) {
             rc = have < 0 ? EXIT_USAGE
                           : cli_fail(EXIT_USAGE,
@@ -708,16 +826,82 @@ int cmd_decode(int argc, char **argv)
                           o.io.input);
             goto done;
         }
-        if ((rc = write_wavs(&f, o.io.output, o.wav,
-                             pitch && o.vocoder != 2 ? -1 : o.gl_iters)))
+        if ((rc = wav_out_init(&wav, &feat, o.wav, s.sequences > 1,
+                               pitch && o.vocoder != 2, o.gl_iters)))
+            goto done;
+        loudest = frae_features_max(&feat);
+    }
+    long shape[3] = {(long)s.sequences, (long)s.frames, width};
+    int two_d = s.flags & 1 && s.sequences == 1;
+    if (two_d)
+        shape[0] = s.frames, shape[1] = width;
+    y = malloc(sizeof(float) * (D + 2));
+    r.s = &s, r.at = s.payload, r.end = (const unsigned char *)map + size;
+    r.code = malloc(frae_code_bytes(m));
+    r.d = frae_decoder_create(m);
+    if (!y || !r.code || !r.d) {
+        rc = cli_fail(EXIT_FAILED, "out of memory");
+        goto done;
+    }
+    /* frame by frame, straight into the output files: memory is the
+     * model's and the vocoder's, whatever the stream's length */
+    if (frae_npy_begin(&af, o.io.output, two_d ? 2 : 3, shape, err, sizeof err)) {
+        af.f = NULL;
+        rc = cli_fail(EXIT_FAILED, "%s", err);
+        goto done;
+    }
+    frae_decoder_set_dtx(r.d, (s.flags & FRAE_STREAM_DTX) != 0);
+    for (uint32_t q = 0; q < s.sequences; q++) {
+        frae_decoder_reset(r.d);
+        if (o.wav && (rc = wav_out_begin(&wav, q)))
+            goto done;
+        for (uint32_t t = 0; t < s.frames; t++) {
+            if (read_frame(&r, q, t, y)) {
+                rc = frae_stream_ranged(&s)
+                         ? cli_fail(EXIT_USAGE,
+                                    "%s: sequence %u, frame %u (packet %u): "
+                                    "bytes no encoder writes",
+                                    o.io.input, q, t, r.packet - 1)
+                         : cli_fail(EXIT_USAGE,
+                                    "%s: sequence %u, frame %u: a code no "
+                                    "encoder makes",
+                                    o.io.input, q, t);
+                goto done;
+            }
+            const int bad = unheard_value(y, width, D, loudest);
+            if (bad >= 0) {
+                rc = cli_fail(EXIT_USAGE,
+                              !isfinite(y[bad])
+                                  ? "%s: sequence %u, frame %u: %s decodes "
+                                    "a non-finite value (%g, column %d)"
+                                  : "%s: sequence %u, frame %u: %s decodes "
+                                    "a log-mel value of %g (band %d), louder "
+                                    "than any audio: no WAV from it",
+                              o.io.input, q, t, o.io.model, (double)y[bad],
+                              bad);
+                goto done;
+            }
+            fwrite(y, sizeof(float), (size_t)width, af.f);
+            if (o.wav && (rc = wav_out_frame(&wav, y)))
+                goto done;
+        }
+        if (o.wav && (rc = wav_out_end(&wav)))
             goto done;
     }
-    printf("%s -> %s: %u sequence%s x %u frames\n", o.io.input, o.io.output,
-           s.sequences, s.sequences == 1 ? "" : "s", s.frames);
-    rc = EXIT_OK;
+    rc = frae_atomic_commit(&af, err, sizeof err)
+             ? cli_fail(EXIT_FAILED, "%s", err)
+             : EXIT_OK;
+    af.f = NULL;
+    if (!rc)
+        printf("%s -> %s: %u sequence%s x %u frames\n", o.io.input,
+               o.io.output, s.sequences, s.sequences == 1 ? "" : "s",
+               s.frames);
 done:
-    free(y), free(code);
-    frae_decoder_destroy(d);
+    if (af.f)
+        frae_atomic_abort(&af);
+    wav_out_free(&wav);
+    free(y), free(r.code);
+    frae_decoder_destroy(r.d);
     frae_destroy(m);
     munmap(map, size);
     return rc;
