@@ -691,6 +691,19 @@ def main():
             secs = w.getnframes() / w.getframerate()
         ok = w.getframerate() == 16000 and abs(secs - 1.0) < 0.05
     check(ok, "encode a 22.05 kHz WAV (resampled), decode --wav to 16 kHz audio", err + err2)
+    # '-': the WAV from stdin, the stream and the audio to stdout, the
+    # reports to stderr; the same bytes as through files
+    with open(path("at22k.wav"), "rb") as wav_in:
+        p = subprocess.run([FRAE, "encode", "sp.safetensors", "-", "-o", "-"], cwd=TMP,
+                           stdin=wav_in, capture_output=True, timeout=120)
+    same_stream = p.returncode == 0 and p.stdout == open(path("sp.fbs"), "rb").read()
+    p2 = subprocess.run([FRAE, "decode", "sp.safetensors", "sp.fbs", "-o", "/dev/null",
+                         "--wav", "-", "--gl-iters", "8"], cwd=TMP, capture_output=True,
+                        timeout=120)
+    same_wav = ok and p2.returncode == 0 and p2.stdout == open(path("sp.wav"), "rb").read()
+    check(same_stream and same_wav and b"bitrate" in p.stderr,
+          "encode - -o - and decode --wav -: stdin and stdout, the same bytes as files, the "
+          "report on stderr", "%r %r" % (p.stderr[-300:], p2.stderr[-300:]))
     rc, out, err = run("encode", "sp.safetensors", "at22k.wav", "-o", "x.fbs", "--no-resample")
     check(one_line_error(rc, err, 2, "resampling is off"), "--no-resample refuses 22.05 kHz", err)
     rc, out, err = run("encode", "sp.safetensors", "speech/u1.wav", "-o", "x.fbs", "--mels", "40")

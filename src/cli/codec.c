@@ -41,7 +41,7 @@ static int codec_opt(void *ctx, const char *name, const char *v)
     if (!strcmp(name, "--frame-rate"))
         return cli_double(name, v, 1e-3, 1e9, &o->frame_rate);
     if (!strcmp(name, "--wav"))
-        return o->wav = v, 0;
+        return o->wav = cli_output_path(v), 0;
     if (!strcmp(name, "--gl-iters"))
         return cli_int(name, v, 0, 10000, &o->gl_iters);
     if (!strcmp(name, "--packet-frames") || !strcmp(name, "--search") ||
@@ -208,10 +208,10 @@ static int wav_out_end(wav_out *o)
     if (frae_wav_close(w, err, sizeof err))
         return cli_fail(EXIT_FAILED, "%s", err);
     if (o->hnm)
-        printf("%s: %.2f s of audio (harmonic-plus-noise vocoder)\n", o->path,
+        cli_printf("%s: %.2f s of audio (harmonic-plus-noise vocoder)\n", o->path,
                seconds);
     else
-        printf("%s: %.2f s of audio (Griffin-Lim, %d iterations)\n", o->path,
+        cli_printf("%s: %.2f s of audio (Griffin-Lim, %d iterations)\n", o->path,
                seconds, o->gl_iters);
     return 0;
 }
@@ -272,7 +272,7 @@ static double full_scale_db(const frae_features *f)
 
 static void encode_help(void)
 {
-    printf("usage: frae encode MODEL IN -o OUT.fbs [--frame-rate R]\n"
+    cli_printf("usage: frae encode MODEL IN -o OUT.fbs [--frame-rate R]\n"
            "\n"
            "Compresses each sequence of IN ([T, D] or [N, T, D] .npy, or an\n"
            "audio file, whose features are computed as the model was\n"
@@ -519,20 +519,20 @@ int cmd_encode(int argc, char **argv)
     if (ranged) {
         /* the bitrate the file takes, every header byte counted */
         const double bits = 8.0 * (double)bytes / (double)n_frames;
-        printf("%ld sequence%s x %ld frames -> %s (%zu bytes: header %zu, "
+        cli_printf("%ld sequence%s x %ld frames -> %s (%zu bytes: header %zu, "
                "%u packets of up to %u frames, %zu bytes of their lengths "
                "and CRCs)\n",
                in.n, in.n == 1 ? "" : "s", in.t, o.io.output, bytes,
                frae_stream_header_bytes(&h), packets, h.packet_frames,
                packet_overhead);
-        printf("bitrate: %.2f bits/frame on average (entropy-coded; at most "
+        cli_printf("bitrate: %.2f bits/frame on average (entropy-coded; at most "
                "%.0f fixed-rate) = %.3f kbit/s at %g frames/s\n",
                bits, bpf, bits * o.frame_rate / 1000.0, o.frame_rate);
         if (o.dtx)
-            printf("dtx: %ld of %zu frames silent (below %g dB)\n", silent,
+            cli_printf("dtx: %ld of %zu frames silent (below %g dB)\n", silent,
                    n_frames, o.dtx_level);
     } else {
-    printf("%ld sequence%s x %ld frames -> %s (%zu bytes, %d of them header "
+    cli_printf("%ld sequence%s x %ld frames -> %s (%zu bytes, %d of them header "
            "and CRC)\n",
            in.n, in.n == 1 ? "" : "s", in.t, o.io.output, bytes,
            FRAE_STREAM_HEADER + 4);
@@ -541,16 +541,16 @@ int cmd_encode(int argc, char **argv)
     if (pitch)
         snprintf(split, sizeof split, " + %d pitch", FRAE_PITCH_BITS);
     if (!ranged)
-        printf("bitrate: %.0f bits/frame (%d x %d bits%s) = %.3f kbit/s at "
+        cli_printf("bitrate: %.0f bits/frame (%d x %d bits%s) = %.3f kbit/s at "
                "%g frames/s\n",
                bpf, frae_get_config(m)->latent_dim, frae_code_bits(m), split,
                bpf * o.frame_rate / 1000.0, o.frame_rate);
     if (pitch)
-        printf("pitch: %ld voiced frames, %.1f%% coded voiced, mean f0 "
+        cli_printf("pitch: %ld voiced frames, %.1f%% coded voiced, mean f0 "
                "error %.2f%%\n",
                voiced, voiced ? 100.0 * voicing_kept / voiced : 0.0,
                voiced ? 100.0 * f0_err / voiced : 0.0);
-    printf("distortion: mse %.6g, snr %.2f dB\n", mse,
+    cli_printf("distortion: mse %.6g, snr %.2f dB\n", mse,
            sse > 0 ? 10.0 * log10(energy / sse) : INFINITY);
     rc = EXIT_OK;
 done:
@@ -565,7 +565,7 @@ done_early:
 
 static void decode_help(void)
 {
-    printf("usage: frae decode MODEL IN.fbs -o OUT.npy [--wav OUT.wav]\n"
+    cli_printf("usage: frae decode MODEL IN.fbs -o OUT.npy [--wav OUT.wav]\n"
            "\n"
            "Rebuilds the frames of a .fbs bitstream with the model that made\n"
            "it (checked by its hash) and writes them as float32 .npy, shaped\n"
@@ -588,7 +588,7 @@ static void decode_help(void)
 
 static void vocode_help(void)
 {
-    printf("usage: frae vocode FEATURES.npy -o OUT.wav [options]\n"
+    cli_printf("usage: frae vocode FEATURES.npy -o OUT.wav [options]\n"
            "\n"
            "Turns features with pitch ('frae features --pitch': [T, mels + 2]\n"
            "or [N, T, mels + 2]) back into audio with the harmonic-plus-noise\n"
@@ -779,6 +779,11 @@ int cmd_decode(int argc, char **argv)
     if (!o.io.model || !o.io.input || !o.io.output)
         return cli_fail(EXIT_USAGE, "needs MODEL, IN.fbs and -o OUT.npy (see "
                                     "'frae decode --help')");
+    if (o.wav && frae_output_descriptor(o.wav) >= 0 &&
+        frae_output_descriptor(o.wav) == frae_output_descriptor(o.io.output))
+        return cli_fail(EXIT_USAGE, "-o %s and --wav %s: two outputs cannot "
+                                    "share one descriptor",
+                        o.io.output, o.wav);
     char err[512];
     void *map;
     size_t size;
@@ -893,7 +898,7 @@ int cmd_decode(int argc, char **argv)
              : EXIT_OK;
     af.f = NULL;
     if (!rc)
-        printf("%s -> %s: %u sequence%s x %u frames\n", o.io.input,
+        cli_printf("%s -> %s: %u sequence%s x %u frames\n", o.io.input,
                o.io.output, s.sequences, s.sequences == 1 ? "" : "s",
                s.frames);
 done:
