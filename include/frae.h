@@ -853,6 +853,101 @@ FRAE_API
 void frae_stream_frame_code(const frae_stream *s, uint64_t f,
                             unsigned char *code);
 
+/* ---- Stream coding: frames to a .fbs stream and back ---------------------
+ * The loop that frae encode and decode and Python's encode and decode
+ * share: frames in, a stream's bytes out as they are made, and back.  An
+ * encoder writes the header, then per frame what it completed (a packet,
+ * or a fixed-rate stream's whole bytes of codes), then at the end the
+ * rest; a decoder reads a whole stream held in memory, frame by frame.
+ * Each is one block allocated by create; coding a frame allocates
+ * nothing.  Sequences follow each other in the stream, each from empty
+ * buffers: the coders reset at each sequence's first frame. */
+typedef struct {
+    int packet_frames;   /* frames per packet of an entropy-coded stream
+                            (a model with a prior), 1..FRAE_PACKET_MAX_FRAMES;
+                            0: FRAE_PACKET_FRAMES */
+    int search;          /* the encoder's search, passes (0: off; at most
+                            16): frae_encoder_set_search */
+    float search_lambda; /* its rate weight; < 0: the model's rate_lambda */
+    int dtx;             /* a frame the caller says is silent is sent as
+                            silence (DTX: a model with a prior) */
+} frae_stream_options;
+/* Everything off, search_lambda -1. */
+FRAE_API
+void frae_stream_options_default(frae_stream_options *o);
+/* NULL if m can code a stream with o, else why not (one line). */
+FRAE_API
+const char *frae_stream_options_check(const frae_model *m,
+                                      const frae_stream_options *o);
+
+/* What a stream took: every byte counted. */
+typedef struct {
+    uint64_t bytes;           /* all of them so far, header included */
+    uint64_t header_bytes;
+    uint64_t packets;         /* entropy-coded streams */
+    uint64_t packet_overhead; /* the packets' lengths and CRCs */
+    uint64_t frames;
+    uint64_t silent_frames;   /* sent as silence (DTX) */
+} frae_stream_counts;
+
+typedef struct frae_stream_encoder frae_stream_encoder;
+/* A stream of `sequences` sequences of `frames` frames each
+ * (one_sequence_2d: the input was one [T, D] array, recorded in its
+ * flags); o NULL: the defaults.  NULL and one line in err for options the
+ * model cannot code (frae_stream_options_check) or no frames. */
+FRAE_API
+frae_stream_encoder *frae_stream_encoder_create(const frae_model *m,
+                                                const frae_stream_options *o,
+                                                uint32_t sequences,
+                                                uint32_t frames,
+                                                int one_sequence_2d,
+                                                char *err, size_t errlen);
+FRAE_API
+void frae_stream_encoder_destroy(frae_stream_encoder *e);
+/* The header's fields. */
+FRAE_API
+const frae_stream *frae_stream_encoder_stream(const frae_stream_encoder *e);
+/* The bytes to write next, valid until the next call: after create the
+ * header, after each frame what it completed (often none), after end the
+ * rest. */
+FRAE_API
+const unsigned char *frae_stream_encoder_bytes(const frae_stream_encoder *e,
+                                               size_t *n);
+/* The stream's next frame (D floats, D + 2 with pitch), silent meaning
+ * silence with DTX on (ignored otherwise); recon (may be NULL): the frame
+ * the decoder will give.  Returns the bytes ready
+ * (frae_stream_encoder_bytes); frames past those the header declares are
+ * not coded. */
+FRAE_API
+size_t frae_stream_encode(frae_stream_encoder *e, const float *frame,
+                          int silent, float *recon);
+/* After the last frame: 0 (the rest in frae_stream_encoder_bytes), or -1
+ * if fewer frames came than the header declares. */
+FRAE_API
+int frae_stream_encoder_end(frae_stream_encoder *e);
+FRAE_API
+void frae_stream_encoder_counts(const frae_stream_encoder *e,
+                                frae_stream_counts *c);
+
+typedef struct frae_stream_decoder frae_stream_decoder;
+/* Over a whole stream of size bytes at buf, which the caller keeps until
+ * destroy: parsed (frae_stream_parse) and checked against m
+ * (frae_stream_check_model).  NULL and one line in err otherwise. */
+FRAE_API
+frae_stream_decoder *frae_stream_decoder_create(const frae_model *m,
+                                                const void *buf, size_t size,
+                                                char *err, size_t errlen);
+FRAE_API
+void frae_stream_decoder_destroy(frae_stream_decoder *d);
+FRAE_API
+const frae_stream *frae_stream_decoder_stream(const frae_stream_decoder *d);
+/* The next frame into frame (D floats, D + 2 with pitch), and where it is
+ * (seq, t: may be NULL): 1, 0 once every frame is out, or -1 and one line
+ * in err for bytes no encoder writes. */
+FRAE_API
+int frae_stream_decode(frae_stream_decoder *d, float *frame, uint32_t *seq,
+                       uint32_t *t, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -236,6 +236,31 @@ int frae_wav_close(frae_wav_writer *w, char *err, size_t errlen);
 FRAE_API
 void frae_wav_abort(frae_wav_writer *w);
 
+/* The DTX gate: which frames of log-mel features (frae_features f) are
+ * silence, for a codec that sends silence as a flag
+ * (frae_stream_options.dtx).  A frame is silent once it and the
+ * FRAE_DTX_HANGOVER frames before it are below level_db, 0 dB being a
+ * full-scale 1 kHz sine's frames through f (FRAE_DTX_LEVEL: about where
+ * frae's pitch tracker stops calling frames voiced).  init computes that
+ * reference (an FFT plan: a few milliseconds) and returns 0, or -1 and one
+ * line in err for a level outside -200..0 or bad features; reset starts a
+ * new sequence; silent takes the frames in order (n_mels values each, the
+ * pitch after them ignored). */
+#define FRAE_DTX_HANGOVER 4
+#define FRAE_DTX_LEVEL -60.0
+typedef struct {
+    frae_features features;
+    double gate_db; /* the level below which a frame is quiet */
+    int quiet_run;  /* quiet frames in a row, the last one too */
+} frae_dtx_gate;
+FRAE_API
+int frae_dtx_gate_init(frae_dtx_gate *g, const frae_features *f,
+                       double level_db, char *err, size_t errlen);
+FRAE_API
+void frae_dtx_gate_reset(frae_dtx_gate *g);
+FRAE_API
+int frae_dtx_gate_silent(frae_dtx_gate *g, const float *frame);
+
 /* frae_audio_stream_features over audio already in memory (libsndfile's
  * virtual I/O): the same checks and the same features as a file; name is
  * used in messages. */

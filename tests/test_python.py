@@ -276,6 +276,15 @@ def test_decode_reads_dtx_streams(tmp_path):
         assert np.array_equal(y, np.load(tmp_path / "mine.npy"))
         with pytest.raises(ValueError, match="silent must be booleans"):
             m.encode(x, silent=mask[:-1])
+        # one stream coder (frae_stream_encoder) behind both: the same bytes
+        # as 'frae encode', with the search and the DTX gate too
+        for extra, kw in (([], {}), (["--search", "2"], {"search": 2}),
+                          (["--dtx"], {"dtx": True}),
+                          (["--dtx-level", "-40", "--search", "1"],
+                           {"dtx": -40, "search": 1})):
+            cli("encode", tmp_path / "m.st", tmp_path / "f.npy", "-o", tmp_path / "c.fbs",
+                *extra)
+            assert m.encode(x, **kw) == open(tmp_path / "c.fbs", "rb").read(), extra
     m = frae.FRAE(**SMALL)
     with pytest.raises(frae.FraeError, match="need a model with a prior"):
         m.encode(data()[0], silent=np.zeros(data().shape[1], bool))

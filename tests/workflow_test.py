@@ -832,7 +832,7 @@ def main():
           "decoded as the last frame held, unvoiced" % (m.group(1) if m else "?",
           os.path.getsize(path("dtx.fbs")) if rc2 == 0 else 0,
           os.path.getsize(path("nodtx.fbs")) if rc == 0 else 0), out2 + err + err2 + err3)
-    for model, arg, needle in (("pp.safetensors", "--dtx", "has no prior"),
+    for model, arg, needle in (("pp.safetensors", "--dtx", "need a model with a prior"),
                                ("vr.safetensors", "--dtx", "not trained on audio"),
                                ("ppr.safetensors", "--dtx-level=5", "--dtx-level")):
         src_file = "one.npy" if model == "vr.safetensors" else "pause.wav"

@@ -558,7 +558,7 @@ class FRAE:
         return float(s[0] / s[3] + m.config()["rate_lambda"] * rate)
 
     @_serialised
-    def encode(self, x, search=0, search_lambda=None, silent=None):
+    def encode(self, x, search=0, search_lambda=None, silent=None, dtx=None):
         """x ([T, D] or [N, T, D]) as the bytes of a .fbs stream, exactly
         what 'frae encode' writes.  search (0..16 passes) and search_lambda
         (the rate's weight; None: the model's rate_lambda) as 'frae encode
@@ -566,7 +566,9 @@ class FRAE:
         search of each frame's codes, the same format.  silent (a model
         with a prior): booleans, one per frame ([T] or [N, T]), the frames
         to send as silence (DTX: a flag each, the decoder repeating its
-        last frame; 'frae encode --dtx' picks them by level)."""
+        last frame); or dtx (a model loaded from a checkpoint trained on
+        audio): True, or a level in dB (-60), picks them by level as
+        'frae encode --dtx' (--dtx-level) does, the same bytes."""
         self._check_open()
         if isinstance(x, (list, tuple)):
             raise TypeError("encode: needs one array ([T, D] or [N, T, D])")
@@ -580,6 +582,19 @@ class FRAE:
         a = _as_frames(x, width, "x")
         n, t = (1, a.shape[0]) if a.ndim == 2 else a.shape[:2]
         mask = None
+        if dtx is not None and dtx is not False:
+            if silent is not None:
+                raise ValueError("encode: give silent or dtx, not both")
+            feats = getattr(self, "_features", None)
+            if feats is None:
+                raise FraeError("encode: dtx: the model was not loaded from a checkpoint "
+                                "trained on audio features, so its frames have no level to "
+                                "gate on (give silent=)")
+            level = -60.0 if dtx is True else float(dtx)
+            silent = np.frombuffer(_frae.dtx_mask(
+                np.ascontiguousarray(a, np.float32), n, t, width,
+                *[feats[k] for k in _FEATURE_KEYS], level), np.int32).reshape(
+                    a.shape[:-1]).astype(bool)
         if silent is not None:
             mask = np.asarray(silent)
             if mask.dtype != np.bool_ or mask.shape != a.shape[:-1]:
@@ -708,7 +723,19 @@ def load(path, threads=None, isa="auto"):
     training = weights != "bf16"
     m = _frae.load(path, int(training), 0, 0, int(threads) if threads else _cpus(),
                    _ISA[isa])
-    return FRAE(_model=m)
+    model = FRAE(_model=m)
+    # the audio features it was trained on (checkpoint metadata), for dtx
+    vals = [_frae.meta(path, "features." + k) for k in _FEATURE_KEYS]
+    if all(v is not None for v in vals):
+        model._features = {k: (int(float(v)) if k in _FEATURE_INTS else float(v))
+                           for k, v in zip(_FEATURE_KEYS, vals)}
+    return model
+
+
+# the checkpoint's features.* keys, in _frae.dtx_mask's order
+_FEATURE_KEYS = ("sample_rate", "n_mels", "hop", "win", "n_fft", "fmin", "fmax", "floor",
+                 "offset", "scale")
+_FEATURE_INTS = ("sample_rate", "n_mels", "hop", "win", "n_fft")
 
 
 def features(path, sample_rate=16000, n_mels=80, hop=160, win=400, n_fft=512,

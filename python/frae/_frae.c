@@ -682,88 +682,69 @@ static PyObject *encode_locked(frae_model *m, PyObject *args)
     const int width = c->frame_dim + 2 * c->pitch;
     if (nseq < 1 || nframes < 1)
         return fail("encode: no frames");
-    const int dtx = silent_o != Py_None;
-    if (dtx && c->prior_hidden <= 0)
-        return fail("encode: silent frames (DTX) need a model with a prior: "
-                    "a fixed-rate stream codes every frame");
+    frae_stream_options so;
+    frae_stream_options_default(&so);
+    so.search = search;
+    so.search_lambda = (float)search_lambda;
+    so.dtx = silent_o != Py_None;
+    const char *why = frae_stream_options_check(m, &so);
+    if (why) {
+        PyErr_Format(FraeError, "encode: %s", why);
+        return NULL;
+    }
     Py_buffer xb, sb;
     if (get_buffer(xo, &xb, 0, "f", (Py_ssize_t)nseq * nframes * width, "x"))
         return NULL;
-    if (dtx && get_buffer(silent_o, &sb, 0, "i", (Py_ssize_t)nseq * nframes,
-                          "silent")) {
+    if (so.dtx && get_buffer(silent_o, &sb, 0, "i",
+                             (Py_ssize_t)nseq * nframes, "silent")) {
         PyBuffer_Release(&xb);
         return NULL;
     }
-    const int *silent = dtx ? sb.buf : NULL;
-    frae_stream h;
-    frae_stream_header(m, (uint32_t)nseq, (uint32_t)nframes,
-                       two_d | (dtx ? FRAE_STREAM_DTX : 0), &h);
-    const int ranged = frae_stream_ranged(&h);
-    size_t cap = ranged ? frae_stream_header_bytes(&h) +
-                              (size_t)frae_stream_packets(&h) *
-                                  frae_stream_packet_cap(&h)
-                        : frae_stream_bytes(&h);
-    unsigned char *out = malloc(cap), *code = malloc(frae_code_bytes(m) + 8);
-    unsigned char *packet = ranged ? malloc(frae_stream_packet_cap(&h)) : NULL;
-    float *recon = malloc(sizeof(float) * (size_t)width);
-    frae_encoder *e = frae_encoder_create(m);
-    if (e && frae_encoder_set_search(e, search,
-                                     search_lambda < 0 ? c->rate_lambda
-                                                       : (float)search_lambda)) {
-        free(out), free(code), free(packet), free(recon);
-        frae_encoder_destroy(e);
+    char err[512];
+    frae_stream_encoder *se = frae_stream_encoder_create(
+        m, &so, (uint32_t)nseq, (uint32_t)nframes, two_d, err, sizeof err);
+    if (!se) {
         PyBuffer_Release(&xb);
-        if (dtx)
+        if (so.dtx)
             PyBuffer_Release(&sb);
-        return fail("encode: search needs codes to search (a quantizer)");
+        return fail(err);
     }
-    if (e && dtx)
-        frae_encoder_set_dtx(e, 1);
+    /* the most the stream can take: the header, and per frame its codes
+     * or per packet its bound */
+    const frae_stream *h = frae_stream_encoder_stream(se);
+    const size_t cap = frae_stream_ranged(h)
+                           ? frae_stream_header_bytes(h) +
+                                 (size_t)frae_stream_packets(h) *
+                                     frae_stream_packet_cap(h)
+                           : frae_stream_bytes(h);
+    unsigned char *out = malloc(cap);
     size_t len = 0;
-    int failed = !out || !code || !recon || !e || (ranged && !packet);
-    Py_BEGIN_ALLOW_THREADS
-    if (!failed) {
-        frae_stream_writer w;
-        len = frae_stream_writer_begin(&w, &h, out);
-        frae_range_enc rc;
-        uint32_t packets = 0;
+    if (out) {
+        Py_BEGIN_ALLOW_THREADS
         const float *x = xb.buf;
-        for (int s = 0; s < nseq; s++) {
-            frae_encoder_reset(e);
-            for (int t = 0; t < nframes; t++) {
-                const float *xt = x + ((size_t)s * nframes + t) * width;
-                if (!ranged) {
-                    frae_encode_frame(e, xt, code, recon);
-                    len += frae_stream_writer_add(&w, code, out + len);
-                    continue;
-                }
-                if (t % h.packet_frames == 0)
-                    frae_range_enc_init(&rc, packet + FRAE_PACKET_PAYLOAD,
-                                        frae_stream_packet_cap(&h) -
-                                            FRAE_PACKET_OVERHEAD);
-                if (silent && silent[(size_t)s * nframes + t])
-                    frae_encode_silence_ranged(e, &rc, recon);
-                else
-                    frae_encode_frame_ranged(e, xt, &rc, recon);
-                if ((t + 1) % h.packet_frames == 0 || t + 1 == nframes) {
-                    size_t pb = frae_stream_packet_seal(
-                        &h, packet, packets++, frae_range_enc_finish(&rc));
-                    memcpy(out + len, packet, pb);
-                    len += pb;
-                }
+        const int *silent = so.dtx ? sb.buf : NULL;
+        size_t n;
+        const unsigned char *bytes = frae_stream_encoder_bytes(se, &n);
+        memcpy(out, bytes, n), len = n; /* the header */
+        for (size_t f = 0; f < (size_t)nseq * nframes; f++)
+            if (frae_stream_encode(se, x + f * width, silent && silent[f],
+                                   NULL)) {
+                bytes = frae_stream_encoder_bytes(se, &n);
+                memcpy(out + len, bytes, n), len += n;
             }
-        }
-        if (!ranged)
-            len += frae_stream_writer_end(&w, out + len);
+        frae_stream_encoder_end(se);
+        bytes = frae_stream_encoder_bytes(se, &n);
+        memcpy(out + len, bytes, n), len += n;
+        Py_END_ALLOW_THREADS
     }
-    Py_END_ALLOW_THREADS
     PyBuffer_Release(&xb);
-    if (dtx)
+    if (so.dtx)
         PyBuffer_Release(&sb);
-    PyObject *r = failed ? PyErr_NoMemory()
-                         : PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)len);
-    free(out), free(code), free(packet), free(recon);
-    frae_encoder_destroy(e);
+    frae_stream_encoder_destroy(se);
+    PyObject *r = !out ? PyErr_NoMemory()
+                       : PyBytes_FromStringAndSize((const char *)out,
+                                                   (Py_ssize_t)len);
+    free(out);
     return r;
 }
 
@@ -796,64 +777,36 @@ static PyObject *decode_locked(frae_model *m, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*O", &b, &yo))
         return NULL;
     char err[512] = "";
-    frae_stream s;
-    Py_buffer yb;
-    if (frae_stream_parse(b.buf, (size_t)b.len, &s, err, sizeof err) ||
-        frae_stream_check_model(&s, m, err, sizeof err)) {
+    frae_stream_decoder *sd = frae_stream_decoder_create(m, b.buf,
+                                                         (size_t)b.len, err,
+                                                         sizeof err);
+    if (!sd) {
         PyBuffer_Release(&b);
         return fail(err);
     }
+    const frae_stream *s = frae_stream_decoder_stream(sd);
     const int width = frae_get_config(m)->frame_dim +
-                      2 * ((s.flags & FRAE_STREAM_PITCH) != 0);
-    if (get_buffer(yo, &yb, 1, "f", (Py_ssize_t)s.sequences * s.frames * width, "y")) {
+                      2 * ((s->flags & FRAE_STREAM_PITCH) != 0);
+    Py_buffer yb;
+    if (get_buffer(yo, &yb, 1, "f",
+                   (Py_ssize_t)s->sequences * s->frames * width, "y")) {
+        frae_stream_decoder_destroy(sd);
         PyBuffer_Release(&b);
         return NULL;
     }
-    frae_decoder *d = frae_decoder_create(m);
-    unsigned char *code = malloc(frae_code_bytes(m) + 8);
-    int bad = !d || !code ? -2 : 0;
+    int rc;
     Py_BEGIN_ALLOW_THREADS
-    const int ranged = frae_stream_ranged(&s);
-    if (d && ranged)
-        frae_decoder_set_dtx(d, (s.flags & FRAE_STREAM_DTX) != 0);
-    const unsigned char *at = s.payload, *end = (const unsigned char *)b.buf + b.len;
-    uint32_t packet = 0;
-    frae_range_dec rd;
     float *y = yb.buf;
-    for (uint32_t q = 0; q < s.sequences && !bad; q++) {
-        frae_decoder_reset(d);
-        for (uint32_t t = 0; t < s.frames && !bad; t++) {
-            float *yt = y + ((size_t)q * s.frames + t) * width;
-            if (ranged) {
-                if (t % s.packet_frames == 0) { /* checked by the parse */
-                    const unsigned char *pl;
-                    size_t n;
-                    at += frae_stream_packet_parse(&s, at, (size_t)(end - at), packet++,
-                                                   &pl, &n, err, sizeof err);
-                    frae_range_dec_init(&rd, pl, n);
-                }
-                if (frae_decode_frame_ranged(d, &rd, yt))
-                    bad = 1;
-            } else {
-                frae_stream_frame_code(&s, (uint64_t)q * s.frames + t, code);
-                if (frae_decode_frame(d, code, yt))
-                    bad = 1;
-            }
-            if (bad)
-                snprintf(err, sizeof err,
-                         "stream: sequence %u, frame %u: bytes no encoder "
-                         "writes", q, t);
-        }
-    }
+    while ((rc = frae_stream_decode(sd, y, NULL, NULL, err, sizeof err)) > 0)
+        y += width;
     Py_END_ALLOW_THREADS
-    frae_decoder_destroy(d);
-    free(code);
+    frae_stream_decoder_destroy(sd);
     PyBuffer_Release(&b);
     PyBuffer_Release(&yb);
-    if (bad == -2)
-        return PyErr_NoMemory();
-    if (bad)
-        return fail(err);
+    if (rc < 0) {
+        PyErr_Format(FraeError, "stream: %s", err);
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -959,6 +912,51 @@ static PyObject *py_features(PyObject *self, PyObject *args)
     return r;
 }
 
+/* dtx_mask(x, nseq, nframes, width, sample_rate, n_mels, hop, win, n_fft,
+ * fmin, fmax, floor, offset, scale, level) -> bytes of int32 [nseq x
+ * nframes]: 'frae encode --dtx''s silent frames (frae_dtx_gate), each
+ * sequence from a fresh gate. */
+static PyObject *py_dtx_mask(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *xo;
+    int nseq, nframes, width;
+    double level;
+    frae_features f;
+    frae_features_default(&f);
+    if (!PyArg_ParseTuple(args, "Oiiiiiiiifffffd", &xo, &nseq, &nframes,
+                          &width, &f.sample_rate, &f.n_mels, &f.hop, &f.win,
+                          &f.n_fft, &f.fmin, &f.fmax, &f.floor, &f.offset,
+                          &f.scale, &level))
+        return NULL;
+    if (nseq < 1 || nframes < 1 || width < f.n_mels)
+        return PyErr_Format(PyExc_ValueError,
+                            "dtx: frames of %d values; the features have %d "
+                            "mels", width, f.n_mels);
+    Py_buffer xb;
+    if (get_buffer(xo, &xb, 0, "f", (Py_ssize_t)nseq * nframes * width, "x"))
+        return NULL;
+    char err[512];
+    frae_dtx_gate g;
+    if (frae_dtx_gate_init(&g, &f, level, err, sizeof err)) {
+        PyBuffer_Release(&xb);
+        return PyErr_Format(PyExc_ValueError, "dtx: %s", err);
+    }
+    PyObject *r = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int32_t) *
+                                                      nseq * nframes);
+    if (r) {
+        int32_t *mask = (int32_t *)PyBytes_AS_STRING(r);
+        const float *x = xb.buf;
+        for (int q = 0; q < nseq; q++) {
+            frae_dtx_gate_reset(&g);
+            for (int t = 0; t < nframes; t++, x += width)
+                mask[(size_t)q * nframes + t] = frae_dtx_gate_silent(&g, x);
+        }
+    }
+    PyBuffer_Release(&xb);
+    return r;
+}
+
 /* ---- the methods, each under the model's lock ----------------------------- */
 
 /* f(m, args) with self's lock held throughout: f may release the GIL, and
@@ -1024,6 +1022,7 @@ static PyMethodDef module_methods[] = {
     {"shuffle", py_shuffle, METH_VARARGS, "frae train's shuffle"},
     {"band_stats", py_band_stats, METH_VARARGS, "per-band mean and std"},
     {"features", py_features, METH_VARARGS, "log-mel features of audio"},
+    {"dtx_mask", py_dtx_mask, METH_VARARGS, "frae encode --dtx's silent frames"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {

@@ -228,48 +228,6 @@ static int unheard_value(const float *frame, int n, int n_mels, double max)
     return -1;
 }
 
-/* --dtx: a frame is silent once it and the DTX_HANGOVER frames before it
- * are all below the level (so a word's tail is still coded, and the frame
- * the decoder repeats is a quiet one); -60 dB below a full-scale sine,
- * about where frae's pitch tracker stops calling frames voiced (a mean
- * square of -60 dBFS; the sine's is -3) */
-#define DTX_HANGOVER 4
-#define DTX_LEVEL -60.0
-
-/* The level of a frame of log-mel features in dB: its mel power summed;
- * 0 dB is full_scale_db's */
-static double frame_level_db(const frae_features *f, const float *x)
-{
-    double power = 0.0;
-    for (int b = 0; b < f->n_mels; b++)
-        power += exp((double)x[b] * f->scale - f->offset);
-    return 10.0 * log10(power > 1e-30 ? power : 1e-30);
-}
-
-/* The level of a full-scale 1 kHz sine's frames (the middle one) through
- * the same features: the gate's 0 dB.  NAN if the features cannot be made. */
-static double full_scale_db(const frae_features *f)
-{
-    char err[256];
-    frae_mel *mel = frae_mel_create(f, err, sizeof err);
-    const long n = f->win + 8L * f->hop;
-    float *samples = malloc(sizeof(float) * (size_t)n);
-    const long frames = mel ? frae_mel_frames(mel, n) : 0;
-    float *feats = malloc(sizeof(float) * (size_t)(frames > 0 ? frames : 1) *
-                          f->n_mels);
-    double db = NAN;
-    if (mel && samples && feats && frames > 0) {
-        const double step = 6.283185307179586 * 1000.0 / f->sample_rate;
-        for (long i = 0; i < n; i++)
-            samples[i] = (float)sin(step * (double)i);
-        frae_mel_compute(mel, samples, n, feats);
-        db = frame_level_db(f, feats + (size_t)(frames / 2) * f->n_mels);
-    }
-    free(samples), free(feats);
-    frae_mel_destroy(mel);
-    return db;
-}
-
 static void encode_help(void)
 {
     cli_printf("usage: frae encode MODEL IN -o OUT.fbs [--frame-rate R]\n"
@@ -304,7 +262,7 @@ static void encode_help(void)
            "\n"
            "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
            "options, model or input.\n",
-           DTX_HANGOVER, DTX_LEVEL);
+           FRAE_DTX_HANGOVER, FRAE_DTX_LEVEL);
 }
 
 int cmd_encode(int argc, char **argv)
@@ -314,7 +272,7 @@ int cmd_encode(int argc, char **argv)
     cli_io_default(&o.io);
     o.frame_rate = 100;
     o.search_lambda = -1;
-    o.dtx_level = DTX_LEVEL;
+    o.dtx_level = FRAE_DTX_LEVEL;
     int rc = cli_parse(argc, argv, codec_list, codec_opt, codec_pos,
                        encode_help, &o);
     if (rc)
@@ -353,81 +311,53 @@ int cmd_encode(int argc, char **argv)
         frae_destroy(m);
         return rc;
     }
-    size_t cb = frae_code_bytes(m), n_frames = (size_t)in.n * in.t;
-    /* frames are read a chunk at a time and their codes written as they
+    const size_t n_frames = (size_t)in.n * in.t;
+    /* frames are read a chunk at a time and their bytes written as they
      * come: memory does not grow with the input */
     const long chunk = in.t < 512 ? in.t : 512;
     float *x = malloc(sizeof(float) * (size_t)chunk * width);
     float *recon = malloc(sizeof(float) * width);
-    unsigned char *code = malloc(cb), *bytes_out = malloc(cb + 8);
-    frae_encoder *e = frae_encoder_create(m);
-    frae_stream h;
-    frae_stream_header(m, (uint32_t)in.n, (uint32_t)in.t,
-                       (in.ndim == 2) | (o.dtx ? FRAE_STREAM_DTX : 0), &h);
-    const int ranged = frae_stream_ranged(&h);
-    frae_features feat;
-    double dtx_gate = 0; /* --dtx: the level below which a frame is quiet */
+    frae_stream_encoder *se = NULL;
+    frae_stream_options so;
+    frae_stream_options_default(&so);
+    so.packet_frames = o.packet_frames;
+    so.search = o.search;
+    so.search_lambda = (float)o.search_lambda;
+    so.dtx = o.dtx;
+    frae_dtx_gate gate;
+    const char *why = frae_stream_options_check(m, &so);
+    if (why) {
+        const char *opt = o.dtx ? "--dtx" : o.packet_frames ? "--packet-frames"
+                                                            : "--search";
+        rc = cli_fail(EXIT_USAGE, "%s: %s: %s", opt, o.io.model, why);
+        goto done;
+    }
     if (o.dtx) {
-        const int have = ranged ? cli_model_features(o.io.model, &feat) : 0;
-        if (!ranged || have <= 0) {
+        frae_features feat;
+        const int have = cli_model_features(o.io.model, &feat);
+        if (have <= 0) {
             rc = have < 0 ? EXIT_USAGE
-                 : !ranged
-                     ? cli_fail(EXIT_USAGE,
-                                "--dtx: %s has no prior, so its streams are "
-                                "fixed-rate: every frame costs the same",
-                                o.io.model)
-                     : cli_fail(EXIT_USAGE,
-                                "--dtx: %s was not trained on audio "
-                                "features, so its frames have no level to "
-                                "gate on",
-                                o.io.model);
-            goto done_early;
+                          : cli_fail(EXIT_USAGE,
+                                     "--dtx: %s was not trained on audio "
+                                     "features, so its frames have no level "
+                                     "to gate on",
+                                     o.io.model);
+            goto done;
         }
-        dtx_gate = full_scale_db(&feat) + o.dtx_level;
-        if (!isfinite(dtx_gate)) {
-            rc = cli_fail(EXIT_FAILED, "--dtx: cannot compute the features' "
-                                       "full-scale level");
-            goto done_early;
-        }
-        if (e)
-            frae_encoder_set_dtx(e, 1);
-    }
-    long silent = 0;
-    const double search_lambda = o.search_lambda >= 0
-                                     ? o.search_lambda
-                                     : (double)frae_get_config(m)->rate_lambda;
-    if (e && frae_encoder_set_search(e, o.search, (float)search_lambda)) {
-        rc = cli_fail(EXIT_USAGE,
-                      "--search: %s has raw float latents (no quantizer), "
-                      "so there are no codes to search",
-                      o.io.model);
-        goto done_early;
-    }
-    if (o.packet_frames && !ranged) {
-        rc = cli_fail(EXIT_USAGE,
-                      "--packet-frames: %s has no prior, so its streams are "
-                      "fixed-rate (version 2), without packets",
-                      o.io.model);
-        goto done_early;
-    }
-    if (o.packet_frames) {
-        h.packet_frames = (uint32_t)o.packet_frames;
-        if (frae_stream_packet_cap(&h) - FRAE_PACKET_OVERHEAD > 0xffff) {
-            rc = cli_fail(EXIT_USAGE,
-                          "--packet-frames %d: a packet could outgrow its "
-                          "16-bit length with this model; use fewer frames",
-                          o.packet_frames);
-            goto done_early;
+        if (frae_dtx_gate_init(&gate, &feat, o.dtx_level, err, sizeof err)) {
+            rc = cli_fail(EXIT_FAILED, "--dtx: %s", err);
+            goto done;
         }
     }
-    size_t bytes = ranged ? 0 : frae_stream_bytes(&h);
-    unsigned char *packet = ranged ? malloc(frae_stream_packet_cap(&h)) : NULL;
-    uint32_t packets = 0;
-    size_t packet_overhead = 0;
-    frae_range_enc rcoder;
+    se = frae_stream_encoder_create(m, &so, (uint32_t)in.n, (uint32_t)in.t,
+                                    in.ndim == 2, err, sizeof err);
+    if (!se) {
+        rc = cli_fail(EXIT_USAGE, "%s: %s", o.io.model, err);
+        goto done;
+    }
     frae_atomic_file af;
     af.f = NULL;
-    if (!code || !x || !recon || !e || !bytes_out || (ranged && !packet)) {
+    if (!x || !recon) {
         rc = cli_fail(EXIT_FAILED, "out of memory");
         goto done;
     }
@@ -435,16 +365,16 @@ int cmd_encode(int argc, char **argv)
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
-    frae_stream_writer w;
-    unsigned char head[FRAE_STREAM_HEADER_V3_MAX];
-    fwrite(head, 1, frae_stream_writer_begin(&w, &h, head), af.f);
-    if (ranged)
-        bytes = frae_stream_header_bytes(&h);
+    const frae_stream *h = frae_stream_encoder_stream(se);
+    const int ranged = frae_stream_ranged(h);
+    size_t n;
+    const unsigned char *bytes = frae_stream_encoder_bytes(se, &n);
+    fwrite(bytes, 1, n, af.f); /* the header */
     double sse = 0, energy = 0, f0_err = 0;
     long voiced = 0, voicing_kept = 0;
     for (long s = 0; s < in.n; s++) {
-        frae_encoder_reset(e);
-        int quiet_run = 0; /* --dtx: quiet frames in a row, this one too */
+        if (o.dtx)
+            frae_dtx_gate_reset(&gate);
         for (long t = 0; t < in.t; t++) {
             if (t % chunk == 0 &&
                 frae_npy_read(&in, s, t, in.t - t < chunk ? in.t - t : chunk,
@@ -456,46 +386,16 @@ int cmd_encode(int argc, char **argv)
                 goto done;
             }
             const float *xt = x + (size_t)(t % chunk) * width;
-            if (ranged) {
-                /* a packet of packet_frames frames, the coder afresh */
-                if (t % h.packet_frames == 0)
-                    frae_range_enc_init(&rcoder, packet + FRAE_PACKET_PAYLOAD,
-                                        frae_stream_packet_cap(&h) -
-                                            FRAE_PACKET_OVERHEAD);
-                if (o.dtx) {
-                    const int quiet = frame_level_db(&feat, xt) < dtx_gate;
-                    quiet_run = quiet ? quiet_run + 1 : 0;
-                }
-                if (quiet_run > DTX_HANGOVER) {
-                    frae_encode_silence_ranged(e, &rcoder, recon);
-                    silent++;
-                } else {
-                    frae_encode_frame_ranged(e, xt, &rcoder, recon);
-                }
-                if ((t + 1) % h.packet_frames == 0 || t + 1 == in.t) {
-                    size_t n = frae_range_enc_finish(&rcoder);
-                    if (rcoder.overflow) { /* cannot happen: sized above */
-                        frae_atomic_abort(&af);
-                        rc = cli_fail(EXIT_FAILED, "packet %u overflowed",
-                                      packets);
-                        goto done;
-                    }
-                    size_t pb = frae_stream_packet_seal(&h, packet, packets++, n);
-                    packet_overhead += pb - n;
-                    fwrite(packet, 1, pb, af.f);
-                    bytes += pb;
-                }
-            } else {
-                frae_encode_frame(e, xt, code, recon);
+            const int silent = o.dtx && frae_dtx_gate_silent(&gate, xt);
+            if (frae_stream_encode(se, xt, silent, recon)) {
+                bytes = frae_stream_encoder_bytes(se, &n);
+                fwrite(bytes, 1, n, af.f);
             }
             if (pitch && xt[D + 1] >= 0.5f && xt[D] > 0) {
                 voiced++;
                 voicing_kept += recon[D + 1] >= 0.5f;
                 f0_err += fabs(recon[D] / xt[D] - 1.0);
             }
-            if (!ranged)
-                fwrite(bytes_out, 1,
-                       frae_stream_writer_add(&w, code, bytes_out), af.f);
             for (int d = 0; d < D; d++) {
                 double diff = (double)recon[d] - xt[d];
                 sse += diff * diff;
@@ -508,34 +408,40 @@ int cmd_encode(int argc, char **argv)
             }
         }
     }
-    if (!ranged)
-        fwrite(bytes_out, 1, frae_stream_writer_end(&w, bytes_out), af.f);
+    frae_stream_encoder_end(se); /* every frame came */
+    bytes = frae_stream_encoder_bytes(se, &n);
+    fwrite(bytes, 1, n, af.f);
     if (frae_atomic_commit(&af, err, sizeof err)) {
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
+    frae_stream_counts sc;
+    frae_stream_encoder_counts(se, &sc);
     double bpf = frae_bits_per_frame(m);
     double mse = sse / ((double)n_frames * D);
     if (ranged) {
         /* the bitrate the file takes, every header byte counted */
-        const double bits = 8.0 * (double)bytes / (double)n_frames;
-        cli_printf("%ld sequence%s x %ld frames -> %s (%zu bytes: header %zu, "
-               "%u packets of up to %u frames, %zu bytes of their lengths "
-               "and CRCs)\n",
-               in.n, in.n == 1 ? "" : "s", in.t, o.io.output, bytes,
-               frae_stream_header_bytes(&h), packets, h.packet_frames,
-               packet_overhead);
+        const double bits = 8.0 * (double)sc.bytes / (double)n_frames;
+        cli_printf("%ld sequence%s x %ld frames -> %s (%llu bytes: header "
+                   "%llu, %llu packets of up to %u frames, %llu bytes of "
+                   "their lengths and CRCs)\n",
+                   in.n, in.n == 1 ? "" : "s", in.t, o.io.output,
+                   (unsigned long long)sc.bytes,
+                   (unsigned long long)sc.header_bytes,
+                   (unsigned long long)sc.packets, h->packet_frames,
+                   (unsigned long long)sc.packet_overhead);
         cli_printf("bitrate: %.2f bits/frame on average (entropy-coded; at most "
                "%.0f fixed-rate) = %.3f kbit/s at %g frames/s\n",
                bits, bpf, bits * o.frame_rate / 1000.0, o.frame_rate);
         if (o.dtx)
-            cli_printf("dtx: %ld of %zu frames silent (below %g dB)\n", silent,
-                   n_frames, o.dtx_level);
+            cli_printf("dtx: %llu of %zu frames silent (below %g dB)\n",
+                       (unsigned long long)sc.silent_frames, n_frames,
+                       o.dtx_level);
     } else {
-    cli_printf("%ld sequence%s x %ld frames -> %s (%zu bytes, %d of them header "
-           "and CRC)\n",
-           in.n, in.n == 1 ? "" : "s", in.t, o.io.output, bytes,
-           FRAE_STREAM_HEADER + 4);
+        cli_printf("%ld sequence%s x %ld frames -> %s (%llu bytes, %d of them "
+                   "header and CRC)\n",
+                   in.n, in.n == 1 ? "" : "s", in.t, o.io.output,
+                   (unsigned long long)sc.bytes, FRAE_STREAM_HEADER + 4);
     }
     char split[64] = "";
     if (pitch)
@@ -554,10 +460,8 @@ int cmd_encode(int argc, char **argv)
            sse > 0 ? 10.0 * log10(energy / sse) : INFINITY);
     rc = EXIT_OK;
 done:
-    free(packet);
-done_early:
-    free(code), free(x), free(recon), free(bytes_out);
-    frae_encoder_destroy(e);
+    free(x), free(recon);
+    frae_stream_encoder_destroy(se);
     frae_npy_close(&in);
     frae_destroy(m);
     return rc;
@@ -732,37 +636,6 @@ done:
     return rc;
 }
 
-/* A stream's frames in order, one call each: the decode loop's reading,
- * for every stream version, in one place. */
-typedef struct {
-    const frae_stream *s;
-    frae_decoder *d;
-    unsigned char *code;      /* version 2: a frame's code bytes */
-    const unsigned char *at;  /* versions 3, 4: the next packet */
-    const unsigned char *end; /* the stream's end */
-    uint32_t packet;          /* packets read */
-    frae_range_dec rd;
-} frame_reader;
-
-/* Frame t of sequence q (the caller resets the decoder at each sequence)
- * into y: 0, or -1 if its bytes are none an encoder writes. */
-static int read_frame(frame_reader *r, uint32_t q, uint32_t t, float *y)
-{
-    const frae_stream *s = r->s;
-    if (!frae_stream_ranged(s)) {
-        frae_stream_frame_code(s, (uint64_t)q * s->frames + t, r->code);
-        return frae_decode_frame(r->d, r->code, y) ? -1 : 0;
-    }
-    if (t % s->packet_frames == 0) { /* checked by the parse */
-        const unsigned char *payload;
-        size_t n;
-        r->at += frae_stream_packet_parse(s, r->at, (size_t)(r->end - r->at),
-                                          r->packet++, &payload, &n, NULL, 0);
-        frae_range_dec_init(&r->rd, payload, n);
-    }
-    return frae_decode_frame_ranged(r->d, &r->rd, y) ? -1 : 0;
-}
-
 int cmd_decode(int argc, char **argv)
 {
     cli_cmd = "frae decode";
@@ -789,26 +662,23 @@ int cmd_decode(int argc, char **argv)
     size_t size;
     if (frae_map_file(o.io.input, 1, &map, &size, err, sizeof err))
         return cli_fail(EXIT_USAGE, "%s", err);
-    frae_stream s;
-    if (frae_stream_parse(map, size, &s, err, sizeof err)) {
-        munmap(map, size);
-        return cli_fail(EXIT_USAGE, "%s: %s", o.io.input, err);
-    }
     frae_model *m = load_inference(o.io.model, o.io.isa);
     if (!m) {
         munmap(map, size);
         return EXIT_USAGE;
     }
     float *y = NULL;
-    frame_reader r = {0};
     frae_atomic_file af;
     af.f = NULL;
     wav_out wav = {0};
     frae_features feat;
-    if (frae_stream_check_model(&s, m, err, sizeof err)) {
+    frae_stream_decoder *sd = frae_stream_decoder_create(m, map, size, err,
+                                                         sizeof err);
+    if (!sd) {
         rc = cli_fail(EXIT_USAGE, "%s: %s", o.io.input, err);
         goto done;
     }
+    const frae_stream s = *frae_stream_decoder_stream(sd);
     const int pitch = (s.flags & FRAE_STREAM_PITCH) != 0;
     /* the model's D: check_model matched a stream that states one, and
      * version 4 leaves it to the model */
@@ -841,10 +711,7 @@ int cmd_decode(int argc, char **argv)
     if (two_d)
         shape[0] = s.frames, shape[1] = width;
     y = malloc(sizeof(float) * (D + 2));
-    r.s = &s, r.at = s.payload, r.end = (const unsigned char *)map + size;
-    r.code = malloc(frae_code_bytes(m));
-    r.d = frae_decoder_create(m);
-    if (!y || !r.code || !r.d) {
+    if (!y) {
         rc = cli_fail(EXIT_FAILED, "out of memory");
         goto done;
     }
@@ -855,22 +722,12 @@ int cmd_decode(int argc, char **argv)
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
-    frae_decoder_set_dtx(r.d, (s.flags & FRAE_STREAM_DTX) != 0);
     for (uint32_t q = 0; q < s.sequences; q++) {
-        frae_decoder_reset(r.d);
         if (o.wav && (rc = wav_out_begin(&wav, q)))
             goto done;
         for (uint32_t t = 0; t < s.frames; t++) {
-            if (read_frame(&r, q, t, y)) {
-                rc = frae_stream_ranged(&s)
-                         ? cli_fail(EXIT_USAGE,
-                                    "%s: sequence %u, frame %u (packet %u): "
-                                    "bytes no encoder writes",
-                                    o.io.input, q, t, r.packet - 1)
-                         : cli_fail(EXIT_USAGE,
-                                    "%s: sequence %u, frame %u: a code no "
-                                    "encoder makes",
-                                    o.io.input, q, t);
+            if (frae_stream_decode(sd, y, NULL, NULL, err, sizeof err) < 0) {
+                rc = cli_fail(EXIT_USAGE, "%s: %s", o.io.input, err);
                 goto done;
             }
             const int bad = unheard_value(y, width, D, loudest);
@@ -905,8 +762,8 @@ done:
     if (af.f)
         frae_atomic_abort(&af);
     wav_out_free(&wav);
-    free(y), free(r.code);
-    frae_decoder_destroy(r.d);
+    free(y);
+    frae_stream_decoder_destroy(sd);
     frae_destroy(m);
     munmap(map, size);
     return rc;

@@ -1,0 +1,306 @@
+/* Stream coding: frames to a .fbs stream and back, the loop that frae
+ * encode, frae decode and Python's encode/decode share (frae.h, "Stream
+ * coding").  Over the frame codec (codec.c: a frame to codes, range-coded
+ * or not), this holds what a stream adds: the header, the packets (the
+ * range coder started afresh in each), a fixed-rate stream's bit packing
+ * and CRC, DTX's silent frames, the search's settings, and what it all
+ * took.  A coder is one block allocated at create; coding a frame
+ * allocates nothing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "frae_internal.h"
+
+struct frae_stream_encoder {
+    const frae_model *m;
+    frae_encoder *e;
+    frae_stream s;          /* the header's fields */
+    frae_stream_writer w;   /* a fixed-rate stream's packing and CRC */
+    frae_range_enc rc;      /* a ranged stream's packet being coded */
+    int ranged, dtx;
+    uint64_t frame;         /* frames coded, over the sequences */
+    uint32_t packets;
+    frae_stream_counts counts;
+    unsigned char *code;    /* a fixed-rate frame's code bytes */
+    unsigned char *packet;  /* frae_stream_packet_cap bytes */
+    unsigned char *out;     /* the bytes to write next */
+    size_t out_len, out_cap;
+};
+
+void frae_stream_options_default(frae_stream_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->search_lambda = -1.0f;
+}
+
+const char *frae_stream_options_check(const frae_model *m,
+                                      const frae_stream_options *o)
+{
+    const frae_config *c = frae_get_config(m);
+    const int ranged = c->prior_hidden > 0;
+    if (o->packet_frames < 0 || o->packet_frames > FRAE_PACKET_MAX_FRAMES)
+        return "frames per packet out of range";
+    if (o->packet_frames && !ranged)
+        return "the model has no prior, so its streams are fixed-rate "
+               "(version 2), without packets";
+    if (o->dtx && !ranged)
+        return "silent frames (DTX) need a model with a prior: its "
+               "fixed-rate streams code every frame alike";
+    if (o->search < 0 || o->search > 16)
+        return "search passes out of range (0..16)";
+    if (o->search && c->quantizer == FRAE_QUANT_NONE)
+        return "the model has raw float latents (no quantizer), so there "
+               "are no codes to search";
+    return NULL;
+}
+
+frae_stream_encoder *frae_stream_encoder_create(const frae_model *m,
+                                                const frae_stream_options *o,
+                                                uint32_t sequences,
+                                                uint32_t frames,
+                                                int one_sequence_2d,
+                                                char *err, size_t errlen)
+{
+    frae_stream_options def;
+    if (!o) {
+        frae_stream_options_default(&def);
+        o = &def;
+    }
+    const char *why = frae_stream_options_check(m, o);
+    if (why) {
+        frae_errorf(err, errlen, "%s", why);
+        return NULL;
+    }
+    if (!sequences || !frames) {
+        frae_errorf(err, errlen, "a stream holds at least one frame");
+        return NULL;
+    }
+    frae_stream s;
+    frae_stream_header(m, sequences, frames,
+                       (one_sequence_2d != 0) | (o->dtx ? FRAE_STREAM_DTX : 0),
+                       &s);
+    const int ranged = frae_stream_ranged(&s);
+    if (o->packet_frames) {
+        s.packet_frames = (uint32_t)o->packet_frames;
+        if (frae_stream_packet_cap(&s) - FRAE_PACKET_OVERHEAD > 0xffff) {
+            frae_errorf(err, errlen,
+                        "%d frames per packet: a packet could outgrow its "
+                        "16-bit length with this model; use fewer frames",
+                        o->packet_frames);
+            return NULL;
+        }
+    }
+    /* one block: the struct, the frame codec's state, the code, the
+     * packet and the bytes out (the header, or a frame's bytes, or a
+     * packet, whichever is most) */
+    const size_t cb = frae_code_bytes(m);
+    const size_t packet_cap = ranged ? frae_stream_packet_cap(&s) : 0;
+    size_t out_cap = cb + 8;
+    if (out_cap < FRAE_STREAM_HEADER_V3_MAX)
+        out_cap = FRAE_STREAM_HEADER_V3_MAX;
+    if (out_cap < packet_cap)
+        out_cap = packet_cap;
+    const size_t head = (sizeof(frae_stream_encoder) + 63) / 64 * 64;
+    const size_t enc = (frae_encoder_size(m) + 63) / 64 * 64;
+    char *block = NULL;
+    if (posix_memalign((void **)&block, 64, head + enc + cb + packet_cap +
+                                                out_cap)) {
+        frae_errorf(err, errlen, "out of memory");
+        return NULL;
+    }
+    frae_stream_encoder *e = (frae_stream_encoder *)block;
+    memset(e, 0, sizeof *e);
+    e->m = m;
+    e->e = frae_encoder_init(block + head, m);
+    e->code = (unsigned char *)block + head + enc;
+    e->packet = e->code + cb;
+    e->out = e->packet + packet_cap;
+    e->out_cap = out_cap;
+    e->s = s;
+    e->ranged = ranged;
+    e->dtx = o->dtx;
+    const float lambda = o->search_lambda >= 0 ? o->search_lambda
+                                               : frae_get_config(m)->rate_lambda;
+    frae_encoder_set_search(e->e, o->search, lambda); /* checked above */
+    if (o->dtx)
+        frae_encoder_set_dtx(e->e, 1);
+    e->out_len = frae_stream_writer_begin(&e->w, &e->s, e->out);
+    e->counts.header_bytes = e->out_len;
+    e->counts.bytes = e->out_len;
+    return e;
+}
+
+void frae_stream_encoder_destroy(frae_stream_encoder *e)
+{
+    free(e);
+}
+
+const frae_stream *frae_stream_encoder_stream(const frae_stream_encoder *e)
+{
+    return &e->s;
+}
+
+const unsigned char *frae_stream_encoder_bytes(const frae_stream_encoder *e,
+                                               size_t *n)
+{
+    *n = e->out_len;
+    return e->out;
+}
+
+size_t frae_stream_encode(frae_stream_encoder *e, const float *frame,
+                          int silent, float *recon)
+{
+    const frae_stream *s = &e->s;
+    e->out_len = 0;
+    if (e->frame >= (uint64_t)s->sequences * s->frames)
+        return 0; /* past what the header declares: nothing coded */
+    const uint32_t t = (uint32_t)(e->frame % s->frames);
+    if (t == 0)
+        frae_encoder_reset(e->e); /* each sequence from empty buffers */
+    if (!e->ranged) {
+        frae_encode_frame(e->e, frame, e->code, recon);
+        e->out_len = frae_stream_writer_add(&e->w, e->code, e->out);
+    } else {
+        /* a packet of packet_frames frames, the coder afresh */
+        if (t % s->packet_frames == 0)
+            frae_range_enc_init(&e->rc, e->packet + FRAE_PACKET_PAYLOAD,
+                                frae_stream_packet_cap(s) -
+                                    FRAE_PACKET_OVERHEAD);
+        if (silent && e->dtx) {
+            frae_encode_silence_ranged(e->e, &e->rc, recon);
+            e->counts.silent_frames++;
+        } else {
+            frae_encode_frame_ranged(e->e, frame, &e->rc, recon);
+        }
+        if ((t + 1) % s->packet_frames == 0 || t + 1 == s->frames) {
+            /* the packet's bound (frae_stream_packet_cap) holds every
+             * frame's most bits: the coder cannot overflow it */
+            const size_t n = frae_range_enc_finish(&e->rc);
+            const size_t pb = frae_stream_packet_seal(s, e->packet,
+                                                      e->packets++, n);
+            memcpy(e->out, e->packet, pb);
+            e->out_len = pb;
+            e->counts.packets++;
+            e->counts.packet_overhead += pb - n;
+        }
+    }
+    e->frame++;
+    e->counts.frames = e->frame;
+    e->counts.bytes += e->out_len;
+    return e->out_len;
+}
+
+int frae_stream_encoder_end(frae_stream_encoder *e)
+{
+    e->out_len = 0;
+    if (e->frame != (uint64_t)e->s.sequences * e->s.frames)
+        return -1;
+    if (!e->ranged)
+        e->out_len = frae_stream_writer_end(&e->w, e->out);
+    e->counts.bytes += e->out_len;
+    return 0;
+}
+
+void frae_stream_encoder_counts(const frae_stream_encoder *e,
+                                frae_stream_counts *c)
+{
+    *c = e->counts;
+}
+
+/* ---- decoding ---------------------------------------------------------------- */
+
+struct frae_stream_decoder {
+    const frae_model *m;
+    frae_decoder *d;
+    frae_stream s;
+    const unsigned char *at;  /* ranged: the next packet */
+    const unsigned char *end; /* the stream's end */
+    uint32_t packet;          /* packets read */
+    uint64_t frame;           /* frames decoded, over the sequences */
+    frae_range_dec rd;
+    unsigned char *code;      /* a fixed-rate frame's code bytes */
+};
+
+frae_stream_decoder *frae_stream_decoder_create(const frae_model *m,
+                                                const void *buf, size_t size,
+                                                char *err, size_t errlen)
+{
+    frae_stream s;
+    if (frae_stream_parse(buf, size, &s, err, errlen) ||
+        frae_stream_check_model(&s, m, err, errlen))
+        return NULL;
+    const size_t head = (sizeof(frae_stream_decoder) + 63) / 64 * 64;
+    const size_t dec = (frae_decoder_size(m) + 63) / 64 * 64;
+    char *block = NULL;
+    if (posix_memalign((void **)&block, 64,
+                       head + dec + frae_code_bytes(m))) {
+        frae_errorf(err, errlen, "out of memory");
+        return NULL;
+    }
+    frae_stream_decoder *d = (frae_stream_decoder *)block;
+    memset(d, 0, sizeof *d);
+    d->m = m;
+    d->d = frae_decoder_init(block + head, m);
+    d->code = (unsigned char *)block + head + dec;
+    d->s = s;
+    d->at = s.payload;
+    d->end = (const unsigned char *)buf + size;
+    frae_decoder_set_dtx(d->d, (s.flags & FRAE_STREAM_DTX) != 0);
+    return d;
+}
+
+void frae_stream_decoder_destroy(frae_stream_decoder *d)
+{
+    free(d);
+}
+
+const frae_stream *frae_stream_decoder_stream(const frae_stream_decoder *d)
+{
+    return &d->s;
+}
+
+int frae_stream_decode(frae_stream_decoder *d, float *frame, uint32_t *seq,
+                       uint32_t *t, char *err, size_t errlen)
+{
+    const frae_stream *s = &d->s;
+    if (d->frame >= (uint64_t)s->sequences * s->frames)
+        return 0;
+    const uint32_t q = (uint32_t)(d->frame / s->frames),
+                   f = (uint32_t)(d->frame % s->frames);
+    if (f == 0)
+        frae_decoder_reset(d->d);
+    int bad;
+    if (!frae_stream_ranged(s)) {
+        frae_stream_frame_code(s, d->frame, d->code);
+        bad = frae_decode_frame(d->d, d->code, frame);
+    } else {
+        if (f % s->packet_frames == 0) { /* the parse checked every one */
+            const unsigned char *payload;
+            size_t n;
+            d->at += frae_stream_packet_parse(s, d->at,
+                                              (size_t)(d->end - d->at),
+                                              d->packet++, &payload, &n,
+                                              NULL, 0);
+            frae_range_dec_init(&d->rd, payload, n);
+        }
+        bad = frae_decode_frame_ranged(d->d, &d->rd, frame);
+    }
+    if (seq)
+        *seq = q;
+    if (t)
+        *t = f;
+    if (bad) {
+        if (frae_stream_ranged(s))
+            frae_errorf(err, errlen,
+                        "sequence %u, frame %u (packet %u): bytes no encoder "
+                        "writes",
+                        q, f, d->packet - 1);
+        else
+            frae_errorf(err, errlen,
+                        "sequence %u, frame %u: a code no encoder makes", q,
+                        f);
+        return -1;
+    }
+    d->frame++;
+    return 1;
+}
