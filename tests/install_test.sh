@@ -27,6 +27,16 @@ if cc examples/stream.c $flags -o "$prefix/stream" 2>"$prefix/log"; then
 else
     bad "building the example: $flags: $(cat "$prefix/log")"
 fi
+# the training API from the installed headers alone: a fit over arrays
+if cc examples/fit.c $flags -lm -o "$prefix/fit" 2>"$prefix/log" &&
+    LD_LIBRARY_PATH="$prefix/lib" "$prefix/fit" "$prefix/fit.safetensors" \
+        latent 6 enc 32 dec 32 epochs 2 >"$prefix/fit.out" 2>&1 &&
+    grep -q "^epoch 2/2" "$prefix/fit.out" &&
+    "$prefix/bin/frae" info "$prefix/fit.safetensors" >/dev/null 2>&1; then
+    ok "examples/fit.c builds with pkg-config and trains through frae_train.h"
+else
+    bad "examples/fit.c: $(cat "$prefix/log" "$prefix/fit.out" 2>/dev/null)"
+fi
 # libfrae.a itself, its dependencies (shared: Debian ships libsndfile
 # without a static archive) from pkg-config --static
 deps=$(pkg-config --static --libs frae | sed 's/-lfrae//')

@@ -381,7 +381,10 @@ class FRAE:
             if m is not None:  # trained (also when stopped): the run's model
                 self._train, self._run = m, run
                 self._infer_stale = True
-                self._cfg = dict(m.config(), window=self._cfg["window"]) if resume is None \
+                # the model's shape and settings; the window and threads
+                # asked for, not the run's (capped at its data, shared out)
+                self._cfg = dict(m.config(), window=self._cfg["window"],
+                                 threads=self._cfg["threads"]) if resume is None \
                     else m.config()
                 self._normalized = bool(self._cfg["normalize"])
         return history
