@@ -166,7 +166,21 @@ class FRAE:
     raises FraeError.  fit's callbacks run under the lock: they may call
     the object, but not wait for another thread that does."""
 
-    def __init__(self, _model=None, **options):
+    # the keywords that may also come positionally, in the order they
+    # always had
+    _POSITIONAL = ("frame_dim", "history", "latent", "quantizer", "enc", "dec", "family",
+                   "activation", "prior", "prior_ar", "seed", "learning_rate", "clip_norm",
+                   "feedback", "window", "warmup", "decay_steps", "lr_floor", "rate_lambda",
+                   "normalize", "threads", "isa")
+
+    def __init__(self, *args, _model=None, **options):
+        if len(args) > len(self._POSITIONAL):
+            raise TypeError("FRAE() takes at most %d positional arguments"
+                            % len(self._POSITIONAL))
+        for k, v in zip(self._POSITIONAL, args):
+            if k in options:
+                raise TypeError("FRAE() got multiple values for argument %r" % k)
+            options[k] = v
         self._lock = threading.RLock()
         self._train = self._infer = None
         self._infer_stale = True
@@ -183,8 +197,8 @@ class FRAE:
                 raise TypeError("FRAE() got an unexpected keyword argument %r" % k)
             if _OPTIONS[k][3] & _FIT:
                 raise TypeError("FRAE(): %s is an argument of fit" % k)
-            if v is None or (_OPTIONS[k][2] == "flag" and not v):
-                continue  # not given: the table's default
+            if v is None or (_OPTIONS[k][2] == "flag" and not v) or (k == "threads" and not v):
+                continue  # not given: the table's default (threads: all CPUs)
             text[k] = _option_text(k, v)
         self._threads_given = "threads" in text
         if not self._threads_given:
