@@ -409,6 +409,10 @@ typedef struct {
                               under, or NULL */
     frae_option_section section;
     unsigned flags;        /* FRAE_OPTION_* */
+    /* the value when it is not given, as frae_option_format writes it once
+     * frae_run_config_settle has run; NULL where it depends (on the family,
+     * on other options, on the machine) or where not given means off */
+    const char *def;
 } frae_option;
 
 FRAE_API

@@ -255,6 +255,20 @@ int test_option_table(void)
         if (o->flags & FRAE_OPTION_FIXED)
             CHECK(rc.last_fixed == i, "%s: fixed options are remembered",
                   o->name);
+        /* its default is what a run settles on when it is not given */
+        if (o->def) {
+            frae_run_config settled;
+            frae_run_config_default(&settled);
+            frae_run_config_settle(&settled, 0, err, sizeof err);
+            frae_option_format(&settled, i, out, sizeof out);
+            CHECK(!strcmp(out, o->def), "%s: default '%s', settled on '%s'",
+                  o->name, o->def, out);
+            if (o->type != FRAE_OPTION_FLAG)
+                CHECK(!frae_option_set(&settled, o->name, o->def, err,
+                                       sizeof err),
+                      "%s: its default '%s' does not parse: %s", o->name,
+                      o->def, err);
+        }
         /* a bad value: one line naming the option as given */
         if (o->type != FRAE_OPTION_FLAG && o->type != FRAE_OPTION_TEXT) {
             err[0] = 0;

@@ -54,34 +54,34 @@ typedef struct {
 static const frae_option own_rows[] = {
     {"dist-timeout", NULL, FRAE_OPTION_FLOAT, 0.1, 1e7, NULL, "S",
      "seconds a rank waits for the others before stopping them all (600)",
-     NULL, FRAE_SECTION_PARALLEL, 0},
+     NULL, FRAE_SECTION_PARALLEL, 0, "600"},
     {"val-data", NULL, FRAE_OPTION_TEXT, 0, 0, NULL, "PATH",
      "validation .npy file or directory (repeat)", NULL,
-     FRAE_SECTION_VALIDATION, 0},
+     FRAE_SECTION_VALIDATION, 0, NULL},
     {"targets", NULL, FRAE_OPTION_TEXT, 0, 0, NULL, "PATH",
      "target .npy files or directories (repeat), paired with DATA in order "
      "(directories: by sorted name); each pair the same length; the loss "
      "compares the output with the target, the encoder still sees DATA, and "
      "feedback is the model's own output; kept in the checkpoint (give "
      "--targets again to resume)",
-     NULL, FRAE_SECTION_TARGETS, 0},
+     NULL, FRAE_SECTION_TARGETS, 0, NULL},
     {"val-targets", NULL, FRAE_OPTION_TEXT, 0, 0, NULL, "PATH",
      "the targets of --val-data, paired likewise", NULL,
-     FRAE_SECTION_TARGETS, 0},
+     FRAE_SECTION_TARGETS, 0, NULL},
     {"progress", NULL, FRAE_OPTION_CHOICE, 0, 0, "off|on|auto", "MODE",
      "auto, on or off: a progress bar (auto: on a terminal; otherwise one "
      "line per epoch)",
-     NULL, FRAE_SECTION_CHECKPOINTS, 0},
+     NULL, FRAE_SECTION_CHECKPOINTS, 0, "auto"},
     {"audio-features", NULL, FRAE_OPTION_FLAG, 0, 0, NULL, NULL,
      "the .npy DATA are such features (from 'frae features'): record their "
      "parameters",
-     NULL, FRAE_SECTION_FEATURES, 0},
+     NULL, FRAE_SECTION_FEATURES, 0, NULL},
     {"sequences", NULL, FRAE_OPTION_INT, 1, 1 << 30, NULL, "N",
-     "number of sequences (64)", NULL, FRAE_SECTION_BUILTIN, 0},
+     "number of sequences (64)", NULL, FRAE_SECTION_BUILTIN, 0, "64"},
     {"frames", NULL, FRAE_OPTION_INT, 1, 1 << 30, NULL, "T",
-     "frames per sequence (100)", NULL, FRAE_SECTION_BUILTIN, 0},
+     "frames per sequence (100)", NULL, FRAE_SECTION_BUILTIN, 0, "100"},
     {"data-seed", NULL, FRAE_OPTION_INT, 0, 9.2233720368547758e18, NULL, "S",
-     "data seed (7)", NULL, FRAE_SECTION_BUILTIN, 0},
+     "data seed (7)", NULL, FRAE_SECTION_BUILTIN, 0, "7"},
 };
 #define N_OWN ((int)(sizeof own_rows / sizeof *own_rows))
 
