@@ -1,8 +1,9 @@
 # frae build.  No -march=native and no fast-math: SIMD kernels are built
 # per file with their own target flags and chosen at run time.
 #
-# Two libraries, each static and shared: libfrae (the model, training,
-# checkpoints, the codec; needs only libm, pthreads and OpenMP) and
+# Two libraries, each static and shared: libfrae (the model, training and
+# its runs, checkpoints, the codec; needs only libm, pthreads, OpenMP and
+# libzip) and
 # libfrae-audio (the speech front end: libsndfile, FFTW, libsamplerate).
 # Both build with -fvisibility=hidden: a shared library exports what its
 # public header declares (FRAE_API) and nothing else.  frae's own command,
@@ -29,7 +30,8 @@ CORE_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
             src/state.c src/forward.c src/train.c src/optimizer.c src/rng.c \
             src/synth.c src/npy.c src/npz.c src/atomic_file.c \
             src/safetensors.c src/checkpoint.c src/codec.c src/gru.c \
-            src/entropy.c src/prior.c src/stream_coder.c
+            src/entropy.c src/prior.c src/stream_coder.c src/dataset.c \
+            src/options.c src/replicas.c src/run.c
 AUDIO_SRCS = src/audio.c src/pitch.c src/vocoder.c src/dtx_gate.c \
              src/errors.c src/atomic_file.c
 # gru.c is built once more per SIMD ISA (see its header)
@@ -82,12 +84,9 @@ all: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE) $(TESTS) $(BENCH) \
      $(if $(filter yes,$(PYMOD)),$(PY_FILES))
 python: $(PY_FILES)
 
-$(PY_DIR)/_frae$(PY_EXT): python/frae/_frae.c $(BUILD)/src/cli/common.o \
-                          $(BUILD)/src/cli/dist.o $(INTERNAL)
+$(PY_DIR)/_frae$(PY_EXT): python/frae/_frae.c $(INTERNAL)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -I$(PY_INC) -Isrc/cli -shared $< \
-	  $(BUILD)/src/cli/common.o $(BUILD)/src/cli/dist.o $(INTERNAL) \
-	  $(LDLIBS_ALL) -o $@
+	$(CC) $(CFLAGS_ALL) -I$(PY_INC) -shared $< $(INTERNAL) $(LDLIBS_ALL) -o $@
 $(PY_DIR)/__init__.py: python/frae/__init__.py
 	@mkdir -p $(dir $@)
 	cp $< $@
@@ -207,7 +206,7 @@ PREFIX  ?= /usr/local
 install: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/bin
-	install -m 644 include/frae.h include/frae_audio.h \
+	install -m 644 include/frae.h include/frae_train.h include/frae_audio.h \
 	  $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIB) $(AUDIO_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SOLIB) $(DESTDIR)$(PREFIX)/lib/libfrae.so.$(VERSION)

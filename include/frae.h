@@ -155,7 +155,7 @@ typedef struct {
     int window;    /* W: BPTT window in frames (activations kept for W frames) */
     int training;  /* 0: inference only, no gradients or Adam state */
     int targets;   /* 0; 1: trains toward targets other than its inputs
-                      (frae_train_frames_targets, a denoising or enhancing
+                      (frae_batch.targets, a denoising or enhancing
                       autoencoder): training keeps a window of target
                       frames, and checkpoints record it ("frae.targets") */
     int chunk_rows; /* backward pass granularity, frames x sequences; 0 =
@@ -297,7 +297,7 @@ FRAE_API
 void frae_get_params(const frae_model *m, float *dst);
 FRAE_API
 void frae_set_params(frae_model *m, const float *src);
-/* Gradients of the last frae_train_batch/frae_compute_grads, same layout.
+/* Gradients of the last training step (frae_step), same layout.
  * Zero-filled for an inference-only model. */
 FRAE_API
 void frae_get_grads(const frae_model *m, float *dst);
@@ -312,46 +312,77 @@ void frae_reset(frae_model *m);
 FRAE_API
 int frae_forward(frae_model *m, const float *x, float *y, int nseq, int nframes);
 
-/* Trains on nseq <= B sequences of nframes frames, x as [nseq][nframes][D].
- * Buffers are reset first.  The sequences are cut into windows of W frames
- * (the last one may be shorter); each window runs forward, backward and one
- * Adam step, and the buffers carry over from one window to the next.
- * Writes the loss over all frames to *stats (if non-NULL).  Returns 0, or
- * -1 if the model is inference-only or the sizes are out of range. */
+/* ---- Training steps -------------------------------------------------------
+ * One call runs a batch: frae_step(model, &batch, &stats), the batch
+ * saying what to run and how.  x (and targets) are [nseq][nframes][D],
+ * nseq <= B.  The sequences are cut into windows of W frames from the
+ * start of the call (the last one may be shorter); in each window the
+ * model runs forward, then (FRAE_STEP_TRAIN) backward and one Adam step,
+ * and the buffers carry over from one window to the next.  A caller
+ * feeding W frames at a time therefore trains exactly as one call on the
+ * whole sequences, and sequences of any length can arrive in pieces. */
+typedef enum {
+    FRAE_STEP_TRAIN = 0,     /* forward, backward, an Adam step per window */
+    FRAE_STEP_GRADIENTS = 1, /* the gradients of one window (nframes <= W)
+                                into the gradient buffer, no step: for
+                                gradient checks (frae_get_grads) */
+    FRAE_STEP_EVALUATE = 2   /* the loss alone, parameters and Adam state
+                                untouched: validation; inference-only
+                                models too */
+} frae_step_kind;
+
+typedef struct {
+    const float *x;       /* [nseq][nframes][D] */
+    /* NULL: the loss compares y_t with x_t (an autoencoder).  Else the
+     * target frames, like x, of a model made with cfg.targets (a denoising
+     * or enhancing autoencoder): the loss compares y_t with target frame
+     * t; feedback stays on the model's own decoded frames, the encoder
+     * still sees x, and with normalization the targets are z-scored by
+     * the model's statistics, like x */
+    const float *targets;
+    /* NULL: every frame is real.  Else valid[b] frames of sequence b are,
+     * the rest padding, which runs through the model but has no loss and
+     * no gradient.  The loss of a window is the mean over its valid
+     * values; a window with none takes no step. */
+    const int *valid;
+    int nseq, nframes;
+    /* 0: new sequences (the buffers are zeroed first); 1: they continue
+     * the sequences of the previous call (nseq must stay the same until
+     * buffers are reset) */
+    int continued;
+    frae_step_kind kind;
+} frae_batch;
+
+/* Runs the batch; writes the loss over its valid frames (and for
+ * FRAE_STEP_TRAIN the steps taken and the last gradient's norm) to *stats
+ * if non-NULL.  Returns 0, or -1 for sizes out of range, a training kind
+ * on an inference-only model, targets for a model not made for them,
+ * another nseq than the sequences being continued, or a failed reducer
+ * sum. */
+FRAE_API
+int frae_step(frae_model *m, const frae_batch *batch, frae_stats *stats);
+
+/* The calls frae_step replaces, kept for programs written against them;
+ * each is one frae_step:
+ *   frae_train_batch          TRAIN, new sequences
+ *   frae_train_frames         TRAIN, continued, valid
+ *   frae_train_frames_targets TRAIN, continued, valid, targets
+ *   frae_compute_grads        GRADIENTS, new sequences
+ *   frae_eval_batch           EVALUATE, new sequences
+ *   frae_eval_frames          EVALUATE, continued, valid
+ *   frae_eval_frames_targets  EVALUATE, continued, valid, targets */
 FRAE_API
 int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
                      frae_stats *stats);
-
-/* Same loss as frae_train_batch, without touching parameters or Adam
- * state: for validation.  Works on inference-only models too. */
 FRAE_API
 int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
                     frae_stats *stats);
-
-/* Streaming forms of the two calls above, for data that arrives in pieces
- * and sequences of different lengths.  They continue the buffers from the
- * previous call (frae_reset starts new sequences; nseq must stay the same
- * until then), and cut windows of W frames from the start of each call, so
- * a caller feeding W frames at a time trains exactly like frae_train_batch
- * on the whole sequences.  x is [nseq][nframes][D].  valid[b] (NULL: all)
- * is how many of the nframes frames of sequence b are real; the rest are
- * padding, which runs through the model but has no loss and no gradient.
- * The loss of a window is the mean over its valid values; a window with
- * none takes no step. */
 FRAE_API
 int frae_train_frames(frae_model *m, const float *x, int nseq, int nframes,
                       const int *valid, frae_stats *stats);
 FRAE_API
 int frae_eval_frames(frae_model *m, const float *x, int nseq, int nframes,
                      const int *valid, frae_stats *stats);
-
-/* The same with targets (a model made with cfg.targets): the loss compares
- * y_t with target frame t ([nseq][nframes][D], like x) instead of x_t.
- * Feedback stays on the model's own decoded frames, and the encoder still
- * sees x; with normalization the targets are z-scored by the model's
- * statistics, like x.  target NULL: the inputs, as the calls above.
- * Returns -1 as the calls above, and for targets if the model was not made
- * with cfg.targets. */
 FRAE_API
 int frae_train_frames_targets(frae_model *m, const float *x,
                               const float *target, int nseq, int nframes,
@@ -360,9 +391,6 @@ FRAE_API
 int frae_eval_frames_targets(frae_model *m, const float *x,
                              const float *target, int nseq, int nframes,
                              const int *valid, frae_stats *stats);
-
-/* Computes gradients of the mean loss over a single window (nframes <= W)
- * into the gradient buffer without an Adam step.  For gradient checks. */
 FRAE_API
 int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
                        frae_stats *stats);

@@ -83,6 +83,12 @@ float frae_npy_value(const frae_npy *a, size_t index);
 /* Frames t0..t0+nt-1 of sequence seq, as float32.  Returns 0, or -1 if
  * values read from a file descriptor could not be read. */
 int frae_npy_read(const frae_npy *a, long seq, long t0, long nt, float *dst);
+/* A .npy's frames as a training source (frae_train.h), named name (audio:
+ * features made from audio); a's mapping or descriptor moves into it
+ * (closed on failure too).  0 or a FRAE_RUN_* status. */
+struct frae_source;
+int frae_source_from_npy(frae_npy *a, const char *name, int audio,
+                         struct frae_source *out, char *err, size_t errlen);
 int frae_npy_write(const char *path, const float *data, int ndim,
                    const long *shape, char *err, size_t errlen);
 /* Starts an atomic float32 .npy of the given shape: write the values to

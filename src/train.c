@@ -677,45 +677,27 @@ static int forward_impl(frae_model *m, const float *x, float *y, int nseq,
 
 /* ---- public entry points: floating-point environment in, out ------- */
 
-int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
-                     frae_stats *stats)
+int frae_step(frae_model *m, const frae_batch *b, frae_stats *stats)
 {
-    fp_env env = fp_enter();
-    int rc = train_impl(m, x, NULL, nseq, nframes, NULL, 1, 1, stats);
-    fp_leave(env);
-    return rc;
-}
-
-int frae_train_frames(frae_model *m, const float *x, int nseq, int nframes,
-                      const int *valid, frae_stats *stats)
-{
-    return frae_train_frames_targets(m, x, NULL, nseq, nframes, valid, stats);
-}
-
-int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
-                       frae_stats *stats)
-{
-    if (nframes > m->cfg.window)
+    if (!b)
         return -1;
+    if (b->kind == FRAE_STEP_GRADIENTS && b->nframes > m->cfg.window)
+        return -1; /* the gradients of one window */
     fp_env env = fp_enter();
-    int rc = train_impl(m, x, NULL, nseq, nframes, NULL, 0, 1, stats);
+    int rc = -1;
+    switch (b->kind) {
+    case FRAE_STEP_TRAIN:
+    case FRAE_STEP_GRADIENTS:
+        rc = train_impl(m, b->x, b->targets, b->nseq, b->nframes, b->valid,
+                        b->kind == FRAE_STEP_TRAIN, !b->continued, stats);
+        break;
+    case FRAE_STEP_EVALUATE:
+        rc = eval_impl(m, b->x, b->targets, b->nseq, b->nframes, b->valid,
+                       !b->continued, stats);
+        break;
+    }
     fp_leave(env);
     return rc;
-}
-
-int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
-                    frae_stats *stats)
-{
-    fp_env env = fp_enter();
-    int rc = eval_impl(m, x, NULL, nseq, nframes, NULL, 1, stats);
-    fp_leave(env);
-    return rc;
-}
-
-int frae_eval_frames(frae_model *m, const float *x, int nseq, int nframes,
-                     const int *valid, frae_stats *stats)
-{
-    return frae_eval_frames_targets(m, x, NULL, nseq, nframes, valid, stats);
 }
 
 int frae_forward(frae_model *m, const float *x, float *y, int nseq,
@@ -727,24 +709,56 @@ int frae_forward(frae_model *m, const float *x, float *y, int nseq,
     return rc;
 }
 
+/* The calls before frae_step, each one batch description. */
+int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
+                     frae_stats *stats)
+{
+    return frae_step(m, &(frae_batch){x, NULL, NULL, nseq, nframes, 0,
+                                      FRAE_STEP_TRAIN}, stats);
+}
+
+int frae_train_frames(frae_model *m, const float *x, int nseq, int nframes,
+                      const int *valid, frae_stats *stats)
+{
+    return frae_step(m, &(frae_batch){x, NULL, valid, nseq, nframes, 1,
+                                      FRAE_STEP_TRAIN}, stats);
+}
+
 int frae_train_frames_targets(frae_model *m, const float *x,
                               const float *target, int nseq, int nframes,
                               const int *valid, frae_stats *stats)
 {
-    fp_env env = fp_enter();
-    int rc = train_impl(m, x, target, nseq, nframes, valid, 1, 0, stats);
-    fp_leave(env);
-    return rc;
+    return frae_step(m, &(frae_batch){x, target, valid, nseq, nframes, 1,
+                                      FRAE_STEP_TRAIN}, stats);
+}
+
+int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
+                       frae_stats *stats)
+{
+    return frae_step(m, &(frae_batch){x, NULL, NULL, nseq, nframes, 0,
+                                      FRAE_STEP_GRADIENTS}, stats);
+}
+
+int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
+                    frae_stats *stats)
+{
+    return frae_step(m, &(frae_batch){x, NULL, NULL, nseq, nframes, 0,
+                                      FRAE_STEP_EVALUATE}, stats);
+}
+
+int frae_eval_frames(frae_model *m, const float *x, int nseq, int nframes,
+                     const int *valid, frae_stats *stats)
+{
+    return frae_step(m, &(frae_batch){x, NULL, valid, nseq, nframes, 1,
+                                      FRAE_STEP_EVALUATE}, stats);
 }
 
 int frae_eval_frames_targets(frae_model *m, const float *x,
                              const float *target, int nseq, int nframes,
                              const int *valid, frae_stats *stats)
 {
-    fp_env env = fp_enter();
-    int rc = eval_impl(m, x, target, nseq, nframes, valid, 0, stats);
-    fp_leave(env);
-    return rc;
+    return frae_step(m, &(frae_batch){x, target, valid, nseq, nframes, 1,
+                                      FRAE_STEP_EVALUATE}, stats);
 }
 
 void frae_set_reducer(frae_model *m, const frae_reducer *r)

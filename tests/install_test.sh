@@ -13,6 +13,7 @@ trap 'rm -rf "$prefix"' EXIT
 if make -s BUILD="$BUILD" install PREFIX="$prefix" >"$prefix/log" 2>&1 &&
     [ -f "$prefix/include/frae.h" ] && [ -f "$prefix/lib/libfrae.a" ] &&
     [ -f "$prefix/include/frae_audio.h" ] && [ -f "$prefix/lib/libfrae-audio.so" ] &&
+    [ -f "$prefix/include/frae_train.h" ] &&
     [ -x "$prefix/bin/frae" ] && [ -f "$prefix/lib/pkgconfig/frae.pc" ] &&
     [ -f "$prefix/lib/pkgconfig/frae-audio.pc" ]; then
     ok "make install PREFIX=...: headers, libraries, frae, frae.pc, frae-audio.pc"
@@ -25,6 +26,16 @@ if cc examples/stream.c $flags -o "$prefix/stream" 2>"$prefix/log"; then
     ok "the example builds with \$(pkg-config --cflags --libs frae)"
 else
     bad "building the example: $flags: $(cat "$prefix/log")"
+fi
+# the training API from the installed headers alone: a fit over arrays
+if cc examples/fit.c $flags -lm -o "$prefix/fit" 2>"$prefix/log" &&
+    LD_LIBRARY_PATH="$prefix/lib" "$prefix/fit" "$prefix/fit.safetensors" \
+        latent 6 enc 32 dec 32 epochs 2 >"$prefix/fit.out" 2>&1 &&
+    grep -q "^epoch 2/2" "$prefix/fit.out" &&
+    "$prefix/bin/frae" info "$prefix/fit.safetensors" >/dev/null 2>&1; then
+    ok "examples/fit.c builds with pkg-config and trains through frae_train.h"
+else
+    bad "examples/fit.c: $(cat "$prefix/log" "$prefix/fit.out" 2>/dev/null)"
 fi
 # libfrae.a itself, its dependencies (shared: Debian ships libsndfile
 # without a static archive) from pkg-config --static
@@ -101,15 +112,18 @@ stream_check g16.safetensors "a bf16 GRU model"
 # header declares with FRAE_API, and the codec's library needs none of the
 # audio libraries
 cd "$OLDPWD" || exit 1
-for pair in "libfrae.so include/frae.h" "libfrae-audio.so include/frae_audio.h"; do
+for pair in "libfrae.so include/frae.h include/frae_train.h" \
+            "libfrae-audio.so include/frae_audio.h"; do
     set -- $pair
+    lib=$1
+    shift
     declared=$(awk 'prev == "FRAE_API" { sub(/\(.*/, ""); sub(/.*[ *]/, ""); print }
-                    { prev = $0 }' "$2" | sort)
-    exported=$(nm -D --defined-only "$BUILD/$1" | awk '$2 == "T" {print $3}' | sort)
+                    { prev = $0 }' "$@" | sort)
+    exported=$(nm -D --defined-only "$BUILD/$lib" | awk '$2 == "T" {print $3}' | sort)
     if [ -n "$declared" ] && [ "$declared" = "$exported" ]; then
-        ok "$1 exports exactly the $(echo "$declared" | wc -l) functions of $2"
+        ok "$lib exports exactly the $(echo "$declared" | wc -l) functions of $*"
     else
-        bad "$1 exports: $(echo "$exported" | tr '\n' ' ') / $2 declares: $(echo "$declared" | tr '\n' ' ')"
+        bad "$lib exports: $(echo "$exported" | tr '\n' ' ') / $* declares: $(echo "$declared" | tr '\n' ' ')"
     fi
 done
 if readelf -d "$BUILD/libfrae.so" | grep NEEDED | grep -qE 'sndfile|fftw|samplerate'; then

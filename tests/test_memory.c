@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "frae_audio.h"
+#include "frae_train.h"
 #include "test_util.h"
 #include "tests.h"
 
@@ -470,5 +471,53 @@ int test_two_models_independent(void)
     CHECK(!memcmp(p, alone_b, 4 * n), "a concurrent thread changed model B");
     frae_destroy(a), frae_destroy(b);
     free(xa), free(xb), free(alone_a), free(alone_b), free(p);
+    return failures;
+}
+
+/* A training run's batches (libfrae's run, frae_train.h) allocate nothing
+ * either: counted from the first batch of its second epoch to the end of
+ * its last, alone and with two replicas (threads summing their
+ * gradients), crops and a validation split. */
+static int count_epoch_two(void *ctx, const frae_run_progress *p)
+{
+    (void)ctx;
+    if (p->rank == 0 && p->epoch == 2 && p->batch == 0)
+        counting = 1;
+    if (p->rank == 0 && p->epoch == 2 && p->batch == p->batches)
+        counting = 0;
+    return 0;
+}
+
+int test_run_batches_allocate_nothing(void)
+{
+    int failures = 0;
+    install_counter();
+    const int D = 5, n = 7, T = 31;
+    float *x = synth(n, T, D, 9);
+    for (int replicas = 1; replicas <= 2; replicas++) {
+        char err[512];
+        frae_run_config rc;
+        frae_run_config_default(&rc);
+        const int enc[1] = {12}, dec[1] = {12};
+        tiny_config(&rc.model, D, 2, 1, enc, 3, 1, dec);
+        rc.model.batch = 4, rc.model.window = 8, rc.model.threads = 1;
+        rc.epochs = 3, rc.crop = 12, rc.val_split = 0.3;
+        rc.replicas = replicas;
+        frae_dataset *ds = frae_dataset_create(D);
+        frae_dataset_add_array(ds, "x", x, n, T, D, err, sizeof err);
+        frae_run *r = frae_run_create(&rc, err, sizeof err);
+        const frae_run_hooks hooks = {NULL, NULL, count_epoch_two, NULL, NULL,
+                                      NULL};
+        alloc_count = 0;
+        int status = frae_run_train(r, ds, NULL, NULL, NULL, &hooks);
+        counting = 0;
+        CHECK(status == 0, "the run: %s", frae_run_error(r, NULL));
+        CHECK(alloc_count == 0,
+              "%d replica(s): an epoch's batches allocated %ld times",
+              replicas, alloc_count);
+        frae_run_destroy(r);
+        frae_dataset_destroy(ds);
+    }
+    free(x);
     return failures;
 }

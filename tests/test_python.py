@@ -105,6 +105,66 @@ def test_fits_carry_on(tmp_path):
     assert isinstance(h, dict) and h.history is h and len(h["loss"]) == 3
 
 
+def varied(tmp_path, n=12, d=8):
+    """Sequences of 30..140 frames as a list, and as a directory of .npy
+    files in the same order (the command's data)."""
+    rng = np.random.default_rng(4)
+    seqs = [(0.5 * np.sin(0.05 * (1 + i % 4) * np.arange(30 + 10 * i)[:, None]
+                          + rng.uniform(0, 6, (1, d)))).astype(np.float32) for i in range(n)]
+    os.makedirs(tmp_path / "varied", exist_ok=True)
+    for i, s in enumerate(seqs):
+        np.save(tmp_path / "varied" / ("s%02d.npy" % i), s)
+    return seqs
+
+
+CROP = dict(batch_size=4, crop=16, validation_split=0.25, verbose=0)
+CLI_CROP = ["--batch", "4", "--crop", "16", "--val-split", "0.25"]
+
+
+def test_fit_crops_split_resume_are_frae_train(tmp_path):
+    # one loop (libfrae's run) under both: crops, a validation split and a
+    # resume give the command's weights to the bit
+    seqs = varied(tmp_path)
+    straight = frae.FRAE(**SMALL)
+    straight.fit(seqs, epochs=4, **CROP)
+    cli("train", tmp_path / "varied", *CLI_SMALL, *CLI_CROP, "--epochs", 4,
+        "--save", tmp_path / "cli.st")
+    assert same_weights(straight, frae.load(tmp_path / "cli.st")), "fit with crops differs"
+    half = frae.FRAE(**SMALL)
+    half.fit(seqs, epochs=2, checkpoint=str(tmp_path / "half.st"), **CROP)
+    back = frae.FRAE()
+    h = back.fit(seqs, epochs=2, resume=str(tmp_path / "half.st"), verbose=0)
+    assert len(h["loss"]) == 2 and "val_loss" in h
+    assert same_weights(back, straight), "fit(resume=) differs from the straight fit"
+    # the command resumes Python's checkpoint, Python the command's
+    cli("train", tmp_path / "varied", "--resume", tmp_path / "half.st", "--epochs", 4,
+        "--threads", 1, "--progress", "off", "--save", tmp_path / "half.st")
+    assert same_weights(frae.load(tmp_path / "half.st"), straight)
+
+
+def test_ten_fits_of_one_epoch_are_one_fit_of_ten(tmp_path):
+    seqs = varied(tmp_path)
+    a = frae.FRAE(**dict(SMALL, family="gru"), normalize=True)
+    for _ in range(10):
+        a.fit(seqs, epochs=1, **CROP)
+    b = frae.FRAE(**dict(SMALL, family="gru"), normalize=True)
+    h = b.fit(seqs, epochs=10, **CROP)
+    assert len(h["loss"]) == 10
+    assert same_weights(a, b), "ten fits of one epoch differ from one fit of ten"
+    cli("train", tmp_path / "varied", "--family", "gru", "--normalize", "on", *CLI_SMALL,
+        *CLI_CROP, "--epochs", 10, "--save", tmp_path / "ten.st")
+    assert same_weights(b, frae.load(tmp_path / "ten.st")), "fit differs from frae train"
+
+
+def test_fit_replicas_are_frae_train_replicas(tmp_path):
+    seqs = varied(tmp_path)
+    m = frae.FRAE(**SMALL)
+    m.fit(seqs, epochs=2, replicas=2, **CROP)
+    cli("train", tmp_path / "varied", *CLI_SMALL, *CLI_CROP, "--epochs", 2, "--replicas", 2,
+        "--save", tmp_path / "rep.st")
+    assert same_weights(m, frae.load(tmp_path / "rep.st")), "fit(replicas=2) differs"
+
+
 def test_variable_lengths_and_validation_data(tmp_path):
     rng = np.random.default_rng(2)
     seqs = [rng.normal(0, 0.3, (t, 8)).astype(np.float32) for t in (12, 30, 45, 7, 33)]
@@ -399,7 +459,7 @@ def test_bad_input_gives_clear_exceptions(tmp_path):
         m.fit(x, x[:3], verbose=0)
     with pytest.raises(ValueError, match="pair 1 has 20 input frames and 19"):
         m.fit(list(x), [x[0], x[1, :19], x[2], x[3]], verbose=0)
-    with pytest.raises(ValueError, match="--latent expects"):
+    with pytest.raises(ValueError, match="^latent expects an integer"):
         frae.FRAE(latent=0)
     with pytest.raises(ValueError, match="family"):
         frae.FRAE(family="lstm")

@@ -68,7 +68,11 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(vocoder_bad_input) \
     X(audio_files) \
     X(bad_configs) \
-    X(sizes)
+    X(sizes) \
+    X(run_arrays_equal_files) \
+    X(option_table) \
+    X(checkpoint_records_options) \
+    X(run_batches_allocate_nothing)
 
 #define X(name) int test_##name(void);
 FRAE_UNIT_TESTS(X)

@@ -167,6 +167,19 @@ def main():
           and n_crops > 0 and "crops of 7 frames" in info,
           "with --crop (shuffled random crops, %d this epoch): 4 epochs straight == 2 + "
           "resume + 2, to the byte; frae info shows it" % n_crops, errs + e4)
+    # ten runs of one epoch (--resume with --epochs k + 1) are one run of ten
+    tens = [*common, "--crop", "7", "--family", "gru", "--normalize", "on"]
+    rc1, _, e1 = run("train", *tens, "--epochs", "10", "--save", "ten.safetensors")
+    rcs, errs = [run("train", *tens, "--epochs", "1", "--save", "ones.safetensors")], ""
+    for k in range(1, 10):
+        rcs.append(run("train", "data", "--resume", "ones.safetensors", "--epochs", str(k + 1),
+                       "--save", "ones.safetensors"))
+    same = open(path("ten.safetensors"), "rb").read() == open(path("ones.safetensors"),
+                                                              "rb").read()
+    check(rc1 == 0 and all(r[0] == 0 for r in rcs) and same,
+          "ten runs of one epoch (--resume --epochs k+1) == one run of ten, to the byte "
+          "(GRU, crops, a validation split, normalization)",
+          e1 + "".join(r[2] for r in rcs))
     prior = [*common, "--quantizer", "binary", "--rate-lambda", "0.01", "--prior", "8",
              "--log-csv", "prior.csv"]
     ok, errs, straight = straight_and_resumed(prior, "r")

@@ -14,11 +14,12 @@ another floating-point array is converted once; anything else is refused
 with a clear error.  The GIL is released while frae computes.  One FRAE
 object may be shared by any number of threads: its calls run one at a
 time (see FRAE); for calls that run at once, each thread loads its own.
-fit() trains as 'frae train' does (same order, same windows, same bits for
-the same seed and data); Ctrl-C in fit saves the checkpoint (if one was
-asked for) and raises KeyboardInterrupt.
+fit() is libfrae's training run, the loop 'frae train' runs (same order,
+same windows, same bits for the same seed and data; crops, resume and
+replicas too); Ctrl-C in fit saves the checkpoint (if one was asked for)
+and raises KeyboardInterrupt.  The options are libfrae's option table, the
+one 'frae train' parses: each keyword is a row of it.
 """
-import csv
 import functools
 import math
 import os
@@ -34,10 +35,10 @@ from ._frae import FraeError
 __all__ = ["FRAE", "load", "features", "FraeError", "History"]
 __version__ = _frae.version
 
-_FEEDBACK = {"detached": 0, "full": 1}
 _ISA = {"auto": 0, "scalar": 1, "avx2": 2, "avx512": 3}
-_SPLIT_SALT = 0x5A17C0DE            # frae train's validation split
-_SHUFFLE_SALT = 0x0123456789ABCDEF  # ... and its epochs' shuffles
+# libfrae's option table: keyword -> (name, keyword, type, flags)
+_OPTIONS = {row[1]: row for row in _frae.options()}
+_FIT = 2  # FRAE_OPTION_FIT: a setting of fit rather than of the model
 
 
 class History(dict):
@@ -51,6 +52,23 @@ class History(dict):
 
 def _cpus():
     return max(1, min(64, os.cpu_count() or 1))
+
+
+def _option_text(keyword, value):
+    """A keyword's value as the option table parses it (None for a flag
+    that is set)."""
+    _, _, kind, _ = _OPTIONS[keyword]
+    if kind == "flag":
+        return None
+    if isinstance(value, bool):
+        return ("on" if value else "off") if kind in ("choice", "text") else str(int(value))
+    if kind == "widths" and not isinstance(value, str):
+        return ",".join(str(int(w)) for w in value) or "none"
+    if kind == "float" and isinstance(value, (int, float, np.floating, np.integer)):
+        return repr(float(value))
+    if kind == "int" and isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return str(os.fspath(value) if isinstance(value, os.PathLike) else value)
 
 
 def _check_finite(a, what):
@@ -129,17 +147,18 @@ def _serialised(method):
 class FRAE:
     """A Feedback Recurrent AutoEncoder.
 
-    Model options are 'frae train''s (README "Command line"): frame_dim,
+    The keywords are libfrae's option table, the options of 'frae train'
+    (README "Command line") spelt as Python names: model options frame_dim,
     history, enc and dec (widths: a tuple or "512,256"), latent, family
     ("dense" or "gru"), activation, quantizer ("none", "binary",
     "uniform:N"), prior (units; with rate_lambda), prior_ar (the prior's
-    within-frame autoregression: on with a prior unless False), seed.
-    Training options: learning_rate, clip_norm, feedback ("detached" or
+    within-frame autoregression: on with a prior unless False), seed;
+    training options learning_rate, clip_norm, feedback ("detached" or
     "full"), window, warmup, decay_steps, lr_floor, rate_lambda, normalize
     (per-band z-scoring from the training data), threads (all CPUs), isa.
-    What is
-    not given is 'frae train''s default for the family (history 4 and
-    layers 512, 256 for dense; history 0 and a 240-unit GRU for gru).
+    What is not given is 'frae train''s default (for the family: history 4
+    and layers 512, 256 for dense; history 0 and a 240-unit GRU for gru).
+    fit takes the run's settings (batch_size, validation_split, ...).
 
     Threads: every method holds the object's lock while it runs, so calls
     from several threads run one at a time, each with the bits it would
@@ -147,71 +166,51 @@ class FRAE:
     raises FraeError.  fit's callbacks run under the lock: they may call
     the object, but not wait for another thread that does."""
 
-    def __init__(self, frame_dim=80, history=None, latent=16, quantizer="none",
-                 enc=None, dec=None, family="dense", activation=None, prior=None,
-                 prior_ar=None, seed=1, learning_rate=1e-3, clip_norm=0.0, feedback="detached",
-                 window=100, warmup=0, decay_steps=0, lr_floor=0.0, rate_lambda=0.0,
-                 normalize=False, threads=None, isa="auto", _model=None):
+    # the keywords that may also come positionally, in the order they
+    # always had
+    _POSITIONAL = ("frame_dim", "history", "latent", "quantizer", "enc", "dec", "family",
+                   "activation", "prior", "prior_ar", "seed", "learning_rate", "clip_norm",
+                   "feedback", "window", "warmup", "decay_steps", "lr_floor", "rate_lambda",
+                   "normalize", "threads", "isa")
+
+    def __init__(self, *args, _model=None, **options):
+        if len(args) > len(self._POSITIONAL):
+            raise TypeError("FRAE() takes at most %d positional arguments"
+                            % len(self._POSITIONAL))
+        for k, v in zip(self._POSITIONAL, args):
+            if k in options:
+                raise TypeError("FRAE() got multiple values for argument %r" % k)
+            options[k] = v
         self._lock = threading.RLock()
         self._train = self._infer = None
         self._infer_stale = True
-        self._shuffled = None  # (training set, epoch order, RNG, data size)
+        self._run = None  # the last fit's run, which the next one continues
         if _model is not None:  # load()
             self._train = _model
-            cfg = _model.config()
-            self._gru = cfg["family"] == 1
-            self._opts = []
-            self._fields = {k: cfg[k] for k in (
-                "frame_dim", "latent_dim", "history", "family", "quantizer",
-                "quant_levels", "prior_hidden", "prior_ar", "pitch", "pitch_ranged", "activation",
-                "seed",
-                "feedback", "learning_rate", "clip_norm", "rate_lambda", "lr_warmup",
-                "lr_decay_steps", "lr_floor", "normalize", "window", "threads", "isa",
-                "targets")}
-            self._enc, self._dec = cfg["enc"], cfg["dec"]
-            self._normalized = bool(cfg["normalize"])
+            self._cfg = _model.config()
+            self._threads_given = True
+            self._normalized = bool(self._cfg["normalize"])
             return
-        if family not in ("dense", "gru"):
-            raise ValueError("family: 'dense' or 'gru', got %r" % (family,))
-        if feedback not in _FEEDBACK:
-            raise ValueError("feedback: 'detached' or 'full', got %r" % (feedback,))
-        if isa not in _ISA:
-            raise ValueError("isa: one of %s, got %r" % (", ".join(_ISA), isa))
-        opts = [("--family", family), ("--frame-dim", frame_dim), ("--latent", latent),
-                ("--quantizer", quantizer), ("--seed", seed)]
-        if history is not None:  # else the family's: 4 dense, 0 GRU
-            opts.append(("--history", history))
-        for flag, v in (("--enc", enc), ("--dec", dec)):
-            if v is not None:
-                opts.append((flag, v if isinstance(v, str) else ",".join(str(int(w)) for w in v)))
-        if activation is not None:
-            opts.append(("--activation", activation))
-        if prior is None and rate_lambda:
-            prior = 16  # as 'frae train --rate-lambda': a rate needs a prior
-        if prior:
-            opts.append(("--prior", prior))
-            # as 'frae train': the frame's codes coded in order, unless off
-            opts.append(("--prior-ar", "off" if prior_ar is False else "on"))
-        self._gru = family == "gru"
-        self._opts = [(f, str(v)) for f, v in opts]
-        self._fields = {"learning_rate": float(learning_rate), "clip_norm": float(clip_norm),
-                        "feedback": _FEEDBACK[feedback], "window": int(window),
-                        "lr_warmup": int(warmup), "lr_decay_steps": int(decay_steps),
-                        "lr_floor": float(lr_floor), "rate_lambda": float(rate_lambda),
-                        "normalize": int(bool(normalize)),
-                        "threads": int(threads) if threads else _cpus(), "isa": _ISA[isa]}
-        cfg = _frae.make_config(self._gru, self._opts, self._fields)  # checks it
-        self._enc, self._dec = cfg["enc"], cfg["dec"]
-        self._fields.update(frame_dim=cfg["frame_dim"])
+        text = {}
+        for k, v in options.items():
+            if k not in _OPTIONS:
+                raise TypeError("FRAE() got an unexpected keyword argument %r" % k)
+            if _OPTIONS[k][3] & _FIT:
+                raise TypeError("FRAE(): %s is an argument of fit" % k)
+            if v is None or (_OPTIONS[k][2] == "flag" and not v) or (k == "threads" and not v):
+                continue  # not given: the table's default (threads: all CPUs)
+            text[k] = _option_text(k, v)
+        self._threads_given = "threads" in text
+        if not self._threads_given:
+            text["threads"] = str(_cpus())
+        self._cfg = _frae.make_config(text)  # checks it
         self._normalized = False
 
     # ---- models underneath -------------------------------------------------
 
     def _config(self):
         m = self._train or self._infer
-        if m is None:
-            return _frae.make_config(self._gru, self._opts, self._fields)
-        return m.config()
+        return self._cfg if m is None else m.config()
 
     @property
     @_serialised
@@ -219,18 +218,14 @@ class FRAE:
         return self._config()["frame_dim"]
 
     def _check_open(self):
-        if self._fields is None:
+        if self._cfg is None:
             raise FraeError("the model is closed")
 
     def _new_model(self, batch, window, training):
         """A model of this one's shape and settings with other capacity
         (its own initial weights: callers copy theirs in)."""
-        fields = dict(self._fields, batch=int(batch), window=int(window),
-                      training=int(training))
-        opts = self._opts or [("--family", "gru" if self._gru else "dense"),
-                              ("--enc", ",".join(map(str, self._enc))),
-                              ("--dec", ",".join(map(str, self._dec)))]
-        return _frae.create(self._gru, opts, fields)
+        return _frae.create(dict(self._cfg, batch=int(batch), window=int(window),
+                                 training=int(training)))
 
     @staticmethod
     def _copy_weights(src, dst):
@@ -267,18 +262,19 @@ class FRAE:
         for m in (self._train, self._infer):
             if m is not None:
                 m.close()
-        self._train = self._infer = None
-        self._fields = None
+        self._train = self._infer = self._run = None
+        self._cfg = None
 
     # ---- training ------------------------------------------------------------
 
     @_serialised
-    def fit(self, x, y=None, epochs=1, batch_size=32, validation_data=None,
-            validation_split=0.0, shuffle=True, patience=0, save_best=None,
-            checkpoint=None, csv_log=None, verbose="auto", callbacks=()):
-        """Trains as 'frae train' does; returns the History (a dict of
-        per-epoch loss, mae, and with validation val_loss, val_mae; with a
-        prior rate and val_rate).
+    def fit(self, x, y=None, epochs=1, batch_size=None, validation_data=None,
+            validation_split=None, shuffle=True, patience=None, save_best=None,
+            checkpoint=None, csv_log=None, verbose="auto", callbacks=(), crop=None,
+            resume=None, replicas=None):
+        """Trains as 'frae train' does, through the same loop (libfrae's
+        run); returns the History (a dict of per-epoch loss, mae, and with
+        validation val_loss, val_mae; with a prior rate and val_rate).
 
         x: [N, T, D] or [T, D] frames, or a list of [T_i, D] sequences of
         different lengths (each batch is zero-padded, the padding masked).
@@ -286,45 +282,45 @@ class FRAE:
         shapes; e.g. clean frames for noisy x, a denoising codec: the loss
         compares the output with y, the encoder sees x, and feedback is the
         model's own output); None (or x) for an autoencoder.
-        validation_split: this seeded fraction of the sequences is held
-        out (as --val-split), targets alike; validation_data: other
+        epochs: epochs this call trains.  batch_size: sequences per step
+        (32).  validation_split: this seeded fraction of the sequences is
+        held out (as --val-split), targets alike; validation_data: other
         sequences, (x_val, y_val) with targets.
         patience: stop after this many epochs without a better monitored
         loss (validation loss if any); save_best: path of the best model;
-        checkpoint: path written (with Adam state) after every epoch and on
-        Ctrl-C; csv_log: per-epoch CSV, 'frae train --log-csv''s columns;
+        checkpoint: path written (with Adam state and where training
+        stands) after every epoch and on Ctrl-C; csv_log: per-epoch CSV,
+        'frae train --log-csv''s columns; crop: train on crops of this many
+        frames (as --crop); replicas: data-parallel threads (as --replicas,
+        the same bits); resume: a checkpoint to continue exactly where it
+        stands, for `epochs` more (the model and its settings come from it);
         callbacks: called after every epoch as f(epoch, logs) (or
         f.on_epoch_end(epoch, logs), as Keras), logs holding the epoch's
-        figures; one that returns True stops training.  The shuffling
-        carries on from one fit to the next on the same training set, so
-        ten fits of one epoch train as one fit of ten."""
+        figures; one that returns True stops training.  A fit continues the
+        last one's epochs (order, shuffling, crops) when it trains on the
+        same data with the same settings, so ten fits of one epoch train as
+        one fit of ten."""
         self._check_open()
         targets = y is not None and y is not x
         if not isinstance(epochs, int) or epochs < 1:
             raise ValueError("epochs: a positive integer, got %r" % (epochs,))
-        if not isinstance(batch_size, int) or batch_size < 1:
+        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise ValueError("batch_size: a positive integer, got %r" % (batch_size,))
-        if not 0.0 <= validation_split < 1.0:
+        if validation_split is not None and not 0.0 <= validation_split < 1.0:
             raise ValueError("validation_split: in [0, 1), got %r" % (validation_split,))
         if validation_split and validation_data is not None:
             raise ValueError("use validation_split or validation_data, not both")
-        D = self.frame_dim
+        D = int(_frae.meta(os.fspath(resume), "frae.frame_dim") or 0) if resume \
+            else self.frame_dim
         seqs, _ = _sequences(x, D, "x")
         n_all = len(seqs)
         tseqs = _pair(seqs, y, D, "y") if targets else None
-        self._fields["targets"] = int(targets)  # a change: a new model, weights kept
-        cfg = self._config()
-        seed = cfg["seed"]
-        perm = np.arange(n_all, dtype=np.int32)
-        n_split = int(validation_split * n_all + 0.5)
-        if validation_split and (n_split < 1 or n_split >= n_all):
-            raise ValueError("validation_split %g of %d sequences leaves an empty "
-                             "training or validation set" % (validation_split, n_all))
-        if n_split:
-            _frae.shuffle(perm, seed ^ _SPLIT_SALT)
-            perm[:n_all - n_split].sort()
-        n_train = n_all - n_split
-        vtseqs = tseqs
+        if validation_split:
+            n_split = int(validation_split * n_all + 0.5)
+            if n_split < 1 or n_split >= n_all:
+                raise ValueError("validation_split %g of %d sequences leaves an empty "
+                                 "training or validation set" % (validation_split, n_all))
+        vseqs = vtseqs = None
         if validation_data is not None:
             vx, vy = validation_data if isinstance(validation_data, tuple) and \
                 len(validation_data) == 2 and targets else (validation_data, None)
@@ -332,145 +328,79 @@ class FRAE:
             if targets and vy is None:
                 raise ValueError("validation_data: with targets, give (x_val, y_val)")
             vtseqs = _pair(vseqs, vy, D, "validation_data y") if targets else None
-            val = list(range(len(vseqs)))
-        else:
-            vseqs, val = seqs, [int(i) for i in perm[n_train:]]
-        # the epochs' order and RNG carry on across fits of the same set
-        train_ids = perm[:n_train]
-        if self._shuffled is not None and np.array_equal(self._shuffled[0], train_ids) \
-                and len(seqs) == self._shuffled[3]:
-            _, order, rng, _ = self._shuffled
-        else:
-            order, rng = perm[:n_train].copy(), seed ^ _SHUFFLE_SALT
-        # frae train's capacity: a batch no larger than a set, a window no
-        # longer than the longest sequence (the same model, the same bits)
-        longest = max(len(s) for s in seqs + (vseqs if vseqs is not seqs else []))
-        B = min(batch_size, max(n_train, len(val)))
-        W = min(self._fields["window"], longest)
-        m = self._train
-        if m is None or m.config()["batch"] != B or m.config()["window"] != W or \
-                m.config()["targets"] != int(targets):
-            old = m
-            m = self._new_model(B, W, True)
-            if old is not None or self._infer is not None:
-                self._copy_weights(old or self._infer, m)
-            if old is not None:
-                old.close()
-            self._train = m
-        self._infer_stale = True
-        if cfg["normalize"] and not self._normalized:
-            mean, std = _frae.band_stats([seqs[i] for i in order], D)
-            m.normalization(np.frombuffer(mean, np.float32), np.frombuffer(std, np.float32),
-                            True)
-            self._normalized = True
-        lam = m.config()["rate_lambda"]
-        prior = m.config()["prior_hidden"] > 0
+        if batch_size is None and resume is None:
+            batch_size = 32
+        given = dict(batch_size=batch_size, validation_split=validation_split,
+                     patience=patience, save_best=save_best, checkpoint=checkpoint,
+                     csv_log=csv_log, crop=crop, resume=resume, replicas=replicas)
+        settings = {k: _option_text(k, v) for k, v in given.items() if v is not None}
+        settings.update(more_epochs=epochs, shuffle=bool(shuffle))
+        cfg = dict(self._cfg, targets=int(targets))
+        if replicas and replicas > 1 and not self._threads_given:
+            cfg["threads"] = max(1, _cpus() // replicas)  # the CPUs shared out
+        run = _frae.Run(cfg, settings)
+        if resume is None and self._run is not None:
+            run.continue_from(self._run)
+        elif resume is None and (self._train or self._infer) is not None:
+            run.start_from(self._train or self._infer, self._normalized)
         bar = (sys.stdout.isatty() or "ipykernel" in sys.modules) if verbose == "auto" \
             else bool(verbose) and verbose != 2
         lines = bool(verbose)
-        win = np.zeros(B * W * D, np.float32)
-        twin = np.zeros(B * W * D, np.float32) if targets else None
-        valid = np.zeros(B, np.int32)
         history = History(loss=[], mae=[])
-        if val:
-            history.update(val_loss=[], val_mae=[])
-        if prior:
-            history["rate"] = []
-            if val:
-                history["val_rate"] = []
-        best, bad_epochs = math.inf, 0
-        csv_file = None
-        if csv_log:
-            fresh = not os.path.exists(csv_log) or os.path.getsize(csv_log) == 0
-            csv_file = open(csv_log, "a", newline="")
-            if fresh:
-                csv_file.write("epoch,loss,mae,val_loss,val_mae,frames_per_s,seconds%s\n"
-                               % (",rate,val_rate" if prior else ""))
+        done = [0]  # epochs of this fit
+
+        def on_epoch(log):
+            done[0] += 1
+            if log["model"] is not None:  # callbacks see the weights trained
+                self._train = log["model"]
+            self._infer_stale = True
+            for k in ("loss", "mae") + (("val_loss", "val_mae") if log["has_val"] else ()):
+                history.setdefault(k, []).append(log[k])
+            if log["prior"]:
+                history.setdefault("rate", []).append(log["rate"])
+                if log["has_val"]:
+                    history.setdefault("val_rate", []).append(log["val_rate"])
+            if lines:
+                line = "epoch %d/%d  loss %.6f  mae %.6f" % (done[0], epochs, log["loss"],
+                                                             log["mae"])
+                if log["prior"]:
+                    line += "  rate %.3f" % log["rate"]
+                if log["has_val"]:
+                    line += "  val_loss %.6f  val_mae %.6f" % (log["val_loss"], log["val_mae"])
+                print(("\r\033[K" if bar else "") + line + "  %.0f frames/s  %.2f s"
+                      % (log["frames_per_s"], log["seconds"]), flush=True)
+            logs = {k: v[-1] for k, v in history.items()}
+            stop = False
+            for cb in callbacks:
+                f = getattr(cb, "on_epoch_end", cb)
+                stop |= f(done[0] - 1, logs) is True
+            if log["early_stop"] and lines:
+                print("early stop: no better %s for %d epochs (best %.6f)"
+                      % ("val_loss" if log["has_val"] else "loss", patience, log["best"]))
+            return stop
+
+        def on_batch(epoch, total, k, n, loss, frames, seconds):
+            _progress(done[0] + 1, epochs, k, n, loss, frames, seconds)
+
         try:
-            for epoch in range(1, epochs + 1):
-                if shuffle:
-                    rng = _frae.shuffle(order, rng)
-                    self._shuffled = (train_ids, order, rng, len(seqs))
-                t0 = time.monotonic()
-                sums = np.zeros(5)
-                n_batches = (len(order) + B - 1) // B
-                for k in range(n_batches):
-                    ids = order[k * B:(k + 1) * B]
-                    s, bad = self._run_batch(m, [seqs[i] for i in ids], win, valid, W, True,
-                                             [tseqs[i] for i in ids] if targets else None,
-                                             twin)
-                    # new weights: a callback's predict may have copied the old
-                    self._infer_stale = True
-                    if bad:
-                        raise FraeError("training diverged at epoch %d, batch %d (loss or "
-                                        "gradient is not finite); try a lower "
-                                        "learning_rate or clip_norm" % (epoch, k + 1))
-                    sums += s
-                    if bar:
-                        _progress(epoch, epochs, k + 1, n_batches, sums, time.monotonic() - t0)
-                secs = time.monotonic() - t0
-                rate = sums[2] / sums[4] if sums[4] else 0.0
-                loss = sums[0] / sums[3] + lam * rate
-                history["loss"].append(loss)
-                history["mae"].append(sums[1] / sums[3])
-                if prior:
-                    history["rate"].append(rate)
-                vloss = vmae = vrate = float("nan")
-                if val:
-                    v = self._evaluate_seqs(m, [vseqs[i] for i in val], B, win, valid, W,
-                                            [vtseqs[i] for i in val] if targets else None,
-                                            twin)
-                    vrate = v[2] / v[4] if v[4] else 0.0
-                    vloss, vmae = v[0] / v[3] + lam * vrate, v[1] / v[3]
-                    history["val_loss"].append(vloss)
-                    history["val_mae"].append(vmae)
-                    if prior:
-                        history["val_rate"].append(vrate)
-                if lines:
-                    line = "epoch %d/%d  loss %.6f  mae %.6f" % (epoch, epochs, loss,
-                                                                 history["mae"][-1])
-                    if prior:
-                        line += "  rate %.3f" % rate
-                    if val:
-                        line += "  val_loss %.6f  val_mae %.6f" % (vloss, vmae)
-                    print(("\r\033[K" if bar else "") + line
-                          + "  %.0f frames/s  %.2f s" % (sums[4] / secs, secs), flush=True)
-                if csv_file:
-                    row = "%d,%.9g,%.9g,%.9g,%.9g,%.1f,%.3f" % (
-                        epoch, loss, history["mae"][-1], vloss, vmae, sums[4] / secs, secs)
-                    csv_file.write(row + (",%.9g,%.9g" % (rate, vrate) if prior else "") + "\n")
-                    csv_file.flush()
-                monitored = vloss if val else loss
-                stop = False
-                if monitored < best:
-                    best, bad_epochs = monitored, 0
-                    if save_best:
-                        m.save(save_best, False, {})
-                elif patience:
-                    bad_epochs += 1
-                    stop = bad_epochs >= patience
-                if checkpoint:
-                    m.save(checkpoint, True, {})
-                logs = {k: v[-1] for k, v in history.items()}
-                for cb in callbacks:
-                    f = getattr(cb, "on_epoch_end", cb)
-                    stop |= f(epoch - 1, logs) is True
-                if stop:
-                    if lines and patience and bad_epochs >= patience:
-                        print("early stop: no better %s for %d epochs (best %.6f)"
-                              % ("val_loss" if val else "loss", patience, best))
-                    break
+            run.train(seqs, tseqs, vseqs, vtseqs, D, on_epoch, on_batch if bar else None)
         except KeyboardInterrupt:
             if bar:
                 print()
-            if checkpoint:
-                m.save(checkpoint, True, {})
             print("frae: interrupted%s" % ("; checkpoint saved to %s" % checkpoint
                                            if checkpoint else ""), file=sys.stderr)
             raise
         finally:
-            if csv_file:
-                csv_file.close()
+            m = run.take_model()
+            if m is not None:  # trained (also when stopped): the run's model
+                self._train, self._run = m, run
+                self._infer_stale = True
+                # the model's shape and settings; the window and threads
+                # asked for, not the run's (capped at its data, shared out)
+                self._cfg = dict(m.config(), window=self._cfg["window"],
+                                 threads=self._cfg["threads"]) if resume is None \
+                    else m.config()
+                self._normalized = bool(self._cfg["normalize"])
         return history
 
     @staticmethod
@@ -690,7 +620,7 @@ class FRAE:
         if not self._lock.acquire(blocking=False):
             return "<frae.FRAE, busy in another thread>"
         try:
-            return "<frae.FRAE closed>" if self._fields is None else "<%s>" % self.summary()
+            return "<frae.FRAE closed>" if self._cfg is None else "<%s>" % self.summary()
         finally:
             self._lock.release()
 
@@ -701,15 +631,14 @@ class FRAE:
         self.close()
 
 
-def _progress(epoch, epochs, done, total, sums, elapsed):
+def _progress(epoch, epochs, done, total, loss, frames, elapsed):
     width = 24
-    filled = width * done // total
+    filled = width * done // total if total else width
     bar = "=" * filled + (">" if filled < width else "") + "." * max(0, width - filled - 1)
-    loss = sums[0] / sums[3] if sums[3] else 0.0
-    eta = elapsed / done * (total - done)
+    eta = elapsed / done * (total - done) if done else 0
     sys.stdout.write("\repoch %d/%d [%s] %d/%d  loss %.6f  %.0f frames/s  ETA %.0fs\033[K"
                      % (epoch, epochs, bar, done, total, loss,
-                        sums[4] / elapsed if elapsed > 0 else 0, eta))
+                        frames / elapsed if elapsed > 0 else 0, eta))
     sys.stdout.flush()
 
 

@@ -5,9 +5,10 @@
  * __init__.py hands over C-contiguous float32 / int32 arrays, which are
  * used in place, and NumPy arrays to write into.  Every call that computes
  * releases the GIL; every libfrae error becomes a frae.FraeError carrying
- * libfrae's one-line message.  Model options are parsed by the command
- * line's own parser (cli_model_option), so a bad value reads the same here
- * as in 'frae train'.
+ * libfrae's one-line message.  Model and training options are libfrae's
+ * option table (frae_train.h), the one 'frae train' parses, so a bad value
+ * reads the same here as there; fit is libfrae's training run (Run below),
+ * the loop 'frae train' runs.
  *
  * Threads: a model is one set of buffers (its batch state, scratch), so
  * every method runs under the object's own lock, from before it first
@@ -24,15 +25,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "frae_audio.h"
 #include "frae_internal.h"
-#include "util.h"
+#include "frae_train.h"
 
 static PyObject *FraeError;
 
 typedef struct {
     PyObject_HEAD
     frae_model *m;         /* NULL once closed; read and written under lock */
+    PyObject *owner;       /* a Run whose model m is (m is then its, not
+                              destroyed here), or NULL */
     pthread_mutex_t lock;  /* held by the one call using m */
     /* the thread holding lock (0: none), to refuse a call from inside a
      * call (a finalizer, a buffer's exporter) that would wait on itself */
@@ -175,48 +178,14 @@ static PyObject *config_to_dict(const frae_config *c)
     return d;
 }
 
-/* make_config(family, options, fields): the command line's model options
- * ([(flag, value), ...]: "--history", "4") on the family's defaults, then
- * the run-time and training fields of a dict; checked.  Returns the config
- * as a dict (what Model() takes back). */
-static int config_from(PyObject *family_gru, PyObject *options, PyObject *fields,
-                       frae_config *c)
+/* A dict of config_to_dict's (any subset of its keys) into c, on the
+ * default config. */
+static int config_from_dict(PyObject *fields, frae_config *c)
 {
-    if (PyObject_IsTrue(family_gru))
-        frae_config_default_gru(c);
-    else
-        frae_config_default(c);
-    unsigned given = 0;
-    char msg[2300] = "";
-    Py_ssize_t n = options == Py_None ? 0 : PySequence_Size(options);
-    if (n < 0)
-        return -1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *pair = PySequence_GetItem(options, i);
-        const char *flag, *value;
-        if (!pair || !PyArg_ParseTuple(pair, "ss", &flag, &value)) {
-            Py_XDECREF(pair);
-            return -1;
-        }
-        cli_fail_capture(msg, sizeof msg);
-        int rc = cli_model_option(c, &given, flag, value);
-        cli_fail_capture(NULL, 0);
-        Py_DECREF(pair);
-        if (rc == 1) {
-            PyErr_Format(PyExc_ValueError, "unknown model option '%s'", flag);
-            return -1;
-        }
-        if (rc) {
-            /* "frae: --latent expects ..." -> "--latent expects ..." */
-            const char *m = strncmp(msg, "frae: ", 6) ? msg : msg + 6;
-            PyErr_SetString(PyExc_ValueError, m);
-            return -1;
-        }
-    }
-    cli_model_defaults(c, given);
+    frae_config_default(c);
     PyObject *key, *val;
     Py_ssize_t pos = 0;
-    while (fields != Py_None && PyDict_Next(fields, &pos, &key, &val)) {
+    while (PyDict_Next(fields, &pos, &key, &val)) {
         const char *k = PyUnicode_AsUTF8(key);
         if (!k)
             return -1;
@@ -225,10 +194,28 @@ static int config_from(PyObject *family_gru, PyObject *options, PyObject *fields
             i++;
         char *p = (char *)c + (i < N_FIELDS ? train_fields[i].off : 0);
         if (!strcmp(k, "seed")) {
-            unsigned long long s = PyLong_AsUnsignedLongLong(val);
+            unsigned long long sd = PyLong_AsUnsignedLongLong(val);
             if (PyErr_Occurred())
                 return -1;
-            c->seed = s;
+            c->seed = sd;
+        } else if (!strcmp(k, "enc") || !strcmp(k, "dec")) {
+            int *n = k[0] == 'e' ? &c->n_enc_hidden : &c->n_dec_hidden;
+            int *w = k[0] == 'e' ? c->enc_hidden : c->dec_hidden;
+            Py_ssize_t len = PySequence_Size(val);
+            if (len < 0 || len > FRAE_MAX_HIDDEN) {
+                PyErr_Format(PyExc_ValueError, "%s: at most %d widths", k,
+                             FRAE_MAX_HIDDEN);
+                return -1;
+            }
+            for (Py_ssize_t j = 0; j < len; j++) {
+                PyObject *item = PySequence_GetItem(val, j);
+                long v = item ? PyLong_AsLong(item) : -1;
+                Py_XDECREF(item);
+                if (PyErr_Occurred())
+                    return -1;
+                w[j] = (int)v;
+            }
+            *n = (int)len;
         } else if (i == N_FIELDS) {
             PyErr_Format(PyExc_ValueError, "unknown config field '%s'", k);
             return -1;
@@ -256,22 +243,75 @@ static int config_from(PyObject *family_gru, PyObject *options, PyObject *fields
     return 0;
 }
 
-/* (family_gru, options, fields) -> *c, as both calls below take them */
-static int config_args(PyObject *args, frae_config *c)
+/* Options by name ({keyword: value as text}) into rc, through libfrae's
+ * option table; errors name the keyword. */
+static int options_into(PyObject *options, frae_run_config *rc)
 {
-    PyObject *gru, *options, *fields;
-    if (!PyArg_ParseTuple(args, "OOO", &gru, &options, &fields))
-        return -1;
-    return config_from(gru, options, fields, c);
+    PyObject *key, *val;
+    Py_ssize_t pos = 0;
+    char err[1100];
+    while (PyDict_Next(options, &pos, &key, &val)) {
+        const char *k = PyUnicode_AsUTF8(key);
+        const char *v = val == Py_None ? NULL : PyUnicode_AsUTF8(val);
+        if (!k || (val != Py_None && !v))
+            return -1;
+        if (frae_option_find(k) < 0) {
+            PyErr_Format(PyExc_TypeError, "unknown option '%s'", k);
+            return -1;
+        }
+        if (frae_option_set(rc, k, v, err, sizeof err)) {
+            PyErr_SetString(PyExc_ValueError, err);
+            return -1;
+        }
+    }
+    return 0;
 }
 
+/* make_config({keyword: text}): the model the options make (the table's
+ * defaults, then the derived ones), checked, as a dict (what create()
+ * takes back). */
 static PyObject *py_make_config(PyObject *self, PyObject *args)
 {
     (void)self;
-    frae_config c;
-    if (config_args(args, &c))
+    PyObject *options;
+    if (!PyArg_ParseTuple(args, "O!", &PyDict_Type, &options))
         return NULL;
-    return config_to_dict(&c);
+    frae_run_config rc;
+    frae_run_config_default(&rc);
+    if (options_into(options, &rc))
+        return NULL;
+    frae_options_finish(&rc);
+    /* normalize on or off: frames given in memory are no audio */
+    rc.model.normalize = rc.normalize && strcmp(rc.normalize, "off") != 0;
+    char err[512];
+    if (frae_config_check(&rc.model, err, sizeof err)) {
+        PyErr_SetString(PyExc_ValueError, err);
+        return NULL;
+    }
+    return config_to_dict(&rc.model);
+}
+
+/* options(): the table's rows, (name, keyword, type, flags), type one of
+ * "int", "float", "choice", "widths", "quantizer", "flag", "text". */
+static PyObject *py_options(PyObject *self, PyObject *unused)
+{
+    (void)self, (void)unused;
+    static const char *const types[] = {"int",    "float",     "choice",
+                                        "widths", "quantizer", "flag",
+                                        "text"};
+    const int n = frae_option_count();
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        const frae_option *o = frae_option_at(i);
+        PyObject *t = Py_BuildValue("(sssI)", o->name, o->python,
+                                    types[o->type], o->flags);
+        if (!t) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, t);
+    }
+    return list;
 }
 
 /* ---- the model ------------------------------------------------------------ */
@@ -284,17 +324,20 @@ static PyObject *wrap(frae_model *m)
         return NULL;
     }
     o->m = m;
+    o->owner = NULL;
     pthread_mutex_init(&o->lock, NULL);
     atomic_init(&o->holder, 0);
     return (PyObject *)o;
 }
 
-/* create(family_gru, options, fields) */
+/* create(config): a new model, config a dict as config() gives. */
 static PyObject *py_create(PyObject *self, PyObject *args)
 {
     (void)self;
+    PyObject *fields;
     frae_config c;
-    if (config_args(args, &c))
+    if (!PyArg_ParseTuple(args, "O!", &PyDict_Type, &fields) ||
+        config_from_dict(fields, &c))
         return NULL;
     char err[512];
     frae_model *m;
@@ -369,7 +412,9 @@ static PyObject *py_meta(PyObject *self, PyObject *args)
 /* no lock: the last reference is gone, so no call is running */
 static void model_dealloc(ModelObject *self)
 {
-    frae_destroy(self->m);
+    if (!self->owner)
+        frae_destroy(self->m);
+    Py_XDECREF(self->owner);
     pthread_mutex_destroy(&self->lock);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -380,7 +425,8 @@ static PyObject *m_close(ModelObject *self, PyObject *unused)
     (void)unused;
     if (model_lock(self))
         return NULL;
-    frae_destroy(self->m);
+    if (!self->owner) /* else its Run's, freed with it */
+        frae_destroy(self->m);
     self->m = NULL;
     model_unlock(self);
     Py_RETURN_NONE;
@@ -426,9 +472,9 @@ static PyObject *m_reset(ModelObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* run(x, nseq, nframes, valid, update, target): frae_train_frames_targets
- * (update) or frae_eval_frames_targets, target None for the inputs;
- * (sse, sae, rate_bits, values, frames, grad_norm). */
+/* run(x, nseq, nframes, valid, update, target): one frae_step continuing
+ * the sequences, training (update) or evaluating, target None for the
+ * inputs; (sse, sae, rate_bits, values, frames, grad_norm). */
 static PyObject *run_locked(frae_model *m, PyObject *args)
 {
     PyObject *xo, *vo, *to = Py_None;
@@ -462,10 +508,9 @@ static PyObject *run_locked(frae_model *m, PyObject *args)
     frae_stats st;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = update ? frae_train_frames_targets(m, xb.buf, target, nseq, nframes,
-                                            valid, &st)
-                : frae_eval_frames_targets(m, xb.buf, target, nseq, nframes,
-                                           valid, &st);
+    const frae_batch batch = {xb.buf, target, valid, nseq, nframes, 1,
+                              update ? FRAE_STEP_TRAIN : FRAE_STEP_EVALUATE};
+    rc = frae_step(m, &batch, &st);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&xb);
     if (vo != Py_None)
@@ -812,76 +857,6 @@ static PyObject *decode_locked(frae_model *m, PyObject *args)
 
 /* ---- module functions ---------------------------------------------------- */
 
-/* shuffle(int32 buffer, state) -> state: frae train's Fisher-Yates on the
- * same RNG, so a fit orders its data as the command does. */
-static PyObject *py_shuffle(PyObject *self, PyObject *args)
-{
-    (void)self;
-    PyObject *o;
-    unsigned long long state;
-    if (!PyArg_ParseTuple(args, "OK", &o, &state))
-        return NULL;
-    Py_buffer b;
-    if (PyObject_GetBuffer(o, &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
-        return NULL;
-    if (b.itemsize != 4) {
-        PyBuffer_Release(&b);
-        return fail("shuffle: needs int32");
-    }
-    uint64_t st = state;
-    int32_t *a = b.buf;
-    for (long i = (long)(b.len / 4) - 1; i > 0; i--) {
-        long j = (long)(frae_rng_next(&st) % (uint64_t)(i + 1));
-        int32_t t = a[i];
-        a[i] = a[j];
-        a[j] = t;
-    }
-    PyBuffer_Release(&b);
-    return PyLong_FromUnsignedLongLong(st);
-}
-
-/* band_stats([arrays [T, D] float32]) -> (mean bytes, std bytes): frae
- * train's per-band statistics, frame after frame in order. */
-static PyObject *py_band_stats(PyObject *self, PyObject *args)
-{
-    (void)self;
-    PyObject *list;
-    int D;
-    if (!PyArg_ParseTuple(args, "Oi", &list, &D))
-        return NULL;
-    Py_ssize_t n = PySequence_Size(list);
-    if (n < 0 || D < 1)
-        return NULL;
-    double *acc = calloc(2 * (size_t)D, sizeof(double));
-    float *ms = malloc(sizeof(float) * 2 * (size_t)D);
-    if (!acc || !ms) {
-        free(acc), free(ms);
-        return PyErr_NoMemory();
-    }
-    frae_band_stats bs;
-    frae_band_stats_begin(&bs, D, acc, acc + D);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *a = PySequence_GetItem(list, i);
-        Py_buffer b;
-        if (!a || PyObject_GetBuffer(a, &b, PyBUF_C_CONTIGUOUS) < 0) {
-            Py_XDECREF(a);
-            free(acc), free(ms);
-            return NULL;
-        }
-        frae_band_stats_add(&bs, b.buf, (long)(b.len / 4 / D), D);
-        PyBuffer_Release(&b);
-        Py_DECREF(a);
-    }
-    PyObject *r = NULL;
-    if (frae_band_stats_finish(&bs, ms, ms + D))
-        fail("normalization: no frames");
-    else
-        r = Py_BuildValue("(y#y#)", (const char *)ms, (Py_ssize_t)(4 * D),
-                          (const char *)(ms + D), (Py_ssize_t)(4 * D));
-    free(acc), free(ms);
-    return r;
-}
-
 /* features(path, sample_rate, n_mels, hop, win, n_fft, fmin, fmax,
  * resample) -> (bytes, frames, n_mels) */
 static PyObject *py_features(PyObject *self, PyObject *args)
@@ -1014,13 +989,375 @@ static PyTypeObject ModelType = {
     .tp_methods = model_methods,
 };
 
+/* ---- training runs: fit is libfrae's run ------------------------------------
+ * Run(config, settings) holds one frae_run: config a dict as config()
+ * gives (the model and its training settings), settings fit's, by the
+ * option table's keywords ({"batch_size": "4", ...}), with more_epochs (the
+ * epochs of this fit) and shuffle.  train() runs it with the GIL released;
+ * its callbacks take the GIL back on the lead replica's thread: Ctrl-C
+ * (PyErr_CheckSignals) stops the run as the command's signal flag does,
+ * saving the checkpoint.  The trained model is a Model owned by the Run
+ * (take_model), so fit's weights need no copy. */
+typedef struct {
+    PyObject_HEAD
+    frae_run *run;
+    PyObject *settings; /* a copy of the settings: the strings rc points to */
+    PyObject *model;    /* the trained model's Model until take_model() */
+    pthread_mutex_t lock;
+    atomic_ulong holder;
+} RunObject;
+
+static PyTypeObject RunType;
+
+/* The Run's lock, as model_lock; 0 or -1 with FraeError set. */
+static int run_lock(RunObject *self)
+{
+    const unsigned long me = PyThread_get_thread_ident();
+    if (pthread_mutex_trylock(&self->lock)) {
+        if (atomic_load_explicit(&self->holder, memory_order_relaxed) == me) {
+            fail("the run was called from inside a call on it");
+            return -1;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&self->lock);
+        Py_END_ALLOW_THREADS
+    }
+    atomic_store_explicit(&self->holder, me, memory_order_relaxed);
+    return 0;
+}
+
+static void run_unlock(RunObject *self)
+{
+    atomic_store_explicit(&self->holder, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&self->lock);
+}
+
+static PyObject *run_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)kw;
+    PyObject *config, *settings;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyDict_Type, &config, &PyDict_Type,
+                          &settings))
+        return NULL;
+    frae_run_config rc;
+    frae_run_config_default(&rc);
+    if (config_from_dict(config, &rc.model))
+        return NULL;
+    /* the run decides normalization from rc.normalize */
+    rc.normalize = rc.model.normalize ? "on" : "off";
+    PyObject *copy = PyDict_Copy(settings);
+    if (!copy)
+        return NULL;
+    PyObject *more = PyDict_GetItemString(copy, "more_epochs");
+    PyObject *shuf = PyDict_GetItemString(copy, "shuffle");
+    if (more) {
+        rc.more_epochs = (int)PyLong_AsLong(more);
+        PyDict_DelItemString(copy, "more_epochs");
+    }
+    if (shuf) {
+        rc.shuffle = PyObject_IsTrue(shuf);
+        PyDict_DelItemString(copy, "shuffle");
+    }
+    if (PyErr_Occurred() || options_into(copy, &rc)) {
+        Py_DECREF(copy);
+        return NULL;
+    }
+    char err[512];
+    frae_run *run = frae_run_create(&rc, err, sizeof err);
+    if (!run) {
+        Py_DECREF(copy);
+        return fail(err);
+    }
+    RunObject *o = (RunObject *)type->tp_alloc(type, 0);
+    if (!o) {
+        frae_run_destroy(run);
+        Py_DECREF(copy);
+        return NULL;
+    }
+    o->run = run;
+    o->settings = copy;
+    o->model = NULL;
+    pthread_mutex_init(&o->lock, NULL);
+    atomic_init(&o->holder, 0);
+    return (PyObject *)o;
+}
+
+/* no lock: the last reference is gone (a Model of this run's holds one) */
+static void run_dealloc(RunObject *self)
+{
+    Py_XDECREF(self->model);
+    frae_run_destroy(self->run);
+    Py_XDECREF(self->settings);
+    pthread_mutex_destroy(&self->lock);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* start_from(model, with_normalization) */
+static PyObject *r_start_from(RunObject *self, PyObject *args)
+{
+    PyObject *mo;
+    int norm;
+    if (!PyArg_ParseTuple(args, "O!p", &ModelType, &mo, &norm))
+        return NULL;
+    frae_model *m = model_enter((ModelObject *)mo);
+    if (!m)
+        return NULL;
+    int rc = frae_run_start_from(self->run, m, norm);
+    model_unlock((ModelObject *)mo);
+    if (rc)
+        return fail(frae_run_error(self->run, NULL));
+    Py_RETURN_NONE;
+}
+
+/* continue_from(run) */
+static PyObject *r_continue_from(RunObject *self, PyObject *args)
+{
+    PyObject *po;
+    if (!PyArg_ParseTuple(args, "O!", &RunType, &po))
+        return NULL;
+    RunObject *prev = (RunObject *)po;
+    if (prev == self || run_lock(prev))
+        return prev == self ? fail("a run continues another") : NULL;
+    int rc = frae_run_continue(self->run, prev->run);
+    run_unlock(prev);
+    if (rc)
+        return fail(frae_run_error(self->run, NULL));
+    Py_RETURN_NONE;
+}
+
+/* The trained model as a Model of this run's (made once). */
+static int own_model(RunObject *self)
+{
+    if (self->model)
+        return 0;
+    frae_model *m = frae_run_model(self->run);
+    if (!m)
+        return 0;
+    ModelObject *o = PyObject_New(ModelObject, &ModelType);
+    if (!o)
+        return -1;
+    o->m = m;
+    o->owner = Py_NewRef((PyObject *)self);
+    pthread_mutex_init(&o->lock, NULL);
+    atomic_init(&o->holder, 0);
+    self->model = (PyObject *)o;
+    return 0;
+}
+
+/* take_model(): the trained Model, or None; the Run keeps no reference
+ * to it after (the Model keeps the Run). */
+static PyObject *r_take_model(RunObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (own_model(self))
+        return NULL;
+    PyObject *m = self->model ? self->model : Py_NewRef(Py_None);
+    self->model = NULL;
+    return m;
+}
+
+typedef struct {
+    RunObject *self;
+    PyObject *on_epoch, *on_batch; /* callables or None */
+    PyObject *type, *value, *tb;   /* an exception raised in a callback */
+} train_ctx;
+
+static void keep_exception(train_ctx *t)
+{
+    if (!t->type)
+        PyErr_Fetch(&t->type, &t->value, &t->tb);
+    else
+        PyErr_Clear();
+}
+
+/* Before every batch: Ctrl-C, and the progress bar (the lead). */
+static int hook_batch(void *ctx, const frae_run_progress *p)
+{
+    train_ctx *t = ctx;
+    if (p->rank != 0)
+        return 0;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = t->type != NULL;
+    if (!stop && PyErr_CheckSignals() < 0) {
+        keep_exception(t);
+        stop = 1;
+    }
+    if (!stop && t->on_batch != Py_None) {
+        PyObject *r = PyObject_CallFunction(t->on_batch, "iilldld", p->epoch,
+                                            p->epochs, p->batch, p->batches,
+                                            p->loss, p->frames, p->seconds);
+        if (!r) {
+            keep_exception(t);
+            stop = 1;
+        }
+        Py_XDECREF(r);
+    }
+    PyGILState_Release(g);
+    return stop;
+}
+
+/* After every epoch (the lead): fit's history, lines and callbacks. */
+static int hook_epoch(void *ctx, const frae_epoch_log *e)
+{
+    train_ctx *t = ctx;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = t->type != NULL;
+    if (!stop && own_model(t->self))
+        keep_exception(t), stop = 1;
+    if (!stop && t->on_epoch != Py_None) {
+        PyObject *log = Py_BuildValue(
+            "{s:i,s:i,s:d,s:d,s:d,s:O,s:d,s:d,s:d,s:O,s:l,s:d,s:d,s:O,s:O,"
+            "s:d,s:i,s:O}",
+            "epoch", e->epoch, "epochs", e->epochs, "loss", e->loss, "mae",
+            e->mae, "rate", e->rate, "has_val", e->has_val ? Py_True : Py_False,
+            "val_loss", e->val_loss, "val_mae", e->val_mae, "val_rate",
+            e->val_rate, "prior", e->prior ? Py_True : Py_False, "frames",
+            e->frames, "seconds", e->seconds, "frames_per_s", e->frames_per_s,
+            "improved", e->improved ? Py_True : Py_False, "early_stop",
+            e->early_stop ? Py_True : Py_False, "best", e->best, "best_epoch",
+            e->best_epoch, "model",
+            t->self->model ? t->self->model : Py_None);
+        PyObject *r = log ? PyObject_CallOneArg(t->on_epoch, log) : NULL;
+        if (!r)
+            keep_exception(t), stop = 1;
+        else
+            stop = PyObject_IsTrue(r) == 1;
+        Py_XDECREF(r);
+        Py_XDECREF(log);
+    }
+    PyGILState_Release(g);
+    return stop;
+}
+
+/* Sequences (a list of [T, D] float32 arrays, used in place) into a new
+ * dataset of frames of dim values; bufs receives their views.  NULL with
+ * an exception set. */
+static frae_dataset *dataset_of(PyObject *list, int dim, const char *name,
+                                Py_buffer *bufs, Py_ssize_t *n_bufs)
+{
+    Py_ssize_t n = PySequence_Size(list);
+    frae_dataset *ds = n < 0 ? NULL : frae_dataset_create(dim);
+    if (!ds)
+        return n < 0 ? NULL : (frae_dataset *)PyErr_NoMemory();
+    char err[512];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = PySequence_GetItem(list, i);
+        Py_buffer *b = &bufs[(*n_bufs)];
+        if (!a || PyObject_GetBuffer(a, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            Py_XDECREF(a);
+            frae_dataset_destroy(ds);
+            return NULL;
+        }
+        Py_DECREF(a);
+        (*n_bufs)++;
+        const char *f = b->format ? b->format : "B";
+        if (*f == '<' || *f == '=' || *f == '@')
+            f++;
+        if (strcmp(f, "f") || b->ndim != 2 || b->shape[1] != dim ||
+            b->shape[0] < 1) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s[%zd]: needs [T, %d] float32 frames", name, i, dim);
+            frae_dataset_destroy(ds);
+            return NULL;
+        }
+        if (frae_dataset_add_array(ds, name, b->buf, 1, (long)b->shape[0], dim,
+                                   err, sizeof err)) {
+            frae_dataset_destroy(ds);
+            return (frae_dataset *)fail(err);
+        }
+    }
+    return ds;
+}
+
+/* train(x, y, val_x, val_y, dim, on_epoch, on_batch): lists of sequences
+ * (y, val_x, val_y may be None); on_epoch(log) -> stop, on_batch(epoch,
+ * epochs, done, batches, loss, frames, seconds), either None.  Returns
+ * the run's result as a dict; raises a callback's exception (Ctrl-C:
+ * KeyboardInterrupt, after the checkpoint is saved) or FraeError. */
+static PyObject *r_train(RunObject *self, PyObject *args)
+{
+    PyObject *lists[4], *on_epoch, *on_batch;
+    int dim;
+    if (!PyArg_ParseTuple(args, "OOOOiOO", &lists[0], &lists[1], &lists[2],
+                          &lists[3], &dim, &on_epoch, &on_batch))
+        return NULL;
+    if (run_lock(self))
+        return NULL;
+    static const char *const names[4] = {"x", "y", "validation_data",
+                                         "validation_data y"};
+    Py_ssize_t total = 0, n_bufs = 0;
+    for (int k = 0; k < 4; k++)
+        total += lists[k] == Py_None ? 0 : PySequence_Size(lists[k]);
+    Py_buffer *bufs = PyMem_Calloc((size_t)total + 1, sizeof *bufs);
+    frae_dataset *ds[4] = {NULL, NULL, NULL, NULL};
+    int bad = !bufs || PyErr_Occurred();
+    for (int k = 0; k < 4 && !bad; k++)
+        if (lists[k] != Py_None &&
+            !(ds[k] = dataset_of(lists[k], dim, names[k], bufs, &n_bufs)))
+            bad = 1;
+    PyObject *result = NULL;
+    if (!bad) {
+        train_ctx t = {self, on_epoch, on_batch, NULL, NULL, NULL};
+        const frae_run_hooks hooks = {&t, NULL, hook_batch, hook_epoch, NULL,
+                                      NULL};
+        int status;
+        Py_BEGIN_ALLOW_THREADS
+        status = frae_run_train(self->run, ds[0], ds[1], ds[2], ds[3], &hooks);
+        Py_END_ALLOW_THREADS
+        if (own_model(self))
+            keep_exception(&t);
+        frae_run_result res;
+        frae_run_get_result(self->run, &res);
+        if (t.type) {
+            PyErr_Restore(t.type, t.value, t.tb);
+        } else if (status) {
+            const char *why = frae_run_error(self->run, NULL);
+            fail(why ? why : "training failed");
+        } else {
+            result = Py_BuildValue("{s:i,s:i,s:O,s:d,s:i}", "epoch", res.epoch,
+                                   "epochs", res.epochs, "early_stopped",
+                                   res.early_stopped ? Py_True : Py_False,
+                                   "best", res.best, "best_epoch",
+                                   res.best_epoch);
+        }
+    } else if (!PyErr_Occurred()) {
+        PyErr_NoMemory();
+    }
+    for (int k = 0; k < 4; k++)
+        frae_dataset_destroy(ds[k]);
+    for (Py_ssize_t i = 0; i < n_bufs; i++)
+        PyBuffer_Release(&bufs[i]);
+    PyMem_Free(bufs);
+    run_unlock(self);
+    return result;
+}
+
+static PyMethodDef run_methods[] = {
+    {"start_from", (PyCFunction)r_start_from, METH_VARARGS,
+     "start from a model's weights"},
+    {"continue_from", (PyCFunction)r_continue_from, METH_VARARGS,
+     "continue another run"},
+    {"train", (PyCFunction)r_train, METH_VARARGS, "set up and train"},
+    {"take_model", (PyCFunction)r_take_model, METH_NOARGS,
+     "the trained model"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject RunType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "frae._frae.Run",
+    .tp_basicsize = sizeof(RunObject),
+    .tp_dealloc = (destructor)run_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "a libfrae training run",
+    .tp_methods = run_methods,
+    .tp_new = run_new,
+};
+
 static PyMethodDef module_methods[] = {
     {"make_config", py_make_config, METH_VARARGS, "a checked config"},
     {"create", py_create, METH_VARARGS, "a new model"},
     {"load", py_load, METH_VARARGS, "a model from a checkpoint"},
     {"meta", py_meta, METH_VARARGS, "a checkpoint's metadata value"},
-    {"shuffle", py_shuffle, METH_VARARGS, "frae train's shuffle"},
-    {"band_stats", py_band_stats, METH_VARARGS, "per-band mean and std"},
+    {"options", py_options, METH_NOARGS, "the option table's rows"},
     {"features", py_features, METH_VARARGS, "log-mel features of audio"},
     {"dtx_mask", py_dtx_mask, METH_VARARGS, "frae encode --dtx's silent frames"},
     {NULL, NULL, 0, NULL}};
@@ -1032,13 +1369,14 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__frae(void)
 {
-    if (PyType_Ready(&ModelType) < 0)
+    if (PyType_Ready(&ModelType) < 0 || PyType_Ready(&RunType) < 0)
         return NULL;
     PyObject *mod = PyModule_Create(&module);
     if (!mod)
         return NULL;
     FraeError = PyErr_NewException("frae.FraeError", PyExc_RuntimeError, NULL);
     if (!FraeError || PyModule_AddObjectRef(mod, "FraeError", FraeError) < 0 ||
+        PyModule_AddObjectRef(mod, "Run", (PyObject *)&RunType) < 0 ||
         PyModule_AddStringConstant(mod, "version", FRAE_VERSION_STRING) < 0) {
         Py_DECREF(mod);
         return NULL;

@@ -8,6 +8,7 @@
 #include "formats.h"
 #include "frae.h"
 #include "frae_audio.h"
+#include "frae_train.h"
 
 /* Exit codes, documented in 'frae --help' and the README. */
 #define EXIT_OK 0
@@ -35,61 +36,41 @@ int cli_fail(int code, const char *fmt, ...)
  * instead of printing it; NULL prints again. */
 void cli_fail_capture(char *buf, size_t len);
 
-/* ---- data-parallel training (dist.c; MPI: dist_mpi.c) ------------------ */
-/* This process's (or thread's) place among the replicas of one training
- * run, and the sums across them, in rank order (the same bits whatever
- * moves them).  size 1: training alone, no reducer. */
-typedef struct cli_thread_group cli_thread_group;
+/* ---- data-parallel training over MPI (dist_mpi.c, frae-mpi only) -------- */
+/* This process's place among the ranks of one training run, and the
+ * transport the library's run sums through (frae_train.h: rank-order sums,
+ * the same bits as replicas in threads).  size 1: training alone (or in
+ * the library's own replica threads). */
 typedef struct cli_dist {
     int rank, size;
-    const char *kind;        /* "replicas", "MPI ranks"; NULL alone */
-    frae_reducer reducer;    /* for the library; ctx is this struct */
-    cli_thread_group *group; /* replicas: the threads' shared buffers */
-    void *mpi;               /* MPI ranks: the transport's buffers */
-    double timeout;          /* MPI: seconds a sum waits for the others */
+    const char *kind;        /* "MPI ranks"; NULL alone */
+    frae_transport transport; /* for the run; ctx is this struct */
+    void *mpi;               /* the transport's buffers */
+    double timeout;          /* seconds a sum waits for the others */
     /* set by a signal (Ctrl-C, or the launcher stopping the job): a sum
      * still waiting a second later will not be answered */
     const volatile sig_atomic_t *signalled;
-    /* sizes the buffers for sums of up to n32 floats and n64 doubles
-     * (every replica, once, before training) */
-    int (*prepare)(struct cli_dist *d, size_t n32, size_t n64);
-    /* measured: the gradients' sums */
-    double reduced_bytes, reduce_seconds;
-    long reduce_calls;
-    /* tests: FRAE_FAULT=kind@rank:n makes replica `rank` fail at its n-th
-     * data read (read), or at its n-th batch exit (exit), be killed
-     * (kill) or hang (hang) */
-    char fault_kind[8];
-    int fault_rank;
-    long fault_at, fault_reads, fault_batches;
 } cli_dist;
 void cli_dist_solo(cli_dist *d);
-/* Threads of one process, sums of at most cap32 floats, cap64 doubles. */
-cli_thread_group *cli_thread_group_new(int size, size_t cap32, size_t cap64);
-void cli_thread_group_free(cli_thread_group *g);
-void cli_dist_threads(cli_dist *d, cli_thread_group *g, int rank);
-/* The order of every sum, in both transports: dst[i] = ((src[0][i] +
- * src[1][i]) + ...) + src[n_src-1][i], for i in lo..hi-1. */
-void cli_rank_order_f32(const float *const *src, int n_src, size_t lo,
-                        size_t hi, float *dst);
-void cli_rank_order_f64(const double *const *src, int n_src, size_t lo,
-                        size_t hi, double *dst);
-/* Sums n doubles across the replicas in place (alone: nothing). */
+/* Sums n doubles across the ranks in place (alone: nothing). */
 int cli_dist_sum(cli_dist *d, double *x, size_t n);
-/* Whether any replica's flag is set (agreement on errors and stops). */
-int cli_dist_any(cli_dist *d, int flag);
-/* This replica's share of n items: the count, and *lo its first. */
-int cli_dist_slice(const cli_dist *d, long n, long *lo);
-/* Reads FRAE_FAULT (tests); then whether a fault of kind fires now. */
-void cli_fault_setup(cli_dist *d);
-int cli_fault(cli_dist *d, const char *kind);
-/* At every batch: the exit, kill and hang faults. */
-void cli_fault_point(cli_dist *d);
 #ifdef FRAE_MPI
 /* MPI ranks (dist_mpi.c): after MPI_Init; sums of at most cap32 floats. */
 int cli_dist_mpi(cli_dist *d, size_t cap32, double timeout);
 void cli_dist_mpi_free(cli_dist *d);
 #endif
+
+/* Tests: FRAE_FAULT=kind@rank:n makes replica `rank` fail at its n-th data
+ * read (read), or at its n-th batch exit (exit), be killed (kill) or hang
+ * (hang); frae train counts and calls cli_fault_fire. */
+typedef struct {
+    char kind[8]; /* "" none */
+    int rank;
+    long at;
+} cli_fault;
+void cli_fault_setup(cli_fault *f);
+/* exit, kill or hang, as f says (read faults fail the read instead) */
+void cli_fault_fire(const cli_fault *f);
 
 /* ---- options ------------------------------------------------------------ */
 typedef struct {
@@ -111,50 +92,6 @@ int cli_double(const char *opt, const char *s, double lo, double hi,
                double *out);
 int cli_choice(const char *opt, const char *s, const char *const *names,
                int count, int *out);
-
-/* Model-shape and training options shared by train and import.  Returns
- * 0 if handled, 1 if not a model option, or an exit code. */
-enum {
-    CLI_GIVEN_HISTORY = 1,
-    CLI_GIVEN_ENC = 2,
-    CLI_GIVEN_DEC = 4,
-    CLI_GIVEN_FAMILY = 8,
-    CLI_GIVEN_PRIOR = 16,
-    CLI_GIVEN_PRIOR_AR = 32,
-    CLI_GIVEN_PITCH_CODER = 64
-};
-/* *given collects the CLI_GIVEN_* options seen. */
-int cli_model_option(frae_config *cfg, unsigned *given, const char *name,
-                     const char *value);
-/* After parsing: the GRU family's defaults for what was not given. */
-void cli_model_defaults(frae_config *cfg, unsigned given);
-extern const cli_opt cli_model_opts[];
-#define CLI_MODEL_HELP                                                         \
-    "  --family F           dense (fed-back frames) or gru (the paper's\n"    \
-    "                       FRAE: GRU cells, h_dec fed back) (dense)\n"       \
-    "  --frame-dim D        frame dimension (80)\n"                           \
-    "  --history K          decoded frames fed back, 0 = plain AE\n"          \
-    "                       (dense 4, gru 0)\n"                               \
-    "  --enc W1,W2,...      encoder hidden widths, or none; for gru the\n"    \
-    "                       first is the GRU (dense 512,256; gru 240)\n"      \
-    "  --latent L           latent units (16)\n"                              \
-    "  --dec W1,W2,...      decoder hidden widths, or none; for gru the\n"    \
-    "                       first is the GRU (dense 256,512; gru 240)\n"      \
-    "  --activation A       relu or tanh, hidden layers (relu)\n"             \
-    "  --quantizer Q        none, binary or uniform:N (none)\n"               \
-    "  --prior P            a learned prior over the codes, P tanh units\n"    \
-    "                       on the decoder's state: the codec then\n"         \
-    "                       entropy-codes them (variable rate); 0 = off\n"    \
-    "                       (0; 16 when --rate-lambda is given)\n"            \
-    "  --prior-ar on|off    with a prior: each code's probability also\n"    \
-    "                       sees the frame's earlier codes (on)\n"           \
-    "  --pitch-coder C      with pitch and a prior, how its codes are\n"     \
-    "                       range-coded: envelope (the default: as\n"      \
-    "                       ranged, the voicing also in the context of\n" \
-    "                       the decoded envelope), ranged (two frames'\n" \
-    "                       context, counts fitted on speech) or 4bit\n"  \
-    "                       (as before them)\n"                          \
-    "  --seed S             initialisation and shuffling seed (1)\n"
 
 /* ---- audio features -------------------------------------------------------- */
 typedef struct {
@@ -218,41 +155,6 @@ int cli_io_positional(cli_io *io, const char *arg);
 /* IN as frames: a .npy file, or audio through the model's features.
  * Returns 0 or an exit code after printing the error. */
 int cli_open_frames(const cli_io *io, frae_npy *in);
-
-/* ---- datasets ------------------------------------------------------------- */
-typedef struct {
-    int file;    /* index into files, or -1 for built-in data */
-    long index;  /* sequence within the file */
-    long frames;
-} cli_seq;
-
-typedef struct {
-    frae_npy *files;
-    char **names;
-    int n_files;
-    float *builtin; /* built-in synthetic data, [n][frames][dim] */
-    cli_seq *seqs;
-    long n_seqs;
-    int dim;
-    long total_frames;
-    int has_audio; /* some files were audio, turned into features */
-} cli_dataset;
-
-/* Loads .npy files and directories of them (sorted), checking every file
- * has frame dimension dim (0: the first file's) and every value is finite:
- * with replicas (share non-NULL), those of this replica's share of the
- * sequences only (the replicas agree on the result).  Returns 0 or
- * EXIT_USAGE after printing the error. */
-int cli_dataset_load(cli_dataset *ds, char **paths, int n_paths, int dim,
-                     const cli_audio *audio, const cli_dist *share);
-int cli_dataset_builtin(cli_dataset *ds, int n_seqs, int frames, int dim,
-                        uint64_t seed);
-void cli_dataset_free(cli_dataset *ds);
-/* Frames t0..t0+nt-1 of sequence s (all inside it) as float32.  Returns
- * 0, or EXIT_FAILED after printing the error (an audio file's features
- * could not be read back). */
-int cli_dataset_read(const cli_dataset *ds, long s, long t0, long nt,
-                     float *dst);
 
 /* ---- commands --------------------------------------------------------------- */
 int cmd_train(int argc, char **argv);

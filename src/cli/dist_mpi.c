@@ -3,8 +3,9 @@
  * The gradients' sum is an allreduce made of two standard collectives, so
  * that the order of the additions is frae's, not the MPI library's: an
  * all-to-all (v) hands rank j the j-th slice of every rank's buffer; rank j
- * adds those slices in rank order, rank 0's first (dist.c's order, so a
- * run with N MPI ranks gives the bits of --replicas N); an allgather (v)
+ * adds those slices in rank order, rank 0's first (the library's
+ * frae_sum_rank_order_*, so a run with N MPI ranks gives the bits of
+ * --replicas N, libfrae's threads); an allgather (v)
  * then hands every rank every summed slice, in place.  Each rank sends
  * and receives 2 (N-1)/N of the buffer, what a ring allreduce moves.
  *
@@ -91,7 +92,6 @@ static int mpi_sum_f32(void *ctx, float *x, size_t n)
     mpi_buffers *b = d->mpi;
     if (n > b->cap)
         return -1;
-    const double t0 = seconds_now();
     const int N = d->size;
     for (int r = 0; r < N; r++) {
         size_t lo = n * (size_t)r / (size_t)N;
@@ -109,14 +109,11 @@ static int mpi_sum_f32(void *ctx, float *x, size_t n)
     MPI_Ialltoallv(x, b->counts, b->displs, MPI_FLOAT, b->recv, b->rcounts,
                    b->rdispls, MPI_FLOAT, MPI_COMM_WORLD, &req);
     wait_bounded(d, &req, "gradients");
-    cli_rank_order_f32((const float *const *)b->src32, N, 0, (size_t)mine,
-                       x + b->displs[d->rank]);
+    frae_sum_rank_order_f32((const float *const *)b->src32, N, 0,
+                            (size_t)mine, x + b->displs[d->rank]);
     MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, b->counts, b->displs,
                     MPI_FLOAT, MPI_COMM_WORLD, &req);
     wait_bounded(d, &req, "gradients");
-    d->reduced_bytes += sizeof(float) * n;
-    d->reduce_seconds += seconds_now() - t0;
-    d->reduce_calls++;
     return 0;
 }
 
@@ -132,12 +129,14 @@ static int mpi_sum_f64(void *ctx, double *x, size_t n)
     wait_bounded(d, &req, "counts and flags");
     for (int r = 0; r < d->size; r++)
         b->src64[r] = b->gather + (size_t)r * n;
-    cli_rank_order_f64((const double *const *)b->src64, d->size, 0, n, x);
+    frae_sum_rank_order_f64((const double *const *)b->src64, d->size, 0, n,
+                            x);
     return 0;
 }
 
-static int mpi_prepare(cli_dist *d, size_t n, size_t n64)
+static int mpi_prepare(void *ctx, size_t n, size_t n64)
 {
+    cli_dist *d = ctx;
     mpi_buffers *b = d->mpi;
     const size_t s = (n + (size_t)d->size - 1) / (size_t)d->size;
     if (n64 > b->cap64) {
@@ -178,9 +177,9 @@ int cli_dist_mpi(cli_dist *d, size_t cap32, double timeout)
     b->rcounts = ints ? ints + 2 * d->size : NULL;
     b->rdispls = ints ? ints + 3 * d->size : NULL;
     d->mpi = b;
-    d->reducer = (frae_reducer){mpi_sum_f32, mpi_sum_f64, d};
-    d->prepare = mpi_prepare;
-    cli_fault_setup(d);
+    d->transport = (frae_transport){d->rank,    d->size,     d->kind,
+                                    mpi_sum_f32, mpi_sum_f64, mpi_prepare,
+                                    d};
     if (!b->gather || !b->src32 || !b->src64 || !ints ||
         mpi_prepare(d, cap32, 0))
         return -1;

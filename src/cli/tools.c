@@ -333,8 +333,7 @@ int cmd_info(int argc, char **argv)
 /* ---- import ---------------------------------------------------------------- */
 
 typedef struct {
-    frae_config cfg;
-    unsigned given; /* CLI_GIVEN_* */
+    frae_run_config rc; /* its model: the hints (the library's options) */
     const char *input, *output;
     const char *normalize; /* a .npy of [2, D]: the weights expect z-scores */
 } import_opts;
@@ -375,8 +374,11 @@ static int import_opt(void *ctx, const char *name, const char *v)
     if (!strcmp(name, "--output"))
         return o->output = cli_output_path(v), 0;
     if (!strcmp(name, "--normalize"))
-        return o->normalize = v, o->cfg.normalize = 1, 0;
-    return cli_model_option(&o->cfg, &o->given, name, v);
+        return o->normalize = v, o->rc.model.normalize = 1, 0;
+    char err[1100];
+    if (frae_option_set(&o->rc, name, v, err, sizeof err))
+        return cli_fail(EXIT_USAGE, "%s", err);
+    return 0;
 }
 
 static int import_pos(void *ctx, const char *arg)
@@ -392,8 +394,9 @@ int cmd_import(int argc, char **argv)
 {
     cli_cmd = "frae import";
     import_opts o = {0};
-    frae_config_default(&o.cfg);
-    o.cfg.training = 0;
+    frae_run_config_default(&o.rc);
+    o.rc.model.batch = 1;
+    o.rc.model.training = 0;
     int rc = cli_parse(argc, argv, import_list, import_opt, import_pos,
                        import_help, &o);
     if (rc)
@@ -402,16 +405,18 @@ int cmd_import(int argc, char **argv)
         return cli_fail(EXIT_USAGE,
                         "needs WEIGHTS and -o MODEL (see 'frae import --help')");
     char err[512];
-    frae_model *m = frae_import(o.input, &o.cfg, err, sizeof err);
+    const frae_config *hints = &o.rc.model;
+    frae_model *m = frae_import(o.input, hints, err, sizeof err);
     if (!m)
         return cli_fail(EXIT_USAGE, "%s", err);
     const frae_config *c = frae_get_config(m);
-    if ((o.given & CLI_GIVEN_FAMILY) && c->family != o.cfg.family) {
+    if (frae_option_given(&o.rc, frae_option_find("family")) &&
+        c->family != hints->family) {
         const frae_family held = c->family; /* c is m's: read it first */
         frae_destroy(m);
         return cli_fail(EXIT_USAGE, "%s holds a %s model, not %s", o.input,
                         frae_family_names[held],
-                        frae_family_names[o.cfg.family]);
+                        frae_family_names[hints->family]);
     }
     if (o.normalize) {
         float *stats = malloc(sizeof(float) * 2 * (size_t)c->frame_dim);
