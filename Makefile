@@ -17,7 +17,8 @@ SAN     ?=
 WERROR  ?=  # .ci/run builds with -Werror
 # the version lives in frae.h alone
 VERSION := $(shell sed -n 's/^\#define FRAE_VERSION_STRING "\(.*\)"$$/\1/p' include/frae.h)
-CFLAGS_ALL = -std=c11 $(OPT) -g -Wall -Wextra -Wshadow $(WERROR) \
+CFLAGS_ALL = -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -Wmissing-prototypes \
+             -Wstrict-prototypes -Wvla -Wformat=2 $(WERROR) \
              -fno-fast-math -ffp-contract=off -fno-math-errno -fPIC \
              -fvisibility=hidden -MMD -MP -D_POSIX_C_SOURCE=200809L \
              -Iinclude -Isrc $(OPENMP) $(SAN) $(CFLAGS)

@@ -1367,6 +1367,7 @@ static struct PyModuleDef module = {
     .m_doc = "libfrae, for the frae module", .m_size = -1,
     .m_methods = module_methods};
 
+PyMODINIT_FUNC PyInit__frae(void); /* the interpreter's entry point */
 PyMODINIT_FUNC PyInit__frae(void)
 {
     if (PyType_Ready(&ModelType) < 0 || PyType_Ready(&RunType) < 0)
