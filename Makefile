@@ -27,20 +27,21 @@ AUDIO_LDLIBS = -lsndfile -lfftw3f -lsamplerate -lm -pthread
 LDLIBS_ALL = $(AUDIO_LDLIBS) $(CORE_LDLIBS) $(SAN) $(LDFLAGS)
 
 CORE_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
-            src/gemm.c src/names.c src/errors.c src/layers.c src/model.c \
+            src/gemm.c src/names.c src/errors.c src/layers.c src/config.c \
+            src/model.c \
             src/state.c src/forward.c src/train.c src/optimizer.c src/rng.c \
             src/synth.c src/npy.c src/npz.c src/atomic_file.c \
             src/safetensors.c src/checkpoint.c src/codec.c src/gru.c \
             src/entropy.c src/prior.c src/stream_coder.c src/dataset.c \
             src/options.c src/replicas.c src/run.c
-AUDIO_SRCS = src/audio.c src/pitch.c src/vocoder.c src/dtx_gate.c \
-             src/errors.c src/atomic_file.c
+AUDIO_SRCS = src/audio.c src/features.c src/pitch.c src/vocoder.c \
+             src/dtx_gate.c src/errors.c src/atomic_file.c
 # gru.c is built once more per SIMD ISA (see its header)
 CORE_OBJS  = $(CORE_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/src/gru_avx2.o \
              $(BUILD)/src/gru_avx512.o
 AUDIO_OBJS = $(AUDIO_SRCS:%.c=$(BUILD)/%.o)
 ALL_OBJS   = $(CORE_OBJS) $(BUILD)/src/audio.o $(BUILD)/src/pitch.o \
-             $(BUILD)/src/vocoder.o $(BUILD)/src/dtx_gate.o # errors, atomic files: once
+             $(BUILD)/src/vocoder.o $(BUILD)/src/dtx_gate.o $(BUILD)/src/features.o # errors, atomic files: once
 
 LIB       = $(BUILD)/libfrae.a
 SOLIB     = $(BUILD)/libfrae.so

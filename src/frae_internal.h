@@ -181,7 +181,7 @@ void frae_forward_decode(const frae_model *m, frae_state *st, long t);
 /* state.c: every pending sum of first layer `which` back to its bias */
 void frae_state_fill_sums(const frae_model *m, frae_state *s, int which);
 
-/* model.c */
+/* config.c */
 /* Whether layer l keeps a transposed copy of its kernel: only training
  * reads one, and the first layer's only for full feedback. */
 int frae_needs_transposed(const frae_config *c, int l);
@@ -191,6 +191,11 @@ int frae_needs_transposed(const frae_config *c, int l);
 int frae_layer_shape(const frae_config *c, int l, int *in, int *out);
 /* Matrices of a checked config: layers + 2 for the GRU family. */
 int frae_mat_count(const frae_config *c);
+/* frae_layer_shape, and also the activation (ACT_*) applied to the
+ * product and the width of the activation the next layer reads (out, or H
+ * for a GRU). */
+int frae_layer_spec(const frae_config *c, int l, int *in, int *out,
+                    int *act, int *units);
 
 /* The model's tensors in exchange order (the PyTorch state_dict's, which
  * is also Keras get_weights()'s): per layer its weight and bias, and per

@@ -19,6 +19,8 @@
 #include "formats.h"
 
 static int npy_fail(char *err, size_t errlen, const char *name,
+                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int npy_fail(char *err, size_t errlen, const char *name,
                     const char *fmt, ...)
 {
     char msg[512];

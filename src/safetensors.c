@@ -98,6 +98,8 @@ typedef struct {
 } json;
 
 static int jfail(json *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int jfail(json *j, const char *fmt, ...)
 {
     if (!j->failed) {
         char msg[512];

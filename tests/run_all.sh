@@ -29,6 +29,8 @@ run() {
 }
 echo "== unit tests ($BUILD)"
 run "$BUILD/frae_tests"
+echo "== the call graph: no cycle among source files ($BUILD)"
+run /usr/bin/python3 tests/call_graph_test.py "$BUILD"
 echo "== CLI tests ($BUILD)"
 run sh tests/cli_test.sh "$BUILD/frae"
 echo "== workflow tests: files, checkpoints, resume, imports ($BUILD)"
