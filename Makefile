@@ -86,9 +86,12 @@ all: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE) $(TESTS) $(BENCH) \
      $(if $(filter yes,$(PYMOD)),$(PY_FILES))
 python: $(PY_FILES)
 
-$(PY_DIR)/_frae$(PY_EXT): python/frae/_frae.c $(INTERNAL)
+# the extension is a caller like any other: the public headers alone
+# (include/, not src/) and the two public libraries
+$(PY_DIR)/_frae$(PY_EXT): python/frae/_frae.c $(LIB) $(AUDIO_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -I$(PY_INC) -shared $< $(INTERNAL) $(LDLIBS_ALL) -o $@
+	$(CC) $(filter-out -Isrc,$(CFLAGS_ALL)) -I$(PY_INC) -shared $< $(LIB) \
+	  $(AUDIO_LIB) $(LDLIBS_ALL) -o $@
 $(PY_DIR)/__init__.py: python/frae/__init__.py
 	@mkdir -p $(dir $@)
 	cp $< $@

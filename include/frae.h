@@ -297,6 +297,21 @@ FRAE_API
 void frae_get_params(const frae_model *m, float *dst);
 FRAE_API
 void frae_set_params(frae_model *m, const float *src);
+/* The tensors of that vector, in its order (the PyTorch state_dict's
+ * too): how many, and tensor k's state_dict name, its shape as Keras
+ * stores it (rows x cols, [in][out] for a kernel; cols 0 for a bias,
+ * rows its length) and whether it is a GRU's (its 3H columns in Keras
+ * order z, r, h; PyTorch's is r, z, n).  info returns -1 for k out of
+ * range. */
+typedef struct {
+    char name[32];
+    int rows, cols;
+    int gru;
+} frae_tensor_info;
+FRAE_API
+int frae_tensor_count(const frae_model *m);
+FRAE_API
+int frae_tensor_info_get(const frae_model *m, int k, frae_tensor_info *t);
 /* Gradients of the last training step (frae_step), same layout.
  * Zero-filled for an inference-only model. */
 FRAE_API

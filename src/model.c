@@ -553,6 +553,25 @@ void frae_weight_set(frae_model *m, int l, int i, int o, float v)
         m->params[ly->w_off + packed_index(ly->in, ly->out, i, o)] = v;
 }
 
+int frae_tensor_count(const frae_model *m)
+{
+    frae_tensor_entry e[FRAE_MAX_TENSORS];
+    return frae_tensor_entries(&m->cfg, e);
+}
+
+int frae_tensor_info_get(const frae_model *m, int k, frae_tensor_info *t)
+{
+    frae_tensor_entry e[FRAE_MAX_TENSORS];
+    if (k < 0 || k >= frae_tensor_entries(&m->cfg, e))
+        return -1;
+    const frae_layer *ly = &m->layer[e[k].mat];
+    memcpy(t->name, e[k].name, sizeof t->name);
+    t->rows = e[k].bias ? ly->out : ly->in;
+    t->cols = e[k].bias ? 0 : ly->out;
+    t->gru = e[k].gru;
+    return 0;
+}
+
 void frae_get_params(const frae_model *m, float *dst)
 {
     frae_export_params(m, NULL, dst, 0);

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "frae_audio.h"
-#include "frae_internal.h"
+#include "frae.h"
 #include "frae_train.h"
 
 static PyObject *FraeError;
@@ -585,14 +585,12 @@ static PyObject *params_locked(frae_model *m, PyObject *args)
 static PyObject *tensors_locked(frae_model *m, PyObject *unused)
 {
     (void)unused;
-    frae_tensor_entry e[FRAE_MAX_TENSORS];
-    const int n = frae_tensor_entries(frae_get_config(m), e);
+    const int n = frae_tensor_count(m);
     PyObject *list = PyList_New(n);
     for (int k = 0; list && k < n; k++) {
-        const frae_layer *ly = &m->layer[e[k].mat];
-        PyObject *t = e[k].bias ? Py_BuildValue("(siii)", e[k].name, ly->out, 0, e[k].gru)
-                                : Py_BuildValue("(siii)", e[k].name, ly->in,
-                                                ly->out, e[k].gru);
+        frae_tensor_info ti;
+        frae_tensor_info_get(m, k, &ti);
+        PyObject *t = Py_BuildValue("(siii)", ti.name, ti.rows, ti.cols, ti.gru);
         if (!t) {
             Py_DECREF(list);
             return NULL;
@@ -603,7 +601,7 @@ static PyObject *tensors_locked(frae_model *m, PyObject *unused)
 }
 
 /* exchange(buf, set): every tensor in exchange order, Keras layout, one
- * flat float32 array (frae_export_params); set writes it back. */
+ * flat float32 array (frae_get_params); set writes it back. */
 static PyObject *exchange_locked(frae_model *m, PyObject *args)
 {
     PyObject *o;
@@ -615,7 +613,7 @@ static PyObject *exchange_locked(frae_model *m, PyObject *args)
     if (get_buffer(o, &b, !set, "f", (Py_ssize_t)n, "weights"))
         return NULL;
     if (!set) {
-        frae_export_params(m, NULL, b.buf, 0);
+        frae_get_params(m, b.buf);
         PyBuffer_Release(&b);
         Py_RETURN_NONE;
     }
@@ -646,7 +644,7 @@ static PyObject *exchange_locked(frae_model *m, PyObject *args)
     for (size_t i = 0; i < n; i++)
         index[i] = (float)i;
     frae_set_params(m, index);
-    frae_export_params(m, NULL, where, 0);
+    frae_get_params(m, where);
     for (size_t j = 0; j < n; j++)
         params[(size_t)where[j]] = src[j];
     frae_set_params(m, params);
