@@ -32,7 +32,7 @@ CORE_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
             src/state.c src/forward.c src/train.c src/optimizer.c src/rng.c \
             src/synth.c src/npy.c src/npz.c src/atomic_file.c \
             src/safetensors.c src/checkpoint.c src/codec.c src/gru.c \
-            src/entropy.c src/prior.c src/stream_coder.c src/dataset.c \
+            src/entropy.c src/prior.c src/stream_coder.c src/packets.c src/dataset.c \
             src/options.c src/replicas.c src/run.c
 AUDIO_SRCS = src/audio.c src/features.c src/pitch.c src/vocoder.c \
              src/dtx_gate.c src/errors.c src/atomic_file.c

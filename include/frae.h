@@ -658,6 +658,15 @@ FRAE_API
 int frae_encode_silence_ranged(frae_encoder *e, frae_range_enc *rc,
                                float *recon);
 
+/* A frame that never arrived (packet loss): the decoder runs on the last
+ * frame's latent again, the network going on as if the codes had
+ * repeated, and holds the last decoded f0 and voicing (after a silent
+ * frame, silence goes on).  For any decoder; an entropy-coded stream
+ * cannot be read again until both ends start afresh (frae_packet_*,
+ * below, handles it). */
+FRAE_API
+void frae_decoder_conceal(frae_decoder *d, float *frame);
+
 /* ---- Entropy coding ------------------------------------------------------
  * A range coder in integer arithmetic (src/entropy.c): symbols are coded
  * with integer frequencies that sum to 2^FRAE_RANGE_TOTAL_BITS, none zero,
@@ -804,13 +813,16 @@ typedef struct {
                                        whose model (its hash) has them */
     uint8_t code_bits, quantizer;   /* so are these */
     uint16_t levels;
-    uint32_t packet_frames;       /* versions 3 and 4 */
+    uint32_t packet_frames;       /* versions 3, 4 and 5 */
+    uint32_t resync_packets;      /* version 5: packets between
+                                     resynchronisation points (0: only the
+                                     first) */
     const unsigned char *payload; /* set by frae_stream_parse: the codes,
                                      or (versions 3, 4) the first packet */
     size_t size;                  /* set by frae_stream_parse: the bytes */
 } frae_stream;
 
-/* Whether s is entropy-coded: version 4 or 3. */
+/* Whether s is entropy-coded: version 4 or 3, or 5 with its flag. */
 FRAE_API
 int frae_stream_ranged(const frae_stream *s);
 /* Fills the header fields for a stream of m's codes: version 4, with
@@ -914,6 +926,15 @@ typedef struct {
     float search_lambda; /* its rate weight; < 0: the model's rate_lambda */
     int dtx;             /* a frame the caller says is silent is sent as
                             silence (DTX: a model with a prior) */
+    int datagrams;       /* 1: stream version 5, packets a datagram
+                            transport carries (below, "Real-time
+                            packets"), for any model; 0: versions 2 and 4,
+                            for files */
+    int resync_packets;  /* version 5: a resynchronisation point every this
+                            many packets; 0: the default (entropy-coded
+                            streams FRAE_RESYNC_MS_RANGED, fixed-rate
+                            FRAE_RESYNC_MS_FIXED, in packets); -1: only
+                            the first packet */
 } frae_stream_options;
 /* Everything off, search_lambda -1. */
 FRAE_API
@@ -928,9 +949,13 @@ typedef struct {
     uint64_t bytes;           /* all of them so far, header included */
     uint64_t header_bytes;
     uint64_t packets;         /* entropy-coded streams */
-    uint64_t packet_overhead; /* the packets' lengths and CRCs */
+    uint64_t packet_overhead; /* the packets' lengths and CRCs (version
+                                 5: each packet's byte 0 and count) */
     uint64_t frames;
     uint64_t silent_frames;   /* sent as silence (DTX) */
+    uint64_t datagram_bytes;  /* version 5: the header and the packets as
+                                 a datagram transport carries them (bytes
+                                 less the file's lengths and CRCs) */
 } frae_stream_counts;
 
 typedef struct frae_stream_encoder frae_stream_encoder;
@@ -971,6 +996,13 @@ int frae_stream_encoder_end(frae_stream_encoder *e);
 FRAE_API
 void frae_stream_encoder_counts(const frae_stream_encoder *e,
                                 frae_stream_counts *c);
+/* Version 5: the packet the last call completed, bare, as a datagram
+ * carries it (n 0 if none); frae_stream_encoder_bytes gives it framed for
+ * a file or a pipe.  A live stream (frames 0 at create) ends its last
+ * packet short at end. */
+FRAE_API
+const unsigned char *frae_stream_encoder_packet(const frae_stream_encoder *e,
+                                                size_t *n);
 
 typedef struct frae_stream_decoder frae_stream_decoder;
 /* Over a whole stream of size bytes at buf, which the caller keeps until
@@ -990,6 +1022,103 @@ const frae_stream *frae_stream_decoder_stream(const frae_stream_decoder *d);
 FRAE_API
 int frae_stream_decode(frae_stream_decoder *d, float *frame, uint32_t *seq,
                        uint32_t *t, char *err, size_t errlen);
+
+/* ---- Real-time packets: stream version 5 ---------------------------------
+ * For a voice link: packets of a few frames (20 to 60 ms) that a datagram
+ * transport (UDP, RTP) carries, each decodable whatever was lost before
+ * it, or after a resynchronisation point for an entropy-coded stream.
+ * The transport gives a packet's length, so a packet holds only what it
+ * cannot:
+ *   byte 0   bits 0-5: the packet's index mod 64 (the decoder finds gaps,
+ *            late and duplicated packets by it); bit 6: a
+ *            resynchronisation point; bit 7: short, the stream's last
+ *            packet with fewer than P frames, their count following as a
+ *            varint
+ *   payload  fixed-rate: the frames' codes packed LSB first as version
+ *            2's, zero bits to a byte boundary; entropy-coded: the frames
+ *            range-coded (frae_encode_frame_ranged), the coder afresh in
+ *            each packet, its flush trimmed of trailing zeros
+ * At a resynchronisation point (the first packet, then every R) the
+ * payload starts with the pitch predictor's log2 f0, 7 bits over 50-600
+ * Hz (a model with pitch), so that a predictor a loss left behind is set
+ * again; and an entropy-coded stream's both ends start afresh there (the
+ * network's state, the prior's recalibration, the adaptive counts), since
+ * its probabilities come from the decoder's state: a decoder that lost a
+ * packet conceals until the next such point, then decodes exactly.  A
+ * fixed-rate stream's codes need no state to read, so it decodes the next
+ * packet that comes, its network converging back from wherever the loss
+ * left it.
+ * The stream's header, sent first (or out of band):
+ *   0  "FRAEBS", version 5 (u8), flags (u8: bit 0 the input was one
+ *      sequence, 1 pitch, 2 DTX, 3 entropy-coded), model hash (u64)
+ *  16  frames per packet P, packets between resynchronisation points R
+ *      (0: the first only), frames F (0: not known, a live stream): three
+ *      varints
+ *   .  CRC-16 of the header's bytes before it (u16), as version 4's
+ * In a file or a pipe each packet follows as a varint length n, its n
+ * bytes, and a CRC-16 of them (u16): a damaged packet is then found and
+ * treated as lost, and the good ones around it decode. */
+#define FRAE_STREAM_VERSION_PACKETS 5
+#define FRAE_STREAM_RANGED_PACKETS 8 /* version 5 flags bit 3 */
+#define FRAE_PACKET_INDEX_MOD 64
+#define FRAE_PACKET_RESYNC 0x40
+#define FRAE_PACKET_SHORT 0x80
+#define FRAE_STREAM_HEADER_V5_MAX 33
+#define FRAE_RESYNC_MS_RANGED 1000 /* the default resynchronisation */
+#define FRAE_RESYNC_MS_FIXED 200   /* intervals, at 100 frames a second */
+/* A version-5 header at buf: its bytes, or -1 and one line in err (0: buf
+ * ends before it does). */
+FRAE_API
+long frae_packet_header_parse(const void *buf, size_t size, frae_stream *s,
+                              char *err, size_t errlen);
+/* The next packet of a file or pipe at p (avail bytes): its bytes taken
+ * (0 if p ends first; -1 and err for a length no encoder writes), the
+ * packet, and whether its CRC-16 holds. */
+FRAE_API
+long frae_packet_unframe(const unsigned char *p, size_t avail,
+                         const unsigned char **packet, size_t *n,
+                         int *intact, char *err, size_t errlen);
+/* The most bytes a packet of stream s takes (a buffer for it). */
+FRAE_API
+size_t frae_packet_cap(const frae_stream *s);
+
+/* The receiving end.  A decoder over a version-5 stream's header takes
+ * the packets as they come: decode, for a packet received (its index
+ * finds it: the next one; ahead of it, the packets between it and the
+ * last are lost and concealed first; behind, late or a duplicate, and
+ * dropped); conceal, for a packet known lost (its time passed, or its
+ * CRC failed), P frames.  Each writes frames (D floats, D + 2 with
+ * pitch) into frames, at most cap of them (FRAE_PACKET_DECODE_MAX of one
+ * packet and the losses before it), and returns how many.  through (off
+ * after create) decodes through bit errors, for a fixed-rate stream on a
+ * channel without checks: packets are taken in the order they come, their
+ * index not believed, and a code no encoder makes is concealed.  Nothing
+ * is allocated after create. */
+#define FRAE_PACKET_DECODE_MAX(P) (32L * (P))
+typedef struct frae_packet_decoder frae_packet_decoder;
+typedef struct {
+    uint64_t packets;   /* received and decoded (or waited through) */
+    uint64_t lost;      /* found missing, or given to conceal */
+    uint64_t late;      /* late or duplicated, dropped */
+    uint64_t frames;    /* frames out */
+    uint64_t concealed; /* of them concealed */
+} frae_packet_counts;
+FRAE_API
+frae_packet_decoder *frae_packet_decoder_create(const frae_model *m,
+                                                const frae_stream *s,
+                                                char *err, size_t errlen);
+FRAE_API
+void frae_packet_decoder_destroy(frae_packet_decoder *d);
+FRAE_API
+void frae_packet_decoder_through(frae_packet_decoder *d, int on);
+FRAE_API
+long frae_packet_decode(frae_packet_decoder *d, const unsigned char *packet,
+                        size_t n, float *frames, long cap);
+FRAE_API
+long frae_packet_conceal(frae_packet_decoder *d, float *frames, long cap);
+FRAE_API
+void frae_packet_decoder_counts(const frae_packet_decoder *d,
+                                frae_packet_counts *c);
 
 #ifdef __cplusplus
 }

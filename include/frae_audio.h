@@ -225,6 +225,13 @@ typedef struct frae_wav_writer frae_wav_writer;
 FRAE_API
 frae_wav_writer *frae_wav_open(const char *path, int rate, char *err,
                                size_t errlen);
+/* A live writer (decoding a live stream): the header first with the
+ * length unknown (0xffffffff, as for a pipe; a file gets its sizes at
+ * close), then every write's samples at once, clipped at full scale
+ * (a peak to come cannot be waited for) and flushed. */
+FRAE_API
+frae_wav_writer *frae_wav_open_live(const char *path, int rate, char *err,
+                                    size_t errlen);
 FRAE_API
 int frae_wav_write(frae_wav_writer *w, const float *samples, long n,
                    char *err, size_t errlen);

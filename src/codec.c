@@ -37,6 +37,9 @@ struct frae_codec_state {
     uint32_t env_voicing_count[PITCH_ENV_CONTEXTS][2];
     float prev_tilt;
     int have_tilt;
+    /* loss (packets.c): the last frame's decoded f0 and voicing, which a
+     * concealed frame holds */
+    float last_pitch[2];
     /* discontinuous transmission (frae_encoder_set_dtx): on or off, and
      * adaptive counts of the silence flag after a coded / a silent frame */
     int dtx, prev_silent;
@@ -314,6 +317,7 @@ static void state_reset(struct frae_codec_state *s)
             s->env_voicing_count[i][k] = pitch_env_voicing_start[i][k];
     s->prev_tilt = 0.0f;
     s->have_tilt = 0;
+    s->last_pitch[0] = s->last_pitch[1] = 0.0f;
     if (s->scale) { /* the prior as trained: scale 1, shift 0 */
         const size_t LS = (size_t)c->latent_dim * prior_symbols(c);
         for (int u = 0; u < c->latent_dim; u++)
@@ -455,8 +459,12 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
     fp_env env = fp_enter();
     decode_and_advance(s, frame);
     fp_leave(env);
-    if (c->pitch && frame)
-        memcpy(frame + c->frame_dim, pitch, sizeof pitch);
+    s->prev_silent = 0;
+    if (c->pitch) {
+        memcpy(s->last_pitch, pitch, sizeof pitch);
+        if (frame)
+            memcpy(frame + c->frame_dim, pitch, sizeof pitch);
+    }
     return 0;
 }
 
@@ -937,7 +945,7 @@ int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
     prior_adapt(s, s->weights);
     decode_and_advance(s, frame); /* the envelope, then the pitch */
     if (c->pitch) {
-        float pitch[2];
+        float pitch[2] = {0.0f, 0.0f};
         const int voiced = count_decode(rc, voicing_counts(s), 2);
         uint32_t code = (uint32_t)voiced;
         if (voiced)
@@ -946,11 +954,62 @@ int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
                     << 1;
         pitch_context_advance(s, voiced, (int)(code >> 1));
         pitch_decode(&s->pitch_pred, code, pitch); /* always a valid code */
+        memcpy(s->last_pitch, pitch, sizeof pitch);
         if (frame)
             memcpy(frame + c->frame_dim, pitch, sizeof pitch);
     }
     fp_leave(env);
     return frae_range_dec_status(rc);
+}
+
+/* ---- loss: concealment and the pitch anchor (packets.c) -----------------------
+ * A frame that never arrived runs the decoder on the last frame's latent
+ * again: the network goes on as if the codes had repeated (a steady
+ * sound holds, and the state keeps moving the way it was), which keeps it
+ * nearest the encoder's for when codes come again.  The pitch holds the
+ * last decoded f0 and voicing and leaves the prediction alone; after a
+ * silent frame (DTX) silence goes on.  The entropy coder's adaptive
+ * counts are not touched: a decoder that lost a packet of an
+ * entropy-coded stream waits for a resynchronisation point, where both
+ * ends start them afresh. */
+void frae_decoder_conceal(frae_decoder *d, float *frame)
+{
+    struct frae_codec_state *s = (struct frae_codec_state *)d;
+    const frae_config *c = &s->model->cfg;
+    fp_env env = fp_enter();
+    if (s->prev_silent)
+        silent_frame(s, frame);
+    else
+        decode_and_advance(s, frame); /* st.q still holds the last latent */
+    fp_leave(env);
+    if (c->pitch && frame)
+        memcpy(frame + c->frame_dim, s->last_pitch, sizeof s->last_pitch);
+}
+
+/* log2 f0 on 2^FRAE_PITCH_ANCHOR_BITS levels over 50..600 Hz: 0.028
+ * octave apart */
+static float anchor_value(uint32_t code)
+{
+    return PITCH_LO + (float)code * ((PITCH_HI - PITCH_LO) /
+                                     (float)((1u << FRAE_PITCH_ANCHOR_BITS) -
+                                             1u));
+}
+
+uint32_t frae_encoder_pitch_anchor(frae_encoder *e)
+{
+    struct frae_codec_state *s = (struct frae_codec_state *)e;
+    const float top = (float)((1u << FRAE_PITCH_ANCHOR_BITS) - 1u);
+    float v = (s->pitch_pred - PITCH_LO) / (PITCH_HI - PITCH_LO) * top;
+    v = v < 0.0f ? 0.0f : v > top ? top : v;
+    const uint32_t code = (uint32_t)lrintf(v);
+    s->pitch_pred = anchor_value(code);
+    return code;
+}
+
+void frae_decoder_pitch_anchor(frae_decoder *d, uint32_t code)
+{
+    struct frae_codec_state *s = (struct frae_codec_state *)d;
+    s->pitch_pred = anchor_value(code & ((1u << FRAE_PITCH_ANCHOR_BITS) - 1u));
 }
 
 /* ---- the .fbs bitstream --------------------------------------------------------- */
@@ -989,7 +1048,9 @@ static uint64_t payload_bits(const frae_stream *s)
 int frae_stream_ranged(const frae_stream *s)
 {
     return s->version == FRAE_STREAM_VERSION_RANGED ||
-           s->version == FRAE_STREAM_VERSION_RANGED_V3;
+           s->version == FRAE_STREAM_VERSION_RANGED_V3 ||
+           (s->version == FRAE_STREAM_VERSION_PACKETS &&
+            (s->flags & FRAE_STREAM_RANGED_PACKETS));
 }
 
 size_t frae_stream_bytes(const frae_stream *s)
@@ -1013,7 +1074,7 @@ size_t frae_varint_put(unsigned char *p, uint32_t v)
 
 /* A varint within avail bytes: its bytes; 0 if it runs past avail; -1 if
  * malformed (over 5 bytes or 32 bits, or not minimal). */
-static int get_varint(const unsigned char *p, size_t avail, uint32_t *v)
+int frae_varint_get(const unsigned char *p, size_t avail, uint32_t *v)
 {
     uint64_t x = 0;
     for (int i = 0; i < 5; i++) {
@@ -1158,7 +1219,7 @@ long frae_stream_packet_parse(const frae_stream *s, const unsigned char *p,
                            "takes at least %zu)",
                            index, avail, least);
     uint32_t n = 0;
-    const int lb = get_varint(p + v3, avail - (size_t)v3, &n);
+    const int lb = frae_varint_get(p + v3, avail - (size_t)v3, &n);
     if (lb == 0)
         return frae_errorf(err, errlen,
                            "packet %u: truncated (its length runs past the "
@@ -1280,7 +1341,7 @@ static long parse_header_ranged(const unsigned char *p, size_t size,
     const int nv = v3 ? 6 : 3;
     size_t at = 16;
     for (int k = 0; k < nv; k++) {
-        int used = at < size ? get_varint(p + at, size - at, &v[k]) : 0;
+        int used = at < size ? frae_varint_get(p + at, size - at, &v[k]) : 0;
         if (used < 0)
             return frae_errorf(err, errlen,
                                "corrupted: a malformed size in the version-%d "

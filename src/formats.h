@@ -190,6 +190,10 @@ uint16_t frae_packet_crc(const frae_stream *s, const unsigned char *packet,
 /* v as a minimal LEB128 varint at p (1 to 5 bytes): the bytes written.
  * Versions 3 and 4's sizes and packet lengths. */
 size_t frae_varint_put(unsigned char *p, uint32_t v);
+/* One from p's avail bytes into v: the bytes it took, 0 if they end
+ * first, -1 if it is malformed (longer than 5 bytes, past 32 bits, or not
+ * minimal). */
+int frae_varint_get(const unsigned char *p, size_t avail, uint32_t *v);
 /* The same, continued: frae_crc32_update(frae_crc32(a), b) is the CRC of a
  * followed by b; start from 0. */
 uint32_t frae_crc32_update(uint32_t crc, const unsigned char *p, size_t n);

@@ -357,4 +357,15 @@ void frae_bias_grad(const float *dz, int rows, int out, float *gb,
                     int accumulate);
 
 
+/* codec.c, for packets.c: the pitch anchor of a resynchronisation point,
+ * the predictor's log2 f0 sent absolutely on FRAE_PITCH_ANCHOR_BITS (the
+ * encoder's quantized, and set so, at both ends) */
+#define FRAE_PITCH_ANCHOR_BITS 7
+uint32_t frae_encoder_pitch_anchor(frae_encoder *e);
+void frae_decoder_pitch_anchor(frae_decoder *d, uint32_t code);
+
+/* packets.c: a version-5 header at dst (at most
+ * FRAE_STREAM_HEADER_V5_MAX bytes): its bytes */
+size_t frae_packet_header_put(const frae_stream *s, unsigned char *dst);
+
 #endif

@@ -18,14 +18,26 @@ struct frae_stream_encoder {
     frae_stream_writer w;   /* a fixed-rate stream's packing and CRC */
     frae_range_enc rc;      /* a ranged stream's packet being coded */
     int ranged, dtx;
+    int datagrams;          /* version 5 */
     uint64_t frame;         /* frames coded, over the sequences */
     uint32_t packets;
+    long in_packet;         /* version 5: frames in the packet being made */
+    size_t bit_pos;         /* ... its fixed-rate payload's bits so far */
+    int resync;             /* ... and whether it is a resynchronisation
+                               point */
     frae_stream_counts counts;
     unsigned char *code;    /* a fixed-rate frame's code bytes */
-    unsigned char *packet;  /* frae_stream_packet_cap bytes */
+    unsigned char *packet;  /* the packet being made */
+    size_t packet_cap;
     unsigned char *out;     /* the bytes to write next */
     size_t out_len, out_cap;
+    const unsigned char *datagram; /* version 5: the last packet, bare */
+    size_t datagram_len;
 };
+
+/* Where a version-5 packet's payload starts in e->packet: after room for
+ * byte 0 and a short packet's count (a varint of at most 2 bytes). */
+#define DATAGRAM_HEAD 3
 
 void frae_stream_options_default(frae_stream_options *o)
 {
@@ -40,9 +52,11 @@ const char *frae_stream_options_check(const frae_model *m,
     const int ranged = c->prior_hidden > 0;
     if (o->packet_frames < 0 || o->packet_frames > FRAE_PACKET_MAX_FRAMES)
         return "frames per packet out of range";
-    if (o->packet_frames && !ranged)
+    if (o->packet_frames && !ranged && !o->datagrams)
         return "the model has no prior, so its streams are fixed-rate "
                "(version 2), without packets";
+    if (o->resync_packets < -1)
+        return "resynchronisation interval out of range";
     if (o->dtx && !ranged)
         return "silent frames (DTX) need a model with a prior: its "
                "fixed-rate streams code every frame alike";
@@ -71,8 +85,10 @@ frae_stream_encoder *frae_stream_encoder_create(const frae_model *m,
         frae_errorf(err, errlen, "%s", why);
         return NULL;
     }
-    if (!sequences || !frames) {
-        frae_errorf(err, errlen, "a stream holds at least one frame");
+    if (o->datagrams ? sequences != 1 : !sequences || !frames) {
+        frae_errorf(err, errlen,
+                    o->datagrams ? "real-time packets carry one sequence"
+                                 : "a stream holds at least one frame");
         return NULL;
     }
     frae_stream s;
@@ -80,7 +96,26 @@ frae_stream_encoder *frae_stream_encoder_create(const frae_model *m,
                        (one_sequence_2d != 0) | (o->dtx ? FRAE_STREAM_DTX : 0),
                        &s);
     const int ranged = frae_stream_ranged(&s);
-    if (o->packet_frames) {
+    if (o->datagrams) {
+        /* version 5: P frames a packet (4: 40 ms), a resynchronisation
+         * point every R */
+        s.version = FRAE_STREAM_VERSION_PACKETS;
+        s.flags |= ranged ? FRAE_STREAM_RANGED_PACKETS : 0;
+        s.packet_frames = o->packet_frames ? (uint32_t)o->packet_frames : 4;
+        const long ms = ranged ? FRAE_RESYNC_MS_RANGED : FRAE_RESYNC_MS_FIXED;
+        s.resync_packets =
+            o->resync_packets < 0 ? 0
+            : o->resync_packets   ? (uint32_t)o->resync_packets
+                                  : (uint32_t)((ms / 10 + s.packet_frames - 1) /
+                                               s.packet_frames);
+        if (frae_packet_cap(&s) > 0xffff) {
+            frae_errorf(err, errlen,
+                        "%u frames per packet: a packet could outgrow its "
+                        "16-bit length with this model; use fewer frames",
+                        s.packet_frames);
+            return NULL;
+        }
+    } else if (o->packet_frames) {
         s.packet_frames = (uint32_t)o->packet_frames;
         if (frae_stream_packet_cap(&s) - FRAE_PACKET_OVERHEAD > 0xffff) {
             frae_errorf(err, errlen,
@@ -94,12 +129,14 @@ frae_stream_encoder *frae_stream_encoder_create(const frae_model *m,
      * packet and the bytes out (the header, or a frame's bytes, or a
      * packet, whichever is most) */
     const size_t cb = frae_code_bytes(m);
-    const size_t packet_cap = ranged ? frae_stream_packet_cap(&s) : 0;
+    const size_t packet_cap = o->datagrams ? frae_packet_cap(&s) + DATAGRAM_HEAD
+                              : ranged     ? frae_stream_packet_cap(&s)
+                                           : 0;
     size_t out_cap = cb + 8;
     if (out_cap < FRAE_STREAM_HEADER_V3_MAX)
         out_cap = FRAE_STREAM_HEADER_V3_MAX;
-    if (out_cap < packet_cap)
-        out_cap = packet_cap;
+    if (out_cap < packet_cap + 8) /* + a version-5 packet's framing */
+        out_cap = packet_cap + 8;
     const size_t head = (sizeof(frae_stream_encoder) + 63) / 64 * 64;
     const size_t enc = (frae_encoder_size(m) + 63) / 64 * 64;
     char *block = NULL;
@@ -116,18 +153,132 @@ frae_stream_encoder *frae_stream_encoder_create(const frae_model *m,
     e->packet = e->code + cb;
     e->out = e->packet + packet_cap;
     e->out_cap = out_cap;
+    e->packet_cap = packet_cap;
     e->s = s;
     e->ranged = ranged;
     e->dtx = o->dtx;
+    e->datagrams = o->datagrams;
     const float lambda = o->search_lambda >= 0 ? o->search_lambda
                                                : frae_get_config(m)->rate_lambda;
     frae_encoder_set_search(e->e, o->search, lambda); /* checked above */
     if (o->dtx)
         frae_encoder_set_dtx(e->e, 1);
-    e->out_len = frae_stream_writer_begin(&e->w, &e->s, e->out);
+    e->out_len = e->datagrams ? frae_packet_header_put(&e->s, e->out)
+                              : frae_stream_writer_begin(&e->w, &e->s, e->out);
     e->counts.header_bytes = e->out_len;
     e->counts.bytes = e->out_len;
+    e->counts.datagram_bytes = e->out_len;
     return e;
+}
+
+/* ---- version 5: real-time packets -------------------------------------------- */
+
+static void put_bit_run(unsigned char *p, size_t pos, uint32_t v, int bits)
+{
+    for (int k = 0; k < bits; k++, pos++)
+        if (v >> k & 1)
+            p[pos / 8] |= (unsigned char)(1u << (pos % 8));
+}
+
+/* A packet begins: at a resynchronisation point the pitch anchor, and an
+ * entropy-coded stream's both ends start afresh. */
+static void datagram_begin(frae_stream_encoder *e)
+{
+    const frae_config *c = frae_get_config(e->m);
+    const uint32_t k = e->packets;
+    e->resync = k == 0 || (e->s.resync_packets && k % e->s.resync_packets == 0);
+    unsigned char *payload = e->packet + DATAGRAM_HEAD;
+    memset(payload, 0, e->packet_cap - DATAGRAM_HEAD);
+    e->bit_pos = 0;
+    e->in_packet = 0;
+    uint32_t anchor = 0;
+    if (e->resync && c->pitch)
+        anchor = frae_encoder_pitch_anchor(e->e); /* before any reset */
+    if (e->resync && e->ranged && k > 0)
+        frae_encoder_reset(e->e);
+    if (e->resync && c->pitch)
+        frae_decoder_pitch_anchor((frae_decoder *)e->e, anchor); /* both */
+    if (e->ranged) {
+        frae_range_enc_init(&e->rc, payload, e->packet_cap - DATAGRAM_HEAD);
+        if (e->resync && c->pitch) /* 7 bits, each value alike */
+            frae_range_encode(&e->rc,
+                              anchor << (FRAE_RANGE_TOTAL_BITS -
+                                         FRAE_PITCH_ANCHOR_BITS),
+                              1u << (FRAE_RANGE_TOTAL_BITS -
+                                     FRAE_PITCH_ANCHOR_BITS));
+    } else if (e->resync && c->pitch) {
+        put_bit_run(payload, 0, anchor, FRAE_PITCH_ANCHOR_BITS);
+        e->bit_pos = FRAE_PITCH_ANCHOR_BITS;
+    }
+}
+
+/* The packet is done: byte 0 (and a short packet's count) before its
+ * payload, then in e->out its framing for a file or pipe. */
+static void datagram_seal(frae_stream_encoder *e)
+{
+    const size_t payload = e->ranged ? frae_range_enc_finish(&e->rc)
+                                     : (e->bit_pos + 7) / 8;
+    unsigned char head[DATAGRAM_HEAD];
+    const int is_short = e->in_packet < (long)e->s.packet_frames;
+    head[0] = (unsigned char)((e->packets % FRAE_PACKET_INDEX_MOD) |
+                              (e->resync ? FRAE_PACKET_RESYNC : 0) |
+                              (is_short ? FRAE_PACKET_SHORT : 0));
+    size_t hb = 1;
+    if (is_short)
+        hb += frae_varint_put(head + 1, (uint32_t)e->in_packet);
+    unsigned char *dg = e->packet + DATAGRAM_HEAD - hb;
+    memcpy(dg, head, hb);
+    const size_t n = hb + payload;
+    e->datagram = dg;
+    e->datagram_len = n;
+    size_t o = frae_varint_put(e->out, (uint32_t)n);
+    memcpy(e->out + o, dg, n);
+    o += n;
+    const uint16_t crc = frae_crc16(dg, n);
+    e->out[o++] = (unsigned char)(crc & 0xff);
+    e->out[o++] = (unsigned char)(crc >> 8);
+    e->out_len = o;
+    e->packets++;
+    e->counts.packets++;
+    e->counts.packet_overhead += hb; /* byte 0 and a count */
+    e->counts.datagram_bytes += n;
+    e->in_packet = 0;
+}
+
+static void datagram_frame(frae_stream_encoder *e, const float *frame,
+                           int silent, float *recon)
+{
+    if (e->in_packet == 0)
+        datagram_begin(e);
+    if (e->ranged) {
+        if (silent && e->dtx) {
+            frae_encode_silence_ranged(e->e, &e->rc, recon);
+            e->counts.silent_frames++;
+        } else {
+            frae_encode_frame_ranged(e->e, frame, &e->rc, recon);
+        }
+    } else {
+        frae_encode_frame(e->e, frame, e->code, recon);
+        const frae_config *c = frae_get_config(e->m);
+        const size_t bits = (size_t)c->latent_dim * (size_t)frae_code_bits(e->m) +
+                            (c->pitch ? FRAE_PITCH_BITS : 0);
+        unsigned char *payload = e->packet + DATAGRAM_HEAD;
+        for (size_t b = 0; b < bits; b++)
+            if (e->code[b / 8] >> (b % 8) & 1)
+                put_bit_run(payload, e->bit_pos + b, 1, 1);
+        e->bit_pos += bits;
+    }
+    e->in_packet++;
+    const int last = e->s.frames && e->frame + 1 == e->s.frames;
+    if (e->in_packet == (long)e->s.packet_frames || last)
+        datagram_seal(e);
+}
+
+const unsigned char *frae_stream_encoder_packet(const frae_stream_encoder *e,
+                                                size_t *n)
+{
+    *n = e->datagram_len;
+    return e->datagram;
 }
 
 void frae_stream_encoder_destroy(frae_stream_encoder *e)
@@ -152,6 +303,16 @@ size_t frae_stream_encode(frae_stream_encoder *e, const float *frame,
 {
     const frae_stream *s = &e->s;
     e->out_len = 0;
+    e->datagram_len = 0;
+    if (e->datagrams) {
+        if (s->frames && e->frame >= s->frames)
+            return 0;
+        datagram_frame(e, frame, silent, recon);
+        e->frame++;
+        e->counts.frames = e->frame;
+        e->counts.bytes += e->out_len;
+        return e->out_len;
+    }
     if (e->frame >= (uint64_t)s->sequences * s->frames)
         return 0; /* past what the header declares: nothing coded */
     const uint32_t t = (uint32_t)(e->frame % s->frames);
@@ -193,6 +354,13 @@ size_t frae_stream_encode(frae_stream_encoder *e, const float *frame,
 int frae_stream_encoder_end(frae_stream_encoder *e)
 {
     e->out_len = 0;
+    e->datagram_len = 0;
+    if (e->datagrams) { /* a live stream's last packet, short */
+        if (e->in_packet)
+            datagram_seal(e);
+        e->counts.bytes += e->out_len;
+        return e->s.frames && e->frame != e->s.frames ? -1 : 0;
+    }
     if (e->frame != (uint64_t)e->s.sequences * e->s.frames)
         return -1;
     if (!e->ranged)

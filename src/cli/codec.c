@@ -22,6 +22,9 @@ typedef struct {
     int dtx;              /* --dtx: silent frames (below dtx_level) */
     double dtx_level;     /* --dtx-level, dB relative to a full-scale sine */
     const char *encoder_opt; /* the last encoder-only option given */
+    int packet_ms;           /* --packet-ms: real-time packets (0: files) */
+    int resync_ms;           /* --resync-ms; 0 the default, -1 off */
+    int through;             /* --through: decode through bit errors */
 } codec_opts;
 
 static const char *const vocoder_names[] = {"auto", "hnm", "gl"};
@@ -33,7 +36,8 @@ static const cli_opt codec_list[] = {
     {"--win", 1},         {"--fft", 1},        {"--fmin", 1},
     {"--fmax", 1},        {"--vocoder", 1},    {"--packet-frames", 1},
     {"--search", 1},      {"--search-lambda", 1}, {"--dtx", 0},
-    {"--dtx-level", 1},   {NULL, 0}};
+    {"--dtx-level", 1},   {"--packet-ms", 1},  {"--resync-ms", 1},
+    {"--through", 0},     {NULL, 0}};
 
 static int codec_opt(void *ctx, const char *name, const char *v)
 {
@@ -44,6 +48,17 @@ static int codec_opt(void *ctx, const char *name, const char *v)
         return o->wav = cli_output_path(v), 0;
     if (!strcmp(name, "--gl-iters"))
         return cli_int(name, v, 0, 10000, &o->gl_iters);
+    if (!strcmp(name, "--through"))
+        return o->through = 1, 0;
+    if (!strcmp(name, "--packet-ms") || !strcmp(name, "--resync-ms"))
+        o->encoder_opt = name;
+    if (!strcmp(name, "--packet-ms"))
+        return cli_int(name, v, 1, 10000, &o->packet_ms);
+    if (!strcmp(name, "--resync-ms")) {
+        if (!strcmp(v, "off"))
+            return o->resync_ms = -1, 0;
+        return cli_int(name, v, 1, 1000000, &o->resync_ms);
+    }
     if (!strcmp(name, "--packet-frames") || !strcmp(name, "--search") ||
         !strcmp(name, "--search-lambda") || !strcmp(name, "--dtx") ||
         !strcmp(name, "--dtx-level"))
@@ -95,6 +110,7 @@ typedef struct {
     const char *wav;
     int several;          /* sequences: OUT-<n>.wav */
     int hnm, gl_iters;
+    int live;             /* samples out as they come (frae_wav_open_live) */
     void *voc_mem;
     frae_vocoder *voc;
     frae_gl *gl;
@@ -156,7 +172,8 @@ static int wav_out_begin(wav_out *o, long s)
                  dot ? dot : ".wav");
     }
     char err[512];
-    if (!(o->w = frae_wav_open(o->path, o->f->sample_rate, err, sizeof err)))
+    if (!(o->w = (o->live ? frae_wav_open_live : frae_wav_open)(
+              o->path, o->f->sample_rate, err, sizeof err)))
         return cli_fail(EXIT_FAILED, "%s", err);
     if (!o->hnm) {
         frae_gl_reset(o->gl);
@@ -325,10 +342,52 @@ int cmd_encode(int argc, char **argv)
     so.search_lambda = (float)o.search_lambda;
     so.dtx = o.dtx;
     frae_dtx_gate gate;
+    if (o.packet_ms || o.resync_ms) {
+        /* real-time packets: --packet-ms of frames each (a whole number
+         * of them at --frame-rate), a resynchronisation point every
+         * --resync-ms */
+        const double frames_per_packet = o.packet_ms * o.frame_rate / 1000.0;
+        const int P = (int)lrint(frames_per_packet);
+        if (o.packet_frames) {
+            rc = cli_fail(EXIT_USAGE, "--packet-ms and --packet-frames: give "
+                                      "one");
+            goto done;
+        }
+        if (!o.packet_ms) {
+            rc = cli_fail(EXIT_USAGE, "--resync-ms needs --packet-ms (real-time "
+                                      "packets)");
+            goto done;
+        }
+        if (P < 1 || fabs(frames_per_packet - P) > 1e-9 ||
+            P > FRAE_PACKET_MAX_FRAMES) {
+            rc = cli_fail(EXIT_USAGE,
+                          "--packet-ms %d: not a whole number of %g ms frames "
+                          "(1 to %d of them)",
+                          o.packet_ms, 1000.0 / o.frame_rate,
+                          FRAE_PACKET_MAX_FRAMES);
+            goto done;
+        }
+        if (in.n != 1) {
+            rc = cli_fail(EXIT_USAGE,
+                          "--packet-ms: %s holds %ld sequences; real-time "
+                          "packets carry one",
+                          o.io.input, in.n);
+            goto done;
+        }
+        so.datagrams = 1;
+        so.packet_frames = P;
+        if (o.resync_ms < 0)
+            so.resync_packets = -1;
+        else if (o.resync_ms)
+            so.resync_packets =
+                (int)((o.resync_ms * o.frame_rate / 1000.0 + P - 1) / P);
+    }
     const char *why = frae_stream_options_check(m, &so);
     if (why) {
-        const char *opt = o.dtx ? "--dtx" : o.packet_frames ? "--packet-frames"
-                                                            : "--search";
+        const char *opt = o.dtx             ? "--dtx"
+                          : o.packet_ms       ? "--packet-ms"
+                          : o.packet_frames   ? "--packet-frames"
+                                              : "--search";
         rc = cli_fail(EXIT_USAGE, "%s: %s: %s", opt, o.io.model, why);
         goto done;
     }
@@ -419,7 +478,36 @@ int cmd_encode(int argc, char **argv)
     frae_stream_encoder_counts(se, &sc);
     double bpf = frae_bits_per_frame(m);
     double mse = sse / ((double)n_frames * D);
-    if (ranged) {
+    if (so.datagrams) {
+        /* what a datagram transport carries (the header once, then the
+         * packets), and what the file adds (each packet's length, CRC) */
+        const double bits = 8.0 * (double)sc.datagram_bytes / (double)n_frames;
+        const double ms = 1000.0 * h->packet_frames / o.frame_rate;
+        cli_printf("%ld frames -> %s: %llu real-time packets of %g ms (%u "
+                   "frames), %s, a resynchronisation point every %u "
+                   "(%llu bytes in the file with each packet's length and "
+                   "CRC)\n",
+                   in.t, o.io.output, (unsigned long long)sc.packets, ms,
+                   h->packet_frames, ranged ? "entropy-coded" : "fixed-rate",
+                   h->resync_packets, (unsigned long long)sc.bytes);
+        cli_printf("bitrate: %.2f bits/frame = %.3f kbit/s at %g frames/s as "
+                   "datagrams (%llu bytes: header %llu, packets %llu of which "
+                   "%.2f bytes a packet of framing); the packets alone %.3f "
+                   "kbit/s\n",
+                   bits, bits * o.frame_rate / 1000.0, o.frame_rate,
+                   (unsigned long long)sc.datagram_bytes,
+                   (unsigned long long)sc.header_bytes,
+                   (unsigned long long)(sc.datagram_bytes - sc.header_bytes),
+                   sc.packets ? (double)sc.packet_overhead /
+                                    (double)sc.packets
+                              : 0.0,
+                   8.0 * (double)(sc.datagram_bytes - sc.header_bytes) /
+                       (double)n_frames * o.frame_rate / 1000.0);
+        if (o.dtx)
+            cli_printf("dtx: %llu of %zu frames silent (below %g dB)\n",
+                       (unsigned long long)sc.silent_frames, n_frames,
+                       o.dtx_level);
+    } else if (ranged) {
         /* the bitrate the file takes, every header byte counted */
         const double bits = 8.0 * (double)sc.bytes / (double)n_frames;
         cli_printf("%ld sequence%s x %ld frames -> %s (%llu bytes: header "
@@ -446,7 +534,7 @@ int cmd_encode(int argc, char **argv)
     char split[64] = "";
     if (pitch)
         snprintf(split, sizeof split, " + %d pitch", FRAE_PITCH_BITS);
-    if (!ranged)
+    if (!ranged && !so.datagrams)
         cli_printf("bitrate: %.0f bits/frame (%d x %d bits%s) = %.3f kbit/s at "
                "%g frames/s\n",
                bpf, frae_get_config(m)->latent_dim, frae_code_bits(m), split,
@@ -636,6 +724,229 @@ done:
     return rc;
 }
 
+/* ---- version 5: real-time packets, read as they come ------------------------ */
+
+/* The next packet of a file or pipe into buf (cap bytes): its bytes and
+ * whether its CRC held; 0 at the end; -1 (told) if the framing is broken
+ * or the stream ends inside a packet. */
+static long read_packet(FILE *in, const char *name, unsigned char *buf,
+                        size_t cap, const unsigned char **packet, size_t *n,
+                        int *intact)
+{
+    size_t got = 0;
+    int c;
+    /* the length's varint, a byte at a time, so that nothing is read past
+     * the packet (a pipe gives what the encoder flushed) */
+    while (got < 3 && (c = fgetc(in)) != EOF) {
+        buf[got++] = (unsigned char)c;
+        if (!(c & 0x80))
+            break;
+    }
+    if (got == 0)
+        return 0;
+    uint32_t len;
+    if (frae_varint_get(buf, got, &len) <= 0 || len == 0 ||
+        len + got + 2 > cap)
+        return cli_fail(EXIT_USAGE, "%s: a packet length no encoder writes",
+                        name), -1;
+    if (fread(buf + got, 1, len + 2, in) != len + 2)
+        return cli_fail(EXIT_USAGE, "%s: truncated inside a packet", name), -1;
+    char err[256];
+    return frae_packet_unframe(buf, got + len + 2, packet, n, intact, err,
+                               sizeof err);
+}
+
+/* frae decode of a version-5 stream (a file or "-"): packets decoded as
+ * they are read, lost and damaged ones concealed, frames out as they are
+ * made (the .npy, the WAV), each packet's audio flushed. */
+static int decode_packets(codec_opts *o, FILE *in)
+{
+    char err[512];
+    unsigned char head[FRAE_STREAM_HEADER_V5_MAX];
+    size_t have = 0;
+    frae_stream s;
+    long hb = 0;
+    while (have < sizeof head) {
+        int c = fgetc(in);
+        if (c == EOF)
+            break;
+        head[have++] = (unsigned char)c;
+        if ((hb = frae_packet_header_parse(head, have, &s, err, sizeof err)))
+            break;
+    }
+    if (hb <= 0)
+        return cli_fail(EXIT_USAGE, "%s: %s", o->io.input,
+                        hb < 0 ? err : "truncated: shorter than a version-5 "
+                                       "header");
+    frae_model *m = load_inference(o->io.model, o->io.isa);
+    if (!m)
+        return EXIT_USAGE;
+    frae_packet_decoder *pd = frae_packet_decoder_create(m, &s, err, sizeof err);
+    const frae_config *c = frae_get_config(m);
+    const int D = c->frame_dim, width = D + 2 * c->pitch;
+    const long P = (long)s.packet_frames, cap = FRAE_PACKET_DECODE_MAX(P);
+    float *frames = malloc(sizeof(float) * (size_t)(cap + P) * width);
+    unsigned char *buf = malloc(0x10000 + 8);
+    frae_atomic_file af;
+    af.f = NULL;
+    wav_out wav = {0};
+    frae_features feat;
+    double loudest = INFINITY;
+    int rc = 0;
+    if (!pd) {
+        rc = cli_fail(EXIT_USAGE, "%s: %s", o->io.input, err);
+        goto done;
+    }
+    if (!frames || !buf) {
+        rc = cli_fail(EXIT_FAILED, "out of memory");
+        goto done;
+    }
+    frae_packet_decoder_through(pd, o->through);
+    if (o->wav) {
+        const int features = cli_model_features(o->io.model, &feat);
+        if (features <= 0) {
+            rc = features < 0 ? EXIT_USAGE
+                              : cli_fail(EXIT_USAGE,
+                                         "--wav: %s was not trained on audio "
+                                         "features, so its frames are not "
+                                         "log-mel",
+                                         o->io.model);
+            goto done;
+        }
+        const int live = !strcmp(o->io.input, "-") ||
+                         !cli_output_seekable(o->wav);
+        if ((rc = wav_out_init(&wav, &feat, o->wav, 0,
+                               c->pitch && o->vocoder != 2, o->gl_iters)))
+            goto done;
+        wav.live = live;
+        loudest = frae_features_max(&feat);
+        if ((rc = wav_out_begin(&wav, 0)))
+            goto done;
+    }
+    if (o->io.output) {
+        /* frames known: the .npy's shape is; a live stream's is counted */
+        long shape[2] = {(long)s.frames, width};
+        if (!s.frames && !cli_output_seekable(o->io.output)) {
+            rc = cli_fail(EXIT_USAGE,
+                          "-o %s: a live stream's frames are counted only at "
+                          "its end, and the .npy header that holds the count "
+                          "comes first: give a file (or only --wav)",
+                          o->io.output);
+            goto done;
+        }
+        if (s.frames ? frae_npy_begin(&af, o->io.output, 2, shape, err,
+                                      sizeof err)
+                     : frae_npy_begin_growing(&af, o->io.output, 2, err,
+                                              sizeof err)) {
+            af.f = NULL;
+            rc = cli_fail(EXIT_FAILED, "%s", err);
+            goto done;
+        }
+    }
+    uint64_t out = 0, damaged = 0;
+    for (int end = 0; !end;) {
+        const unsigned char *packet;
+        size_t n;
+        int intact;
+        long got = read_packet(in, o->io.input, buf, 0x10000 + 8, &packet, &n,
+                               &intact);
+        if (got < 0) {
+            rc = EXIT_USAGE;
+            goto done;
+        }
+        long k;
+        if (got == 0) { /* the end: a stream that declared its frames and
+                           lost its last packets has them concealed */
+            end = !s.frames || out >= s.frames;
+            k = end ? 0 : frae_packet_conceal(pd, frames, cap);
+        } else if (intact || o->through) {
+            k = frae_packet_decode(pd, packet, n, frames, cap);
+        } else {
+            damaged++;
+            k = frae_packet_conceal(pd, frames, cap);
+        }
+        if (s.frames && out + (uint64_t)k > s.frames)
+            k = (long)(s.frames - out);
+        for (long f = 0; f < k; f++) {
+            float *y = frames + (size_t)f * width;
+            const int bad = unheard_value(y, width, D, loudest);
+            if (bad >= 0) {
+                rc = cli_fail(EXIT_USAGE,
+                              "%s: frame %llu: %s decodes %s (%g, column %d)",
+                              o->io.input, (unsigned long long)(out + f),
+                              o->io.model,
+                              isfinite(y[bad]) ? "a log-mel value louder than "
+                                                 "any audio"
+                                               : "a non-finite value",
+                              (double)y[bad], bad);
+                goto done;
+            }
+            if (af.f && fwrite(y, sizeof(float), (size_t)width, af.f) !=
+                            (size_t)width) {
+                rc = cli_fail(EXIT_FAILED, "%s: write failed", o->io.output);
+                goto done;
+            }
+            if (o->wav && (rc = wav_out_frame(&wav, y)))
+                goto done;
+        }
+        out += (uint64_t)k;
+        if (af.f && !af.seekable)
+            fflush(af.f);
+    }
+    if (o->wav && (rc = wav_out_end(&wav)))
+        goto done;
+    if (af.f) {
+        long shape[2] = {(long)out, width};
+        rc = (s.frames ? frae_atomic_commit(&af, err, sizeof err)
+                       : frae_npy_finish(&af, 2, shape, err, sizeof err))
+                 ? cli_fail(EXIT_FAILED, "%s", err)
+                 : EXIT_OK;
+        af.f = NULL;
+        if (rc)
+            goto done;
+    }
+    frae_packet_counts pc;
+    frae_packet_decoder_counts(pd, &pc);
+    cli_printf("%s -> %s: %llu frames from %llu packets of %ld frames\n",
+               o->io.input, o->io.output ? o->io.output : o->wav,
+               (unsigned long long)out, (unsigned long long)pc.packets, P);
+    if (pc.concealed || pc.late || damaged)
+        fprintf(stderr,
+                "%s: concealed %llu of %llu frames: %llu packets lost (%llu of "
+                "them damaged), %llu late or duplicated%s\n",
+                cli_cmd, (unsigned long long)pc.concealed,
+                (unsigned long long)out, (unsigned long long)pc.lost,
+                (unsigned long long)damaged, (unsigned long long)pc.late,
+                s.flags & FRAE_STREAM_RANGED_PACKETS
+                    ? " (entropy-coded: after a loss, until the next "
+                      "resynchronisation point)"
+                    : "");
+    rc = EXIT_OK;
+done:
+    if (af.f)
+        frae_atomic_abort(&af);
+    wav_out_free(&wav);
+    free(frames), free(buf);
+    frae_packet_decoder_destroy(pd);
+    frae_destroy(m);
+    return rc;
+}
+
+/* Whether IN is a version-5 stream ("-" is taken as one: a live pipe). */
+static int is_packets(const char *path)
+{
+    if (!strcmp(path, "-"))
+        return 1;
+    unsigned char head[7];
+    int fd = frae_open_regular(path, NULL, 0); /* a FIFO never blocks here */
+    if (fd < 0)
+        return 0; /* the usual path says why */
+    const int v5 = read(fd, head, 7) == 7 && !memcmp(head, "FRAEBS", 6) &&
+                   head[6] == FRAE_STREAM_VERSION_PACKETS;
+    close(fd);
+    return v5;
+}
+
 int cmd_decode(int argc, char **argv)
 {
     cli_cmd = "frae decode";
@@ -649,15 +960,36 @@ int cmd_decode(int argc, char **argv)
     if (o.encoder_opt)
         return cli_fail(EXIT_USAGE, "%s is an option of 'frae encode'",
                         o.encoder_opt);
-    if (!o.io.model || !o.io.input || !o.io.output)
-        return cli_fail(EXIT_USAGE, "needs MODEL, IN.fbs and -o OUT.npy (see "
-                                    "'frae decode --help')");
+    if (!o.io.model || !o.io.input || (!o.io.output && !o.wav))
+        return cli_fail(EXIT_USAGE, "needs MODEL, IN.fbs and -o OUT.npy or "
+                                    "--wav OUT.wav (see 'frae decode "
+                                    "--help')");
     if (o.wav && frae_output_descriptor(o.wav) >= 0 &&
         frae_output_descriptor(o.wav) == frae_output_descriptor(o.io.output))
         return cli_fail(EXIT_USAGE, "-o %s and --wav %s: two outputs cannot "
                                     "share one descriptor",
                         o.io.output, o.wav);
     char err[512];
+    if (is_packets(o.io.input)) {
+        if (!strcmp(o.io.input, "-"))
+            return decode_packets(&o, stdin);
+        int fd = frae_open_regular(o.io.input, err, sizeof err);
+        FILE *in = fd >= 0 ? fdopen(fd, "rb") : NULL;
+        if (!in) {
+            if (fd >= 0)
+                close(fd);
+            return cli_fail(EXIT_USAGE, "%s", err);
+        }
+        rc = decode_packets(&o, in);
+        fclose(in);
+        return rc;
+    }
+    if (o.through)
+        return cli_fail(EXIT_USAGE, "--through: for real-time packets "
+                                    "(encode --packet-ms)");
+    if (!o.io.output)
+        return cli_fail(EXIT_USAGE, "needs -o OUT.npy (see 'frae decode "
+                                    "--help')");
     void *map;
     size_t size;
     if (frae_map_file(o.io.input, 1, &map, &size, err, sizeof err))

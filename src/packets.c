@@ -1,0 +1,376 @@
+/* Real-time packets (frae.h, "Real-time packets: stream version 5"): the
+ * header, the framing of a file or pipe, and the receiving end, which
+ * takes packets as a datagram transport delivers them (some lost, late,
+ * duplicated or damaged) and always gives frames: decoded, or concealed
+ * (frae_decoder_conceal).  The sending end is the stream encoder's
+ * (stream_coder.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats.h"
+#include "frae_internal.h"
+
+/* ---- the header ---------------------------------------------------------------- */
+
+size_t frae_packet_header_put(const frae_stream *s, unsigned char *dst)
+{
+    memcpy(dst, "FRAEBS", 6);
+    dst[6] = FRAE_STREAM_VERSION_PACKETS;
+    dst[7] = s->flags;
+    for (int i = 0; i < 8; i++)
+        dst[8 + i] = (unsigned char)(s->model_hash >> 8 * i);
+    size_t n = 16;
+    n += frae_varint_put(dst + n, s->packet_frames);
+    n += frae_varint_put(dst + n, s->resync_packets);
+    n += frae_varint_put(dst + n, s->frames);
+    const uint16_t crc = frae_crc16(dst, n);
+    dst[n] = (unsigned char)(crc & 0xff);
+    dst[n + 1] = (unsigned char)(crc >> 8);
+    return n + 2;
+}
+
+long frae_packet_header_parse(const void *buf, size_t size, frae_stream *s,
+                              char *err, size_t errlen)
+{
+    const unsigned char *p = buf;
+    memset(s, 0, sizeof *s);
+    if (size < 8)
+        return 0;
+    if (memcmp(p, "FRAEBS", 6) || p[6] != FRAE_STREAM_VERSION_PACKETS)
+        return frae_errorf(err, errlen,
+                           "not a version-5 frae stream (magic or version)");
+    s->version = p[6];
+    s->flags = p[7];
+    if (size < 16)
+        return 0;
+    for (int i = 7; i >= 0; i--)
+        s->model_hash = s->model_hash << 8 | p[8 + i];
+    uint32_t v[3];
+    size_t at = 16;
+    for (int k = 0; k < 3; k++) {
+        const int used = frae_varint_get(p + at, size - at, &v[k]);
+        if (used == 0)
+            return 0;
+        if (used < 0)
+            return frae_errorf(err, errlen,
+                               "corrupted: a malformed size in the version-5 "
+                               "header (byte %zu)",
+                               at);
+        at += (size_t)used;
+    }
+    if (size - at < 2)
+        return 0;
+    if (frae_crc16(p, at) != (uint16_t)(p[at] | p[at + 1] << 8))
+        return frae_errorf(err, errlen,
+                           "corrupted: the version-5 header's CRC-16 does not "
+                           "match");
+    if (s->flags & ~(1 | FRAE_STREAM_PITCH | FRAE_STREAM_DTX |
+                     FRAE_STREAM_RANGED_PACKETS))
+        return frae_errorf(err, errlen,
+                           "bitstream flags 0x%02x: unknown bits set",
+                           s->flags);
+    if ((s->flags & FRAE_STREAM_DTX) && !(s->flags & FRAE_STREAM_RANGED_PACKETS))
+        return frae_errorf(err, errlen,
+                           "bitstream flags 0x%02x: DTX on a fixed-rate "
+                           "stream",
+                           s->flags);
+    if (v[0] < 1 || v[0] > FRAE_PACKET_MAX_FRAMES)
+        return frae_errorf(err, errlen,
+                           "bitstream header: %u frames per packet (1..%d)",
+                           v[0], FRAE_PACKET_MAX_FRAMES);
+    s->packet_frames = v[0];
+    s->resync_packets = v[1];
+    s->frames = v[2];
+    s->sequences = 1;
+    return (long)(at + 2);
+}
+
+/* ---- framing in a file or pipe -------------------------------------------------- */
+
+long frae_packet_unframe(const unsigned char *p, size_t avail,
+                         const unsigned char **packet, size_t *n,
+                         int *intact, char *err, size_t errlen)
+{
+    uint32_t len;
+    const int lb = frae_varint_get(p, avail, &len);
+    if (lb == 0)
+        return 0;
+    if (lb < 0 || len == 0 || len > 0xffff)
+        return frae_errorf(err, errlen, "corrupted: a packet length no "
+                                        "encoder writes");
+    if (avail - (size_t)lb < (size_t)len + 2)
+        return 0;
+    *packet = p + lb;
+    *n = len;
+    const unsigned char *c = p + lb + len;
+    *intact = frae_crc16(*packet, len) == (uint16_t)(c[0] | c[1] << 8);
+    return lb + (long)len + 2;
+}
+
+/* A frame's code bits: its L codes and the pitch's. */
+static size_t frame_bits(const frae_model *m)
+{
+    const frae_config *c = frae_get_config(m);
+    return (size_t)c->latent_dim * (size_t)frae_code_bits(m) +
+           (c->pitch ? FRAE_PITCH_BITS : 0);
+}
+
+size_t frae_packet_cap(const frae_stream *s)
+{
+    /* the entropy coder's bound (frae_stream_packet_cap: every symbol at
+     * its most), or the fixed-rate codes, the anchor, byte 0 and a count */
+    frae_stream r = *s;
+    const size_t ranged = frae_stream_packet_cap(&r);
+    const size_t fixed = ((uint64_t)s->packet_frames *
+                              ((uint64_t)s->latent_dim * s->code_bits +
+                               FRAE_PITCH_BITS) +
+                          FRAE_PITCH_ANCHOR_BITS + 7) / 8;
+    return (ranged > fixed ? ranged : fixed) + 4;
+}
+
+/* ---- bits, LSB first ------------------------------------------------------------- */
+
+static uint32_t read_bits(const unsigned char *p, size_t n_bytes, size_t pos,
+                          int bits)
+{
+    uint32_t v = 0;
+    for (int k = 0; k < bits; k++, pos++)
+        if (pos / 8 < n_bytes && (p[pos / 8] >> (pos % 8) & 1))
+            v |= 1u << k;
+    return v;
+}
+
+/* ---- the receiving end ----------------------------------------------------------- */
+
+struct frae_packet_decoder {
+    const frae_model *m;
+    frae_decoder *d;
+    frae_stream s;
+    int ranged, width, through;
+    size_t frame_bits;
+    uint64_t next;     /* the index of the packet expected */
+    int synced;        /* entropy-coded: the state is the encoder's (no
+                          loss since the last resynchronisation point) */
+    int late_run;      /* the last packet was dropped as strayed */
+    uint32_t late_seq; /* its index mod 64 */
+    frae_packet_counts c;
+    unsigned char *code; /* one frame's code bytes */
+};
+
+frae_packet_decoder *frae_packet_decoder_create(const frae_model *m,
+                                                const frae_stream *s,
+                                                char *err, size_t errlen)
+{
+    const frae_config *c = frae_get_config(m);
+    const int ranged = (s->flags & FRAE_STREAM_RANGED_PACKETS) != 0;
+    if (s->version != FRAE_STREAM_VERSION_PACKETS) {
+        frae_errorf(err, errlen, "not a version-5 stream");
+        return NULL;
+    }
+    if (ranged != (c->prior_hidden > 0)) {
+        frae_errorf(err, errlen,
+                    ranged ? "stream is entropy-coded; the model has no prior "
+                             "to decode it"
+                           : "stream is fixed-rate; the model has a prior "
+                             "and codes its packets entropy-coded");
+        return NULL;
+    }
+    if (!(s->flags & FRAE_STREAM_PITCH) != !c->pitch) {
+        frae_errorf(err, errlen,
+                    c->pitch ? "stream carries no pitch; the model codes "
+                               "pitch too"
+                             : "stream carries pitch; the model codes the "
+                               "envelope alone");
+        return NULL;
+    }
+    if (s->model_hash != frae_model_hash(m)) {
+        frae_errorf(err, errlen,
+                    "stream was encoded with another model (hash %016llx, "
+                    "this model %016llx)",
+                    (unsigned long long)s->model_hash,
+                    (unsigned long long)frae_model_hash(m));
+        return NULL;
+    }
+    const size_t head = (sizeof(frae_packet_decoder) + 63) / 64 * 64;
+    const size_t dec = (frae_decoder_size(m) + 63) / 64 * 64;
+    char *block = NULL;
+    if (posix_memalign((void **)&block, 64, head + dec + frae_code_bytes(m))) {
+        frae_errorf(err, errlen, "out of memory");
+        return NULL;
+    }
+    frae_packet_decoder *p = (frae_packet_decoder *)block;
+    memset(p, 0, sizeof *p);
+    p->m = m;
+    p->d = frae_decoder_init(block + head, m);
+    p->code = (unsigned char *)block + head + dec;
+    p->s = *s;
+    p->ranged = ranged;
+    p->width = c->frame_dim + 2 * c->pitch;
+    p->frame_bits = frame_bits(m);
+    if (ranged)
+        frae_decoder_set_dtx(p->d, (s->flags & FRAE_STREAM_DTX) != 0);
+    return p;
+}
+
+void frae_packet_decoder_destroy(frae_packet_decoder *d)
+{
+    free(d);
+}
+
+void frae_packet_decoder_through(frae_packet_decoder *d, int on)
+{
+    d->through = on != 0;
+}
+
+void frae_packet_decoder_counts(const frae_packet_decoder *d,
+                                frae_packet_counts *c)
+{
+    *c = d->c;
+}
+
+/* n frames concealed into frames (as many as cap leaves room for). */
+static long conceal_frames(frae_packet_decoder *d, long n, float *frames,
+                           long at, long cap)
+{
+    for (long k = 0; k < n && at < cap; k++, at++)
+        frae_decoder_conceal(d->d, frames + (size_t)at * d->width);
+    return at;
+}
+
+long frae_packet_conceal(frae_packet_decoder *d, float *frames, long cap)
+{
+    d->c.lost++;
+    d->synced = 0;
+    d->next++;
+    const long n = conceal_frames(d, d->s.packet_frames, frames, 0, cap);
+    d->c.frames += (uint64_t)n, d->c.concealed += (uint64_t)n;
+    return n;
+}
+
+/* The packet's frames decoded from its payload p (n bytes) into frames
+ * from at; a frame the payload cannot give (a code no encoder makes, or
+ * bytes a range coder never writes) and those after it are concealed
+ * and, entropy-coded, wait for the next resynchronisation point. */
+static long decode_payload(frae_packet_decoder *d, int resync, long count,
+                           const unsigned char *p, size_t n, float *frames,
+                           long at, long cap)
+{
+    const frae_config *c = frae_get_config(d->m);
+    long k = 0;
+    if (d->ranged) {
+        frae_range_dec rd;
+        frae_range_dec_init(&rd, p, n);
+        if (resync && c->pitch) {
+            const uint32_t sym = frae_range_decode_target(&rd) >>
+                                 (FRAE_RANGE_TOTAL_BITS -
+                                  FRAE_PITCH_ANCHOR_BITS);
+            frae_range_decode_update(
+                &rd, sym << (FRAE_RANGE_TOTAL_BITS - FRAE_PITCH_ANCHOR_BITS),
+                1u << (FRAE_RANGE_TOTAL_BITS - FRAE_PITCH_ANCHOR_BITS));
+            frae_decoder_pitch_anchor(d->d, sym);
+        }
+        for (; k < count && at < cap; k++, at++)
+            if (frae_decode_frame_ranged(d->d, &rd,
+                                         frames + (size_t)at * d->width)) {
+                d->synced = 0;
+                break;
+            }
+    } else {
+        size_t pos = 0;
+        if (resync && c->pitch) {
+            frae_decoder_pitch_anchor(d->d,
+                                      read_bits(p, n, 0,
+                                                FRAE_PITCH_ANCHOR_BITS));
+            pos = FRAE_PITCH_ANCHOR_BITS;
+        }
+        const size_t cb = frae_code_bytes(d->m);
+        for (; k < count && at < cap; k++, at++, pos += d->frame_bits) {
+            memset(d->code, 0, cb);
+            for (size_t b = 0; b < d->frame_bits; b++)
+                if (read_bits(p, n, pos + b, 1))
+                    d->code[b / 8] |= (unsigned char)(1u << (b % 8));
+            float *frame = frames + (size_t)at * d->width;
+            if (frae_decode_frame(d->d, d->code, frame)) {
+                if (!d->through)
+                    break;
+                frae_decoder_conceal(d->d, frame); /* this one alone */
+                d->c.concealed++;
+            }
+        }
+    }
+    const long left = count - k;
+    d->c.concealed += (uint64_t)(left > 0 ? left : 0);
+    return conceal_frames(d, left, frames, at, cap);
+}
+
+long frae_packet_decode(frae_packet_decoder *d, const unsigned char *packet,
+                        size_t n, float *frames, long cap)
+{
+    if (n < 1)
+        return frae_packet_conceal(d, frames, cap);
+    const uint32_t seq = packet[0] & (FRAE_PACKET_INDEX_MOD - 1);
+    const int resync = (packet[0] & FRAE_PACKET_RESYNC) != 0;
+    long count = d->s.packet_frames;
+    size_t head = 1;
+    if (packet[0] & FRAE_PACKET_SHORT) {
+        uint32_t v = 0;
+        const int used = frae_varint_get(packet + 1, n - 1, &v);
+        if (used <= 0 || v < 1 || v >= d->s.packet_frames) /* damaged */
+            return frae_packet_conceal(d, frames, cap);
+        count = v;
+        head += (size_t)used;
+    }
+    long at = 0;
+    if (!d->through) {
+        /* where it falls: the next; a little ahead, past packets lost;
+         * far ahead or behind, a packet late, duplicated or strayed, which
+         * is dropped, unless the next one follows it: then the gap was
+         * real, longer than the index tells apart from lateness */
+        const uint32_t gap = (seq - (uint32_t)(d->next % FRAE_PACKET_INDEX_MOD)) &
+                             (FRAE_PACKET_INDEX_MOD - 1);
+        uint32_t lost = 0;
+        if (gap >= FRAE_PACKET_INDEX_MOD / 4) {
+            const int follows = d->late_run &&
+                                seq == ((d->late_seq + 1) &
+                                        (FRAE_PACKET_INDEX_MOD - 1));
+            d->late_seq = seq;
+            if (!follows) {
+                d->late_run = 1;
+                d->c.late++;
+                return 0;
+            }
+            d->c.late--; /* the one before was not late, but lost */
+            lost = gap < FRAE_PACKET_INDEX_MOD / 2 ? gap : 0;
+            d->next += gap; /* relock on them */
+            d->synced = 0;
+        } else {
+            lost = gap;
+            d->next += gap;
+        }
+        d->late_run = 0;
+        if (lost) {
+            at = conceal_frames(d, (long)lost * d->s.packet_frames, frames, 0,
+                                cap);
+            d->c.lost += lost;
+            d->c.concealed += (uint64_t)at;
+            d->synced = 0;
+        }
+    }
+    d->next++;
+    d->c.packets++;
+    long end;
+    if (d->ranged && resync) {
+        frae_decoder_reset(d->d); /* both ends start afresh here */
+        frae_decoder_set_dtx(d->d, (d->s.flags & FRAE_STREAM_DTX) != 0);
+        d->synced = 1;
+    }
+    if (d->ranged && !d->synced) { /* lost: wait for the next point */
+        end = conceal_frames(d, count, frames, at, cap);
+        d->c.concealed += (uint64_t)(end - at);
+    } else {
+        end = decode_payload(d, resync, count, packet + head, n - head,
+                             frames, at, cap);
+    }
+    d->c.frames += (uint64_t)end;
+    return end;
+}
