@@ -243,6 +243,30 @@ int frae_wav_close(frae_wav_writer *w, char *err, size_t errlen);
 FRAE_API
 void frae_wav_abort(frae_wav_writer *w);
 
+/* Features of samples pushed as they come (a live input: a microphone, a
+ * pipe): mono samples at input_rate (resampled to f's rate unless
+ * resample is 0, then refused), each push's complete frames handed to the
+ * sink before it returns, the features of a file alike; end takes the
+ * last frames the input makes.  Samples must be finite and within
+ * +-FRAE_AUDIO_MAX_SAMPLE.  No allocation after create. */
+typedef struct frae_feature_stream frae_feature_stream;
+FRAE_API
+frae_feature_stream *frae_feature_stream_create(const frae_features *f,
+                                                int input_rate, int resample,
+                                                frae_feature_sink sink,
+                                                void *ctx, char *err,
+                                                size_t errlen);
+FRAE_API
+int frae_feature_stream_push(frae_feature_stream *s, const float *samples,
+                             long n, char *err, size_t errlen);
+FRAE_API
+int frae_feature_stream_end(frae_feature_stream *s, char *err, size_t errlen);
+/* Frames made so far. */
+FRAE_API
+long frae_feature_stream_frames(const frae_feature_stream *s);
+FRAE_API
+void frae_feature_stream_destroy(frae_feature_stream *s);
+
 /* The DTX gate: which frames of log-mel features (frae_features f) are
  * silence, for a codec that sends silence as a flag
  * (frae_stream_options.dtx).  A frame is silent once it and the

@@ -735,6 +735,133 @@ static int end_silence(audio_stream *a)
     return 0;
 }
 
+
+/* ---- features of samples pushed as they come (a live input) ---------------- */
+
+struct frae_feature_stream {
+    audio_stream a;
+    frae_features f;
+    void *f0_mem;
+    long block; /* mono samples a push takes at a time */
+};
+
+void frae_feature_stream_destroy(frae_feature_stream *s)
+{
+    if (!s)
+        return;
+    if (s->a.src)
+        src_delete(s->a.src);
+    frae_mel_destroy(s->a.mel);
+    free(s->a.mono), free(s->a.res), free(s->a.win), free(s->a.feats);
+    free(s->f0_mem);
+    free(s);
+}
+
+frae_feature_stream *frae_feature_stream_create(const frae_features *f,
+                                                int input_rate, int resample,
+                                                frae_feature_sink sink,
+                                                void *ctx, char *err,
+                                                size_t errlen)
+{
+    if (frae_features_check(f, err, errlen))
+        return NULL;
+    frae_feature_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        frae_errorf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->f = *f;
+    audio_stream *a = &s->a;
+    a->name = "-", a->f = &s->f, a->rate = f->sample_rate;
+    a->resample = resample;
+    a->on_samples = frame_samples, a->sink = sink, a->ctx = ctx;
+    a->width = FRAE_FEATURE_WIDTH(f);
+    s->block = 4096;
+    if (f->pitch) {
+        const int span = frae_f0_span(f);
+        a->span_at = f->win / 2 - span / 2;
+        a->pre = a->span_at < 0 ? -a->span_at : 0;
+        a->post = a->span_at + span > f->win ? a->span_at + span - f->win : 0;
+        s->f0_mem = malloc(frae_f0_size(f));
+        a->f0 = s->f0_mem ? frae_f0_init(s->f0_mem, f) : NULL;
+    }
+    int ok = !f->pitch || a->f0;
+    if (ok && input_rate != f->sample_rate) {
+        a->ratio = (double)f->sample_rate / input_rate;
+        if (!resample || !src_is_valid_ratio(a->ratio)) {
+            frae_errorf(err, errlen,
+                        "-: sample rate %d Hz, the features need %d Hz%s",
+                        input_rate, f->sample_rate,
+                        resample ? " (cannot resample)"
+                                 : " (resampling is off)");
+            frae_feature_stream_destroy(s);
+            return NULL;
+        }
+        int e;
+        a->src = src_new(SRC_SINC_MEDIUM_QUALITY, 1, &e);
+        ok = a->src != NULL;
+    }
+    a->res_cap = (long)(s->block * (a->ratio > 1 ? a->ratio : 1.0)) + 64;
+    a->mono = malloc(sizeof(float) * (size_t)s->block);
+    a->res = malloc(sizeof(float) * (size_t)a->res_cap);
+    a->win_cap = a->pre + f->win + a->post + a->res_cap;
+    a->win = calloc((size_t)a->win_cap, sizeof(float));
+    a->win_len = a->pre;
+    a->feats = malloc(sizeof(float) * FEAT_BATCH * (size_t)a->width);
+    if (!ok || !a->mono || !a->res || !a->win || !a->feats) {
+        frae_errorf(err, errlen, "out of memory");
+        frae_feature_stream_destroy(s);
+        return NULL;
+    }
+    if (!(a->mel = frae_mel_create(f, err, errlen))) { /* it says why */
+        frae_feature_stream_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Each push's frames go to the sink at its end: a live input is never
+ * held back for a batch. */
+static int feature_stream_push(frae_feature_stream *s, const float *x, long n,
+                               int last, char *err, size_t errlen)
+{
+    audio_stream *a = &s->a;
+    a->err = err, a->errlen = errlen;
+    do {
+        const long k = n < s->block ? n : s->block;
+        for (long i = 0; i < k; i++) {
+            if (!isfinite(x[i]))
+                return frae_errorf(err, errlen, "-: sample %ld is %s",
+                                   a->samples + i,
+                                   isnan(x[i]) ? "NaN" : "infinite");
+            a->mono[i] = x[i];
+        }
+        if (push_mono(a, k, last && k == n))
+            return -1;
+        x += k, n -= k;
+    } while (n > 0);
+    return flush_feats(a);
+}
+
+int frae_feature_stream_push(frae_feature_stream *s, const float *samples,
+                             long n, char *err, size_t errlen)
+{
+    return feature_stream_push(s, samples, n, 0, err, errlen);
+}
+
+int frae_feature_stream_end(frae_feature_stream *s, char *err, size_t errlen)
+{
+    if (feature_stream_push(s, NULL, 0, 1, err, errlen))
+        return -1;
+    s->a.err = err, s->a.errlen = errlen;
+    return end_silence(&s->a) || flush_feats(&s->a) ? -1 : 0;
+}
+
+long frae_feature_stream_frames(const frae_feature_stream *s)
+{
+    return s->a.frames;
+}
+
 /* Features of an open file: every check that needs the whole file (length,
  * silence) comes at the end, after the sink has seen the frames. */
 static int stream_features(SNDFILE *sf, const SF_INFO *info, const char *name,

@@ -79,9 +79,20 @@ static int codec_opt(void *ctx, const char *name, const char *v)
     return rc == 1 ? cli_fail(EXIT_USAGE, "unknown option '%s'", name) : rc;
 }
 
+/* MODEL IN, and (as c2enc and opusdec take them) OUT: encode's stream;
+ * decode's audio, or its frames if OUT ends in .npy */
 static int codec_pos(void *ctx, const char *arg)
 {
-    return cli_io_positional(&((codec_opts *)ctx)->io, arg);
+    codec_opts *o = ctx;
+    if (o->io.model && o->io.input && strcmp(cli_cmd, "frae vocode")) {
+        size_t n = strlen(arg);
+        const int npy = n >= 4 && !strcmp(arg + n - 4, ".npy");
+        if (!strcmp(cli_cmd, "frae decode") && !npy && !o->wav)
+            return o->wav = cli_output_path(arg), 0;
+        if (!o->io.output)
+            return o->io.output = cli_output_path(arg), 0;
+    }
+    return cli_io_positional(&o->io, arg);
 }
 
 static frae_model *load_inference(const char *path, frae_isa isa)
@@ -282,6 +293,311 @@ static void encode_help(void)
            FRAE_DTX_HANGOVER, FRAE_DTX_LEVEL);
 }
 
+/* encode's stream options from its own: the packets (--packet-ms or
+ * --packet-frames), the resynchronisation points, the search, DTX; 0, or
+ * an exit code after saying why. */
+static int stream_options(const codec_opts *o, const frae_model *m,
+                          long sequences, frae_stream_options *so)
+{
+    frae_stream_options_default(so);
+    so->packet_frames = o->packet_frames;
+    so->search = o->search;
+    so->search_lambda = (float)o->search_lambda;
+    so->dtx = o->dtx;
+    if (o->packet_ms || o->resync_ms) {
+        /* real-time packets: --packet-ms of frames each (a whole number
+         * of them at --frame-rate), a resynchronisation point every
+         * --resync-ms */
+        const double frames_per_packet = o->packet_ms * o->frame_rate / 1000.0;
+        const int P = (int)lrint(frames_per_packet);
+        if (o->packet_frames)
+            return cli_fail(EXIT_USAGE, "--packet-ms and --packet-frames: give "
+                                        "one");
+        if (!o->packet_ms)
+            return cli_fail(EXIT_USAGE, "--resync-ms needs --packet-ms "
+                                        "(real-time packets)");
+        if (P < 1 || fabs(frames_per_packet - P) > 1e-9 ||
+            P > FRAE_PACKET_MAX_FRAMES)
+            return cli_fail(EXIT_USAGE,
+                            "--packet-ms %d: not a whole number of %g ms "
+                            "frames (1 to %d of them)",
+                            o->packet_ms, 1000.0 / o->frame_rate,
+                            FRAE_PACKET_MAX_FRAMES);
+        if (sequences != 1)
+            return cli_fail(EXIT_USAGE,
+                            "--packet-ms: %s holds %ld sequences; real-time "
+                            "packets carry one",
+                            o->io.input, sequences);
+        so->datagrams = 1;
+        so->packet_frames = P;
+        if (o->resync_ms < 0)
+            so->resync_packets = -1;
+        else if (o->resync_ms)
+            so->resync_packets =
+                (int)((o->resync_ms * o->frame_rate / 1000.0 + P - 1) / P);
+    }
+    const char *why = frae_stream_options_check(m, so);
+    if (why)
+        return cli_fail(EXIT_USAGE, "%s: %s: %s",
+                        o->dtx             ? "--dtx"
+                        : o->packet_ms     ? "--packet-ms"
+                        : o->packet_frames ? "--packet-frames"
+                                           : "--search",
+                        o->io.model, why);
+    return 0;
+}
+
+/* ---- a live input: samples from stdin, packets out as they are made -------- */
+
+typedef struct {
+    frae_stream_encoder *se;
+    frae_dtx_gate *gate;
+    FILE *out;
+    const char *out_name;
+    int failed;
+} live_sink;
+
+/* The feature stream's frames, each coded at once; a packet written and
+ * flushed as soon as it is complete. */
+static int live_frames(void *ctx, const float *feats, long frames, int width)
+{
+    live_sink *l = ctx;
+    for (long t = 0; t < frames; t++) {
+        const float *x = feats + (size_t)t * width;
+        const int silent = l->gate && frae_dtx_gate_silent(l->gate, x);
+        if (frae_stream_encode(l->se, x, silent, NULL)) {
+            size_t n;
+            const unsigned char *b = frae_stream_encoder_bytes(l->se, &n);
+            if (fwrite(b, 1, n, l->out) != n || fflush(l->out))
+                return l->failed = 1, -1;
+        }
+    }
+    return 0;
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+/* Reads exactly n bytes of fd; 0, or -1 at its end before them. */
+static int read_exact(int fd, unsigned char *p, size_t n)
+{
+    while (n) {
+        ssize_t got = read(fd, p, n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -1;
+        p += got, n -= (size_t)got;
+    }
+    return 0;
+}
+
+/* What stdin holds: a WAV (its header read, up to its data chunk) or raw
+ * 16-bit PCM (little-endian, mono, at the model's rate; its first 4 bytes
+ * already taken into pending).  0, or an exit code after saying why. */
+typedef struct {
+    int rate, channels, float32; /* float32: IEEE float samples, else s16 */
+    unsigned char pending[4];
+    int n_pending;
+} live_format;
+
+static int live_format_read(int fd, int rate, live_format *lf)
+{
+    memset(lf, 0, sizeof *lf);
+    unsigned char h[12];
+    if (read_exact(fd, h, 4))
+        return cli_fail(EXIT_USAGE, "-: no audio on standard input");
+    if (memcmp(h, "RIFF", 4)) { /* raw PCM */
+        lf->rate = rate, lf->channels = 1;
+        memcpy(lf->pending, h, 4);
+        lf->n_pending = 4;
+        return 0;
+    }
+    if (read_exact(fd, h + 4, 8) || memcmp(h + 8, "WAVE", 4))
+        return cli_fail(EXIT_USAGE, "-: a RIFF header, but not a WAV");
+    int have_fmt = 0;
+    for (;;) { /* chunks up to the data, whose size is not believed (a
+                  live writer does not know it) */
+        unsigned char c[8];
+        if (read_exact(fd, c, 8))
+            return cli_fail(EXIT_USAGE, "-: a WAV header without its data");
+        const uint32_t size = le32(c + 4);
+        if (!memcmp(c, "data", 4))
+            break;
+        if (!memcmp(c, "fmt ", 4)) {
+            unsigned char fmt[40];
+            if (size < 16 || size > sizeof fmt || read_exact(fd, fmt, size))
+                return cli_fail(EXIT_USAGE, "-: a WAV fmt chunk of %u bytes",
+                                size);
+            unsigned tag = fmt[0] | fmt[1] << 8, bits = fmt[14] | fmt[15] << 8;
+            if (tag == 0xfffe && size >= 26) /* extensible: its subformat */
+                tag = fmt[24] | fmt[25] << 8;
+            lf->channels = fmt[2] | fmt[3] << 8;
+            lf->rate = (int)le32(fmt + 4);
+            lf->float32 = tag == 3 && bits == 32;
+            if (!(tag == 1 && bits == 16) && !lf->float32)
+                return cli_fail(EXIT_USAGE,
+                                "-: a WAV of format %u, %u bits; a live input "
+                                "is 16-bit PCM or 32-bit float",
+                                tag, bits);
+            if (lf->channels < 1 || lf->channels > 16 || lf->rate < 1000 ||
+                lf->rate > 384000)
+                return cli_fail(EXIT_USAGE, "-: a WAV of %d channels at %d Hz",
+                                lf->channels, lf->rate);
+            have_fmt = 1;
+            continue;
+        }
+        for (uint32_t left = size + (size & 1); left;) { /* skip it */
+            unsigned char skip[256];
+            const size_t k = left < sizeof skip ? left : sizeof skip;
+            if (read_exact(fd, skip, k))
+                return cli_fail(EXIT_USAGE, "-: a WAV header without its data");
+            left -= (uint32_t)k;
+        }
+    }
+    if (!have_fmt)
+        return cli_fail(EXIT_USAGE, "-: a WAV without its fmt chunk");
+    return 0;
+}
+
+/* frae encode MODEL - with --packet-ms: audio from stdin as it comes, each
+ * packet out (and flushed) the moment its last frame is coded. */
+static int encode_live(codec_opts *o, frae_model *m,
+                       const frae_stream_options *so)
+{
+    frae_features f;
+    const int have = cli_model_features(o->io.model, &f);
+    if (have <= 0)
+        return have < 0 ? EXIT_USAGE
+                        : cli_fail(EXIT_USAGE,
+                                   "-: %s was trained on frames, not audio "
+                                   "features: a live input is audio",
+                                   o->io.model);
+    f.pitch = frae_get_config(m)->pitch;
+    live_format lf;
+    int rc = live_format_read(STDIN_FILENO, f.sample_rate, &lf);
+    if (rc)
+        return rc;
+    char err[512];
+    frae_dtx_gate gate;
+    if (o->dtx && frae_dtx_gate_init(&gate, &f, o->dtx_level, err, sizeof err))
+        return cli_fail(EXIT_FAILED, "--dtx: %s", err);
+    live_sink l = {NULL, o->dtx ? &gate : NULL, NULL, o->io.output, 0};
+    frae_atomic_file af;
+    af.f = NULL;
+    frae_feature_stream *fs = NULL;
+    float *mono = NULL;
+    unsigned char *raw = NULL;
+    l.se = frae_stream_encoder_create(m, so, 1, 0, 1, err, sizeof err);
+    if (!l.se) {
+        rc = cli_fail(EXIT_USAGE, "%s: %s", o->io.model, err);
+        goto done;
+    }
+    fs = frae_feature_stream_create(&f, lf.rate, o->io.audio.resample,
+                                    live_frames, &l, err, sizeof err);
+    if (!fs) {
+        rc = cli_fail(EXIT_USAGE, "%s", err);
+        goto done;
+    }
+    if (frae_atomic_begin(&af, o->io.output, err, sizeof err)) {
+        af.f = NULL;
+        rc = cli_fail(EXIT_FAILED, "%s", err);
+        goto done;
+    }
+    l.out = af.f;
+    size_t n;
+    const unsigned char *head = frae_stream_encoder_bytes(l.se, &n);
+    if (fwrite(head, 1, n, af.f) != n || fflush(af.f)) {
+        rc = cli_fail(EXIT_FAILED, "%s: write failed", o->io.output);
+        goto done;
+    }
+    /* 10 ms of samples a read at most, so that nothing waits on a read
+     * for more than a frame */
+    const int bytes_per = (lf.float32 ? 4 : 2) * lf.channels;
+    const size_t per_read = (size_t)(lf.rate / 100 > 0 ? lf.rate / 100 : 1) *
+                            (size_t)bytes_per;
+    raw = malloc(per_read + 8);
+    mono = malloc(sizeof(float) * (per_read / (size_t)bytes_per + 1));
+    if (!raw || !mono) {
+        rc = cli_fail(EXIT_FAILED, "out of memory");
+        goto done;
+    }
+    size_t held = (size_t)lf.n_pending; /* bytes of a partial sample */
+    memcpy(raw, lf.pending, held);
+    for (;;) {
+        ssize_t got = read(STDIN_FILENO, raw + held, per_read);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            rc = cli_fail(EXIT_FAILED, "-: cannot read: %s", strerror(errno));
+            goto done;
+        }
+        held += (size_t)got;
+        const size_t samples = held / (size_t)bytes_per;
+        for (size_t i = 0; i < samples; i++) {
+            double sum = 0;
+            for (int c = 0; c < lf.channels; c++) {
+                const unsigned char *p = raw + i * bytes_per + c * (lf.float32 ? 4 : 2);
+                if (lf.float32) {
+                    float v;
+                    memcpy(&v, p, 4);
+                    sum += v;
+                } else {
+                    sum += (int16_t)(p[0] | p[1] << 8) / 32768.0;
+                }
+            }
+            mono[i] = (float)(sum / lf.channels);
+        }
+        if (samples && frae_feature_stream_push(fs, mono, (long)samples, err,
+                                                sizeof err)) {
+            rc = l.failed ? cli_fail(EXIT_FAILED, "%s: write failed",
+                                     o->io.output)
+                          : cli_fail(EXIT_USAGE, "%s", err);
+            goto done;
+        }
+        memmove(raw, raw + samples * bytes_per, held - samples * bytes_per);
+        held -= samples * (size_t)bytes_per;
+        if (got == 0)
+            break;
+    }
+    if (frae_feature_stream_end(fs, err, sizeof err)) {
+        rc = l.failed ? cli_fail(EXIT_FAILED, "%s: write failed", o->io.output)
+                      : cli_fail(EXIT_USAGE, "%s", err);
+        goto done;
+    }
+    frae_stream_encoder_end(l.se);
+    const unsigned char *tail = frae_stream_encoder_bytes(l.se, &n);
+    if (fwrite(tail, 1, n, af.f) != n) {
+        rc = cli_fail(EXIT_FAILED, "%s: write failed", o->io.output);
+        goto done;
+    }
+    rc = frae_atomic_commit(&af, err, sizeof err)
+             ? cli_fail(EXIT_FAILED, "%s", err)
+             : EXIT_OK;
+    af.f = NULL;
+    if (!rc) {
+        frae_stream_counts sc;
+        frae_stream_encoder_counts(l.se, &sc);
+        cli_printf("-: %llu frames -> %s: %llu packets, %.3f kbit/s as "
+                   "datagrams\n",
+                   (unsigned long long)sc.frames, o->io.output,
+                   (unsigned long long)sc.packets,
+                   sc.frames ? 8.0 * (double)sc.datagram_bytes /
+                                   (double)sc.frames * o->frame_rate / 1000.0
+                             : 0.0);
+    }
+done:
+    if (af.f)
+        frae_atomic_abort(&af);
+    free(raw), free(mono);
+    frae_feature_stream_destroy(fs);
+    frae_stream_encoder_destroy(l.se);
+    return rc;
+}
+
 int cmd_encode(int argc, char **argv)
 {
     cli_cmd = "frae encode";
@@ -298,6 +614,17 @@ int cmd_encode(int argc, char **argv)
         return cli_fail(EXIT_USAGE, "needs MODEL, IN.npy and -o OUT.fbs (see "
                                     "'frae encode --help')");
     char err[512];
+    if (!strcmp(o.io.input, "-") && o.packet_ms) { /* a live input */
+        frae_model *lm = load_inference(o.io.model, o.io.isa);
+        if (!lm)
+            return EXIT_USAGE;
+        frae_stream_options lso;
+        rc = stream_options(&o, lm, 1, &lso);
+        if (!rc)
+            rc = encode_live(&o, lm, &lso);
+        frae_destroy(lm);
+        return rc;
+    }
     frae_npy in;
     o.io.with_pitch = 1;
     if ((rc = cli_open_frames(&o.io, &in)))
@@ -336,61 +663,9 @@ int cmd_encode(int argc, char **argv)
     float *recon = malloc(sizeof(float) * width);
     frae_stream_encoder *se = NULL;
     frae_stream_options so;
-    frae_stream_options_default(&so);
-    so.packet_frames = o.packet_frames;
-    so.search = o.search;
-    so.search_lambda = (float)o.search_lambda;
-    so.dtx = o.dtx;
     frae_dtx_gate gate;
-    if (o.packet_ms || o.resync_ms) {
-        /* real-time packets: --packet-ms of frames each (a whole number
-         * of them at --frame-rate), a resynchronisation point every
-         * --resync-ms */
-        const double frames_per_packet = o.packet_ms * o.frame_rate / 1000.0;
-        const int P = (int)lrint(frames_per_packet);
-        if (o.packet_frames) {
-            rc = cli_fail(EXIT_USAGE, "--packet-ms and --packet-frames: give "
-                                      "one");
-            goto done;
-        }
-        if (!o.packet_ms) {
-            rc = cli_fail(EXIT_USAGE, "--resync-ms needs --packet-ms (real-time "
-                                      "packets)");
-            goto done;
-        }
-        if (P < 1 || fabs(frames_per_packet - P) > 1e-9 ||
-            P > FRAE_PACKET_MAX_FRAMES) {
-            rc = cli_fail(EXIT_USAGE,
-                          "--packet-ms %d: not a whole number of %g ms frames "
-                          "(1 to %d of them)",
-                          o.packet_ms, 1000.0 / o.frame_rate,
-                          FRAE_PACKET_MAX_FRAMES);
-            goto done;
-        }
-        if (in.n != 1) {
-            rc = cli_fail(EXIT_USAGE,
-                          "--packet-ms: %s holds %ld sequences; real-time "
-                          "packets carry one",
-                          o.io.input, in.n);
-            goto done;
-        }
-        so.datagrams = 1;
-        so.packet_frames = P;
-        if (o.resync_ms < 0)
-            so.resync_packets = -1;
-        else if (o.resync_ms)
-            so.resync_packets =
-                (int)((o.resync_ms * o.frame_rate / 1000.0 + P - 1) / P);
-    }
-    const char *why = frae_stream_options_check(m, &so);
-    if (why) {
-        const char *opt = o.dtx             ? "--dtx"
-                          : o.packet_ms       ? "--packet-ms"
-                          : o.packet_frames   ? "--packet-frames"
-                                              : "--search";
-        rc = cli_fail(EXIT_USAGE, "%s: %s: %s", opt, o.io.model, why);
+    if ((rc = stream_options(&o, m, in.n, &so)))
         goto done;
-    }
     if (o.dtx) {
         frae_features feat;
         const int have = cli_model_features(o.io.model, &feat);
@@ -749,8 +1024,13 @@ static long read_packet(FILE *in, const char *name, unsigned char *buf,
         len + got + 2 > cap)
         return cli_fail(EXIT_USAGE, "%s: a packet length no encoder writes",
                         name), -1;
-    if (fread(buf + got, 1, len + 2, in) != len + 2)
-        return cli_fail(EXIT_USAGE, "%s: truncated inside a packet", name), -1;
+    if (fread(buf + got, 1, len + 2, in) != len + 2) {
+        /* a stream cut inside a packet: that packet is lost, and the
+         * stream ends there */
+        fprintf(stderr, "%s: %s: cut inside a packet: the stream ends there\n",
+                cli_cmd, name);
+        return 0;
+    }
     char err[256];
     return frae_packet_unframe(buf, got + len + 2, packet, n, intact, err,
                                sizeof err);
@@ -964,7 +1244,7 @@ int cmd_decode(int argc, char **argv)
         return cli_fail(EXIT_USAGE, "needs MODEL, IN.fbs and -o OUT.npy or "
                                     "--wav OUT.wav (see 'frae decode "
                                     "--help')");
-    if (o.wav && frae_output_descriptor(o.wav) >= 0 &&
+    if (o.wav && o.io.output && frae_output_descriptor(o.wav) >= 0 &&
         frae_output_descriptor(o.wav) == frae_output_descriptor(o.io.output))
         return cli_fail(EXIT_USAGE, "-o %s and --wav %s: two outputs cannot "
                                     "share one descriptor",
