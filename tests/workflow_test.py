@@ -15,6 +15,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import select
 import time
 import wave
 
@@ -78,6 +79,142 @@ def read_safetensors(p):
     raw = open(p, "rb").read()
     n = struct.unpack("<Q", raw[:8])[0]
     return json.loads(raw[8:8 + n]), raw[8 + n:]
+
+
+def v5_packets(path_):
+    """A version-5 file's header bytes and its framed packets (each the
+    varint length, the packet, the CRC-16), as a list."""
+    b = open(path_, "rb").read()
+
+    def varint(i):
+        v, sh = 0, 0
+        while True:
+            c = b[i]
+            i += 1
+            v |= (c & 0x7F) << sh
+            sh += 7
+            if not c & 0x80:
+                return v, i
+    i = 16
+    for _ in range(3):
+        _, i = varint(i)
+    head, i, packets = b[:i + 2], i + 2, []
+    while i < len(b):
+        n, j = varint(i)
+        packets.append(b[i:j + n + 2])
+        i = j + n + 2
+    return head, packets
+
+
+def on_the_wire(pitch_fixed, pitch_prior):
+    """Issue 37: real-time packets, lost and damaged ones, live pipes."""
+    print("== on the wire: real-time packets, loss, live pipes")
+    src = "speech/u3.wav"
+    for model, ranged in ((pitch_fixed, False), (pitch_prior, True)):
+        kind = "entropy-coded" if ranged else "fixed-rate"
+        rates = {}
+        for ms in (20, 40, 60):
+            rc, out, err = run("encode", model, src, "-o", "w%d.fbs" % ms, "--packet-ms", ms)
+            m = re.search(r"= ([0-9.]+) kbit/s at 100 frames/s as datagrams", out)
+            rates[ms] = float(m.group(1)) if rc == 0 and m else 0
+        check(rates[20] > rates[40] > rates[60] > 0,
+              "%s: --packet-ms 20/40/60, the rate as datagrams: %s kbit/s" % (kind, rates), err)
+        # without resynchronisation points (entropy-coded: no restart) the
+        # network runs on as predict's: the envelope to the bit
+        rc, _, err = run("encode", model, src, "-o", "nr.fbs", "--packet-ms", "40",
+                         "--resync-ms", "off")
+        rc2, _, err2 = run("decode", model, "nr.fbs", "-o", "nr.npy")
+        rc3, _, err3 = run("predict", model, src, "-o", "nrp.npy")
+        ok = rc == rc2 == rc3 == 0 and np.array_equal(np.load(path("nr.npy"))[:, :80],
+                                                    np.load(path("nrp.npy")))
+        check(ok, "%s: real-time packets decode to predict's envelope, to the bit" % kind,
+              err + err2 + err3)
+        rc, _, err = run("decode", model, "w40.fbs", "-o", "clean.npy")
+        clean = np.load(path("clean.npy")) if rc == 0 else None
+        head, packets = v5_packets(path("w40.fbs"))
+        # lost, damaged, duplicated, swapped, cut: decoding goes on
+        cases = {"two lost": [p for k, p in enumerate(packets) if k not in (5, 20)],
+                 "one damaged": [p if k != 9 else p[:-3] + bytes([p[-3] ^ 0x20]) + p[-2:]
+                                 for k, p in enumerate(packets)],
+                 "one duplicated": packets[:12] + [packets[11]] + packets[12:],
+                 "two swapped": packets[:7] + [packets[8], packets[7]] + packets[9:],
+                 "cut mid-packet": None}
+        for what, ps in cases.items():
+            data = head + b"".join(ps) if ps else open(path("w40.fbs"), "rb").read()[:-5]
+            open(path("lossy.fbs"), "wb").write(data)
+            rc, out, err = run("decode", model, "lossy.fbs", "-o", "lossy.npy", "--wav",
+                               "lossy.wav")
+            y = np.load(path("lossy.npy")) if rc == 0 else None
+            m = re.search(r"concealed (\d+) of (\d+) frames", err)
+            ok = (rc == 0 and y is not None and clean is not None and y.shape == clean.shape
+                  and np.isfinite(y).all() and os.path.exists(path("lossy.wav"))
+                  and (m or what == "one duplicated"))
+            if ok and what in ("two lost", "one damaged") and not ranged:
+                # a fixed-rate decoder goes on with the next packet: the
+                # frames before the first loss are the clean decode's
+                first = 5 if what == "two lost" else 9
+                ok = (np.array_equal(y[:4 * first], clean[:4 * first])
+                      and int(m.group(1)) == 4 * (2 if what == "two lost" else 1))
+            check(ok, "%s: %s: decoded, %s" % (kind, what, m.group(0) if m else "nothing "
+                                                 "concealed"), err)
+    # decoding through bit errors: a fixed-rate stream's bytes flipped at
+    # 1% of its bits, the CRCs not believed
+    rc, _, err = run("encode", pitch_fixed, src, "-o", "wfix.fbs", "--packet-ms", "40")
+    head, packets = v5_packets(path("wfix.fbs"))
+    rng = np.random.default_rng(11)
+    noisy = []
+    for p in packets:
+        b = bytearray(p)
+        for i in range(1, len(b) - 2):  # the packet, not the file's framing
+            for bit in range(8):
+                if rng.random() < 0.01:
+                    b[i] ^= 1 << bit
+        noisy.append(bytes(b))
+    open(path("ber.fbs"), "wb").write(head + b"".join(noisy))
+    rc, out, err = run("decode", pitch_fixed, "ber.fbs", "-o", "ber.npy", "--through")
+    y = np.load(path("ber.npy")) if rc == 0 else None
+    check(rc == 0 and y is not None and np.isfinite(y).all(),
+          "--through: a fixed-rate stream at 1%% bit errors decodes through them "
+          "(%s frames)" % (len(y) if y is not None else 0), err)
+    # a live pipe: raw PCM in 10 ms at a time, packets out as they are
+    # made, audio out as it is decoded: output long before the input ends,
+    # and behind it by at most the packet and 40 ms
+    with wave.open(path(src)) as w:
+        pcm = np.frombuffer(w.readframes(w.getnframes()), "<i2")
+    for model in (pitch_fixed, pitch_prior):
+        enc = subprocess.Popen([FRAE, "encode", model, "-", "-", "--packet-ms", "40"],
+                               cwd=TMP, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+        dec = subprocess.Popen([FRAE, "decode", model, "-", "-"], cwd=TMP, stdin=enc.stdout,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        enc.stdout.close()
+        fd = dec.stdout.fileno()
+        os.set_blocking(fd, False)
+        got, lags = b"", []
+        for i in range(0, len(pcm) - 160, 160):
+            enc.stdin.write(pcm[i:i + 160].tobytes())
+            enc.stdin.flush()
+            idle = time.monotonic()
+            while time.monotonic() - idle < 0.03:  # until the output rests
+                if select.select([fd], [], [], 0.005)[0]:
+                    b = os.read(fd, 1 << 16)
+                    if b:
+                        got, idle = got + b, time.monotonic()
+            if i > 4000:
+                lags.append((i + 160 - max(0, (len(got) - 44) // 2)) / 16.0)
+        before_end = max(0, (len(got) - 44) // 2)
+        enc.stdin.close()
+        rest = b""
+        os.set_blocking(fd, True)
+        rest = dec.stdout.read()
+        dec.wait()
+        enc.wait()
+        worst = max(lags) if lags else 1e9
+        check(dec.returncode == 0 and before_end > len(pcm) * 0.9 and worst <= 40 + 40,
+              "live pipe (%s): %d of %d samples out before the input ended; the output "
+              "behind the input by %.1f ms at most (median %.1f; the bar: the 40 ms "
+              "packet + 40)" % (model, before_end, len(pcm), worst,
+                                float(np.median(lags)) if lags else 0), "")
 
 
 def main():
@@ -845,6 +982,7 @@ def main():
           "decoded as the last frame held, unvoiced" % (m.group(1) if m else "?",
           os.path.getsize(path("dtx.fbs")) if rc2 == 0 else 0,
           os.path.getsize(path("nodtx.fbs")) if rc == 0 else 0), out2 + err + err2 + err3)
+    on_the_wire("pp.safetensors", "ppr.safetensors")
     for model, arg, needle in (("pp.safetensors", "--dtx", "need a model with a prior"),
                                ("vr.safetensors", "--dtx", "not trained on audio"),
                                ("ppr.safetensors", "--dtx-level=5", "--dtx-level")):
