@@ -235,7 +235,7 @@ install: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE)
 # (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION) so mutations get past them.
 FUZZ_SECONDS ?= 60
 FUZZ_DIR = build-fuzz
-FUZZ_TARGETS = npy npz safetensors bitstream audio range
+FUZZ_TARGETS = npy npz safetensors bitstream packets audio range
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all \
            -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 FUZZ_BINS = $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
