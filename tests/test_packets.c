@@ -1,0 +1,183 @@
+/* Real-time packets (stream version 5): the packet decoder against the
+ * encoder's own reconstruction, and through loss, lateness and
+ * duplication (frae.h, "Real-time packets"). */
+#include <math.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "tests.h"
+
+enum { T = 60, D = 7, W = D + 2, P = 3, R = 4, MAXP = 512 };
+
+/* Frames with pitch: a smooth envelope, f0 gliding, every 7th frame
+ * unvoiced. */
+static void frames_with_pitch(float *f)
+{
+    float *env = synth(1, T, D, 41);
+    for (int t = 0; t < T; t++) {
+        memcpy(f + (size_t)t * W, env + (size_t)t * D, sizeof(float) * D);
+        f[(size_t)t * W + D] = 110.0f + 2.0f * (float)t;
+        f[(size_t)t * W + D + 1] = t % 7 != 0;
+    }
+    free(env);
+}
+
+typedef struct {
+    unsigned char bytes[T / P + 1][MAXP];
+    size_t len[T / P + 1];
+    int n;
+    frae_stream header;
+} sent;
+
+/* The stream's packets and the encoder's reconstruction of every frame
+ * (with DTX, every frame t % 9 == 8 silent). */
+static int send(const frae_model *m, int dtx, const float *f, sent *out,
+                float *recon)
+{
+    frae_stream_options o;
+    frae_stream_options_default(&o);
+    o.datagrams = 1, o.packet_frames = P, o.resync_packets = R, o.dtx = dtx;
+    char err[256];
+    frae_stream_encoder *e = frae_stream_encoder_create(m, &o, 1, T, 1, err,
+                                                        sizeof err);
+    if (!e) {
+        printf("    encoder: %s\n", err);
+        return -1;
+    }
+    out->n = 0;
+    for (int t = 0; t < T; t++) {
+        frae_stream_encode(e, f + (size_t)t * W, dtx && t % 9 == 8,
+                           recon + (size_t)t * W);
+        size_t n;
+        const unsigned char *p = frae_stream_encoder_packet(e, &n);
+        if (n && n <= MAXP) {
+            memcpy(out->bytes[out->n], p, n);
+            out->len[out->n++] = n;
+        }
+    }
+    out->header = *frae_stream_encoder_stream(e);
+    frae_stream_encoder_destroy(e);
+    return 0;
+}
+
+/* The receiver: packet k of `order` (-1: a concealment call), frames out
+ * in y; returns the frames. */
+static long receive(const frae_model *m, const sent *s, const int *order,
+                    int n_order, float *y, frae_packet_counts *c)
+{
+    char err[256];
+    frae_packet_decoder *d = frae_packet_decoder_create(m, &s->header, err,
+                                                        sizeof err);
+    if (!d)
+        return -1;
+    long out = 0;
+    for (int i = 0; i < n_order; i++)
+        out += order[i] < 0
+                   ? frae_packet_conceal(d, y + (size_t)out * W,
+                                         FRAE_PACKET_DECODE_MAX(P))
+                   : frae_packet_decode(d, s->bytes[order[i]], s->len[order[i]],
+                                        y + (size_t)out * W,
+                                        FRAE_PACKET_DECODE_MAX(P));
+    frae_packet_decoder_counts(d, c);
+    frae_packet_decoder_destroy(d);
+    return out;
+}
+
+int test_packets_loss(void)
+{
+    int failures = 0;
+    static float f[T * W], recon[T * W], y[(T + 3 * P) * W];
+    frames_with_pitch(f);
+    for (int ranged = 0; ranged < 2; ranged++) {
+        const int enc[1] = {12}, dec[1] = {12};
+        frae_config c;
+        tiny_config(&c, D, 0, 1, enc, 5, 1, dec);
+        c.family = FRAE_FAMILY_GRU;
+        c.quantizer = FRAE_QUANT_BINARY;
+        c.pitch = 1, c.training = 0, c.batch = 1;
+        c.prior_hidden = ranged ? 6 : 0, c.prior_ar = ranged;
+        c.pitch_ranged = ranged ? FRAE_PITCH_CODER_ENVELOPE : 0;
+        frae_model *m = create_or_die(&c);
+        perturb_params(m, NULL);
+        sent s;
+        if (send(m, ranged, f, &s, recon)) {
+            failures++;
+            frae_destroy(m);
+            continue;
+        }
+        const char *kind = ranged ? "entropy-coded, DTX" : "fixed-rate";
+        CHECK(s.n == T / P, "%s: %d packets of %d frames for %d", kind, s.n, P, T);
+        int order[T / P + 2], n = 0;
+        frae_packet_counts pc;
+        /* no loss: the encoder's reconstruction, to the bit */
+        for (int k = 0; k < s.n; k++)
+            order[n++] = k;
+        long got = receive(m, &s, order, n, y, &pc);
+        CHECK(got == T && !memcmp(y, recon, sizeof(float) * T * W) &&
+                  pc.concealed == 0 && pc.lost == 0,
+              "%s: loss-free: %ld frames, the encoder's reconstruction %s", kind,
+              got, got == T && !memcmp(y, recon, sizeof(float) * T * W) ? "yes"
+                                                                        : "no");
+        /* packet 5 lost (frames 15..17): concealed, and from the next
+         * resynchronisation point (packet 8, frame 24) on, entropy-coded
+         * frames are the encoder's again to the bit; a fixed-rate stream
+         * decodes the very next packet, and its pitch from that point on */
+        n = 0;
+        for (int k = 0; k < s.n; k++)
+            if (k != 5)
+                order[n++] = k;
+        got = receive(m, &s, order, n, y, &pc);
+        int finite = 1;
+        for (long i = 0; i < got * W; i++)
+            finite &= isfinite(y[i]) != 0;
+        CHECK(got == T && finite && pc.lost == 1 &&
+                  !memcmp(y, recon, sizeof(float) * 15 * W),
+              "%s: one lost: %ld frames, %llu lost, finite %d", kind, got,
+              (unsigned long long)pc.lost, finite);
+        if (ranged) {
+            CHECK(pc.concealed == 9 &&
+                      !memcmp(y + 24 * W, recon + 24 * W,
+                              sizeof(float) * (T - 24) * W),
+                  "%s: concealed until the resynchronisation point (%llu "
+                  "frames), then the encoder's frames",
+                  kind, (unsigned long long)pc.concealed);
+        } else {
+            int pitch_back = pc.concealed == 3;
+            for (int t = 24; t < T; t++)
+                pitch_back &= y[(size_t)t * W + D] == recon[(size_t)t * W + D] &&
+                              y[(size_t)t * W + D + 1] == recon[(size_t)t * W + D + 1];
+            CHECK(pitch_back, "%s: 3 frames concealed (%llu), the pitch the "
+                              "encoder's again from the anchor on",
+                  kind, (unsigned long long)pc.concealed);
+        }
+        /* packet 3 delivered twice, packets 6 and 7 swapped: the copy and
+         * the late one dropped, the swapped-out one concealed */
+        n = 0;
+        for (int k = 0; k < s.n; k++) {
+            if (k == 6) {
+                order[n++] = 7, order[n++] = 6;
+                k = 7;
+                continue;
+            }
+            order[n++] = k;
+            if (k == 3)
+                order[n++] = 3;
+        }
+        got = receive(m, &s, order, n, y, &pc);
+        CHECK(got == T && pc.late == 2 && pc.lost == 1 &&
+                  !memcmp(y, recon, sizeof(float) * 18 * W),
+              "%s: a duplicate and a swap: %ld frames, %llu late, %llu lost",
+              kind, got, (unsigned long long)pc.late,
+              (unsigned long long)pc.lost);
+        /* a concealment call where packet 2 would come, then the rest */
+        n = 0;
+        for (int k = 0; k < s.n; k++)
+            order[n++] = k == 2 ? -1 : k;
+        got = receive(m, &s, order, n, y, &pc);
+        CHECK(got == T && pc.lost == 1 && !memcmp(y, recon, sizeof(float) * 6 * W),
+              "%s: a packet known lost: %ld frames, %llu lost", kind, got,
+              (unsigned long long)pc.lost);
+        frae_destroy(m);
+    }
+    return failures;
+}
