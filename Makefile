@@ -2,15 +2,14 @@
 # per file with their own target flags and chosen at run time.
 #
 # Two libraries, each static and shared: libfrae (the model, training and
-# its runs, checkpoints, the codec; needs only libm, pthreads, OpenMP and
-# libzip) and
+# its runs, checkpoints, the codec; needs only libm, pthreads and libzip)
+# and
 # libfrae-audio (the speech front end: libsndfile, FFTW, libsamplerate).
 # Both build with -fvisibility=hidden: a shared library exports what its
 # public header declares (FRAE_API) and nothing else.  frae's own command,
 # tests, benchmarks and fuzzers use internal calls too, so they link
 # libfrae-internal.a: every object of both, never installed.
 CC      ?= cc
-OPENMP  ?= -fopenmp
 BUILD   ?= build
 OPT     ?= -O3
 SAN     ?=
@@ -21,13 +20,13 @@ CFLAGS_ALL = -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -Wmissing-prototypes \
              -Wstrict-prototypes -Wvla -Wformat=2 $(WERROR) \
              -fno-fast-math -ffp-contract=off -fno-math-errno -fPIC \
              -fvisibility=hidden -MMD -MP -D_POSIX_C_SOURCE=200809L \
-             -Iinclude -Isrc $(OPENMP) $(SAN) $(CFLAGS)
-CORE_LDLIBS  = -lzip -lm -pthread $(OPENMP)
+             -Iinclude -Isrc $(SAN) $(CFLAGS)
+CORE_LDLIBS  = -lzip -lm -pthread
 AUDIO_LDLIBS = -lsndfile -lfftw3f -lsamplerate -lm -pthread
 LDLIBS_ALL = $(AUDIO_LDLIBS) $(CORE_LDLIBS) $(SAN) $(LDFLAGS)
 
 CORE_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
-            src/gemm.c src/names.c src/errors.c src/layers.c src/config.c \
+            src/gemm.c src/pool.c src/names.c src/errors.c src/layers.c src/config.c \
             src/model.c \
             src/state.c src/forward.c src/train.c src/optimizer.c src/rng.c \
             src/synth.c src/npy.c src/npz.c src/atomic_file.c \
@@ -193,7 +192,13 @@ demo: $(FRAE)
 $(BUILD)/sgemm_peak: bench/sgemm_peak.c
 	-$(CC) -O2 -I/usr/include/x86_64-linux-gnu $< -o $@ -lopenblas
 
-bench: $(FRAE) $(BENCH) $(BUILD)/sgemm_peak
+# First installs what the bench compares against (python3-torch, OpenBLAS)
+# as the README's commands install theirs, or says in one line what it
+# goes without.
+bench: $(FRAE) $(BENCH)
+	@WITH_OPTIONAL=1 sh scripts/install-deps.sh || \
+	  echo "frae bench: could not install python3-torch and libopenblas-dev: their columns are skipped"
+	@$(MAKE) --no-print-directory $(BUILD)/sgemm_peak
 	sh bench/run.sh $(BUILD)
 
 # Data-parallel training: 2 MPI ranks against 2 threads, the sums' cost and
@@ -242,7 +247,7 @@ FUZZ_BINS = $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 
 ifneq ($(BUILD),$(FUZZ_DIR)) # the library itself: the same rules, instrumented
 $(FUZZ_DIR)/libfrae-internal.a: $(CORE_SRCS) $(AUDIO_SRCS) include/*.h src/*.h
-	$(MAKE) BUILD=$(FUZZ_DIR) CC=clang OPT=-O1 OPENMP=-Wno-source-uses-openmp \
+	$(MAKE) BUILD=$(FUZZ_DIR) CC=clang OPT=-O1 \
 	  SAN="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(FUZZ_DIR)/libfrae-internal.a
 endif
 

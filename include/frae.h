@@ -185,8 +185,10 @@ typedef struct {
     float lr_floor;      /* in [0, 1] */
 
     frae_isa isa;
-    int threads;  /* threads for large matrix products (OpenMP); 0 or 1 =
-                     one.  Results are the same bits for any count. */
+    int threads;  /* threads for large matrix products (the model's own
+                     workers, started once with it); 0 or 1 = one.  Results
+                     are the same bits for any count.  A default that
+                     respects the machine: frae_cpus_available(). */
 } frae_config;
 
 typedef struct frae_model frae_model;
@@ -280,6 +282,11 @@ FRAE_API
 float frae_learning_rate_at(const frae_config *cfg, long step);
 FRAE_API
 const char *frae_isa_name(const frae_model *m);
+/* The CPUs this process may run on: its affinity mask (taskset), capped by
+ * its cgroup's CPU quota (a container's --cpus), rounded up; 1..64.  The
+ * default of frae_config.threads for frae train and Python. */
+FRAE_API
+int frae_cpus_available(void);
 
 /* Parameters, as one flat float vector in Keras get_weights() order: for each
  * layer (encoder hidden..., latent, decoder hidden..., output) its kernel as

@@ -82,6 +82,7 @@ struct frae_model {
     frae_gru_backward_fn gru_backward;
     const char *isa_name;
     int threads;     /* cfg.threads, resolved */
+    struct frae_pool *pool; /* its threads - 1 workers (pool.h), NULL for 1 */
 
     int n_layers;
     int dec_first; /* index of the first decoder layer; 0 is the encoder's */

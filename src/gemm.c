@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "frae_internal.h"
+#include "pool.h"
 
 /* Panel p of frae_gemm_packed_b below. */
 static void panel_b(const frae_model *m, const frae_scratch *sc, int p, int M,
@@ -55,6 +56,50 @@ static int rows_split_pays(int M, int T, int p0, int p1, int c0, int c1)
     return by_rows * 10 < by_panels * 9; /* panels read less of B */
 }
 
+/* One pooled product (pool.h): frae_gemm_packed_b's or _c's arguments,
+ * and how its items cut it (by rows, or one panel an item). */
+typedef struct {
+    const frae_model *m;
+    const frae_scratch *sc;
+    int M, K;
+    const float *a;
+    ptrdiff_t a_rs, a_cs;
+    const float *b;
+    ptrdiff_t ldb;
+    int rows, cols, k0, c0, c1, r0;
+    float *c;
+    ptrdiff_t ldc;
+    const float *bias;
+    int init, p0, p1;
+    int parts; /* > 0: items are parts of the rows; 0: panels */
+} product_job;
+
+static void product_b_item(void *arg, int i)
+{
+    const product_job *j = arg;
+    if (j->parts) {
+        int r0 = part_start(j->M, i, j->parts);
+        int r1 = part_start(j->M, i + 1, j->parts);
+        for (int p = j->p0; p < j->p1; p++)
+            panel_b(j->m, j->sc, p, r1 - r0, j->K, j->a + r0 * j->a_rs,
+                    j->a_rs, j->a_cs, j->b, j->rows, j->cols, j->k0, j->c0,
+                    j->c1, j->c + r0 * j->ldc, j->ldc, j->bias, j->init, -1);
+    } else {
+        panel_b(j->m, j->sc, j->p0 + i, j->M, j->K, j->a, j->a_rs, j->a_cs,
+                j->b, j->rows, j->cols, j->k0, j->c0, j->c1, j->c, j->ldc,
+                j->bias, j->init, -1);
+    }
+}
+
+/* Parts a rows split cuts M rows into for T threads: more than T, so that
+ * a thread the kernel deschedules holds back little, and at least 4 rows
+ * each, so the kernels keep their row blocks. */
+static int row_parts(int M, int T)
+{
+    int parts = M / 4;
+    return parts > 4 * T ? 4 * T : parts < T ? T : parts;
+}
+
 /* C[M][c0..c1) = init + A . B[k0..k0+K)[c0..c1), with B a packed rows x
  * cols matrix: one GEMM per panel the column range touches.  bias and c
  * are indexed from c0.  A single row with enough zeros (ReLU outputs and
@@ -74,26 +119,17 @@ void frae_gemm_packed_b(const frae_model *m, const frae_scratch *sc, int M,
     }
     const int p0 = c0 / FRAE_PANEL, p1 = (c1 + FRAE_PANEL - 1) / FRAE_PANEL;
     /* panels write disjoint columns and each output keeps its own FMA
-     * chain: any thread count gives the same bits.  The OpenMP runtime is
-     * entered only to thread: even a one-thread region costs a call, and
-     * batch 1 makes dozens of these products per frame. */
+     * chain: any split gives the same bits.  The pool is entered only to
+     * thread: batch 1 makes dozens of small products per frame. */
     const int T = sc->threads;
-    if (T > 1 && nnz < 0 && (double)M * K * (c1 - c0) > FRAE_THREAD_MACS) {
-        if (rows_split_pays(M, T, p0, p1, c0, c1)) {
-#pragma omp parallel for schedule(static) num_threads(T)
-            for (int i = 0; i < T; i++) {
-                int r0 = part_start(M, i, T), r1 = part_start(M, i + 1, T);
-                for (int p = p0; p < p1; p++)
-                    panel_b(m, sc, p, r1 - r0, K, a + r0 * a_rs, a_rs, a_cs,
-                            b, rows, cols, k0, c0, c1, c + r0 * ldc, ldc,
-                            bias, init, nnz);
-            }
-        } else {
-#pragma omp parallel for schedule(static) num_threads(T)
-            for (int p = p0; p < p1; p++)
-                panel_b(m, sc, p, M, K, a, a_rs, a_cs, b, rows, cols, k0, c0,
-                        c1, c, ldc, bias, init, nnz);
-        }
+    if (T > 1 && sc->pool && nnz < 0 &&
+        (double)M * K * (c1 - c0) > FRAE_THREAD_MACS) {
+        product_job j = {m, sc, M, K, a, a_rs, a_cs, b, 0, rows, cols, k0,
+                         c0, c1, 0, c, ldc, bias, init, p0, p1, 0};
+        if (rows_split_pays(M, T, p0, p1, c0, c1))
+            j.parts = row_parts(M, T);
+        frae_pool_run(sc->pool, j.parts ? j.parts : p1 - p0, product_b_item,
+                      &j);
     } else {
         for (int p = p0; p < p1; p++)
             panel_b(m, sc, p, M, K, a, a_rs, a_cs, b, rows, cols, k0, c0, c1,
@@ -112,6 +148,21 @@ static void panel_c(const frae_model *m, int p, int M, int K, const float *a,
             c + (size_t)pc0 * rows + (size_t)r0 * w, w, NULL, init);
 }
 
+static void product_c_item(void *arg, int i)
+{
+    const product_job *j = arg;
+    if (j->parts) { /* rows of C are columns of A */
+        int i0 = part_start(j->M, i, j->parts);
+        int i1 = part_start(j->M, i + 1, j->parts);
+        for (int p = 0; p < j->p1; p++)
+            panel_c(j->m, p, i1 - i0, j->K, j->a + i0, j->a_cs, j->b, j->ldb,
+                    j->c, j->rows, j->cols, j->r0 + i0, j->init);
+    } else {
+        panel_c(j->m, i, j->M, j->K, j->a, j->a_cs, j->b, j->ldb, j->c,
+                j->rows, j->cols, j->r0, j->init);
+    }
+}
+
 /* Rows r0..r0+M of a packed rows x cols matrix C = init + A^T . B, where A
  * is K x M (row stride a_cs) and B is K x cols (row stride ldb): the
  * weight-gradient shape. */
@@ -121,22 +172,12 @@ void frae_gemm_packed_c(const frae_model *m, const frae_scratch *sc, int M,
                         int init)
 {
     const int np = (cols + FRAE_PANEL - 1) / FRAE_PANEL, T = sc->threads;
-    if (T > 1 && (double)M * K * cols > FRAE_THREAD_MACS) {
-        if (rows_split_pays(M, T, 0, np, 0, cols)) {
-            /* rows of C are columns of A */
-#pragma omp parallel for schedule(static) num_threads(T)
-            for (int i = 0; i < T; i++) {
-                int i0 = part_start(M, i, T), i1 = part_start(M, i + 1, T);
-                for (int p = 0; p < np; p++)
-                    panel_c(m, p, i1 - i0, K, a + i0, a_cs, b, ldb, c, rows,
-                            cols, r0 + i0, init);
-            }
-        } else {
-#pragma omp parallel for schedule(static) num_threads(T)
-            for (int p = 0; p < np; p++)
-                panel_c(m, p, M, K, a, a_cs, b, ldb, c, rows, cols, r0,
-                        init);
-        }
+    if (T > 1 && sc->pool && (double)M * K * cols > FRAE_THREAD_MACS) {
+        product_job j = {m, sc, M, K, a, 0, a_cs, b, ldb, rows, cols, 0,
+                         0, 0, r0, c, 0, NULL, init, 0, np, 0};
+        if (rows_split_pays(M, T, 0, np, 0, cols))
+            j.parts = row_parts(M, T);
+        frae_pool_run(sc->pool, j.parts ? j.parts : np, product_c_item, &j);
     } else {
         for (int p = 0; p < np; p++)
             panel_c(m, p, M, K, a, a_cs, b, ldb, c, rows, cols, r0, init);
@@ -206,22 +247,47 @@ static int gru_row_blocks(const frae_scratch *sc, int nb)
     return blocks < sc->threads ? (blocks > 1 ? blocks : 1) : sc->threads;
 }
 
+typedef struct {
+    const frae_model *m;
+    int nb, nblk, H;
+    const float *gx, *gh, *h_prev, *dh, *gates_in;
+    float *gates, *h, *dgx, *dgh, *dh_prev;
+} gru_job;
+
+static void gru_forward_item(void *arg, int i)
+{
+    const gru_job *j = arg;
+    const int H = j->H;
+    int b0 = part_start(j->nb, i, j->nblk), b1 = part_start(j->nb, i + 1, j->nblk);
+    j->m->gru_forward(b1 - b0, H, j->gx + (size_t)b0 * 3 * H,
+                      j->gh + (size_t)b0 * 3 * H, j->h_prev + (size_t)b0 * H,
+                      j->gates + (size_t)b0 * 4 * H, j->h + (size_t)b0 * H);
+}
+
+static void gru_backward_item(void *arg, int i)
+{
+    const gru_job *j = arg;
+    const int H = j->H;
+    int b0 = part_start(j->nb, i, j->nblk), b1 = part_start(j->nb, i + 1, j->nblk);
+    j->m->gru_backward(b1 - b0, H, j->dh + (size_t)b0 * H,
+                       j->gates_in + (size_t)b0 * 4 * H,
+                       j->h_prev + (size_t)b0 * H, j->dgx + (size_t)b0 * 3 * H,
+                       j->dgh + (size_t)b0 * 3 * H,
+                       j->dh_prev + (size_t)b0 * H);
+}
+
 void frae_gru_rows_forward(const frae_model *m, const frae_scratch *sc,
                            int nb, int H, const float *gx, const float *gh,
                            const float *h_prev, float *gates, float *h)
 {
     const int nblk = gru_row_blocks(sc, nb);
-    if (nblk == 1) {
+    if (nblk == 1 || !sc->pool) {
         m->gru_forward(nb, H, gx, gh, h_prev, gates, h);
         return;
     }
-#pragma omp parallel for schedule(static) num_threads(nblk)
-    for (int i = 0; i < nblk; i++) {
-        int b0 = part_start(nb, i, nblk), b1 = part_start(nb, i + 1, nblk);
-        m->gru_forward(b1 - b0, H, gx + (size_t)b0 * 3 * H,
-                       gh + (size_t)b0 * 3 * H, h_prev + (size_t)b0 * H,
-                       gates + (size_t)b0 * 4 * H, h + (size_t)b0 * H);
-    }
+    gru_job j = {m, nb, nblk, H, gx, gh, h_prev, NULL, NULL,
+                 gates, h, NULL, NULL, NULL};
+    frae_pool_run(sc->pool, nblk, gru_forward_item, &j);
 }
 
 void frae_gru_rows_backward(const frae_model *m, const frae_scratch *sc,
@@ -230,16 +296,11 @@ void frae_gru_rows_backward(const frae_model *m, const frae_scratch *sc,
                             float *dh_prev)
 {
     const int nblk = gru_row_blocks(sc, nb);
-    if (nblk == 1) {
+    if (nblk == 1 || !sc->pool) {
         m->gru_backward(nb, H, dh, gates, h_prev, dgx, dgh, dh_prev);
         return;
     }
-#pragma omp parallel for schedule(static) num_threads(nblk)
-    for (int i = 0; i < nblk; i++) {
-        int b0 = part_start(nb, i, nblk), b1 = part_start(nb, i + 1, nblk);
-        m->gru_backward(b1 - b0, H, dh + (size_t)b0 * H,
-                        gates + (size_t)b0 * 4 * H, h_prev + (size_t)b0 * H,
-                        dgx + (size_t)b0 * 3 * H, dgh + (size_t)b0 * 3 * H,
-                        dh_prev + (size_t)b0 * H);
-    }
+    gru_job j = {m, nb, nblk, H, NULL, NULL, h_prev, dh, gates,
+                 NULL, NULL, dgx, dgh, dh_prev};
+    frae_pool_run(sc->pool, nblk, gru_backward_item, &j);
 }

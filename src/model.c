@@ -12,6 +12,7 @@
 
 #include "arena.h"
 #include "frae_internal.h"
+#include "pool.h"
 
 
 /* A bf16 kernel: panels of FRAE_PANEL_BF16 columns, rows padded to 32. */
@@ -296,6 +297,9 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     m->gru_forward = kern.gru_forward;
     m->gru_backward = kern.gru_backward;
     m->threads = cfg->threads > 1 ? cfg->threads : 1;
+    /* the workers start once, with the model; without them (the system
+     * refused a thread) its products run on the caller, with the same bits */
+    m->pool = frae_pool_create(m->threads);
     m->isa_name = kern.name;
     m->block = block;
     m->block_bytes = p.bytes;
@@ -354,6 +358,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     frae_state_layout(cfg, cfg->batch, L.act_frames, &m->state,
                       base + L.state);
     m->state.scratch.threads = m->threads;
+    m->state.scratch.pool = m->pool;
     m->wvalid = (int *)(base + L.wvalid);
     if (cfg->normalize) {
         m->norm_mean = (float *)(base + L.norm);
@@ -378,6 +383,7 @@ void frae_destroy(frae_model *m)
 {
     if (!m)
         return;
+    frae_pool_destroy(m->pool);
     free(m->block);
     free(m);
 }

@@ -22,6 +22,7 @@ typedef struct {
     float *val;   /* ... and their values; both [widest layer side +
                      FRAE_COMPACT_SLACK] */
     int threads;  /* 1 for a one-frame stream: never worth a fork */
+    struct frae_pool *pool; /* the model's threads (pool.h); NULL: alone */
 } frae_scratch;
 
 typedef struct {

@@ -29,7 +29,7 @@ case "$BUILD" in
     fi ;;
 esac
 if cc -std=c11 -g -Wall -Wextra -Werror $cflags -Iinclude examples/stream.c \
-    "$BUILD/libfrae.a" -lzip -lm -pthread -fopenmp -o "$tmp/stream" 2>"$tmp/log"; then
+    "$BUILD/libfrae.a" -lzip -lm -pthread -o "$tmp/stream" 2>"$tmp/log"; then
     ok "examples/stream.c builds against $BUILD/libfrae.a with -Wall -Wextra -Werror ($how)"
 else
     bad "examples/stream.c does not build: $(cat "$tmp/log")"

@@ -14,6 +14,10 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(kernels_match_scalar) \
     X(isas_train_identically) \
     X(threads_train_identically) \
+    X(pool_items_once) \
+    X(pool_under_load_same_bits) \
+    X(pool_after_fork) \
+    X(cpus_available) \
     X(sparse_kernel_matches_dense) \
     X(bf16_kernel_matches_f32) \
     X(compact_matches_scalar) \

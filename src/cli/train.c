@@ -573,8 +573,7 @@ static void train_opts_init(train_opts *o)
     o->data_seed = 7;
     o->dist_timeout = 600;
     cli_audio_default(&o->audio);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    o->rc.model.threads = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
+    o->rc.model.threads = frae_cpus_available();
 }
 
 /* Set-up before the run: the checkpoint's settings, the features, the
@@ -688,8 +687,7 @@ static int train_main(train_opts *o, cli_dist *d)
 /* Threads per replica when --threads is not given: the CPUs shared out. */
 static int share_cpus(int local_replicas)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    long t = (cpus < 1 ? 1 : cpus) / (local_replicas < 1 ? 1 : local_replicas);
+    long t = frae_cpus_available() / (local_replicas < 1 ? 1 : local_replicas);
     return t < 1 ? 1 : t > 64 ? 64 : (int)t;
 }
 
