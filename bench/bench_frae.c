@@ -15,6 +15,9 @@
 #include "frae.h"
 #include "util.h" /* frae_synth_sequences */
 
+/* frames of up to this many values (the default models' 80) */
+#define FRAE_MAX_FRAME_DIM_BENCH 256
+
 static double now(void)
 {
     struct timespec ts;
@@ -40,61 +43,114 @@ static void default_config(frae_config *c)
         frae_config_default(c);
 }
 
-/* Entropy coding as the codec does it: the same model (same weights) with
- * a learned prior of 16 units and its within-frame autoregression (the
- * defaults of frae train), each frame's codes range-coded with the
- * prior's frequencies in packets of 100 frames (frae_encode_frame_ranged,
- * frae_decode_frame_ranged).  Median of rounds of T frames, microseconds
- * per frame, encode and decode. */
-static void bench_ranged(const frae_config *base, const float *x, int T,
-                         double seconds, double *us_enc, double *us_dec)
+/* One round of T frames through a codec, seconds per frame. */
+typedef struct {
+    frae_model *m;
+    frae_encoder *e;
+    frae_decoder *d;
+    int ranged, D;
+    size_t cb, cap;       /* fixed: code bytes a frame; ranged: a packet */
+    unsigned char *codes; /* fixed: T frames; ranged: T / 100 + 1 packets */
+    size_t *size;         /* ranged: each packet's bytes */
+} codec_run;
+
+static int codec_open(codec_run *r, const frae_config *c, int ranged, int T)
 {
-    frae_config c = *base;
-    c.prior_hidden = 16;
-    c.prior_ar = 1;
-    frae_model *m = frae_create(&c, NULL, 0);
-    const int D = c.frame_dim;
-    const size_t cap = 64 * (size_t)c.latent_dim * 2 + 64; /* 100 frames */
-    unsigned char *out = malloc(cap * (size_t)(T / 100 + 1));
-    size_t *size = malloc(sizeof(size_t) * (size_t)(T / 100 + 1));
-    frae_encoder *e = frae_encoder_create(m);
-    frae_decoder *d = frae_decoder_create(m);
-    float y[80];
-    enum { MAX_ROUNDS = 4096 };
-    static double r[2][MAX_ROUNDS];
-    int n[2] = {0, 0};
-    for (int dir = 0; dir < 2; dir++) {
-        double start = now();
-        do {
-            double t0 = now();
-            frae_range_enc re;
-            frae_range_dec rd;
-            if (dir == 0)
-                frae_encoder_reset(e);
-            else
-                frae_decoder_reset(d);
-            for (int t = 0; t < T; t++) {
-                unsigned char *pk = out + cap * (size_t)(t / 100);
-                if (t % 100 == 0 && dir == 0)
-                    frae_range_enc_init(&re, pk, cap);
-                else if (t % 100 == 0)
-                    frae_range_dec_init(&rd, pk, size[t / 100]);
-                if (dir == 0)
-                    frae_encode_frame_ranged(e, x + (size_t)t * D, &re, NULL);
-                else
-                    frae_decode_frame_ranged(d, &rd, y);
-                if (dir == 0 && (t % 100 == 99 || t == T - 1))
-                    size[t / 100] = frae_range_enc_finish(&re);
-            }
-            r[dir][n[dir]++] = (now() - t0) / T;
-        } while (now() - start < seconds / 2 && n[dir] < MAX_ROUNDS);
-        qsort(r[dir], (size_t)n[dir], sizeof(double), cmp_double);
+    memset(r, 0, sizeof *r);
+    char err[256];
+    if (!(r->m = frae_create(c, err, sizeof err))) {
+        fprintf(stderr, "frae_bench: %s\n", err);
+        return -1;
     }
-    *us_enc = r[0][n[0] / 2] * 1e6;
-    *us_dec = r[1][n[1] / 2] * 1e6;
-    frae_encoder_destroy(e), frae_decoder_destroy(d);
-    free(out), free(size);
-    frae_destroy(m);
+    r->ranged = ranged;
+    r->D = c->frame_dim;
+    r->cb = frae_code_bytes(r->m);
+    r->cap = 64 * (size_t)c->latent_dim * 2 + 64; /* 100 frames */
+    const size_t bytes = ranged ? r->cap * (size_t)(T / 100 + 1)
+                                : r->cb * (size_t)T;
+    r->codes = malloc(bytes);
+    r->size = calloc((size_t)(T / 100 + 1), sizeof *r->size);
+    r->e = frae_encoder_create(r->m);
+    r->d = frae_decoder_create(r->m);
+    return r->codes && r->size && r->e && r->d ? 0 : -1;
+}
+
+static void codec_close(codec_run *r)
+{
+    frae_encoder_destroy(r->e);
+    frae_decoder_destroy(r->d);
+    free(r->codes), free(r->size);
+    frae_destroy(r->m);
+}
+
+static double codec_round(codec_run *r, int encode, const float *x, int T)
+{
+    float y[FRAE_MAX_FRAME_DIM_BENCH];
+    frae_range_enc re;
+    frae_range_dec rd;
+    const double t0 = now();
+    if (encode)
+        frae_encoder_reset(r->e);
+    else
+        frae_decoder_reset(r->d);
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * r->D;
+        if (!r->ranged) {
+            if (encode)
+                frae_encode_frame(r->e, xt, r->codes + (size_t)t * r->cb,
+                                  NULL);
+            else
+                frae_decode_frame(r->d, r->codes + (size_t)t * r->cb, y);
+            continue;
+        }
+        unsigned char *pk = r->codes + r->cap * (size_t)(t / 100);
+        if (t % 100 == 0 && encode)
+            frae_range_enc_init(&re, pk, r->cap);
+        else if (t % 100 == 0)
+            frae_range_dec_init(&rd, pk, r->size[t / 100]);
+        if (encode)
+            frae_encode_frame_ranged(r->e, xt, &re, NULL);
+        else
+            frae_decode_frame_ranged(r->d, &rd, y);
+        if (encode && (t % 100 == 99 || t == T - 1))
+            r->size[t / 100] = frae_range_enc_finish(&re);
+    }
+    return (now() - t0) / T;
+}
+
+/* dst takes src's value of every tensor the two share by name (the
+ * ranged model's encoder and decoder become the fixed-rate one's; only
+ * its prior is its own): a different draw would change the ReLUs' zeros,
+ * and with them the sparse products' time. */
+static void share_weights(frae_model *dst, const frae_model *src)
+{
+    float *a = malloc(sizeof(float) * frae_param_count(src));
+    float *b = malloc(sizeof(float) * frae_param_count(dst));
+    frae_get_params(src, a);
+    frae_get_params(dst, b);
+    size_t ob = 0;
+    for (int k = 0; k < frae_tensor_count(dst); k++) {
+        frae_tensor_info tb, ta;
+        frae_tensor_info_get(dst, k, &tb);
+        const size_t nb = (size_t)tb.rows * tb.cols;
+        size_t oa = 0;
+        for (int j = 0; j < frae_tensor_count(src); j++) {
+            frae_tensor_info_get(src, j, &ta);
+            const size_t na = (size_t)ta.rows * ta.cols;
+            if (!strcmp(ta.name, tb.name) && na == nb)
+                memcpy(b + ob, a + oa, sizeof(float) * nb);
+            oa += na;
+        }
+        ob += nb;
+    }
+    frae_set_params(dst, b);
+    free(a), free(b);
+}
+
+static double quantile(double *v, int n, double q)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[(int)(q * (n - 1) + 0.5)];
 }
 
 /* Seconds per frame of fixed-rate encoding: the median of rounds of T
@@ -114,10 +170,18 @@ static double median_encode(frae_encoder *e, const float *x, int T, int D,
                               NULL);
         r[n++] = (now() - t0) / T;
     } while (now() - start < seconds && n < MAX_ROUNDS);
-    qsort(r, (size_t)n, sizeof *r, cmp_double);
-    return r[n / 2];
+    return quantile(r, n, 0.5);
 }
 
+/* The streaming codec, batch 1.  Fixed-rate encode (which runs the
+ * decoder too, closed loop) and decode, and what entropy coding adds: the
+ * same model with a learned prior of 16 units and its within-frame
+ * autoregression (frae train's defaults), each frame's codes range-coded
+ * with the prior's frequencies in packets of 100 frames.  The two run in
+ * paired rounds of T frames, interleaved (the order alternating), so a
+ * burst from another tenant of this machine meets both: the figures are
+ * medians over rounds, and what the prior and range coder add is the
+ * median of the pairs' differences with its quartiles. */
 static int bench_codec(double seconds, const char *quant, int bf16)
 {
     frae_config c;
@@ -130,67 +194,67 @@ static int bench_codec(double seconds, const char *quant, int bf16)
         c.quantizer = FRAE_QUANT_UNIFORM;
         c.quant_levels = atoi(quant + 8);
     }
-    char err[256];
-    frae_model *m = frae_create(&c, err, sizeof err);
-    if (!m) {
-        fprintf(stderr, "frae_bench: %s\n", err);
+    frae_config cr = c;
+    cr.prior_hidden = 16;
+    cr.prior_ar = 1;
+    enum { T = 2000, MAX_ROUNDS = 1024 };
+    codec_run fixed, ranged;
+    if (codec_open(&fixed, &c, 0, T) || codec_open(&ranged, &cr, 1, T))
         return 1;
-    }
-    enum { T = 2000 };
+    share_weights(ranged.m, fixed.m);
     const int D = c.frame_dim;
-    float *x = malloc(sizeof(float) * T * D), y[80];
+    float *x = malloc(sizeof(float) * T * D);
     frae_synth_sequences(x, 1, T, D, 3);
-    size_t cb = frae_code_bytes(m);
-    unsigned char *codes = malloc(cb * T);
-    frae_encoder *e = frae_encoder_create(m);
-    frae_decoder *d = frae_decoder_create(m);
-    /* rounds of T frames for about seconds/2 each way; the median round,
-     * so that another tenant's burst on this shared machine does not move
-     * the figure */
-    enum { MAX_ROUNDS = 4096 };
-    static double r_dec[MAX_ROUNDS];
-    int n_dec = 0;
-    /* the encoder's search, two passes (frae encode --search 2), then the
-     * plain encoder, whose codes the decoder times */
-    frae_encoder_set_search(e, 2, 0.0f);
-    const double t_search = median_encode(e, x, T, D, codes, cb, seconds / 2);
-    frae_encoder_set_search(e, 0, 0.0f);
-    const double t_enc = median_encode(e, x, T, D, codes, cb, seconds / 2);
-    double start = now();
+    /* the encoder's search, two passes (frae encode --search 2) */
+    frae_encoder_set_search(fixed.e, 2, 0.0f);
+    const double t_search =
+        median_encode(fixed.e, x, T, D, fixed.codes, fixed.cb, seconds / 3);
+    frae_encoder_set_search(fixed.e, 0, 0.0f);
+    static double enc[2][MAX_ROUNDS], dec[2][MAX_ROUNDS];
+    static double d_enc[MAX_ROUNDS], d_dec[MAX_ROUNDS];
+    int n = 0;
+    const double start = now();
     do {
-        double t0 = now();
-        frae_decoder_reset(d);
-        for (int t = 0; t < T; t++)
-            frae_decode_frame(d, codes + (size_t)t * cb, y);
-        r_dec[n_dec++] = (now() - t0) / T;
-    } while (now() - start < seconds / 2 && n_dec < MAX_ROUNDS);
-    qsort(r_dec, (size_t)n_dec, sizeof *r_dec, cmp_double);
-    const double t_dec = r_dec[n_dec / 2];
-    double us_enc = t_enc * 1e6, us_dec = t_dec * 1e6;
-    double us_rg_enc, us_rg_dec;
-    bench_ranged(&c, x, T, seconds, &us_rg_enc, &us_rg_dec);
-    /* what the prior and the range coder add */
-    double us_rc_enc = us_rg_enc - us_enc, us_rc_dec = us_rg_dec - us_dec;
+        codec_run *first = n % 2 ? &ranged : &fixed;
+        codec_run *second = n % 2 ? &fixed : &ranged;
+        /* encode before decode: the decoders read this round's codes */
+        double a = codec_round(first, 1, x, T), b = codec_round(second, 1, x, T);
+        enc[first->ranged][n] = a, enc[second->ranged][n] = b;
+        a = codec_round(first, 0, x, T), b = codec_round(second, 0, x, T);
+        dec[first->ranged][n] = a, dec[second->ranged][n] = b;
+        d_enc[n] = enc[1][n] - enc[0][n];
+        d_dec[n] = dec[1][n] - dec[0][n];
+        n++;
+    } while ((now() - start < seconds * 2 / 3 || n < 5) && n < MAX_ROUNDS);
+    const double us_enc = quantile(enc[0], n, 0.5) * 1e6;
+    const double us_dec = quantile(dec[0], n, 0.5) * 1e6;
+    const double rc_enc[3] = {quantile(d_enc, n, 0.25) * 1e6,
+                              quantile(d_enc, n, 0.5) * 1e6,
+                              quantile(d_enc, n, 0.75) * 1e6};
+    const double rc_dec[3] = {quantile(d_dec, n, 0.25) * 1e6,
+                              quantile(d_dec, n, 0.5) * 1e6,
+                              quantile(d_dec, n, 0.75) * 1e6};
     printf("system=frae family=%s codec=%s weights=%s bits_per_frame=%d "
            "encode_us=%.2f "
            "decode_us=%.2f rt_decode=%.0f rt_encode_decode=%.0f "
            "model_mb=%.2f isa=%s range_encode_us=%.3f range_decode_us=%.3f "
-           "search2_encode_us=%.2f\n",
+           "range_encode_q1=%.3f range_encode_q3=%.3f range_decode_q1=%.3f "
+           "range_decode_q3=%.3f paired_rounds=%d search2_encode_us=%.2f\n",
            gru_family ? "gru" : "dense", quant, bf16 ? "bf16" : "f32",
-           c.latent_dim * frae_code_bits(m), us_enc, us_dec,
+           c.latent_dim * frae_code_bits(fixed.m), us_enc, us_dec,
            10000.0 / us_dec, 10000.0 / (us_enc + us_dec),
-           frae_bytes_allocated(m) / 1048576.0, frae_isa_name(m), us_rc_enc,
-           us_rc_dec, t_search * 1e6);
-    frae_encoder_destroy(e);
-    frae_decoder_destroy(d);
-    free(x), free(codes);
-    frae_destroy(m);
+           frae_bytes_allocated(fixed.m) / 1048576.0, frae_isa_name(fixed.m),
+           rc_enc[1], rc_dec[1], rc_enc[0], rc_enc[2], rc_dec[0], rc_dec[2],
+           n, t_search * 1e6);
+    codec_close(&fixed);
+    codec_close(&ranged);
+    free(x);
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    int batch = 1, frames = 100, threads = 1, bf16 = 0;
+    int batch = 1, frames = 100, threads = 0, bf16 = 0;
     const char *codec = NULL;
     double seconds = 3.0;
     frae_feedback fb = FRAE_FEEDBACK_DETACHED;
@@ -228,7 +292,9 @@ int main(int argc, char **argv)
     c.batch = batch;
     c.window = frames;
     c.feedback = fb;
-    c.threads = threads;
+    /* not given: the library's default, the CPUs this process may use */
+    c.threads = threads > 0 ? threads : frae_cpus_available();
+    threads = c.threads;
     char err[256];
     frae_model *m = frae_create(&c, err, sizeof err);
     if (!m) {

@@ -86,6 +86,71 @@ def frae_columns(f, t, train, peaks, torch_fps):
     return "%10.0f %8.1f %7s %7.1f | %s" % (fps, gflops, pk, float(f["peak_rss_mb"]), tcols)
 
 
+def paired(c, what):
+    """What entropy coding adds to the fixed-rate encode or decode, from
+    frae_bench's paired rounds: the median difference and its share, or an
+    upper bound where the quartiles do not exclude zero."""
+    med, q1, q3 = (float(c["range_%s_%s" % (what, k)]) for k in ("us", "q1", "q3"))
+    base = float(c["%s_us" % what])
+    if q1 <= 0:
+        return "<%.2f" % max(q3, 0.0)
+    return "%.2f (%.0f%%)" % (med, 100 * med / base)
+
+
+def competitors(n):
+    """n CPU-bound processes (a busy loop each), for contention rows."""
+    return [subprocess.Popen(["/usr/bin/python3", "-c", "while True: pass"])
+            for _ in range(n)]
+
+
+def contention_section(build, seconds, env1):
+    """Training beside a CPU-bound competitor per CPU, which the bench
+    starts and stops itself: one thread, two, and the library's default
+    (no --threads: the CPUs this process may use), in paired runs whose
+    order alternates; the ratio is each pair's, the median of the pairs."""
+    cpus = len(os.sched_getaffinity(0))
+    default = int(run([os.path.join(build, "frae_bench"), "--batch", "1", "--seconds",
+                       "0.05"], env1)["threads"])
+    counts = sorted({1, 2, default})
+    pairs = 3
+    print()
+    print("Under load: %d CPU-bound competitor%s (one per CPU) beside frae training; "
+          "%d paired runs of %s s per thread count, order alternating; x: over one "
+          "thread in the same pair, the median of the pairs [lowest, highest]; "
+          "default: %d thread%s." % (cpus, "" if cpus == 1 else "s", pairs, seconds,
+                                     default, "" if default == 1 else "s"))
+    print("%-22s | %s | %s" % ("configuration", " ".join(
+        "%11s" % ("%d thr fr/s" % t) for t in counts), " ".join(
+        "%22s" % ("x %d thr" % t) for t in counts if t != 1)))
+    procs = competitors(cpus)
+    try:
+        for fam, batch, fb in (("dense", 1, "full"), ("dense", 32, "full"),
+                               ("gru", 1, "detached"), ("gru", 32, "detached")):
+            fps = {t: [] for t in counts}
+            for p in range(pairs):
+                order = counts if p % 2 == 0 else counts[::-1]
+                for t in order:
+                    args = [os.path.join(build, "frae_bench"), "--family", fam, "--batch",
+                            str(batch), "--feedback", fb, "--seconds", seconds]
+                    if t != default:
+                        args += ["--threads", str(t)]
+                    fps[t].append(float(run(args, env1)["frames_per_s"]))
+            cols = " ".join("%11.0f" % sorted(fps[t])[pairs // 2] for t in counts)
+            ratios = []
+            for t in counts:
+                if t == 1:
+                    continue
+                r = sorted(fps[t][i] / fps[1][i] for i in range(pairs))
+                ratios.append("%22s" % ("%.2f [%.2f, %.2f]" % (r[pairs // 2], r[0], r[-1])))
+            print("%-22s | %s | %s" % ("%s batch %d %s" % (fam, batch, fb), cols,
+                                       " ".join(ratios)))
+            sys.stdout.flush()
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
 def flops_per_frame():
     """Default model: 599,648 parameters of which 1,968 biases; a frame's
     forward is one multiply-add per weight; training is about three times
@@ -121,6 +186,7 @@ def main():
     print("%-5s %-3s %-9s | %10s %8s %7s %7s | %10s %7s | %7s %7s" % (
         "batch", "thr", "feedback", "frae fr/s", "GFLOP/s", "%peak", "RSS MB",
         "torch fr/s", "RSS MB", "x same", "x best"))
+    # PyTorch's own threads: one unless its rows ask (torch_frae.py sets them)
     env1 = dict(os.environ, OMP_NUM_THREADS="1")
     torch_core = {}
     for batch in (1, 32):
@@ -156,10 +222,7 @@ def main():
         if True:
             c = run([os.path.join(build, "frae_bench"), "--seconds", seconds, "--codec", q,
                      "--weights", w, "--family", fam], env1)
-            rc = "%s/%s (%.0f%%/%.0f%%)" % (
-                c["range_encode_us"], c["range_decode_us"],
-                100 * float(c["range_encode_us"]) / float(c["encode_us"]),
-                100 * float(c["range_decode_us"]) / float(c["decode_us"]))
+            rc = "%s/%s" % (paired(c, "encode"), paired(c, "decode"))
             print("%-16s %-7s %10s %12s %12s %14s %14s %10s %16s %14s" % (
                 fam + " " + q, w, c["bits_per_frame"], c["encode_us"], c["decode_us"], c["rt_decode"],
                 c["rt_encode_decode"], c["model_mb"], rc, c["search2_encode_us"]))
@@ -169,8 +232,12 @@ def main():
           "adds per frame (the same model with a learned prior of 16 units, its codes "
           "range-coded in packets of 100 frames, pitch off), and its share of the "
           "fixed-rate encode / decode.  search2 enc: encoding with the encoder's "
-          "search, two passes ('frae encode --search 2').")
+          "search, two passes ('frae encode --search 2').  range enc/dec are the median "
+          "of the differences of paired rounds (fixed-rate and entropy-coded "
+          "interleaved, the same weights), as a share of the fixed-rate time; "
+          "'<X' where the pairs' quartiles straddle zero (X: the upper quartile).")
     gru_section(build, seconds, have_torch, peaks, cores, env1)
+    contention_section(build, seconds, env1)
     if not have_torch:
         print("python3-torch is not installed: PyTorch columns skipped.")
 
