@@ -51,7 +51,9 @@ class History(dict):
 
 
 def _cpus():
-    return max(1, min(64, os.cpu_count() or 1))
+    """The library's default thread count: the CPUs this process may run
+    on (its affinity and its cgroup's CPU quota), not the machine's."""
+    return _frae.cpus_available()
 
 
 def _option_text(keyword, value):

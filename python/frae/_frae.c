@@ -1350,7 +1350,15 @@ static PyTypeObject RunType = {
     .tp_new = run_new,
 };
 
+static PyObject *py_cpus_available(PyObject *self, PyObject *args)
+{
+    (void)self, (void)args;
+    return PyLong_FromLong(frae_cpus_available());
+}
+
 static PyMethodDef module_methods[] = {
+    {"cpus_available", py_cpus_available, METH_NOARGS,
+     "the CPUs this process may use (affinity, cgroup quota)"},
     {"make_config", py_make_config, METH_VARARGS, "a checked config"},
     {"create", py_create, METH_VARARGS, "a new model"},
     {"load", py_load, METH_VARARGS, "a model from a checkpoint"},
