@@ -205,6 +205,9 @@ typedef struct {
                            (frae_option index), -1: none */
     int epochs_resumed; /* set by frae_run_config_resume: epochs was the
                            checkpoint's total */
+    int recipe;         /* 0: none; else frae_recipe_at(recipe - 1), whose
+                           options frae_options_finish sets where not given;
+                           recorded in checkpoints (train.recipe) */
 } frae_run_config;
 
 /* Every default (as 'frae train' with no option: the default dense model,
@@ -442,6 +445,26 @@ int frae_option_given(const frae_run_config *rc, int index);
  * range coder's pitch coder (envelope) for pitch with a prior. */
 FRAE_API
 void frae_options_finish(frae_run_config *rc);
+/* ---- Recipes -------------------------------------------------------------
+ * The demo's models by name ('frae train --recipe speech', Python's
+ * FRAE(recipe="speech")): the option "recipe" selects one, and
+ * frae_options_finish sets each of its options that was not given. */
+typedef struct {
+    const char *name;    /* "speech" */
+    const char *summary; /* one line: what it trains */
+    /* option name, value pairs (value NULL: a flag), ended by a NULL name */
+    const char *options[32];
+    int needs_targets;   /* trains toward --targets (denoise) */
+} frae_recipe;
+
+FRAE_API
+int frae_recipe_count(void);
+FRAE_API
+const frae_recipe *frae_recipe_at(int index);
+/* The recipe named name: its index, or -1. */
+FRAE_API
+int frae_recipe_find(const char *name);
+
 /* An option's --help lines ("  --latent L           latent units (16)\n",
  * wrapped): the bytes written (cap permitting). */
 FRAE_API

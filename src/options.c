@@ -51,6 +51,16 @@ typedef struct {
  * flags, default; then where and how it is stored, exact integer bounds,
  * file */
 static const row rows[] = {
+    {{"recipe", "recipe", FRAE_OPTION_CHOICE, 0, 0,
+      "none|speech|speech-vbr|denoise", "R",
+      "a named set of the options below, as the demo trains them (any "
+      "option given still wins): speech (the 1.6 kbit/s codec: GRU, 12 "
+      "binary latents, pitch), speech-vbr (its variable-rate one: range-"
+      "coded under a prior, rate lambda 0.0002), denoise (speech's, toward "
+      "--targets); none (the default; audio DATA with no model option get "
+      "speech)",
+      "train.recipe", M, FIXED, "none"},
+     RUN(recipe), STORE_INT, 0, 0, 0},
     {{"family", "family", FRAE_OPTION_CHOICE, 0, 0, "dense|gru", "F",
       "dense (fed-back frames) or gru (the paper's FRAE: GRU cells, h_dec "
       "fed back) (dense)",
@@ -212,6 +222,51 @@ static const row rows[] = {
 _Static_assert(sizeof rows / sizeof *rows <= 64, "given is a 64-bit mask");
 
 int frae_option_count(void) { return N_ROWS; }
+
+/* ---- recipes: the demo's options by name -------------------------------
+ * tools/demo.py trains each model with these options (its MODELS row, then
+ * its RECIPE); rc->recipe is the index here + 1 (0: none), the order of the
+ * recipe row's choices.  normalize on is what auto gives audio, written
+ * out so that frames from Python (no audio) are z-scored alike. */
+#define SPEECH_RUN                                                             \
+    "pitch", NULL, "crop", "100", "batch", "16", "feedback", "full", "lr",     \
+        "0.001", "clip-norm", "1", "normalize", "on"
+static const frae_recipe recipes[] = {
+    {"speech",
+     "the fixed-rate 1.6 kbit/s speech codec: GRU, 12 binary latents + "
+     "4-bit pitch",
+     {"family", "gru", "quantizer", "binary", "latent", "12", SPEECH_RUN,
+      NULL},
+     0},
+    {"speech-vbr",
+     "the variable-rate speech codec: as speech, its codes range-coded under "
+     "a learned prior, rate lambda 0.0002 (about 1.2 kbit/s)",
+     {"family", "gru", "quantizer", "binary", "latent", "12", "rate-lambda",
+      "0.0002", SPEECH_RUN, NULL},
+     0},
+    {"denoise",
+     "the speech codec trained from noisy DATA toward clean --targets",
+     {"family", "gru", "quantizer", "binary", "latent", "12", SPEECH_RUN,
+      NULL},
+     1},
+};
+#define N_RECIPES ((int)(sizeof recipes / sizeof *recipes))
+
+int frae_recipe_count(void) { return N_RECIPES; }
+
+const frae_recipe *frae_recipe_at(int index)
+{
+    return index >= 0 && index < N_RECIPES ? &recipes[index] : NULL;
+}
+
+int frae_recipe_find(const char *name)
+{
+    for (int i = 0; name && i < N_RECIPES; i++)
+        if (!strcmp(recipes[i].name, name))
+            return i;
+    return -1;
+}
+
 
 const frae_option *frae_option_at(int index)
 {
@@ -456,9 +511,26 @@ static int given(const frae_run_config *rc, const char *name)
     return frae_option_given(rc, frae_option_find(name));
 }
 
+/* The recipe's options that were not given, as if given (the derived
+ * defaults below follow from them as from the command line's). */
+static void apply_recipe(frae_run_config *rc)
+{
+    const frae_recipe *r = frae_recipe_at(rc->recipe - 1);
+    if (!r)
+        return;
+    const int last = rc->last_fixed;
+    char err[256];
+    for (int i = 0; r->options[i]; i += 2)
+        if (!given(rc, r->options[i]))
+            frae_option_set(rc, r->options[i], r->options[i + 1], err,
+                            sizeof err);
+    rc->last_fixed = last; /* a resume names the recipe, not its parts */
+}
+
 void frae_options_finish(frae_run_config *rc)
 {
     frae_config *c = &rc->model;
+    apply_recipe(rc);
     if (c->family == FRAE_FAMILY_GRU) { /* the GRU family's own defaults */
         frae_config g;
         frae_config_default_gru(&g);

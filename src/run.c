@@ -366,8 +366,8 @@ static int save_checkpoint(member *me, const char *path, int with_state)
 {
     const frae_run *r = me->run;
     const train_state *s = &me->s;
-    char v[18][160];
-    frae_meta meta[18 + 64];
+    char v[19][160];
+    frae_meta meta[19 + 64];
     int n = 0;
 #define META(key, ...)                                                         \
     do {                                                                       \
@@ -396,6 +396,8 @@ static int save_checkpoint(member *me, const char *path, int with_state)
         if (r->rc.crop)
             META("train.crop", "%d", r->rc.crop);
     }
+    if (frae_recipe_at(r->rc.recipe - 1))
+        META("train.recipe", "%s", frae_recipe_at(r->rc.recipe - 1)->name);
 #undef META
     for (int i = 0; i < r->rc.n_meta && i < 64; i++)
         meta[n++] = r->rc.meta[i];
@@ -533,6 +535,11 @@ static int load_state(const frae_checkpoint *ck, const char *path,
     if (rc->val_split < 0)
         rc->val_split = split;
     snprintf(summary, sumcap, "%s", data);
+    /* the recipe it was trained with, recorded again (a name this build
+     * does not know is left out) */
+    if (frae_checkpoint_meta(ck, "train.recipe"))
+        rc->recipe =
+            frae_recipe_find(frae_checkpoint_meta(ck, "train.recipe")) + 1;
     s->n_order = frae_checkpoint_i32(ck, "train.order", NULL, 0);
     if (s->n_order < 1 || s->n_order > INT32_MAX) {
         frae_errorf(err, errlen,
@@ -723,6 +730,14 @@ int frae_run_check_pairing(const frae_run_config *rc, int data_files,
                  "%s was trained to rebuild its inputs: --targets cannot be "
                  "added when resuming",
                  rc->resume);
+        why = buf;
+    } else if (!rc->resume && !targets &&
+               frae_recipe_at(rc->recipe - 1) &&
+               frae_recipe_at(rc->recipe - 1)->needs_targets) {
+        snprintf(buf, sizeof buf,
+                 "--recipe %s trains toward clean targets: give --targets "
+                 "(paired with DATA)",
+                 frae_recipe_at(rc->recipe - 1)->name);
         why = buf;
     } else if (val_targets && !targets) {
         why = "--val-targets needs --targets";

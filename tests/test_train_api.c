@@ -300,6 +300,87 @@ int test_option_table(void)
     return failures;
 }
 
+/* Every row's value, "|"-joined, but the recipe's: two settings alike. */
+static void all_values(const frae_run_config *rc, char *out, size_t cap)
+{
+    size_t at = 0;
+    const int skip = frae_option_find("recipe");
+    for (int i = 0; i < frae_option_count() && at < cap; i++)
+        if (i != skip) {
+            at += frae_option_format(rc, i, out + at, cap - at);
+            if (at + 1 < cap)
+                out[at++] = '|', out[at] = 0;
+        }
+}
+
+/* The recipes: the row's choices are the table's names, each recipe's
+ * options parse, and a recipe settles to what its options given one by one
+ * settle to, the options given beside it winning. */
+int test_recipes(void)
+{
+    int failures = 0;
+    char err[1100], want[4096], got[4096], choices[256] = "none";
+    const int row = frae_option_find("recipe");
+    CHECK(row >= 0 && frae_recipe_count() >= 3 &&
+              frae_recipe_find("speech") >= 0 &&
+              frae_recipe_find("speech-vbr") >= 0 &&
+              frae_recipe_find("denoise") >= 0 && frae_recipe_find("x") < 0,
+          "the recipes speech, speech-vbr and denoise");
+    for (int k = 0; k < frae_recipe_count(); k++) {
+        const frae_recipe *r = frae_recipe_at(k);
+        strcat(choices, "|"), strcat(choices, r->name);
+        frae_run_config a, b;
+        frae_run_config_default(&a), frae_run_config_default(&b);
+        CHECK(!frae_option_set(&a, "--recipe", r->name, err, sizeof err) &&
+                  a.recipe == k + 1,
+              "--recipe %s: %s", r->name, err);
+        frae_options_finish(&a);
+        for (int i = 0; r->options[i]; i += 2)
+            CHECK(!frae_option_set(&b, r->options[i], r->options[i + 1], err,
+                                   sizeof err),
+                  "recipe %s: %s", r->name, err);
+        frae_options_finish(&b);
+        all_values(&a, want, sizeof want), all_values(&b, got, sizeof got);
+        CHECK(!strcmp(want, got), "--recipe %s settles as its options: %s, "
+              "not %s", r->name, want, got);
+        CHECK(a.given == (b.given | (uint64_t)1 << row) && a.crop == b.crop &&
+                  a.model.batch == b.model.batch,
+              "--recipe %s: its options count as given", r->name);
+        /* given before or after it, an option wins */
+        for (int order = 0; order < 2; order++) {
+            frae_run_config c;
+            frae_run_config_default(&c);
+            if (order == 0)
+                frae_option_set(&c, "latent", "7", err, sizeof err);
+            frae_option_set(&c, "recipe", r->name, err, sizeof err);
+            if (order == 1)
+                frae_option_set(&c, "lr", "0.25", err, sizeof err);
+            frae_options_finish(&c);
+            CHECK(order ? c.model.learning_rate == 0.25f
+                        : c.model.latent_dim == 7,
+                  "--recipe %s: an option given %s it wins", r->name,
+                  order ? "after" : "before");
+            CHECK(c.last_fixed == (order ? frae_option_find("lr") : row),
+                  "--recipe %s: a resume names the recipe or the option "
+                  "given last (%d)",
+                  r->name, c.last_fixed);
+        }
+    }
+    CHECK(!strcmp(frae_option_at(row)->choices, choices),
+          "the recipe row's choices '%s' are the recipes '%s'",
+          frae_option_at(row)->choices, choices);
+    /* denoise needs targets */
+    frae_run_config rc;
+    frae_run_config_default(&rc);
+    frae_option_set(&rc, "recipe", "denoise", err, sizeof err);
+    CHECK(frae_run_check_pairing(&rc, 1, 0, 0, 0, err, sizeof err) ==
+                  FRAE_RUN_BAD_INPUT &&
+              strstr(err, "--targets") &&
+              !frae_run_check_pairing(&rc, 1, 1, 0, 0, err, sizeof err),
+          "--recipe denoise without --targets: '%s'", err);
+    return failures;
+}
+
 /* Metadata keys a checkpoint writes that no option stands for. */
 static int known_key(const char *k)
 {
@@ -412,7 +493,8 @@ int test_checkpoint_records_options(void)
     ck = frae_checkpoint_open(path, err, sizeof err);
     for (int i = 0; ck && i < frae_option_count(); i++) {
         const frae_option *o = frae_option_at(i);
-        if (!o->meta || strncmp(o->meta, "train.", 6))
+        if (!o->meta || strncmp(o->meta, "train.", 6) ||
+            !frae_option_given(&rc, i)) /* the recipe: recorded if given */
             continue;
         frae_option_format(&rc, i, want, sizeof want);
         const char *got = frae_checkpoint_meta(ck, o->meta);

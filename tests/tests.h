@@ -76,6 +76,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(sizes) \
     X(run_arrays_equal_files) \
     X(option_table) \
+    X(recipes) \
     X(checkpoint_records_options) \
     X(run_batches_allocate_nothing)
 

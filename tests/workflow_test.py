@@ -217,6 +217,95 @@ def on_the_wire(pitch_fixed, pitch_prior):
                                 float(np.median(lags)) if lags else 0), "")
 
 
+def weights(p):
+    """A checkpoint's tensors: their table (names, shapes, offsets) and
+    bytes, without the metadata."""
+    head, data = read_safetensors(p)
+    head.pop("__metadata__", None)
+    return head, data
+
+
+def recipes():
+    """Issue 39: frae train --recipe NAME is the demo's flags, bit for bit;
+    audio with no model option trains the speech recipe and says so."""
+    print("== recipes by name")
+    d = path("rwav")
+    os.makedirs(d)
+    for i in range(3):
+        write_wav(os.path.join(d, "u%d.wav" % i), voiced(0.6, 16000, 100 + 25 * i, i), 16000)
+    demo = ["--family", "gru", "--quantizer", "binary", "--latent", "12", "--pitch",
+            "--crop", "100", "--batch", "16", "--feedback", "full", "--lr", "0.001",
+            "--clip-norm", "1"]
+    one = ["--epochs", "1", "--progress", "off"]
+    rc1, _, err1 = run("train", d, "--recipe", "speech", *one, "--save", "r-speech.st")
+    rc2, _, err2 = run("train", d, *demo, *one, "--save", "r-demo.st")
+    check(rc1 == 0 and rc2 == 0 and err1 == "" and err2 == "" and
+          weights(path("r-speech.st")) == weights(path("r-demo.st")),
+          "--recipe speech trains the demo's flags' model, bit for bit", err1 + err2)
+    meta = read_safetensors(path("r-speech.st"))[0]["__metadata__"]
+    check(meta.get("train.recipe") == "speech" and
+          "train.recipe" not in read_safetensors(path("r-demo.st"))[0]["__metadata__"],
+          "the checkpoint records the recipe (train.recipe)", str(meta.get("train.recipe")))
+    rc, out, err = run("info", "r-speech.st")
+    check(rc == 0 and "recipe speech: the fixed-rate 1.6 kbit/s" in out and
+          "latent L 12" in out and "pitch 4" in out, "frae info names the recipe", out + err)
+    rc, out, err = run("train", d, *one, "--save", "r-auto.st")
+    lines = err.strip().splitlines()
+    check(rc == 0 and len(lines) == 1 and "the speech recipe" in lines[0] and
+          weights(path("r-auto.st")) == weights(path("r-speech.st")),
+          "audio with no model option: the speech recipe, said in one line", err)
+    rc, out, err = run("train", d, "--seed", "1", "--lr", "0.001", *one, "--save", "r-auto2.st")
+    check(rc == 0 and "speech recipe" in err and
+          weights(path("r-auto2.st")) == weights(path("r-speech.st")),
+          "... also with training options given (the seed, the learning rate)", err)
+    rc, out, err = run("train", d, "--recipe", "none", *one, "--save", "r-none.st")
+    _, info, _ = run("info", "r-none.st")
+    check(rc == 0 and err == "" and "family dense" in info and "recipe" not in info,
+          "--recipe none: frae's plain defaults, nothing said", err + info)
+    rc, out, err = run("train", d, "--latent", "6", *one, "--save", "r-own.st")
+    _, info, _ = run("info", "r-own.st")
+    check(rc == 0 and err == "" and "family dense" in info and "latent L 6" in info,
+          "a model option given: no recipe", err + info)
+    rc, out, err = run("train", d, "--latent", "8", "--recipe", "speech", "--batch", "2",
+                       *one, "--save", "r-win.st")
+    _, info, _ = run("info", "r-win.st")
+    check(rc == 0 and "latent L 8" in info and "batch 2" in info and "family gru" in info
+          and "recipe speech" in info, "options given with a recipe win", err + info)
+    vbr = ["--family", "gru", "--quantizer", "binary", "--latent", "12",
+           "--rate-lambda", "0.0002"] + demo[6:]
+    rc1, _, err1 = run("train", d, "--recipe", "speech-vbr", *one, "--save", "r-vbr.st")
+    rc2, _, err2 = run("train", d, *vbr, *one, "--save", "r-vbr-demo.st")
+    _, info, _ = run("info", "r-vbr.st")
+    check(rc1 == 0 and rc2 == 0 and
+          weights(path("r-vbr.st")) == weights(path("r-vbr-demo.st")) and
+          "prior: 16 tanh units" in info and "0.0002 x rate" in info,
+          "--recipe speech-vbr: the demo's variable-rate model, bit for bit", err1 + err2)
+    rc, out, err = run("train", d, "--recipe", "denoise", *one, "--save", "none")
+    check(one_line_error(rc, err, 2, "--recipe denoise trains toward clean targets"),
+          "--recipe denoise without --targets: one line", err)
+    rc1, _, err1 = run("train", d, "--targets", d, "--recipe", "denoise", *one,
+                       "--save", "r-dn.st")
+    rc2, _, err2 = run("train", d, "--targets", d, *demo, *one, "--save", "r-dn-demo.st")
+    _, info, _ = run("info", "r-dn.st")
+    check(rc1 == 0 and rc2 == 0 and "recipe denoise" in info and "targets:" in info and
+          weights(path("r-dn.st")) == weights(path("r-dn-demo.st")),
+          "--recipe denoise: the demo's denoising flags, bit for bit", err1 + err2)
+    rc, out, err = run("train", d, "--recipe", "opus", *one, "--save", "none")
+    check(one_line_error(rc, err, 2, "--recipe got 'opus'; expected one of: none, speech"),
+          "an unknown recipe: one line listing them", err)
+    rc, out, err = run("train", d, "--recipe", "speech", "--resume", "r-speech.st")
+    check(one_line_error(rc, err, 2, "--recipe cannot be combined with --resume"),
+          "--recipe with --resume: one line", err)
+    rc, out, err = run("train", d, "--resume", "r-speech.st", "--epochs", "2",
+                       "--progress", "off", "--save", "r-resumed.st")
+    _, info, _ = run("info", "r-resumed.st")
+    check(rc == 0 and err == "" and "recipe speech" in info and "epoch 2 of 2" in info,
+          "a resumed checkpoint keeps its recipe", err + info)
+    rc, out, _ = run("train", "--help")
+    check(rc == 0 and "--recipe R" in out and "speech-vbr" in out,
+          "frae train --help lists --recipe", out[:200])
+
+
 def main():
     D = 6
     os.makedirs(path("data"))
@@ -1013,6 +1102,8 @@ def main():
         rc, out, err = run(cmd, "--help")
         check(rc == 0 and "usage: frae " + cmd in out and "Exit codes" in out,
               "frae %s --help" % cmd, err)
+
+    recipes()
 
     shutil.rmtree(TMP)
     return summary()

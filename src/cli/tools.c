@@ -283,6 +283,12 @@ int cmd_info(int argc, char **argv)
         }
     }
     cli_printf("training settings:\n");
+    const char *recipe = frae_checkpoint_meta(ck, "train.recipe");
+    if (recipe) {
+        const frae_recipe *rp = frae_recipe_at(frae_recipe_find(recipe));
+        cli_printf("  recipe %s%s%s\n", recipe, rp ? ": " : "",
+                   rp ? rp->summary : "");
+    }
     cli_printf("  feedback %s, window %d, batch %d, Adam lr %g (beta1 %g, beta2 "
            "%g, eps %g), clip norm %g\n",
            frae_feedback_names[c.feedback], c.window,

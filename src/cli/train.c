@@ -44,6 +44,7 @@ typedef struct {
     int audio_features; /* --audio-features: .npy data are frae features */
     double dist_timeout; /* --dist-timeout: seconds a rank waits */
     int frame_dim_given;
+    int auto_recipe; /* audio with no model option: the speech recipe */
     /* the audio features, recorded in the checkpoints (features.*) */
     char feature_values[10][64];
     frae_meta feature_meta[10];
@@ -480,6 +481,14 @@ static void on_start(void *ctx, const frae_run_info *in)
     catch_stop_signals();
     if (in->rank != 0 || p->d->rank != 0)
         return;
+    if (p->o->auto_recipe) {
+        flush_report();
+        fprintf(stderr,
+                "frae train: audio and no model option: the speech recipe "
+                "(--recipe speech: %s; --recipe none for the plain "
+                "defaults)\n",
+                frae_recipe_at(rc->recipe - 1)->summary);
+    }
     cli_printf("frae: %zu parameters, %.0f bits/frame, %.1f MiB, kernels %s, "
                "%d thread%s\n",
                frae_param_count(in->model), frae_bits_per_frame(in->model),
@@ -684,6 +693,49 @@ static int train_main(train_opts *o, cli_dist *d)
     return status;
 }
 
+/* Whether an option that shapes the model was given: one of the model
+ * section's (but the seed), --pitch or --rate-lambda. */
+static int model_option_given(const frae_run_config *rc)
+{
+    for (int i = 0; i < frae_option_count(); i++) {
+        const frae_option *row = frae_option_at(i);
+        if (frae_option_given(rc, i) &&
+            ((row->section == FRAE_SECTION_MODEL && strcmp(row->name, "seed")) ||
+             !strcmp(row->name, "pitch") || !strcmp(row->name, "rate-lambda")))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether DATA are audio: audio files, directories holding some, or
+ * .npy features (--audio-features, feature options). */
+static int audio_data(const train_opts *o)
+{
+    if (o->audio_features || o->audio.given)
+        return o->n_data > 0;
+    char **files = NULL, err[1100];
+    int n = 0, audio = 0;
+    if (frae_expand_paths((const char *const *)o->data, o->n_data, &files, &n,
+                          err, sizeof err))
+        return 0; /* said when the data are loaded */
+    for (int i = 0; i < n && !audio; i++)
+        audio = cli_is_audio(files[i]);
+    frae_free_paths(files, n);
+    return audio;
+}
+
+/* Audio with no option shaping the model trains the speech recipe. */
+static void default_recipe(train_opts *o)
+{
+    const int row = frae_option_find("recipe");
+    if (o->rc.resume || frae_option_given(&o->rc, row) ||
+        model_option_given(&o->rc) || !audio_data(o))
+        return;
+    char err[256];
+    if (!frae_option_set(&o->rc, "recipe", "speech", err, sizeof err))
+        o->auto_recipe = 1;
+}
+
 /* Threads per replica when --threads is not given: the CPUs shared out. */
 static int share_cpus(int local_replicas)
 {
@@ -702,6 +754,8 @@ int cmd_train(int argc, char **argv)
                        : cli_parse(argc, argv, list, train_on_opt,
                                    train_on_pos, train_help, &o);
     free(list);
+    if (!status)
+        default_recipe(&o);
     frae_options_finish(&o.rc);
     o.frame_dim_given = frae_option_given(&o.rc, frae_option_find("frame-dim"));
     const int threads_given =
