@@ -81,5 +81,40 @@ expect 1 "training diverged" "divergence is reported" -- train --frame-dim 4 \
     --history 1 --enc 8 --latent 2 --dec 8 --sequences 4 --frames 10 \
     --batch 2 --epochs 50 --lr 1e30
 
+# frae help CMD is CMD --help: a usage line, every option, an example
+for spec in \
+    "train --recipe --epochs --save --resume --targets --pitch" \
+    "predict -o --isa --no-resample" \
+    "info" \
+    "import -o --activation --quantizer --latent --family --normalize" \
+    "convert -o --weights" \
+    "encode -o --frame-rate --isa --no-resample --packet-frames --search --search-lambda --dtx --dtx-level --packet-ms --resync-ms" \
+    "decode -o --wav --vocoder --gl-iters --through --isa" \
+    "features -o --pitch --sample-rate --no-resample --mels --hop --win --fft --fmin --fmax" \
+    "vocode -o --gl-iters --sample-rate --no-resample --mels --hop --win --fft --fmin --fmax"; do
+    set -- $spec
+    cmd=$1
+    shift
+    "$FRAE" help "$cmd" >"$tmp/help" 2>&1
+    h=$?
+    "$FRAE" "$cmd" --help >"$tmp/own" 2>&1
+    missing=""
+    for opt in "$@"; do
+        grep -q -- "$opt[ ,]" "$tmp/help" || missing="$missing $opt"
+    done
+    if [ "$h" = 0 ] && cmp -s "$tmp/help" "$tmp/own" &&
+        head -n 1 "$tmp/help" | grep -q "^usage: frae $cmd" &&
+        grep -q "^example" "$tmp/help" && [ -z "$missing" ]; then
+        ok "frae help $cmd: its --help, every option and an example"
+    else
+        bad "frae help $cmd: exit $h, missing:$missing; $(head -n 3 "$tmp/help")"
+    fi
+done
+expect 2 "help: unknown command 'bogus'" "frae help of an unknown command" -- help bogus
+"$FRAE" help >"$tmp/out" 2>&1 && grep -q "frae help <command>" "$tmp/out" &&
+    ok "frae help: the general help" || bad "frae help: $(head -n 3 "$tmp/out")"
+expect 2 "needs MODEL, IN.fbs and --wav OUT.wav or -o OUT.npy" \
+    "decode without an output: one line naming --wav" -- decode m.safetensors x.fbs
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -301,6 +301,16 @@ def recipes():
     _, info, _ = run("info", "r-resumed.st")
     check(rc == 0 and err == "" and "recipe speech" in info and "epoch 2 of 2" in info,
           "a resumed checkpoint keeps its recipe", err + info)
+    # decode to a WAV alone (issue 39: -o OUT.npy no longer needed)
+    rc, _, err = run("encode", "r-speech.st", os.path.join(d, "u0.wav"), "-o", "r.fbs")
+    before = set(os.listdir(TMP))
+    rc1, out1, err1 = run("decode", "r-speech.st", "r.fbs", "--wav", "r-only.wav")
+    made = set(os.listdir(TMP)) - before
+    rc2, _, err2 = run("decode", "r-speech.st", "r.fbs", "-o", "r.npy", "--wav", "r-both.wav")
+    check(rc == 0 and rc1 == 0 and rc2 == 0 and made == {"r-only.wav"} and
+          "r.fbs -> r-only.wav" in out1 and
+          open(path("r-only.wav"), "rb").read() == open(path("r-both.wav"), "rb").read(),
+          "frae decode MODEL IN.fbs --wav OUT.wav: the WAV alone, as with -o", err + err1 + err2)
     rc, out, _ = run("train", "--help")
     check(rc == 0 and "--recipe R" in out and "speech-vbr" in out,
           "frae train --help lists --recipe", out[:200])

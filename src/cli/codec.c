@@ -258,7 +258,11 @@ static int unheard_value(const float *frame, int n, int n_mels, double max)
 
 static void encode_help(void)
 {
-    cli_printf("usage: frae encode MODEL IN -o OUT.fbs [--frame-rate R]\n"
+    cli_printf("usage: frae encode MODEL IN -o OUT.fbs [--frame-rate R] [--isa I]\n"
+           "                   [--no-resample] [--packet-frames N] [--search N]\n"
+           "                   [--search-lambda X] [--dtx] [--dtx-level DB]\n"
+           "                   [--packet-ms N] [--resync-ms M|off]\n"
+           "example: frae encode model.safetensors speech.wav -o speech.fbs\n"
            "\n"
            "Compresses each sequence of IN ([T, D] or [N, T, D] .npy, or an\n"
            "audio file, whose features are computed as the model was\n"
@@ -300,9 +304,23 @@ static void encode_help(void)
            "decoder repeating its last frame.  A pause then costs next to\n"
            "nothing (discontinuous transmission, as Opus's DTX).\n"
            "\n"
+           "options:\n"
+           "  -o, --output OUT.fbs the stream (- for stdout)\n"
+           "  --frame-rate R       frames per second, for the kbit/s (100)\n"
+           "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
+           "  --no-resample        refuse audio at another sample rate\n"
+           "  --packet-frames N    with a prior: frames per packet (100)\n"
+           "  --search N           passes of the encoder's search (0: off)\n"
+           "  --search-lambda X    the search's weight on bits (the model's\n"
+           "                       --rate-lambda)\n"
+           "  --dtx                silent frames sent as silence\n"
+           "  --dtx-level DB       what is silent (%g)\n"
+           "  --packet-ms N        real-time packets of N ms (stream version 5)\n"
+           "  --resync-ms M|off    resynchronisation points every M ms\n"
+           "\n"
            "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
            "options, model or input.\n",
-           FRAE_DTX_HANGOVER, FRAE_DTX_LEVEL);
+           FRAE_DTX_HANGOVER, FRAE_DTX_LEVEL, FRAE_DTX_LEVEL);
 }
 
 /* encode's stream options from its own: the packets (--packet-ms or
@@ -845,10 +863,12 @@ done:
 static void decode_help(void)
 {
     cli_printf("usage: frae decode MODEL IN.fbs [-o OUT.npy] [--wav OUT.wav | OUT.wav]\n"
+           "                   [--vocoder hnm|gl] [--gl-iters N] [--through] [--isa I]\n"
+           "example: frae decode model.safetensors speech.fbs --wav speech-out.wav\n"
            "\n"
            "Rebuilds the frames of a .fbs bitstream with the model that made\n"
-           "it (checked by its hash) and writes them as float32 .npy, shaped\n"
-           "like the encoded input.  The decoder runs the same feedback loop\n"
+           "it (checked by its hash) and writes them as float32 .npy (-o),\n"
+           "shaped like the encoded input, or as audio (--wav), or both.  The decoder runs the same feedback loop\n"
            "as training: decode(encode(x)) equals 'frae predict' on x.\n"
            "With a model that codes pitch (train --pitch), each frame is D\n"
            "values, then f0 (Hz, 0 when unvoiced) and voicing (0 or 1).\n"
@@ -866,6 +886,8 @@ static void decode_help(void)
            "and one line on stderr says what was concealed.\n"
            "  --through            decode through bit errors (a fixed-rate\n"
            "                       stream on a channel without checks)\n"
+           "  -o, --output OUT.npy the decoded frames\n"
+           "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
            "\n"
            "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
            "options, model or stream (truncated, corrupted, foreign, or\n"
@@ -874,7 +896,10 @@ static void decode_help(void)
 
 static void vocode_help(void)
 {
-    cli_printf("usage: frae vocode FEATURES.npy -o OUT.wav [options]\n"
+    cli_printf("usage: frae vocode FEATURES.npy -o OUT.wav [--gl-iters N] [--sample-rate HZ]\n"
+           "                   [--no-resample] [--mels N] [--hop N] [--win N] [--fft N]\n"
+           "                   [--fmin HZ] [--fmax HZ]\n"
+           "example: frae vocode speech.npy -o speech-vocoded.wav\n"
            "\n"
            "Turns features with pitch ('frae features --pitch': [T, mels + 2]\n"
            "or [N, T, mels + 2]) back into audio with the harmonic-plus-noise\n"
@@ -1260,8 +1285,8 @@ int cmd_decode(int argc, char **argv)
         return cli_fail(EXIT_USAGE, "%s is an option of 'frae encode'",
                         o.encoder_opt);
     if (!o.io.model || !o.io.input || (!o.io.output && !o.wav))
-        return cli_fail(EXIT_USAGE, "needs MODEL, IN.fbs and -o OUT.npy or "
-                                    "--wav OUT.wav (see 'frae decode "
+        return cli_fail(EXIT_USAGE, "needs MODEL, IN.fbs and --wav OUT.wav "
+                                    "or -o OUT.npy (see 'frae decode "
                                     "--help')");
     if (o.wav && o.io.output && frae_output_descriptor(o.wav) >= 0 &&
         frae_output_descriptor(o.wav) == frae_output_descriptor(o.io.output))
@@ -1286,9 +1311,6 @@ int cmd_decode(int argc, char **argv)
     if (o.through)
         return cli_fail(EXIT_USAGE, "--through: for real-time packets "
                                     "(encode --packet-ms)");
-    if (!o.io.output)
-        return cli_fail(EXIT_USAGE, "needs -o OUT.npy (see 'frae decode "
-                                    "--help')");
     void *map;
     size_t size;
     if (frae_map_file(o.io.input, 1, &map, &size, err, sizeof err))
@@ -1347,8 +1369,10 @@ int cmd_decode(int argc, char **argv)
         goto done;
     }
     /* frame by frame, straight into the output files: memory is the
-     * model's and the vocoder's, whatever the stream's length */
-    if (frae_npy_begin(&af, o.io.output, two_d ? 2 : 3, shape, err, sizeof err)) {
+     * model's and the vocoder's, whatever the stream's length (--wav
+     * alone: no .npy) */
+    if (o.io.output &&
+        frae_npy_begin(&af, o.io.output, two_d ? 2 : 3, shape, err, sizeof err)) {
         af.f = NULL;
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
@@ -1374,21 +1398,22 @@ int cmd_decode(int argc, char **argv)
                               bad);
                 goto done;
             }
-            fwrite(y, sizeof(float), (size_t)width, af.f);
+            if (af.f)
+                fwrite(y, sizeof(float), (size_t)width, af.f);
             if (o.wav && (rc = wav_out_frame(&wav, y)))
                 goto done;
         }
         if (o.wav && (rc = wav_out_end(&wav)))
             goto done;
     }
-    rc = frae_atomic_commit(&af, err, sizeof err)
+    rc = af.f && frae_atomic_commit(&af, err, sizeof err)
              ? cli_fail(EXIT_FAILED, "%s", err)
              : EXIT_OK;
     af.f = NULL;
     if (!rc)
         cli_printf("%s -> %s: %u sequence%s x %u frames\n", o.io.input,
-               o.io.output, s.sequences, s.sequences == 1 ? "" : "s",
-               s.frames);
+               o.io.output ? o.io.output : o.wav, s.sequences,
+               s.sequences == 1 ? "" : "s", s.frames);
 done:
     if (af.f)
         frae_atomic_abort(&af);

@@ -23,7 +23,8 @@ static void print_help(void)
            "  decode    rebuild frames (and audio) from a .fbs bitstream\n"
            "  features  log-mel features (and pitch) of an audio file\n"
            "  vocode    features with pitch back to audio (the vocoder)\n"
-           "  help      this help; 'frae <command> --help' for one command\n"
+           "  help      this help; 'frae help <command>' (or 'frae <command>\n"
+           "            --help') for one command's options and an example\n"
            "\n"
            "Exit codes: 0 success; 1 a run failed (diverged, or a file could\n"
            "not be written); 2 bad usage or input (options, data files,\n"
@@ -75,10 +76,30 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    static char help_arg[] = "--help";
+    if (!strcmp(cmd, "help") && argc > 2) {
+        /* frae help CMD: CMD's own --help */
+        static const char *const cmds[] = {"train",  "predict", "info",
+                                           "import", "convert", "encode",
+                                           "decode", "features", "vocode"};
+        for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
+            if (!strcmp(argv[2], cmds[i])) {
+                cmd = cmds[i];
+                argc = 3;
+                argv[2] = help_arg;
+                break;
+            }
+        if (strcmp(cmd, "help"))
+            goto dispatch;
+        return cli_fail(EXIT_USAGE, "help: unknown command '%s' (see 'frae "
+                                    "help')",
+                        argv[2]);
+    }
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         print_help();
         return EXIT_OK;
     }
+dispatch:
     if (!strcmp(cmd, "--version")) {
         cli_printf("frae %s\n", FRAE_VERSION_STRING);
         return EXIT_OK;

@@ -15,13 +15,16 @@
 
 static void predict_help(void)
 {
-    cli_printf("usage: frae predict MODEL IN -o OUT.npy [--isa I]\n"
+    cli_printf("usage: frae predict MODEL IN -o OUT.npy [--isa I] [--no-resample]\n"
+           "example: frae predict model.safetensors x.npy -o y.npy\n"
            "\n"
            "Reconstructs sequences: runs each sequence of IN ([T, D] or\n"
            "[N, T, D] .npy, float32 or float64; or an audio file, whose\n"
            "features are computed as the model was trained) through the\n"
            "model from empty buffers, and writes the decoded frames as\n"
            "float32 in the same shape.  Prints the MSE against the input.\n"
+           "  -o, --output OUT.npy the decoded frames\n"
+           "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
            "  --no-resample        refuse audio at another sample rate\n"
            "\n"
            "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
@@ -165,6 +168,7 @@ int cmd_predict(int argc, char **argv)
 static void info_help(void)
 {
     cli_printf("usage: frae info MODEL\n"
+           "example: frae info model.safetensors\n"
            "\n"
            "Prints a checkpoint's architecture, parameter count, bits per\n"
            "frame, training settings and training state, after verifying\n"
@@ -346,7 +350,10 @@ typedef struct {
 
 static void import_help(void)
 {
-    cli_printf("usage: frae import WEIGHTS -o MODEL [options]\n"
+    cli_printf("usage: frae import WEIGHTS -o MODEL [--activation A] [--quantizer Q]\n"
+           "                   [--latent L] [--family F] [--normalize FILE.npy]\n"
+           "example: frae import torch.safetensors -o model.safetensors "
+           "--quantizer binary\n"
            "\n"
            "Makes a frae checkpoint from weights trained elsewhere:\n"
            "  - a PyTorch state_dict saved as safetensors, with the names and\n"
@@ -458,7 +465,11 @@ typedef struct {
 
 static void features_help(void)
 {
-    cli_printf("usage: frae features IN.(wav|flac|...) -o OUT.npy [options]\n"
+    cli_printf("usage: frae features IN.(wav|flac|...) -o OUT.npy [--pitch]\n"
+           "                     [--sample-rate HZ] [--no-resample] [--mels N]\n"
+           "                     [--hop N] [--win N] [--fft N] [--fmin HZ] "
+           "[--fmax HZ]\n"
+           "example: frae features speech.wav --pitch -o speech.npy\n"
            "\n"
            "Computes log-mel features of an audio file, exactly as training\n"
            "and encoding do, and writes them as float32 [T, mels]:\n"
@@ -565,6 +576,8 @@ typedef struct {
 static void convert_help(void)
 {
     cli_printf("usage: frae convert MODEL -o OUT --weights bf16|f32\n"
+           "example: frae convert model.safetensors -o model-bf16.safetensors "
+           "--weights bf16\n"
            "\n"
            "Writes MODEL's weights in another storage format, for inference:\n"
            "  bf16  each weight rounded to bfloat16 (nearest even, as\n"

@@ -105,7 +105,10 @@ static void help_section(frae_option_section sec)
 static void train_help(void)
 {
     cli_printf(
-        "usage: frae train [options] [DATA ...]\n"
+        "usage: frae train [--recipe R] [options below] [DATA ...]\n"
+        "examples:\n"
+        "  frae train wavs/ --recipe speech --epochs 50 --save codec.safetensors\n"
+        "  frae train feats/ --audio-features --latent 16 --quantizer binary\n"
         "\n"
         "Trains an FRAE.  DATA are .npy files ([T, D] or [N, T, D], float32\n"
         "or float64), audio files (WAV, FLAC, ...: log-mel features are\n"
