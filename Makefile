@@ -187,6 +187,12 @@ check: test test-asan test-tsan
 demo: $(FRAE)
 	/usr/bin/python3 tools/demo.py
 
+# The loss study (issue 37): frae, Opus and Codec2 on the same lost
+# packets and bit errors (docs/2026-12-02-loss-study.md)
+.PHONY: loss-study
+loss-study: $(FRAE)
+	nice -n 10 /usr/bin/python3 tools/loss_study.py
+
 # OpenBLAS's sgemm, as the machine's limit (built only where the Debian
 # package is installed: scripts/install-deps.sh installs it with WITH_OPTIONAL=1)
 $(BUILD)/sgemm_peak: bench/sgemm_peak.c
