@@ -298,40 +298,64 @@ static long read_longs(const char *path, long *a, long *b, int *is_max)
     return got;
 }
 
+/* Whether a /proc/self/cgroup controller list ("cpu,cpuacct") names cpu. */
+static int names_cpu(const char *list, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && list[j] != ',')
+            j++;
+        if (j - i == 3 && !strncmp(list + i, "cpu", 3))
+            return 1;
+        i = j + 1;
+    }
+    return 0;
+}
+
+static long quota_cpus(long quota, long period)
+{
+    return quota > 0 && period > 0 ? (quota + period - 1) / period : 0;
+}
+
 static long cgroup_cpus(void)
 {
-    char path[512] = "/sys/fs/cgroup/cpu.max";
+    /* the process's own cgroups: v2's ("0::PATH") and v1's cpu one */
+    char v2[400] = "", v1[400] = "";
     FILE *f = fopen("/proc/self/cgroup", "r");
     if (f) {
-        char line[400];
-        while (fgets(line, sizeof line, f))
-            if (line[0] == '0' && line[1] == ':' && line[2] == ':') {
-                size_t n = 0;
-                while (line[3 + n] && line[3 + n] != '\n')
-                    n++;
-                line[3 + n] = '\0';
-                snprintf(path, sizeof path, "/sys/fs/cgroup%s/cpu.max",
-                         strcmp(line + 3, "/") ? line + 3 : "");
-            }
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = '\0';
+            char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+            if (!c2 || strlen(c2 + 1) >= sizeof v2)
+                continue;
+            if (line[0] == '0' && c1 == line + 1 && c2 == c1 + 1)
+                strcpy(v2, c2 + 1);
+            else if (names_cpu(c1 + 1, (size_t)(c2 - c1 - 1)))
+                strcpy(v1, c2 + 1);
+        }
         fclose(f);
     }
-    long quota = 0, period = 0;
+    char path[512];
+    long quota = 0, period = 0, cpus;
     int is_max = 0;
+    snprintf(path, sizeof path, "/sys/fs/cgroup%s/cpu.max",
+             strcmp(v2, "/") ? v2 : "");
     if (read_longs(path, &quota, &period, &is_max) == 2 && !is_max &&
-        quota > 0 && period > 0)
-        return (quota + period - 1) / period;
-    if (strcmp(path, "/sys/fs/cgroup/cpu.max") &&
-        read_longs("/sys/fs/cgroup/cpu.max", &quota, &period, &is_max) ==
-            2 &&
-        !is_max && quota > 0 && period > 0)
-        return (quota + period - 1) / period;
-    if (read_longs("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", &quota, NULL,
-                   &is_max) == 1 &&
-        quota > 0 &&
-        read_longs("/sys/fs/cgroup/cpu/cpu.cfs_period_us", &period, NULL,
-                   &is_max) == 1 &&
-        period > 0)
-        return (quota + period - 1) / period;
+        (cpus = quota_cpus(quota, period)))
+        return cpus;
+    const char *v1_dirs[2] = {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"};
+    for (int d = 0; d < 2; d++) {
+        char qpath[512], ppath[512];
+        snprintf(qpath, sizeof qpath, "%s%s/cpu.cfs_quota_us", v1_dirs[d],
+                 strcmp(v1, "/") ? v1 : "");
+        snprintf(ppath, sizeof ppath, "%s%s/cpu.cfs_period_us", v1_dirs[d],
+                 strcmp(v1, "/") ? v1 : "");
+        if (read_longs(qpath, &quota, NULL, &is_max) == 1 &&
+            read_longs(ppath, &period, NULL, &is_max) == 1 &&
+            (cpus = quota_cpus(quota, period)))
+            return cpus;
+    }
     return 0;
 }
 

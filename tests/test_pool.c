@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -186,6 +187,40 @@ int test_cpus_available(void)
               WEXITSTATUS(status) == 0,
           "pinned to one CPU, frae_cpus_available() is not 1 (status %d)",
           status);
-    printf("    %d CPU%s here; pinned to one, 1\n", all, all == 1 ? "" : "s");
+    /* a cgroup (v1) quota of one CPU, where this process may make one */
+    char dir[64];
+    snprintf(dir, sizeof dir, "/sys/fs/cgroup/cpu/frae-test-%d", (int)getpid());
+    int quota_checked = 0;
+    if (mkdir(dir, 0755) == 0) {
+        fflush(stdout);
+        pid_t q = fork();
+        if (q == 0) {
+            char path[128];
+            snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", dir);
+            FILE *f = fopen(path, "w");
+            int ok = f && fprintf(f, "%d\n", 100000) > 0;
+            ok &= f && fclose(f) == 0;
+            snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir);
+            f = fopen(path, "w");
+            ok &= f && fprintf(f, "%d\n", 100000) > 0;
+            ok &= f && fclose(f) == 0;
+            snprintf(path, sizeof path, "%s/tasks", dir);
+            f = fopen(path, "w");
+            ok &= f && fprintf(f, "%d\n", (int)getpid()) > 0;
+            ok &= f && fclose(f) == 0;
+            _exit(!ok ? 3 : frae_cpus_available() == 1 ? 0 : 1);
+        }
+        status = -1;
+        if (q > 0 && waitpid(q, &status, 0) == q && WIFEXITED(status) &&
+            WEXITSTATUS(status) != 3) {
+            quota_checked = 1;
+            CHECK(WEXITSTATUS(status) == 0,
+                  "under a cgroup quota of one CPU, frae_cpus_available() "
+                  "is not 1");
+        }
+        rmdir(dir);
+    }
+    printf("    %d CPU%s here; pinned to one, 1%s\n", all, all == 1 ? "" : "s",
+           quota_checked ? "; under a cgroup quota of one CPU, 1" : "");
     return failures;
 }
