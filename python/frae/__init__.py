@@ -32,7 +32,8 @@ import numpy as np
 from . import _frae
 from ._frae import FraeError
 
-__all__ = ["FRAE", "load", "features", "FraeError", "History"]
+__all__ = ["FRAE", "load", "features", "vocode", "write_wav", "recipes", "FraeError",
+           "History"]
 __version__ = _frae.version
 
 _ISA = {"auto": 0, "scalar": 1, "avx2": 2, "avx512": 3}
@@ -192,6 +193,7 @@ class FRAE:
             self._cfg = _model.config()
             self._threads_given = True
             self._normalized = bool(self._cfg["normalize"])
+            self._recipe = None
             return
         text = {}
         for k, v in options.items():
@@ -203,6 +205,9 @@ class FRAE:
                 continue  # not given: the table's default (threads: all CPUs)
             text[k] = _option_text(k, v)
         self._threads_given = "threads" in text
+        # a recipe: its model options come through make_config (those
+        # given win); fit takes its run's (batch_size, crop) unless given
+        self._recipe = text.get("recipe") if text.get("recipe") != "none" else None
         if not self._threads_given:
             text["threads"] = str(_cpus())
         self._cfg = _frae.make_config(text)  # checks it
@@ -330,6 +335,11 @@ class FRAE:
             if targets and vy is None:
                 raise ValueError("validation_data: with targets, give (x_val, y_val)")
             vtseqs = _pair(vseqs, vy, D, "validation_data y") if targets else None
+        recipe = recipes()[self._recipe][1] if self._recipe and resume is None else {}
+        if batch_size is None and "batch_size" in recipe:
+            batch_size = int(recipe["batch_size"])
+        if crop is None and "crop" in recipe:
+            crop = int(recipe["crop"])
         if batch_size is None and resume is None:
             batch_size = 32
         given = dict(batch_size=batch_size, validation_split=validation_split,
@@ -337,6 +347,8 @@ class FRAE:
                      csv_log=csv_log, crop=crop, resume=resume, replicas=replicas)
         settings = {k: _option_text(k, v) for k, v in given.items() if v is not None}
         settings.update(more_epochs=epochs, shuffle=bool(shuffle))
+        if self._recipe:  # recorded in the checkpoints (train.recipe)
+            settings["recipe"] = self._recipe
         cfg = dict(self._cfg, targets=int(targets))
         if replicas and replicas > 1 and not self._threads_given:
             cfg["threads"] = max(1, _cpus() // replicas)  # the CPUs shared out
@@ -670,10 +682,45 @@ _FEATURE_INTS = ("sample_rate", "n_mels", "hop", "win", "n_fft")
 
 
 def features(path, sample_rate=16000, n_mels=80, hop=160, win=400, n_fft=512,
-             fmin=0.0, fmax=8000.0, resample=True):
+             fmin=0.0, fmax=8000.0, resample=True, pitch=False):
     """The log-mel features of an audio file, [frames, n_mels] float32:
-    exactly 'frae features' (README "Speech")."""
-    raw, frames, mels = _frae.features(os.fspath(path), int(sample_rate), int(n_mels),
-                                       int(hop), int(win), int(n_fft), float(fmin),
-                                       float(fmax), bool(resample))
-    return np.frombuffer(raw, np.float32).reshape(frames, mels).copy()
+    exactly 'frae features' (README "Speech"); pitch=True adds f0 (Hz, 0
+    when unvoiced) and voicing (0 or 1), [frames, n_mels + 2], exactly
+    'frae features --pitch': what a speech codec (trained with pitch, as
+    recipe="speech") encodes."""
+    raw, frames, width = _frae.features(os.fspath(path), int(sample_rate), int(n_mels),
+                                        int(hop), int(win), int(n_fft), float(fmin),
+                                        float(fmax), bool(resample), bool(pitch))
+    return np.frombuffer(raw, np.float32).reshape(frames, width).copy()
+
+
+def vocode(feats, sample_rate=16000, n_mels=80, hop=160, win=400, n_fft=512,
+           fmin=0.0, fmax=8000.0, gl_iters=32):
+    """Features back to audio, float32 samples at sample_rate, as 'frae
+    vocode' and 'frae decode --wav' make them: [T, n_mels + 2] (with pitch:
+    features(pitch=True), or what a pitch model decodes) through the
+    harmonic-plus-noise vocoder; [T, n_mels] through Griffin-Lim (gl_iters
+    iterations).  (T - 1) * hop + win samples, on the features' timeline."""
+    a = np.asarray(feats)
+    if a.ndim != 2 or a.dtype.kind != "f":
+        raise ValueError("vocode: needs [T, n_mels] or [T, n_mels + 2] float features, got "
+                         "%s %s" % (a.dtype, a.shape))
+    a = np.ascontiguousarray(a, np.float32)
+    _check_finite(a, "vocode")
+    raw = _frae.vocode(a, a.shape[0], a.shape[1], int(sample_rate), int(n_mels), int(hop),
+                       int(win), int(n_fft), float(fmin), float(fmax), int(gl_iters))
+    return np.frombuffer(raw, np.float32).copy()
+
+
+def write_wav(path, samples, sample_rate=16000):
+    """Samples (float, -1..1) as a 16-bit PCM WAV, written as 'frae decode
+    --wav' writes it (atomically): write_wav("y.wav", vocode(m.decode(s)))."""
+    a = np.ascontiguousarray(np.asarray(samples, np.float32).reshape(-1))
+    _check_finite(a, "write_wav")
+    _frae.write_wav(os.fspath(path), a.tobytes(), int(sample_rate))
+
+
+def recipes():
+    """The recipes by name (FRAE(recipe=...), 'frae train --recipe'): {name:
+    (summary, {keyword: value})}, the options each sets."""
+    return {name: (summary, dict(opts)) for name, summary, opts in _frae.recipes()}

@@ -291,6 +291,32 @@ static PyObject *py_make_config(PyObject *self, PyObject *args)
     return config_to_dict(&rc.model);
 }
 
+/* recipes(): [(name, summary, [(keyword, value or None), ...]), ...], the
+ * table's recipes with their options by Python keyword. */
+static PyObject *py_recipes(PyObject *self, PyObject *unused)
+{
+    (void)self, (void)unused;
+    PyObject *list = PyList_New(0);
+    for (int k = 0; list && k < frae_recipe_count(); k++) {
+        const frae_recipe *r = frae_recipe_at(k);
+        PyObject *opts = PyList_New(0);
+        for (int i = 0; opts && r->options[i]; i += 2) {
+            const frae_option *o = frae_option_at(frae_option_find(r->options[i]));
+            PyObject *pair = Py_BuildValue("(sz)", o ? o->python : r->options[i],
+                                           r->options[i + 1]);
+            if (!pair || PyList_Append(opts, pair))
+                Py_CLEAR(opts);
+            Py_XDECREF(pair);
+        }
+        PyObject *row = opts ? Py_BuildValue("(ssO)", r->name, r->summary, opts) : NULL;
+        Py_XDECREF(opts);
+        if (!row || PyList_Append(list, row))
+            Py_CLEAR(list);
+        Py_XDECREF(row);
+    }
+    return list;
+}
+
 /* options(): the table's rows, (name, keyword, type, flags), type one of
  * "int", "float", "choice", "widths", "quantizer", "flag", "text". */
 static PyObject *py_options(PyObject *self, PyObject *unused)
@@ -856,17 +882,20 @@ static PyObject *decode_locked(frae_model *m, PyObject *args)
 /* ---- module functions ---------------------------------------------------- */
 
 /* features(path, sample_rate, n_mels, hop, win, n_fft, fmin, fmax,
- * resample) -> (bytes, frames, n_mels) */
+ * resample, pitch) -> (bytes, frames, width): width n_mels, + 2 with pitch
+ * (f0 in Hz and voicing, as 'frae features --pitch') */
 static PyObject *py_features(PyObject *self, PyObject *args)
 {
     (void)self;
     const char *path;
     frae_features f;
     frae_features_default(&f);
-    int resample = 1;
-    if (!PyArg_ParseTuple(args, "s|iiiiiffp", &path, &f.sample_rate, &f.n_mels,
-                          &f.hop, &f.win, &f.n_fft, &f.fmin, &f.fmax, &resample))
+    int resample = 1, pitch = 0;
+    if (!PyArg_ParseTuple(args, "s|iiiiiffpp", &path, &f.sample_rate, &f.n_mels,
+                          &f.hop, &f.win, &f.n_fft, &f.fmin, &f.fmax, &resample,
+                          &pitch))
         return NULL;
+    f.pitch = pitch;
     char err[512];
     if (frae_features_check(&f, err, sizeof err))
         return PyErr_Format(PyExc_ValueError, "features: %s", err);
@@ -878,11 +907,127 @@ static PyObject *py_features(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     if (rc)
         return fail(err);
+    const int width = FRAE_FEATURE_WIDTH(&f);
     PyObject *r = Py_BuildValue("(y#li)", (const char *)feats,
-                                (Py_ssize_t)(sizeof(float) * (size_t)frames * f.n_mels),
-                                frames, f.n_mels);
+                                (Py_ssize_t)(sizeof(float) * (size_t)frames * width),
+                                frames, width);
     free(feats);
     return r;
+}
+
+/* vocode(x, frames, width, sample_rate, n_mels, hop, win, n_fft, fmin,
+ * fmax, gl_iters) -> bytes of float32 samples: features back to audio as
+ * 'frae vocode' and 'frae decode --wav' make it, on the features'
+ * timeline ((frames - 1) * hop + win samples): with pitch (width n_mels +
+ * 2) the harmonic-plus-noise vocoder (seed 1), else Griffin-Lim. */
+static PyObject *py_vocode(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *xo;
+    long frames;
+    int width, gl_iters;
+    frae_features f;
+    frae_features_default(&f);
+    if (!PyArg_ParseTuple(args, "Oliiiiiiffi", &xo, &frames, &width,
+                          &f.sample_rate, &f.n_mels, &f.hop, &f.win, &f.n_fft,
+                          &f.fmin, &f.fmax, &gl_iters))
+        return NULL;
+    char err[512];
+    if (frae_features_check(&f, err, sizeof err))
+        return PyErr_Format(PyExc_ValueError, "vocode: %s", err);
+    const int hnm = width == f.n_mels + 2;
+    if (frames < 1 || (!hnm && width != f.n_mels))
+        return PyErr_Format(PyExc_ValueError,
+                            "vocode: frames of %d values; the features have "
+                            "%d mels (%d with pitch)",
+                            width, f.n_mels, f.n_mels + 2);
+    Py_buffer xb;
+    if (get_buffer(xo, &xb, 0, "f", (Py_ssize_t)frames * width, "x"))
+        return NULL;
+    const long total = (frames - 1) * (long)f.hop + f.win;
+    PyObject *r = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(float) *
+                                                      total);
+    if (!r) {
+        PyBuffer_Release(&xb);
+        return NULL;
+    }
+    float *out = (float *)PyBytes_AS_STRING(r);
+    const float *x = xb.buf;
+    void *mem = NULL;
+    frae_vocoder *v = NULL;
+    frae_gl *g = NULL;
+    int ok = 0;
+    snprintf(err, sizeof err, "out of memory");
+    Py_BEGIN_ALLOW_THREADS
+    if (hnm) {
+        const size_t size = frae_vocoder_size(&f);
+        mem = size ? malloc(size) : NULL;
+        if (mem && (v = frae_vocoder_init(mem, &f, 1, err, sizeof err))) {
+            /* as 'frae vocode': silence to frame 0's centre, a hop a frame,
+             * the flush, silence to the last window's end */
+            long at = f.win / 2 - f.hop;
+            memset(out, 0, sizeof(float) * (size_t)at);
+            for (long t = 0; t < frames; t++, at += f.hop)
+                frae_vocoder_frame(v, x + (size_t)t * width, out + at);
+            frae_vocoder_flush(v, out + at);
+            at += f.hop;
+            memset(out + at, 0, sizeof(float) * (size_t)(total - at));
+            ok = 1;
+        }
+    } else if ((g = frae_gl_create(&f, gl_iters < 0 ? 32 : gl_iters, err,
+                                   sizeof err))) {
+        float *buf = malloc(sizeof(float) * (size_t)frae_gl_max_samples(g));
+        long at = 0;
+        for (long t = 0; buf && t < frames; t++) {
+            long n = frae_gl_frame(g, x + (size_t)t * width, buf);
+            memcpy(out + at, buf, sizeof(float) * (size_t)n);
+            at += n;
+        }
+        if (buf) {
+            long n = frae_gl_flush(g, buf);
+            memcpy(out + at, buf, sizeof(float) * (size_t)n);
+            ok = at + n == total;
+            if (!ok)
+                snprintf(err, sizeof err, "Griffin-Lim gave %ld samples, not "
+                         "%ld", at + n, total);
+        }
+        free(buf);
+    }
+    Py_END_ALLOW_THREADS
+    free(mem);
+    frae_gl_destroy(g);
+    PyBuffer_Release(&xb);
+    if (!ok) {
+        Py_DECREF(r);
+        return PyErr_Format(FraeError, "vocode: %s", err);
+    }
+    return r;
+}
+
+/* write_wav(path, bytes of float32 samples, rate): 16-bit PCM as 'frae
+ * decode --wav' and 'frae vocode' write it (frae_wav_open), atomically. */
+static PyObject *py_write_wav(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *path, *x;
+    Py_ssize_t len;
+    int rate;
+    if (!PyArg_ParseTuple(args, "sy#i", &path, &x, &len, &rate))
+        return NULL;
+    char err[512];
+    int rc = -1;
+    Py_BEGIN_ALLOW_THREADS
+    frae_wav_writer *w = frae_wav_open(path, rate, err, sizeof err);
+    if (w && frae_wav_write(w, (const float *)(const void *)x,
+                            (long)((size_t)len / sizeof(float)), err,
+                            sizeof err))
+        frae_wav_abort(w);
+    else if (w)
+        rc = frae_wav_close(w, err, sizeof err);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return PyErr_Format(FraeError, "%s", err);
+    Py_RETURN_NONE;
 }
 
 /* dtx_mask(x, nseq, nframes, width, sample_rate, n_mels, hop, win, n_fft,
@@ -1043,6 +1188,9 @@ static PyObject *run_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     /* the run decides normalization from rc.normalize */
     rc.normalize = rc.model.normalize ? "on" : "off";
+    /* a model that codes pitch trains on the envelope of audio features
+     * (features(pitch=True)[:, :n_mels]), as 'frae train --pitch' */
+    rc.audio = rc.model.pitch != 0;
     PyObject *copy = PyDict_Copy(settings);
     if (!copy)
         return NULL;
@@ -1365,6 +1513,9 @@ static PyMethodDef module_methods[] = {
     {"meta", py_meta, METH_VARARGS, "a checkpoint's metadata value"},
     {"options", py_options, METH_NOARGS, "the option table's rows"},
     {"features", py_features, METH_VARARGS, "log-mel features of audio"},
+    {"vocode", py_vocode, METH_VARARGS, "features back to audio"},
+    {"recipes", py_recipes, METH_NOARGS, "the recipes and their options"},
+    {"write_wav", py_write_wav, METH_VARARGS, "a 16-bit WAV file"},
     {"dtx_mask", py_dtx_mask, METH_VARARGS, "frae encode --dtx's silent frames"},
     {NULL, NULL, 0, NULL}};
 
