@@ -73,7 +73,10 @@ MPI_CLI_OBJS = $(CLI_SRCS:%.c=$(BUILD)/mpi/%.o) $(BUILD)/mpi/src/cli/dist_mpi.o
 PYTHON  ?= /usr/bin/python3
 PY_INC  := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])" 2>/dev/null)
 PY_EXT  := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
-PY_SITE := $(shell $(PYTHON) -c "import sys; print('python%d' % sys.version_info[0])" 2>/dev/null)
+# python3.11: the version's own dist-packages, which Debian's python3
+# searches under /usr/local (and /usr); .../python3/dist-packages it searches
+# only under /usr
+PY_SITE := $(shell $(PYTHON) -c "import sys; print('python%d.%d' % sys.version_info[:2])" 2>/dev/null)
 PYMOD   ?= $(if $(wildcard $(PY_INC)/Python.h),yes,no)
 PY_DIR   = $(BUILD)/python/frae
 PY_FILES = $(PY_DIR)/_frae$(PY_EXT) $(PY_DIR)/__init__.py
@@ -96,6 +99,8 @@ $(PY_DIR)/__init__.py: python/frae/__init__.py
 	cp $< $@
 
 # make install-python [PREFIX=/usr/local]: into PREFIX's dist-packages
+# (/usr/local/lib/python3.11/dist-packages: on Debian's python3 path, no
+# PYTHONPATH needed); 'pip install .' (pyproject.toml) builds it too
 install-python: $(PY_FILES)
 	install -d $(DESTDIR)$(PREFIX)/lib/$(PY_SITE)/dist-packages/frae
 	install -m 644 $(PY_FILES) $(DESTDIR)$(PREFIX)/lib/$(PY_SITE)/dist-packages/frae/

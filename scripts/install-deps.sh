@@ -12,13 +12,16 @@ set -eu
 # opus-tools are the demo's reference codecs; sox converts for them;
 # matplotlib draws the demo's figures; python3-aubio is the demo's reference
 # pitch tracker (not linked: frae has its own).  python3-dev builds the
-# Python module (import frae), python3-pytest tests it; libzip reads .npz
+# Python module (import frae), python3-pytest tests it, python3-venv,
+# -pip, -setuptools and -wheel install it the Python way ('pip install .'
+# into a venv, offline: tests/pip_install_test.sh); libzip reads .npz
 # files (stored or compressed members, zip64); chromium renders the demo's
 # listening page headless, in its test and at the end of the demo.
 # reference fixtures / bench: python3-torch (optional at
 # test time: fixtures are committed, so tests never need torch).
 BUILD_PKGS="gcc make libc6-dev python3 python3-numpy pkgconf clang libclang-rt-14-dev
   python3-dev python3-pytest libzip-dev chromium
+  python3-venv python3-pip python3-setuptools python3-wheel
   libsndfile1-dev libfftw3-dev libsamplerate0-dev
   espeak-ng flite codec2 opus-tools sox python3-matplotlib python3-aubio"
 OPTIONAL_PKGS="${FRAE_OPTIONAL_PKGS-python3-numpy python3-torch libopenblas-dev hyperfine valgrind}"

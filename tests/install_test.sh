@@ -49,7 +49,7 @@ fi
 
 # the Python module: make install-python, then import it from there
 if [ -f "$BUILD/python/frae/__init__.py" ]; then
-    site=$(/usr/bin/python3 -c "import sys; print('python%d' % sys.version_info[0])")
+    site=$(/usr/bin/python3 -c "import sys; print('python%d.%d' % sys.version_info[:2])")
     if make -s BUILD="$BUILD" install-python PREFIX="$prefix" >"$prefix/log" 2>&1 &&
         out=$(cd / && PYTHONPATH="$prefix/lib/$site/dist-packages" /usr/bin/python3 -c "
 import numpy as np, frae

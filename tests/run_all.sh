@@ -50,6 +50,8 @@ run sh tests/python_thread_test.sh "$BUILD" # a sanitizer's runtime preloaded
 if [ "$BUILD" = build ]; then # the module loads into an uninstrumented python
     echo "== the Python module: import frae ($BUILD)"
     run sh tests/python_test.sh "$BUILD"
+    echo "== the Python module the Python way: pip install . into a venv, offline"
+    run sh tests/pip_install_test.sh "$BUILD/frae"
     echo "== the demo's listening page in headless Chromium"
     run /usr/bin/python3 tests/page_test.py
 fi
