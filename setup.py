@@ -52,7 +52,7 @@ def version():
 
 # the Makefile's CFLAGS_ALL, less the warnings and -MMD
 LIB_FLAGS = ["-std=c11", "-O3", "-fno-fast-math", "-ffp-contract=off", "-fno-math-errno",
-             "-fPIC", "-fvisibility=hidden", "-D_POSIX_C_SOURCE=200809L", "-fopenmp"]
+             "-fPIC", "-fvisibility=hidden", "-D_POSIX_C_SOURCE=200809L", "-pthread"]
 LIBS = ["sndfile", "fftw3f", "samplerate", "zip", "m"]
 
 
@@ -88,7 +88,7 @@ setup(
         "frae._frae", ["python/frae/_frae.c"], include_dirs=["include"],
         extra_compile_args=["-std=c11", "-O3", "-fno-fast-math", "-ffp-contract=off",
                             "-fvisibility=hidden", "-D_POSIX_C_SOURCE=200809L",
-                            "-fopenmp"],
-        libraries=LIBS, extra_link_args=["-fopenmp", "-pthread"])],
+                            "-pthread"],
+        libraries=LIBS, extra_link_args=["-pthread"])],
     cmdclass={"build_ext": BuildFrae},
 )
