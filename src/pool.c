@@ -173,16 +173,19 @@ void frae_pool_destroy(frae_pool *p)
 {
     if (!p)
         return;
-    pthread_mutex_lock(&p->lock);
-    atomic_store(&p->stop, 1);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->lock);
-    if (p->owner == getpid())
+    /* a forked child has no workers, and the lock may have been held by
+     * one of them at the fork: it is left alone */
+    if (p->owner == getpid()) {
+        pthread_mutex_lock(&p->lock);
+        atomic_store(&p->stop, 1);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->lock);
         for (int w = 0; w < p->workers_started; w++)
             pthread_join(p->worker[w], NULL);
-    pthread_mutex_destroy(&p->lock);
-    pthread_cond_destroy(&p->wake);
-    pthread_cond_destroy(&p->finished);
+        pthread_mutex_destroy(&p->lock);
+        pthread_cond_destroy(&p->wake);
+        pthread_cond_destroy(&p->finished);
+    }
     free(p->worker);
     free(p);
 }

@@ -148,6 +148,7 @@ int test_pool_after_fork(void)
         int ok = 1;
         for (int i = 0; i < 8; i++)
             ok &= j.hits[i] == 1;
+        frae_pool_destroy(p); /* without its parent's workers or lock */
         _exit(ok ? 0 : 1);
     }
     int status = -1;
