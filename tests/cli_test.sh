@@ -63,7 +63,7 @@ expect 2 "--dist-timeout expects a number" "dist timeout nan" -- train --dist-ti
 # a short real run: loss printed every epoch, and it goes down
 "$FRAE" train --frame-dim 8 --history 2 --enc 32 --latent 4 --dec 32 \
     --sequences 8 --frames 30 --batch 4 --epochs 6 --feedback full \
-    --quantizer uniform:8 >"$tmp/out" 2>"$tmp/err"
+    --quantizer uniform:8 --save "$tmp/run.safetensors" >"$tmp/out" 2>"$tmp/err"
 if [ $? = 0 ] && [ "$(grep -c '^epoch ' "$tmp/out")" = 6 ]; then
     first=$(grep '^epoch 1/' "$tmp/out" | awk '{print $4}')
     last=$(grep '^epoch 6/' "$tmp/out" | awk '{print $4}')
@@ -79,7 +79,7 @@ fi
 # divergence: a huge learning rate stops with exit 1 and a clear line
 expect 1 "training diverged" "divergence is reported" -- train --frame-dim 4 \
     --history 1 --enc 8 --latent 2 --dec 8 --sequences 4 --frames 10 \
-    --batch 2 --epochs 50 --lr 1e30
+    --batch 2 --epochs 50 --lr 1e30 --save none
 
 # frae help CMD is CMD --help: a usage line, every option, an example
 for spec in \
