@@ -13,7 +13,11 @@
  * items took and so what the whole would have taken alone.  Where the
  * pool took longer (the workers were not scheduled, or one was preempted
  * inside an item), the next products run on the caller alone, for a span
- * that doubles while pooling keeps failing and shrinks once it pays. */
+ * that doubles while pooling keeps failing and shrinks once it pays.
+ *
+ * A job carries the caller's floating-point control word (on x86 the
+ * MXCSR: frae's calls flush denormals, FTZ and DAZ), and a worker runs its
+ * items under it: an item's bits must not depend on which thread took it. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "pool.h"
 
@@ -34,6 +38,14 @@
 #define cpu_relax() _mm_pause()
 #else
 #define cpu_relax() ((void)0)
+#endif
+#if defined(__SSE__)
+#include <xmmintrin.h>
+static unsigned fp_mode_get(void) { return _mm_getcsr(); }
+static void fp_mode_set(unsigned mode) { _mm_setcsr(mode); }
+#else
+static unsigned fp_mode_get(void) { return 0; }
+static void fp_mode_set(unsigned mode) { (void)mode; }
 #endif
 
 /* Spins before a wait sleeps: a pause is about 40 ns on current x86 (140
@@ -58,6 +70,7 @@ struct frae_pool {
     _Atomic(frae_pool_fn) fn;
     _Atomic(void *) ctx;
     _Atomic int items;
+    _Atomic unsigned fp_mode; /* the caller's MXCSR for this job */
     _Atomic int done;         /* items of the current job finished */
     _Atomic int stop;
     _Atomic int sleepers;     /* workers asleep on `wake` */
@@ -132,6 +145,9 @@ static void *worker_main(void *arg)
         frae_pool_fn fn = atomic_load(&p->fn);
         void *ctx = atomic_load(&p->ctx);
         const int n = atomic_load(&p->items);
+        const unsigned mode = atomic_load(&p->fp_mode);
+        if (mode != fp_mode_get())
+            fp_mode_set(mode); /* only a claimed item runs under it */
         for (int i; (i = claim(p, gen, n)) >= 0;) {
             fn(ctx, i);
             atomic_fetch_add_explicit(&p->worker_items, 1,
@@ -233,6 +249,7 @@ void frae_pool_run(frae_pool *p, int items, frae_pool_fn fn, void *ctx)
     atomic_store(&p->fn, fn);
     atomic_store(&p->ctx, ctx);
     atomic_store(&p->items, items);
+    atomic_store(&p->fp_mode, fp_mode_get());
     atomic_store(&p->done, 0);
     /* a new generation, next item 0: the job is published */
     const uint32_t gen = generation(atomic_load(&p->job)) + 1;

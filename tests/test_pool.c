@@ -32,6 +32,65 @@ static void count_item(void *arg, int i)
     j->hits[i]++; /* item i is one thread's alone */
 }
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+/* Item i multiplies a denormal by one: zero under DAZ, itself otherwise;
+ * it records that and whether a worker took it. */
+typedef struct {
+    pthread_t caller;
+    float out[MAX_ITEMS];
+    int on_worker[MAX_ITEMS];
+} fp_job;
+
+static void fp_item(void *arg, int i)
+{
+    fp_job *j = arg;
+    volatile float tiny = 1e-39f, one = 1.0f;
+    volatile double sink = 0;
+    for (int k = 0; k < 20000; k++) /* long enough for a worker to help */
+        sink += k;
+    (void)sink;
+    j->out[i] = tiny * one;
+    j->on_worker[i] = !pthread_equal(pthread_self(), j->caller);
+}
+
+/* The caller's floating-point mode holds on every item, whoever takes it:
+ * frae flushes denormals (FTZ, DAZ) for its calls, and a worker that kept
+ * its own mode gave other bits for the items it took (seen as 3 threads
+ * training differently, now and then, on a loaded machine). */
+int test_pool_items_in_callers_fp_mode(void)
+{
+    int failures = 0;
+    frae_pool *p = frae_pool_create(3);
+    CHECK(p != NULL, "cannot start a pool of 3");
+    const unsigned saved = _mm_getcsr();
+    long on_workers[2] = {0, 0}, wrong[2] = {0, 0};
+    for (int round = 0; round < 400 && p; round++) {
+        const int daz = round % 2; /* alternate, so a stale mode shows */
+        _mm_setcsr(daz ? saved | 0x8040u : saved & ~0x8040u);
+        fp_job j;
+        memset(&j, 0, sizeof j);
+        j.caller = pthread_self();
+        frae_pool_run(p, 16, fp_item, &j);
+        _mm_setcsr(saved);
+        for (int i = 0; i < 16; i++) {
+            on_workers[daz] += j.on_worker[i];
+            if ((j.out[i] == 0.0f) != daz)
+                wrong[daz]++;
+        }
+    }
+    CHECK(wrong[0] == 0 && wrong[1] == 0,
+          "items ran outside the caller's mode: %ld with denormals kept, "
+          "%ld with them flushed", wrong[0], wrong[1]);
+    printf("    the caller's FTZ/DAZ on every item: %ld and %ld items on "
+           "the workers (kept, flushed)\n", on_workers[0], on_workers[1]);
+    frae_pool_destroy(p);
+    return failures;
+}
+#else
+int test_pool_items_in_callers_fp_mode(void) { return 0; }
+#endif
+
 int test_pool_items_once(void)
 {
     int failures = 0;

@@ -15,6 +15,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(isas_train_identically) \
     X(threads_train_identically) \
     X(pool_items_once) \
+    X(pool_items_in_callers_fp_mode) \
     X(pool_under_load_same_bits) \
     X(pool_after_fork) \
     X(cpus_available) \
