@@ -182,18 +182,24 @@ def on_the_wire(pitch_fixed, pitch_prior):
     with wave.open(path(src)) as w:
         pcm = np.frombuffer(w.readframes(w.getnframes()), "<i2")
     for model in (pitch_fixed, pitch_prior):
+        enc_err = open(path("live-enc.err"), "w+")
+        dec_err = open(path("live-dec.err"), "w+")
         enc = subprocess.Popen([FRAE, "encode", model, "-", "-", "--packet-ms", "40"],
                                cwd=TMP, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL)
+                               stderr=enc_err)
         dec = subprocess.Popen([FRAE, "decode", model, "-", "-"], cwd=TMP, stdin=enc.stdout,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                               stdout=subprocess.PIPE, stderr=dec_err)
         enc.stdout.close()
         fd = dec.stdout.fileno()
         os.set_blocking(fd, False)
-        got, lags = b"", []
+        got, lags, broken = b"", [], False
         for i in range(0, len(pcm) - 160, 160):
-            enc.stdin.write(pcm[i:i + 160].tobytes())
-            enc.stdin.flush()
+            try:
+                enc.stdin.write(pcm[i:i + 160].tobytes())
+                enc.stdin.flush()
+            except BrokenPipeError:  # the encoder is gone: say why below
+                broken = True
+                break
             idle = time.monotonic()
             while time.monotonic() - idle < 0.03:  # until the output rests
                 if select.select([fd], [], [], 0.005)[0]:
@@ -203,18 +209,29 @@ def on_the_wire(pitch_fixed, pitch_prior):
             if i > 4000:
                 lags.append((i + 160 - max(0, (len(got) - 44) // 2)) / 16.0)
         before_end = max(0, (len(got) - 44) // 2)
-        enc.stdin.close()
+        try:
+            enc.stdin.close()
+        except BrokenPipeError:
+            broken = True
         rest = b""
         os.set_blocking(fd, True)
         rest = dec.stdout.read()
         dec.wait()
         enc.wait()
         worst = max(lags) if lags else 1e9
-        check(dec.returncode == 0 and before_end > len(pcm) * 0.9 and worst <= 40 + 40,
+        enc_err.seek(0)
+        dec_err.seek(0)
+        why = "encoder exit %s%s: %s; decoder exit %s: %s" % (
+            enc.returncode, " (its input pipe broke)" if broken else "",
+            enc_err.read()[-2000:], dec.returncode, dec_err.read()[-2000:])
+        enc_err.close()
+        dec_err.close()
+        check(enc.returncode == 0 and dec.returncode == 0 and not broken and
+              before_end > len(pcm) * 0.9 and worst <= 40 + 40,
               "live pipe (%s): %d of %d samples out before the input ended; the output "
               "behind the input by %.1f ms at most (median %.1f; the bar: the 40 ms "
               "packet + 40)" % (model, before_end, len(pcm), worst,
-                                float(np.median(lags)) if lags else 0), "")
+                                float(np.median(lags)) if lags else 0), why)
 
 
 def weights(p):
