@@ -25,22 +25,26 @@ CORE_LDLIBS  = -lzip -lm -pthread
 AUDIO_LDLIBS = -lsndfile -lfftw3f -lsamplerate -lm -pthread
 LDLIBS_ALL = $(AUDIO_LDLIBS) $(CORE_LDLIBS) $(SAN) $(LDFLAGS)
 
-CORE_SRCS = src/kernels.c src/kernels_avx2.c src/kernels_avx512.c \
-            src/gemm.c src/pool.c src/names.c src/errors.c src/layers.c src/config.c \
-            src/model.c \
-            src/state.c src/forward.c src/train.c src/optimizer.c src/rng.c \
-            src/synth.c src/npy.c src/npz.c src/atomic_file.c \
-            src/safetensors.c src/checkpoint.c src/codec.c src/gru.c \
-            src/entropy.c src/prior.c src/stream_coder.c src/packets.c src/dataset.c \
-            src/options.c src/replicas.c src/run.c
-AUDIO_SRCS = src/audio.c src/features.c src/pitch.c src/vocoder.c \
-             src/dtx_gate.c src/errors.c src/atomic_file.c
+CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.c \
+            src/core/kernels.c src/core/kernels_avx2.c src/core/kernels_avx512.c \
+            src/core/gemm.c src/core/pool.c src/core/layers.c src/core/config.c \
+            src/core/model.c src/core/state.c src/core/forward.c src/core/train.c \
+            src/core/optimizer.c src/core/gru.c src/core/prior.c \
+            src/io/npy.c src/io/npz.c src/io/atomic_file.c src/io/safetensors.c \
+            src/io/checkpoint.c \
+            src/codec/codec.c src/codec/entropy.c src/codec/stream_coder.c \
+            src/codec/packets.c \
+            src/train/synth.c src/train/dataset.c src/train/options.c \
+            src/train/replicas.c src/train/run.c
+AUDIO_SRCS = src/audio/audio.c src/audio/features.c src/audio/pitch.c \
+             src/audio/vocoder.c src/audio/dtx_gate.c src/base/errors.c \
+             src/io/atomic_file.c
 # gru.c is built once more per SIMD ISA (see its header)
-CORE_OBJS  = $(CORE_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/src/gru_avx2.o \
-             $(BUILD)/src/gru_avx512.o
+CORE_OBJS  = $(CORE_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/src/core/gru_avx2.o \
+             $(BUILD)/src/core/gru_avx512.o
 AUDIO_OBJS = $(AUDIO_SRCS:%.c=$(BUILD)/%.o)
-ALL_OBJS   = $(CORE_OBJS) $(BUILD)/src/audio.o $(BUILD)/src/pitch.o \
-             $(BUILD)/src/vocoder.o $(BUILD)/src/dtx_gate.o $(BUILD)/src/features.o # errors, atomic files: once
+# errors and atomic files once
+ALL_OBJS   = $(CORE_OBJS) $(filter-out $(CORE_OBJS),$(AUDIO_OBJS))
 
 LIB       = $(BUILD)/libfrae.a
 SOLIB     = $(BUILD)/libfrae.so
@@ -106,13 +110,13 @@ install-python: $(PY_FILES)
 	install -m 644 $(PY_FILES) $(DESTDIR)$(PREFIX)/lib/$(PY_SITE)/dist-packages/frae/
 mpi: $(FRAE_MPI)
 
-$(BUILD)/src/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
-$(BUILD)/src/kernels_avx512.o: ISA_FLAGS = -mavx512f -mfma
+$(BUILD)/src/core/kernels_avx2.o: ISA_FLAGS = -mavx2 -mfma
+$(BUILD)/src/core/kernels_avx512.o: ISA_FLAGS = -mavx512f -mfma
 # the GRU cell vectorises its selects only when FP compares may be
 # speculated; frae never reads FP exception flags, and the bits are the same
-$(BUILD)/src/gru.o: ISA_FLAGS = -fno-trapping-math
-$(BUILD)/src/gru_avx2.o: ISA_FLAGS = -fno-trapping-math -mavx2 -DGRU_ISA=avx2
-$(BUILD)/src/gru_avx512.o: ISA_FLAGS = -fno-trapping-math -mavx512f \
+$(BUILD)/src/core/gru.o: ISA_FLAGS = -fno-trapping-math
+$(BUILD)/src/core/gru_avx2.o: ISA_FLAGS = -fno-trapping-math -mavx2 -DGRU_ISA=avx2
+$(BUILD)/src/core/gru_avx512.o: ISA_FLAGS = -fno-trapping-math -mavx512f \
                                       -DGRU_ISA=avx512
 
 # headers are tracked by the compiler's own dependency files (-MMD); the
@@ -123,11 +127,11 @@ $(BUILD)/%.o: %.c Makefile
 
 # static: a plain pattern would also "make" gru_avx2.d (the included
 # dependency file) from gru_avx2.d.o
-$(BUILD)/src/gru_avx2.o $(BUILD)/src/gru_avx512.o: $(BUILD)/src/gru_%.o: src/gru.c Makefile
+$(BUILD)/src/core/gru_avx2.o $(BUILD)/src/core/gru_avx512.o: $(BUILD)/src/core/gru_%.o: src/core/gru.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@
 
--include $(wildcard $(BUILD)/src/*.d $(BUILD)/src/cli/*.d \
+-include $(wildcard $(BUILD)/src/*/*.d \
                     $(BUILD)/tests/*.d $(BUILD)/bench/*.d \
                     $(BUILD)/mpi/src/cli/*.d)
 
@@ -257,7 +261,7 @@ FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all \
 FUZZ_BINS = $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 
 ifneq ($(BUILD),$(FUZZ_DIR)) # the library itself: the same rules, instrumented
-$(FUZZ_DIR)/libfrae-internal.a: $(CORE_SRCS) $(AUDIO_SRCS) include/*.h src/*.h
+$(FUZZ_DIR)/libfrae-internal.a: $(CORE_SRCS) $(AUDIO_SRCS) include/*.h src/*/*.h
 	$(MAKE) BUILD=$(FUZZ_DIR) CC=clang OPT=-O1 \
 	  SAN="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" $(FUZZ_DIR)/libfrae-internal.a
 endif

@@ -36,10 +36,11 @@ def make_var(lines, name):
 
 
 def isa_flags(lines):
-    """{object stem: [flags]} from '$(BUILD)/src/X.o: ISA_FLAGS = ...'."""
+    """{object path under src/, no .o: [flags]} from
+    '$(BUILD)/src/DIR/X.o: ISA_FLAGS = ...'."""
     out = {}
     for line in lines:
-        m = re.match(r"^\$\(BUILD\)/src/(\w+)\.o:\s*ISA_FLAGS\s*=\s*(.*)$", line)
+        m = re.match(r"^\$\(BUILD\)/src/([\w/]+)\.o:\s*ISA_FLAGS\s*=\s*(.*)$", line)
         if m:
             out[m.group(1)] = m.group(2).split()
     return out
@@ -67,10 +68,11 @@ class BuildFrae(build_ext):
             if s not in srcs:  # errors.c, atomic_file.c: in both lists
                 srcs.append(s)
         flags = isa_flags(lines)
-        units = [(s, flags.get(os.path.basename(s)[:-2], []), "lib") for s in srcs]
-        for stem, f in flags.items():  # gru_avx2: gru.c again, its own flags
+        units = [(s, flags.get(s[len("src/"):-2], []), "lib") for s in srcs]
+        for stem, f in flags.items():  # core/gru_avx2: gru.c again, its own flags
             if not os.path.exists(os.path.join(ROOT, "src", stem + ".c")):
-                units.append(("src/%s.c" % stem.rsplit("_", 1)[0], f, "lib-" + stem))
+                units.append(("src/%s.c" % stem.rsplit("_", 1)[0], f,
+                              "lib-" + stem.replace("/", "-")))
         objects = []
         for src, f, sub in units:
             objects += self.compiler.compile(

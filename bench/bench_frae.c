@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "frae.h"
-#include "util.h" /* frae_synth_sequences */
+#include "base/util.h" /* frae_synth_sequences */
 
 /* frames of up to this many values (the default models' 80) */
 #define FRAE_MAX_FRAME_DIM_BENCH 256

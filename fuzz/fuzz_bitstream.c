@@ -19,8 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats.h" /* frae_crc32, the library's own */
+#include "io/formats.h" /* frae_crc32, the library's own */
 #include "frae.h"
+#include "codec/container.h"
 
 static frae_model *models[3];
 static frae_decoder *decoders[3];

@@ -675,7 +675,7 @@ FRAE_API
 void frae_decoder_conceal(frae_decoder *d, float *frame);
 
 /* ---- Entropy coding ------------------------------------------------------
- * A range coder in integer arithmetic (src/entropy.c): symbols are coded
+ * A range coder in integer arithmetic (src/codec/entropy.c): symbols are coded
  * with integer frequencies that sum to 2^FRAE_RANGE_TOTAL_BITS, none zero,
  * made from probabilities by frae_quantize_pmf, one deterministic rule, so
  * an encoder and a decoder that compute the same probabilities (frae's

@@ -1,5 +1,7 @@
 """The library's layers read top to bottom: no loop of source files
-calling each other.  From the objects of a build (nm: what each defines
+calling each other, and no call from a folder of src/ into one of the
+same or a higher layer (LAYERS: base, then core, then io, then codec,
+audio and train side by side, then cli).  From the objects of a build (nm: what each defines
 and what it uses), the file-level call graph and its strongly connected
 components; a component of more than one file is a cycle, printed with the
 calls that close it.  Usage: call_graph_test.py BUILD_DIR"""
@@ -32,6 +34,37 @@ def graph(build):
             if n in defined and defined[n] != o:
                 edges[o].setdefault(defined[n], []).append(n)
     return objs, edges
+
+
+# src/'s folders, lowest first; a folder calls only into lower ones
+LAYERS = {"base": 0, "core": 1, "io": 2, "codec": 3, "audio": 3, "train": 3, "cli": 4}
+
+
+def upward(build, edges):
+    """Calls from a folder into one of the same or a higher layer."""
+    folder = lambda o: os.path.relpath(o, os.path.join(build, "src")).split(os.sep)[0]  # noqa: E731
+    bad = []
+    for a, targets in edges.items():
+        for b, names in targets.items():
+            fa, fb = folder(a), folder(b)
+            if fa != fb and LAYERS.get(fb, 99) >= LAYERS.get(fa, -1):
+                bad.append("%s -> %s (%s)" % (os.path.relpath(a, build), os.path.relpath(b, build),
+                                              ", ".join(sorted(names)[:3])))
+    return bad
+
+
+def includes_upward(root):
+    """#include "FOLDER/x.h" from a folder of src/ into a higher layer."""
+    bad = []
+    for path in sorted(glob.glob(os.path.join(root, "src", "*", "*.[ch]"))):
+        fa = os.path.basename(os.path.dirname(path))
+        with open(path) as f:
+            for line in f:
+                if line.startswith('#include "') and "/" in line:
+                    fb = line.split('"')[1].split("/")[0]
+                    if fb != fa and LAYERS.get(fb, 99) >= LAYERS.get(fa, -1):
+                        bad.append("%s includes %s" % (os.path.relpath(path, root), line.split('"')[1]))
+    return bad
 
 
 def cycles(nodes, edges):
@@ -76,6 +109,16 @@ def main():
                     for comp in found for a in comp for b in edges[a] if b in comp)
     check(len(objs) > 20 and not found,
           "no call cycle among the %d source files of %s" % (len(objs), build), why)
+    folders = sorted({os.path.relpath(o, os.path.join(build, "src")).split(os.sep)[0] for o in objs})
+    bad = upward(build, edges)
+    check(set(folders) <= set(LAYERS) and not bad,
+          "src/'s folders call only downhill (%s)" % " < ".join(
+              "/".join(sorted(f for f in LAYERS if LAYERS[f] == r)) for r in sorted(set(LAYERS.values()))),
+          "; ".join(bad[:8]) + (" folders: %s" % folders if not set(folders) <= set(LAYERS) else ""))
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    bad = includes_upward(root)
+    check(not bad, "src/'s folders include only their own or lower layers' headers",
+          "; ".join(bad[:8]))
     return summary()
 
 

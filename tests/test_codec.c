@@ -6,11 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "formats.h"
-#include "kernels.h"
+#include "io/formats.h"
+#include "core/kernels.h"
 
 #include "test_util.h"
 #include "tests.h"
+#include "codec/container.h"
 
 static void codec_config(frae_config *c, frae_quantizer q, int levels)
 {

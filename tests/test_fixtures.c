@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "frae_internal.h"
+#include "core/frae_internal.h"
 #include "test_util.h"
 #include "tests.h"
 

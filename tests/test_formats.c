@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "formats.h"
+#include "io/formats.h"
 #include "test_util.h"
 #include "tests.h"
 

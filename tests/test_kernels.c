@@ -3,8 +3,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "frae_internal.h"
+#include "core/kernels.h"
+#include "core/frae_internal.h"
 #include "test_util.h"
 #include "tests.h"
 

@@ -1,4 +1,4 @@
-/* The model's threads (src/pool.c): every item of every product exactly
+/* The model's threads (src/core/pool.c): every item of every product exactly
  * once whoever claims it, the same bits while the governor switches
  * between pooled and alone under a competitor, a forked child that runs
  * alone, and the default thread count of a process limited to one CPU. */
@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "pool.h"
+#include "core/pool.h"
 #include "test_util.h"
 #include "tests.h"
 

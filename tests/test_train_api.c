@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "formats.h"
+#include "io/formats.h"
 #include "frae_train.h"
 #include "test_util.h"
 #include "tests.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "frae.h"
-#include "util.h" /* frae_synth_sequences */
+#include "base/util.h" /* frae_synth_sequences */
 
 /* What a test returns when it would compare nothing on this machine. */
 #define TEST_SKIPPED (-1)

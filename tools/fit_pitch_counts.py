@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Fits the start counts of the "f0-voicing-ranged" and "f0-voicing-envelope"
 pitch coders (README, "Entropy coding") to the pitch tracks and features of
-a speech corpus and prints them as the C tables of src/pitch_counts.h.
+a speech corpus and prints them as the C tables of src/codec/pitch_counts.h.
 
-Usage: tools/fit_pitch_counts.py WAV_DIR [--frae build/frae] > src/pitch_counts.h
+Usage: tools/fit_pitch_counts.py WAV_DIR [--frae build/frae] > src/codec/pitch_counts.h
 
 The tracks are frae's own (frae features --pitch), quantized by the coder's
 closed-loop quantizer as the encoder runs it; the counts are the contexts'
@@ -11,7 +11,7 @@ symbol frequencies with one added to each (so a context never seen starts
 even), scaled to TOTAL (ENV_TOTAL for the envelope coder's voicing, whose
 288 contexts each see fewer frames) and rounded, none below 1.  The
 envelope coder's bin edges are quantiles of the features' level, tilt and
-change of tilt (envelope_features, as src/codec.c computes them) over all
+change of tilt (envelope_features, as src/codec/codec.c computes them) over all
 frames, so each bin holds about as many.  The committed table was
 fitted on the demo corpus's training voices (scripts/make-corpus.sh,
 data/corpus/wav/train), never on its held-out ones."""
@@ -25,11 +25,11 @@ import tempfile
 
 import numpy as np
 
-STEPS = (-0.5, -0.17, -0.06, -0.015, 0.015, 0.06, 0.17, 0.5)  # octaves, as src/codec.c
+STEPS = (-0.5, -0.17, -0.06, -0.015, 0.015, 0.06, 0.17, 0.5)  # octaves, as src/codec/codec.c
 LO, HI, START = math.log2(50.0), math.log2(600.0), math.log2(150.0)
 TOTAL = 512
 ENV_TOTAL = 256
-ENV_BINS = (6, 6, 4)  # level, tilt, change of tilt: src/codec.c's ENV_BINS_*
+ENV_BINS = (6, 6, 4)  # level, tilt, change of tilt: src/codec/codec.c's ENV_BINS_*
 
 
 def envelope_features(env):
@@ -104,7 +104,7 @@ def main():
         p = (row + 1) / (row.sum() + len(row))
         return [max(1, int(round(total * x))) for x in p]
     print("/* Start counts of the f0-voicing-ranged and f0-voicing-envelope pitch")
-    print(" * coders (src/codec.c), fitted")
+    print(" * coders (src/codec/codec.c), fitted")
     print(" * by tools/fit_pitch_counts.py on the pitch tracks of %d utterances" % len(wavs))
     print(" * (%d frames, %d voiced) of the demo corpus's training voices.  Part of"
           % (int(voicing.sum()), int(steps.sum())))

@@ -22,8 +22,8 @@
 #include <fftw3.h>
 
 #include "frae_audio.h"
-#include "audio_internal.h"
-#include "formats.h" /* frae_errorf, atomic files */
+#include "audio/audio_internal.h"
+#include "io/formats.h" /* frae_errorf, atomic files */
 
 #define PI 3.14159265358979323846
 

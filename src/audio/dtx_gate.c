@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats.h" /* frae_errorf */
+#include "io/formats.h" /* frae_errorf */
 #include "frae_audio.h"
 
 /* A frame's level in dB: its mel power summed (the features are

@@ -5,8 +5,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "audio_internal.h"
-#include "formats.h" /* frae_errorf */
+#include "audio/audio_internal.h"
+#include "io/formats.h" /* frae_errorf */
 #include "frae_audio.h"
 
 #define PI 3.14159265358979323846

@@ -19,8 +19,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "audio_internal.h"
-#include "util.h" /* frae_errorf */
+#include "audio/audio_internal.h"
+#include "base/util.h" /* frae_errorf */
 
 #define PI 3.14159265358979323846
 #define LOBE 4          /* bins of the window's response kept each side */

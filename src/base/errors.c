@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "util.h"
+#include "base/util.h"
 
 void frae_one_line(char *s)
 {

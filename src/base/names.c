@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 const char *const frae_activation_names[2] = {"relu", "tanh"};
 const char *const frae_family_names[2] = {"dense", "gru"};

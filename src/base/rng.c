@@ -1,5 +1,5 @@
 /* Seeded random numbers.  The state is the caller's: no globals. */
-#include "frae_internal.h"
+#include "base/util.h"
 
 uint64_t frae_rng_next(uint64_t *state)
 {

@@ -5,7 +5,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "formats.h"
+#include "io/formats.h"
 #include "frae.h"
 #include "frae_audio.h"
 #include "frae_train.h"

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "codec/container.h"
 
 typedef struct {
     cli_io io; /* first: the shared handlers take a codec_opts as cli_io */

@@ -1,6 +1,6 @@
 /* Data-parallel training in the frae command: what is left of it outside
  * the library.  The replicas, their rank-order sums and the run's
- * agreements are libfrae's (src/run.c, src/replicas.c); frae-mpi plugs
+ * agreements are libfrae's (src/train/run.c, src/train/replicas.c); frae-mpi plugs
  * MPI in as the run's transport (dist_mpi.c).  Here: a rank alone, the
  * command's own agreement before a run starts, and the faults the tests
  * inject (FRAE_FAULT). */

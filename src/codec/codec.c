@@ -15,9 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats.h"
-#include "frae_internal.h"
-#include "pitch_counts.h"
+#include "io/formats.h"
+#include "core/frae_internal.h"
+#include "codec/pitch_counts.h"
+#include "codec/container.h"
 
 struct frae_codec_state {
     const frae_model *model;
@@ -1091,24 +1092,6 @@ int frae_varint_get(const unsigned char *p, size_t avail, uint32_t *v)
     return -1;
 }
 
-/* CRC-16/IBM-3740 (poly 0x1021, initial 0xffff, not reflected): a packet's
- * check, 2 bytes where CRC-32 took 4; "123456789" gives 0x29b1. */
-static uint16_t crc16_update(uint16_t crc16, const unsigned char *p, size_t n)
-{
-    uint32_t crc = crc16;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= (uint32_t)p[i] << 8;
-        for (int k = 0; k < 8; k++)
-            crc = (crc & 0x8000 ? crc << 1 ^ 0x1021 : crc << 1) & 0xffff;
-    }
-    return (uint16_t)crc;
-}
-
-uint16_t frae_crc16(const unsigned char *p, size_t n)
-{
-    return crc16_update(0xffff, p, n);
-}
-
 static size_t put_header_ranged(unsigned char *dst, const frae_stream *s);
 
 size_t frae_stream_header_bytes(const frae_stream *s)
@@ -1125,7 +1108,7 @@ static uint16_t packet_crc_before_index(const frae_stream *s,
                                         const unsigned char *packet, size_t n)
 {
     unsigned char head[FRAE_STREAM_HEADER_V3_MAX];
-    return crc16_update(frae_crc16(head, put_header_ranged(head, s)), packet,
+    return frae_crc16_update(frae_crc16(head, put_header_ranged(head, s)), packet,
                         n);
 }
 
@@ -1134,7 +1117,7 @@ static uint16_t packet_crc_index(uint16_t before, uint32_t index)
     unsigned char k[4];
     for (int i = 0; i < 4; i++)
         k[i] = (unsigned char)(index >> 8 * i);
-    return crc16_update(before, k, 4);
+    return frae_crc16_update(before, k, 4);
 }
 
 uint16_t frae_packet_crc(const frae_stream *s, const unsigned char *packet,

@@ -13,42 +13,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "frae_internal.h"
+#include "core/frae_internal.h"
 
 #define TOP (1u << 24)
-
-/* ---- frequencies ------------------------------------------------------------ */
-
-int frae_quantize_pmf(const float *p, int n, uint32_t *freq)
-{
-    const uint32_t total = 1u << FRAE_RANGE_TOTAL_BITS;
-    if (n < 1 || (uint32_t)n > total / 2)
-        return -1;
-    /* every symbol gets 1, the rest is shared in proportion to p (NaN,
-     * negative and infinite weights count as 0; all zero: uniform) */
-    double sum = 0;
-    for (int i = 0; i < n; i++)
-        if (p[i] > 0 && isfinite(p[i]))
-            sum += p[i];
-    const uint32_t spare = total - (uint32_t)n;
-    uint32_t given = 0;
-    int best = 0;
-    for (int i = 0; i < n; i++) {
-        double w = p[i] > 0 && isfinite(p[i]) ? p[i] : 0.0;
-        uint32_t extra = sum > 0 ? (uint32_t)floor(w / sum * spare)
-                                 : spare / (uint32_t)n;
-        if (extra > spare - given) /* rounding can never overshoot; guard */
-            extra = spare - given;
-        freq[i] = 1 + extra;
-        given += extra;
-        if (freq[i] > freq[best])
-            best = i;
-    }
-    /* what rounding left over goes to the most probable symbol (the
-     * lowest index on ties): one deterministic rule */
-    freq[best] += spare - given;
-    return 0;
-}
 
 /* ---- encoder --------------------------------------------------------------------- */
 

@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats.h"
-#include "frae_internal.h"
+#include "io/formats.h"
+#include "core/frae_internal.h"
+#include "codec/container.h"
 
 /* ---- the header ---------------------------------------------------------------- */
 

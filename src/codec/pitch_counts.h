@@ -1,5 +1,5 @@
 /* Start counts of the f0-voicing-ranged and f0-voicing-envelope pitch
- * coders (src/codec.c), fitted
+ * coders (src/codec/codec.c), fitted
  * by tools/fit_pitch_counts.py on the pitch tracks of 210 utterances
  * (72408 frames, 40095 voiced) of the demo corpus's training voices.  Part of
  * the stream format: changing them changes every stream. */

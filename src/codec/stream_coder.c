@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frae_internal.h"
+#include "core/frae_internal.h"
+#include "codec/container.h"
 
 struct frae_stream_encoder {
     const frae_model *m;

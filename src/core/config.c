@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "frae_internal.h"
+#include "core/frae_internal.h"
 
 void frae_config_default(frae_config *cfg)
 {

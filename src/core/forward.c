@@ -5,7 +5,7 @@
  * writes the decoded frame into the state's ring. */
 #include <string.h>
 
-#include "frae_internal.h"
+#include "core/frae_internal.h"
 
 /* ---- first layers: fed-back frames summed ahead of time ----------------
  *

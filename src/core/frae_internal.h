@@ -2,10 +2,11 @@
 #ifndef FRAE_INTERNAL_H
 #define FRAE_INTERNAL_H
 
-#include "formats.h"
+#include "base/checksum.h"
+#include "base/util.h"
 #include "frae.h"
-#include "kernels.h"
-#include "state.h"
+#include "core/kernels.h"
+#include "core/state.h"
 
 /* ACT_GRU: the layer is a GRU cell; its product is the input one (3H
  * gate pre-activations) and its activation the cell update (gru.c). */

@@ -5,8 +5,8 @@
  * count and the instruction set never change a bit. */
 #include <string.h>
 
-#include "frae_internal.h"
-#include "pool.h"
+#include "core/frae_internal.h"
+#include "core/pool.h"
 
 /* Panel p of frae_gemm_packed_b below. */
 static void panel_b(const frae_model *m, const frae_scratch *sc, int p, int M,

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "frae_internal.h"
+#include "core/frae_internal.h"
 
 #ifndef GRU_ISA /* the baseline build, which also exports exp and tanh */
 #define GRU_ISA scalar

@@ -1,12 +1,12 @@
 /* Scalar reference kernel and runtime ISA dispatch. */
-#include "kernels.h"
+#include "core/kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "frae.h"
-#include "util.h"
+#include "base/util.h"
 
 void frae_gemm_scalar(int M, int N, int K, const float *a, ptrdiff_t a_rs,
                       ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,

@@ -1,7 +1,7 @@
 /* AVX2+FMA GEMM: register tiles of MR rows x NV vectors of 8 columns, 16
  * ymm registers in all.  Compiled with -mavx2 -mfma; called only when the
  * CPU has both. */
-#include "kernels.h"
+#include "core/kernels.h"
 
 #include <immintrin.h>
 
@@ -129,7 +129,7 @@ sparse_tile(const int nv, int nnz, const int *idx, const float *val,
     SPARSE_CASE(7) \
     SPARSE_CASE(8)
 
-#include "kernels_driver.h"
+#include "core/kernels_driver.h"
 
 void frae_gemm_avx2(int M, int N, int K, const float *a, ptrdiff_t a_rs,
                    ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
@@ -256,7 +256,7 @@ void frae_gemv2_bf16_avx2(int N, int K, const float *a0, const float *a1,
 
 #include <math.h>
 
-#include "adam_loop.h"
+#include "core/adam_loop.h"
 
 void frae_adam_avx2(float *params, const float *grads, float *m, float *v,
                     size_t n, float alpha, float beta1, float beta2, float eps)

@@ -1,6 +1,6 @@
 /* AVX-512 GEMM: register tiles of MR rows x NV vectors of 16 columns.
  * Compiled with -mavx512f; called only when the CPU has it. */
-#include "kernels.h"
+#include "core/kernels.h"
 
 #include <immintrin.h>
 
@@ -121,7 +121,7 @@ sparse_tile(const int nv, int nnz, const int *idx, const float *val,
     SPARSE_CASE(3) \
     SPARSE_CASE(4)
 
-#include "kernels_driver.h"
+#include "core/kernels_driver.h"
 
 void frae_gemm_avx512(int M, int N, int K, const float *a, ptrdiff_t a_rs,
                      ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,

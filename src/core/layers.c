@@ -3,7 +3,7 @@
  * without changing any result (no fast-math). */
 #include <math.h>
 
-#include "frae_internal.h"
+#include "core/frae_internal.h"
 
 void frae_activate(int act, float *z, size_t n)
 {

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "arena.h"
-#include "frae_internal.h"
-#include "pool.h"
+#include "base/arena.h"
+#include "core/frae_internal.h"
+#include "core/pool.h"
 
 
 /* A bf16 kernel: panels of FRAE_PANEL_BF16 columns, rows padded to 32. */

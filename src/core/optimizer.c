@@ -7,13 +7,13 @@
  * by a factor of sqrt(1 - beta2^t) in eps. */
 #include <math.h>
 
-#include "frae_internal.h"
+#include "core/frae_internal.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
-#include "adam_loop.h"
+#include "core/adam_loop.h"
 
 void frae_adam_scalar(float *params, const float *grads, float *m, float *v,
                       size_t n, float alpha, float beta1, float beta2,

@@ -19,7 +19,7 @@
  * MXCSR: frae's calls flush denormals, FTZ and DAZ), and a worker runs its
  * items under it: an item's bits must not depend on which thread took it. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
-#include "pool.h"
+#include "core/pool.h"
 
 #include <pthread.h>
 #include <sched.h>

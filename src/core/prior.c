@@ -18,7 +18,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "frae_internal.h"
+#include "core/frae_internal.h"
 
 #define LN2 0.693147180559945309f
 
@@ -228,4 +228,38 @@ void frae_prior_freqs(const frae_config *c, const float *weights, int u,
     }
     const int N = c->quant_levels;
     frae_quantize_pmf(weights + (size_t)u * N, N, freq);
+}
+
+/* ---- frequencies for the range coder (frae.h): one rule, shared with the
+ * codec ------------------------------------------------------------------ */
+
+int frae_quantize_pmf(const float *p, int n, uint32_t *freq)
+{
+    const uint32_t total = 1u << FRAE_RANGE_TOTAL_BITS;
+    if (n < 1 || (uint32_t)n > total / 2)
+        return -1;
+    /* every symbol gets 1, the rest is shared in proportion to p (NaN,
+     * negative and infinite weights count as 0; all zero: uniform) */
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        if (p[i] > 0 && isfinite(p[i]))
+            sum += p[i];
+    const uint32_t spare = total - (uint32_t)n;
+    uint32_t given = 0;
+    int best = 0;
+    for (int i = 0; i < n; i++) {
+        double w = p[i] > 0 && isfinite(p[i]) ? p[i] : 0.0;
+        uint32_t extra = sum > 0 ? (uint32_t)floor(w / sum * spare)
+                                 : spare / (uint32_t)n;
+        if (extra > spare - given) /* rounding can never overshoot; guard */
+            extra = spare - given;
+        freq[i] = 1 + extra;
+        given += extra;
+        if (freq[i] > freq[best])
+            best = i;
+    }
+    /* what rounding left over goes to the most probable symbol (the
+     * lowest index on ties): one deterministic rule */
+    freq[best] += spare - given;
+    return 0;
 }

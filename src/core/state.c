@@ -4,8 +4,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "arena.h"
-#include "frae_internal.h"
+#include "base/arena.h"
+#include "core/frae_internal.h"
 
 /* The pieces' pointers once carved (base), NULL when only sizing. */
 typedef struct {

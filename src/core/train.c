@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "frae_internal.h"
+#include "core/frae_internal.h"
 
 /* The model's decoded frame at window position t. */
 static float *out_frame(const frae_model *m, long t)

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "formats.h"
+#include "io/formats.h"
 
 int frae_open_regular(const char *path, char *err, size_t errlen)
 {

@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "formats.h"
-#include "frae_internal.h"
+#include "io/formats.h"
+#include "core/frae_internal.h"
 
 #define FORMAT_NAME "frae-model"
 /* frae.pitch: the 4-bit quantizer (with a prior its steps range-coded

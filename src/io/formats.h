@@ -8,7 +8,8 @@
 #include <stdio.h>
 
 #include "frae.h"
-#include "util.h" /* frae_errorf */
+#include "base/checksum.h"
+#include "base/util.h" /* frae_errorf */
 
 /* Fuzzing builds (libFuzzer's convention) skip checksum and CRC
  * comparisons, so that mutations reach the parsers behind them. */
@@ -179,27 +180,5 @@ int frae_st_write(const char *path, const st_out_tensor *t, int nt,
  * pair but the checksum, in file order. */
 uint64_t frae_st_checksum(const frae_safetensors *st, int with_header);
 
-/* CRC-32 with zlib's (and zip's) polynomial: .npz members, .fbs streams. */
-uint32_t frae_crc32(const unsigned char *p, size_t n);
-/* CRC-16/IBM-3740 (poly 0x1021, initial 0xffff): version-3 packets. */
-uint16_t frae_crc16(const unsigned char *p, size_t n);
-/* A version-4 packet's CRC-16: over stream s's header, the packet's n
- * bytes (its length and payload), then its index as a u32. */
-uint16_t frae_packet_crc(const frae_stream *s, const unsigned char *packet,
-                         size_t n, uint32_t index);
-/* v as a minimal LEB128 varint at p (1 to 5 bytes): the bytes written.
- * Versions 3 and 4's sizes and packet lengths. */
-size_t frae_varint_put(unsigned char *p, uint32_t v);
-/* One from p's avail bytes into v: the bytes it took, 0 if they end
- * first, -1 if it is malformed (longer than 5 bytes, past 32 bits, or not
- * minimal). */
-int frae_varint_get(const unsigned char *p, size_t avail, uint32_t *v);
-/* The same, continued: frae_crc32_update(frae_crc32(a), b) is the CRC of a
- * followed by b; start from 0. */
-uint32_t frae_crc32_update(uint32_t crc, const unsigned char *p, size_t n);
-
-/* FNV-1a, 64 bits, over bytes: the checkpoint data checksum. */
-uint64_t frae_fnv1a64(const unsigned char *p, size_t n, uint64_t h);
-#define FRAE_FNV_INIT 0xcbf29ce484222325ull
 
 #endif

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "formats.h"
+#include "io/formats.h"
 
 static int npy_fail(char *err, size_t errlen, const char *name,
                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -11,24 +11,8 @@
 #include <string.h>
 #include <zip.h>
 
-#include "formats.h"
-#include "util.h"
-
-uint32_t frae_crc32_update(uint32_t crc, const unsigned char *p, size_t n)
-{
-    uint32_t c = ~crc;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = c >> 1 ^ (0xedb88320u & (0u - (c & 1u)));
-    }
-    return ~c;
-}
-
-uint32_t frae_crc32(const unsigned char *p, size_t n)
-{
-    return frae_crc32_update(0, p, n);
-}
+#include "io/formats.h"
+#include "base/util.h"
 
 #define FAIL(...)                                                              \
     do {                                                                       \

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "formats.h"
+#include "io/formats.h"
 
 #define MAX_HEADER (100u << 20) /* the spec's own limit */
 #define MAX_ENTRIES 100000
@@ -25,15 +25,6 @@
 static const char *const dtype_names[ST_NTYPES] = {"F32", "F64",  "F16",
                                                    "BF16", "I32", "I64"};
 static const int dtype_sizes[ST_NTYPES] = {4, 8, 2, 2, 4, 8};
-
-uint64_t frae_fnv1a64(const unsigned char *p, size_t n, uint64_t h)
-{
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
 
 /* The checkpoint checksum covers the header as parsed (each tensor's name,
  * dtype, shape and offsets, each metadata pair but the checksum itself, in

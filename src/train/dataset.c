@@ -10,9 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "formats.h"
+#include "io/formats.h"
 #include "frae_train.h"
-#include "util.h"
+#include "base/util.h"
 
 typedef struct {
     frae_source src;

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 
 #include "frae_train.h"
-#include "util.h"
+#include "base/util.h"
 
 /* How a row stores its value in frae_run_config. */
 typedef enum {

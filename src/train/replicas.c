@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replicas.h"
+#include "train/replicas.h"
 
 struct frae_thread_group {
     int size;

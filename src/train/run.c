@@ -31,10 +31,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "formats.h"
-#include "frae_internal.h"
+#include "io/formats.h"
+#include "core/frae_internal.h"
 #include "frae_train.h"
-#include "replicas.h"
+#include "train/replicas.h"
 
 enum { ERR_CAP = 2300 };
 

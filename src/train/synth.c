@@ -5,7 +5,7 @@
  * feedback exploits) and across neighbouring dimensions. */
 #include <math.h>
 
-#include "frae_internal.h"
+#include "core/frae_internal.h"
 
 void frae_synth_sequences(float *dst, int nseq, int nframes, int dim,
                           uint64_t seed)
