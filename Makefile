@@ -36,7 +36,7 @@ CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.
             src/codec/packets.c \
             src/train/synth.c src/train/dataset.c src/train/options.c \
             src/train/replicas.c src/train/run.c
-AUDIO_SRCS = src/audio/audio.c src/audio/features.c src/audio/pitch.c \
+AUDIO_SRCS = src/audio/mel.c src/audio/audio_files.c src/audio/wav.c src/audio/features.c src/audio/pitch.c \
              src/audio/vocoder.c src/audio/dtx_gate.c src/base/errors.c \
              src/io/atomic_file.c
 # gru.c is built once more per SIMD ISA (see its header)
