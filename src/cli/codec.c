@@ -550,8 +550,13 @@ static int encode_live(codec_opts *o, frae_model *m,
     const int bytes_per = (lf.float32 ? 4 : 2) * lf.channels;
     const size_t per_read = (size_t)(lf.rate / 100 > 0 ? lf.rate / 100 : 1) *
                             (size_t)bytes_per;
-    raw = malloc(per_read + 8);
-    mono = malloc(sizeof(float) * (per_read / (size_t)bytes_per + 1));
+    /* a read lands after what is held: the header's 4 look-ahead bytes
+     * or a partial sample, under 8 either way; mono takes every whole
+     * sample raw can hold (the 4 look-ahead bytes of raw PCM are two
+     * 16-bit samples: sized for the read alone, one too few) */
+    const size_t raw_cap = per_read + 8;
+    raw = malloc(raw_cap);
+    mono = malloc(sizeof(float) * (raw_cap / (size_t)bytes_per + 1));
     if (!raw || !mono) {
         rc = cli_fail(EXIT_FAILED, "out of memory");
         goto done;
