@@ -31,7 +31,7 @@ CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.
             src/core/model.c src/core/state.c src/core/forward.c src/core/train.c \
             src/core/optimizer.c src/core/gru.c src/core/prior.c \
             src/io/npy.c src/io/npz.c src/io/atomic_file.c src/io/safetensors.c \
-            src/io/checkpoint.c \
+            src/io/checkpoint.c src/io/import.c \
             src/codec/codec.c src/codec/entropy.c src/codec/stream_coder.c \
             src/codec/packets.c \
             src/train/synth.c src/train/dataset.c src/train/options.c \

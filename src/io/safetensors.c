@@ -435,27 +435,11 @@ static const char *first_duplicate(const char **names, int n)
     return NULL;
 }
 
-int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
-                  frae_safetensors *st, char *err, size_t errlen)
+/* The header's entries, from its '{' to its '}': the tensors and the
+ * metadata.  -1 on a malformed entry (j says why) or out of memory. */
+static int parse_entries(json *jp, frae_safetensors *st)
 {
-    memset(st, 0, sizeof *st);
-    if (size < 8) {
-        frae_errorf(err, errlen, "%s: not a safetensors file (%zu bytes)", name,
-                 size);
-        return -1;
-    }
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | buf[i];
-    if (hlen < 2 || hlen > MAX_HEADER || hlen > size - 8) {
-        frae_errorf(err, errlen,
-                 "%s: not a safetensors file, or truncated (header length "
-                 "%llu, file %zu bytes)",
-                 name, (unsigned long long)hlen, size);
-        return -1;
-    }
-    json j = {(const char *)buf + 8, (const char *)buf + 8 + hlen,
-              (const char *)buf + 8, name, err, errlen, 0};
+    json j = *jp;
     int cap = 32;
     st->tensors = calloc((size_t)cap, sizeof *st->tensors);
     if (!st->tensors)
@@ -506,37 +490,41 @@ int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
             break;
         }
     }
-    jspace(&j);
-    if (j.p != j.end) {
-        jfail(&j, "trailing bytes after the JSON object");
-        goto fail;
-    }
-    st->data = buf + 8 + hlen;
-    st->data_len = size - 8 - (size_t)hlen;
+    *jp = j;
+    return 0;
+fail:
+    *jp = j;
+    return -1;
+}
 
+/* Every tensor's shape against its offsets, names unique, and the
+ * tensors tiling the data section exactly; -1 with the reason in err. */
+static int check_layout(const frae_safetensors *st, const char *name,
+                        char *err, size_t errlen)
+{
     /* shapes against offsets, and the tensors tile the data exactly */
     for (int i = 0; i < st->n_tensors; i++) {
-        st_tensor *t = &st->tensors[i];
+        const st_tensor *t = &st->tensors[i];
         uint64_t bytes = (uint64_t)dtype_sizes[t->dtype];
         for (int d = 0; d < t->ndim; d++)
             if (__builtin_mul_overflow(bytes, (uint64_t)t->shape[d], &bytes)) {
                 frae_errorf(err, errlen, "%s: tensor '%s' shape overflows", name,
                          t->name);
-                goto fail_quiet;
+                return -1;
             }
         if (t->end - t->begin != bytes) {
             frae_errorf(err, errlen,
                      "%s: tensor '%s' has %zu bytes for a shape of %llu",
                      name, t->name, t->end - t->begin,
                      (unsigned long long)bytes);
-            goto fail_quiet;
+            return -1;
         }
         if (t->end > st->data_len) {
             frae_errorf(err, errlen,
                      "%s: truncated: tensor '%s' ends at byte %zu of a %zu-byte "
                      "data section",
                      name, t->name, t->end, st->data_len);
-            goto fail_quiet;
+            return -1;
         }
     }
     /* names unique (sorted, so a header of many entries stays fast) */
@@ -544,13 +532,13 @@ int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
     int n_names = st->n_tensors > st->n_meta ? st->n_tensors : st->n_meta;
     const char **names = malloc(sizeof *names * (size_t)(n_names + 1));
     if (!names)
-        goto fail;
+        goto oom;
     for (int i = 0; i < st->n_tensors; i++)
         names[i] = st->tensors[i].name;
     if ((dup = first_duplicate(names, st->n_tensors))) {
         frae_errorf(err, errlen, "%s: tensor '%s' appears twice", name, dup);
         free(names);
-        goto fail_quiet;
+        return -1;
     }
     for (int i = 0; i < st->n_meta; i++)
         names[i] = st->meta[i].key;
@@ -558,12 +546,12 @@ int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
         frae_errorf(err, errlen, "%s: metadata key '%s' appears twice", name,
                  dup);
         free(names);
-        goto fail_quiet;
+        return -1;
     }
     free(names);
     st_tensor *sorted = malloc(sizeof *sorted * (size_t)(st->n_tensors + 1));
     if (!sorted)
-        goto fail;
+        goto oom;
     memcpy(sorted, st->tensors, sizeof *sorted * (size_t)st->n_tensors);
     qsort(sorted, (size_t)st->n_tensors, sizeof *sorted, cmp_begin);
     size_t at = 0;
@@ -573,7 +561,7 @@ int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
                      "%s: tensor data overlaps or leaves a hole at byte %zu",
                      name, at);
             free(sorted);
-            goto fail_quiet;
+            return -1;
         }
         at = sorted[i].end;
     }
@@ -581,8 +569,47 @@ int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
     if (at != st->data_len) {
         frae_errorf(err, errlen, "%s: %zu bytes after the last tensor", name,
                  st->data_len - at);
-        goto fail_quiet;
+        return -1;
     }
+    return 0;
+oom:
+    frae_errorf(err, errlen, "%s: out of memory reading the header", name);
+    return -1;
+}
+
+int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
+                  frae_safetensors *st, char *err, size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    if (size < 8) {
+        frae_errorf(err, errlen, "%s: not a safetensors file (%zu bytes)", name,
+                 size);
+        return -1;
+    }
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | buf[i];
+    if (hlen < 2 || hlen > MAX_HEADER || hlen > size - 8) {
+        frae_errorf(err, errlen,
+                 "%s: not a safetensors file, or truncated (header length "
+                 "%llu, file %zu bytes)",
+                 name, (unsigned long long)hlen, size);
+        return -1;
+    }
+    json j = {(const char *)buf + 8, (const char *)buf + 8 + hlen,
+              (const char *)buf + 8, name, err, errlen, 0};
+    if (parse_entries(&j, st))
+        goto fail;
+    jspace(&j);
+    if (j.p != j.end) {
+        jfail(&j, "trailing bytes after the JSON object");
+        goto fail;
+    }
+    st->data = buf + 8 + hlen;
+    st->data_len = size - 8 - (size_t)hlen;
+
+    if (check_layout(st, name, err, errlen))
+        goto fail_quiet;
     return 0;
 fail:
     if (!j.failed)
