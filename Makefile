@@ -30,12 +30,13 @@ CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.
             src/core/gemm.c src/core/pool.c src/core/layers.c src/core/config.c \
             src/core/model.c src/core/state.c src/core/forward.c src/core/train.c \
             src/core/optimizer.c src/core/gru.c src/core/prior.c \
-            src/io/npy.c src/io/npz.c src/io/atomic_file.c src/io/safetensors.c \
+            src/io/npy.c src/io/npz.c src/io/atomic_file.c src/io/json.c src/io/safetensors.c \
             src/io/checkpoint.c src/io/import.c \
             src/codec/codec.c src/codec/entropy.c src/codec/stream_coder.c \
             src/codec/packets.c \
             src/train/synth.c src/train/dataset.c src/train/options.c \
-            src/train/replicas.c src/train/run.c
+            src/train/replicas.c src/train/run.c src/train/run_state.c \
+            src/train/run_setup.c
 AUDIO_SRCS = src/audio/mel.c src/audio/audio_files.c src/audio/wav.c src/audio/features.c src/audio/pitch.c \
              src/audio/vocoder.c src/audio/dtx_gate.c src/base/errors.c \
              src/io/atomic_file.c

@@ -6,20 +6,15 @@
  * The reader trusts nothing: the header length, every JSON token, every
  * shape and offset is checked against the file before any data is read,
  * and the tensors must tile the data section exactly. */
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "io/formats.h"
+#include "io/json.h"
 
-#define MAX_HEADER (100u << 20) /* the spec's own limit */
+#define MAX_HEADER FRAE_JSON_MAX_TEXT /* the spec's own limit */
 #define MAX_ENTRIES 100000
 
 static const char *const dtype_names[ST_NTYPES] = {"F32", "F64",  "F16",
@@ -78,309 +73,67 @@ uint64_t frae_st_checksum(const frae_safetensors *st, int with_header)
     return frae_fnv1a64(st->data, st->data_len, h);
 }
 
-/* ---- a strict JSON reader, just enough for the header ------------------ */
-
-typedef struct {
-    const char *p, *end, *start;
-    const char *name; /* file, for messages */
-    char *err;
-    size_t errlen;
-    int failed;
-} json;
-
-static int jfail(json *j, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int jfail(json *j, const char *fmt, ...)
-{
-    if (!j->failed) {
-        char msg[512];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof msg, fmt, ap);
-        va_end(ap);
-        frae_errorf(j->err, j->errlen, "%s: bad safetensors header: %s",
-                    j->name, msg);
-    }
-    j->failed = 1;
-    return -1;
-}
-
-static void jspace(json *j)
-{
-    while (j->p < j->end &&
-           (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
-        j->p++;
-}
-
-static int jexpect(json *j, char c)
-{
-    jspace(j);
-    if (j->p >= j->end || *j->p != c)
-        return jfail(j, "expected '%c' at header byte %ld", c,
-                     (long)(j->p - j->start));
-    j->p++;
-    return 0;
-}
-
-/* Appends one byte to a growing string buffer. */
-static int jpush(json *j, char **buf, size_t *n, size_t *cap, char c)
-{
-    if (*n + 1 >= *cap) {
-        if (*cap > MAX_HEADER)
-            return jfail(j, "string too long");
-        char *nb = realloc(*buf, *cap * 2);
-        if (!nb)
-            return jfail(j, "out of memory");
-        *buf = nb, *cap *= 2;
-    }
-    (*buf)[(*n)++] = c;
-    return 0;
-}
-
-/* Reads a JSON string.  With out, copies it there (cap bytes with the NUL,
- * longer is an error); else hands a malloc'ed copy to *heap.  Returns the
- * length, or -1. */
-static long jstring(json *j, char *out, size_t cap, char **heap)
-{
-    jspace(j);
-    if (j->p >= j->end || *j->p != '"')
-        return jfail(j, "expected a string");
-    j->p++;
-    size_t n = 0, bcap = 64;
-    char *buf = malloc(bcap);
-    if (!buf)
-        return jfail(j, "out of memory");
-    while (1) {
-        if (j->p >= j->end) {
-            free(buf);
-            return jfail(j, "unterminated string");
-        }
-        unsigned char c = (unsigned char)*j->p++;
-        if (c == '"')
-            break;
-        if (c < 0x20) {
-            free(buf);
-            return jfail(j, "control character in a string");
-        }
-        unsigned cp = c;
-        if (c == '\\') {
-            char e = j->p < j->end ? *j->p++ : 0;
-            switch (e) {
-            case '"': case '\\': case '/': cp = (unsigned char)e; break;
-            case 'b': cp = '\b'; break;
-            case 'f': cp = '\f'; break;
-            case 'n': cp = '\n'; break;
-            case 'r': cp = '\r'; break;
-            case 't': cp = '\t'; break;
-            case 'u': {
-                char hex[5] = {0}, *q;
-                if (j->end - j->p >= 4)
-                    memcpy(hex, j->p, 4);
-                cp = (unsigned)strtoul(hex, &q, 16);
-                if (q != hex + 4) {
-                    free(buf);
-                    return jfail(j, "bad \\u escape");
-                }
-                j->p += 4;
-                break;
-            }
-            default:
-                free(buf);
-                return jfail(j, "bad escape in a string");
-            }
-            /* encode the code point as UTF-8 (no surrogate pairing) */
-            int bad = 0;
-            if (cp < 0x80) {
-                bad = jpush(j, &buf, &n, &bcap, (char)cp);
-            } else if (cp < 0x800) {
-                bad = jpush(j, &buf, &n, &bcap, (char)(0xc0 | cp >> 6)) ||
-                      jpush(j, &buf, &n, &bcap, (char)(0x80 | (cp & 0x3f)));
-            } else {
-                bad = jpush(j, &buf, &n, &bcap, (char)(0xe0 | cp >> 12)) ||
-                      jpush(j, &buf, &n, &bcap,
-                            (char)(0x80 | ((cp >> 6) & 0x3f))) ||
-                      jpush(j, &buf, &n, &bcap, (char)(0x80 | (cp & 0x3f)));
-            }
-            if (bad) {
-                free(buf);
-                return -1;
-            }
-        } else if (jpush(j, &buf, &n, &bcap, (char)c)) {
-            free(buf);
-            return -1;
-        }
-    }
-    buf[n] = 0;
-    if (out) {
-        if (n + 1 > cap) {
-            free(buf);
-            return jfail(j, "string too long (%zu bytes)", n);
-        }
-        memcpy(out, buf, n + 1);
-        free(buf);
-    } else {
-        *heap = buf;
-    }
-    return (long)n;
-}
-
-static int jint(json *j, int64_t *v)
-{
-    jspace(j);
-    const char *s = j->p;
-    if (s < j->end && *s == '-')
-        return jfail(j, "negative number");
-    int64_t x = 0;
-    int digits = 0;
-    while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
-        if (x > (INT64_MAX - 9) / 10)
-            return jfail(j, "number too large");
-        x = x * 10 + (*j->p++ - '0');
-        digits++;
-    }
-    if (!digits)
-        return jfail(j, "expected a number");
-    if (j->p < j->end && (*j->p == '.' || *j->p == 'e' || *j->p == 'E'))
-        return jfail(j, "expected an integer");
-    *v = x;
-    return 0;
-}
-
-static int jint_array(json *j, int64_t *vals, int cap, int *count)
-{
-    if (jexpect(j, '['))
-        return -1;
-    *count = 0;
-    jspace(j);
-    if (j->p < j->end && *j->p == ']') {
-        j->p++;
-        return 0;
-    }
-    while (1) {
-        if (*count == cap)
-            return jfail(j, "array too long");
-        if (jint(j, &vals[(*count)++]))
-            return -1;
-        jspace(j);
-        if (j->p < j->end && *j->p == ',') {
-            j->p++;
-            continue;
-        }
-        return jexpect(j, ']');
-    }
-}
-
-/* Skips any JSON value (for keys we do not use). */
-static int jskip(json *j, int depth)
-{
-    jspace(j);
-    if (depth > 32)
-        return jfail(j, "nested too deeply");
-    if (j->p >= j->end)
-        return jfail(j, "unexpected end");
-    char c = *j->p;
-    if (c == '"') {
-        char *tmp;
-        if (jstring(j, NULL, 0, &tmp) < 0)
-            return -1;
-        free(tmp);
-        return 0;
-    }
-    if (c == '{' || c == '[') {
-        char close = c == '{' ? '}' : ']';
-        j->p++;
-        jspace(j);
-        if (j->p < j->end && *j->p == close) {
-            j->p++;
-            return 0;
-        }
-        while (1) {
-            if (c == '{') {
-                char *tmp;
-                if (jstring(j, NULL, 0, &tmp) < 0)
-                    return -1;
-                free(tmp);
-                if (jexpect(j, ':'))
-                    return -1;
-            }
-            if (jskip(j, depth + 1))
-                return -1;
-            jspace(j);
-            if (j->p < j->end && *j->p == ',') {
-                j->p++;
-                continue;
-            }
-            return jexpect(j, close);
-        }
-    }
-    /* number, true, false, null */
-    const char *s = j->p;
-    while (j->p < j->end && strchr("0123456789+-.eEtruefalsn", *j->p))
-        j->p++;
-    return j->p > s ? 0 : jfail(j, "unexpected character '%c'", c);
-}
-
-static int parse_tensor(json *j, st_tensor *t)
+static int parse_tensor(frae_json *j, st_tensor *t)
 {
     int have_dtype = 0, have_shape = 0, have_off = 0;
-    if (jexpect(j, '{'))
+    if (frae_json_expect(j, '{'))
         return -1;
-    jspace(j);
+    frae_json_space(j);
     if (j->p < j->end && *j->p == '}')
-        return jfail(j, "tensor '%s' has no fields", t->name);
+        return frae_json_fail(j, "tensor '%s' has no fields", t->name);
     while (1) {
         char key[64];
-        if (jstring(j, key, sizeof key, NULL) < 0 || jexpect(j, ':'))
+        if (frae_json_string(j, key, sizeof key, NULL) < 0 || frae_json_expect(j, ':'))
             return -1;
         if (!strcmp(key, "dtype")) {
             char dt[16];
-            if (jstring(j, dt, sizeof dt, NULL) < 0)
+            if (frae_json_string(j, dt, sizeof dt, NULL) < 0)
                 return -1;
             t->dtype = -1;
             for (int i = 0; i < ST_NTYPES; i++)
                 if (!strcmp(dt, dtype_names[i]))
                     t->dtype = i;
             if (t->dtype < 0)
-                return jfail(j, "tensor '%s' has unsupported dtype '%s'",
+                return frae_json_fail(j, "tensor '%s' has unsupported dtype '%s'",
                              t->name, dt);
             have_dtype = 1;
         } else if (!strcmp(key, "shape")) {
-            if (jint_array(j, t->shape, ST_MAX_DIMS, &t->ndim))
+            if (frae_json_int_array(j, t->shape, ST_MAX_DIMS, &t->ndim))
                 return -1;
             have_shape = 1;
         } else if (!strcmp(key, "data_offsets")) {
             int64_t off[2];
             int n;
-            if (jint_array(j, off, 2, &n))
+            if (frae_json_int_array(j, off, 2, &n))
                 return -1;
             if (n != 2 || off[1] < off[0])
-                return jfail(j, "tensor '%s' has bad data_offsets", t->name);
+                return frae_json_fail(j, "tensor '%s' has bad data_offsets", t->name);
             t->begin = (size_t)off[0];
             t->end = (size_t)off[1];
             have_off = 1;
-        } else if (jskip(j, 1)) {
+        } else if (frae_json_skip(j, 1)) {
             return -1;
         }
-        jspace(j);
+        frae_json_space(j);
         if (j->p < j->end && *j->p == ',') {
             j->p++;
             continue;
         }
-        if (jexpect(j, '}'))
+        if (frae_json_expect(j, '}'))
             return -1;
         break;
     }
     if (!have_dtype || !have_shape || !have_off)
-        return jfail(j, "tensor '%s' lacks dtype, shape or data_offsets",
+        return frae_json_fail(j, "tensor '%s' lacks dtype, shape or data_offsets",
                      t->name);
     return 0;
 }
 
-static int parse_metadata(json *j, frae_safetensors *st)
+static int parse_metadata(frae_json *j, frae_safetensors *st)
 {
-    if (jexpect(j, '{'))
+    if (frae_json_expect(j, '{'))
         return -1;
-    jspace(j);
+    frae_json_space(j);
     if (j->p < j->end && *j->p == '}') {
         j->p++;
         return 0;
@@ -388,29 +141,29 @@ static int parse_metadata(json *j, frae_safetensors *st)
     int cap = 16;
     st->meta = calloc((size_t)cap, sizeof *st->meta);
     if (!st->meta)
-        return jfail(j, "out of memory");
+        return frae_json_fail(j, "out of memory");
     while (1) {
         if (st->n_meta == MAX_ENTRIES)
-            return jfail(j, "too many metadata entries");
+            return frae_json_fail(j, "too many metadata entries");
         if (st->n_meta == cap) {
             st_meta *nm = realloc(st->meta, sizeof *nm * (size_t)cap * 2);
             if (!nm)
-                return jfail(j, "out of memory");
+                return frae_json_fail(j, "out of memory");
             memset(nm + cap, 0, sizeof *nm * (size_t)cap);
             st->meta = nm, cap *= 2;
         }
         st_meta *e = &st->meta[st->n_meta];
-        if (jstring(j, e->key, sizeof e->key, NULL) < 0 || jexpect(j, ':'))
+        if (frae_json_string(j, e->key, sizeof e->key, NULL) < 0 || frae_json_expect(j, ':'))
             return -1;
-        if (jstring(j, NULL, 0, &e->value) < 0)
-            return jfail(j, "metadata value of '%s' is not a string", e->key);
+        if (frae_json_string(j, NULL, 0, &e->value) < 0)
+            return frae_json_fail(j, "metadata value of '%s' is not a string", e->key);
         st->n_meta++;
-        jspace(j);
+        frae_json_space(j);
         if (j->p < j->end && *j->p == ',') {
             j->p++;
             continue;
         }
-        return jexpect(j, '}');
+        return frae_json_expect(j, '}');
     }
 }
 
@@ -437,33 +190,33 @@ static const char *first_duplicate(const char **names, int n)
 
 /* The header's entries, from its '{' to its '}': the tensors and the
  * metadata.  -1 on a malformed entry (j says why) or out of memory. */
-static int parse_entries(json *jp, frae_safetensors *st)
+static int parse_entries(frae_json *jp, frae_safetensors *st)
 {
-    json j = *jp;
+    frae_json j = *jp;
     int cap = 32;
     st->tensors = calloc((size_t)cap, sizeof *st->tensors);
     if (!st->tensors)
         goto fail;
-    if (jexpect(&j, '{'))
+    if (frae_json_expect(&j, '{'))
         goto fail;
-    jspace(&j);
+    frae_json_space(&j);
     if (j.p < j.end && *j.p == '}') {
         j.p++;
     } else {
         while (1) {
             char key[256];
-            if (jstring(&j, key, sizeof key, NULL) < 0 || jexpect(&j, ':'))
+            if (frae_json_string(&j, key, sizeof key, NULL) < 0 || frae_json_expect(&j, ':'))
                 goto fail;
             if (!strcmp(key, "__metadata__")) {
                 if (st->meta) {
-                    jfail(&j, "two __metadata__ entries");
+                    frae_json_fail(&j, "two __metadata__ entries");
                     goto fail;
                 }
                 if (parse_metadata(&j, st))
                     goto fail;
             } else {
                 if (st->n_tensors == MAX_ENTRIES) {
-                    jfail(&j, "too many tensors");
+                    frae_json_fail(&j, "too many tensors");
                     goto fail;
                 }
                 if (st->n_tensors == cap) {
@@ -480,12 +233,12 @@ static int parse_entries(json *jp, frae_safetensors *st)
                     goto fail;
                 st->n_tensors++;
             }
-            jspace(&j);
+            frae_json_space(&j);
             if (j.p < j.end && *j.p == ',') {
                 j.p++;
                 continue;
             }
-            if (jexpect(&j, '}'))
+            if (frae_json_expect(&j, '}'))
                 goto fail;
             break;
         }
@@ -596,13 +349,13 @@ int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
                  name, (unsigned long long)hlen, size);
         return -1;
     }
-    json j = {(const char *)buf + 8, (const char *)buf + 8 + hlen,
+    frae_json j = {(const char *)buf + 8, (const char *)buf + 8 + hlen,
               (const char *)buf + 8, name, err, errlen, 0};
     if (parse_entries(&j, st))
         goto fail;
-    jspace(&j);
+    frae_json_space(&j);
     if (j.p != j.end) {
-        jfail(&j, "trailing bytes after the JSON object");
+        frae_json_fail(&j, "trailing bytes after the JSON object");
         goto fail;
     }
     st->data = buf + 8 + hlen;
