@@ -186,44 +186,11 @@ static int info_pos(void *ctx, const char *arg)
     return 0;
 }
 
-int cmd_info(int argc, char **argv)
+/* frae info's model: its shape, sizes, pitch, prior and normalization. */
+static void info_model(frae_checkpoint *ck, const frae_config *cfg,
+                       const frae_model *m)
 {
-    cli_cmd = "frae info";
-    const char *path = NULL;
-    int rc = cli_parse(argc, argv, NULL, NULL, info_pos, info_help, &path);
-    if (rc)
-        return rc;
-    if (!path)
-        return cli_fail(EXIT_USAGE, "needs MODEL (see 'frae info --help')");
-    char err[512];
-    frae_checkpoint *ck = frae_checkpoint_open(path, err, sizeof err);
-    frae_config c;
-    if (!ck || frae_checkpoint_config(ck, &c, err, sizeof err)) {
-        frae_checkpoint_close(ck);
-        return cli_fail(EXIT_USAGE, "%s", err);
-    }
-    frae_features feat;
-    int have_features = cli_model_features(path, &feat);
-    if (have_features < 0) {
-        frae_checkpoint_close(ck);
-        return EXIT_USAGE;
-    }
-    frae_config small = c; /* only for the sizes: no training buffers */
-    small.training = 0;
-    small.batch = 1;
-    frae_model *m = frae_create(&small, err, sizeof err);
-    /* the statistics are checked and shown from the model they load into */
-    if (!m || (c.normalize && frae_checkpoint_restore(ck, m, 0, err,
-                                                      sizeof err))) {
-        frae_checkpoint_close(ck);
-        frae_destroy(m);
-        return cli_fail(EXIT_USAGE, "%s", err);
-    }
-    struct stat sb;
-    stat(path, &sb);
-    cli_printf("%s: frae checkpoint, format %s, %lld bytes, checksum ok\n", path,
-           frae_checkpoint_meta(ck, "frae.format_version"),
-           (long long)sb.st_size);
+    const frae_config c = *cfg;
     cli_printf("model:\n");
     const int gru = c.family == FRAE_FAMILY_GRU;
     cli_printf("  family %s: %s\n", frae_family_names[c.family],
@@ -286,6 +253,14 @@ int cmd_info(int argc, char **argv)
             cli_printf("  normalization: per band\n");
         }
     }
+}
+
+/* frae info's training: settings, recipe, schedule, features and where
+ * training stands. */
+static void info_training(frae_checkpoint *ck, const frae_config *cfg,
+                          int have_features, const frae_features *feat)
+{
+    const frae_config c = *cfg;
     cli_printf("training settings:\n");
     const char *recipe = frae_checkpoint_meta(ck, "train.recipe");
     if (recipe) {
@@ -313,7 +288,7 @@ int cmd_info(int argc, char **argv)
     }
     if (have_features) {
         char desc[160];
-        cli_features_describe(&feat, desc, sizeof desc);
+        cli_features_describe(feat, desc, sizeof desc);
         cli_printf("audio features: %s\n", desc);
     }
     const char *ep = frae_checkpoint_meta(ck, "train.epoch");
@@ -335,6 +310,48 @@ int cmd_info(int argc, char **argv)
     } else {
         cli_printf("training state: none (weights only)\n");
     }
+}
+
+int cmd_info(int argc, char **argv)
+{
+    cli_cmd = "frae info";
+    const char *path = NULL;
+    int rc = cli_parse(argc, argv, NULL, NULL, info_pos, info_help, &path);
+    if (rc)
+        return rc;
+    if (!path)
+        return cli_fail(EXIT_USAGE, "needs MODEL (see 'frae info --help')");
+    char err[512];
+    frae_checkpoint *ck = frae_checkpoint_open(path, err, sizeof err);
+    frae_config c;
+    if (!ck || frae_checkpoint_config(ck, &c, err, sizeof err)) {
+        frae_checkpoint_close(ck);
+        return cli_fail(EXIT_USAGE, "%s", err);
+    }
+    frae_features feat;
+    int have_features = cli_model_features(path, &feat);
+    if (have_features < 0) {
+        frae_checkpoint_close(ck);
+        return EXIT_USAGE;
+    }
+    frae_config small = c; /* only for the sizes: no training buffers */
+    small.training = 0;
+    small.batch = 1;
+    frae_model *m = frae_create(&small, err, sizeof err);
+    /* the statistics are checked and shown from the model they load into */
+    if (!m || (c.normalize && frae_checkpoint_restore(ck, m, 0, err,
+                                                      sizeof err))) {
+        frae_checkpoint_close(ck);
+        frae_destroy(m);
+        return cli_fail(EXIT_USAGE, "%s", err);
+    }
+    struct stat sb;
+    stat(path, &sb);
+    cli_printf("%s: frae checkpoint, format %s, %lld bytes, checksum ok\n", path,
+           frae_checkpoint_meta(ck, "frae.format_version"),
+           (long long)sb.st_size);
+    info_model(ck, &c, m);
+    info_training(ck, &c, have_features, &feat);
     frae_destroy(m);
     frae_checkpoint_close(ck);
     return EXIT_OK;
