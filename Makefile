@@ -95,10 +95,12 @@ python: $(PY_FILES)
 
 # the extension is a caller like any other: the public headers alone
 # (include/, not src/) and the two public libraries
-$(PY_DIR)/_frae$(PY_EXT): python/frae/_frae.c $(LIB) $(AUDIO_LIB)
+PY_SRCS = python/frae/_frae.c python/frae/_frae_model.c \
+          python/frae/_frae_audio.c python/frae/_frae_run.c
+$(PY_DIR)/_frae$(PY_EXT): $(PY_SRCS) python/frae/_frae.h $(LIB) $(AUDIO_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -Isrc,$(CFLAGS_ALL)) -I$(PY_INC) -shared $< $(LIB) \
-	  $(AUDIO_LIB) $(LDLIBS_ALL) -o $@
+	$(CC) $(filter-out -Isrc -MMD -MP,$(CFLAGS_ALL)) -I$(PY_INC) -shared \
+	  $(PY_SRCS) $(LIB) $(AUDIO_LIB) $(LDLIBS_ALL) -o $@
 $(PY_DIR)/__init__.py: python/frae/__init__.py
 	@mkdir -p $(dir $@)
 	cp $< $@

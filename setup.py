@@ -1,7 +1,7 @@
 """Builds the Python module (import frae) the Python way: 'pip install .'
 (pyproject.toml names this file's setuptools as the backend).
 
-The extension frae._frae is python/frae/_frae.c, the caller the Makefile
+The extension frae._frae is python/frae/_frae*.c, the caller the Makefile
 builds too (the public headers in include/ alone), linked with libfrae and
 libfrae-audio compiled here from their sources, static, with the Makefile's
 flags: the source lists (CORE_SRCS, AUDIO_SRCS) and the per-file SIMD flags
@@ -87,7 +87,8 @@ setup(
     package_dir={"": "python"},
     packages=["frae"],
     ext_modules=[Extension(
-        "frae._frae", ["python/frae/_frae.c"], include_dirs=["include"],
+        "frae._frae", make_var(makefile(), "PY_SRCS"),  # the Makefile's list
+        include_dirs=["include"],
         extra_compile_args=["-std=c11", "-O3", "-fno-fast-math", "-ffp-contract=off",
                             "-fvisibility=hidden", "-D_POSIX_C_SOURCE=200809L",
                             "-pthread"],

@@ -1,0 +1,199 @@
+/* _frae's audio functions (_frae.h): features of audio, the vocoder, WAV
+ * files and the DTX gate, as the command's. */
+#include "_frae.h"
+
+/* ---- module functions ---------------------------------------------------- */
+
+/* features(path, sample_rate, n_mels, hop, win, n_fft, fmin, fmax,
+ * resample, pitch) -> (bytes, frames, width): width n_mels, + 2 with pitch
+ * (f0 in Hz and voicing, as 'frae features --pitch') */
+PyObject *frae_py_features(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *path;
+    frae_features f;
+    frae_features_default(&f);
+    int resample = 1, pitch = 0;
+    if (!PyArg_ParseTuple(args, "s|iiiiiffpp", &path, &f.sample_rate, &f.n_mels,
+                          &f.hop, &f.win, &f.n_fft, &f.fmin, &f.fmax, &resample,
+                          &pitch))
+        return NULL;
+    f.pitch = pitch;
+    char err[512];
+    if (frae_features_check(&f, err, sizeof err))
+        return PyErr_Format(PyExc_ValueError, "features: %s", err);
+    float *feats = NULL;
+    long frames = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = frae_audio_features(path, &f, resample, &feats, &frames, err, sizeof err);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return frae_py_fail(err);
+    const int width = FRAE_FEATURE_WIDTH(&f);
+    PyObject *r = Py_BuildValue("(y#li)", (const char *)feats,
+                                (Py_ssize_t)(sizeof(float) * (size_t)frames * width),
+                                frames, width);
+    free(feats);
+    return r;
+}
+
+/* vocode(x, frames, width, sample_rate, n_mels, hop, win, n_fft, fmin,
+ * fmax, gl_iters) -> bytes of float32 samples: features back to audio as
+ * 'frae vocode' and 'frae decode --wav' make it, on the features'
+ * timeline ((frames - 1) * hop + win samples): with pitch (width n_mels +
+ * 2) the harmonic-plus-noise vocoder (seed 1), else Griffin-Lim. */
+PyObject *frae_py_vocode(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *xo;
+    long frames;
+    int width, gl_iters;
+    frae_features f;
+    frae_features_default(&f);
+    if (!PyArg_ParseTuple(args, "Oliiiiiiffi", &xo, &frames, &width,
+                          &f.sample_rate, &f.n_mels, &f.hop, &f.win, &f.n_fft,
+                          &f.fmin, &f.fmax, &gl_iters))
+        return NULL;
+    char err[512];
+    if (frae_features_check(&f, err, sizeof err))
+        return PyErr_Format(PyExc_ValueError, "vocode: %s", err);
+    const int hnm = width == f.n_mels + 2;
+    if (frames < 1 || (!hnm && width != f.n_mels))
+        return PyErr_Format(PyExc_ValueError,
+                            "vocode: frames of %d values; the features have "
+                            "%d mels (%d with pitch)",
+                            width, f.n_mels, f.n_mels + 2);
+    Py_buffer xb;
+    if (frae_py_buffer(xo, &xb, 0, "f", (Py_ssize_t)frames * width, "x"))
+        return NULL;
+    const long total = (frames - 1) * (long)f.hop + f.win;
+    PyObject *r = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(float) *
+                                                      total);
+    if (!r) {
+        PyBuffer_Release(&xb);
+        return NULL;
+    }
+    float *out = (float *)PyBytes_AS_STRING(r);
+    const float *x = xb.buf;
+    void *mem = NULL;
+    frae_vocoder *v = NULL;
+    frae_gl *g = NULL;
+    int ok = 0;
+    snprintf(err, sizeof err, "out of memory");
+    Py_BEGIN_ALLOW_THREADS
+    if (hnm) {
+        const size_t size = frae_vocoder_size(&f);
+        mem = size ? malloc(size) : NULL;
+        if (mem && (v = frae_vocoder_init(mem, &f, 1, err, sizeof err))) {
+            /* as 'frae vocode': silence to frame 0's centre, a hop a frame,
+             * the flush, silence to the last window's end */
+            long at = f.win / 2 - f.hop;
+            memset(out, 0, sizeof(float) * (size_t)at);
+            for (long t = 0; t < frames; t++, at += f.hop)
+                frae_vocoder_frame(v, x + (size_t)t * width, out + at);
+            frae_vocoder_flush(v, out + at);
+            at += f.hop;
+            memset(out + at, 0, sizeof(float) * (size_t)(total - at));
+            ok = 1;
+        }
+    } else if ((g = frae_gl_create(&f, gl_iters < 0 ? 32 : gl_iters, err,
+                                   sizeof err))) {
+        float *buf = malloc(sizeof(float) * (size_t)frae_gl_max_samples(g));
+        long at = 0;
+        for (long t = 0; buf && t < frames; t++) {
+            long n = frae_gl_frame(g, x + (size_t)t * width, buf);
+            memcpy(out + at, buf, sizeof(float) * (size_t)n);
+            at += n;
+        }
+        if (buf) {
+            long n = frae_gl_flush(g, buf);
+            memcpy(out + at, buf, sizeof(float) * (size_t)n);
+            ok = at + n == total;
+            if (!ok)
+                snprintf(err, sizeof err, "Griffin-Lim gave %ld samples, not "
+                         "%ld", at + n, total);
+        }
+        free(buf);
+    }
+    Py_END_ALLOW_THREADS
+    free(mem);
+    frae_gl_destroy(g);
+    PyBuffer_Release(&xb);
+    if (!ok) {
+        Py_DECREF(r);
+        return PyErr_Format(frae_py_error, "vocode: %s", err);
+    }
+    return r;
+}
+
+/* write_wav(path, bytes of float32 samples, rate): 16-bit PCM as 'frae
+ * decode --wav' and 'frae vocode' write it (frae_wav_open), atomically. */
+PyObject *frae_py_write_wav(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *path, *x;
+    Py_ssize_t len;
+    int rate;
+    if (!PyArg_ParseTuple(args, "sy#i", &path, &x, &len, &rate))
+        return NULL;
+    char err[512];
+    int rc = -1;
+    Py_BEGIN_ALLOW_THREADS
+    frae_wav_writer *w = frae_wav_open(path, rate, err, sizeof err);
+    if (w && frae_wav_write(w, (const float *)(const void *)x,
+                            (long)((size_t)len / sizeof(float)), err,
+                            sizeof err))
+        frae_wav_abort(w);
+    else if (w)
+        rc = frae_wav_close(w, err, sizeof err);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return PyErr_Format(frae_py_error, "%s", err);
+    Py_RETURN_NONE;
+}
+
+/* dtx_mask(x, nseq, nframes, width, sample_rate, n_mels, hop, win, n_fft,
+ * fmin, fmax, floor, offset, scale, level) -> bytes of int32 [nseq x
+ * nframes]: 'frae encode --dtx''s silent frames (frae_dtx_gate), each
+ * sequence from a fresh gate. */
+PyObject *frae_py_dtx_mask(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *xo;
+    int nseq, nframes, width;
+    double level;
+    frae_features f;
+    frae_features_default(&f);
+    if (!PyArg_ParseTuple(args, "Oiiiiiiiifffffd", &xo, &nseq, &nframes,
+                          &width, &f.sample_rate, &f.n_mels, &f.hop, &f.win,
+                          &f.n_fft, &f.fmin, &f.fmax, &f.floor, &f.offset,
+                          &f.scale, &level))
+        return NULL;
+    if (nseq < 1 || nframes < 1 || width < f.n_mels)
+        return PyErr_Format(PyExc_ValueError,
+                            "dtx: frames of %d values; the features have %d "
+                            "mels", width, f.n_mels);
+    Py_buffer xb;
+    if (frae_py_buffer(xo, &xb, 0, "f", (Py_ssize_t)nseq * nframes * width, "x"))
+        return NULL;
+    char err[512];
+    frae_dtx_gate g;
+    if (frae_dtx_gate_init(&g, &f, level, err, sizeof err)) {
+        PyBuffer_Release(&xb);
+        return PyErr_Format(PyExc_ValueError, "dtx: %s", err);
+    }
+    PyObject *r = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int32_t) *
+                                                      nseq * nframes);
+    if (r) {
+        int32_t *mask = (int32_t *)PyBytes_AS_STRING(r);
+        const float *x = xb.buf;
+        for (int q = 0; q < nseq; q++) {
+            frae_dtx_gate_reset(&g);
+            for (int t = 0; t < nframes; t++, x += width)
+                mask[(size_t)q * nframes + t] = frae_dtx_gate_silent(&g, x);
+        }
+    }
+    PyBuffer_Release(&xb);
+    return r;
+}

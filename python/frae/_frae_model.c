@@ -1,0 +1,601 @@
+/* The model object of _frae (_frae.h): made, loaded, closed, and its
+ * methods (run, forward, parameters, tensors, save, encode, decode), each
+ * under the object's lock. */
+#include "_frae.h"
+
+/* ---- the model ------------------------------------------------------------ */
+
+static PyObject *wrap(frae_model *m)
+{
+    ModelObject *o = PyObject_New(ModelObject, &frae_py_model_type);
+    if (!o) {
+        frae_destroy(m);
+        return NULL;
+    }
+    o->m = m;
+    o->owner = NULL;
+    pthread_mutex_init(&o->lock, NULL);
+    atomic_init(&o->holder, 0);
+    return (PyObject *)o;
+}
+
+/* create(config): a new model, config a dict as config() gives. */
+PyObject *frae_py_create(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *fields;
+    frae_config c;
+    if (!PyArg_ParseTuple(args, "O!", &PyDict_Type, &fields) ||
+        frae_py_config_from_dict(fields, &c))
+        return NULL;
+    char err[512];
+    frae_model *m;
+    Py_BEGIN_ALLOW_THREADS
+    m = frae_create(&c, err, sizeof err);
+    Py_END_ALLOW_THREADS
+    if (!m)
+        return frae_py_fail(err);
+    return wrap(m);
+}
+
+/* load(path, training, batch, window, threads, isa): with training, the
+ * Adam state too when the checkpoint has it. */
+PyObject *frae_py_load(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *path;
+    int training, batch, window, threads, isa;
+    if (!PyArg_ParseTuple(args, "siiiii", &path, &training, &batch, &window,
+                          &threads, &isa))
+        return NULL;
+    char err[512];
+    frae_config c;
+    frae_model *m = NULL;
+    frae_checkpoint *ck;
+    int rc = -1;
+    Py_BEGIN_ALLOW_THREADS
+    ck = frae_checkpoint_open(path, err, sizeof err);
+    if (ck && !frae_checkpoint_config(ck, &c, err, sizeof err)) {
+        if (training && c.weights == FRAE_WEIGHTS_BF16)
+            snprintf(err, sizeof err,
+                     "%s: bf16 weights are for inference only", path);
+        else {
+            c.training = training;
+            c.batch = batch > 0 ? batch : c.batch;
+            c.window = window > 0 ? window : c.window;
+            c.threads = threads;
+            c.isa = (frae_isa)isa;
+            m = frae_create(&c, err, sizeof err);
+            if (m)
+                rc = frae_checkpoint_restore(
+                    ck, m, training && frae_checkpoint_has_optimizer(ck), err,
+                    sizeof err);
+        }
+    }
+    frae_checkpoint_close(ck);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        frae_destroy(m);
+        return frae_py_fail(err);
+    }
+    return wrap(m);
+}
+
+/* meta(path, key): a checkpoint's metadata value, or None. */
+PyObject *frae_py_meta(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *path, *key;
+    if (!PyArg_ParseTuple(args, "ss", &path, &key))
+        return NULL;
+    char err[512];
+    frae_checkpoint *ck = frae_checkpoint_open(path, err, sizeof err);
+    if (!ck)
+        return frae_py_fail(err);
+    const char *v = frae_checkpoint_meta(ck, key);
+    PyObject *r = v ? PyUnicode_FromString(v) : Py_NewRef(Py_None);
+    frae_checkpoint_close(ck);
+    return r;
+}
+
+/* no lock: the last reference is gone, so no call is running */
+static void model_dealloc(ModelObject *self)
+{
+    if (!self->owner)
+        frae_destroy(self->m);
+    Py_XDECREF(self->owner);
+    pthread_mutex_destroy(&self->lock);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* waits for a running call; closing twice is no error */
+static PyObject *m_close(ModelObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (frae_py_model_lock(self))
+        return NULL;
+    if (!self->owner) /* else its Run's, freed with it */
+        frae_destroy(self->m);
+    self->m = NULL;
+    frae_py_model_unlock(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *m_config(ModelObject *self, PyObject *unused)
+{
+    (void)unused;
+    frae_model *m = frae_py_model_enter(self);
+    if (!m)
+        return NULL;
+    const frae_config c = *frae_get_config(m);
+    frae_py_model_unlock(self);
+    return frae_py_config_to_dict(&c);
+}
+
+static PyObject *m_info(ModelObject *self, PyObject *unused)
+{
+    (void)unused;
+    frae_model *m = frae_py_model_enter(self);
+    if (!m)
+        return NULL;
+    const Py_ssize_t params = (Py_ssize_t)frae_param_count(m);
+    const double bits = frae_bits_per_frame(m);
+    const char *isa = frae_isa_name(m); /* a static string */
+    const long steps = frae_adam_step_count(m);
+    const Py_ssize_t bytes = (Py_ssize_t)frae_bytes_allocated(m);
+    const unsigned long long hash = frae_model_hash(m);
+    frae_py_model_unlock(self);
+    return Py_BuildValue("{s:n,s:d,s:s,s:l,s:n,s:K}", "params", params,
+                         "bits_per_frame", bits, "isa", isa, "adam_steps",
+                         steps, "bytes", bytes, "hash", hash);
+}
+
+static PyObject *m_reset(ModelObject *self, PyObject *unused)
+{
+    (void)unused;
+    frae_model *m = frae_py_model_enter(self);
+    if (!m)
+        return NULL;
+    frae_reset(m);
+    frae_py_model_unlock(self);
+    Py_RETURN_NONE;
+}
+
+/* run(x, nseq, nframes, valid, update, target): one frae_step continuing
+ * the sequences, training (update) or evaluating, target None for the
+ * inputs; (sse, sae, rate_bits, values, frames, grad_norm). */
+static PyObject *run_locked(frae_model *m, PyObject *args)
+{
+    PyObject *xo, *vo, *to = Py_None;
+    int nseq, nframes, update;
+    if (!PyArg_ParseTuple(args, "OiiOp|O", &xo, &nseq, &nframes, &vo, &update,
+                          &to))
+        return NULL;
+    const frae_config *c = frae_get_config(m);
+    if (nseq < 1 || nseq > c->batch || nframes < 1)
+        return frae_py_fail("sequences must be 1..batch and frames at least 1");
+    if (update && !c->training)
+        return frae_py_fail("an inference-only model cannot train");
+    if (to != Py_None && !c->targets)
+        return frae_py_fail("the model was not made for targets");
+    const Py_ssize_t n = (Py_ssize_t)nseq * nframes * c->frame_dim;
+    Py_buffer xb, vb, tb;
+    if (frae_py_buffer(xo, &xb, 0, "f", n, "x"))
+        return NULL;
+    if (vo != Py_None && frae_py_buffer(vo, &vb, 0, "i", nseq, "valid")) {
+        PyBuffer_Release(&xb);
+        return NULL;
+    }
+    if (to != Py_None && frae_py_buffer(to, &tb, 0, "f", n, "target")) {
+        PyBuffer_Release(&xb);
+        if (vo != Py_None)
+            PyBuffer_Release(&vb);
+        return NULL;
+    }
+    const int *valid = vo == Py_None ? NULL : vb.buf;
+    const float *target = to == Py_None ? NULL : tb.buf;
+    frae_stats st;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    const frae_batch batch = {xb.buf, target, valid, nseq, nframes, 1,
+                              update ? FRAE_STEP_TRAIN : FRAE_STEP_EVALUATE};
+    rc = frae_step(m, &batch, &st);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&xb);
+    if (vo != Py_None)
+        PyBuffer_Release(&vb);
+    if (to != Py_None)
+        PyBuffer_Release(&tb);
+    if (rc)
+        return frae_py_fail("training call refused: another number of sequences "
+                    "than since the last reset");
+    return Py_BuildValue("(dddlld)", st.sse, st.sae, st.rate_bits, st.values,
+                         st.frames, update ? st.grad_norm : 0.0);
+}
+
+/* forward(x, y, nseq, nframes): y = the model's reconstruction. */
+static PyObject *forward_locked(frae_model *m, PyObject *args)
+{
+    PyObject *xo, *yo;
+    int nseq, nframes;
+    if (!PyArg_ParseTuple(args, "OOii", &xo, &yo, &nseq, &nframes))
+        return NULL;
+    const frae_config *c = frae_get_config(m);
+    if (nseq < 1 || nseq > c->batch || nframes < 1)
+        return frae_py_fail("sequences must be 1..batch and frames at least 1");
+    Py_ssize_t n = (Py_ssize_t)nseq * nframes * c->frame_dim;
+    Py_buffer xb, yb;
+    if (frae_py_buffer(xo, &xb, 0, "f", n, "x"))
+        return NULL;
+    if (frae_py_buffer(yo, &yb, 1, "f", n, "y")) {
+        PyBuffer_Release(&xb);
+        return NULL;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    frae_reset(m);
+    rc = frae_forward(m, xb.buf, yb.buf, nseq, nframes);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&xb);
+    PyBuffer_Release(&yb);
+    if (rc)
+        return frae_py_fail("forward refused its sizes");
+    Py_RETURN_NONE;
+}
+
+/* params(buf, set): frae_get_params / frae_set_params. */
+static PyObject *params_locked(frae_model *m, PyObject *args)
+{
+    PyObject *o;
+    int set;
+    if (!PyArg_ParseTuple(args, "Op", &o, &set))
+        return NULL;
+    Py_buffer b;
+    if (frae_py_buffer(o, &b, !set, "f", (Py_ssize_t)frae_param_count(m), "params"))
+        return NULL;
+    if (set) {
+        const float *p = b.buf;
+        for (size_t i = 0; i < frae_param_count(m); i++)
+            if (!isfinite(p[i])) {
+                PyBuffer_Release(&b);
+                return PyErr_Format(PyExc_ValueError,
+                                    "weights: value %zu is not finite", i);
+            }
+        frae_set_params(m, b.buf);
+    } else {
+        frae_get_params(m, b.buf);
+    }
+    PyBuffer_Release(&b);
+    Py_RETURN_NONE;
+}
+
+/* tensors(): [(name, rows, cols, gru)] in exchange order (Keras
+ * get_weights' and PyTorch state_dict's), kernels [in][out]. */
+static PyObject *tensors_locked(frae_model *m, PyObject *unused)
+{
+    (void)unused;
+    const int n = frae_tensor_count(m);
+    PyObject *list = PyList_New(n);
+    for (int k = 0; list && k < n; k++) {
+        frae_tensor_info ti;
+        frae_tensor_info_get(m, k, &ti);
+        PyObject *t = Py_BuildValue("(siii)", ti.name, ti.rows, ti.cols, ti.gru);
+        if (!t) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, k, t);
+    }
+    return list;
+}
+
+/* exchange(buf, set): every tensor in exchange order, Keras layout, one
+ * flat float32 array (frae_get_params); set writes it back. */
+static PyObject *exchange_locked(frae_model *m, PyObject *args)
+{
+    PyObject *o;
+    int set;
+    if (!PyArg_ParseTuple(args, "Op", &o, &set))
+        return NULL;
+    const size_t n = frae_param_count(m);
+    Py_buffer b;
+    if (frae_py_buffer(o, &b, !set, "f", (Py_ssize_t)n, "weights"))
+        return NULL;
+    if (!set) {
+        frae_get_params(m, b.buf);
+        PyBuffer_Release(&b);
+        Py_RETURN_NONE;
+    }
+    /* the inverse: give each parameter (frae_set_params' layout) its own
+     * index as value, export, and each exported position names the
+     * parameter it came from; indices below 2^24 are exact in float32 */
+    if (frae_get_config(m)->weights == FRAE_WEIGHTS_BF16 || n >= (1u << 24)) {
+        PyBuffer_Release(&b);
+        return frae_py_fail(n >= (1u << 24) ? "set_weights: model too large"
+                                    : "set_weights: a bf16 model's weights "
+                                      "are read-only ('frae convert "
+                                      "--weights f32' makes an f32 one)");
+    }
+    const float *src = b.buf;
+    for (size_t j = 0; j < n; j++)
+        if (!isfinite(src[j])) {
+            PyBuffer_Release(&b);
+            return PyErr_Format(PyExc_ValueError,
+                                "set_weights: value %zu is not finite", j);
+        }
+    float *index = malloc(sizeof(float) * n), *where = malloc(sizeof(float) * n);
+    float *params = malloc(sizeof(float) * n);
+    if (!index || !where || !params) {
+        free(index), free(where), free(params);
+        PyBuffer_Release(&b);
+        return PyErr_NoMemory();
+    }
+    for (size_t i = 0; i < n; i++)
+        index[i] = (float)i;
+    frae_set_params(m, index);
+    frae_get_params(m, where);
+    for (size_t j = 0; j < n; j++)
+        params[(size_t)where[j]] = src[j];
+    frae_set_params(m, params);
+    free(index), free(where), free(params);
+    PyBuffer_Release(&b);
+    Py_RETURN_NONE;
+}
+
+/* normalization(mean, std, set) */
+static PyObject *normalization_locked(frae_model *m, PyObject *args)
+{
+    PyObject *mo, *so;
+    int set;
+    if (!PyArg_ParseTuple(args, "OOp", &mo, &so, &set))
+        return NULL;
+    const int D = frae_get_config(m)->frame_dim;
+    Py_buffer mb, sb;
+    if (frae_py_buffer(mo, &mb, !set, "f", D, "mean"))
+        return NULL;
+    if (frae_py_buffer(so, &sb, !set, "f", D, "std")) {
+        PyBuffer_Release(&mb);
+        return NULL;
+    }
+    int rc = set ? frae_set_normalization(m, mb.buf, sb.buf)
+                 : frae_get_normalization(m, mb.buf, sb.buf);
+    PyBuffer_Release(&mb);
+    PyBuffer_Release(&sb);
+    if (rc)
+        return frae_py_fail(set ? "normalization: the model does not normalize, or a "
+                          "std is not finite and > 0"
+                        : "the model does not normalize");
+    Py_RETURN_NONE;
+}
+
+/* save(path, with_optimizer, {key: value}) */
+static PyObject *save_locked(frae_model *m, PyObject *args)
+{
+    const char *path;
+    int with_opt;
+    PyObject *meta;
+    if (!PyArg_ParseTuple(args, "spO!", &path, &with_opt, &PyDict_Type, &meta))
+        return NULL;
+    frae_meta kv[32];
+    int n = 0;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(meta, &pos, &k, &v) && n < 32) {
+        kv[n].key = PyUnicode_AsUTF8(k);
+        kv[n].value = PyUnicode_AsUTF8(v);
+        if (!kv[n].key || !kv[n].value)
+            return NULL;
+        n++;
+    }
+    char err[512];
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = frae_save(m, path, with_opt, kv, n, NULL, 0, err, sizeof err);
+    Py_END_ALLOW_THREADS
+    if (rc)
+        return frae_py_fail(err);
+    Py_RETURN_NONE;
+}
+
+/* encode(x, nseq, nframes, two_d[, search, search_lambda]) -> bytes: the
+ * .fbs stream 'frae encode' writes (version 2 fixed-rate, or version 4
+ * range-coded packets of 100 frames with a prior); search passes of the
+ * encoder's search (frae_encoder_set_search), weighing the rate by
+ * search_lambda (< 0: the model's rate_lambda). */
+static PyObject *encode_locked(frae_model *m, PyObject *args)
+{
+    PyObject *xo, *silent_o = Py_None;
+    int nseq, nframes, two_d, search = 0;
+    double search_lambda = -1.0;
+    if (!PyArg_ParseTuple(args, "Oiip|idO", &xo, &nseq, &nframes, &two_d,
+                          &search, &search_lambda, &silent_o))
+        return NULL;
+    const frae_config *c = frae_get_config(m);
+    const int width = c->frame_dim + 2 * c->pitch;
+    if (nseq < 1 || nframes < 1)
+        return frae_py_fail("encode: no frames");
+    frae_stream_options so;
+    frae_stream_options_default(&so);
+    so.search = search;
+    so.search_lambda = (float)search_lambda;
+    so.dtx = silent_o != Py_None;
+    const char *why = frae_stream_options_check(m, &so);
+    if (why) {
+        PyErr_Format(frae_py_error, "encode: %s", why);
+        return NULL;
+    }
+    Py_buffer xb, sb;
+    if (frae_py_buffer(xo, &xb, 0, "f", (Py_ssize_t)nseq * nframes * width, "x"))
+        return NULL;
+    if (so.dtx && frae_py_buffer(silent_o, &sb, 0, "i",
+                             (Py_ssize_t)nseq * nframes, "silent")) {
+        PyBuffer_Release(&xb);
+        return NULL;
+    }
+    char err[512];
+    frae_stream_encoder *se = frae_stream_encoder_create(
+        m, &so, (uint32_t)nseq, (uint32_t)nframes, two_d, err, sizeof err);
+    if (!se) {
+        PyBuffer_Release(&xb);
+        if (so.dtx)
+            PyBuffer_Release(&sb);
+        return frae_py_fail(err);
+    }
+    /* the most the stream can take: the header, and per frame its codes
+     * or per packet its bound */
+    const frae_stream *h = frae_stream_encoder_stream(se);
+    const size_t cap = frae_stream_ranged(h)
+                           ? frae_stream_header_bytes(h) +
+                                 (size_t)frae_stream_packets(h) *
+                                     frae_stream_packet_cap(h)
+                           : frae_stream_bytes(h);
+    unsigned char *out = malloc(cap);
+    size_t len = 0;
+    if (out) {
+        Py_BEGIN_ALLOW_THREADS
+        const float *x = xb.buf;
+        const int *silent = so.dtx ? sb.buf : NULL;
+        size_t n;
+        const unsigned char *bytes = frae_stream_encoder_bytes(se, &n);
+        memcpy(out, bytes, n), len = n; /* the header */
+        for (size_t f = 0; f < (size_t)nseq * nframes; f++)
+            if (frae_stream_encode(se, x + f * width, silent && silent[f],
+                                   NULL)) {
+                bytes = frae_stream_encoder_bytes(se, &n);
+                memcpy(out + len, bytes, n), len += n;
+            }
+        frae_stream_encoder_end(se);
+        bytes = frae_stream_encoder_bytes(se, &n);
+        memcpy(out + len, bytes, n), len += n;
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&xb);
+    if (so.dtx)
+        PyBuffer_Release(&sb);
+    frae_stream_encoder_destroy(se);
+    PyObject *r = !out ? PyErr_NoMemory()
+                       : PyBytes_FromStringAndSize((const char *)out,
+                                                   (Py_ssize_t)len);
+    free(out);
+    return r;
+}
+
+/* stream_info(bytes) -> (sequences, frames, width, two_d), checked
+ * against the model. */
+static PyObject *stream_info_locked(frae_model *m, PyObject *args)
+{
+    Py_buffer b;
+    if (!PyArg_ParseTuple(args, "y*", &b))
+        return NULL;
+    char err[512];
+    frae_stream s;
+    if (frae_stream_parse(b.buf, (size_t)b.len, &s, err, sizeof err) ||
+        frae_stream_check_model(&s, m, err, sizeof err)) {
+        PyBuffer_Release(&b);
+        return frae_py_fail(err);
+    }
+    PyBuffer_Release(&b);
+    const int pitch = (s.flags & FRAE_STREAM_PITCH) != 0;
+    return Py_BuildValue("(IIii)", s.sequences, s.frames,
+                         frae_get_config(m)->frame_dim + 2 * pitch,
+                         (s.flags & 1) && s.sequences == 1);
+}
+
+/* decode(bytes, y): y [sequences][frames][width] float32. */
+static PyObject *decode_locked(frae_model *m, PyObject *args)
+{
+    Py_buffer b;
+    PyObject *yo;
+    if (!PyArg_ParseTuple(args, "y*O", &b, &yo))
+        return NULL;
+    char err[512] = "";
+    frae_stream_decoder *sd = frae_stream_decoder_create(m, b.buf,
+                                                         (size_t)b.len, err,
+                                                         sizeof err);
+    if (!sd) {
+        PyBuffer_Release(&b);
+        return frae_py_fail(err);
+    }
+    const frae_stream *s = frae_stream_decoder_stream(sd);
+    const int width = frae_get_config(m)->frame_dim +
+                      2 * ((s->flags & FRAE_STREAM_PITCH) != 0);
+    Py_buffer yb;
+    if (frae_py_buffer(yo, &yb, 1, "f",
+                   (Py_ssize_t)s->sequences * s->frames * width, "y")) {
+        frae_stream_decoder_destroy(sd);
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    float *y = yb.buf;
+    while ((rc = frae_stream_decode(sd, y, NULL, NULL, err, sizeof err)) > 0)
+        y += width;
+    Py_END_ALLOW_THREADS
+    frae_stream_decoder_destroy(sd);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&yb);
+    if (rc < 0) {
+        PyErr_Format(frae_py_error, "stream: %s", err);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+
+/* ---- the methods, each under the model's lock ----------------------------- */
+
+/* f(m, args) with self's lock held throughout: f may release the GIL, and
+ * close() or another call waits until it is done. */
+static PyObject *call_locked(ModelObject *self, PyObject *args,
+                             PyObject *(*f)(frae_model *, PyObject *))
+{
+    frae_model *m = frae_py_model_enter(self);
+    if (!m)
+        return NULL;
+    PyObject *r = f(m, args);
+    frae_py_model_unlock(self);
+    return r;
+}
+
+#define LOCKED_METHOD(name)                                                    \
+    static PyObject *m_##name(ModelObject *self, PyObject *args)               \
+    {                                                                          \
+        return call_locked(self, args, name##_locked);                         \
+    }
+LOCKED_METHOD(run)
+LOCKED_METHOD(forward)
+LOCKED_METHOD(params)
+LOCKED_METHOD(tensors)
+LOCKED_METHOD(exchange)
+LOCKED_METHOD(normalization)
+LOCKED_METHOD(save)
+LOCKED_METHOD(encode)
+LOCKED_METHOD(stream_info)
+LOCKED_METHOD(decode)
+
+static PyMethodDef model_methods[] = {
+    {"close", (PyCFunction)m_close, METH_NOARGS, "frees the model"},
+    {"config", (PyCFunction)m_config, METH_NOARGS, "the config, a dict"},
+    {"info", (PyCFunction)m_info, METH_NOARGS, "sizes, kernels, hash"},
+    {"reset", (PyCFunction)m_reset, METH_NOARGS, "new sequences"},
+    {"run", (PyCFunction)m_run, METH_VARARGS, "train or evaluate frames"},
+    {"forward", (PyCFunction)m_forward, METH_VARARGS, "reconstruct"},
+    {"params", (PyCFunction)m_params, METH_VARARGS, "get/set parameters"},
+    {"tensors", (PyCFunction)m_tensors, METH_NOARGS, "tensor names and shapes"},
+    {"exchange", (PyCFunction)m_exchange, METH_VARARGS, "Keras-layout weights"},
+    {"normalization", (PyCFunction)m_normalization, METH_VARARGS, "band stats"},
+    {"save", (PyCFunction)m_save, METH_VARARGS, "write a checkpoint"},
+    {"encode", (PyCFunction)m_encode, METH_VARARGS, "frames -> .fbs bytes"},
+    {"stream_info", (PyCFunction)m_stream_info, METH_VARARGS, "a stream's shape"},
+    {"decode", (PyCFunction)m_decode, METH_VARARGS, ".fbs bytes -> frames"},
+    {NULL, NULL, 0, NULL}};
+
+PyTypeObject frae_py_model_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "frae._frae.Model",
+    .tp_basicsize = sizeof(ModelObject),
+    .tp_dealloc = (destructor)model_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "a libfrae model",
+    .tp_methods = model_methods,
+};
