@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "core/frae_internal.h"
+#include "io/formats.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
