@@ -942,6 +942,10 @@ typedef struct {
                             streams FRAE_RESYNC_MS_RANGED, fixed-rate
                             FRAE_RESYNC_MS_FIXED, in packets); -1: only
                             the first packet */
+    int resync_state;    /* version 5, fixed-rate: 1, both ends start the
+                            network afresh at each resynchronisation point
+                            too (FRAE_STREAM_STATE_RESYNC), as an
+                            entropy-coded stream's always do */
 } frae_stream_options;
 /* Everything off, search_lambda -1. */
 FRAE_API
@@ -1054,10 +1058,15 @@ int frae_stream_decode(frae_stream_decoder *d, float *frame, uint32_t *seq,
  * packet conceals until the next such point, then decodes exactly.  A
  * fixed-rate stream's codes need no state to read, so it decodes the next
  * packet that comes, its network converging back from wherever the loss
- * left it.
+ * left it; with flags bit 4 (FRAE_STREAM_STATE_RESYNC: frae encode
+ * --resync-state) both ends also start the network afresh at each
+ * resynchronisation point (its state, the feedback ring, the pitch
+ * predictor then set by the anchor), so that from the first one after a
+ * loss the decode is the loss-free one, bit for bit.
  * The stream's header, sent first (or out of band):
  *   0  "FRAEBS", version 5 (u8), flags (u8: bit 0 the input was one
- *      sequence, 1 pitch, 2 DTX, 3 entropy-coded), model hash (u64)
+ *      sequence, 1 pitch, 2 DTX, 3 entropy-coded, 4 the state starts
+ *      afresh at resynchronisation points, fixed-rate), model hash (u64)
  *  16  frames per packet P, packets between resynchronisation points R
  *      (0: the first only), frames F (0: not known, a live stream): three
  *      varints
@@ -1067,6 +1076,7 @@ int frae_stream_decode(frae_stream_decoder *d, float *frame, uint32_t *seq,
  * treated as lost, and the good ones around it decode. */
 #define FRAE_STREAM_VERSION_PACKETS 5
 #define FRAE_STREAM_RANGED_PACKETS 8 /* version 5 flags bit 3 */
+#define FRAE_STREAM_STATE_RESYNC 16  /* version 5 flags bit 4 (fixed-rate) */
 #define FRAE_PACKET_INDEX_MOD 64
 #define FRAE_PACKET_RESYNC 0x40
 #define FRAE_PACKET_SHORT 0x80

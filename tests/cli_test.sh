@@ -88,7 +88,7 @@ for spec in \
     "info" \
     "import -o --activation --quantizer --latent --family --normalize" \
     "convert -o --weights" \
-    "encode -o --frame-rate --isa --no-resample --packet-frames --search --search-lambda --dtx --dtx-level --packet-ms --resync-ms" \
+    "encode -o --frame-rate --isa --no-resample --packet-frames --search --search-lambda --dtx --dtx-level --packet-ms --resync-ms --resync-state" \
     "decode -o --wav --vocoder --gl-iters --through --isa" \
     "features -o --pitch --sample-rate --no-resample --mels --hop --win --fft --fmin --fmax" \
     "vocode -o --gl-iters --sample-rate --no-resample --mels --hop --win --fft --fmin --fmax"; do

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/frae_internal.h"
 #include "test_util.h"
 #include "tests.h"
 
@@ -30,13 +31,15 @@ typedef struct {
 } sent;
 
 /* The stream's packets and the encoder's reconstruction of every frame
- * (with DTX, every frame t % 9 == 8 silent). */
-static int send(const frae_model *m, int dtx, const float *f, sent *out,
-                float *recon)
+ * (with DTX, every frame t % 9 == 8 silent; state: the network afresh at
+ * each resynchronisation point, FRAE_STREAM_STATE_RESYNC). */
+static int send(const frae_model *m, int dtx, int state, const float *f,
+                sent *out, float *recon)
 {
     frae_stream_options o;
     frae_stream_options_default(&o);
     o.datagrams = 1, o.packet_frames = P, o.resync_packets = R, o.dtx = dtx;
+    o.resync_state = state;
     char err[256];
     frae_stream_encoder *e = frae_stream_encoder_create(m, &o, 1, T, 1, err,
                                                         sizeof err);
@@ -87,8 +90,11 @@ int test_packets_loss(void)
 {
     int failures = 0;
     static float f[T * W], recon[T * W], y[(T + 3 * P) * W];
+    static float plain[T * W];
     frames_with_pitch(f);
-    for (int ranged = 0; ranged < 2; ranged++) {
+    /* fixed-rate, entropy-coded, fixed-rate with the state resynchronised */
+    for (int mode = 0; mode < 3; mode++) {
+        const int ranged = mode == 1, state = mode == 2;
         const int enc[1] = {12}, dec[1] = {12};
         frae_config c;
         tiny_config(&c, D, 0, 1, enc, 5, 1, dec);
@@ -100,12 +106,43 @@ int test_packets_loss(void)
         frae_model *m = create_or_die(&c);
         perturb_params(m, NULL);
         sent s;
-        if (send(m, ranged, f, &s, recon)) {
+        if (send(m, ranged, state, f, &s, recon)) {
             failures++;
             frae_destroy(m);
             continue;
         }
-        const char *kind = ranged ? "entropy-coded, DTX" : "fixed-rate";
+        const char *kind = ranged  ? "entropy-coded, DTX"
+                           : state ? "fixed-rate, state resync"
+                                   : "fixed-rate";
+        if (state) {
+            unsigned char h[FRAE_STREAM_HEADER_V5_MAX];
+            frae_stream back;
+            char err[256];
+            const size_t hn = frae_packet_header_put(&s.header, h);
+            CHECK(s.header.flags & FRAE_STREAM_STATE_RESYNC &&
+                      frae_packet_header_parse(h, hn, &back, err, sizeof err) ==
+                          (long)hn &&
+                      back.flags == s.header.flags,
+                  "%s: the flag in the header, and back", kind);
+            /* the bit on an entropy-coded stream: refused, one line */
+            back.flags |= FRAE_STREAM_RANGED_PACKETS;
+            const size_t bn = frae_packet_header_put(&back, h);
+            CHECK(frae_packet_header_parse(h, bn, &back, err, sizeof err) < 0,
+                  "%s: the bit on an entropy-coded stream refused", kind);
+            frae_stream_options o;
+            frae_stream_options_default(&o);
+            o.resync_state = 1;
+            CHECK(frae_stream_options_check(m, &o) != NULL,
+                  "%s: without real-time packets refused", kind);
+            /* the network starts afresh at packet 4 (frame 12): the same
+             * frames as without until there, others after */
+            CHECK(!memcmp(recon, plain, sizeof(float) * 12 * W) &&
+                      memcmp(recon + 12 * W, plain + 12 * W,
+                             sizeof(float) * (T - 12) * W),
+                  "%s: the encoder's frames the plain stream's until the "
+                  "first resynchronisation point, not after",
+                  kind);
+        }
         CHECK(s.n == T / P, "%s: %d packets of %d frames for %d", kind, s.n, P, T);
         int order[T / P + 2], n = 0;
         frae_packet_counts pc;
@@ -118,6 +155,8 @@ int test_packets_loss(void)
               "%s: loss-free: %ld frames, the encoder's reconstruction %s", kind,
               got, got == T && !memcmp(y, recon, sizeof(float) * T * W) ? "yes"
                                                                         : "no");
+        if (mode == 0)
+            memcpy(plain, recon, sizeof plain);
         /* packet 5 lost (frames 15..17): concealed, and from the next
          * resynchronisation point (packet 8, frame 24) on, entropy-coded
          * frames are the encoder's again to the bit; a fixed-rate stream
@@ -134,7 +173,20 @@ int test_packets_loss(void)
                   !memcmp(y, recon, sizeof(float) * 15 * W),
               "%s: one lost: %ld frames, %llu lost, finite %d", kind, got,
               (unsigned long long)pc.lost, finite);
-        if (ranged) {
+        if (state) {
+            /* the frames between the loss and the next resynchronisation
+             * point (packet 8, frame 24) decoded on a state apart from the
+             * encoder's, and from there on the encoder's frames to the
+             * bit */
+            CHECK(pc.concealed == 3 &&
+                      memcmp(y + 18 * W, recon + 18 * W,
+                             sizeof(float) * 6 * W) &&
+                      !memcmp(y + 24 * W, recon + 24 * W,
+                              sizeof(float) * (T - 24) * W),
+                  "%s: 3 frames concealed (%llu), then the encoder's frames "
+                  "from the resynchronisation point on",
+                  kind, (unsigned long long)pc.concealed);
+        } else if (ranged) {
             CHECK(pc.concealed == 9 &&
                       !memcmp(y + 24 * W, recon + 24 * W,
                               sizeof(float) * (T - 24) * W),

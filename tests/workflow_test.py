@@ -176,6 +176,23 @@ def on_the_wire(pitch_fixed, pitch_prior):
     check(rc == 0 and y is not None and np.isfinite(y).all(),
           "--through: a fixed-rate stream at 1%% bit errors decodes through them "
           "(%s frames)" % (len(y) if y is not None else 0), err)
+    # --resync-state: the fixed-rate network starts afresh at each
+    # resynchronisation point (every 3 packets here), so one lost packet
+    # leaves the decode the clean one's, to the bit, from the next point on
+    rc, _, err = run("encode", pitch_fixed, src, "-o", "rs.fbs", "--packet-ms", "40",
+                     "--resync-ms", "120", "--resync-state")
+    rc2, _, err2 = run("decode", pitch_fixed, "rs.fbs", "-o", "rs-clean.npy")
+    head, packets = v5_packets(path("rs.fbs"))
+    open(path("rs-lost.fbs"), "wb").write(head + b"".join(p for k, p in enumerate(packets)
+                                                          if k != 4))
+    rc3, _, err3 = run("decode", pitch_fixed, "rs-lost.fbs", "-o", "rs-lost.npy")
+    ok = rc == rc2 == rc3 == 0
+    if ok:
+        y0, y = np.load(path("rs-clean.npy")), np.load(path("rs-lost.npy"))
+        ok = (y.shape == y0.shape and np.array_equal(y[:16], y0[:16])
+              and not np.array_equal(y[16:24], y0[16:24]) and np.array_equal(y[24:], y0[24:]))
+    check(ok, "--resync-state: after a lost packet, the clean decode to the bit from the "
+          "next resynchronisation point on", err + err2 + err3)
     # a live pipe: raw PCM in 10 ms at a time, packets out as they are
     # made, audio out as it is decoded: output long before the input ends,
     # and behind it by at most the packet and 40 ms

@@ -25,6 +25,7 @@ typedef struct {
     const char *encoder_opt; /* the last encoder-only option given */
     int packet_ms;           /* --packet-ms: real-time packets (0: files) */
     int resync_ms;           /* --resync-ms; 0 the default, -1 off */
+    int resync_state;        /* --resync-state */
     int through;             /* --through: decode through bit errors */
 } codec_opts;
 
@@ -38,7 +39,7 @@ static const cli_opt codec_list[] = {
     {"--fmax", 1},        {"--vocoder", 1},    {"--packet-frames", 1},
     {"--search", 1},      {"--search-lambda", 1}, {"--dtx", 0},
     {"--dtx-level", 1},   {"--packet-ms", 1},  {"--resync-ms", 1},
-    {"--through", 0},     {NULL, 0}};
+    {"--through", 0},     {"--resync-state", 0}, {NULL, 0}};
 
 static int codec_opt(void *ctx, const char *name, const char *v)
 {
@@ -51,8 +52,11 @@ static int codec_opt(void *ctx, const char *name, const char *v)
         return cli_int(name, v, 0, 10000, &o->gl_iters);
     if (!strcmp(name, "--through"))
         return o->through = 1, 0;
-    if (!strcmp(name, "--packet-ms") || !strcmp(name, "--resync-ms"))
+    if (!strcmp(name, "--packet-ms") || !strcmp(name, "--resync-ms") ||
+        !strcmp(name, "--resync-state"))
         o->encoder_opt = name;
+    if (!strcmp(name, "--resync-state"))
+        return o->resync_state = 1, 0;
     if (!strcmp(name, "--packet-ms"))
         return cli_int(name, v, 1, 10000, &o->packet_ms);
     if (!strcmp(name, "--resync-ms")) {
@@ -262,7 +266,7 @@ static void encode_help(void)
     cli_printf("usage: frae encode MODEL IN -o OUT.fbs [--frame-rate R] [--isa I]\n"
            "                   [--no-resample] [--packet-frames N] [--search N]\n"
            "                   [--search-lambda X] [--dtx] [--dtx-level DB]\n"
-           "                   [--packet-ms N] [--resync-ms M|off]\n"
+           "                   [--packet-ms N] [--resync-ms M|off] [--resync-state]\n"
            "example: frae encode model.safetensors speech.wav -o speech.fbs\n"
            "\n"
            "Compresses each sequence of IN ([T, D] or [N, T, D] .npy, or an\n"
@@ -292,7 +296,10 @@ static void encode_help(void)
            "was lost before it, and reports the rate as datagrams, every\n"
            "byte counted; --resync-ms M (200 fixed-rate, 1000 with a prior;\n"
            "off: only the first) sets the resynchronisation points a\n"
-           "decoder recovers from a loss at.  frae encode MODEL - - reads\n"
+           "decoder recovers from a loss at; --resync-state (fixed-rate)\n"
+           "starts the network afresh there too, so that the decode is\n"
+           "exact again from the first one after a loss (for a model\n"
+           "trained on crops that short).  frae encode MODEL - - reads\n"
            "a WAV or raw 16-bit PCM (the model's rate, mono) from stdin and\n"
            "writes each packet the moment it is made:\n"
            "  arecord -r 16000 -f S16_LE | frae encode M - - --packet-ms 40 |\n"
@@ -318,6 +325,7 @@ static void encode_help(void)
            "  --dtx-level DB       what is silent (%g)\n"
            "  --packet-ms N        real-time packets of N ms (stream version 5)\n"
            "  --resync-ms M|off    resynchronisation points every M ms\n"
+           "  --resync-state       ... that start the network afresh too\n"
            "\n"
            "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
            "options, model or input.\n",
@@ -335,7 +343,7 @@ static int stream_options(const codec_opts *o, const frae_model *m,
     so->search = o->search;
     so->search_lambda = (float)o->search_lambda;
     so->dtx = o->dtx;
-    if (o->packet_ms || o->resync_ms) {
+    if (o->packet_ms || o->resync_ms || o->resync_state) {
         /* real-time packets: --packet-ms of frames each (a whole number
          * of them at --frame-rate), a resynchronisation point every
          * --resync-ms */
@@ -345,8 +353,9 @@ static int stream_options(const codec_opts *o, const frae_model *m,
             return cli_fail(EXIT_USAGE, "--packet-ms and --packet-frames: give "
                                         "one");
         if (!o->packet_ms)
-            return cli_fail(EXIT_USAGE, "--resync-ms needs --packet-ms "
-                                        "(real-time packets)");
+            return cli_fail(EXIT_USAGE, "%s needs --packet-ms (real-time "
+                                        "packets)",
+                            o->resync_ms ? "--resync-ms" : "--resync-state");
         if (P < 1 || fabs(frames_per_packet - P) > 1e-9 ||
             P > FRAE_PACKET_MAX_FRAMES)
             return cli_fail(EXIT_USAGE,
@@ -361,6 +370,7 @@ static int stream_options(const codec_opts *o, const frae_model *m,
                             o->io.input, sequences);
         so->datagrams = 1;
         so->packet_frames = P;
+        so->resync_state = o->resync_state;
         if (o->resync_ms < 0)
             so->resync_packets = -1;
         else if (o->resync_ms)
@@ -371,6 +381,7 @@ static int stream_options(const codec_opts *o, const frae_model *m,
     if (why)
         return cli_fail(EXIT_USAGE, "%s: %s: %s",
                         o->dtx             ? "--dtx"
+                        : o->resync_state  ? "--resync-state"
                         : o->packet_ms     ? "--packet-ms"
                         : o->packet_frames ? "--packet-frames"
                                            : "--search",

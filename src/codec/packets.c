@@ -66,7 +66,7 @@ long frae_packet_header_parse(const void *buf, size_t size, frae_stream *s,
                            "corrupted: the version-5 header's CRC-16 does not "
                            "match");
     if (s->flags & ~(1 | FRAE_STREAM_PITCH | FRAE_STREAM_DTX |
-                     FRAE_STREAM_RANGED_PACKETS))
+                     FRAE_STREAM_RANGED_PACKETS | FRAE_STREAM_STATE_RESYNC))
         return frae_errorf(err, errlen,
                            "bitstream flags 0x%02x: unknown bits set",
                            s->flags);
@@ -74,6 +74,13 @@ long frae_packet_header_parse(const void *buf, size_t size, frae_stream *s,
         return frae_errorf(err, errlen,
                            "bitstream flags 0x%02x: DTX on a fixed-rate "
                            "stream",
+                           s->flags);
+    if ((s->flags & FRAE_STREAM_STATE_RESYNC) &&
+        (s->flags & FRAE_STREAM_RANGED_PACKETS))
+        return frae_errorf(err, errlen,
+                           "bitstream flags 0x%02x: the state-resync bit on "
+                           "an entropy-coded stream (whose state always "
+                           "starts afresh there)",
                            s->flags);
     if (v[0] < 1 || v[0] > FRAE_PACKET_MAX_FRAMES)
         return frae_errorf(err, errlen,
@@ -148,6 +155,8 @@ struct frae_packet_decoder {
     frae_decoder *d;
     frae_stream s;
     int ranged, width, through;
+    int fresh;         /* the state starts afresh at resynchronisation
+                          points: entropy-coded, or FRAE_STREAM_STATE_RESYNC */
     size_t frame_bits;
     uint64_t next;     /* the index of the packet expected */
     int synced;        /* entropy-coded: the state is the encoder's (no
@@ -206,6 +215,7 @@ frae_packet_decoder *frae_packet_decoder_create(const frae_model *m,
     p->code = (unsigned char *)block + head + dec;
     p->s = *s;
     p->ranged = ranged;
+    p->fresh = ranged || (s->flags & FRAE_STREAM_STATE_RESYNC);
     p->width = c->frame_dim + 2 * c->pitch;
     p->frame_bits = frame_bits(m);
     if (ranged)
@@ -360,7 +370,7 @@ long frae_packet_decode(frae_packet_decoder *d, const unsigned char *packet,
     d->next++;
     d->c.packets++;
     long end;
-    if (d->ranged && resync) {
+    if (d->fresh && resync) {
         frae_decoder_reset(d->d); /* both ends start afresh here */
         frae_decoder_set_dtx(d->d, (d->s.flags & FRAE_STREAM_DTX) != 0);
         d->synced = 1;

@@ -20,6 +20,9 @@ struct frae_stream_encoder {
     frae_range_enc rc;      /* a ranged stream's packet being coded */
     int ranged, dtx;
     int datagrams;          /* version 5 */
+    int fresh;              /* ... whose state starts afresh at each
+                               resynchronisation point (entropy-coded, or
+                               FRAE_STREAM_STATE_RESYNC) */
     uint64_t frame;         /* frames coded, over the sequences */
     uint32_t packets;
     long in_packet;         /* version 5: frames in the packet being made */
@@ -58,6 +61,12 @@ const char *frae_stream_options_check(const frae_model *m,
                "(version 2), without packets";
     if (o->resync_packets < -1)
         return "resynchronisation interval out of range";
+    if (o->resync_state && !o->datagrams)
+        return "the state's resynchronisation points are real-time "
+               "packets' (version 5)";
+    if (o->resync_state && ranged)
+        return "an entropy-coded stream's state starts afresh at every "
+               "resynchronisation point already";
     if (o->dtx && !ranged)
         return "silent frames (DTX) need a model with a prior: its "
                "fixed-rate streams code every frame alike";
@@ -102,6 +111,7 @@ frae_stream_encoder *frae_stream_encoder_create(const frae_model *m,
          * point every R */
         s.version = FRAE_STREAM_VERSION_PACKETS;
         s.flags |= ranged ? FRAE_STREAM_RANGED_PACKETS : 0;
+        s.flags |= o->resync_state ? FRAE_STREAM_STATE_RESYNC : 0;
         s.packet_frames = o->packet_frames ? (uint32_t)o->packet_frames : 4;
         const long ms = ranged ? FRAE_RESYNC_MS_RANGED : FRAE_RESYNC_MS_FIXED;
         s.resync_packets =
@@ -159,6 +169,7 @@ frae_stream_encoder *frae_stream_encoder_create(const frae_model *m,
     e->ranged = ranged;
     e->dtx = o->dtx;
     e->datagrams = o->datagrams;
+    e->fresh = ranged || o->resync_state;
     const float lambda = o->search_lambda >= 0 ? o->search_lambda
                                                : frae_get_config(m)->rate_lambda;
     frae_encoder_set_search(e->e, o->search, lambda); /* checked above */
@@ -182,7 +193,8 @@ static void put_bit_run(unsigned char *p, size_t pos, uint32_t v, int bits)
 }
 
 /* A packet begins: at a resynchronisation point the pitch anchor, and an
- * entropy-coded stream's both ends start afresh. */
+ * entropy-coded stream's (or with FRAE_STREAM_STATE_RESYNC a fixed-rate
+ * one's) both ends start afresh. */
 static void datagram_begin(frae_stream_encoder *e)
 {
     const frae_config *c = frae_get_config(e->m);
@@ -195,7 +207,7 @@ static void datagram_begin(frae_stream_encoder *e)
     uint32_t anchor = 0;
     if (e->resync && c->pitch)
         anchor = frae_encoder_pitch_anchor(e->e); /* before any reset */
-    if (e->resync && e->ranged && k > 0)
+    if (e->resync && e->fresh && k > 0)
         frae_encoder_reset(e->e);
     if (e->resync && c->pitch)
         frae_decoder_pitch_anchor((frae_decoder *)e->e, anchor); /* both */
