@@ -666,9 +666,9 @@ int frae_encode_silence_ranged(frae_encoder *e, frae_range_enc *rc,
                                float *recon);
 
 /* A frame that never arrived (packet loss): the decoder runs on the last
- * frame's latent again, the network going on as if the codes had
- * repeated, and holds the last decoded f0 and voicing (after a silent
- * frame, silence goes on).  For any decoder; an entropy-coded stream
+ * frame's latent halved, halved again at each further frame lost (toward
+ * 0, the codes' middle), and holds the last decoded f0 and voicing (after
+ * a silent frame, silence goes on).  For any decoder; an entropy-coded stream
  * cannot be read again until both ends start afresh (frae_packet_*,
  * below, handles it). */
 FRAE_API

@@ -233,3 +233,70 @@ int test_packets_loss(void)
     }
     return failures;
 }
+
+/* Concealment runs the decoder on the last latent halved at each frame
+ * lost: with 5 uniform levels (-1, -0.5, 0, 0.5, 1) a frame of codes at
+ * +-1 concealed is, to the bit, the frame of codes at +-0.5 decoded on the
+ * same state; a second concealed frame is not (+-0.25), and one after a
+ * frame of zeros is the zeros again. */
+int test_packets_conceal(void)
+{
+    int failures = 0;
+    const int enc[1] = {12}, dec[1] = {12};
+    frae_config c;
+    tiny_config(&c, D, 2, 1, enc, 5, 1, dec);
+    c.family = FRAE_FAMILY_GRU;
+    c.quantizer = FRAE_QUANT_UNIFORM;
+    c.quant_levels = 5;
+    c.training = 0, c.batch = 1;
+    frae_model *m = create_or_die(&c);
+    perturb_params(m, NULL);
+    frae_decoder *a = frae_decoder_create(m), *b = frae_decoder_create(m);
+    const size_t cb = frae_code_bytes(m);
+    unsigned char hist[4], full[4], half[4], zero[4];
+    /* 3 bits a value, LSB first: levels by value index */
+    const int lv_hist[5] = {1, 3, 2, 0, 4}, lv_full[5] = {4, 0, 0, 4, 0},
+              lv_half[5] = {3, 1, 1, 3, 1}, lv_zero[5] = {2, 2, 2, 2, 2};
+    const int *lvs[4] = {lv_hist, lv_full, lv_half, lv_zero};
+    unsigned char *codes[4] = {hist, full, half, zero};
+    for (int k = 0; k < 4; k++) {
+        memset(codes[k], 0, sizeof hist);
+        for (int i = 0; i < 5; i++)
+            for (int bit = 0; bit < 3; bit++)
+                if (lvs[k][i] >> bit & 1)
+                    codes[k][(i * 3 + bit) / 8] |=
+                        (unsigned char)(1u << ((i * 3 + bit) % 8));
+    }
+    float ya[D], yb[D];
+    int ok = cb <= sizeof hist;
+    /* the same history on both, then a full frame */
+    for (int t = 0; t < 6 && ok; t++) {
+        ok &= !frae_decode_frame(a, t % 2 ? hist : full, ya);
+        ok &= !frae_decode_frame(b, t % 2 ? hist : full, yb);
+    }
+    ok &= !frae_decode_frame(a, full, ya) && !frae_decode_frame(b, full, yb);
+    frae_decoder_conceal(a, ya);
+    ok &= !frae_decode_frame(b, half, yb);
+    CHECK(ok && !memcmp(ya, yb, sizeof ya),
+          "a concealed frame is the last latent halved, decoded, to the bit");
+    frae_decoder_conceal(a, ya);
+    ok &= !frae_decode_frame(b, half, yb);
+    CHECK(ok && memcmp(ya, yb, sizeof ya),
+          "a second one halves it again (not the half latent repeated)");
+    frae_decoder_reset(a), frae_decoder_reset(b);
+    for (int t = 0; t < 6 && ok; t++) {
+        ok &= !frae_decode_frame(a, t % 2 ? hist : full, ya);
+        ok &= !frae_decode_frame(b, t % 2 ? hist : full, yb);
+    }
+    ok &= !frae_decode_frame(a, zero, ya) && !frae_decode_frame(b, zero, yb);
+    frae_decoder_conceal(a, ya);
+    ok &= !frae_decode_frame(b, zero, yb);
+    int finite = 1;
+    for (int i = 0; i < D; i++)
+        finite &= isfinite(ya[i]) != 0;
+    CHECK(ok && finite && memcmp(ya, yb, sizeof ya) == 0,
+          "after a frame of zeros, concealment decodes zeros again");
+    frae_decoder_destroy(a), frae_decoder_destroy(b);
+    frae_destroy(m);
+    return failures;
+}
