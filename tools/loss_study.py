@@ -9,6 +9,9 @@ demo's held-out voices.
      from the demo's directory when it has them (tools/demo.py saves
      model-<key>.safetensors there), else trained here with the demo's
      recipe (tools/demo.py MODELS and RECIPE; --epochs, 50 as the demo);
+     and gru-1k6's recipe on 20-frame crops (gru-1k6-crop20, trained here),
+     coded with --resync-state: the network starts afresh at each 200 ms
+     resynchronisation point, which is where its training started it;
   2. seeded loss traces for 40 ms packets, written to OUT/traces: 0, 1, 5,
      10 and 20% random (independent) loss, and a Gilbert channel (the
      Gilbert-Elliott model with loss 1 in the bad state and 0 in the good
@@ -47,7 +50,8 @@ demo's held-out voices.
      numbers), OUT/results.json, OUT/loss_lsd.png (LSD and MCD against the
      loss rate, a line per codec); --docs DIR copies them and the traces.
 
-Usage: tools/loss_study.py [--epochs N] [--out DIR] [--demo DIR] [--docs DIR]"""
+Usage: tools/loss_study.py [--epochs N] [--out DIR] [--demo DIR] [--docs DIR]
+                           [--system NAME ...] [--conditions random-5,...]"""
 import argparse
 import concurrent.futures
 import ctypes
@@ -71,6 +75,12 @@ PACKET_MS = 40
 FRAMES = PACKET_MS // 10          # frae frames a packet
 SAMPLES = 16 * PACKET_MS          # 16 kHz samples a packet
 FIXED, VR = "gru-1k6", "gru-vr12-%g" % demo.VR12_LAMBDA
+# the fixed-rate codec trained for resynchronisation points that start the
+# network afresh (frae encode --resync-state, every 200 ms): the demo's
+# gru-1k6 recipe on crops as long as the interval, so that a reset state is
+# what it was trained from
+RS_CROP = 20
+FIXED_RS = "gru-1k6-crop%d" % RS_CROP
 CONDITIONS = (  # key, label, kind, average loss, mean burst (packets)
     ("random-0", "0%", "random", 0.00, 1),
     ("random-1", "1% random", "random", 0.01, 1),
@@ -81,6 +91,13 @@ CONDITIONS = (  # key, label, kind, average loss, mean burst (packets)
     ("gilbert-10", "10% bursty (GE, burst 3)", "gilbert", 0.10, 3),
 )
 BERS = (0.001, 0.01)
+# frae's systems: (model key, encode options)
+FRAE_SYS = {"frae fixed": (FIXED, []), "frae VR": (VR, []),
+            "frae VR, resync 200 ms": (VR, ["--resync-ms", "200"]),
+            "frae fixed crop %d, state resync 200 ms" % RS_CROP: (FIXED_RS, ["--resync-state"])}
+ALL_SYSTEMS = ["frae fixed", "frae VR", "frae VR, resync 200 ms",
+               "frae fixed crop %d, state resync 200 ms" % RS_CROP, "Opus 6k PLC", "Opus 6k FEC",
+               "Codec2 1300", "Codec2 1300, zeroed", "Codec2 700C"]
 SEED = 37
 
 
@@ -90,12 +107,22 @@ def log(*a):
 
 # ---- 1. the models ------------------------------------------------------
 
-def get_models(a, frae):
+def recipe_for(key):
+    """The demo's recipe for key; FIXED_RS: gru-1k6's on RS_CROP-frame crops."""
+    if key != FIXED_RS:
+        return demo.RECIPE
+    r = list(demo.RECIPE)
+    r[r.index("--crop") + 1] = str(RS_CROP)
+    return r
+
+
+def get_models(a, frae, keys=(FIXED, VR, FIXED_RS)):
     """{key: path}: the demo's trained model if it has one, else one trained
     here with the demo's recipe (and kept in OUT for the next run)."""
     opts = {k: o for k, _, o in demo.MODELS}
+    opts[FIXED_RS] = opts[FIXED]
     paths = {}
-    for key in (FIXED, VR):
+    for key in keys:
         for d in (a.demo, a.out):
             p = os.path.join(d, "model-%s.safetensors" % key)
             if os.path.exists(p):
@@ -106,7 +133,7 @@ def get_models(a, frae):
             p = os.path.join(a.out, "model-%s.safetensors" % key)
             cmd = [frae, "train", os.path.join(a.corpus, "feats", "train"), "--audio-features",
                    "--val-data", os.path.join(a.corpus, "feats", "test"), *opts[key],
-                   *demo.RECIPE, "--epochs", str(a.epochs), "--save", p + ".part",
+                   *recipe_for(key), "--epochs", str(a.epochs), "--save", p + ".part",
                    "--log-csv", os.path.join(a.out, "train-%s.csv" % key)]
             log("training %s with the demo's recipe (%d epochs)" % (key, a.epochs))
             t = time.time()
@@ -403,12 +430,25 @@ def main():
     ap.add_argument("--corpus", default=os.path.join(ROOT, "data", "corpus"))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="the first N utterances only (a test)")
+    ap.add_argument("--system", action="append", dest="systems", default=None,
+                    help="run this system (again for more; all by default): a faster run, "
+                    "with the bit errors, rates and resynchronisation of those among them")
+    ap.add_argument("--conditions", default=None,
+                    help="a comma-separated subset of the loss conditions' keys (random-5, "
+                    "gilbert-10, ...; the loss-free one is always run)")
     a = ap.parse_args()
     frae, started = a.frae, time.time()
     os.makedirs(a.out, exist_ok=True)
     log("== 1. corpus and models")
     demo.sh(["sh", os.path.join(ROOT, "scripts", "make-corpus.sh"), a.corpus, frae])
-    models = get_models(a, frae)
+    systems = a.systems or ALL_SYSTEMS
+    unknown = [x for x in systems if x not in ALL_SYSTEMS]
+    if unknown:
+        sys.exit("loss_study: unknown systems %s (of: %s)" % (unknown, "; ".join(ALL_SYSTEMS)))
+    conds = [c for c in CONDITIONS if c[0] == "random-0" or not a.conditions
+             or c[0] in a.conditions.split(",")]
+    keys = sorted({FRAE_SYS[x][0] for x in systems if x in FRAE_SYS})
+    models = get_models(a, frae, keys)
     tests = sorted(glob.glob(os.path.join(a.corpus, "wav", "test", "*.wav")))
     if a.limit:
         tests = tests[:a.limit]
@@ -430,11 +470,11 @@ def main():
     log("== 3. encoding (frae, Opus, Codec2)")
     opus = Opus()
     enc = {}   # (system, name) -> what its decoder needs
-    FRAE_SYS = {"frae fixed": (FIXED, []), "frae VR": (VR, []),
-                "frae VR, resync 200 ms": (VR, ["--resync-ms", "200"])}
     for n in names:
         w = wav_of[n]
         for sysname, (key, extra) in FRAE_SYS.items():
+            if sysname not in systems:
+                continue
             fbs = os.path.join(tmp, "%s-%s.fbs" % (n, sysname.replace(" ", "_").replace(",", "")))
             enc[sysname, n] = frae_encode(frae, models[key], w, fbs, extra)
         raw8 = os.path.join(tmp, n + "-8k.raw")
@@ -453,8 +493,7 @@ def main():
                      "--expect-loss", str(pct), "--set-ctl-int", "4012=1", w, ogg])
             enc["opus fec%d" % pct, n] = ogg
 
-    SYSTEMS = ["frae fixed", "frae VR", "frae VR, resync 200 ms", "Opus 6k PLC", "Opus 6k FEC",
-               "Codec2 1300", "Codec2 1300, zeroed", "Codec2 700C"]
+    SYSTEMS = systems
     fec_used = {}
 
     def decode_one(sysname, cond, n, p, job):
@@ -505,14 +544,14 @@ def main():
         for f in concurrent.futures.as_completed(futs):
             results[futs[f], "random-0"] = f.result()
         futs = {pool.submit(run_cell, s, c[0], c[3]): (s, c[0])
-                for c in CONDITIONS[1:] for s in SYSTEMS}
+                for c in conds[1:] for s in SYSTEMS}
         for f in concurrent.futures.as_completed(futs):
             results[futs[f]] = f.result()
             r = results[futs[f]]
             log("  %-24s %-11s LSD %.2f MCD %.2f GPE %.1f%% VDE %.1f%%" % (
                 futs[f][0], futs[f][1], r["lsd"], r["mcd"], r["gpe"], r["vde"]))
     fec_share = {c[0]: sum(v for (s, cond, n), v in fec_used.items()
-                           if s == "Opus 6k FEC" and cond == c[0]) for c in CONDITIONS}
+                           if s == "Opus 6k FEC" and cond == c[0]) for c in conds}
 
     log("== 5. bit errors: frae --through and c2dec --ber")
     ber_res = {}
@@ -538,7 +577,8 @@ def main():
 
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
         futs = {pool.submit(run_ber, s, ber): (s, ber)
-                for s in ("frae fixed", "Codec2 1300", "Codec2 700C") for ber in BERS}
+                for s in ("frae fixed", "Codec2 1300", "Codec2 700C") for ber in BERS
+                if s in SYSTEMS}
         for f in concurrent.futures.as_completed(futs):
             ber_res[futs[f]] = r = f.result()
             log("  %-12s BER %g%%: LSD %.2f MCD %.2f GPE %.1f%% VDE %.1f%%" % (
@@ -550,7 +590,9 @@ def main():
                 ("fixed, resync off", FIXED, ["--resync-ms", "off"]),
                 ("VR 12 codes (resync 1 s)", VR, []),
                 ("VR 12 codes, resync 200 ms", VR, ["--resync-ms", "200"]),
-                ("VR 12 codes, resync off", VR, ["--resync-ms", "off"])]
+                ("VR 12 codes, resync off", VR, ["--resync-ms", "off"]),
+                ("fixed crop %d, state resync 200 ms" % RS_CROP, FIXED_RS, ["--resync-state"])]
+    RATE_SYS = [r for r in RATE_SYS if r[1] in models]
     rates = {}
     frames_total = sum(len(meas.refs[n]) for n in names)
     for label, key, extra in RATE_SYS:
@@ -573,7 +615,9 @@ def main():
                   ("fixed, resync 120 ms", FIXED, ["--resync-ms", "120"]),
                   ("fixed, resync off", FIXED, ["--resync-ms", "off"]),
                   ("VR (resync 1 s)", VR, []),
-                  ("VR, resync 200 ms", VR, ["--resync-ms", "200"])]
+                  ("VR, resync 200 ms", VR, ["--resync-ms", "200"]),
+                  ("fixed crop %d, state resync 200 ms" % RS_CROP, FIXED_RS, ["--resync-state"])]
+    RESYNC_SYS = [r for r in RESYNC_SYS if r[1] in models]
     rng = np.random.default_rng(SEED * 1000 + 200)
     where = {}
     for n in names:   # 3 packets whose frames are all speech, spread out
@@ -618,11 +662,12 @@ def main():
                "ber": {"%s|%g" % k: v for k, v in ber_res.items()},
                "rates": {"%s|%d" % k: v for k, v in rates.items()},
                "resync": resync, "fec_packets": fec_share, "seconds": secs,
-               "utterances": len(names), "epochs": a.epochs, "models": models},
+               "utterances": len(names), "epochs": a.epochs, "models": models,
+               "systems": SYSTEMS},
               open(os.path.join(a.out, "results.json"), "w"), indent=1)
-    picture(a.out, results, SYSTEMS, tstats)
+    picture(a.out, results, SYSTEMS, tstats, conds)
     report = write_report(a.out, results, SYSTEMS, ber_res, rates, resync, tstats, fec_share,
-                          opus.version(), secs, len(names))
+                          opus.version(), secs, len(names), conds)
     if a.docs:
         os.makedirs(os.path.join(a.docs, "traces"), exist_ok=True)
         for f in glob.glob(os.path.join(a.out, "traces", "*.txt")):
@@ -634,13 +679,13 @@ def main():
     log("done in %.0f s: %s" % (time.time() - started, a.out))
 
 
-def picture(out, results, systems, tstats):
+def picture(out, results, systems, tstats, conds=CONDITIONS):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
-    rnd = [c for c in CONDITIONS if c[2] == "random"]
-    ge = [c for c in CONDITIONS if c[2] == "gilbert"]
+    rnd = [c for c in conds if c[2] == "random"]
+    ge = [c for c in conds if c[2] == "gilbert"]
     for ax, m, name in ((axes[0], "lsd", "LSD"), (axes[1], "mcd", "MCD")):
         for s in systems:
             xs = [100 * tstats[c[0]]["rate"] for c in rnd]
@@ -660,39 +705,58 @@ def picture(out, results, systems, tstats):
 
 
 def bars(results, ber_res, rates, resync):
-    """Each of issue 37's measured bars: PASS or FAIL with its numbers."""
+    """Each of issue 37's measured bars: PASS or FAIL with its numbers (those
+    whose systems and conditions the run had)."""
     def bar(ok, name, text):
         return "- %s %s: %s" % ("PASS" if ok else "FAIL", name, text)
+
+    def have(*keys):
+        return all(k in results for k in keys)
     out = []
-    fx, vr = results["frae fixed", "random-0"], results["frae VR", "random-0"]
-    rf, rv = rates["fixed 1.6 kbit/s", 40]["kbps"], rates["VR 12 codes (resync 1 s)", 40]["kbps"]
-    level = vr["lsd"] <= fx["lsd"] + 0.05 and vr["mcd"] <= fx["mcd"] + 0.05
-    out.append(bar(level and rv <= 0.85 * rf,
-                   "40 ms: variable rate >= 15% below the fixed-rate codec, within 0.05 dB",
-                   "VR %.3f kbit/s against fixed %.3f as 40 ms datagrams (%.1f%% below; %.1f%% "
-                   "below the nominal 1.6); LSD %.2f vs %.2f, MCD %.2f vs %.2f dB (0-4 kHz, "
-                   "through audio, loss-free)" % (rv, rf, 100 * (1 - rv / rf), 100 * (1 - rv / 1.6),
-                                                  vr["lsd"], fx["lsd"], vr["mcd"], fx["mcd"])))
-    c13 = results["Codec2 1300", "random-0"]
-    for s in ("frae fixed", "frae VR, resync 200 ms", "frae VR"):
-        r0, r5 = results[s, "random-0"], results[s, "random-5"]
-        ok = r5["lsd"] - r0["lsd"] <= 1.0 and r5["lsd"] < c13["lsd"] and r5["mcd"] < c13["mcd"]
-        out.append(bar(ok, "5%% random loss, %s: LSD rise <= 1 dB, beats Codec2 1300 loss-free" % s,
-                       "LSD %.2f -> %.2f (%+.2f dB); against Codec2 1300 loss-free LSD %.2f, "
-                       "MCD %.2f vs %.2f" % (r0["lsd"], r5["lsd"], r5["lsd"] - r0["lsd"],
-                                             c13["lsd"], r5["mcd"], c13["mcd"])))
-    op = results["Opus 6k PLC", "gilbert-10"]
-    for s in ("frae fixed", "frae VR, resync 200 ms"):
-        r = results[s, "gilbert-10"]
-        out.append(bar(r["lsd"] <= op["lsd"] and r["mcd"] <= op["mcd"],
-                       "10%% bursty loss, %s >= Opus 6k PLC" % s,
-                       "LSD %.2f vs %.2f, MCD %.2f vs %.2f dB" % (r["lsd"], op["lsd"], r["mcd"],
-                                                                op["mcd"])))
-    fb, cb = ber_res["frae fixed", 0.01], ber_res["Codec2 1300", 0.01]
-    out.append(bar(fb["lsd"] < cb["lsd"] and fb["mcd"] < cb["mcd"],
-                   "BER 1%: fixed-rate frae beats Codec2 1300",
-                   "LSD %.2f vs %.2f, MCD %.2f vs %.2f dB" % (fb["lsd"], cb["lsd"], fb["mcd"],
-                                                            cb["mcd"])))
+    if have(("frae fixed", "random-0"), ("frae VR", "random-0")) and \
+            ("fixed 1.6 kbit/s", 40) in rates and ("VR 12 codes (resync 1 s)", 40) in rates:
+        fx, vr = results["frae fixed", "random-0"], results["frae VR", "random-0"]
+        rf = rates["fixed 1.6 kbit/s", 40]["kbps"]
+        rv = rates["VR 12 codes (resync 1 s)", 40]["kbps"]
+        level = vr["lsd"] <= fx["lsd"] + 0.05 and vr["mcd"] <= fx["mcd"] + 0.05
+        out.append(bar(level and rv <= 0.85 * rf,
+                       "40 ms: variable rate >= 15% below the fixed-rate codec, within 0.05 dB",
+                       "VR %.3f kbit/s against fixed %.3f as 40 ms datagrams (%.1f%% below; "
+                       "%.1f%% below the nominal 1.6); LSD %.2f vs %.2f, MCD %.2f vs %.2f dB "
+                       "(0-4 kHz, through audio, loss-free)" % (
+                           rv, rf, 100 * (1 - rv / rf), 100 * (1 - rv / 1.6), vr["lsd"],
+                           fx["lsd"], vr["mcd"], fx["mcd"])))
+    frae_sys = [s for s in FRAE_SYS if s != "frae VR"] + ["frae VR"]
+    if have(("Codec2 1300", "random-0")):
+        c13 = results["Codec2 1300", "random-0"]
+        for s in frae_sys:
+            if not have((s, "random-0"), (s, "random-5")):
+                continue
+            r0, r5 = results[s, "random-0"], results[s, "random-5"]
+            ok = r5["lsd"] - r0["lsd"] <= 1.0 and r5["lsd"] < c13["lsd"] and \
+                r5["mcd"] < c13["mcd"]
+            out.append(bar(ok, "5%% random loss, %s: LSD rise <= 1 dB, beats Codec2 1300 "
+                           "loss-free" % s,
+                           "LSD %.2f -> %.2f (%+.2f dB); against Codec2 1300 loss-free LSD "
+                           "%.2f, MCD %.2f vs %.2f" % (r0["lsd"], r5["lsd"],
+                                                      r5["lsd"] - r0["lsd"], c13["lsd"],
+                                                      r5["mcd"], c13["mcd"])))
+    if have(("Opus 6k PLC", "gilbert-10")):
+        op = results["Opus 6k PLC", "gilbert-10"]
+        for s in frae_sys[:-1]:
+            if not have((s, "gilbert-10")):
+                continue
+            r = results[s, "gilbert-10"]
+            out.append(bar(r["lsd"] <= op["lsd"] and r["mcd"] <= op["mcd"],
+                           "10%% bursty loss, %s >= Opus 6k PLC" % s,
+                           "LSD %.2f vs %.2f, MCD %.2f vs %.2f dB" % (r["lsd"], op["lsd"],
+                                                                    r["mcd"], op["mcd"])))
+    if ("frae fixed", 0.01) in ber_res and ("Codec2 1300", 0.01) in ber_res:
+        fb, cb = ber_res["frae fixed", 0.01], ber_res["Codec2 1300", 0.01]
+        out.append(bar(fb["lsd"] < cb["lsd"] and fb["mcd"] < cb["mcd"],
+                       "BER 1%: fixed-rate frae beats Codec2 1300",
+                       "LSD %.2f vs %.2f, MCD %.2f vs %.2f dB" % (fb["lsd"], cb["lsd"],
+                                                                fb["mcd"], cb["mcd"])))
     for label, rr in resync.items():
         r = rr["held"]
         out.append(bar(r["median_ms"] <= 200, "resynchronisation <= 200 ms, %s" % label,
@@ -703,21 +767,21 @@ def bars(results, ber_res, rates, resync):
 
 
 def write_report(out, results, systems, ber_res, rates, resync, tstats, fec_share, opus_v,
-                 secs, n_utt):
+                 secs, n_utt, conds=CONDITIONS):
     L = ["# Loss study (issue 37): %d held-out utterances, %.0f s, 40 ms packets" % (n_utt, secs),
          ""]
-    L += ["| system | " + " | ".join(c[1] for c in CONDITIONS) + " |",
-          "| --- |" + " --- |" * len(CONDITIONS)]
+    L += ["| system | " + " | ".join(c[1] for c in conds) + " |",
+          "| --- |" + " --- |" * len(conds)]
     for m, name in (("lsd", "LSD"), ("mcd", "MCD"), ("gpe", "GPE %"), ("vde", "VDE %")):
         for s in systems:
             L.append("| %s, %s | " % (s, name) + " | ".join(
                 ("%.2f" if m in ("lsd", "mcd") else "%.1f") % results[s, c[0]][m]
-                for c in CONDITIONS) + " |")
+                for c in conds) + " |")
     L += ["", "Realised loss: " + ", ".join(
         "%s %.2f%% (mean burst %.2f)" % (c[1], 100 * tstats[c[0]]["rate"],
-                                         tstats[c[0]]["mean_burst"]) for c in CONDITIONS[1:]),
+                                         tstats[c[0]]["mean_burst"]) for c in conds[1:]),
           "", "Opus lost packets rebuilt from the next packet's FEC: " + ", ".join(
-              "%s %d" % (c[1], fec_share[c[0]]) for c in CONDITIONS[1:]) +
+              "%s %d" % (c[1], fec_share[c[0]]) for c in conds[1:]) +
           " (libopus %s)" % opus_v, ""]
     L += ["| bit errors | BER | LSD | MCD | GPE % | VDE % |", "| --- | --- | --- | --- | --- | --- |"]
     for (s, ber), r in sorted(ber_res.items()):
