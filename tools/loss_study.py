@@ -780,9 +780,10 @@ def write_report(out, results, systems, ber_res, rates, resync, tstats, fec_shar
     L += ["", "Realised loss: " + ", ".join(
         "%s %.2f%% (mean burst %.2f)" % (c[1], 100 * tstats[c[0]]["rate"],
                                          tstats[c[0]]["mean_burst"]) for c in conds[1:]),
-          "", "Opus lost packets rebuilt from the next packet's FEC: " + ", ".join(
-              "%s %d" % (c[1], fec_share[c[0]]) for c in conds[1:]) +
-          " (libopus %s)" % opus_v, ""]
+          ""]
+    if "Opus 6k FEC" in systems:
+        L += ["Opus lost packets rebuilt from the next packet's FEC: " + ", ".join(
+            "%s %d" % (c[1], fec_share[c[0]]) for c in conds[1:]) + " (libopus %s)" % opus_v, ""]
     L += ["| bit errors | BER | LSD | MCD | GPE % | VDE % |", "| --- | --- | --- | --- | --- | --- |"]
     for (s, ber), r in sorted(ber_res.items()):
         L.append("| %s | %g%% | %.2f | %.2f | %.1f | %.1f |" % (s, 100 * ber, r["lsd"], r["mcd"],
