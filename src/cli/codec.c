@@ -806,12 +806,15 @@ int cmd_encode(int argc, char **argv)
         const double bits = 8.0 * (double)sc.datagram_bytes / (double)n_frames;
         const double ms = 1000.0 * h->packet_frames / o.frame_rate;
         cli_printf("%ld frames -> %s: %llu real-time packets of %g ms (%u "
-                   "frames), %s, a resynchronisation point every %u "
+                   "frames), %s, a resynchronisation point every %u%s "
                    "(%llu bytes in the file with each packet's length and "
                    "CRC)\n",
                    in.t, o.io.output, (unsigned long long)sc.packets, ms,
                    h->packet_frames, ranged ? "entropy-coded" : "fixed-rate",
-                   h->resync_packets, (unsigned long long)sc.bytes);
+                   h->resync_packets,
+                   h->flags & FRAE_STREAM_STATE_RESYNC ? ", the state afresh there"
+                                                       : "",
+                   (unsigned long long)sc.bytes);
         cli_printf("bitrate: %.2f bits/frame = %.3f kbit/s at %g frames/s as "
                    "datagrams (%llu bytes: header %llu, packets %llu of which "
                    "%.2f bytes a packet of framing); the packets alone %.3f "
