@@ -35,7 +35,7 @@ CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.
             src/codec/codec.c src/codec/entropy.c src/codec/stream_coder.c \
             src/codec/packets.c \
             src/train/synth.c src/train/dataset.c src/train/options.c \
-            src/train/replicas.c src/train/run.c src/train/run_state.c \
+            src/train/replicas.c src/train/run_support.c src/train/run.c src/train/run_state.c \
             src/train/run_setup.c
 AUDIO_SRCS = src/audio/mel.c src/audio/audio_files.c src/audio/wav.c src/audio/features.c src/audio/pitch.c \
              src/audio/vocoder.c src/audio/dtx_gate.c src/base/errors.c \

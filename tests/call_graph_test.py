@@ -19,6 +19,10 @@ def graph(build):
     objs = sorted(glob.glob(os.path.join(build, "src", "**", "*.o"), recursive=True))
     # per ISA copies of one source (gru_avx2.o is gru.c again) are one file
     objs = [o for o in objs if not os.path.basename(o).startswith("gru_avx")]
+    # objects of sources that are gone (a build from before a move) are not the tree's
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    objs = [o for o in objs
+            if os.path.exists(os.path.join(root, "src", os.path.relpath(o, os.path.join(build, "src"))[:-2] + ".c"))]
     defined, uses = {}, collections.defaultdict(set)
     for o in objs:
         out = subprocess.run(["nm", o], capture_output=True, text=True, check=True).stdout

@@ -1,7 +1,9 @@
 /* Shared by the training run's files (run.c: batches, replicas and the
  * epoch loop; run_state.c: checkpoints and the training state they hold;
  * run_setup.c: the run's settings, its models and its data set up): the
- * run, its replicas and their state. */
+ * run, its replicas and their state.  run_support.c is the lowest: the
+ * others call down into it, run.c into run_setup.c and run_state.c, and
+ * run_setup.c into run_state.c. */
 #ifndef FRAE_TRAIN_RUN_INTERNAL_H
 #define FRAE_TRAIN_RUN_INTERNAL_H
 
@@ -105,9 +107,9 @@ struct frae_run {
     int err_rank, err_said;
 };
 
-/* run.c: the replicas' agreement (any flag set, sums in rank order), a
- * set-up failure in one line (returns code), the training state's copies
- * and a seeded shuffle */
+/* run_support.c: the replicas' agreement (any flag set, sums in rank
+ * order), a set-up failure in one line (returns code), the training
+ * state's copies and a seeded shuffle */
 int frae_run_any(member *me, int flag);
 int frae_run_sum(member *me, double *x, size_t n);
 int frae_run_fail(frae_run *r, int code, const char *fmt, ...)
@@ -115,6 +117,8 @@ int frae_run_fail(frae_run *r, int code, const char *fmt, ...)
 void frae_train_state_free(train_state *s);
 int frae_train_state_copy(train_state *dst, const train_state *src);
 void frae_run_shuffle(int32_t *a, long n, uint64_t *rng);
+/* whether the run continues the one it was made from (frae_run_continue) */
+int frae_run_continues(const frae_run *r);
 
 /* run_state.c: a resume's checkpoint opened and its state read; that
  * state checked against the run; a checkpoint saved once the replicas
@@ -126,9 +130,7 @@ int frae_run_check_state(frae_run *r, const train_state *s, const char *path,
                          long n_batches);
 int frae_run_save_agreed(member *me, const char *path, int on, int with_state);
 
-/* run_setup.c: whether the run continues another, and the set-up the
- * replicas share */
-int frae_run_continues(const frae_run *r);
+/* run_setup.c: the set-up the replicas share */
 int frae_run_set_up(frae_run *r);
 
 #endif

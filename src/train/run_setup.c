@@ -446,17 +446,6 @@ static int split_validation(frae_run *r, int from_state)
     return 0;
 }
 
-/* Whether a continued run's state carries on here: the same data, batch,
- * split, crops and order; its state is then checked like a resumed one. */
-int frae_run_continues(const frae_run *r)
-{
-    const frae_run_config *a = &r->rc, *b = &r->cont_rc;
-    return r->have_cont && !strcmp(r->cont_data, r->summary) &&
-           r->batch_asked == b->model.batch && a->crop == b->crop &&
-           a->val_split == b->val_split && a->model.seed == b->model.seed &&
-           a->shuffle == b->shuffle;
-}
-
 /* The longest sequence of a dataset (1 if empty). */
 static long longest_sequence(const frae_dataset *ds)
 {
