@@ -33,7 +33,7 @@ CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.
             src/io/npy.c src/io/npz.c src/io/atomic_file.c src/io/json.c src/io/safetensors.c \
             src/io/checkpoint.c src/io/import.c \
             src/codec/codec.c src/codec/entropy.c src/codec/stream_coder.c \
-            src/codec/packets.c \
+            src/codec/packets.c src/codec/models.c \
             src/train/synth.c src/train/dataset.c src/train/options.c \
             src/train/replicas.c src/train/run_support.c src/train/run.c src/train/run_state.c \
             src/train/run_setup.c
@@ -84,10 +84,10 @@ PY_EXT  := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_va
 PY_SITE := $(shell $(PYTHON) -c "import sys; print('python%d.%d' % sys.version_info[:2])" 2>/dev/null)
 PYMOD   ?= $(if $(wildcard $(PY_INC)/Python.h),yes,no)
 PY_DIR   = $(BUILD)/python/frae
-PY_FILES = $(PY_DIR)/_frae$(PY_EXT) $(PY_DIR)/__init__.py
+PY_FILES = $(PY_DIR)/_frae$(PY_EXT) $(PY_DIR)/__init__.py $(PY_DIR)/__main__.py
 
 .PHONY: all test test-asan test-tsan test-threads check bench fixtures clean \
-        install fuzz fuzz-seeds demo mpi bench-mpi python install-python
+        install models check-models fuzz fuzz-seeds demo mpi bench-mpi python install-python
 all: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE) $(TESTS) $(BENCH) \
      $(if $(filter yes,$(MPI)),$(FRAE_MPI)) \
      $(if $(filter yes,$(PYMOD)),$(PY_FILES))
@@ -102,6 +102,9 @@ $(PY_DIR)/_frae$(PY_EXT): $(PY_SRCS) python/frae/_frae.h $(LIB) $(AUDIO_LIB)
 	$(CC) $(filter-out -Isrc -MMD -MP,$(CFLAGS_ALL)) -I$(PY_INC) -shared \
 	  $(PY_SRCS) $(LIB) $(AUDIO_LIB) $(LDLIBS_ALL) -o $@
 $(PY_DIR)/__init__.py: python/frae/__init__.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(PY_DIR)/__main__.py: python/frae/__main__.py
 	@mkdir -p $(dir $@)
 	cp $< $@
 
@@ -121,6 +124,10 @@ $(BUILD)/src/core/gru.o: ISA_FLAGS = -fno-trapping-math
 $(BUILD)/src/core/gru_avx2.o: ISA_FLAGS = -fno-trapping-math -mavx2 -DGRU_ISA=avx2
 $(BUILD)/src/core/gru_avx512.o: ISA_FLAGS = -fno-trapping-math -mavx512f \
                                       -DGRU_ISA=avx512
+
+# the shipped models' directory at this PREFIX, the last place searched
+# (src/codec/models.c looks first where the library and the program are)
+$(BUILD)/src/codec/models.o: CFLAGS_ALL += -DFRAE_MODELDIR='"$(PREFIX)/share/frae/models"'
 
 # headers are tracked by the compiler's own dependency files (-MMD); the
 # flags live here, so an object also depends on this Makefile
@@ -228,6 +235,20 @@ bench-mpi: $(FRAE) $(FRAE_MPI)
 fixtures:
 	/usr/bin/python3 tools/export_fixtures.py tests/fixtures
 
+# make models: the shipped models (models/*.safetensors, models/MANIFEST)
+# rebuilt from the corpus (models/build.sh; about 10 minutes on 2 cores);
+# make check-models rebuilds them elsewhere and compares them bit for bit
+# with the shipped files (a long test, outside ./test.sh: the suite checks
+# the shipped files against MANIFEST, tests/models_test.sh)
+models: $(FRAE)
+	FRAE=$(FRAE) sh models/build.sh models
+check-models: $(FRAE)
+	@d=$$(mktemp -d) && FRAE=$(FRAE) sh models/build.sh $$d && \
+	  for f in MANIFEST $$(cd $$d && ls *.safetensors); do \
+	    if cmp -s $$d/$$f models/$$f; then echo "    ok   models/$$f rebuilt bit for bit"; \
+	    else echo "    FAIL models/$$f: the rebuilt file differs"; rm -rf $$d; exit 1; fi; \
+	  done; rm -rf $$d
+
 # make install PREFIX=/usr/local (DESTDIR for staging): the headers, both
 # libraries (static and shared), the frae command and two pkg-config files.
 PREFIX  ?= /usr/local
@@ -244,6 +265,9 @@ install: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE)
 	  ln -sf $$l.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$$l.so.0 && \
 	  ln -sf $$l.so.0 $(DESTDIR)$(PREFIX)/lib/$$l.so || exit 1; done
 	install -m 755 $(FRAE) $(DESTDIR)$(PREFIX)/bin/frae
+	install -d $(DESTDIR)$(PREFIX)/share/frae/models
+	install -m 644 models/*.safetensors models/MANIFEST models/README.md \
+	  $(DESTDIR)$(PREFIX)/share/frae/models/
 	if [ -x $(FRAE_MPI) ]; then \
 	  install -m 755 $(FRAE_MPI) $(DESTDIR)$(PREFIX)/bin/frae-mpi; fi
 	for pc in frae frae-audio; do \

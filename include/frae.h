@@ -1137,6 +1137,35 @@ FRAE_API
 void frae_packet_decoder_counts(const frae_packet_decoder *d,
                                 frae_packet_counts *c);
 
+/* ---- the shipped models (src/codec/models.c) -----------------------------------
+ * models/ in the source tree holds the shipped codecs ('make models'
+ * rebuilds them; models/README.md says what they were trained on); 'make
+ * install' puts them in PREFIX/share/frae/models.  They are found where
+ * this library (or the program) is, not compiled in: see src/codec/models.c.
+ * frae_models_dir gives the index-th directory that exists, in search
+ * order ($FRAE_MODELS, colon-separated, alone when set; else
+ * LIBDIR/../share/frae/models and LIBDIR/../models for the library's and
+ * the program's directory, then PREFIX/share/frae/models of the build):
+ * 0, or -1 past the last. */
+#define FRAE_DEFAULT_MODEL "speech" /* the fixed-rate 1.6 kbit/s codec */
+FRAE_API
+int frae_models_dir(int index, char *dir, size_t n);
+/* The shipped model name (NULL: FRAE_DEFAULT_MODEL; "speech-vbr" the
+ * variable-rate one), loaded as frae_load does (runtime may be NULL): the
+ * first NAME.safetensors in the search order.  path (may be NULL) gets
+ * its file.  NULL and one line in err if there is none. */
+FRAE_API
+frae_model *frae_load_shipped(const char *name, const frae_config *runtime,
+                              char *path, size_t path_len, char *err,
+                              size_t errlen);
+/* The model whose frae_model_hash is hash (a stream's model_hash) among
+ * the shipped ones, each directory's files in name order.  NULL and one
+ * line in err if none matches. */
+FRAE_API
+frae_model *frae_load_by_hash(uint64_t hash, const frae_config *runtime,
+                              char *path, size_t path_len, char *err,
+                              size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif
