@@ -166,6 +166,7 @@ int cmd_features(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 int cmd_vocode(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_models(int argc, char **argv);
 
 /* Outputs are checked before they are written: finite weights can still
  * overflow.  The index of y's first non-finite value, or -1; and the

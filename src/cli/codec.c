@@ -1,11 +1,15 @@
 /* frae encode, frae decode: the codec on files. */
 #define _DEFAULT_SOURCE /* madvise */
 #include <errno.h>
+#include <dirent.h>
+#include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -98,6 +102,132 @@ static int codec_pos(void *ctx, const char *arg)
             return o->io.output = cli_output_path(arg), 0;
     }
     return cli_io_positional(&o->io, arg);
+}
+
+/* ---- the model argument: a file, a shipped model's name, or none ----------
+ * MODEL may be left out: encode then uses the shipped default (speech, the
+ * fixed-rate 1.6 kbit/s codec), decode the shipped model whose hash the
+ * stream names.  MODEL may also be a shipped model's name (speech,
+ * speech-vbr).  The first positional is a model when it is a
+ * safetensors file (its byte 8 opens the JSON header) or the name of a
+ * shipped one; anything else (a WAV, a .npy, a .fbs) is the input. */
+static char resolved_model[2 * PATH_MAX];
+
+static int looks_like_checkpoint(const char *path)
+{
+    unsigned char head[9];
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode))
+        return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    const int ok = fread(head, 1, 9, f) == 9 && head[8] == '{';
+    fclose(f);
+    return ok;
+}
+
+/* The shipped model name's file into resolved_model: 0, or -1. */
+static int shipped_path(const char *name)
+{
+    char dir[PATH_MAX];
+    for (int i = 0; frae_models_dir(i, dir, sizeof dir) == 0; i++) {
+        if ((size_t)snprintf(resolved_model, sizeof resolved_model,
+                             "%s/%s.safetensors", dir, name) >=
+            sizeof resolved_model)
+            continue;
+        if (!access(resolved_model, R_OK))
+            return 0;
+    }
+    return -1;
+}
+
+static int is_shipped_name(const char *arg)
+{
+    if (!*arg || strlen(arg) > 64 || strchr(arg, '/') || strchr(arg, '.'))
+        return 0;
+    struct stat st;
+    return stat(arg, &st) != 0 && shipped_path(arg) == 0;
+}
+
+/* Shifts the positionals when the first is not a model: 0, or exit 2. */
+static int shift_positionals(codec_opts *o, int decode)
+{
+    if (!o->io.model)
+        return 0;
+    if (is_shipped_name(o->io.model)) {
+        o->io.model = resolved_model;
+        return 0;
+    }
+    if (looks_like_checkpoint(o->io.model))
+        return 0;
+    const char *second = o->io.input;
+    o->io.input = o->io.model;
+    o->io.model = NULL;
+    if (second) {
+        size_t n = strlen(second);
+        const int npy = n >= 4 && !strcmp(second + n - 4, ".npy");
+        if (decode && !npy && !o->wav)
+            o->wav = second;
+        else if (!o->io.output)
+            o->io.output = second;
+        else
+            return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see '%s "
+                                        "--help')",
+                            second, cli_cmd);
+    }
+    return 0;
+}
+
+/* encode with no MODEL: the shipped default */
+static int default_encoder_model(codec_opts *o)
+{
+    if (o->io.model)
+        return 0;
+    if (shipped_path(FRAE_DEFAULT_MODEL))
+        return cli_fail(EXIT_USAGE,
+                        "no MODEL given and no shipped model '%s' found "
+                        "(FRAE_MODELS, PREFIX/share/frae/models or the source "
+                        "tree's models/; 'make models' builds them)",
+                        FRAE_DEFAULT_MODEL);
+    o->io.model = resolved_model;
+    return 0;
+}
+
+/* decode with no MODEL: the shipped model the stream's hash names */
+static int model_from_stream(codec_opts *o)
+{
+    if (o->io.model || !o->io.input)
+        return 0;
+    if (!strcmp(o->io.input, "-"))
+        return cli_fail(EXIT_USAGE, "a stream on stdin needs MODEL (a file "
+                                    "or a shipped model's name: 'frae "
+                                    "models')");
+    unsigned char head[16];
+    FILE *f = fopen(o->io.input, "rb");
+    if (!f)
+        return cli_fail(EXIT_USAGE, "%s: %s", o->io.input, strerror(errno));
+    const size_t got = fread(head, 1, sizeof head, f);
+    fclose(f);
+    if (got < sizeof head || memcmp(head, "FRAEBS", 6))
+        return cli_fail(EXIT_USAGE, "%s: not a frae stream (no FRAEBS "
+                                    "header), and no MODEL given",
+                        o->io.input);
+    uint64_t hash = 0;
+    for (int i = 7; i >= 0; i--)
+        hash = hash << 8 | head[8 + i];
+    frae_config rt;
+    frae_config_default(&rt);
+    rt.training = 0;
+    rt.batch = 1;
+    char err[512];
+    frae_model *m = frae_load_by_hash(hash, &rt, resolved_model,
+                                      sizeof resolved_model, err, sizeof err);
+    if (!m)
+        return cli_fail(EXIT_USAGE, "%s: %s", o->io.input, err);
+    frae_destroy(m);
+    o->io.model = resolved_model;
+    return 0;
 }
 
 static frae_model *load_inference(const char *path, frae_isa isa)
@@ -655,11 +785,13 @@ int cmd_encode(int argc, char **argv)
     o.dtx_level = FRAE_DTX_LEVEL;
     int rc = cli_parse(argc, argv, codec_list, codec_opt, codec_pos,
                        encode_help, &o);
-    if (rc)
+    if (rc || (rc = shift_positionals(&o, 0)))
         return rc;
-    if (!o.io.model || !o.io.input || !o.io.output)
-        return cli_fail(EXIT_USAGE, "needs MODEL, IN.npy and -o OUT.fbs (see "
-                                    "'frae encode --help')");
+    if (!o.io.input || !o.io.output)
+        return cli_fail(EXIT_USAGE, "needs IN (audio or .npy) and -o OUT.fbs "
+                                    "(see 'frae encode --help')");
+    if ((rc = default_encoder_model(&o)))
+        return rc;
     char err[512];
     if (!strcmp(o.io.input, "-") && o.packet_ms) { /* a live input */
         frae_model *lm = load_inference(o.io.model, o.io.isa);
@@ -1299,15 +1431,16 @@ int cmd_decode(int argc, char **argv)
     o.gl_iters = 32;
     int rc = cli_parse(argc, argv, codec_list, codec_opt, codec_pos,
                        decode_help, &o);
-    if (rc)
+    if (rc || (rc = shift_positionals(&o, 1)))
         return rc;
     if (o.encoder_opt)
         return cli_fail(EXIT_USAGE, "%s is an option of 'frae encode'",
                         o.encoder_opt);
-    if (!o.io.model || !o.io.input || (!o.io.output && !o.wav))
-        return cli_fail(EXIT_USAGE, "needs MODEL, IN.fbs and --wav OUT.wav "
-                                    "or -o OUT.npy (see 'frae decode "
-                                    "--help')");
+    if (!o.io.input || (!o.io.output && !o.wav))
+        return cli_fail(EXIT_USAGE, "needs IN.fbs and --wav OUT.wav or -o "
+                                    "OUT.npy (see 'frae decode --help')");
+    if ((rc = model_from_stream(&o)))
+        return rc;
     if (o.wav && o.io.output && frae_output_descriptor(o.wav) >= 0 &&
         frae_output_descriptor(o.wav) == frae_output_descriptor(o.io.output))
         return cli_fail(EXIT_USAGE, "-o %s and --wav %s: two outputs cannot "
@@ -1443,4 +1576,148 @@ done:
     frae_destroy(m);
     munmap(map, size);
     return rc;
+}
+
+/* ---- frae models: what is installed ---------------------------------------
+ * Each models directory in search order, each checkpoint in it: its name,
+ * rate, latency and hash from the file, and what it was trained on from
+ * the directory's MANIFEST (tab-separated: file, bytes, sha256, rate,
+ * training data; '#' lines are comments). */
+static void models_help(void)
+{
+    cli_printf("usage: frae models\n"
+               "example: frae models\n"
+               "\n"
+               "Lists the shipped models frae finds, in the order it looks:\n"
+               "$FRAE_MODELS (colon-separated directories; alone when set),\n"
+               "else PREFIX/share/frae/models beside the program and the\n"
+               "library ('make install' puts them there) and the source\n"
+               "tree's models/ (for build/frae).  For each: its name (what\n"
+               "'frae encode NAME IN -o OUT.fbs' takes), its rate, its\n"
+               "latency, its hash (what a stream names: 'frae decode IN.fbs\n"
+               "--wav OUT.wav' with no MODEL finds the model by it) and the\n"
+               "data it was trained on.  'frae encode IN -o OUT.fbs' with no\n"
+               "MODEL uses '%s'.\n"
+               "\n"
+               "Exit codes: 0 done (also when none is found), 2 bad "
+               "options.\n",
+               FRAE_DEFAULT_MODEL);
+}
+
+/* the MANIFEST line of file in dir: its rate and data fields */
+static int manifest_entry(const char *dir, const char *file, char *rate,
+                          size_t rn, char *data, size_t dn)
+{
+    char path[2 * PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%s/MANIFEST", dir) >= sizeof path)
+        return -1;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char line[2048];
+    int found = -1;
+    while (found && fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || !strchr(line, '\n'))
+            continue; /* a comment, or a line too long for the manifest */
+        line[strcspn(line, "\r\n")] = 0;
+        char *field[5];
+        int n = 0;
+        for (char *p = line; n < 5; n++) {
+            field[n] = p;
+            char *tab = strchr(p, '\t');
+            if (!tab) {
+                n++;
+                break;
+            }
+            *tab = 0;
+            p = tab + 1;
+        }
+        if (n == 5 && !strcmp(field[0], file)) {
+            snprintf(rate, rn, "%s", field[3]);
+            snprintf(data, dn, "%s", field[4]);
+            found = 0;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(a, b); }
+
+int cmd_models(int argc, char **argv)
+{
+    cli_cmd = "frae models";
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            models_help();
+            return EXIT_OK;
+        }
+        return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see 'frae "
+                                    "models --help')",
+                        argv[i]);
+    }
+    char dir[PATH_MAX];
+    int listed = 0;
+    for (int i = 0; frae_models_dir(i, dir, sizeof dir) == 0; i++) {
+        DIR *d = opendir(dir);
+        if (!d)
+            continue;
+        char names[64][256];
+        int n = 0;
+        struct dirent *e;
+        while ((e = readdir(d)) && n < 64) {
+            size_t len = strlen(e->d_name);
+            if (len > 12 && len < sizeof names[0] &&
+                !strcmp(e->d_name + len - 12, ".safetensors"))
+                strcpy(names[n++], e->d_name);
+        }
+        closedir(d);
+        qsort(names, (size_t)n, sizeof names[0], by_name);
+        if (n)
+            cli_printf("%s:\n", dir);
+        for (int j = 0; j < n; j++) {
+            char path[2 * PATH_MAX];
+            if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[j]) >=
+                sizeof path)
+                continue;
+            frae_model *m = load_inference(path, FRAE_ISA_AUTO);
+            if (!m)
+                continue; /* load_inference said why */
+            const frae_config *c = frae_get_config(m);
+            char rate[256] = "", data[1024] = "";
+            manifest_entry(dir, names[j], rate, sizeof rate, data, sizeof data);
+            names[j][strlen(names[j]) - 12] = 0;
+            const double bits = frae_bits_per_frame(m);
+            if (c->prior_hidden > 0)
+                cli_printf("  %-12s variable rate%s%s: %d codes of %d bit%s "
+                           "range-coded under a learned prior%s\n",
+                           names[j], rate[0] ? ", " : "", rate, c->latent_dim,
+                           frae_code_bits(m), frae_code_bits(m) == 1 ? "" : "s",
+                           c->pitch ? ", pitch" : "");
+            else
+                cli_printf("  %-12s %.2f kbit/s fixed: %g bits a frame "
+                           "(%d codes of %d bit%s%s)\n",
+                           names[j], bits * 100 / 1000, bits, c->latent_dim,
+                           frae_code_bits(m), frae_code_bits(m) == 1 ? "" : "s",
+                           c->pitch ? " + 4 pitch bits" : "");
+            cli_printf("               latency 30 ms (10 ms frames; the f0 "
+                       "window's 20 ms ahead, the vocoder's 10)%s\n",
+                       c->prior_hidden > 0 ? " + the packet (--packet-ms)" : "");
+            cli_printf("               hash %016llx, %s weights%s\n",
+                       (unsigned long long)frae_model_hash(m),
+                       c->weights == FRAE_WEIGHTS_BF16 ? "bf16" : "f32",
+                       !strcmp(names[j], FRAE_DEFAULT_MODEL)
+                           ? "; the default for 'frae encode IN -o OUT'"
+                           : "");
+            cli_printf("               trained on: %s\n",
+                       data[0] ? data : "(not in the directory's MANIFEST)");
+            frae_destroy(m);
+            listed++;
+        }
+    }
+    if (!listed)
+        cli_printf("no shipped models found (FRAE_MODELS, "
+                   "PREFIX/share/frae/models, or the source tree's models/: "
+                   "'make models' builds them)\n");
+    return EXIT_OK;
 }

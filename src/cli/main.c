@@ -23,6 +23,7 @@ static void print_help(void)
            "  decode    rebuild frames (and audio) from a .fbs bitstream\n"
            "  features  log-mel features (and pitch) of an audio file\n"
            "  vocode    features with pitch back to audio (the vocoder)\n"
+           "  models    the shipped models: rate, latency, training data\n"
            "  help      this help; 'frae help <command>' (or 'frae <command>\n"
            "            --help') for one command's options and an example\n"
            "\n"
@@ -81,7 +82,8 @@ int main(int argc, char **argv)
         /* frae help CMD: CMD's own --help */
         static const char *const cmds[] = {"train",  "predict", "info",
                                            "import", "convert", "encode",
-                                           "decode", "features", "vocode"};
+                                           "decode", "features", "vocode",
+                                           "models"};
         for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
             if (!strcmp(argv[2], cmds[i])) {
                 cmd = cmds[i];
@@ -125,6 +127,8 @@ dispatch:
         return cmd_decode(argc - 2, argv + 2);
     if (!strcmp(cmd, "vocode"))
         return cmd_vocode(argc - 2, argv + 2);
+    if (!strcmp(cmd, "models"))
+        return cmd_models(argc - 2, argv + 2);
     if (!strcmp(cmd, "features"))
         return cmd_features(argc - 2, argv + 2);
     return cli_fail(EXIT_USAGE, "unknown command '%s' (see 'frae --help')",
