@@ -33,7 +33,7 @@ from . import _frae
 from ._frae import FraeError
 
 __all__ = ["FRAE", "load", "features", "vocode", "write_wav", "recipes", "FraeError",
-           "History"]
+           "History", "Codec", "models", "models_dirs"]
 __version__ = _frae.version
 
 _ISA = {"auto": 0, "scalar": 1, "avx2": 2, "avx512": 3}
@@ -724,3 +724,178 @@ def recipes():
     """The recipes by name (FRAE(recipe=...), 'frae train --recipe'): {name:
     (summary, {keyword: value})}, the options each sets."""
     return {name: (summary, dict(opts)) for name, summary, opts in _frae.recipes()}
+
+
+# ---- the shipped models and a codec over them -----------------------------------
+
+DEFAULT_MODEL = "speech"  # the fixed-rate 1.6 kbit/s codec (FRAE_DEFAULT_MODEL)
+
+
+def models_dirs():
+    """The directories the shipped models are looked for in, in the order
+    'frae models' and libfrae's frae_load_shipped look: FRAE_MODELS
+    (colon-separated; alone when set), else the source tree's models/ (this
+    package run from python/), PREFIX/share/frae/models for the
+    interpreter's prefixes, ~/.local and /usr/local ('make install'); those
+    that exist.  (pip install . installs the module, not the models: 'make
+    install' or FRAE_MODELS provides them.)"""
+    env = os.environ.get("FRAE_MODELS")
+    if env:
+        cands = [d for d in env.split(":") if d]
+    else:
+        here = os.path.dirname(os.path.abspath(__file__))
+        # the source tree's models/ (python/frae, or build/python/frae)
+        cands = [os.path.join(here, *[".."] * up, "models") for up in (2, 3)
+                 if os.path.exists(os.path.join(here, *[".."] * up, "models", "MANIFEST"))]
+        for prefix in (sys.prefix, getattr(sys, "base_prefix", sys.prefix),
+                       os.path.expanduser("~/.local"), "/usr/local", "/usr"):
+            cands.append(os.path.join(prefix, "share", "frae", "models"))
+    out = []
+    for d in cands:
+        d = os.path.realpath(d)
+        if os.path.isdir(d) and d not in out:
+            out.append(d)
+    return out
+
+
+def models():
+    """The shipped models found: {name: path}, the first of each name in
+    models_dirs()'s order."""
+    found = {}
+    for d in models_dirs():
+        for f in sorted(os.listdir(d)):
+            if f.endswith(".safetensors") and f[:-12] not in found:
+                found[f[:-12]] = os.path.join(d, f)
+    return found
+
+
+def _stream_hash(stream):
+    b = bytes(stream[:16])
+    if len(b) < 16 or b[:6] != b"FRAEBS":
+        raise FraeError("not a frae stream (no FRAEBS header)")
+    return int.from_bytes(b[8:16], "little")
+
+
+class Codec:
+    """The speech codec over a shipped model (README "Quick start: Python")::
+
+        c = frae.Codec()                      # the default: speech, 1.6 kbit/s
+        stream = c.encode("in.wav")           # the bytes 'frae encode' writes
+        samples = c.decode(stream, "out.wav") # float32 audio, also written
+
+    model: a shipped model's name ("speech", "speech-vbr": frae.models()),
+    a checkpoint's path, or None (the default).  encode takes a WAV (or any
+    audio file libsndfile reads) by path, a 1-D float array of samples at
+    the model's rate, or feature frames ([T, D + 2] with pitch, as
+    frae.features(pitch=True) gives); it returns the .fbs bytes (and writes
+    them to fbs if given).  decode takes those bytes (or a .fbs path) and
+    returns the decoded audio (and writes wav if given); frames=True gives
+    the decoded feature frames instead.  A stream another shipped model
+    made is decoded with that model, found by the hash the stream names,
+    as 'frae decode IN.fbs --wav OUT.wav' does."""
+
+    def __init__(self, model=None, threads=None):
+        self._threads = threads
+        self._loaded = {}
+        self.path = self._resolve(DEFAULT_MODEL if model is None else model)
+        self.model = self._load(self.path)
+
+    @staticmethod
+    def _resolve(model):
+        model = os.fspath(model)
+        if os.sep not in model and not os.path.exists(model):
+            found = models()
+            if model not in found:
+                raise FraeError("no shipped model %r (found: %s; searched %s)"
+                                % (model, ", ".join(sorted(found)) or "none",
+                                   ", ".join(models_dirs()) or "no models directory"))
+            return found[model]
+        return model
+
+    def _load(self, path):
+        if path not in self._loaded:
+            m = load(path, threads=self._threads)
+            if getattr(m, "_features", None) is None:
+                raise FraeError("%s was not trained on audio features" % path)
+            self._loaded[path] = m
+        return self._loaded[path]
+
+    @staticmethod
+    def _hash(m):
+        return m._inference(1).info()["hash"]
+
+    @property
+    def hash(self):
+        """The model's hash: what its streams name (bytes 8-15)."""
+        return self._hash(self.model)
+
+    def _feature_args(self, m):
+        f = m._features
+        return dict(sample_rate=f["sample_rate"], n_mels=f["n_mels"], hop=f["hop"],
+                    win=f["win"], n_fft=f["n_fft"], fmin=f["fmin"], fmax=f["fmax"])
+
+    def features(self, audio):
+        """The frames the model codes: features(pitch=True) of a file, or of
+        samples (a 1-D array at the model's rate, through a 16-bit WAV as a
+        file would hold them)."""
+        args = self._feature_args(self.model)
+        if isinstance(audio, (str, bytes, os.PathLike)):
+            return features(audio, pitch=bool(self.model._config()["pitch"]), **args)
+        a = np.asarray(audio)
+        if a.ndim != 1:
+            raise ValueError("Codec: samples must be 1-D, got shape %s" % (a.shape,))
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="frae-codec-") as d:
+            p = os.path.join(d, "in.wav")
+            write_wav(p, a, args["sample_rate"])
+            return features(p, pitch=bool(self.model._config()["pitch"]), **args)
+
+    def encode(self, x, fbs=None, **options):
+        """x (a path, samples, or feature frames) as .fbs bytes; options go
+        to FRAE.encode (search, search_lambda, dtx)."""
+        a = np.asarray(x) if not isinstance(x, (str, bytes, os.PathLike)) else None
+        frames = a if a is not None and a.ndim == 2 else self.features(x)
+        stream = self.model.encode(frames, **options)
+        if fbs is not None:
+            with open(fbs, "wb") as f:
+                f.write(stream)
+        return stream
+
+    def _model_for(self, stream):
+        h = _stream_hash(stream)
+        if h == self.hash:
+            return self.model
+        for m in self._loaded.values():
+            if self._hash(m) == h:
+                return m
+        for path in models().values():
+            m = self._load(path)
+            if self._hash(m) == h:
+                return m
+        raise FraeError("no installed model has hash %016x (frae.models() lists them; "
+                        "give the model that made the stream)" % h)
+
+    def decode(self, stream, wav=None, frames=False):
+        """A .fbs stream (bytes or a path) back to audio (float32 samples at
+        the model's rate; wav: also written there) or, frames=True, to its
+        decoded feature frames."""
+        if isinstance(stream, (str, os.PathLike)):
+            with open(stream, "rb") as f:
+                stream = f.read()
+        if not isinstance(stream, (bytes, bytearray, memoryview)):
+            raise TypeError("decode: needs bytes or a path, got %s" % type(stream).__name__)
+        m = self._model_for(stream)
+        y = m.decode(stream)
+        if frames:
+            return y
+        if y.ndim != 2:
+            raise FraeError("decode: the stream holds %d sequences; decode(frames=True) "
+                            "and vocode each" % y.shape[0])
+        args = self._feature_args(m)
+        samples = vocode(y, **args)
+        if wav is not None:
+            write_wav(wav, samples, args["sample_rate"])
+        return samples
+
+    def __repr__(self):
+        return "<frae.Codec %s>" % self.path

@@ -1,0 +1,178 @@
+"""python3 -m frae: the frae command's codec commands, from Python.
+
+    python3 -m frae encode IN.wav -o OUT.fbs          # the default model
+    python3 -m frae decode OUT.fbs --wav OUT.wav      # the stream's model
+    python3 -m frae models                            # what is installed
+    python3 -m frae features IN.wav -o f.npy [--pitch]
+    python3 -m frae vocode f.npy -o OUT.wav
+    python3 -m frae info MODEL
+    python3 -m frae train WAVDIR --recipe speech --epochs 50 --save M.safetensors
+
+Each writes what the frae command of the same name writes (the same bytes
+for encode, decode --wav, features and vocode), through the Python module
+(frae.Codec, frae.features, frae.vocode, frae.FRAE); exit codes as the
+command's: 0 done, 2 bad usage or input (one line on stderr)."""
+import argparse
+import glob
+import os
+import sys
+
+import numpy as np
+
+import frae
+
+
+def _fail(msg):
+    print("python3 -m frae: %s" % msg, file=sys.stderr)
+    return 2
+
+
+def _is_model(arg):
+    if arg in frae.models():
+        return True
+    try:
+        with open(arg, "rb") as f:
+            head = f.read(9)
+    except OSError:
+        return False
+    return len(head) == 9 and head[8:9] == b"{"
+
+
+def cmd_encode(a):
+    pos = list(a.args)
+    model = pos.pop(0) if len(pos) == 2 or (pos and _is_model(pos[0]) and len(pos) > 1) else None
+    if len(pos) != 1 or not a.output:
+        return _fail("encode: needs [MODEL] IN and -o OUT.fbs")
+    c = frae.Codec(model)
+    src = pos[0]
+    x = np.load(src) if src.endswith(".npy") else src
+    stream = c.encode(x, fbs=a.output, search=a.search, **({"dtx": True} if a.dtx else {}))
+    print("%s -> %s: %d bytes (%s)" % (src, a.output, len(stream), os.path.basename(c.path)))
+    return 0
+
+
+def cmd_decode(a):
+    pos = list(a.args)
+    model = pos.pop(0) if pos and _is_model(pos[0]) else None
+    if len(pos) == 2 and not a.wav and not pos[1].endswith(".npy"):
+        a.wav = pos.pop()
+    elif len(pos) == 2 and not a.output:
+        a.output = pos.pop()
+    if len(pos) != 1 or not (a.wav or a.output):
+        return _fail("decode: needs [MODEL] IN.fbs and --wav OUT.wav or -o OUT.npy")
+    c = frae.Codec(model) if model else None
+    with open(pos[0], "rb") as f:
+        stream = f.read()
+    if c is None:
+        c = frae.Codec()
+    if a.output:
+        np.save(a.output, c.decode(stream, frames=True))
+    if a.wav:
+        c.decode(stream, wav=a.wav)
+    print("%s -> %s" % (pos[0], a.wav or a.output))
+    return 0
+
+
+def cmd_models(a):
+    found = frae.models()
+    if not found:
+        print("no shipped models found (FRAE_MODELS, PREFIX/share/frae/models, or the "
+              "source tree's models/: 'make models' builds them)")
+        return 0
+    manifest = {}
+    for d in frae.models_dirs():
+        p = os.path.join(d, "MANIFEST")
+        if os.path.exists(p):
+            for line in open(p, encoding="utf-8"):
+                f = line.rstrip("\n").split("\t")
+                if not line.startswith("#") and len(f) == 5:
+                    manifest.setdefault(os.path.join(d, f[0]), f)
+    for name, path in found.items():
+        m = frae.load(path)
+        cfg, info = m._config(), m._inference(1).info()
+        f = manifest.get(path)
+        rate = f[3] if f else ("variable rate" if cfg["prior"] else
+                               "%.2f kbit/s fixed" % (info["bits_per_frame"] / 10))
+        print("  %-12s %s, %d codes%s; latency 30 ms%s; hash %016x" % (
+            name, rate, cfg["latent_dim"], " + pitch" if cfg["pitch"] else "",
+            " + the packet" if cfg["prior"] else "", info["hash"]))
+        print("               %s; trained on: %s" % (path, f[4] if f else "(no MANIFEST)"))
+    return 0
+
+
+def cmd_features(a):
+    if len(a.args) != 1 or not a.output:
+        return _fail("features: needs IN and -o OUT.npy")
+    f = frae.features(a.args[0], pitch=a.pitch)
+    np.save(a.output, f)
+    print("%s -> %s: %d frames x %d" % (a.args[0], a.output, f.shape[0], f.shape[1]))
+    return 0
+
+
+def cmd_vocode(a):
+    if len(a.args) != 1 or not a.output:
+        return _fail("vocode: needs IN.npy and -o OUT.wav")
+    frae.write_wav(a.output, frae.vocode(np.load(a.args[0])))
+    print("%s -> %s" % (a.args[0], a.output))
+    return 0
+
+
+def cmd_info(a):
+    if len(a.args) != 1:
+        return _fail("info: needs MODEL")
+    path = frae.Codec._resolve(a.args[0])
+    m = frae.load(path)
+    print("%s: %s, hash %016x" % (path, m.summary(), m._inference(1).info()["hash"]))
+    return 0
+
+
+def cmd_train(a):
+    if not a.args or not a.save:
+        return _fail("train: needs DATA (WAV files or directories) and --save MODEL")
+    wavs = []
+    for p in a.args:
+        wavs += sorted(glob.glob(os.path.join(p, "*.wav"))) if os.path.isdir(p) else [p]
+    pitch = a.recipe != "none"
+    x = [frae.features(w, pitch=pitch) for w in wavs]
+    m = frae.FRAE(recipe=a.recipe, frame_dim=80)
+    m.fit(x, epochs=a.epochs, verbose=1)
+    m.save(a.save)
+    print("%d files, %d epochs -> %s" % (len(wavs), a.epochs, a.save))
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m frae", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd")
+    for name, fn in (("encode", cmd_encode), ("decode", cmd_decode), ("models", cmd_models),
+                     ("features", cmd_features), ("vocode", cmd_vocode), ("info", cmd_info),
+                     ("train", cmd_train)):
+        p = sub.add_parser(name, help=(fn.__doc__ or name))
+        p.set_defaults(fn=fn)
+        p.add_argument("args", nargs="*")
+        if name in ("encode", "decode", "features", "vocode"):
+            p.add_argument("-o", "--output")
+        if name == "encode":
+            p.add_argument("--search", type=int, default=0)
+            p.add_argument("--dtx", action="store_true")
+        if name == "decode":
+            p.add_argument("--wav")
+        if name == "features":
+            p.add_argument("--pitch", action="store_true")
+        if name == "train":
+            p.add_argument("--recipe", default="speech")
+            p.add_argument("--epochs", type=int, default=50)
+            p.add_argument("--save")
+    a = ap.parse_args(argv)
+    if not a.cmd:
+        ap.print_help()
+        return 2
+    try:
+        return a.fn(a)
+    except (frae.FraeError, OSError, ValueError) as e:
+        return _fail("%s: %s" % (a.cmd, e))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
