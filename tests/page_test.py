@@ -4,7 +4,11 @@ a small demo directory (WAVs of known lengths, figures, a table) made into
 index.html by the demo's own code, rendered in headless Chromium (Debian's
 chromium): every audio element and image must load, each audio element
 must report its file's duration, and a screenshot is written; a page with
-a missing file and one with a cut WAV must be caught.
+a missing file and one with a cut WAV must be caught.  The page is for
+people: each sentence's text above its players, the original first and
+the codecs beside it in one row, systems past the first few behind "more
+systems", the sentence's picture after its players, and the tables below
+every sentence.
 
 Usage: page_test.py   Prints "N passed, N failed" last (after "1 skipped"
 when Chromium is not installed)."""
@@ -66,7 +70,12 @@ def make_demo(out):
     table = ("| system | kbit/s | LSD |\n| --- | --- | --- |\n| FRAE GRU 1.6 kbit/s | 1.68 | 6.3 |\n"
              "| Codec2 1300 | 1.30 | 7.1 |")
     return lp.write_page(out, utts, systems, tables=[("Results", table)],
-                         figures=[("rate and quality", fig)], notes=["a test page"])
+                         figures=[("rate and quality", fig)], notes=["a test page"],
+                         texts=TEXTS, primary=3, intro="Listen.")
+
+
+TEXTS = {"utt-a": "The quick brown fox jumps over the lazy dog.",
+         "utt-b": "Glue the sheet to the dark blue background."}
 
 
 def main():
@@ -86,6 +95,25 @@ def main():
         check(not problems and len(rep["audio"]) == 8 and len(rep["images"]) == 3,
               "in Chromium: 8 audio players and 3 images load, each audio's duration its "
               "file's", "; ".join(problems) or str(rep)[:400])
+        utts = rep["utts"]
+        check([u["text"] for u in utts] == [TEXTS["utt-a"], TEXTS["utt-b"]],
+              "each sentence's text heads its players", str([u["text"] for u in utts]))
+        check(all([p["label"] for p in u["players"]] ==
+                  ["original", "FRAE GRU 1.6 kbit/s", "Codec2 1300"] for u in utts),
+              "the original first, then the codecs, in each sentence's row",
+              str([[p["label"] for p in u["players"]] for u in utts]))
+        check(all(len({round(p["top"]) for p in u["players"]}) == 1 and
+                  sorted(p["left"] for p in u["players"]) == [p["left"] for p in u["players"]]
+                  for u in utts),
+              "side by side: one row, left to right", str(utts)[:400])
+        check(text.count("<details>") == 2 and text.count("1 more systems") == 2,
+              "past primary=3, the rest behind 'more systems'", "")
+        check(all(u["textTop"] < min(p["top"] for p in u["players"]) < u["imgTop"]
+                  for u in utts),
+              "text, then the players, then the sentence's picture", str(utts)[:400])
+        check(rep["tables"] and min(t["top"] for t in rep["tables"]) >
+              max(u["imgTop"] for u in utts),
+              "the tables below every sentence", str(rep["tables"]))
         durations = sorted(round(a["duration"], 2) for a in rep["audio"])
         check(durations[:3] == [1.25] * 3 and durations[-1] == 2.51,
               "the durations are the files' own (1.25 s, 2.5 s, 2.51 s)", str(durations))
