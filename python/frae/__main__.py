@@ -132,11 +132,15 @@ def cmd_train(a):
     wavs = []
     for p in a.args:
         wavs += sorted(glob.glob(os.path.join(p, "*.wav"))) if os.path.isdir(p) else [p]
-    pitch = a.recipe != "none"
-    x = [frae.features(w, pitch=pitch) for w in wavs]
-    m = frae.FRAE(recipe=a.recipe, frame_dim=80)
+    # the envelope trains (the pitch coder is fixed): the log-mel columns
+    x = [frae.features(w) for w in wavs]
+    m = frae.FRAE(recipe=a.recipe)
     m.fit(x, epochs=a.epochs, verbose=1)
-    m.save(a.save)
+    # the features it was trained on (frae.features' defaults), recorded as
+    # 'frae train' records them, so that frae encode takes audio for it
+    feats = (16000, 80, 160, 400, 512, 0.0, 8000.0, 1e-7, 5.0, 5.0)
+    meta = {"features." + k: "%.9g" % v for k, v in zip(frae._FEATURE_KEYS, feats)}
+    m._any().save(os.fspath(a.save), True, meta)
     print("%d files, %d epochs -> %s" % (len(wavs), a.epochs, a.save))
     return 0
 
