@@ -87,7 +87,7 @@ PY_DIR   = $(BUILD)/python/frae
 PY_FILES = $(PY_DIR)/_frae$(PY_EXT) $(PY_DIR)/__init__.py $(PY_DIR)/__main__.py
 
 .PHONY: all test test-asan test-tsan test-threads check bench fixtures clean \
-        install models check-models fuzz fuzz-seeds demo mpi bench-mpi python install-python
+        install models check-models fuzz fuzz-seeds demo demo-full mpi bench-mpi python install-python
 all: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE) $(TESTS) $(BENCH) \
      $(if $(filter yes,$(MPI)),$(FRAE_MPI)) \
      $(if $(filter yes,$(PYMOD)),$(PY_FILES))
@@ -205,6 +205,8 @@ check: test test-asan test-tsan
 # The speech demo (the README's first command runs it through run.sh).
 demo: $(FRAE)
 	/usr/bin/python3 tools/demo.py
+demo-full: $(FRAE)
+	/usr/bin/python3 tools/demo.py --full
 
 # The loss study (issue 37): frae, Opus and Codec2 on the same lost
 # packets and bit errors (docs/2026-12-02-loss-study.md)

@@ -1,11 +1,18 @@
 #!/bin/sh
-# The main job: the speech demo.  Installs what is missing, builds, makes
-# the synthetic speech corpus (espeak-ng, flite), trains an FRAE codec on it,
-# codes the held-out voices, writes decoded WAVs and figures to demo/, and
-# compares with Codec2 and Opus.  Arguments go to tools/demo.py
-# (e.g. --epochs 20).
+# The main job: frae's shipped speech codecs at work.  Installs what is
+# missing, builds, makes the synthetic speech corpus (espeak-ng, flite),
+# codes the held-out voices with the shipped models (models/: 1.6 kbit/s
+# fixed and variable rate), runs Codec2 and Opus on the same audio,
+# measures every system through its decoded audio, prints the table and
+# writes the WAVs, pictures and the listening page to demo/ (about 5
+# minutes on 2 cores; it opens nothing).
+#   ./run.sh --full   the full study instead: trains every model (the
+#                     rate-quality curve, search, DTX, denoising) and
+#                     checks the issues' bars (about 14 minutes)
+# Other arguments go to tools/demo.py (e.g. --full --epochs 20).
 set -eu
 cd "$(dirname "$0")"
+echo "frae main job: installing what is missing (scripts/install-deps.sh), building"
 sh scripts/install-deps.sh
 make -j"$(nproc 2>/dev/null || echo 2)" build/frae >/dev/null
 exec /usr/bin/python3 tools/demo.py "$@"

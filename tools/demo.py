@@ -384,13 +384,296 @@ def spectrogram_strips(out, refs, panels):
     return paths
 
 
+def codec2_opus(tests, out, tmp, secs, progress=None):
+    """Codec2 (700C, 1300, 1600, 3200) and Opus 6 kbit/s on the held-out
+    voices: {label: {"kbps", "actual", "wavs"}}."""
+    systems = {}
+    for mode in ("700C", "1300", "1600", "3200"):
+        wavs, c2_bytes = {}, 0
+        for w in tests:
+            name = os.path.basename(w)[:-4]
+            raw8 = os.path.join(tmp, "in8.raw")
+            sh(["sox", "-R", w, "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer",
+                "-t", "raw", raw8])
+            c2 = os.path.join(tmp, "x.c2")
+            sh(["c2enc", mode, raw8, c2])
+            c2_bytes += os.path.getsize(c2)
+            sh(["c2dec", mode, c2, os.path.join(tmp, "out8.raw")])
+            wav = os.path.join(out, "wav", "%s-codec2-%s.wav" % (name, mode))
+            sh(["sox", "-R", "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t",
+                "raw", os.path.join(tmp, "out8.raw"), "-r", "16000", wav])
+            wavs[name] = wav
+            if progress:
+                progress.tick()
+        # placed at its bits; its files take more (a 7-byte header, and
+        # 700C's 28 and 1300's 52 bits a frame padded to whole bytes)
+        systems["Codec2 %s" % mode] = {"kbps": {"700C": 0.7, "1300": 1.3, "1600": 1.6, "3200": 3.2}[mode],
+                                       "actual": c2_bytes * 8 / secs / 1000, "wavs": wavs}
+    wavs, opus_bytes, ogg_bytes = {}, 0, 0
+    for w in tests:
+        name = os.path.basename(w)[:-4]
+        ogg = os.path.join(tmp, "x.opus")
+        sh(["opusenc", "--quiet", "--bitrate", "6", w, ogg])
+        opus_bytes += sum(opus_packet_sizes(ogg))
+        ogg_bytes += os.path.getsize(ogg)
+        wav = os.path.join(out, "wav", "%s-opus.wav" % name)
+        sh(["opusdec", "--quiet", "--rate", "16000", ogg, wav])
+        wavs[name] = wav
+        if progress:
+            progress.tick()
+    # placed at its packets' bytes: the Ogg file around them (headers, 512
+    # bytes of tag padding, page headers) is a container, not the codec
+    systems["Opus 6 kbit/s"] = {"kbps": opus_bytes * 8 / secs / 1000,
+                                "actual": ogg_bytes * 8 / secs / 1000, "wavs": wavs}
+
+    return systems
+
+
+def measure(frae, systems, refs, out, tmp, progress=None):
+    """Every system through its audio: the log-mel of its WAV against the
+    original's, aligned, and the reference tracker's pitch.  Returns the
+    rows, the two band sets and the originals' pitch tracks."""
+    full = np.arange(80)
+    # narrowband: bands wholly below 3.8 kHz, clear of the roll-off of an
+    # 8 kHz-sampled codec's resampling filter
+    narrow = np.where(mel_upper_edges() <= 3800)[0]
+    ref_pitch = {name: pitch_track(os.path.join(out, "wav", name + "-original.wav"), len(r))
+                 for name, r in refs.items()}
+    rows = []
+    for label, s in systems.items():
+        r = {"label": label, "kbps": s["kbps"], "lags": [], "feats": {},
+             "actual": s.get("actual", s["kbps"]), "vr": s.get("vr", False),
+             "search": s.get("search", False), "dtx": s.get("dtx", False)}
+        vals = {"full": [], "nb": []}
+        quiet = []  # the frames the measures skip: decoded level - original's
+        counts = np.zeros(4)
+        for name, ref in refs.items():
+            got = features(frae, s["wavs"][name], os.path.join(tmp, "got.npy"))
+            lag = best_lag(ref, got)
+            r["lags"].append(lag)
+            test = shift(len(ref), got, lag)
+            r["feats"][name] = test
+            ok = ~np.isnan(test).any(axis=1)
+            for tag, bands in (("full", full), ("nb", narrow)):
+                vals[tag].append(metrics(ref[ok], test[ok], bands))
+            skip = ok & ~speech_frames(ref)
+            quiet.append(frame_level_db(test[skip]) - frame_level_db(ref[skip]))
+            f0, v = pitch_track(s["wavs"][name], len(got))
+            f0, v = shift(len(ref), f0, lag), shift(len(ref), v.astype(float), lag)
+            okp = ~np.isnan(v)
+            counts += pitch_errors(ref_pitch[name], (np.nan_to_num(f0), v == 1, okp))
+            if progress:
+                progress.tick()
+        for tag in ("full", "nb"):
+            r["lsd_" + tag] = float(np.mean([v[0] for v in vals[tag]]))
+            r["mcd_" + tag] = float(np.mean([v[1] for v in vals[tag]]))
+        r["quiet_db"] = float(np.mean(np.concatenate(quiet)))
+        r["gpe"] = 100.0 * counts[0] / max(counts[1], 1)
+        r["vde"] = 100.0 * counts[2] / max(counts[3], 1)
+        rows.append(r)
+    return rows, full, narrow, ref_pitch
+
+
+class Progress:
+    """One step's progress: how far, and how long is left at the pace so far
+    (on a terminal one line redrawn; otherwise a line each tenth)."""
+
+    def __init__(self, what, total):
+        self.what, self.total, self.done = what, max(total, 1), 0
+        self.t0 = time.time()
+        self.tty = sys.stdout.isatty()
+        self.shown = -1
+
+    def tick(self, n=1):
+        self.done += n
+        el = time.time() - self.t0
+        left = el / self.done * (self.total - self.done)
+        line = "    %s: %d/%d, %.0f s so far, about %.0f s left" % (
+            self.what, self.done, self.total, el, left)
+        if self.tty:
+            sys.stdout.write("\r" + line + ("\n" if self.done >= self.total else ""))
+            sys.stdout.flush()
+        elif self.done * 10 // self.total != self.shown or self.done >= self.total:
+            self.shown = self.done * 10 // self.total
+            print(line, flush=True)
+
+
+# the quick job's codecs: the shipped models (models/, make models): (name,
+# label); the full study's figures for the same models are the README's
+SHIPPED = (("speech", "FRAE speech, 1.6 kbit/s (shipped)"),
+           ("speech-vbr", "FRAE speech-vbr, variable rate (shipped)"))
+
+
+def quick(a):
+    """The main job (./run.sh): the shipped codecs, Codec2 and Opus on the
+    held-out voices, measured through audio; the table, the WAVs, the
+    pictures and the listening page.  No training."""
+    frae, out = a.frae, a.out
+    started = time.time()
+    steps = 6
+
+    def step(k, text):
+        print("[%d/%d] %s (%.0f s in)" % (k, steps, text, time.time() - started), flush=True)
+    os.makedirs(os.path.join(out, "wav"), exist_ok=True)
+    step(1, "the speech corpus: synthetic voices (espeak-ng, flite), about 30 s when new")
+    sh(["sh", os.path.join(ROOT, "scripts", "make-corpus.sh"), a.corpus, frae])
+    print("    " + open(os.path.join(a.corpus, ".complete")).read().strip(), flush=True)
+    tests = sorted(glob.glob(os.path.join(a.corpus, "wav", "test", "*.wav")))
+    texts = {}
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import listening_page
+    texts = listening_page.sentence_texts([os.path.basename(w)[:-4] for w in tests],
+                                          a.corpus)
+
+    step(2, "coding the %d held-out utterances with the shipped models (frae encode, "
+         "frae decode --wav: the model found by the stream's hash)" % len(tests))
+    env = dict(os.environ, FRAE_MODELS=a.models)
+    models = {}
+    for name, label in SHIPPED:
+        path = os.path.join(a.models, name + ".safetensors")
+        if not os.path.exists(path):
+            sys.exit("%s is missing: 'make models' builds it" % path)
+        models[name] = {"label": label, "path": path, "bytes": 0, "wavs": {}}
+    tmp = tempfile.mkdtemp(prefix="frae-demo-")
+    refs, secs = {}, 0.0
+    prog = Progress("utterances", len(tests))
+    for w in tests:
+        name = os.path.basename(w)[:-4]
+        npy = os.path.join(tmp, name + "-ref.npy")
+        sh([frae, "features", w, "-o", npy])
+        refs[name] = np.load(npy)
+        secs += float(sh(["soxi", "-D", w]))
+        shutil.copy(w, os.path.join(out, "wav", name + "-original.wav"))
+        for key, m in models.items():
+            fbs = os.path.join(tmp, "%s-%s.fbs" % (name, key))
+            sh([frae, "encode", m["path"], w, "-o", fbs])
+            m["bytes"] += os.path.getsize(fbs)
+            wav = os.path.join(out, "wav", "%s-frae-%s.wav" % (name, key))
+            sh([frae, "decode", fbs, "--wav", wav], env=env)
+            m["wavs"][name] = wav
+        prog.tick()
+    systems = {}
+    for key, m in models.items():
+        kbps = m["bytes"] * 8 / secs / 1000
+        vr = key != "speech"
+        systems[m["label"]] = {"kbps": kbps if vr else 1.6, "actual": kbps, "wavs": m["wavs"],
+                               "vr": vr}
+
+    step(3, "Codec2 (700C, 1300, 1600, 3200) and Opus 6 kbit/s on the same audio")
+    systems.update(codec2_opus(tests, out, tmp, secs, Progress("utterances", 5 * len(tests))))
+
+    step(4, "every system through its decoded audio: log-mel distances and pitch")
+    rows, full, narrow, ref_pitch = measure(frae, systems, refs, out, tmp,
+                                            Progress("decoded WAVs", len(systems) * len(tests)))
+    by = {r["label"]: r for r in rows}
+    lines = ["| system | kbit/s | stream kbit/s | LSD 0-4 kHz | MCD 0-4 kHz | LSD 0-8 kHz "
+             "| MCD 0-8 kHz | GPE | VDE |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        lines.append("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f%% | %.1f%% |" % (
+            r["label"], "" if r["vr"] else "%.2f" % r["kbps"], r["actual"], r["lsd_nb"],
+            r["mcd_nb"], r["lsd_full"], r["mcd_full"], r["gpe"], r["vde"]))
+    table = "\n".join(lines)
+    notes = ("%d held-out utterances (%.0f s, voices the models never heard), every system "
+             "measured on its decoded WAV: LSD and MCD of the log-mel over speech frames "
+             "(dB, lower is better; 0-4 kHz is where narrowband Codec2 is compared), GPE and "
+             "VDE the pitch and voicing errors against a reference tracker (aubio). "
+             "kbit/s: a fixed-rate codec's own rate; stream kbit/s: what the files take, "
+             "headers included. The shipped models: %s (models/README.md). ./run.sh --full "
+             "trains and compares every model of the study." % (
+                 len(tests), secs, ", ".join(
+                     os.path.relpath(m["path"], ROOT) if m["path"].startswith(ROOT + os.sep)
+                     else m["path"] for m in models.values())))
+    report = "\n".join(["# frae speech demo: the shipped codecs", "", "Through audio:", "",
+                        table, "", notes])
+    print()
+    print(report)
+    print()
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(report + "\n")
+
+    step(5, "pictures: rate and quality, spectrograms")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    plt.figure(figsize=(7.5, 4.8))
+    for r in rows:
+        is_frae = r["label"].startswith("FRAE")
+        at = r["actual"] if is_frae else r["kbps"]
+        plt.plot(at, r["lsd_nb"], "o" if is_frae else "s",
+                 color="tab:blue" if is_frae else "tab:gray", markersize=8)
+        plt.annotate(r["label"].replace(" (shipped)", ""), (at, r["lsd_nb"]),
+                     textcoords="offset points", xytext=(6, 4), fontsize=8)
+    plt.xlabel("kbit/s: FRAE's streams, every header byte counted; Codec2's bits, "
+               "Opus's packets")
+    plt.ylabel("LSD 0-4 kHz through audio (dB)")
+    plt.title("rate and quality on the held-out voices (lower is better)")
+    plt.grid(alpha=0.3)
+    plt.xlim(0, max(r["actual"] if r["label"].startswith("FRAE") else r["kbps"]
+                    for r in rows) * 1.3)
+    plt.tight_layout()
+    plt.savefig(os.path.join(out, "rate_quality.png"), dpi=110)
+    plt.close("all")
+    first = SHIPPED[0][1]
+    specs = spectrogram_strips(out, {n: r[:, :80] for n, r in refs.items()}, [
+        (first.replace(" (shipped)", ""), by[first]["feats"]),
+        ("Codec2 1300", by["Codec2 1300"]["feats"]), ("Opus 6 kbit/s", by["Opus 6 kbit/s"]["feats"])])
+
+    step(6, "the listening page")
+    page_systems = [("original", {n: os.path.join(out, "wav", n + "-original.wav")
+                                  for n in refs})]
+    # each sentence's row: the codecs people compare first, the rest behind
+    # "more systems"
+    order = [label for _, label in SHIPPED] + [
+        "Codec2 1300", "Codec2 3200", "Opus 6 kbit/s"]
+    order += [label for label in systems if label not in order]
+    page_systems += [(label.replace(" (shipped)", ""), systems[label]["wavs"])
+                     for label in order]
+    listening_page.write_page(
+        out, [(n, specs[n]) for n in sorted(refs)], page_systems,
+        tables=[("Through audio (held-out voices)", table)],
+        figures=[("rate and quality", os.path.join(out, "rate_quality.png"))],
+        notes=[notes, "Spectrograms per sentence: the log-mel of the original, then of the "
+               "decoded audio of FRAE speech 1.6 kbit/s, Codec2 1300 and Opus 6 kbit/s."],
+        texts=texts, primary=6,
+        intro="Each sentence as spoken (synthetic voices the codecs never heard in training), "
+              "then through each codec: frae's two shipped speech codecs at 1.6 kbit/s and "
+              "about 1.2 kbit/s, Codec2 and Opus.  The figures are below the sentences.",
+        title="frae speech codecs: listen")
+    msg = ""
+    if listening_page.chromium() and not a.no_check:
+        problems, rep = listening_page.check(out)
+        msg = (" (checked in headless Chromium: %d players and %d pictures load)"
+               % (len(rep["audio"]), len(rep["images"])) if not problems
+               else " (headless Chromium found problems: %s)" % "; ".join(problems[:3]))
+    shutil.rmtree(tmp)
+    print("wrote %s: the WAVs (wav/), report.md, rate_quality.png, spec/ and index.html%s; "
+          "open %s in a browser to listen.  %.0f s in all." % (
+              out, msg, os.path.join(out, "index.html"), time.time() - started))
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--epochs", type=int, default=50)
+    ap = argparse.ArgumentParser(
+        description="The main job: the shipped codecs (default), or --full: the study.")
+    ap.add_argument("--full", action="store_true",
+                    help="the full study: train every model (about 14 minutes on 2 cores)")
+    ap.add_argument("--epochs", type=int, default=50, help="--full: epochs per model")
     ap.add_argument("--out", default=os.path.join(ROOT, "demo"))
     ap.add_argument("--frae", default=os.path.join(ROOT, "build", "frae"))
     ap.add_argument("--corpus", default=os.path.join(ROOT, "data", "corpus"))
+    ap.add_argument("--models", default=os.path.join(ROOT, "models"),
+                    help="the shipped models' directory (the quick job)")
+    ap.add_argument("--no-check", action="store_true",
+                    help="skip the listening page's headless Chromium check")
     a = ap.parse_args()
+    a.models = os.path.abspath(a.models)
+    if not a.full:
+        return quick(a)
+    return full(a)
+
+
+def full(a):
+    """The full study (./run.sh --full)."""
     frae, out = a.frae, a.out
     started = time.time()
     os.makedirs(os.path.join(out, "wav"), exist_ok=True)
@@ -480,77 +763,10 @@ def main():
                                "actual": m["actual_kbps"], "vr": m["vr"],
                                "search": "--search" in m.get("enc", []),
                                "dtx": "--dtx" in m.get("enc", [])}
-    for mode in ("700C", "1300", "1600", "3200"):
-        wavs, c2_bytes = {}, 0
-        for w in tests:
-            name = os.path.basename(w)[:-4]
-            raw8 = os.path.join(tmp, "in8.raw")
-            sh(["sox", "-R", w, "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer",
-                "-t", "raw", raw8])
-            c2 = os.path.join(tmp, "x.c2")
-            sh(["c2enc", mode, raw8, c2])
-            c2_bytes += os.path.getsize(c2)
-            sh(["c2dec", mode, c2, os.path.join(tmp, "out8.raw")])
-            wav = os.path.join(out, "wav", "%s-codec2-%s.wav" % (name, mode))
-            sh(["sox", "-R", "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t",
-                "raw", os.path.join(tmp, "out8.raw"), "-r", "16000", wav])
-            wavs[name] = wav
-        # placed at its bits; its files take more (a 7-byte header, and
-        # 700C's 28 and 1300's 52 bits a frame padded to whole bytes)
-        systems["Codec2 %s" % mode] = {"kbps": {"700C": 0.7, "1300": 1.3, "1600": 1.6, "3200": 3.2}[mode],
-                                       "actual": c2_bytes * 8 / secs / 1000, "wavs": wavs}
-    wavs, opus_bytes, ogg_bytes = {}, 0, 0
-    for w in tests:
-        name = os.path.basename(w)[:-4]
-        ogg = os.path.join(tmp, "x.opus")
-        sh(["opusenc", "--quiet", "--bitrate", "6", w, ogg])
-        opus_bytes += sum(opus_packet_sizes(ogg))
-        ogg_bytes += os.path.getsize(ogg)
-        wav = os.path.join(out, "wav", "%s-opus.wav" % name)
-        sh(["opusdec", "--quiet", "--rate", "16000", ogg, wav])
-        wavs[name] = wav
-    # placed at its packets' bytes: the Ogg file around them (headers, 512
-    # bytes of tag padding, page headers) is a container, not the codec
-    systems["Opus 6 kbit/s"] = {"kbps": opus_bytes * 8 / secs / 1000,
-                                "actual": ogg_bytes * 8 / secs / 1000, "wavs": wavs}
+    systems.update(codec2_opus(tests, out, tmp, secs))
 
     print("== 5. every system through its audio: features and pitch", flush=True)
-    full = np.arange(80)
-    # narrowband: bands wholly below 3.8 kHz, clear of the roll-off of an
-    # 8 kHz-sampled codec's resampling filter
-    narrow = np.where(mel_upper_edges() <= 3800)[0]
-    ref_pitch = {name: pitch_track(os.path.join(out, "wav", name + "-original.wav"), len(r))
-                 for name, r in refs.items()}
-    rows = []
-    for label, s in systems.items():
-        r = {"label": label, "kbps": s["kbps"], "lags": [], "feats": {},
-             "actual": s.get("actual", s["kbps"]), "vr": s.get("vr", False),
-             "search": s.get("search", False), "dtx": s.get("dtx", False)}
-        vals = {"full": [], "nb": []}
-        quiet = []  # the frames the measures skip: decoded level - original's
-        counts = np.zeros(4)
-        for name, ref in refs.items():
-            got = features(frae, s["wavs"][name], os.path.join(tmp, "got.npy"))
-            lag = best_lag(ref, got)
-            r["lags"].append(lag)
-            test = shift(len(ref), got, lag)
-            r["feats"][name] = test
-            ok = ~np.isnan(test).any(axis=1)
-            for tag, bands in (("full", full), ("nb", narrow)):
-                vals[tag].append(metrics(ref[ok], test[ok], bands))
-            skip = ok & ~speech_frames(ref)
-            quiet.append(frame_level_db(test[skip]) - frame_level_db(ref[skip]))
-            f0, v = pitch_track(s["wavs"][name], len(got))
-            f0, v = shift(len(ref), f0, lag), shift(len(ref), v.astype(float), lag)
-            okp = ~np.isnan(v)
-            counts += pitch_errors(ref_pitch[name], (np.nan_to_num(f0), v == 1, okp))
-        for tag in ("full", "nb"):
-            r["lsd_" + tag] = float(np.mean([v[0] for v in vals[tag]]))
-            r["mcd_" + tag] = float(np.mean([v[1] for v in vals[tag]]))
-        r["quiet_db"] = float(np.mean(np.concatenate(quiet)))
-        r["gpe"] = 100.0 * counts[0] / max(counts[1], 1)
-        r["vde"] = 100.0 * counts[2] / max(counts[3], 1)
-        rows.append(r)
+    rows, full, narrow, ref_pitch = measure(frae, systems, refs, out, tmp)
     by = {r["label"]: r for r in rows}
     # frae's tracker (what the codec sends) against the reference tracker,
     # on the originals
@@ -789,7 +1005,12 @@ def main():
         ("Opus 6 kbit/s", by["Opus 6 kbit/s"]["feats"])])
     page_systems = [("original", {n: os.path.join(out, "wav", n + "-original.wav")
                                   for n in refs})]
-    page_systems += [(label, s["wavs"]) for label, s in systems.items()]
+    # in each sentence's row: the main codecs first, the rest behind "more"
+    main_labels = [models["gru-1k6"]["label"], models["gru-vr12-%g" % VR12_LAMBDA]["label"],
+                   models["gru-3k2"]["label"], "Codec2 1300", "Codec2 3200", "Opus 6 kbit/s"]
+    page_systems += [(label, systems[label]["wavs"]) for label in main_labels]
+    page_systems += [(label, s["wavs"]) for label, s in systems.items()
+                     if label not in main_labels]
     page_systems += sorted(dpage.items())
     listening_page.write_page(
         out, [(n, specs[n]) for n in sorted(refs)], page_systems,
@@ -801,6 +1022,10 @@ def main():
                  ("training", os.path.join(out, "loss.png"))],
         notes=[notes, "Spectrograms per utterance: the log-mel of the original, then of "
                "the decoded audio of FRAE GRU 1.6 kbit/s, Codec2 1300 and Opus 6 kbit/s."],
+        texts=listening_page.sentence_texts(list(refs), a.corpus), primary=7,
+        intro="Each held-out sentence (voices the codecs never heard), then through each "
+              "system: the main FRAE codecs, Codec2 and Opus first, the rest of the study "
+              "behind 'more systems'.  Tables and figures are below the sentences.",
         title="frae speech demo: listen")
     if listening_page.chromium():
         problems, rep = listening_page.check(out)
