@@ -113,7 +113,7 @@ done
 expect 2 "help: unknown command 'bogus'" "frae help of an unknown command" -- help bogus
 "$FRAE" help >"$tmp/out" 2>&1 && grep -q "frae help <command>" "$tmp/out" &&
     ok "frae help: the general help" || bad "frae help: $(head -n 3 "$tmp/out")"
-expect 2 "needs MODEL, IN.fbs and --wav OUT.wav or -o OUT.npy" \
+expect 2 "needs \[MODEL\] IN.fbs and --wav OUT.wav or -o OUT.npy" \
     "decode without an output: one line naming --wav" -- decode m.safetensors x.fbs
 
 echo "$pass passed, $fail failed"

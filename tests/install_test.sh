@@ -20,12 +20,33 @@ if make -s BUILD="$BUILD" install PREFIX="$prefix" >"$prefix/log" 2>&1 &&
 else
     bad "make install: $(cat "$prefix/log")"
 fi
+# the shipped models: installed, found by the installed frae beside it
+# (PREFIX/bin/../share/frae/models), and by libfrae.so beside itself
+# (PREFIX/lib/../share/frae/models), the tree's models/ out of reach
+if cmp -s models/speech.safetensors "$prefix/share/frae/models/speech.safetensors" &&
+    cmp -s models/MANIFEST "$prefix/share/frae/models/MANIFEST" &&
+    (cd / && env -u FRAE_MODELS "$prefix/bin/frae" models) >"$prefix/models.out" 2>&1 &&
+    grep -q "^$prefix/share/frae/models:" "$prefix/models.out" &&
+    ! grep -q "$PWD/models" "$prefix/models.out"; then
+    ok "make install: the shipped models in PREFIX/share/frae/models, which frae models lists"
+else
+    bad "installed models: $(cat "$prefix/models.out" 2>/dev/null)"
+fi
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 flags=$(pkg-config --cflags --libs frae 2>&1)
 if cc examples/stream.c $flags -o "$prefix/stream" 2>"$prefix/log"; then
     ok "the example builds with \$(pkg-config --cflags --libs frae)"
 else
     bad "building the example: $flags: $(cat "$prefix/log")"
+fi
+# the C default model through the installed shared library: found beside it
+mkdir -p "$prefix/empty"
+if cc -std=c11 tests/default_model.c $flags -o "$prefix/default_model" 2>"$prefix/log" &&
+    (cd / && env -u FRAE_MODELS LD_LIBRARY_PATH="$prefix/lib" "$prefix/default_model" \
+        "$prefix/share/frae/models/speech.safetensors" "$prefix/empty") >"$prefix/dm.out" 2>&1; then
+    ok "frae_load_shipped(NULL) through the installed libfrae.so: PREFIX/share/frae/models"
+else
+    bad "the C default model, installed: $(cat "$prefix/log" "$prefix/dm.out" 2>/dev/null | tail -n 5)"
 fi
 # the training API from the installed headers alone: a fit over arrays
 if cc examples/fit.c $flags -lm -o "$prefix/fit" 2>"$prefix/log" &&

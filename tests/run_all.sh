@@ -52,6 +52,10 @@ if [ "$BUILD" = build ]; then # the module loads into an uninstrumented python
     run sh tests/python_test.sh "$BUILD"
     echo "== the Python module the Python way: pip install . into a venv, offline"
     run sh tests/pip_install_test.sh "$BUILD/frae"
+    echo "== the shipped models: MANIFEST, frae models, no model argument, the C default"
+    run sh tests/models_test.sh "$BUILD"
+    echo "== the Python codec over the shipped models (frae.Codec, python3 -m frae)"
+    run /usr/bin/python3 tests/codec_python_test.py "$BUILD"
     echo "== the demo's listening page in headless Chromium"
     run /usr/bin/python3 tests/page_test.py
 fi

@@ -1,0 +1,88 @@
+/* The C default model (tests/models_test.sh builds and runs this against
+ * the build's libfrae.a): frae_load_shipped(NULL) without a file name, as
+ * rnnoise_create(NULL) works without one; the same model as the file;
+ * found again by its hash; a codec state over it codes a frame; a name
+ * that is not shipped, a hostile name and an empty search path fail in
+ * one line.  Usage: default_model SHIPPED_FILE EMPTY_DIR */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frae.h"
+
+static int pass, fail;
+static void check(int ok, const char *what)
+{
+    printf("    %s %s\n", ok ? "ok  " : "FAIL", what);
+    ok ? pass++ : fail++;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3)
+        return 2;
+    char err[512], path[4096];
+    frae_model *m = frae_load_shipped(NULL, NULL, path, sizeof path, err,
+                                      sizeof err);
+    check(m != NULL, m ? "frae_load_shipped(NULL): the default model" : err);
+    if (!m) {
+        printf("%d passed, %d failed\n", pass, fail + 1);
+        return 1;
+    }
+    frae_model *f = frae_load(argv[1], NULL, err, sizeof err);
+    check(f && frae_model_hash(f) == frae_model_hash(m),
+          "it is the shipped file's model (same hash)");
+    char dir[4096];
+    check(frae_models_dir(0, dir, sizeof dir) == 0 && strstr(path, dir) == path,
+          "found in the first models directory");
+    frae_model *h = frae_load_by_hash(frae_model_hash(m), NULL, NULL, 0, err,
+                                      sizeof err);
+    check(h && frae_model_hash(h) == frae_model_hash(m),
+          "frae_load_by_hash finds it again");
+    frae_destroy(h);
+    h = frae_load_by_hash(frae_model_hash(m) ^ 1, NULL, NULL, 0, err,
+                          sizeof err);
+    check(!h && strstr(err, "no installed model has hash") && !strchr(err, '\n'),
+          "an unknown hash: NULL and one line");
+    frae_destroy(h);
+    /* a codec state over it: encode and decode a frame, the decoder's
+     * output the encoder's reconstruction */
+    const frae_config *cfg = frae_get_config(m);
+    const int width = cfg->frame_dim + (cfg->pitch ? 2 : 0);
+    float in[128] = {0}, a[128], b[128];
+    for (int i = 0; i < cfg->frame_dim; i++)
+        in[i] = 0.5f + 0.01f * (float)i;
+    if (cfg->pitch)
+        in[cfg->frame_dim] = 120.0f, in[cfg->frame_dim + 1] = 1.0f;
+    unsigned char code[64];
+    frae_encoder *enc = frae_encoder_create(m);
+    frae_decoder *dec = frae_decoder_create(m);
+    int same = enc && dec && width <= 128 && frae_code_bytes(m) <= sizeof code;
+    for (int t = 0; same && t < 20; t++) {
+        frae_encode_frame(enc, in, code, a);
+        same = frae_decode_frame(dec, code, b) == 0 &&
+               !memcmp(a, b, sizeof(float) * (size_t)width);
+    }
+    check(same, "a codec state over it: 20 frames decoded as encoded");
+    check(frae_bits_per_frame(m) == 16.0, "16 bits a frame (1.6 kbit/s)");
+    frae_encoder_destroy(enc), frae_decoder_destroy(dec);
+    frae_model *v = frae_load_shipped("speech-vbr", NULL, NULL, 0, err,
+                                      sizeof err);
+    check(v && frae_get_config(v)->prior_hidden > 0,
+          "frae_load_shipped(\"speech-vbr\"): the variable-rate one");
+    frae_destroy(v);
+    v = frae_load_shipped("no-such-model", NULL, NULL, 0, err, sizeof err);
+    check(!v && strstr(err, "no shipped model 'no-such-model'"),
+          "a name not shipped: NULL and one line");
+    v = frae_load_shipped("../speech", NULL, NULL, 0, err, sizeof err);
+    check(!v && strstr(err, "not a shipped model's name"),
+          "a path as a name is refused");
+    setenv("FRAE_MODELS", argv[2], 1);
+    v = frae_load_shipped(NULL, NULL, NULL, 0, err, sizeof err);
+    check(!v && strstr(err, "no shipped model 'speech'"),
+          "FRAE_MODELS at an empty directory: only it is searched");
+    frae_destroy(f), frae_destroy(m);
+    printf("%d passed, %d failed\n", pass, fail);
+    return fail != 0;
+}

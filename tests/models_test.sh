@@ -1,0 +1,139 @@
+#!/bin/sh
+# The shipped models (models/): each file's size and SHA-256 what MANIFEST
+# records, each loads; 'frae models' lists them; the C default model
+# (tests/default_model.c, over libfrae.a, found beside the program); the
+# codec with no model argument (encode: the default; decode: the model the
+# stream's hash names) equals the codec with the file given, to the byte;
+# hostile cases (a hash no model has, not a stream, stdin, no models) one
+# line and exit 2.  The bit-for-bit rebuild is 'make check-models' (long,
+# outside ./test.sh).  Usage: tests/models_test.sh [BUILD_DIR]
+BUILD=${1:-build}
+FRAE=$BUILD/frae
+pass=0
+fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ok() { pass=$((pass + 1)); echo "    ok   $1"; }
+bad() { fail=$((fail + 1)); echo "    FAIL $1"; }
+unset FRAE_MODELS
+
+# MANIFEST: file, bytes, SHA-256, rate, data
+n=0
+while IFS="$(printf '\t')" read -r file bytes sum rate data; do
+    case $file in '#'*|'') continue ;; esac
+    n=$((n + 1))
+    got_bytes=$(wc -c <"models/$file" | tr -d ' ')
+    got_sum=$(sha256sum "models/$file" | cut -d' ' -f1)
+    if [ "$got_bytes" = "$bytes" ] && [ "$got_sum" = "$sum" ]; then
+        ok "models/$file: $bytes bytes, SHA-256 as MANIFEST records"
+    else
+        bad "models/$file: $got_bytes bytes, $got_sum; MANIFEST: $bytes, $sum"
+    fi
+    if "$FRAE" info "models/$file" >"$tmp/info" 2>&1 && grep -q bf16 "$tmp/info"; then
+        ok "models/$file loads (bf16 weights)"
+    else
+        bad "models/$file does not load as bf16: $(head -c 300 "$tmp/info")"
+    fi
+    [ -n "$rate" ] && [ -n "$data" ] || bad "models/$file: MANIFEST has no rate or data"
+done <models/MANIFEST
+[ "$n" = 2 ] && ok "MANIFEST lists 2 models" || bad "MANIFEST lists $n models, not 2"
+[ "$(ls models/*.safetensors | wc -l)" = "$n" ] && ok "every models/*.safetensors is in MANIFEST" ||
+    bad "models/ holds files MANIFEST does not list"
+
+if "$FRAE" models >"$tmp/models" 2>&1 && grep -q "^  speech  *1.60 kbit/s fixed" "$tmp/models" &&
+    grep -q "^  speech-vbr  *variable rate" "$tmp/models" &&
+    [ "$(grep -c 'trained on: .*--recipe' "$tmp/models")" = 2 ] &&
+    [ "$(grep -c 'latency 30 ms' "$tmp/models")" = 2 ]; then
+    ok "frae models: both, with rate, latency, hash and training data"
+else
+    bad "frae models: $(cat "$tmp/models")"
+fi
+FRAE_MODELS=$tmp/none "$FRAE" models >"$tmp/models" 2>&1 && grep -q "no shipped models found" "$tmp/models" &&
+    ok "frae models with none: says so, exit 0" || bad "frae models with none: $(cat "$tmp/models")"
+
+# the C default model: the program in BUILD, so that BUILD/../models is found
+if cc -std=c11 -Wall -Wextra -Werror -Iinclude tests/default_model.c "$BUILD/libfrae.a" \
+    -lzip -lm -pthread -o "$BUILD/default_model_test" 2>"$tmp/cc"; then
+    mkdir -p "$tmp/empty"
+    "$BUILD/default_model_test" models/speech.safetensors "$tmp/empty" >"$tmp/c" 2>&1
+    st=$?
+    sed '$d' "$tmp/c"
+    summary=$(tail -n 1 "$tmp/c")
+    p=${summary%% passed*}
+    f=${summary#*passed, }
+    f=${f%% failed*}
+    pass=$((pass + ${p:-0}))
+    fail=$((fail + ${f:-1}))
+    [ "$st" = 0 ] || [ "${f:-1}" != 0 ] || bad "default_model_test exited $st"
+else
+    bad "tests/default_model.c does not build: $(head -c 300 "$tmp/cc")"
+fi
+
+# the codec with no model: the same bytes as with the file named
+wav=data/corpus/wav/test/005-0.wav
+[ -f "$wav" ] || sh scripts/make-corpus.sh data/corpus "$FRAE" >/dev/null
+if "$FRAE" encode "$wav" -o "$tmp/a.fbs" >/dev/null 2>"$tmp/err" &&
+    "$FRAE" encode models/speech.safetensors "$wav" -o "$tmp/b.fbs" >/dev/null &&
+    cmp -s "$tmp/a.fbs" "$tmp/b.fbs"; then
+    ok "frae encode IN.wav -o OUT.fbs: the default model's stream, byte for byte"
+else
+    bad "frae encode without a model: $(cat "$tmp/err")"
+fi
+if "$FRAE" decode "$tmp/a.fbs" --wav "$tmp/a.wav" >/dev/null 2>"$tmp/err" &&
+    "$FRAE" decode models/speech.safetensors "$tmp/b.fbs" --wav "$tmp/b.wav" >/dev/null &&
+    cmp -s "$tmp/a.wav" "$tmp/b.wav"; then
+    ok "frae decode OUT.fbs --wav OUT.wav: the model found by the stream's hash"
+else
+    bad "frae decode without a model: $(cat "$tmp/err")"
+fi
+"$FRAE" decode "$tmp/a.fbs" "$tmp/c.wav" >/dev/null 2>&1 && cmp -s "$tmp/a.wav" "$tmp/c.wav" &&
+    ok "frae decode IN.fbs OUT.wav (positional) alike" || bad "frae decode IN.fbs OUT.wav"
+if "$FRAE" encode speech-vbr "$wav" -o "$tmp/v.fbs" >/dev/null 2>"$tmp/err" &&
+    "$FRAE" encode models/speech-vbr.safetensors "$wav" -o "$tmp/w.fbs" >/dev/null &&
+    cmp -s "$tmp/v.fbs" "$tmp/w.fbs" &&
+    "$FRAE" decode "$tmp/v.fbs" -o "$tmp/v.npy" >/dev/null 2>>"$tmp/err" &&
+    "$FRAE" decode models/speech-vbr.safetensors "$tmp/w.fbs" -o "$tmp/w.npy" >/dev/null &&
+    cmp -s "$tmp/v.npy" "$tmp/w.npy"; then
+    ok "a shipped model by name (speech-vbr), and its stream decoded by its hash"
+else
+    bad "speech-vbr by name: $(cat "$tmp/err")"
+fi
+if "$FRAE" encode "$wav" -o "$tmp/p.fbs" --packet-ms 40 >/dev/null 2>"$tmp/err" &&
+    "$FRAE" decode "$tmp/p.fbs" --wav "$tmp/p.wav" >/dev/null 2>>"$tmp/err"; then
+    ok "real-time packets (--packet-ms 40) with no model, both ends"
+else
+    bad "packets with no model: $(cat "$tmp/err")"
+fi
+
+# hostile: one line, exit 2
+expect2() { # PATTERN DESCRIPTION CMD...
+    pattern=$1 desc=$2
+    shift 2
+    "$@" >/dev/null 2>"$tmp/err"
+    st=$?
+    if [ "$st" = 2 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q -- "$pattern" "$tmp/err"; then
+        ok "$desc: one line, exit 2"
+    else
+        bad "$desc: exit $st, stderr: $(cat "$tmp/err")"
+    fi
+}
+/usr/bin/python3 -c "
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read()); b[9] ^= 0x40
+open(sys.argv[2], 'wb').write(b)" "$tmp/a.fbs" "$tmp/forged.fbs"
+expect2 "no installed model has hash" "a stream whose hash no model has" \
+    "$FRAE" decode "$tmp/forged.fbs" --wav "$tmp/x.wav"
+expect2 "not a frae stream" "not a stream, no model" "$FRAE" decode "$wav" --wav "$tmp/x.wav"
+head -c 10 "$tmp/a.fbs" >"$tmp/short.fbs"
+expect2 "not a frae stream" "a stream cut in its header, no model" \
+    "$FRAE" decode "$tmp/short.fbs" --wav "$tmp/x.wav"
+expect2 "stdin needs MODEL" "a stream on stdin, no model" \
+    sh -c "\"$FRAE\" decode - --wav $tmp/x.wav < $tmp/a.fbs"
+expect2 "no shipped model 'speech' found" "encode with no model and none installed" \
+    env FRAE_MODELS="$tmp/none" "$FRAE" encode "$wav" -o "$tmp/x.fbs"
+expect2 "no installed model has hash" "decode with no model and none installed" \
+    env FRAE_MODELS="$tmp/none" "$FRAE" decode "$tmp/a.fbs" --wav "$tmp/x.wav"
+[ ! -e "$tmp/x.wav" ] && [ ! -e "$tmp/x.fbs" ] && ok "the refusals wrote nothing" ||
+    bad "a refusal wrote an output"
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
