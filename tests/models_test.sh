@@ -105,6 +105,12 @@ else
     bad "packets with no model: $(cat "$tmp/err")"
 fi
 
+"$FRAE" encode - - --packet-ms 40 <"$wav" >"$tmp/live.fbs" 2>/dev/null
+"$FRAE" encode models/speech.safetensors - - --packet-ms 40 <"$wav" >"$tmp/live2.fbs" 2>/dev/null
+[ -s "$tmp/live.fbs" ] && cmp -s "$tmp/live.fbs" "$tmp/live2.fbs" &&
+    ok "a live pipe with no model (frae encode - -): the stream alone on stdout" ||
+    bad "frae encode - - --packet-ms 40 with no model differs from the model's"
+
 # hostile: one line, exit 2
 expect2() { # PATTERN DESCRIPTION CMD...
     pattern=$1 desc=$2

@@ -117,6 +117,9 @@ static int looks_like_checkpoint(const char *path)
 {
     unsigned char head[9];
     struct stat st;
+    const size_t n = strlen(path);
+    if (n > 12 && !strcmp(path + n - 12, ".safetensors"))
+        return 1; /* by its name: a missing one is reported as the model */
     if (stat(path, &st) || !S_ISREG(st.st_mode))
         return 0;
     FILE *f = fopen(path, "rb");
@@ -168,9 +171,9 @@ static int shift_positionals(codec_opts *o, int decode)
         size_t n = strlen(second);
         const int npy = n >= 4 && !strcmp(second + n - 4, ".npy");
         if (decode && !npy && !o->wav)
-            o->wav = second;
+            o->wav = cli_output_path(second);
         else if (!o->io.output)
-            o->io.output = second;
+            o->io.output = cli_output_path(second);
         else
             return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see '%s "
                                         "--help')",
@@ -393,12 +396,15 @@ static int unheard_value(const float *frame, int n, int n_mels, double max)
 
 static void encode_help(void)
 {
-    cli_printf("usage: frae encode MODEL IN -o OUT.fbs [--frame-rate R] [--isa I]\n"
+    cli_printf("usage: frae encode [MODEL] IN -o OUT.fbs [--frame-rate R] [--isa I]\n"
            "                   [--no-resample] [--packet-frames N] [--search N]\n"
            "                   [--search-lambda X] [--dtx] [--dtx-level DB]\n"
            "                   [--packet-ms N] [--resync-ms M|off] [--resync-state]\n"
-           "example: frae encode model.safetensors speech.wav -o speech.fbs\n"
+           "example: frae encode speech.wav -o speech.fbs\n"
            "\n"
+           "MODEL: a checkpoint, or a shipped model's name ('frae models':\n"
+           "speech, the 1.6 kbit/s codec, when MODEL is left out; speech-vbr,\n"
+           "the variable-rate one).\n"
            "Compresses each sequence of IN ([T, D] or [N, T, D] .npy, or an\n"
            "audio file, whose features are computed as the model was\n"
            "trained; --no-resample refuses other rates) frame by\n"
@@ -788,8 +794,8 @@ int cmd_encode(int argc, char **argv)
     if (rc || (rc = shift_positionals(&o, 0)))
         return rc;
     if (!o.io.input || !o.io.output)
-        return cli_fail(EXIT_USAGE, "needs IN (audio or .npy) and -o OUT.fbs "
-                                    "(see 'frae encode --help')");
+        return cli_fail(EXIT_USAGE, "needs [MODEL] IN (audio or .npy) and -o "
+                                    "OUT.fbs (see 'frae encode --help')");
     if ((rc = default_encoder_model(&o)))
         return rc;
     char err[512];
@@ -1014,12 +1020,13 @@ done:
 
 static void decode_help(void)
 {
-    cli_printf("usage: frae decode MODEL IN.fbs [-o OUT.npy] [--wav OUT.wav | OUT.wav]\n"
+    cli_printf("usage: frae decode [MODEL] IN.fbs [-o OUT.npy] [--wav OUT.wav | OUT.wav]\n"
            "                   [--vocoder hnm|gl] [--gl-iters N] [--through] [--isa I]\n"
-           "example: frae decode model.safetensors speech.fbs --wav speech-out.wav\n"
+           "example: frae decode speech.fbs --wav speech-out.wav\n"
            "\n"
            "Rebuilds the frames of a .fbs bitstream with the model that made\n"
-           "it (checked by its hash) and writes them as float32 .npy (-o),\n"
+           "it (checked by its hash; with no MODEL, the shipped model whose\n"
+           "hash the stream names, 'frae models') and writes them as float32 .npy (-o),\n"
            "shaped like the encoded input, or as audio (--wav), or both.  The decoder runs the same feedback loop\n"
            "as training: decode(encode(x)) equals 'frae predict' on x.\n"
            "With a model that codes pitch (train --pitch), each frame is D\n"
@@ -1437,8 +1444,9 @@ int cmd_decode(int argc, char **argv)
         return cli_fail(EXIT_USAGE, "%s is an option of 'frae encode'",
                         o.encoder_opt);
     if (!o.io.input || (!o.io.output && !o.wav))
-        return cli_fail(EXIT_USAGE, "needs IN.fbs and --wav OUT.wav or -o "
-                                    "OUT.npy (see 'frae decode --help')");
+        return cli_fail(EXIT_USAGE, "needs [MODEL] IN.fbs and --wav OUT.wav "
+                                    "or -o OUT.npy (see 'frae decode "
+                                    "--help')");
     if ((rc = model_from_stream(&o)))
         return rc;
     if (o.wav && o.io.output && frae_output_descriptor(o.wav) >= 0 &&
