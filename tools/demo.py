@@ -360,7 +360,7 @@ def denoising(a, frae, out, tmp, models, refs, tests):
     return "\n".join(lines), page
 
 
-def spectrogram_strips(out, refs, panels):
+def spectrogram_strips(out, refs, panels, progress=None):
     """One picture per held-out utterance: the log-mel of the original and
     of a few systems' decoded audio, stacked (out/spec/<name>.png)."""
     import matplotlib
@@ -381,6 +381,8 @@ def spectrogram_strips(out, refs, panels):
         paths[name] = os.path.join(out, "spec", name + ".png")
         fig.savefig(paths[name], dpi=80)
         plt.close(fig)
+        if progress:
+            progress.tick()
     return paths
 
 
@@ -617,7 +619,8 @@ def quick(a):
     first = SHIPPED[0][1]
     specs = spectrogram_strips(out, {n: r[:, :80] for n, r in refs.items()}, [
         (first.replace(" (shipped)", ""), by[first]["feats"]),
-        ("Codec2 1300", by["Codec2 1300"]["feats"]), ("Opus 6 kbit/s", by["Opus 6 kbit/s"]["feats"])])
+        ("Codec2 1300", by["Codec2 1300"]["feats"]), ("Opus 6 kbit/s", by["Opus 6 kbit/s"]["feats"])],
+        Progress("spectrogram pictures", len(refs)))
 
     step(6, "the listening page")
     page_systems = [("original", {n: os.path.join(out, "wav", n + "-original.wav")
@@ -642,6 +645,8 @@ def quick(a):
         title="frae speech codecs: listen")
     msg = ""
     if listening_page.chromium() and not a.no_check:
+        print("    checking it in headless Chromium (every player and picture loads; about "
+              "20 s)", flush=True)
         problems, rep = listening_page.check(out)
         msg = (" (checked in headless Chromium: %d players and %d pictures load)"
                % (len(rep["audio"]), len(rep["images"])) if not problems
