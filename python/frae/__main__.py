@@ -91,11 +91,11 @@ def cmd_models(a):
         m = frae.load(path)
         cfg, info = m._config(), m._inference(1).info()
         f = manifest.get(path)
-        rate = f[3] if f else ("variable rate" if cfg["prior"] else
+        rate = f[3] if f else ("variable rate" if cfg["prior_hidden"] else
                                "%.2f kbit/s fixed" % (info["bits_per_frame"] / 10))
         print("  %-12s %s, %d codes%s; latency 30 ms%s; hash %016x" % (
             name, rate, cfg["latent_dim"], " + pitch" if cfg["pitch"] else "",
-            " + the packet" if cfg["prior"] else "", info["hash"]))
+            " + the packet" if cfg["prior_hidden"] else "", info["hash"]))
         print("               %s; trained on: %s" % (path, f[4] if f else "(no MANIFEST)"))
     return 0
 
