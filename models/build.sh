@@ -32,7 +32,7 @@ for recipe in speech speech-vbr; do
     "$FRAE" train "$CORPUS/feats/train" --audio-features \
         --val-data "$CORPUS/feats/test" --recipe "$recipe" --epochs "$EPOCHS" \
         --save "$tmp/$recipe-f32.safetensors" --log-csv "$tmp/$recipe.csv" \
-        >"$tmp/$recipe.log" 2>&1 || { cat "$tmp/$recipe.log" >&2; exit 1; }
+        >&2 || exit 1
     "$FRAE" convert "$tmp/$recipe-f32.safetensors" \
         -o "$tmp/$recipe.safetensors" --weights bf16 >/dev/null
     case $recipe in
