@@ -561,6 +561,25 @@ def quick(a):
         systems[m["label"]] = {"kbps": kbps if vr else 1.6, "actual": kbps, "wavs": m["wavs"],
                                "vr": vr}
 
+    if a.train:  # the shipped codec trained again: the same bytes
+        print("    --train: training the 1.6 kbit/s codec as 'make models' does (frae train "
+              "--recipe speech, %d epochs; a few minutes on 2 cores)" % a.epochs, flush=True)
+        mine = os.path.join(out, "model-speech.safetensors")
+        cmd = [frae, "train", os.path.join(a.corpus, "feats", "train"), "--audio-features",
+               "--val-data", os.path.join(a.corpus, "feats", "test"), "--recipe", "speech",
+               "--epochs", str(a.epochs), "--save", mine,
+               "--log-csv", os.path.join(out, "train-speech.csv")]
+        if subprocess.run(cmd).returncode != 0:
+            sys.exit("training failed")
+        sh([frae, "convert", mine, "-o", os.path.join(out, "model-speech-bf16.safetensors"),
+            "--weights", "bf16"])
+        same = open(os.path.join(out, "model-speech-bf16.safetensors"), "rb").read() == \
+            open(models["speech"]["path"], "rb").read()
+        print("    the codec trained here (%s, bf16) %s" % (
+            os.path.join(out, "model-speech-bf16.safetensors"),
+            "is the shipped models/speech.safetensors, byte for byte" if same else
+            "differs from the shipped one (another corpus or epochs?)"), flush=True)
+
     step(3, "Codec2 (700C, 1300, 1600, 3200) and Opus 6 kbit/s on the same audio")
     systems.update(codec2_opus(tests, out, tmp, secs, Progress("utterances", 5 * len(tests))))
 
@@ -662,7 +681,11 @@ def main():
         description="The main job: the shipped codecs (default), or --full: the study.")
     ap.add_argument("--full", action="store_true",
                     help="the full study: train every model (about 14 minutes on 2 cores)")
-    ap.add_argument("--epochs", type=int, default=50, help="--full: epochs per model")
+    ap.add_argument("--epochs", type=int, default=50,
+                    help="--full: epochs per model; --train: the codec's")
+    ap.add_argument("--train", action="store_true",
+                    help="the main job also trains the 1.6 kbit/s codec (about 2 minutes "
+                    "more on 2 idle cores) and compares it with the shipped one")
     ap.add_argument("--out", default=os.path.join(ROOT, "demo"))
     ap.add_argument("--frae", default=os.path.join(ROOT, "build", "frae"))
     ap.add_argument("--corpus", default=os.path.join(ROOT, "data", "corpus"))
