@@ -1137,7 +1137,7 @@ FRAE_API
 void frae_packet_decoder_counts(const frae_packet_decoder *d,
                                 frae_packet_counts *c);
 
-/* ---- the shipped models (src/codec/models.c) -----------------------------------
+/* ---- the shipped models (src/codec/models.c) ----------------------------
  * models/ in the source tree holds the shipped codecs ('make models'
  * rebuilds them; models/README.md says what they were trained on); 'make
  * install' puts them in PREFIX/share/frae/models.  They are found where
