@@ -4,7 +4,7 @@
 # codes the held-out voices with the shipped models (models/: 1.6 kbit/s
 # fixed and variable rate), runs Codec2 and Opus on the same audio,
 # measures every system through its decoded audio, prints the table and
-# writes the WAVs, pictures and the listening page to demo/ (under 4
+# writes the WAVs, pictures and the listening page to demo/ (about 2
 # minutes on 2 cores; it opens nothing).
 #   ./run.sh --train  also trains the 1.6 kbit/s codec (the same bytes as
 #                     models/speech.safetensors)
