@@ -51,6 +51,22 @@ fi
 FRAE_MODELS=$tmp/none "$FRAE" models >"$tmp/models" 2>&1 && grep -q "no shipped models found" "$tmp/models" &&
     ok "frae models with none: says so, exit 0" || bad "frae models with none: $(cat "$tmp/models")"
 
+# a hostile models directory: a MANIFEST of junk, a line longer than the
+# reader's buffer whose tail looks like an entry, a junk checkpoint
+mkdir -p "$tmp/hostile"
+cp models/speech.safetensors "$tmp/hostile/"
+head -c 4000 /dev/urandom >"$tmp/hostile/MANIFEST"
+/usr/bin/python3 -c "print('\n' + 'y' * 2047 + 'speech.safetensors\t1\t2\t3\tFORGED')" >>"$tmp/hostile/MANIFEST"
+head -c 3000 /dev/urandom >"$tmp/hostile/junk.safetensors"
+FRAE_MODELS=$tmp/hostile "$FRAE" models >"$tmp/models" 2>"$tmp/err"
+st=$?
+if [ "$st" = 0 ] && grep -q "not in the directory's MANIFEST" "$tmp/models" &&
+    ! grep -q FORGED "$tmp/models" && grep -q "junk.safetensors" "$tmp/err"; then
+    ok "frae models over a hostile directory: the good model listed, junk named, no forged line"
+else
+    bad "frae models over a hostile directory: exit $st: $(cat "$tmp/models" "$tmp/err")"
+fi
+
 # the C default model: the program in BUILD, so that BUILD/../models is found
 if cc -std=c11 -Wall -Wextra -Werror -Iinclude tests/default_model.c "$BUILD/libfrae.a" \
     -lzip -lm -pthread -o "$BUILD/default_model_test" 2>"$tmp/cc"; then

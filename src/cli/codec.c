@@ -1623,10 +1623,13 @@ static int manifest_entry(const char *dir, const char *file, char *rate,
     if (!f)
         return -1;
     char line[2048];
-    int found = -1;
+    int found = -1, cut = 0; /* cut: inside a line too long to read */
     while (found && fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || !strchr(line, '\n'))
-            continue; /* a comment, or a line too long for the manifest */
+        const int whole = strchr(line, '\n') != NULL;
+        const int skip = cut || line[0] == '#' || !whole;
+        cut = !whole;
+        if (skip)
+            continue; /* a comment, or (any part of) a line too long */
         line[strcspn(line, "\r\n")] = 0;
         char *field[5];
         int n = 0;
