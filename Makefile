@@ -228,6 +228,18 @@ bench: $(FRAE) $(BENCH)
 	@$(MAKE) --no-print-directory $(BUILD)/sgemm_peak
 	sh bench/run.sh $(BUILD)
 
+# Old build against new in one run (bench/compare.py): REV (a git rev,
+# default HEAD~1) built in a worktree under /tmp, then frae_bench's rows
+# on both, interleaved.  make bench-compare REV=v0.5 [ROUNDS=5]
+REV    ?= HEAD~1
+ROUNDS ?= 5
+.PHONY: bench-compare
+bench-compare: $(BENCH)
+	@d=/tmp/frae-bench-$$(git rev-parse --short $(REV)) && \
+	  { [ -d $$d ] || git worktree add -q --detach $$d $(REV); } && \
+	  $(MAKE) --no-print-directory -C $$d MPI=no PYMOD=no build/frae_bench >/dev/null && \
+	  /usr/bin/python3 bench/compare.py $$d/build $(BUILD) --rounds $(ROUNDS)
+
 # Data-parallel training: 2 MPI ranks against 2 threads, the sums' cost and
 # the cluster model (README "Training on a cluster"; needs Open MPI)
 bench-mpi: $(FRAE) $(FRAE_MPI)
