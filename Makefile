@@ -57,7 +57,8 @@ TESTS = $(BUILD)/frae_tests
 BENCH = $(BUILD)/frae_bench
 
 CLI_SRCS = src/cli/main.c src/cli/common.c src/cli/train.c src/cli/tools.c \
-           src/cli/codec.c src/cli/dist.c
+           src/cli/codec.c src/cli/encode.c src/cli/decode.c \
+           src/cli/vocode.c src/cli/models.c src/cli/dist.c
 TEST_SRCS = $(sort $(wildcard tests/test_*.c))
 CLI_OBJS  = $(CLI_SRCS:%.c=$(BUILD)/%.o)
 TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)

@@ -1,0 +1,610 @@
+/* frae encode: audio or frames to a .fbs stream, from files or a live
+ * pipe. */
+#define _DEFAULT_SOURCE /* madvise */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli.h"
+
+#include "cli.h"
+#include "cli/codec_cli.h"
+
+static void encode_help(void)
+{
+    cli_printf("usage: frae encode [MODEL] IN -o OUT.fbs [--frame-rate R] [--isa I]\n"
+           "                   [--no-resample] [--packet-frames N] [--search N]\n"
+           "                   [--search-lambda X] [--dtx] [--dtx-level DB]\n"
+           "                   [--packet-ms N] [--resync-ms M|off] [--resync-state]\n"
+           "example: frae encode speech.wav -o speech.fbs\n"
+           "\n"
+           "MODEL: a checkpoint, or a shipped model's name ('frae models':\n"
+           "speech, the 1.6 kbit/s codec, when MODEL is left out; speech-vbr,\n"
+           "the variable-rate one).\n"
+           "\n"
+           "Compresses each sequence of IN ([T, D] or [N, T, D] .npy, or an\n"
+           "audio file, whose features are computed as the model was\n"
+           "trained; --no-resample refuses other rates) frame by\n"
+           "frame into a .fbs bitstream: the model's quantized latent codes,\n"
+           "L x bits per frame (see README, 'The .fbs bitstream'); with a\n"
+           "model that has a prior (train --prior, --rate-lambda), range-\n"
+           "coded into packets of --packet-frames frames (100), a variable\n"
+           "rate (stream version 4).  Reports the bitrate the file takes,\n"
+           "headers included, in bits per frame and in kbit/s at\n"
+           "--frame-rate frames per second (100), and the distortion of the\n"
+           "decoded frames: MSE and SNR in dB.\n"
+           "\n"
+           "--search N (0: off) searches each frame's codes by analysis by\n"
+           "synthesis: starting from the network's, N passes each try every\n"
+           "code moved by one level through the decoder and keep the move\n"
+           "that lowers distortion + lambda x bits the most (lambda: the\n"
+           "model's --rate-lambda, or --search-lambda X).  Same format, any\n"
+           "decoder; better frames or fewer bits for up to N x L decoder\n"
+           "runs a frame.  Not for a denoising model (it steers toward the\n"
+           "input).\n"
+           "\n"
+           "--packet-ms N (20, 40, 60, ...) writes real-time packets for a\n"
+           "voice link (stream version 5): each a datagram's payload (a\n"
+           "byte of index and flags, then the codes), decodable whatever\n"
+           "was lost before it, and reports the rate as datagrams, every\n"
+           "byte counted; --resync-ms M (200 fixed-rate, 1000 with a prior;\n"
+           "off: only the first) sets the resynchronisation points a\n"
+           "decoder recovers from a loss at; --resync-state (fixed-rate)\n"
+           "starts the network afresh there too, so that the decode is\n"
+           "exact again from the first one after a loss (for a model\n"
+           "trained on crops that short).  frae encode MODEL - - reads\n"
+           "a WAV or raw 16-bit PCM (the model's rate, mono) from stdin and\n"
+           "writes each packet the moment it is made:\n"
+           "  arecord -r 16000 -f S16_LE | frae encode M - - --packet-ms 40 |\n"
+           "      frae decode M - - | aplay\n"
+           "\n"
+           "--dtx (a model with a prior and audio features) sends silence\n"
+           "as silence: a frame is silent once it and the %d before it are\n"
+           "all below --dtx-level dB (%g; 0 dB: a full-scale sine; giving\n"
+           "it implies --dtx), and a silent frame codes a flag alone, the\n"
+           "decoder repeating its last frame.  A pause then costs next to\n"
+           "nothing (discontinuous transmission, as Opus's DTX).\n"
+           "\n"
+           "options:\n"
+           "  -o, --output OUT.fbs the stream (- for stdout)\n"
+           "  --frame-rate R       frames per second, for the kbit/s (100)\n"
+           "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
+           "  --no-resample        refuse audio at another sample rate\n"
+           "  --packet-frames N    with a prior: frames per packet (100)\n"
+           "  --search N           passes of the encoder's search (0: off)\n"
+           "  --search-lambda X    the search's weight on bits (the model's\n"
+           "                       --rate-lambda)\n"
+           "  --dtx                silent frames sent as silence\n"
+           "  --dtx-level DB       what is silent (%g)\n"
+           "  --packet-ms N        real-time packets of N ms (stream version 5)\n"
+           "  --resync-ms M|off    resynchronisation points every M ms\n"
+           "  --resync-state       ... that start the network afresh too\n"
+           "\n"
+           "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
+           "options, model or input.\n",
+           FRAE_DTX_HANGOVER, FRAE_DTX_LEVEL, FRAE_DTX_LEVEL);
+}
+
+/* ---- a live input: samples from stdin, packets out as they are made -------- */
+
+typedef struct {
+    frae_stream_encoder *se;
+    frae_dtx_gate *gate;
+    FILE *out;
+    const char *out_name;
+    int failed;
+} live_sink;
+
+/* The feature stream's frames, each coded at once; a packet written and
+ * flushed as soon as it is complete. */
+static int live_frames(void *ctx, const float *feats, long frames, int width)
+{
+    live_sink *l = ctx;
+    for (long t = 0; t < frames; t++) {
+        const float *x = feats + (size_t)t * width;
+        const int silent = l->gate && frae_dtx_gate_silent(l->gate, x);
+        if (frae_stream_encode(l->se, x, silent, NULL)) {
+            size_t n;
+            const unsigned char *b = frae_stream_encoder_bytes(l->se, &n);
+            if (fwrite(b, 1, n, l->out) != n || fflush(l->out))
+                return l->failed = 1, -1;
+        }
+    }
+    return 0;
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+/* Reads exactly n bytes of fd; 0, or -1 at its end before them. */
+static int read_exact(int fd, unsigned char *p, size_t n)
+{
+    while (n) {
+        ssize_t got = read(fd, p, n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -1;
+        p += got, n -= (size_t)got;
+    }
+    return 0;
+}
+
+/* What stdin holds: a WAV (its header read, up to its data chunk) or raw
+ * 16-bit PCM (little-endian, mono, at the model's rate; its first 4 bytes
+ * already taken into pending).  0, or an exit code after saying why. */
+typedef struct {
+    int rate, channels, float32; /* float32: IEEE float samples, else s16 */
+    unsigned char pending[4];
+    int n_pending;
+} live_format;
+
+static int live_format_read(int fd, int rate, live_format *lf)
+{
+    memset(lf, 0, sizeof *lf);
+    unsigned char h[12];
+    if (read_exact(fd, h, 4))
+        return cli_fail(EXIT_USAGE, "-: no audio on standard input");
+    if (memcmp(h, "RIFF", 4)) { /* raw PCM */
+        lf->rate = rate, lf->channels = 1;
+        memcpy(lf->pending, h, 4);
+        lf->n_pending = 4;
+        return 0;
+    }
+    if (read_exact(fd, h + 4, 8) || memcmp(h + 8, "WAVE", 4))
+        return cli_fail(EXIT_USAGE, "-: a RIFF header, but not a WAV");
+    int have_fmt = 0;
+    for (;;) { /* chunks up to the data, whose size is not believed (a
+                  live writer does not know it) */
+        unsigned char c[8];
+        if (read_exact(fd, c, 8))
+            return cli_fail(EXIT_USAGE, "-: a WAV header without its data");
+        const uint32_t size = le32(c + 4);
+        if (!memcmp(c, "data", 4))
+            break;
+        if (!memcmp(c, "fmt ", 4)) {
+            unsigned char fmt[40];
+            if (size < 16 || size > sizeof fmt || read_exact(fd, fmt, size))
+                return cli_fail(EXIT_USAGE, "-: a WAV fmt chunk of %u bytes",
+                                size);
+            unsigned tag = fmt[0] | fmt[1] << 8, bits = fmt[14] | fmt[15] << 8;
+            if (tag == 0xfffe && size >= 26) /* extensible: its subformat */
+                tag = fmt[24] | fmt[25] << 8;
+            lf->channels = fmt[2] | fmt[3] << 8;
+            lf->rate = (int)le32(fmt + 4);
+            lf->float32 = tag == 3 && bits == 32;
+            if (!(tag == 1 && bits == 16) && !lf->float32)
+                return cli_fail(EXIT_USAGE,
+                                "-: a WAV of format %u, %u bits; a live input "
+                                "is 16-bit PCM or 32-bit float",
+                                tag, bits);
+            if (lf->channels < 1 || lf->channels > 16 || lf->rate < 1000 ||
+                lf->rate > 384000)
+                return cli_fail(EXIT_USAGE, "-: a WAV of %d channels at %d Hz",
+                                lf->channels, lf->rate);
+            have_fmt = 1;
+            continue;
+        }
+        for (uint32_t left = size + (size & 1); left;) { /* skip it */
+            unsigned char skip[256];
+            const size_t k = left < sizeof skip ? left : sizeof skip;
+            if (read_exact(fd, skip, k))
+                return cli_fail(EXIT_USAGE, "-: a WAV header without its data");
+            left -= (uint32_t)k;
+        }
+    }
+    if (!have_fmt)
+        return cli_fail(EXIT_USAGE, "-: a WAV without its fmt chunk");
+    return 0;
+}
+
+/* frae encode MODEL - with --packet-ms: audio from stdin as it comes, each
+ * packet out (and flushed) the moment its last frame is coded. */
+static int encode_live(codec_opts *o, frae_model *m,
+                       const frae_stream_options *so)
+{
+    frae_features f;
+    const int have = cli_model_features(o->io.model, &f);
+    if (have <= 0)
+        return have < 0 ? EXIT_USAGE
+                        : cli_fail(EXIT_USAGE,
+                                   "-: %s was trained on frames, not audio "
+                                   "features: a live input is audio",
+                                   o->io.model);
+    f.pitch = frae_get_config(m)->pitch;
+    live_format lf;
+    int rc = live_format_read(STDIN_FILENO, f.sample_rate, &lf);
+    if (rc)
+        return rc;
+    char err[512];
+    frae_dtx_gate gate;
+    if (o->dtx && frae_dtx_gate_init(&gate, &f, o->dtx_level, err, sizeof err))
+        return cli_fail(EXIT_FAILED, "--dtx: %s", err);
+    live_sink l = {NULL, o->dtx ? &gate : NULL, NULL, o->io.output, 0};
+    frae_atomic_file af;
+    af.f = NULL;
+    frae_feature_stream *fs = NULL;
+    float *mono = NULL;
+    unsigned char *raw = NULL;
+    l.se = frae_stream_encoder_create(m, so, 1, 0, 1, err, sizeof err);
+    if (!l.se) {
+        rc = cli_fail(EXIT_USAGE, "%s: %s", o->io.model, err);
+        goto done;
+    }
+    fs = frae_feature_stream_create(&f, lf.rate, o->io.audio.resample,
+                                    live_frames, &l, err, sizeof err);
+    if (!fs) {
+        rc = cli_fail(EXIT_USAGE, "%s", err);
+        goto done;
+    }
+    if (frae_atomic_begin(&af, o->io.output, err, sizeof err)) {
+        af.f = NULL;
+        rc = cli_fail(EXIT_FAILED, "%s", err);
+        goto done;
+    }
+    l.out = af.f;
+    size_t n;
+    const unsigned char *head = frae_stream_encoder_bytes(l.se, &n);
+    if (fwrite(head, 1, n, af.f) != n || fflush(af.f)) {
+        rc = cli_fail(EXIT_FAILED, "%s: write failed", o->io.output);
+        goto done;
+    }
+    /* 10 ms of samples a read at most, so that nothing waits on a read
+     * for more than a frame */
+    const int bytes_per = (lf.float32 ? 4 : 2) * lf.channels;
+    const size_t per_read = (size_t)(lf.rate / 100 > 0 ? lf.rate / 100 : 1) *
+                            (size_t)bytes_per;
+    /* a read lands after what is held: the header's 4 look-ahead bytes
+     * or a partial sample, under 8 either way; mono takes every whole
+     * sample raw can hold (the 4 look-ahead bytes of raw PCM are two
+     * 16-bit samples: sized for the read alone, one too few) */
+    const size_t raw_cap = per_read + 8;
+    raw = malloc(raw_cap);
+    mono = malloc(sizeof(float) * (raw_cap / (size_t)bytes_per + 1));
+    if (!raw || !mono) {
+        rc = cli_fail(EXIT_FAILED, "out of memory");
+        goto done;
+    }
+    size_t held = (size_t)lf.n_pending; /* bytes of a partial sample */
+    memcpy(raw, lf.pending, held);
+    for (;;) {
+        ssize_t got = read(STDIN_FILENO, raw + held, per_read);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            rc = cli_fail(EXIT_FAILED, "-: cannot read: %s", strerror(errno));
+            goto done;
+        }
+        held += (size_t)got;
+        const size_t samples = held / (size_t)bytes_per;
+        for (size_t i = 0; i < samples; i++) {
+            double sum = 0;
+            for (int c = 0; c < lf.channels; c++) {
+                const unsigned char *p = raw + i * bytes_per + c * (lf.float32 ? 4 : 2);
+                if (lf.float32) {
+                    float v;
+                    memcpy(&v, p, 4);
+                    sum += v;
+                } else {
+                    sum += (int16_t)(p[0] | p[1] << 8) / 32768.0;
+                }
+            }
+            mono[i] = (float)(sum / lf.channels);
+        }
+        if (samples && frae_feature_stream_push(fs, mono, (long)samples, err,
+                                                sizeof err)) {
+            rc = l.failed ? cli_fail(EXIT_FAILED, "%s: write failed",
+                                     o->io.output)
+                          : cli_fail(EXIT_USAGE, "%s", err);
+            goto done;
+        }
+        memmove(raw, raw + samples * bytes_per, held - samples * bytes_per);
+        held -= samples * (size_t)bytes_per;
+        if (got == 0)
+            break;
+    }
+    if (frae_feature_stream_end(fs, err, sizeof err)) {
+        rc = l.failed ? cli_fail(EXIT_FAILED, "%s: write failed", o->io.output)
+                      : cli_fail(EXIT_USAGE, "%s", err);
+        goto done;
+    }
+    frae_stream_encoder_end(l.se);
+    const unsigned char *tail = frae_stream_encoder_bytes(l.se, &n);
+    if (fwrite(tail, 1, n, af.f) != n) {
+        rc = cli_fail(EXIT_FAILED, "%s: write failed", o->io.output);
+        goto done;
+    }
+    rc = frae_atomic_commit(&af, err, sizeof err)
+             ? cli_fail(EXIT_FAILED, "%s", err)
+             : EXIT_OK;
+    af.f = NULL;
+    if (!rc) {
+        frae_stream_counts sc;
+        frae_stream_encoder_counts(l.se, &sc);
+        cli_printf("-: %llu frames -> %s: %llu packets, %.3f kbit/s as "
+                   "datagrams\n",
+                   (unsigned long long)sc.frames, o->io.output,
+                   (unsigned long long)sc.packets,
+                   sc.frames ? 8.0 * (double)sc.datagram_bytes /
+                                   (double)sc.frames * o->frame_rate / 1000.0
+                             : 0.0);
+    }
+done:
+    if (af.f)
+        frae_atomic_abort(&af);
+    free(raw), free(mono);
+    frae_feature_stream_destroy(fs);
+    frae_stream_encoder_destroy(l.se);
+    return rc;
+}
+
+/* What frae encode says once the stream is written: the packets and the
+ * rate, every byte counted, the pitch kept and the distortion. */
+typedef struct {
+    double sse, energy, f0_err;
+    long voiced, voicing_kept;
+} encode_tally;
+
+static void encode_report(const codec_opts *o, frae_model *m,
+                          frae_stream_encoder *se,
+                          const frae_stream_options *so, const frae_npy *in,
+                          const encode_tally *e)
+{
+    const frae_stream *h = frae_stream_encoder_stream(se);
+    const int ranged = frae_stream_ranged(h);
+    const int D = frae_get_config(m)->frame_dim;
+    const int pitch = frae_get_config(m)->pitch;
+    const size_t n_frames = (size_t)in->n * in->t;
+    const double sse = e->sse, energy = e->energy, f0_err = e->f0_err;
+    const long voiced = e->voiced, voicing_kept = e->voicing_kept;
+    frae_stream_counts sc;
+    frae_stream_encoder_counts(se, &sc);
+    double bpf = frae_bits_per_frame(m);
+    double mse = sse / ((double)n_frames * D);
+    if (so->datagrams) {
+        /* what a datagram transport carries (the header once, then the
+         * packets), and what the file adds (each packet's length, CRC) */
+        const double bits = 8.0 * (double)sc.datagram_bytes / (double)n_frames;
+        const double ms = 1000.0 * h->packet_frames / o->frame_rate;
+        cli_printf("%ld frames -> %s: %llu real-time packets of %g ms (%u "
+                   "frames), %s, a resynchronisation point every %u%s "
+                   "(%llu bytes in the file with each packet's length and "
+                   "CRC)\n",
+                   in->t, o->io.output, (unsigned long long)sc.packets, ms,
+                   h->packet_frames, ranged ? "entropy-coded" : "fixed-rate",
+                   h->resync_packets,
+                   h->flags & FRAE_STREAM_STATE_RESYNC ? ", the state afresh there"
+                                                       : "",
+                   (unsigned long long)sc.bytes);
+        cli_printf("bitrate: %.2f bits/frame = %.3f kbit/s at %g frames/s as "
+                   "datagrams (%llu bytes: header %llu, packets %llu of which "
+                   "%.2f bytes a packet of framing); the packets alone %.3f "
+                   "kbit/s\n",
+                   bits, bits * o->frame_rate / 1000.0, o->frame_rate,
+                   (unsigned long long)sc.datagram_bytes,
+                   (unsigned long long)sc.header_bytes,
+                   (unsigned long long)(sc.datagram_bytes - sc.header_bytes),
+                   sc.packets ? (double)sc.packet_overhead /
+                                    (double)sc.packets
+                              : 0.0,
+                   8.0 * (double)(sc.datagram_bytes - sc.header_bytes) /
+                       (double)n_frames * o->frame_rate / 1000.0);
+        if (o->dtx)
+            cli_printf("dtx: %llu of %zu frames silent (below %g dB)\n",
+                       (unsigned long long)sc.silent_frames, n_frames,
+                       o->dtx_level);
+    } else if (ranged) {
+        /* the bitrate the file takes, every header byte counted */
+        const double bits = 8.0 * (double)sc.bytes / (double)n_frames;
+        cli_printf("%ld sequence%s x %ld frames -> %s (%llu bytes: header "
+                   "%llu, %llu packets of up to %u frames, %llu bytes of "
+                   "their lengths and CRCs)\n",
+                   in->n, in->n == 1 ? "" : "s", in->t, o->io.output,
+                   (unsigned long long)sc.bytes,
+                   (unsigned long long)sc.header_bytes,
+                   (unsigned long long)sc.packets, h->packet_frames,
+                   (unsigned long long)sc.packet_overhead);
+        cli_printf("bitrate: %.2f bits/frame on average (entropy-coded; at most "
+               "%.0f fixed-rate) = %.3f kbit/s at %g frames/s\n",
+               bits, bpf, bits * o->frame_rate / 1000.0, o->frame_rate);
+        if (o->dtx)
+            cli_printf("dtx: %llu of %zu frames silent (below %g dB)\n",
+                       (unsigned long long)sc.silent_frames, n_frames,
+                       o->dtx_level);
+    } else {
+        cli_printf("%ld sequence%s x %ld frames -> %s (%llu bytes, %d of them "
+                   "header and CRC)\n",
+                   in->n, in->n == 1 ? "" : "s", in->t, o->io.output,
+                   (unsigned long long)sc.bytes, FRAE_STREAM_HEADER + 4);
+    }
+    char split[64] = "";
+    if (pitch)
+        snprintf(split, sizeof split, " + %d pitch", FRAE_PITCH_BITS);
+    if (!ranged && !so->datagrams)
+        cli_printf("bitrate: %.0f bits/frame (%d x %d bits%s) = %.3f kbit/s at "
+               "%g frames/s\n",
+               bpf, frae_get_config(m)->latent_dim, frae_code_bits(m), split,
+               bpf * o->frame_rate / 1000.0, o->frame_rate);
+    if (pitch)
+        cli_printf("pitch: %ld voiced frames, %.1f%% coded voiced, mean f0 "
+               "error %.2f%%\n",
+               voiced, voiced ? 100.0 * voicing_kept / voiced : 0.0,
+               voiced ? 100.0 * f0_err / voiced : 0.0);
+    cli_printf("distortion: mse %.6g, snr %.2f dB\n", mse,
+           sse > 0 ? 10.0 * log10(energy / sse) : INFINITY);
+}
+
+/* The frames a model can code: its width (features, with pitch f0 and
+ * voicing), and no more sequences or frames than a stream counts.  0, or
+ * the exit code with its line said. */
+static int check_frames(const codec_opts *o, const frae_npy *in, int width,
+                        int D, int pitch)
+{
+    if (in->d == width && in->n <= 0xffffffffL && in->t <= 0xffffffffL)
+        return 0;
+    return in->d != width
+             ? cli_fail(EXIT_USAGE,
+                        pitch ? "%s: frame dimension %ld; the model codes "
+                                "pitch and needs %d (%d features, f0, "
+                                "voicing: audio, or 'frae features "
+                                "--pitch')"
+                              : "%s: frame dimension %ld does not match "
+                                "the model's %d",
+                        o->io.input, in->d, width, D)
+             : cli_fail(EXIT_USAGE,
+                        "%s: %ld x %ld frames, more than a stream holds "
+                        "(2^32 - 1 each)",
+                        o->io.input, in->n, in->t);
+}
+
+int cmd_encode(int argc, char **argv)
+{
+    cli_cmd = "frae encode";
+    codec_opts o = {0};
+    cli_io_default(&o.io);
+    o.frame_rate = 100;
+    o.search_lambda = -1;
+    o.dtx_level = FRAE_DTX_LEVEL;
+    int rc = cli_parse(argc, argv, codec_list, codec_opt, codec_pos,
+                       encode_help, &o);
+    if (rc || (rc = shift_positionals(&o, 0)))
+        return rc;
+    if (!o.io.input || !o.io.output)
+        return cli_fail(EXIT_USAGE, "needs [MODEL] IN (audio or .npy) and -o "
+                                    "OUT.fbs (see 'frae encode --help')");
+    if ((rc = default_encoder_model(&o)))
+        return rc;
+    char err[512];
+    if (!strcmp(o.io.input, "-") && o.packet_ms) { /* a live input */
+        frae_model *lm = load_inference(o.io.model, o.io.isa);
+        if (!lm)
+            return EXIT_USAGE;
+        frae_stream_options lso;
+        rc = stream_options(&o, lm, 1, &lso);
+        if (!rc)
+            rc = encode_live(&o, lm, &lso);
+        frae_destroy(lm);
+        return rc;
+    }
+    frae_npy in;
+    o.io.with_pitch = 1;
+    if ((rc = cli_open_frames(&o.io, &in)))
+        return rc;
+    frae_model *m = load_inference(o.io.model, o.io.isa);
+    if (!m) {
+        frae_npy_close(&in);
+        return EXIT_USAGE;
+    }
+    const int D = frae_get_config(m)->frame_dim;
+    const int pitch = frae_get_config(m)->pitch;
+    const int width = D + 2 * pitch; /* values per frame in and out */
+    if ((rc = check_frames(&o, &in, width, D, pitch))) {
+        frae_npy_close(&in);
+        frae_destroy(m);
+        return rc;
+    }
+    /* frames are read a chunk at a time and their bytes written as they
+     * come: memory does not grow with the input */
+    const long chunk = in.t < 512 ? in.t : 512;
+    float *x = malloc(sizeof(float) * (size_t)chunk * width);
+    float *recon = malloc(sizeof(float) * width);
+    frae_stream_encoder *se = NULL;
+    frae_stream_options so;
+    frae_dtx_gate gate;
+    if ((rc = stream_options(&o, m, in.n, &so)))
+        goto done;
+    if (o.dtx) {
+        frae_features feat;
+        const int have = cli_model_features(o.io.model, &feat);
+        if (have <= 0) {
+            rc = have < 0 ? EXIT_USAGE
+                          : cli_fail(EXIT_USAGE,
+                                     "--dtx: %s was not trained on audio "
+                                     "features, so its frames have no level "
+                                     "to gate on",
+                                     o.io.model);
+            goto done;
+        }
+        if (frae_dtx_gate_init(&gate, &feat, o.dtx_level, err, sizeof err)) {
+            rc = cli_fail(EXIT_FAILED, "--dtx: %s", err);
+            goto done;
+        }
+    }
+    se = frae_stream_encoder_create(m, &so, (uint32_t)in.n, (uint32_t)in.t,
+                                    in.ndim == 2, err, sizeof err);
+    if (!se) {
+        rc = cli_fail(EXIT_USAGE, "%s: %s", o.io.model, err);
+        goto done;
+    }
+    frae_atomic_file af;
+    af.f = NULL;
+    if (!x || !recon) {
+        rc = cli_fail(EXIT_FAILED, "out of memory");
+        goto done;
+    }
+    if (frae_atomic_begin(&af, o.io.output, err, sizeof err)) {
+        rc = cli_fail(EXIT_FAILED, "%s", err);
+        goto done;
+    }
+    size_t n;
+    const unsigned char *bytes = frae_stream_encoder_bytes(se, &n);
+    fwrite(bytes, 1, n, af.f); /* the header */
+    double sse = 0, energy = 0, f0_err = 0;
+    long voiced = 0, voicing_kept = 0;
+    for (long s = 0; s < in.n; s++) {
+        if (o.dtx)
+            frae_dtx_gate_reset(&gate);
+        for (long t = 0; t < in.t; t++) {
+            if (t % chunk == 0 &&
+                frae_npy_read(&in, s, t, in.t - t < chunk ? in.t - t : chunk,
+                              x)) {
+                frae_atomic_abort(&af);
+                rc = cli_fail(EXIT_FAILED,
+                              "%s: cannot read its features back: %s",
+                              o.io.input, strerror(errno));
+                goto done;
+            }
+            const float *xt = x + (size_t)(t % chunk) * width;
+            const int silent = o.dtx && frae_dtx_gate_silent(&gate, xt);
+            if (frae_stream_encode(se, xt, silent, recon)) {
+                bytes = frae_stream_encoder_bytes(se, &n);
+                fwrite(bytes, 1, n, af.f);
+            }
+            if (pitch && xt[D + 1] >= 0.5f && xt[D] > 0) {
+                voiced++;
+                voicing_kept += recon[D + 1] >= 0.5f;
+                f0_err += fabs(recon[D] / xt[D] - 1.0);
+            }
+            for (int d = 0; d < D; d++) {
+                double diff = (double)recon[d] - xt[d];
+                sse += diff * diff;
+                energy += (double)xt[d] * xt[d];
+            }
+            if (!isfinite(sse)) { /* the stream would decode to it */
+                frae_atomic_abort(&af);
+                rc = cli_fail_nonfinite(o.io.model, s, t);
+                goto done;
+            }
+        }
+    }
+    frae_stream_encoder_end(se); /* every frame came */
+    bytes = frae_stream_encoder_bytes(se, &n);
+    fwrite(bytes, 1, n, af.f);
+    if (frae_atomic_commit(&af, err, sizeof err)) {
+        rc = cli_fail(EXIT_FAILED, "%s", err);
+        goto done;
+    }
+    const encode_tally tally = {sse, energy, f0_err, voiced, voicing_kept};
+    encode_report(&o, m, se, &so, &in, &tally);
+    rc = EXIT_OK;
+done:
+    free(x), free(recon);
+    frae_stream_encoder_destroy(se);
+    frae_npy_close(&in);
+    frae_destroy(m);
+    return rc;
+}
