@@ -17,13 +17,17 @@ set -eu
 # into a venv, offline: tests/pip_install_test.sh); libzip reads .npz
 # files (stored or compressed members, zip64); chromium renders the demo's
 # listening page headless, in its test and at the end of the demo.
+# fillets-ng-data-cs and -nl: recorded human speech (the voice-acted
+# dialogs of Fish Fillets, GPL-2) for scripts/make-corpus.sh --human and
+# its test.
 # reference fixtures / bench: python3-torch (optional at
 # test time: fixtures are committed, so tests never need torch).
 BUILD_PKGS="gcc make libc6-dev python3 python3-numpy pkgconf clang libclang-rt-14-dev
   python3-dev python3-pytest libzip-dev chromium
   python3-venv python3-pip python3-setuptools python3-wheel
   libsndfile1-dev libfftw3-dev libsamplerate0-dev
-  espeak-ng flite codec2 opus-tools sox python3-matplotlib python3-aubio"
+  espeak-ng flite codec2 opus-tools sox python3-matplotlib python3-aubio
+  fillets-ng-data-cs fillets-ng-data-nl"
 OPTIONAL_PKGS="${FRAE_OPTIONAL_PKGS-python3-numpy python3-torch libopenblas-dev hyperfine valgrind}"
 # data-parallel training over MPI (frae-mpi, README "Training on a
 # cluster"): Open MPI, with WITH_MPI=1 (CI installs it; nothing else needs it)
