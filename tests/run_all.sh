@@ -58,6 +58,8 @@ if [ "$BUILD" = build ]; then # the module loads into an uninstrumented python
     run /usr/bin/python3 tests/codec_python_test.py "$BUILD"
     echo "== the demo's listening page in headless Chromium"
     run /usr/bin/python3 tests/page_test.py
+    echo "== the recorded human-speech corpus: a small one, its split by speaker"
+    run /usr/bin/python3 tests/human_corpus_test.py "$BUILD/frae"
 fi
 if [ "$BUILD" = build ]; then # installs and links uninstrumented code
     echo "== install and pkg-config ($BUILD)"
