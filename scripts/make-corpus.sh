@@ -40,10 +40,17 @@ human() {
     per=0 per_test=0
     while [ $# -gt 0 ]; do
         case $1 in
-        --per-speaker) per=$2; shift 2 ;;
-        --test-per-speaker) per_test=$2; shift 2 ;;
+        --per-speaker) per=${2-}; shift $(($# > 1 ? 2 : 1)) ;;
+        --test-per-speaker) per_test=${2-}; shift $(($# > 1 ? 2 : 1)) ;;
         -*) echo "make-corpus.sh: unknown option $1" >&2; exit 2 ;;
         *) break ;;
+        esac
+    done
+    for n in "$per" "$per_test"; do
+        case $n in
+        '' | *[!0-9]*)
+            echo "make-corpus.sh: --per-speaker and --test-per-speaker take a count, not '$n'" >&2
+            exit 2 ;;
         esac
     done
     out=${1:-data/corpus}/human
