@@ -35,7 +35,6 @@ import glob
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
