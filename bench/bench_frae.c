@@ -307,13 +307,14 @@ int main(int argc, char **argv)
     float *x = malloc(sizeof(float) * (size_t)nbatches * batch * frames * D);
     frae_synth_sequences(x, nbatches * batch, frames, D, 7);
     frae_stats st;
-    frae_train_batch(m, x, batch, frames, &st); /* warm-up */
+    frae_step(m, &(frae_batch){.x = x, .nseq = batch, .nframes = frames,
+                               .kind = FRAE_STEP_TRAIN}, &st); /* warm-up */
     long done = 0;
     double t0 = now(), t;
     do {
-        frae_train_batch(m,
-                         x + (size_t)(done % nbatches) * batch * frames * D,
-                         batch, frames, &st);
+        const float *xb = x + (size_t)(done % nbatches) * batch * frames * D;
+        frae_step(m, &(frae_batch){.x = xb, .nseq = batch, .nframes = frames,
+                                   .kind = FRAE_STEP_TRAIN}, &st);
         done++;
         t = now() - t0;
     } while (t < seconds);

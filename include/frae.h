@@ -384,39 +384,6 @@ typedef struct {
 FRAE_API
 int frae_step(frae_model *m, const frae_batch *batch, frae_stats *stats);
 
-/* The calls frae_step replaces, kept for programs written against them;
- * each is one frae_step:
- *   frae_train_batch          TRAIN, new sequences
- *   frae_train_frames         TRAIN, continued, valid
- *   frae_train_frames_targets TRAIN, continued, valid, targets
- *   frae_compute_grads        GRADIENTS, new sequences
- *   frae_eval_batch           EVALUATE, new sequences
- *   frae_eval_frames          EVALUATE, continued, valid
- *   frae_eval_frames_targets  EVALUATE, continued, valid, targets */
-FRAE_API
-int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
-                     frae_stats *stats);
-FRAE_API
-int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
-                    frae_stats *stats);
-FRAE_API
-int frae_train_frames(frae_model *m, const float *x, int nseq, int nframes,
-                      const int *valid, frae_stats *stats);
-FRAE_API
-int frae_eval_frames(frae_model *m, const float *x, int nseq, int nframes,
-                     const int *valid, frae_stats *stats);
-FRAE_API
-int frae_train_frames_targets(frae_model *m, const float *x,
-                              const float *target, int nseq, int nframes,
-                              const int *valid, frae_stats *stats);
-FRAE_API
-int frae_eval_frames_targets(frae_model *m, const float *x,
-                             const float *target, int nseq, int nframes,
-                             const int *valid, frae_stats *stats);
-FRAE_API
-int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
-                       frae_stats *stats);
-
 /* Data-parallel training (replicas of one model, each training on its
  * share of every batch, like MPI ranks).  With a reducer set, a training
  * call sums across the replicas, through the reducer, every window's count

@@ -635,7 +635,8 @@ int test_codec_ranged(void)
         float *y = malloc(sizeof(float) * nseq * T * W);
         frae_forward(m, x, want, nseq, T);
         frae_stats st;
-        frae_eval_batch(m, x, nseq, T, &st);
+        frae_step(m, &(frae_batch){.x = x, .nseq = nseq, .nframes = T,
+                                   .kind = FRAE_STEP_EVALUATE}, &st);
         unsigned char *buf = malloc(1 << 16);
         size_t size = encode_ranged(m, f, nseq, T, 16, buf);
         frae_stream s;

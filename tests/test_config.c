@@ -97,7 +97,8 @@ int test_sizes(void)
     /* FTZ/DAZ inside frae's calls; the caller's MXCSR comes back intact */
     unsigned int csr = _mm_getcsr();
     float *xs = synth(1, 3, 80, 1), *ys = malloc(sizeof(float) * 3 * 80);
-    frae_train_batch(m, xs, 1, 3, NULL);
+    frae_step(m, &(frae_batch){.x = xs, .nseq = 1, .nframes = 3,
+                               .kind = FRAE_STEP_TRAIN}, NULL);
     frae_reset(m);
     frae_forward(m, xs, ys, 1, 3);
     CHECK(_mm_getcsr() == csr, "MXCSR changed from %#x to %#x", csr,
@@ -116,7 +117,8 @@ int test_sizes(void)
     g[0] = 1.0f;
     frae_get_grads(m, g); /* inference-only: zeros */
     CHECK(g[0] == 0.0f, "inference model has gradients");
-    CHECK(frae_train_batch(m, g, 1, 1, NULL) == -1,
+    CHECK(frae_step(m, &(frae_batch){.x = g, .nseq = 1, .nframes = 1,
+                                     .kind = FRAE_STEP_TRAIN}, NULL) == -1,
           "inference model trained");
     free(g);
     frae_destroy(m);

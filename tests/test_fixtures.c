@@ -226,7 +226,8 @@ static int check_grads(const frae_config *cm, const float *init,
     frae_model *m = create_or_die(cm);
     frae_set_params(m, init);
     frae_stats st;
-    frae_compute_grads(m, x->data, nseq, T, &st);
+    frae_step(m, &(frae_batch){.x = x->data, .nseq = nseq, .nframes = T,
+                               .kind = FRAE_STEP_GRADIENTS}, &st);
     snprintf(name, sizeof name, "loss.%s", mode);
     failures += check_scalar(name, st.mse, get(fx, name)->data[0]);
     if (rate) {
@@ -267,7 +268,8 @@ static int check_steps(const frae_config *cm, const float *init,
     frae_model *m = create_or_die(cm);
     frae_set_params(m, init);
     for (int s = 0; s < 3; s++)
-        frae_train_batch(m, x->data, nseq, T, NULL);
+        frae_step(m, &(frae_batch){.x = x->data, .nseq = nseq, .nframes = T,
+                                   .kind = FRAE_STEP_TRAIN}, NULL);
     snprintf(name, sizeof name, "adam3.%s.", mode);
     failures += check_update(m, fx, name, cm, init, got, ref);
     frae_destroy(m);
@@ -278,7 +280,8 @@ static int check_steps(const frae_config *cm, const float *init,
     m = create_or_die(&ct);
     frae_set_params(m, init);
     frae_stats st;
-    frae_train_batch(m, x->data, nseq, T, &st);
+    frae_step(m, &(frae_batch){.x = x->data, .nseq = nseq, .nframes = T,
+                               .kind = FRAE_STEP_TRAIN}, &st);
     CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
     snprintf(name, sizeof name, "tbptt.%s.loss", mode);
     failures += check_scalar(name, st.mse, get(fx, name)->data[0]);
@@ -447,7 +450,9 @@ static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
         float *acc = calloc(np, sizeof(float));
         size_t per = x->count / nseq;
         for (int sq = 0; sq < nseq; sq++) {
-            frae_compute_grads(m1, x->data + sq * per, 1, T, NULL);
+            frae_step(m1, &(frae_batch){.x = x->data + sq * per, .nseq = 1,
+                                        .nframes = T,
+                                        .kind = FRAE_STEP_GRADIENTS}, NULL);
             frae_get_grads(m1, got);
             for (size_t i = 0; i < np; i++)
                 acc[i] += got[i] / (float)nseq;
@@ -492,7 +497,9 @@ static int prior_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
         const size_t per = x->count / (size_t)nseq;
         frae_stats st;
         for (int sq = 0; sq < (one ? nseq : 1); sq++) {
-            frae_eval_batch(m, x->data + sq * per, one ? 1 : nseq, T, &st);
+            frae_step(m, &(frae_batch){.x = x->data + sq * per,
+                                       .nseq = one ? 1 : nseq, .nframes = T,
+                                       .kind = FRAE_STEP_EVALUATE}, &st);
             bits += st.rate_bits;
         }
         failures += check_scalar(one ? "rate (batch 1)" : "rate",
@@ -540,8 +547,10 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa,
     frae_model *m = create_or_die(&c);
     frae_set_params(m, init);
     frae_reset(m);
-    CHECK(frae_eval_frames_targets(m, x->data, tg->data, nseq, T, NULL,
-                                   &st) == 0,
+    CHECK(frae_step(m, &(frae_batch){.x = x->data, .targets = tg->data,
+                                     .nseq = nseq, .nframes = T,
+                                     .continued = 1,
+                                     .kind = FRAE_STEP_EVALUATE}, &st) == 0,
           "eval with targets refused");
     failures += check_scalar("loss", st.mse, get(&fx, "loss")->data[0]);
     frae_destroy(m);
@@ -554,8 +563,10 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa,
         frae_set_params(m, init);
         for (int s = 0; s < 3; s++) {
             frae_reset(m);
-            frae_train_frames_targets(m, x->data, tg->data, nseq, T, NULL,
-                                      NULL);
+            frae_step(m, &(frae_batch){.x = x->data, .targets = tg->data,
+                                       .nseq = nseq, .nframes = T,
+                                       .continued = 1, .kind = FRAE_STEP_TRAIN},
+                      NULL);
         }
         snprintf(name, sizeof name, "adam3.%s.", mode);
         failures += check_update(m, &fx, name, &cm, init, got, ref);
@@ -567,7 +578,9 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa,
         m = create_or_die(&ct);
         frae_set_params(m, init);
         frae_reset(m);
-        frae_train_frames_targets(m, x->data, tg->data, nseq, T, NULL, &st);
+        frae_step(m, &(frae_batch){.x = x->data, .targets = tg->data,
+                                   .nseq = nseq, .nframes = T, .continued = 1,
+                                   .kind = FRAE_STEP_TRAIN}, &st);
         CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
         snprintf(name, sizeof name, "tbptt.%s.loss", mode);
         failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
@@ -580,8 +593,10 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa,
     cn.targets = 0;
     m = create_or_die(&cn);
     frae_reset(m);
-    CHECK(frae_train_frames_targets(m, x->data, tg->data, nseq, T, NULL,
-                                    NULL) == -1,
+    CHECK(frae_step(m, &(frae_batch){.x = x->data, .targets = tg->data,
+                                     .nseq = nseq, .nframes = T,
+                                     .continued = 1, .kind = FRAE_STEP_TRAIN},
+                    NULL) == -1,
           "a model without cfg.targets trained toward targets");
     frae_destroy(m);
     free(init), free(ref), free(got), free(fx.buf), free(fx.floats);

@@ -61,7 +61,9 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     double *qoff = malloc(sizeof(double) * nseq * T * c.latent_dim);
 
     frae_stats st;
-    CHECK(frae_compute_grads(m, x, nseq, T, &st) == 0, "compute_grads failed");
+    CHECK(frae_step(m, &(frae_batch){.x = x, .nseq = nseq, .nframes = T,
+                                     .kind = FRAE_STEP_GRADIENTS},
+                    &st) == 0, "compute_grads failed");
     frae_get_grads(m, grad);
     double loss = naive_forward_d(&c, pd, x, nseq, T, y, NULL, hist, NULL, qoff);
     const double objective = st.mse + (double)c.rate_lambda * st.rate;

@@ -93,7 +93,8 @@ int test_isas_train_identically(void)
             size_t n = frae_param_count(m);
             float *x = synth(3, 17, 6, 8);
             for (int step = 0; step < 4; step++)
-                frae_train_batch(m, x, 3, 17, NULL);
+                frae_step(m, &(frae_batch){.x = x, .nseq = 3, .nframes = 17,
+                                           .kind = FRAE_STEP_TRAIN}, NULL);
             if (ii == 0) {
                 free(ref);
                 ref = malloc(sizeof(float) * n);
@@ -399,7 +400,8 @@ int test_threads_train_identically(void)
             size_t n = frae_param_count(m);
             float *x = synth(16, 30, 40, 8);
             for (int step = 0; step < 3; step++)
-                frae_train_batch(m, x, 16, 30, NULL);
+                frae_step(m, &(frae_batch){.x = x, .nseq = 16, .nframes = 30,
+                                           .kind = FRAE_STEP_TRAIN}, NULL);
             if (threads == 1) {
                 free(ref);
                 ref = malloc(sizeof(float) * n);

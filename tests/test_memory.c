@@ -103,16 +103,24 @@ int test_zero_allocations(void)
         float *x = synth(nseq, T, 5, 1);
         float *y = malloc(sizeof(float) * nseq * T * 5);
         frae_stats st;
-        frae_train_batch(m, x, nseq, T, &st); /* warm-up outside the count */
+        frae_step(m, &(frae_batch){.x = x, .nseq = nseq, .nframes = T,
+                                   .kind = FRAE_STEP_TRAIN},
+                  &st); /* warm-up outside the count */
         /* every call must have done its work: a call that returned early
          * would allocate nothing and prove nothing */
         int bad_calls = 0;
         counting = 1;
         alloc_count = 0;
         for (int step = 0; step < 100; step++) {
-            bad_calls += frae_train_batch(m, x, nseq, T, &st) != 0 ||
+            bad_calls += frae_step(m, &(frae_batch){.x = x, .nseq = nseq,
+                                                    .nframes = T,
+                                                    .kind = FRAE_STEP_TRAIN},
+                                   &st) != 0 ||
                          st.steps != 4 || st.frames != nseq * T;
-            bad_calls += frae_eval_batch(m, x, nseq, T, &st) != 0 ||
+            bad_calls += frae_step(m, &(frae_batch){.x = x, .nseq = nseq,
+                                                    .nframes = T,
+                                                    .kind = FRAE_STEP_EVALUATE},
+                                   &st) != 0 ||
                          st.frames != nseq * T || (full && !(st.rate > 0));
             frae_reset(m);
             bad_calls += frae_forward(m, x, y, nseq, T) != 0;
@@ -332,7 +340,9 @@ int test_flat_rss(void)
     frae_stats st;
     for (int ep = 1; ep <= epochs; ep++) {
         for (int b = 0; b < nseq; b += 4)
-            frae_train_batch(m, x + (size_t)b * T * 12, 4, T, &st);
+            frae_step(m, &(frae_batch){.x = x + (size_t)b * T * 12, .nseq = 4,
+                                       .nframes = T, .kind = FRAE_STEP_TRAIN},
+                      &st);
         if (ep == 10) {
             rss10 = status_pages("VmRSS:");
             anon10 = status_pages("RssAnon:");
@@ -381,9 +391,11 @@ int test_memory_bound(void)
         float *x = synth(32, T, D, 3);
         long before = status_pages("RssAnon:");
         frae_model *m = create_or_die(&c);
-        frae_train_batch(m, x, 32, 100, NULL);
+        frae_step(m, &(frae_batch){.x = x, .nseq = 32, .nframes = 100,
+                                   .kind = FRAE_STEP_TRAIN}, NULL);
         long one_window = status_pages("RssAnon:");
-        frae_train_batch(m, x, 32, T, NULL);
+        frae_step(m, &(frae_batch){.x = x, .nseq = 32, .nframes = T,
+                                   .kind = FRAE_STEP_TRAIN}, NULL);
         long two = status_pages("RssAnon:");
         const long page = sysconf(_SC_PAGESIZE);
         const double arena = (double)frae_bytes_allocated(m) / page;
@@ -420,7 +432,8 @@ static void *train_job_run(void *arg)
 {
     train_job *j = arg;
     for (int s = 0; s < 20; s++)
-        frae_train_batch(j->m, j->x, 2, 13, NULL);
+        frae_step(j->m, &(frae_batch){.x = j->x, .nseq = 2, .nframes = 13,
+                                      .kind = FRAE_STEP_TRAIN}, NULL);
     return NULL;
 }
 
@@ -449,8 +462,10 @@ int test_two_models_independent(void)
 
     a = create_or_die(&ca), b = create_or_die(&cb);
     for (int s = 0; s < 20; s++) {
-        frae_train_batch(a, xa, 2, 13, NULL);
-        frae_train_batch(b, xb, 2, 13, NULL);
+        frae_step(a, &(frae_batch){.x = xa, .nseq = 2, .nframes = 13,
+                                   .kind = FRAE_STEP_TRAIN}, NULL);
+        frae_step(b, &(frae_batch){.x = xb, .nseq = 2, .nframes = 13,
+                                   .kind = FRAE_STEP_TRAIN}, NULL);
     }
     frae_get_params(a, p);
     CHECK(!memcmp(p, alone_a, 4 * n), "interleaving changed model A");

@@ -147,7 +147,8 @@ static float *train_params(int threads, int gru, size_t *n)
     *n = frae_param_count(m);
     float *x = synth(16, 30, 40, 8);
     for (int step = 0; step < 4; step++)
-        frae_train_batch(m, x, 16, 30, NULL);
+        frae_step(m, &(frae_batch){.x = x, .nseq = 16, .nframes = 30,
+                                   .kind = FRAE_STEP_TRAIN}, NULL);
     float *p = malloc(sizeof(float) * *n);
     frae_get_params(m, p);
     free(x);

@@ -73,7 +73,10 @@ static void *replica_train(void *arg)
 {
     replica *r = arg;
     frae_reset(r->m);
-    r->rc = frae_train_frames(r->m, r->x, r->rows, r->frames, r->valid, NULL);
+    r->rc = frae_step(r->m, &(frae_batch){.x = r->x, .valid = r->valid,
+                                          .nseq = r->rows,
+                                          .nframes = r->frames, .continued = 1,
+                                          .kind = FRAE_STEP_TRAIN}, NULL);
     return NULL;
 }
 
@@ -136,7 +139,9 @@ int test_reducer_replicas(void)
         float *p_solo = malloc(4 * n), *p_k = malloc(4 * n), *p0 = malloc(4 * n);
         frae_get_params(m[0], p0);
         frae_reset(solo);
-        frae_train_frames(solo, x, B, T, valid, NULL);
+        frae_step(solo, &(frae_batch){.x = x, .valid = valid, .nseq = B,
+                                      .nframes = T, .continued = 1,
+                                      .kind = FRAE_STEP_TRAIN}, NULL);
         frae_get_grads(solo, g_solo);
         frae_get_params(solo, p_solo);
 
@@ -174,7 +179,11 @@ int test_reducer_replicas(void)
             frae_reducer red = {sum_f32, sum_f64, &r};
             frae_set_reducer(m[0], &red);
             frae_reset(m[0]);
-            int rc = frae_train_frames(m[0], x, 2, T, valid, NULL);
+            int rc = frae_step(m[0], &(frae_batch){.x = x, .valid = valid,
+                                                   .nseq = 2, .nframes = T,
+                                                   .continued = 1,
+                                                   .kind = FRAE_STEP_TRAIN},
+                               NULL);
             CHECK(rc == -1, "a failing reducer gave %d, not -1", rc);
             frae_set_reducer(m[0], NULL);
         }

@@ -15,7 +15,7 @@ static void base_config(frae_config *c)
     c->window = 4;
 }
 
-/* Feeding W frames at a time through frae_train_frames is frae_train_batch
+/* Feeding W frames at a time as continued frae_step calls is one call
  * on the whole sequences, to the bit. */
 int test_train_frames_equals_batch(void)
 {
@@ -29,14 +29,17 @@ int test_train_frames_equals_batch(void)
         float *x = synth(nseq, T, D, 4);
         float *piece = malloc(sizeof(float) * nseq * c.window * D);
         frae_stats sa, sb, acc = {0};
-        frae_train_batch(a, x, nseq, T, &sa);
+        frae_step(a, &(frae_batch){.x = x, .nseq = nseq, .nframes = T,
+                                   .kind = FRAE_STEP_TRAIN}, &sa);
         frae_reset(b);
         for (int w0 = 0; w0 < T; w0 += c.window) {
             int nt = T - w0 < c.window ? T - w0 : c.window;
             for (int s = 0; s < nseq; s++)
                 memcpy(piece + (size_t)s * nt * D, x + ((size_t)s * T + w0) * D,
                        sizeof(float) * nt * D);
-            frae_train_frames(b, piece, nseq, nt, NULL, &sb);
+            frae_step(b, &(frae_batch){.x = piece, .nseq = nseq, .nframes = nt,
+                                       .continued = 1, .kind = FRAE_STEP_TRAIN},
+                      &sb);
             acc.sse += sb.sse, acc.values += sb.values, acc.steps += sb.steps;
         }
         size_t n = frae_param_count(a);
@@ -76,7 +79,9 @@ int test_variable_lengths(void)
         int valid[2] = {T, short_len};
         frae_stats st;
         frae_reset(m);
-        frae_train_frames(m, x, 2, T, valid, &st);
+        frae_step(m, &(frae_batch){.x = x, .valid = valid, .nseq = 2,
+                                   .nframes = T, .continued = 1,
+                                   .kind = FRAE_STEP_TRAIN}, &st);
         float *g_masked = malloc(4 * n), *g0 = malloc(4 * n), *g1 = malloc(4 * n);
         frae_get_grads(m, g_masked);
         CHECK(st.values == (long)(T + short_len) * D, "valid values %ld",
@@ -86,9 +91,12 @@ int test_variable_lengths(void)
         c1.batch = 1;
         frae_model *m1 = create_or_die(&c1);
         frae_set_params(m1, p0);
-        frae_compute_grads(m1, x, 1, T, NULL);
+        frae_step(m1, &(frae_batch){.x = x, .nseq = 1, .nframes = T,
+                                    .kind = FRAE_STEP_GRADIENTS}, NULL);
         frae_get_grads(m1, g0);
-        frae_compute_grads(m1, x + (size_t)T * D, 1, short_len, NULL);
+        frae_step(m1, &(frae_batch){.x = x + (size_t)T * D, .nseq = 1,
+                                    .nframes = short_len,
+                                    .kind = FRAE_STEP_GRADIENTS}, NULL);
         frae_get_grads(m1, g1);
         float w0 = (float)T / (T + short_len), w1 = 1.0f - w0;
         for (size_t i = 0; i < n; i++)
@@ -114,14 +122,16 @@ int test_gradient_clipping(void)
     size_t n = frae_param_count(m);
     float *g = malloc(4 * n), *g_free = malloc(4 * n);
     frae_stats st;
-    frae_train_batch(m, x, 2, 4, &st);
+    frae_step(m, &(frae_batch){.x = x, .nseq = 2, .nframes = 4,
+                               .kind = FRAE_STEP_TRAIN}, &st);
     frae_get_grads(m, g_free);
     double norm = st.grad_norm;
     frae_destroy(m);
 
     c.clip_norm = (float)(norm / 4);
     m = create_or_die(&c);
-    frae_train_batch(m, x, 2, 4, &st);
+    frae_step(m, &(frae_batch){.x = x, .nseq = 2, .nframes = 4,
+                               .kind = FRAE_STEP_TRAIN}, &st);
     frae_get_grads(m, g);
     double ss = 0;
     for (size_t i = 0; i < n; i++)
@@ -137,7 +147,8 @@ int test_gradient_clipping(void)
 
     c.clip_norm = (float)(norm * 2); /* above the norm: untouched */
     m = create_or_die(&c);
-    frae_train_batch(m, x, 2, 4, &st);
+    frae_step(m, &(frae_batch){.x = x, .nseq = 2, .nframes = 4,
+                               .kind = FRAE_STEP_TRAIN}, &st);
     frae_get_grads(m, g);
     CHECK(!memcmp(g, g_free, 4 * n), "a clip above the norm changed grads");
     frae_destroy(m);
@@ -174,13 +185,17 @@ int test_padding_is_inert(void)
         int valid[2] = {2, 2};
         frae_stats st;
         frae_reset(m);
-        frae_train_frames(m, x, 2, T, valid, &st);
+        frae_step(m, &(frae_batch){.x = x, .valid = valid, .nseq = 2,
+                                   .nframes = T, .continued = 1,
+                                   .kind = FRAE_STEP_TRAIN}, &st);
         frae_get_grads(m, g_pad);
         CHECK(isfinite(st.grad_norm), "padding made the gradient %g",
               st.grad_norm);
         frae_set_params(m, p);
         frae_reset(m);
-        frae_train_frames(m, xs, 2, 2, NULL, &st);
+        frae_step(m, &(frae_batch){.x = xs, .nseq = 2, .nframes = 2,
+                                   .continued = 1, .kind = FRAE_STEP_TRAIN},
+                  &st);
         frae_get_grads(m, g_short);
         CHECK(!memcmp(g_pad, g_short, 4 * n),
               "%s: padded batch gradients differ from the short batch",
@@ -222,12 +237,14 @@ int test_lr_schedule(void)
     float *x = synth(2, 4, 5, 9);
     frae_model *a = create_or_die(&c);
     frae_stats st;
-    frae_train_batch(a, x, 2, 4, &st);
+    frae_step(a, &(frae_batch){.x = x, .nseq = 2, .nframes = 4,
+                               .kind = FRAE_STEP_TRAIN}, &st);
     CHECK(st.steps == 1, "%ld steps, wanted 1", st.steps);
     frae_config quarter = flat;
     quarter.learning_rate = 1e-3f / 4;
     frae_model *b = create_or_die(&quarter);
-    frae_train_batch(b, x, 2, 4, NULL);
+    frae_step(b, &(frae_batch){.x = x, .nseq = 2, .nframes = 4,
+                               .kind = FRAE_STEP_TRAIN}, NULL);
     size_t n = frae_param_count(a);
     float *pa = malloc(4 * n), *pb = malloc(4 * n);
     frae_get_params(a, pa), frae_get_params(b, pb);
@@ -300,8 +317,10 @@ int test_normalization(void)
         frae_stats sa, sb;
         int same_loss = 1;
         for (int step = 0; step < 3; step++) {
-            frae_train_batch(plain, z, B, T, &sa);
-            frae_train_batch(norm, x, B, T, &sb);
+            frae_step(plain, &(frae_batch){.x = z, .nseq = B, .nframes = T,
+                                           .kind = FRAE_STEP_TRAIN}, &sa);
+            frae_step(norm, &(frae_batch){.x = x, .nseq = B, .nframes = T,
+                                          .kind = FRAE_STEP_TRAIN}, &sb);
             same_loss &= sa.sse == sb.sse;
         }
         size_t np = frae_param_count(plain);
@@ -321,8 +340,10 @@ int test_normalization(void)
             same_y &= !memcmp(&want, &yb[i], sizeof want);
         }
         CHECK(same_y, "forward: not y * std + mean of the plain model");
-        frae_eval_batch(plain, z, B, T, &sa);
-        frae_eval_batch(norm, x, B, T, &sb);
+        frae_step(plain, &(frae_batch){.x = z, .nseq = B, .nframes = T,
+                                       .kind = FRAE_STEP_EVALUATE}, &sa);
+        frae_step(norm, &(frae_batch){.x = x, .nseq = B, .nframes = T,
+                                      .kind = FRAE_STEP_EVALUATE}, &sb);
         CHECK(sa.sse == sb.sse, "eval loss %.9g against %.9g", sa.sse, sb.sse);
         frae_config ci = cn;
         ci.training = 0;

@@ -709,58 +709,6 @@ int frae_forward(frae_model *m, const float *x, float *y, int nseq,
     return rc;
 }
 
-/* The calls before frae_step, each one batch description. */
-int frae_train_batch(frae_model *m, const float *x, int nseq, int nframes,
-                     frae_stats *stats)
-{
-    return frae_step(m, &(frae_batch){x, NULL, NULL, nseq, nframes, 0,
-                                      FRAE_STEP_TRAIN}, stats);
-}
-
-int frae_train_frames(frae_model *m, const float *x, int nseq, int nframes,
-                      const int *valid, frae_stats *stats)
-{
-    return frae_step(m, &(frae_batch){x, NULL, valid, nseq, nframes, 1,
-                                      FRAE_STEP_TRAIN}, stats);
-}
-
-int frae_train_frames_targets(frae_model *m, const float *x,
-                              const float *target, int nseq, int nframes,
-                              const int *valid, frae_stats *stats)
-{
-    return frae_step(m, &(frae_batch){x, target, valid, nseq, nframes, 1,
-                                      FRAE_STEP_TRAIN}, stats);
-}
-
-int frae_compute_grads(frae_model *m, const float *x, int nseq, int nframes,
-                       frae_stats *stats)
-{
-    return frae_step(m, &(frae_batch){x, NULL, NULL, nseq, nframes, 0,
-                                      FRAE_STEP_GRADIENTS}, stats);
-}
-
-int frae_eval_batch(frae_model *m, const float *x, int nseq, int nframes,
-                    frae_stats *stats)
-{
-    return frae_step(m, &(frae_batch){x, NULL, NULL, nseq, nframes, 0,
-                                      FRAE_STEP_EVALUATE}, stats);
-}
-
-int frae_eval_frames(frae_model *m, const float *x, int nseq, int nframes,
-                     const int *valid, frae_stats *stats)
-{
-    return frae_step(m, &(frae_batch){x, NULL, valid, nseq, nframes, 1,
-                                      FRAE_STEP_EVALUATE}, stats);
-}
-
-int frae_eval_frames_targets(frae_model *m, const float *x,
-                             const float *target, int nseq, int nframes,
-                             const int *valid, frae_stats *stats)
-{
-    return frae_step(m, &(frae_batch){x, target, valid, nseq, nframes, 1,
-                                      FRAE_STEP_EVALUATE}, stats);
-}
-
 void frae_set_reducer(frae_model *m, const frae_reducer *r)
 {
     m->reducer = r;
