@@ -64,14 +64,14 @@ static int codec_open(codec_run *r, const frae_config *c, int ranged, int T)
     }
     r->ranged = ranged;
     r->D = c->frame_dim;
-    r->cb = frae_code_bytes(r->m);
+    r->cb = frae_code_bytes(frae_model_net(r->m));
     r->cap = 64 * (size_t)c->latent_dim * 2 + 64; /* 100 frames */
     const size_t bytes = ranged ? r->cap * (size_t)(T / 100 + 1)
                                 : r->cb * (size_t)T;
     r->codes = malloc(bytes);
     r->size = calloc((size_t)(T / 100 + 1), sizeof *r->size);
-    r->e = frae_encoder_create(r->m);
-    r->d = frae_decoder_create(r->m);
+    r->e = frae_encoder_create(frae_model_net(r->m));
+    r->d = frae_decoder_create(frae_model_net(r->m));
     return r->codes && r->size && r->e && r->d ? 0 : -1;
 }
 
@@ -241,7 +241,7 @@ static int bench_codec(double seconds, const char *quant, int bf16)
            "range_encode_q1=%.3f range_encode_q3=%.3f range_decode_q1=%.3f "
            "range_decode_q3=%.3f paired_rounds=%d search2_encode_us=%.2f\n",
            gru_family ? "gru" : "dense", quant, bf16 ? "bf16" : "f32",
-           c.latent_dim * frae_code_bits(fixed.m), us_enc, us_dec,
+           c.latent_dim * frae_code_bits(frae_model_net(fixed.m)), us_enc, us_dec,
            10000.0 / us_dec, 10000.0 / (us_enc + us_dec),
            frae_bytes_allocated(fixed.m) / 1048576.0, frae_isa_name(fixed.m),
            rc_enc[1], rc_dec[1], rc_enc[0], rc_enc[2], rc_dec[0], rc_dec[2],

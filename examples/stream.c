@@ -32,10 +32,12 @@ int main(int argc, char **argv)
      * pitch (the encoder reads them, the decoder writes them) */
     const frae_config *cfg = frae_get_config(m);
     const int width = cfg->frame_dim + (cfg->pitch ? 2 : 0);
-    const size_t code_bytes = frae_code_bytes(m);
+    /* the weights, read only: what the codec states share */
+    const frae_net *net = frae_model_net(m);
+    const size_t code_bytes = frae_code_bytes(net);
     /* caller-owned states: one allocation each, sized by the library */
-    void *enc_mem = malloc(frae_encoder_size(m));
-    void *dec_mem = malloc(frae_decoder_size(m));
+    void *enc_mem = malloc(frae_encoder_size(net));
+    void *dec_mem = malloc(frae_decoder_size(net));
     float *in = malloc(sizeof(float) * width);
     float *out = malloc(sizeof(float) * width);
     unsigned char *code = malloc(code_bytes);
@@ -43,8 +45,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: out of memory\n", argv[0]);
         return 1;
     }
-    frae_encoder *enc = frae_encoder_init(enc_mem, m);
-    frae_decoder *dec = frae_decoder_init(dec_mem, m);
+    frae_encoder *enc = frae_encoder_init(enc_mem, net);
+    frae_decoder *dec = frae_decoder_init(dec_mem, net);
     long frames = 0;
     while (fread(in, sizeof(float), (size_t)width, stdin) == (size_t)width) {
         frae_encode_frame(enc, in, code, NULL);  /* code: what is sent */

@@ -31,7 +31,7 @@ static frae_decoder *decoders[3];
 static void write_seed(const frae_model *m, const char *dir, const char *name,
                        int dtx)
 {
-    frae_encoder *e = frae_encoder_create(m);
+    frae_encoder *e = frae_encoder_create(frae_model_net(m));
     enum { T = 12 };
     unsigned char codes[T * 8];
     float x[8];
@@ -40,10 +40,10 @@ static void write_seed(const frae_model *m, const char *dir, const char *name,
             x[d] = (float)((t * 7 + d * 3) % 11) / 11.0f - 0.5f;
         x[6] = 90.0f + 25.0f * (float)t; /* f0 and voicing, if coded */
         x[7] = t % 4 != 0;
-        frae_encode_frame(e, x, codes + t * frae_code_bytes(m), NULL);
+        frae_encode_frame(e, x, codes + t * frae_code_bytes(frae_model_net(m)), NULL);
     }
     frae_stream h;
-    frae_stream_header(m, 1, T, 1 | (dtx == 1 ? FRAE_STREAM_DTX : 0), &h);
+    frae_stream_header(frae_model_net(m), 1, T, 1 | (dtx == 1 ? FRAE_STREAM_DTX : 0), &h);
     if (dtx == 2)
         h.version = FRAE_STREAM_VERSION_RANGED_V3;
     size_t size = frae_stream_bytes(&h);
@@ -114,7 +114,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
             const float std[6] = {1, 0.5f, 2, 1, 1, 0.25f};
             frae_set_normalization(models[k], mean, std);
         }
-        decoders[k] = frae_decoder_create(models[k]);
+        decoders[k] = frae_decoder_create(frae_model_net(models[k]));
         if (!decoders[k])
             abort();
     }
@@ -142,7 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* frae 0.4's version 3, which frae still reads: the model's hash,
          * the header's CRC, and each packet's index, length and CRC made
          * right */
-        uint64_t h = frae_model_hash(model);
+        uint64_t h = frae_model_hash(frae_model_net(model));
         buf[6] = FRAE_STREAM_VERSION_RANGED_V3;
         for (int i = 0; i < 8; i++)
             buf[8 + i] = (unsigned char)(h >> 8 * i);
@@ -173,7 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* half the inputs pass every check, so the range decoder and the
          * pitch model see them: the model's hash, one-byte sizes, and each
          * packet's length and CRC (over the header too) made right */
-        uint64_t h = frae_model_hash(model);
+        uint64_t h = frae_model_hash(frae_model_net(model));
         buf[6] = FRAE_STREAM_VERSION_RANGED;
         for (int i = 0; i < 8; i++)
             buf[8 + i] = (unsigned char)(h >> 8 * i);
@@ -199,7 +199,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             at += 2 + lb + n;
         }
     } else if (size >= FRAE_STREAM_HEADER + 4 && (size & 1)) {
-        uint64_t h = frae_model_hash(model);
+        uint64_t h = frae_model_hash(frae_model_net(model));
         for (int i = 0; i < 8; i++)
             buf[8 + i] = (unsigned char)(h >> 8 * i);
         uint32_t crc = frae_crc32(buf, size - 4);
@@ -209,7 +209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     frae_stream s;
     char err[256];
     if (!frae_stream_parse(buf, size, &s, err, sizeof err) &&
-        !frae_stream_check_model(&s, model, err, sizeof err) &&
+        !frae_stream_check_model(&s, frae_model_net(model), err, sizeof err) &&
         frae_stream_ranged(&s)) {
         const unsigned char *at = s.payload, *end = buf + size;
         frae_decoder_set_dtx(decoder, (s.flags & FRAE_STREAM_DTX) != 0);
@@ -236,7 +236,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 break;
         }
     } else if (!frae_stream_parse(buf, size, &s, err, sizeof err) &&
-               !frae_stream_check_model(&s, model, err, sizeof err)) {
+               !frae_stream_check_model(&s, frae_model_net(model), err, sizeof err)) {
         unsigned char code[8];
         float y[8];
         uint64_t n = (uint64_t)s.sequences * s.frames;

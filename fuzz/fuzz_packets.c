@@ -69,9 +69,9 @@ static void fuzz_raw(frae_packet_decoder **pd, const frae_model *m,
     long hb = frae_packet_header_parse(p, size, &s, err, sizeof err);
     if (hb <= 0)
         return;
-    if (s.model_hash != frae_model_hash(m)) /* let the rest reach a decoder */
-        s.model_hash = frae_model_hash(m);
-    *pd = frae_packet_decoder_create(m, &s, err, sizeof err);
+    if (s.model_hash != frae_model_hash(frae_model_net(m))) /* let the rest reach a decoder */
+        s.model_hash = frae_model_hash(frae_model_net(m));
+    *pd = frae_packet_decoder_create(frae_model_net(m), &s, err, sizeof err);
     if (!*pd)
         return;
     frae_packet_decoder_through(*pd, through);
@@ -105,7 +105,7 @@ static void fuzz_made(frae_packet_decoder **pd, const frae_model *m,
     o.dtx = ranged;
     o.resync_packets = 3;
     char err[256];
-    frae_stream_encoder *e = frae_stream_encoder_create(m, &o, 1, T, 1, err,
+    frae_stream_encoder *e = frae_stream_encoder_create(frae_model_net(m), &o, 1, T, 1, err,
                                                         sizeof err);
     if (!e)
         abort();
@@ -125,7 +125,7 @@ static void fuzz_made(frae_packet_decoder **pd, const frae_model *m,
             lens[n_packets++] = n;
         }
     }
-    *pd = frae_packet_decoder_create(m, frae_stream_encoder_stream(e), err,
+    *pd = frae_packet_decoder_create(frae_model_net(m), frae_stream_encoder_stream(e), err,
                                      sizeof err);
     frae_stream_encoder_destroy(e);
     if (!*pd)

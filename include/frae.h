@@ -1,9 +1,10 @@
 /* frae: Feedback Recurrent AutoEncoders in C.
  *
  * A frae_model holds one FRAE (see README "Model semantics") together with
- * everything it will ever need to run and train: parameters, gradients, Adam
- * moments, the activations of one BPTT window for a batch of B sequences, and
- * B feedback buffers.  All of it is sized from the frae_config and allocated
+ * everything it will ever need to run and train: its weights (a frae_net,
+ * which any number of codec states share read only), a trainer (gradients,
+ * Adam moments, the activations of one BPTT window for a batch of B
+ * sequences), and B feedback buffers.  All of it is sized from the frae_config and allocated
  * in one block by frae_create; no other call allocates.  frae_destroy frees
  * it.  There is no global mutable state: models are independent, and two
  * models may be used from two threads at once.
@@ -192,6 +193,13 @@ typedef struct {
 } frae_config;
 
 typedef struct frae_model frae_model;
+/* A model's weights, read only (frae_model_net): its shape and every
+ * parameter, and nothing else.  The codec's states and coders hold only
+ * this, through a const pointer that reaches no writable memory, so any
+ * number of them share one model's weights, in any threads, while the
+ * model is not changed.  The model owns it: it lives and changes
+ * (frae_set_params, frae_step, a restore) with the model. */
+typedef struct frae_net frae_net;
 
 typedef struct {
     double mse;       /* mean squared error over the valid values */
@@ -233,6 +241,11 @@ void frae_destroy(frae_model *m);
 
 FRAE_API
 const frae_config *frae_get_config(const frae_model *m);
+/* The model's weights, to share read only (frae_net), and their config. */
+FRAE_API
+const frae_net *frae_model_net(const frae_model *m);
+FRAE_API
+const frae_config *frae_net_config(const frae_net *n);
 
 /* Sizes. */
 FRAE_API
@@ -511,8 +524,9 @@ frae_model *frae_import(const char *path, const frae_config *hints, char *err,
  * A state is one block of fixed size: frae_*_size, then frae_*_init into
  * caller memory (malloc-aligned), or frae_*_create / frae_*_destroy.  No
  * call allocates after that; states share only the model's weights, read
- * only, so separate states may run in separate threads.  The model must
- * outlive its states, and its parameters must not change meanwhile. */
+ * only (a const frae_net *: frae_model_net), so separate states may run in
+ * separate threads, each stream the same bits as coded alone.  The model
+ * must outlive its states, and its parameters must not change meanwhile. */
 typedef struct frae_encoder frae_encoder;
 typedef struct frae_decoder frae_decoder;
 
@@ -529,19 +543,19 @@ typedef struct frae_decoder frae_decoder;
  * quantizer: the float itself).  A frame's code is L such values packed
  * LSB first, then the pitch bits (cfg.pitch), into frae_code_bytes bytes. */
 FRAE_API
-int frae_code_bits(const frae_model *m);
+int frae_code_bits(const frae_net *m);
 FRAE_API
-size_t frae_code_bytes(const frae_model *m);
+size_t frae_code_bytes(const frae_net *m);
 /* Identity of a model: its shape and weights (FNV-1a 64). */
 FRAE_API
-uint64_t frae_model_hash(const frae_model *m);
+uint64_t frae_model_hash(const frae_net *m);
 
 FRAE_API
-size_t frae_encoder_size(const frae_model *m);
+size_t frae_encoder_size(const frae_net *m);
 FRAE_API
-frae_encoder *frae_encoder_init(void *mem, const frae_model *m);
+frae_encoder *frae_encoder_init(void *mem, const frae_net *m);
 FRAE_API
-frae_encoder *frae_encoder_create(const frae_model *m);
+frae_encoder *frae_encoder_create(const frae_net *m);
 FRAE_API
 void frae_encoder_destroy(frae_encoder *e);
 FRAE_API
@@ -573,11 +587,11 @@ FRAE_API
 int frae_encoder_set_search(frae_encoder *e, int passes, float rate_weight);
 
 FRAE_API
-size_t frae_decoder_size(const frae_model *m);
+size_t frae_decoder_size(const frae_net *m);
 FRAE_API
-frae_decoder *frae_decoder_init(void *mem, const frae_model *m);
+frae_decoder *frae_decoder_init(void *mem, const frae_net *m);
 FRAE_API
-frae_decoder *frae_decoder_create(const frae_model *m);
+frae_decoder *frae_decoder_create(const frae_net *m);
 FRAE_API
 void frae_decoder_destroy(frae_decoder *d);
 FRAE_API
@@ -805,7 +819,7 @@ int frae_stream_ranged(const frae_stream *s);
  * 0, the input was one [T, D] sequence; FRAE_STREAM_DTX (kept for version
  * 4 only), the frames carry a silence flag. */
 FRAE_API
-void frae_stream_header(const frae_model *m, uint32_t sequences,
+void frae_stream_header(const frae_net *m, uint32_t sequences,
                         uint32_t frames, int flags, frae_stream *s);
 /* A version-2 stream's bytes; 0 for versions 3 and 4, whose size is
  * known once written. */
@@ -873,7 +887,7 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
 /* Whether m can decode s: version, pitch, shape and code format (where
  * the stream states them) and model hash. */
 FRAE_API
-int frae_stream_check_model(const frae_stream *s, const frae_model *m,
+int frae_stream_check_model(const frae_stream *s, const frae_net *m,
                             char *err, size_t errlen);
 /* Version 2: the code bytes of frame f (counting across sequences) of a
  * parsed s (versions 3 and 4 have no fixed place per frame: read their
@@ -919,7 +933,7 @@ FRAE_API
 void frae_stream_options_default(frae_stream_options *o);
 /* NULL if m can code a stream with o, else why not (one line). */
 FRAE_API
-const char *frae_stream_options_check(const frae_model *m,
+const char *frae_stream_options_check(const frae_net *m,
                                       const frae_stream_options *o);
 
 /* What a stream took: every byte counted. */
@@ -942,7 +956,7 @@ typedef struct frae_stream_encoder frae_stream_encoder;
  * flags); o NULL: the defaults.  NULL and one line in err for options the
  * model cannot code (frae_stream_options_check) or no frames. */
 FRAE_API
-frae_stream_encoder *frae_stream_encoder_create(const frae_model *m,
+frae_stream_encoder *frae_stream_encoder_create(const frae_net *m,
                                                 const frae_stream_options *o,
                                                 uint32_t sequences,
                                                 uint32_t frames,
@@ -987,7 +1001,7 @@ typedef struct frae_stream_decoder frae_stream_decoder;
  * destroy: parsed (frae_stream_parse) and checked against m
  * (frae_stream_check_model).  NULL and one line in err otherwise. */
 FRAE_API
-frae_stream_decoder *frae_stream_decoder_create(const frae_model *m,
+frae_stream_decoder *frae_stream_decoder_create(const frae_net *m,
                                                 const void *buf, size_t size,
                                                 char *err, size_t errlen);
 FRAE_API
@@ -1088,7 +1102,7 @@ typedef struct {
     uint64_t concealed; /* of them concealed */
 } frae_packet_counts;
 FRAE_API
-frae_packet_decoder *frae_packet_decoder_create(const frae_model *m,
+frae_packet_decoder *frae_packet_decoder_create(const frae_net *m,
                                                 const frae_stream *s,
                                                 char *err, size_t errlen);
 FRAE_API

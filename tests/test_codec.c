@@ -45,17 +45,17 @@ int test_codec_roundtrip(void)
         c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
         frae_model *m = create_or_die(&c);
         perturb_params(m, NULL);
-        CHECK(frae_code_bits(m) == qs[k].bits, "%s: %d bits", qs[k].name,
-              frae_code_bits(m));
+        CHECK(frae_code_bits(frae_model_net(m)) == qs[k].bits, "%s: %d bits", qs[k].name,
+              frae_code_bits(frae_model_net(m)));
         float *x = synth(nseq, T, D, 30 + k);
         float *y = malloc(sizeof(float) * nseq * T * D);
         frae_forward(m, x, y, nseq, T);
         /* states in caller memory */
-        void *emem = malloc(frae_encoder_size(m));
-        void *dmem = malloc(frae_decoder_size(m));
-        frae_encoder *e = frae_encoder_init(emem, m);
-        frae_decoder *d = frae_decoder_init(dmem, m);
-        size_t cb = frae_code_bytes(m);
+        void *emem = malloc(frae_encoder_size(frae_model_net(m)));
+        void *dmem = malloc(frae_decoder_size(frae_model_net(m)));
+        frae_encoder *e = frae_encoder_init(emem, frae_model_net(m));
+        frae_decoder *d = frae_decoder_init(dmem, frae_model_net(m));
+        size_t cb = frae_code_bytes(frae_model_net(m));
         unsigned char *code = malloc(cb);
         float recon[7], out[7];
         int same_recon = 1, same_out = 1;
@@ -85,7 +85,7 @@ int test_codec_roundtrip(void)
     frae_config c;
     codec_config(&c, FRAE_QUANT_UNIFORM, 5);
     frae_model *m = create_or_die(&c);
-    frae_decoder *d = frae_decoder_create(m);
+    frae_decoder *d = frae_decoder_create(frae_model_net(m));
     unsigned char bad[2] = {0xff, 0xff}; /* index 7 >= 5 */
     float out[7];
     CHECK(frae_decode_frame(d, bad, out) == -1, "out-of-range code accepted");
@@ -104,8 +104,8 @@ typedef struct {
 static void *encode_job(void *arg)
 {
     enc_job *j = arg;
-    frae_encoder *e = frae_encoder_create(j->m);
-    size_t cb = frae_code_bytes(j->m);
+    frae_encoder *e = frae_encoder_create(frae_model_net(j->m));
+    size_t cb = frae_code_bytes(frae_model_net(j->m));
     for (int t = 0; t < j->T; t++)
         frae_encode_frame(e, j->x + (size_t)t * frae_get_config(j->m)->frame_dim,
                           j->codes + (size_t)t * cb, NULL);
@@ -125,7 +125,7 @@ int test_codec_threads_and_isas(void)
     c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
     frae_model *m = create_or_die(&c);
     float *x = synth(2, T, D, 77);
-    size_t cb = frae_code_bytes(m);
+    size_t cb = frae_code_bytes(frae_model_net(m));
     unsigned char *alone = malloc(cb * T), *a = malloc(cb * T),
                   *b = malloc(cb * T);
     enc_job j0 = {m, x, T, alone};
@@ -145,7 +145,7 @@ int test_codec_threads_and_isas(void)
         encode_job(&ji);
         CHECK(!memcmp(b, alone, cb * T), "%s codes differ",
               frae_isa_name(mi));
-        CHECK(frae_model_hash(mi) == frae_model_hash(m), "hash depends on ISA");
+        CHECK(frae_model_hash(frae_model_net(mi)) == frae_model_hash(frae_model_net(m)), "hash depends on ISA");
         frae_destroy(mi);
     }
     printf("    %s: same codes from 2 threads and on %d ISA(s)\n",
@@ -170,9 +170,9 @@ int test_bitstream(void)
     codec_config(&c, FRAE_QUANT_UNIFORM, 5);
     frae_model *m = create_or_die(&c);
     float *x = synth(nseq, T, D, 5);
-    size_t cb = frae_code_bytes(m);
+    size_t cb = frae_code_bytes(frae_model_net(m));
     unsigned char *codes = calloc((size_t)nseq * T, cb);
-    frae_encoder *e = frae_encoder_create(m);
+    frae_encoder *e = frae_encoder_create(frae_model_net(m));
     for (int s = 0; s < nseq; s++) {
         frae_encoder_reset(e);
         for (int t = 0; t < T; t++)
@@ -180,7 +180,7 @@ int test_bitstream(void)
                               codes + ((size_t)s * T + t) * cb, NULL);
     }
     frae_stream h;
-    frae_stream_header(m, nseq, T, 0, &h);
+    frae_stream_header(frae_model_net(m), nseq, T, 0, &h);
     size_t n = frae_stream_bytes(&h);
     CHECK(n == FRAE_STREAM_HEADER + (nseq * T * 5 * 3 + 7) / 8 + 4,
           "stream size %zu is not header + %d bits per frame + CRC", n, 15);
@@ -189,7 +189,7 @@ int test_bitstream(void)
     frae_stream s;
     char err[256];
     CHECK(!frae_stream_parse(buf, n, &s, err, sizeof err) &&
-              !frae_stream_check_model(&s, m, err, sizeof err),
+              !frae_stream_check_model(&s, frae_model_net(m), err, sizeof err),
           "good stream: %s", err);
     unsigned char code[16];
     int same = 1;
@@ -228,7 +228,7 @@ int test_bitstream(void)
     c2.seed = 99; /* same shape, other weights */
     frae_model *other = create_or_die(&c2);
     CHECK(!frae_stream_parse(buf, n, &s, err, sizeof err) &&
-              frae_stream_check_model(&s, other, err, sizeof err) &&
+              frae_stream_check_model(&s, frae_model_net(other), err, sizeof err) &&
               strstr(err, "another model"),
           "other model: %s", err);
     frae_destroy(other);
@@ -246,7 +246,7 @@ int test_bitstream(void)
         else
             mut[lcg(&r) % FRAE_STREAM_HEADER] = (unsigned char)lcg(&r);
         if (frae_stream_parse(mut, len, &s, err, sizeof err) ||
-            frae_stream_check_model(&s, m, err, sizeof err))
+            frae_stream_check_model(&s, frae_model_net(m), err, sizeof err))
             caught++;
         else if (len != n || memcmp(mut, buf, n))
             failures++, printf("    FAIL mutation %d went unnoticed\n", i);
@@ -308,7 +308,7 @@ int test_bf16_weights(void)
         CHECK(rounded && changed, "%s: weights not rounded to bf16",
               frae_isa_name(m16));
         frae_set_params(m32, p16);
-        CHECK(frae_model_hash(m16) == frae_model_hash(m32),
+        CHECK(frae_model_hash(frae_model_net(m16)) == frae_model_hash(frae_model_net(m32)),
               "bf16 and rounded f32 models hash differently");
         frae_forward(m16, x, y16, nseq, T);
         frae_forward(m32, x, y32, nseq, T);
@@ -316,8 +316,8 @@ int test_bf16_weights(void)
               "%s: batched bf16 forward differs", frae_isa_name(m16));
 
         /* one frame at a time: encode with bf16, decode with f32 */
-        frae_encoder *e = frae_encoder_create(m16);
-        frae_decoder *d = frae_decoder_create(m32);
+        frae_encoder *e = frae_encoder_create(frae_model_net(m16));
+        frae_decoder *d = frae_decoder_create(frae_model_net(m32));
         unsigned char code[8];
         float recon[12], out[12];
         int same = 1;
@@ -398,7 +398,7 @@ int test_codec_pitch(void)
         perturb_params(m, NULL);
         CHECK(frae_bits_per_frame(m) == 5 + FRAE_PITCH_BITS,
               "%g bits per frame", frae_bits_per_frame(m));
-        CHECK(frae_code_bytes(m) == 2, "%zu code bytes", frae_code_bytes(m));
+        CHECK(frae_code_bytes(frae_model_net(m)) == 2, "%zu code bytes", frae_code_bytes(frae_model_net(m)));
         float *x = synth(1, T, D, 77), *y = malloc(sizeof(float) * T * D);
         frae_forward(m, x, y, 1, T);
         float *frames = malloc(sizeof(float) * T * W);
@@ -413,8 +413,8 @@ int test_codec_pitch(void)
             frames[t * W + D] = t == 17 ? NAN : t == 18 ? -5.0f : f0;
             frames[t * W + D + 1] = voiced ? 1.0f : 0.0f;
         }
-        frae_encoder *e = frae_encoder_create(m);
-        frae_decoder *d = frae_decoder_create(m);
+        frae_encoder *e = frae_encoder_create(frae_model_net(m));
+        frae_decoder *d = frae_decoder_create(frae_model_net(m));
         unsigned char code[2];
         float recon[9], out[9];
         int same_env = 1, same_pitch = 1, voicing_ok = 1, late = 0;
@@ -451,14 +451,14 @@ int test_codec_pitch(void)
               "step bits on an unvoiced frame were accepted");
         /* a stream: flag bit 1, 9 bits a frame, checked against the model */
         frae_stream s;
-        frae_stream_header(m, 1, 3, 1, &s);
+        frae_stream_header(frae_model_net(m), 1, 3, 1, &s);
         CHECK(s.flags == (1 | FRAE_STREAM_PITCH), "flags %d", s.flags);
         CHECK(frae_stream_bytes(&s) == FRAE_STREAM_HEADER + 4 + 4,
               "%zu stream bytes for 27 bits", frae_stream_bytes(&s));
         c.pitch = 0;
         frae_model *plain = create_or_die(&c);
         char err[256] = "";
-        CHECK(frae_stream_check_model(&s, plain, err, sizeof err) &&
+        CHECK(frae_stream_check_model(&s, frae_model_net(plain), err, sizeof err) &&
                   strstr(err, "carries pitch"),
               "a pitch stream passed a model without pitch: '%s'", err);
         frae_destroy(plain);
@@ -508,13 +508,13 @@ static size_t encode_ranged_search(const frae_model *m, const float *f,
     const int W = c->frame_dim + 2 * c->pitch;
     frae_stream h;
     frae_stream_writer w;
-    frae_stream_header(m, (uint32_t)nseq, (uint32_t)T,
+    frae_stream_header(frae_model_net(m), (uint32_t)nseq, (uint32_t)T,
                        silent ? FRAE_STREAM_DTX : 0, &h);
     h.packet_frames = packet_frames;
     if (write_version) /* frae 0.4's version 3, which frae still reads */
         h.version = (uint8_t)write_version;
     size_t at = frae_stream_writer_begin(&w, &h, out);
-    frae_encoder *e = frae_encoder_create(m);
+    frae_encoder *e = frae_encoder_create(frae_model_net(m));
     frae_encoder_set_search(e, passes, weight);
     frae_encoder_set_dtx(e, silent != NULL);
     frae_range_enc rc;
@@ -554,7 +554,7 @@ static int decode_ranged(const frae_model *m, const frae_stream *s, float *y)
 {
     const frae_config *c = frae_get_config(m);
     const int W = c->frame_dim + 2 * c->pitch;
-    frae_decoder *d = frae_decoder_create(m);
+    frae_decoder *d = frae_decoder_create(frae_model_net(m));
     frae_range_dec rd;
     const unsigned char *at = s->payload, *end = s->payload - frae_stream_header_bytes(s) + s->size;
     uint32_t k = 0;
@@ -651,7 +651,7 @@ int test_codec_ranged(void)
         c1.batch = 1;
         for (int i = 0; i < nisa; i++) {
             frae_model *mi = model_on_isa(m, &c1, isas[i]);
-            CHECK(frae_stream_check_model(&s, mi, err, sizeof err) == 0,
+            CHECK(frae_stream_check_model(&s, frae_model_net(mi), err, sizeof err) == 0,
                   "%s", err);
             memset(y, 0, sizeof(float) * nseq * T * W);
             CHECK(decode_ranged(mi, &s, y) == 0, "%s on %s: a frame refused",
@@ -750,7 +750,7 @@ int test_codec_ranged(void)
             float *y3 = malloc(sizeof(float) * nseq * T * W);
             CHECK(frae_stream_parse(v3, n3, &s3, err, sizeof err) == 0 &&
                       s3.version == 3 &&
-                      frae_stream_check_model(&s3, m, err, sizeof err) == 0 &&
+                      frae_stream_check_model(&s3, frae_model_net(m), err, sizeof err) == 0 &&
                       decode_ranged(m, &s3, y3) == 0 &&
                       decode_ranged(m, &s, y) == 0 &&
                       !memcmp(y3, y, sizeof(float) * nseq * T * W),
@@ -825,7 +825,7 @@ int test_codec_ranged(void)
         cp.prior_hidden = 0, cp.prior_ar = 0, cp.pitch_ranged = 0;
         frae_model *plain = create_or_die(&cp);
         frae_stream_parse(buf, size, &s, err, sizeof err);
-        CHECK(frae_stream_check_model(&s, plain, err, sizeof err) &&
+        CHECK(frae_stream_check_model(&s, frae_model_net(plain), err, sizeof err) &&
                   strstr(err, "no prior"),
               "plain model: '%s'", err);
         frae_destroy(plain);
@@ -886,7 +886,7 @@ int test_codec_dtx(void)
     for (int i = 0; i < nisa; i++) {
         frae_model *mi = model_on_isa(m, &c, isas[i]);
         frae_set_normalization(mi, mean, std);
-        frae_decoder *d = frae_decoder_create(mi);
+        frae_decoder *d = frae_decoder_create(frae_model_net(mi));
         CHECK(frae_decoder_set_dtx(d, 1) == 0, "set_dtx refused");
         frae_range_dec rd;
         const unsigned char *at = s.payload;
@@ -944,7 +944,7 @@ int test_codec_dtx(void)
     }
     /* DTX needs a prior; its flag is the entropy-coded versions' alone */
     {
-        frae_encoder *e = frae_encoder_create(m);
+        frae_encoder *e = frae_encoder_create(frae_model_net(m));
         frae_range_enc rc;
         unsigned char out[64];
         frae_range_enc_init(&rc, out, sizeof out);
@@ -954,15 +954,15 @@ int test_codec_dtx(void)
         frae_config cp = c;
         cp.prior_hidden = 0, cp.prior_ar = 0, cp.pitch_ranged = 0;
         frae_model *plain = create_or_die(&cp);
-        frae_encoder *pe = frae_encoder_create(plain);
+        frae_encoder *pe = frae_encoder_create(frae_model_net(plain));
         CHECK(frae_encoder_set_dtx(pe, 1) == -1, "DTX on without a prior");
         frae_stream h;
-        frae_stream_header(plain, 1, 4, FRAE_STREAM_DTX, &h);
+        frae_stream_header(frae_model_net(plain), 1, 4, FRAE_STREAM_DTX, &h);
         CHECK(h.version == FRAE_STREAM_VERSION && !(h.flags & FRAE_STREAM_DTX),
               "a fixed-rate header with the DTX flag");
         const size_t n = frae_stream_bytes(&h);
         unsigned char *v2 = calloc(n, 1);
-        unsigned char *codes = calloc(frae_code_bytes(plain) * 4, 1);
+        unsigned char *codes = calloc(frae_code_bytes(frae_model_net(plain)) * 4, 1);
         frae_stream_write(v2, &h, codes);
         v2[7] |= FRAE_STREAM_DTX;
         const uint32_t crc = frae_crc32(v2, n - 4);
@@ -1050,13 +1050,13 @@ int test_codec_search(void)
         frae_model *m = create_or_die(&c);
         perturb_params(m, NULL);
         const int L = c.latent_dim;
-        const size_t cb = frae_code_bytes(m);
+        const size_t cb = frae_code_bytes(frae_model_net(m));
         float *x = synth(1, T, D, 60 + k);
         unsigned char *codes = malloc(cb * T), *plain = malloc(cb * T);
         unsigned char cand[16];
         float *recon = malloc(sizeof(float) * T * D), out[64], y[64];
-        frae_encoder *e = frae_encoder_create(m), *e0 = frae_encoder_create(m);
-        frae_decoder *d = frae_decoder_create(m), *ref = frae_decoder_create(m);
+        frae_encoder *e = frae_encoder_create(frae_model_net(m)), *e0 = frae_encoder_create(frae_model_net(m));
+        frae_decoder *d = frae_decoder_create(frae_model_net(m)), *ref = frae_decoder_create(frae_model_net(m));
         CHECK(frae_encoder_set_search(e, 16, 0.0f) == 0, "search refused");
         double sse_search = 0, sse_plain = 0;
         int same = 1;
@@ -1166,7 +1166,7 @@ int test_codec_search(void)
     frae_config c;
     codec_config(&c, FRAE_QUANT_BINARY, 0);
     frae_model *m = create_or_die(&c);
-    frae_encoder *e = frae_encoder_create(m);
+    frae_encoder *e = frae_encoder_create(frae_model_net(m));
     CHECK(frae_encoder_set_search(e, -1, 0.0f) == -1 &&
               frae_encoder_set_search(e, 1, -1.0f) == -1 &&
               frae_encoder_set_search(e, 1, NAN) == -1 &&
@@ -1176,7 +1176,7 @@ int test_codec_search(void)
     frae_destroy(m);
     codec_config(&c, FRAE_QUANT_NONE, 0);
     m = create_or_die(&c);
-    e = frae_encoder_create(m);
+    e = frae_encoder_create(frae_model_net(m));
     CHECK(frae_encoder_set_search(e, 1, 0.0f) == -1 &&
               frae_encoder_set_search(e, 0, 0.0f) == 0,
           "a search over raw float latents accepted, or turning it off "

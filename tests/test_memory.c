@@ -154,8 +154,8 @@ int test_codec_zero_allocations(void)
     c.quantizer = FRAE_QUANT_BINARY;
     c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
     frae_model *m = create_or_die(&c);
-    frae_encoder *e = frae_encoder_create(m);
-    frae_decoder *d = frae_decoder_create(m);
+    frae_encoder *e = frae_encoder_create(frae_model_net(m));
+    frae_decoder *d = frae_decoder_create(frae_model_net(m));
     float *x = synth(1, 1000, 6, 3), y[6];
     unsigned char code[8];
     CHECK(e && d, "no codec states");
@@ -189,8 +189,8 @@ int test_codec_zero_allocations(void)
         c.quant_levels = 5;
         c.prior_hidden = 8;
         frae_model *m = create_or_die(&c);
-        frae_encoder *e = frae_encoder_create(m);
-        frae_decoder *d = frae_decoder_create(m);
+        frae_encoder *e = frae_encoder_create(frae_model_net(m));
+        frae_decoder *d = frae_decoder_create(frae_model_net(m));
         float *x = synth(1, 1000, 6, 3), y[6];
         unsigned char buf[4096];
         frae_range_enc rc;
@@ -237,8 +237,8 @@ int test_codec_zero_allocations(void)
     c.quantizer = FRAE_QUANT_BINARY;
     c.pitch = 1;
     frae_model *m = create_or_die(&c);
-    frae_encoder *e = frae_encoder_create(m);
-    frae_decoder *d = frae_decoder_create(m);
+    frae_encoder *e = frae_encoder_create(frae_model_net(m));
+    frae_decoder *d = frae_decoder_create(frae_model_net(m));
     frae_features f;
     frae_features_default(&f);
     void *vmem = malloc(frae_vocoder_size(&f)), *pmem = malloc(frae_f0_size(&f));

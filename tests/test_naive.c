@@ -296,20 +296,20 @@ int test_prior_ar_column_dot(void)
             m = create_or_die(&c);
             frae_set_params(m, p);
         }
-        const int l = m->prior[2], L = c.latent_dim;
+        const int l = m->net.prior[2], L = c.latent_dim;
         float q[20];
         for (int j = 0; j < L; j++)
             q[j] = (float)((j * 7) % 9) * 0.25f - 1.0f;
         int same = 1, nonzero = 0;
-        for (int col = 0; col < m->layer[l].out; col++) {
+        for (int col = 0; col < m->net.layer[l].out; col++) {
             const int u = col / c.quant_levels;
-            float want = m->layer[l].bias[col];
+            float want = m->net.layer[l].bias[col];
             for (int j = 0; j < u; j++)
-                want += frae_weight_get(m, l, j, col) * q[j];
-            float got = frae_weight_column_dot(m, l, col, q, u,
-                                               m->layer[l].bias[col]);
+                want += frae_weight_get(&m->net, l, j, col) * q[j];
+            float got = frae_weight_column_dot(&m->net, l, col, q, u,
+                                               m->net.layer[l].bias[col]);
             same &= memcmp(&got, &want, sizeof got) == 0;
-            nonzero += u > 0 && frae_weight_get(m, l, u - 1, col) != 0.0f;
+            nonzero += u > 0 && frae_weight_get(&m->net, l, u - 1, col) != 0.0f;
             checked++;
         }
         CHECK(same, "%s: the column sums differ", bf16 ? "bf16" : "f32");

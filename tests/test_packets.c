@@ -41,7 +41,7 @@ static int send(const frae_model *m, int dtx, int state, const float *f,
     o.datagrams = 1, o.packet_frames = P, o.resync_packets = R, o.dtx = dtx;
     o.resync_state = state;
     char err[256];
-    frae_stream_encoder *e = frae_stream_encoder_create(m, &o, 1, T, 1, err,
+    frae_stream_encoder *e = frae_stream_encoder_create(frae_model_net(m), &o, 1, T, 1, err,
                                                         sizeof err);
     if (!e) {
         printf("    encoder: %s\n", err);
@@ -69,7 +69,7 @@ static long receive(const frae_model *m, const sent *s, const int *order,
                     int n_order, float *y, frae_packet_counts *c)
 {
     char err[256];
-    frae_packet_decoder *d = frae_packet_decoder_create(m, &s->header, err,
+    frae_packet_decoder *d = frae_packet_decoder_create(frae_model_net(m), &s->header, err,
                                                         sizeof err);
     if (!d)
         return -1;
@@ -132,7 +132,7 @@ int test_packets_loss(void)
             frae_stream_options o;
             frae_stream_options_default(&o);
             o.resync_state = 1;
-            CHECK(frae_stream_options_check(m, &o) != NULL,
+            CHECK(frae_stream_options_check(frae_model_net(m), &o) != NULL,
                   "%s: without real-time packets refused", kind);
             /* the network starts afresh at packet 4 (frame 12): the same
              * frames as without until there, others after */
@@ -251,8 +251,8 @@ int test_packets_conceal(void)
     c.training = 0, c.batch = 1;
     frae_model *m = create_or_die(&c);
     perturb_params(m, NULL);
-    frae_decoder *a = frae_decoder_create(m), *b = frae_decoder_create(m);
-    const size_t cb = frae_code_bytes(m);
+    frae_decoder *a = frae_decoder_create(frae_model_net(m)), *b = frae_decoder_create(frae_model_net(m));
+    const size_t cb = frae_code_bytes(frae_model_net(m));
     unsigned char hist[4], full[4], half[4], zero[4];
     /* 3 bits a value, LSB first: levels by value index */
     const int lv_hist[5] = {1, 3, 2, 0, 4}, lv_full[5] = {4, 0, 0, 4, 0},

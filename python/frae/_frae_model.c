@@ -143,7 +143,7 @@ static PyObject *m_info(ModelObject *self, PyObject *unused)
     const char *isa = frae_isa_name(m); /* a static string */
     const long steps = frae_adam_step_count(m);
     const Py_ssize_t bytes = (Py_ssize_t)frae_bytes_allocated(m);
-    const unsigned long long hash = frae_model_hash(m);
+    const unsigned long long hash = frae_model_hash(frae_model_net(m));
     frae_py_model_unlock(self);
     return Py_BuildValue("{s:n,s:d,s:s,s:l,s:n,s:K}", "params", params,
                          "bits_per_frame", bits, "isa", isa, "adam_steps",
@@ -419,7 +419,7 @@ static PyObject *encode_locked(frae_model *m, PyObject *args)
     so.search = search;
     so.search_lambda = (float)search_lambda;
     so.dtx = silent_o != Py_None;
-    const char *why = frae_stream_options_check(m, &so);
+    const char *why = frae_stream_options_check(frae_model_net(m), &so);
     if (why) {
         PyErr_Format(frae_py_error, "encode: %s", why);
         return NULL;
@@ -434,7 +434,7 @@ static PyObject *encode_locked(frae_model *m, PyObject *args)
     }
     char err[512];
     frae_stream_encoder *se = frae_stream_encoder_create(
-        m, &so, (uint32_t)nseq, (uint32_t)nframes, two_d, err, sizeof err);
+        frae_model_net(m), &so, (uint32_t)nseq, (uint32_t)nframes, two_d, err, sizeof err);
     if (!se) {
         PyBuffer_Release(&xb);
         if (so.dtx)
@@ -490,7 +490,7 @@ static PyObject *stream_info_locked(frae_model *m, PyObject *args)
     char err[512];
     frae_stream s;
     if (frae_stream_parse(b.buf, (size_t)b.len, &s, err, sizeof err) ||
-        frae_stream_check_model(&s, m, err, sizeof err)) {
+        frae_stream_check_model(&s, frae_model_net(m), err, sizeof err)) {
         PyBuffer_Release(&b);
         return frae_py_fail(err);
     }
@@ -509,7 +509,7 @@ static PyObject *decode_locked(frae_model *m, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*O", &b, &yo))
         return NULL;
     char err[512] = "";
-    frae_stream_decoder *sd = frae_stream_decoder_create(m, b.buf,
+    frae_stream_decoder *sd = frae_stream_decoder_create(frae_model_net(m), b.buf,
                                                          (size_t)b.len, err,
                                                          sizeof err);
     if (!sd) {

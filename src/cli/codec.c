@@ -399,7 +399,7 @@ int stream_options(const codec_opts *o, const frae_model *m,
             so->resync_packets =
                 (int)((o->resync_ms * o->frame_rate / 1000.0 + P - 1) / P);
     }
-    const char *why = frae_stream_options_check(m, so);
+    const char *why = frae_stream_options_check(frae_model_net(m), so);
     if (why)
         return cli_fail(EXIT_USAGE, "%s: %s: %s",
                         o->dtx             ? "--dtx"

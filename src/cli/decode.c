@@ -171,7 +171,7 @@ static int decode_packets(codec_opts *o, FILE *in)
     frae_model *m = load_inference(o->io.model, o->io.isa);
     if (!m)
         return EXIT_USAGE;
-    frae_packet_decoder *pd = frae_packet_decoder_create(m, &s, err, sizeof err);
+    frae_packet_decoder *pd = frae_packet_decoder_create(frae_model_net(m), &s, err, sizeof err);
     const frae_config *c = frae_get_config(m);
     const int D = c->frame_dim, width = D + 2 * c->pitch;
     const long P = (long)s.packet_frames, cap = FRAE_PACKET_DECODE_MAX(P);
@@ -318,7 +318,7 @@ static int decode_file(codec_opts *o)
     af.f = NULL;
     wav_out wav = {0};
     frae_features feat;
-    frae_stream_decoder *sd = frae_stream_decoder_create(m, map, size, err,
+    frae_stream_decoder *sd = frae_stream_decoder_create(frae_model_net(m), map, size, err,
                                                          sizeof err);
     if (!sd) {
         rc = cli_fail(EXIT_USAGE, "%s: %s", o->io.input, err);

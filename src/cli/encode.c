@@ -230,7 +230,7 @@ static int encode_live(codec_opts *o, frae_model *m,
     frae_feature_stream *fs = NULL;
     float *mono = NULL;
     unsigned char *raw = NULL;
-    l.se = frae_stream_encoder_create(m, so, 1, 0, 1, err, sizeof err);
+    l.se = frae_stream_encoder_create(frae_model_net(m), so, 1, 0, 1, err, sizeof err);
     if (!l.se) {
         rc = cli_fail(EXIT_USAGE, "%s: %s", o->io.model, err);
         goto done;
@@ -427,7 +427,7 @@ static void encode_report(const codec_opts *o, frae_model *m,
     if (!ranged && !so->datagrams)
         cli_printf("bitrate: %.0f bits/frame (%d x %d bits%s) = %.3f kbit/s at "
                "%g frames/s\n",
-               bpf, frae_get_config(m)->latent_dim, frae_code_bits(m), split,
+               bpf, frae_get_config(m)->latent_dim, frae_code_bits(frae_model_net(m)), split,
                bpf * o->frame_rate / 1000.0, o->frame_rate);
     if (pitch)
         cli_printf("pitch: %ld voiced frames, %.1f%% coded voiced, mean f0 "
@@ -534,7 +534,7 @@ int cmd_encode(int argc, char **argv)
             goto done;
         }
     }
-    se = frae_stream_encoder_create(m, &so, (uint32_t)in.n, (uint32_t)in.t,
+    se = frae_stream_encoder_create(frae_model_net(m), &so, (uint32_t)in.n, (uint32_t)in.t,
                                     in.ndim == 2, err, sizeof err);
     if (!se) {
         rc = cli_fail(EXIT_USAGE, "%s: %s", o.io.model, err);

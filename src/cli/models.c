@@ -125,19 +125,19 @@ int cmd_models(int argc, char **argv)
                 cli_printf("  %-12s variable rate%s%s: %d codes of %d bit%s "
                            "range-coded under a learned prior%s\n",
                            names[j], rate[0] ? ", " : "", rate, c->latent_dim,
-                           frae_code_bits(m), frae_code_bits(m) == 1 ? "" : "s",
+                           frae_code_bits(frae_model_net(m)), frae_code_bits(frae_model_net(m)) == 1 ? "" : "s",
                            c->pitch ? ", pitch" : "");
             else
                 cli_printf("  %-12s %.2f kbit/s fixed: %g bits a frame "
                            "(%d codes of %d bit%s%s)\n",
                            names[j], bits * 100 / 1000, bits, c->latent_dim,
-                           frae_code_bits(m), frae_code_bits(m) == 1 ? "" : "s",
+                           frae_code_bits(frae_model_net(m)), frae_code_bits(frae_model_net(m)) == 1 ? "" : "s",
                            c->pitch ? " + 4 pitch bits" : "");
             cli_printf("               latency 30 ms (10 ms frames; the f0 "
                        "window's 20 ms ahead, the vocoder's 10)%s\n",
                        c->prior_hidden > 0 ? " + the packet (--packet-ms)" : "");
             cli_printf("               hash %016llx, %s weights%s\n",
-                       (unsigned long long)frae_model_hash(m),
+                       (unsigned long long)frae_model_hash(frae_model_net(m)),
                        c->weights == FRAE_WEIGHTS_BF16 ? "bf16" : "f32",
                        !strcmp(names[j], FRAE_DEFAULT_MODEL)
                            ? "; the default for 'frae encode IN -o OUT'"

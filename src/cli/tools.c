@@ -214,7 +214,7 @@ static void info_model(frae_checkpoint *ck, const frae_config *cfg,
     char split[96] = "";
     if (c.pitch) /* how the bits split between envelope and pitch */
         snprintf(split, sizeof split, " (envelope %d x %d, pitch %d)",
-                 c.latent_dim, frae_code_bits(m), FRAE_PITCH_BITS);
+                 c.latent_dim, frae_code_bits(frae_model_net(m)), FRAE_PITCH_BITS);
     cli_printf("  %zu parameters, %g bits/frame%s, %s weights\n",
            frae_param_count(m), frae_bits_per_frame(m), split,
            frae_weights_names[c.weights]);

@@ -21,7 +21,7 @@
 #include "codec/container.h"
 
 struct frae_codec_state {
-    const frae_model *model;
+    const frae_net *model;
     frae_state st; /* one sequence, one frame of activations */
     int code_bits;
     float pitch_pred; /* log2 f0 of the last voiced frame, as decoded */
@@ -115,7 +115,7 @@ static int pitch_decode(float *pred, uint32_t code, float *out)
 
 /* ---- codes ---------------------------------------------------------------- */
 
-size_t frae_code_bytes(const frae_model *m)
+size_t frae_code_bytes(const frae_net *m)
 {
     return ((size_t)m->cfg.latent_dim * frae_code_bits(m) +
             (m->cfg.pitch ? FRAE_PITCH_BITS : 0) + 7) / 8;
@@ -187,7 +187,7 @@ static int unpack_code(const frae_config *c, int bits,
 
 /* ---- model identity ------------------------------------------------------- */
 
-uint64_t frae_model_hash(const frae_model *m)
+uint64_t frae_model_hash(const frae_net *m)
 {
     const frae_config *c = &m->cfg;
     int32_t shape[8 + 2 * FRAE_MAX_HIDDEN] = {
@@ -276,7 +276,7 @@ static size_t search_floats(const frae_config *c)
 
 static size_t aligned64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-size_t frae_decoder_size(const frae_model *m)
+size_t frae_decoder_size(const frae_net *m)
 {
     /* a multiple of 64, as aligned_alloc wants */
     return aligned64(HEAD_BYTES + frae_state_layout(&m->cfg, 1, 1, NULL, NULL) +
@@ -285,7 +285,7 @@ size_t frae_decoder_size(const frae_model *m)
                      sizeof(float) * adapt_floats(&m->cfg));
 }
 
-size_t frae_encoder_size(const frae_model *m)
+size_t frae_encoder_size(const frae_net *m)
 {
     return frae_decoder_size(m) + frae_state_layout(&m->cfg, 1, 1, NULL, NULL) +
            aligned64(sizeof(float) * search_floats(&m->cfg));
@@ -329,7 +329,7 @@ static void state_reset(struct frae_codec_state *s)
     s->st.ring_rows = 1; /* the one sequence, from the first frame */
 }
 
-static struct frae_codec_state *state_init(void *mem, const frae_model *m,
+static struct frae_codec_state *state_init(void *mem, const frae_net *m,
                                            int encoder)
 {
     if (!mem || !m)
@@ -363,23 +363,23 @@ static struct frae_codec_state *state_init(void *mem, const frae_model *m,
     return s;
 }
 
-frae_encoder *frae_encoder_init(void *mem, const frae_model *m)
+frae_encoder *frae_encoder_init(void *mem, const frae_net *m)
 {
     return (frae_encoder *)state_init(mem, m, 1);
 }
 
-frae_decoder *frae_decoder_init(void *mem, const frae_model *m)
+frae_decoder *frae_decoder_init(void *mem, const frae_net *m)
 {
     return (frae_decoder *)state_init(mem, m, 0);
 }
 
-frae_encoder *frae_encoder_create(const frae_model *m)
+frae_encoder *frae_encoder_create(const frae_net *m)
 {
     void *mem = aligned_alloc(64, frae_encoder_size(m));
     return mem ? frae_encoder_init(mem, m) : NULL;
 }
 
-frae_decoder *frae_decoder_create(const frae_model *m)
+frae_decoder *frae_decoder_create(const frae_net *m)
 {
     void *mem = aligned_alloc(64, frae_decoder_size(m));
     return mem ? frae_decoder_init(mem, m) : NULL;
@@ -516,7 +516,7 @@ static int env_bin(float v, const float *edges, int n)
  * ends.  Called once per coded frame: it moves the tilt on. */
 static int env_voicing_context(struct frae_codec_state *s)
 {
-    const frae_model *m = s->model;
+    const frae_net *m = s->model;
     const int D = m->cfg.frame_dim;
     const int lo = D / 4 > 1 ? D / 4 : 1;
     const int hi = 5 * D / 8 < D - 1 ? 5 * D / 8 : D - 1;
@@ -607,7 +607,7 @@ static int code_symbol(const frae_config *c, float q)
  * vectorised loop); with it unit_weights makes them unit by unit */
 static void prior_logits(struct frae_codec_state *s)
 {
-    const frae_model *m = s->model;
+    const frae_net *m = s->model;
     frae_state *st = &s->st;
     const float *ctx = st->h[1]; /* GRU: h_dec(t-1) as it is */
     if (!m->gru) {
@@ -631,7 +631,7 @@ static void prior_logits(struct frae_codec_state *s)
  * st->prior_logit for prior_adapt. */
 static const float *unit_weights(struct frae_codec_state *s, int u)
 {
-    const frae_model *m = s->model;
+    const frae_net *m = s->model;
     if (m->prior[2] < 0)
         return s->weights;
     const int S = prior_symbols(&m->cfg);
@@ -724,7 +724,7 @@ static double freq_bits(uint32_t f)
 static double search_cost(struct frae_codec_state *s, const float *x,
                           int ranged)
 {
-    const frae_model *m = s->model;
+    const frae_net *m = s->model;
     const frae_config *c = &m->cfg;
     double bits = 0.0;
     if (ranged) {
@@ -1254,7 +1254,7 @@ long frae_stream_packet_parse(const frae_stream *s, const unsigned char *p,
     return (long)(body + 2);
 }
 
-void frae_stream_header(const frae_model *m, uint32_t sequences,
+void frae_stream_header(const frae_net *m, uint32_t sequences,
                         uint32_t frames, int flags, frae_stream *s)
 {
     memset(s, 0, sizeof *s);
@@ -1569,7 +1569,7 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
     return 0;
 }
 
-int frae_stream_check_model(const frae_stream *s, const frae_model *m,
+int frae_stream_check_model(const frae_stream *s, const frae_net *m,
                             char *err, size_t errlen)
 {
     frae_stream want;

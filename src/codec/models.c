@@ -206,7 +206,7 @@ frae_model *frae_load_by_hash(uint64_t hash, const frae_config *runtime,
                 sizeof file)
                 continue;
             frae_model *m = frae_load(file, runtime, NULL, 0);
-            if (m && frae_model_hash(m) == hash) {
+            if (m && frae_model_hash(frae_model_net(m)) == hash) {
                 if (path && path_len)
                     snprintf(path, path_len, "%s", file);
                 return m;

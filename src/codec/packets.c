@@ -116,9 +116,9 @@ long frae_packet_unframe(const unsigned char *p, size_t avail,
 }
 
 /* A frame's code bits: its L codes and the pitch's. */
-static size_t frame_bits(const frae_model *m)
+static size_t frame_bits(const frae_net *m)
 {
-    const frae_config *c = frae_get_config(m);
+    const frae_config *c = frae_net_config(m);
     return (size_t)c->latent_dim * (size_t)frae_code_bits(m) +
            (c->pitch ? FRAE_PITCH_BITS : 0);
 }
@@ -151,7 +151,7 @@ static uint32_t read_bits(const unsigned char *p, size_t n_bytes, size_t pos,
 /* ---- the receiving end ----------------------------------------------------------- */
 
 struct frae_packet_decoder {
-    const frae_model *m;
+    const frae_net *m;
     frae_decoder *d;
     frae_stream s;
     int ranged, width, through;
@@ -167,11 +167,11 @@ struct frae_packet_decoder {
     unsigned char *code; /* one frame's code bytes */
 };
 
-frae_packet_decoder *frae_packet_decoder_create(const frae_model *m,
+frae_packet_decoder *frae_packet_decoder_create(const frae_net *m,
                                                 const frae_stream *s,
                                                 char *err, size_t errlen)
 {
-    const frae_config *c = frae_get_config(m);
+    const frae_config *c = frae_net_config(m);
     const int ranged = (s->flags & FRAE_STREAM_RANGED_PACKETS) != 0;
     if (s->version != FRAE_STREAM_VERSION_PACKETS) {
         frae_errorf(err, errlen, "not a version-5 stream");
@@ -266,7 +266,7 @@ static long decode_payload(frae_packet_decoder *d, int resync, long count,
                            const unsigned char *p, size_t n, float *frames,
                            long at, long cap)
 {
-    const frae_config *c = frae_get_config(d->m);
+    const frae_config *c = frae_net_config(d->m);
     long k = 0;
     if (d->ranged) {
         frae_range_dec rd;

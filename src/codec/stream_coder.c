@@ -13,7 +13,7 @@
 #include "codec/container.h"
 
 struct frae_stream_encoder {
-    const frae_model *m;
+    const frae_net *m;
     frae_encoder *e;
     frae_stream s;          /* the header's fields */
     frae_stream_writer w;   /* a fixed-rate stream's packing and CRC */
@@ -49,10 +49,10 @@ void frae_stream_options_default(frae_stream_options *o)
     o->search_lambda = -1.0f;
 }
 
-const char *frae_stream_options_check(const frae_model *m,
+const char *frae_stream_options_check(const frae_net *m,
                                       const frae_stream_options *o)
 {
-    const frae_config *c = frae_get_config(m);
+    const frae_config *c = frae_net_config(m);
     const int ranged = c->prior_hidden > 0;
     if (o->packet_frames < 0 || o->packet_frames > FRAE_PACKET_MAX_FRAMES)
         return "frames per packet out of range";
@@ -78,7 +78,7 @@ const char *frae_stream_options_check(const frae_model *m,
     return NULL;
 }
 
-frae_stream_encoder *frae_stream_encoder_create(const frae_model *m,
+frae_stream_encoder *frae_stream_encoder_create(const frae_net *m,
                                                 const frae_stream_options *o,
                                                 uint32_t sequences,
                                                 uint32_t frames,
@@ -171,7 +171,7 @@ frae_stream_encoder *frae_stream_encoder_create(const frae_model *m,
     e->datagrams = o->datagrams;
     e->fresh = ranged || o->resync_state;
     const float lambda = o->search_lambda >= 0 ? o->search_lambda
-                                               : frae_get_config(m)->rate_lambda;
+                                               : frae_net_config(m)->rate_lambda;
     frae_encoder_set_search(e->e, o->search, lambda); /* checked above */
     if (o->dtx)
         frae_encoder_set_dtx(e->e, 1);
@@ -197,7 +197,7 @@ static void put_bit_run(unsigned char *p, size_t pos, uint32_t v, int bits)
  * one's) both ends start afresh. */
 static void datagram_begin(frae_stream_encoder *e)
 {
-    const frae_config *c = frae_get_config(e->m);
+    const frae_config *c = frae_net_config(e->m);
     const uint32_t k = e->packets;
     e->resync = k == 0 || (e->s.resync_packets && k % e->s.resync_packets == 0);
     unsigned char *payload = e->packet + DATAGRAM_HEAD;
@@ -272,7 +272,7 @@ static void datagram_frame(frae_stream_encoder *e, const float *frame,
         }
     } else {
         frae_encode_frame(e->e, frame, e->code, recon);
-        const frae_config *c = frae_get_config(e->m);
+        const frae_config *c = frae_net_config(e->m);
         const size_t bits = (size_t)c->latent_dim * (size_t)frae_code_bits(e->m) +
                             (c->pitch ? FRAE_PITCH_BITS : 0);
         unsigned char *payload = e->packet + DATAGRAM_HEAD;
@@ -391,7 +391,7 @@ void frae_stream_encoder_counts(const frae_stream_encoder *e,
 /* ---- decoding ---------------------------------------------------------------- */
 
 struct frae_stream_decoder {
-    const frae_model *m;
+    const frae_net *m;
     frae_decoder *d;
     frae_stream s;
     const unsigned char *at;  /* ranged: the next packet */
@@ -402,7 +402,7 @@ struct frae_stream_decoder {
     unsigned char *code;      /* a fixed-rate frame's code bytes */
 };
 
-frae_stream_decoder *frae_stream_decoder_create(const frae_model *m,
+frae_stream_decoder *frae_stream_decoder_create(const frae_net *m,
                                                 const void *buf, size_t size,
                                                 char *err, size_t errlen)
 {

@@ -24,7 +24,7 @@
  * FRAE_PEND_MAX_ROWS sequences each weight read already serves many rows,
  * and the chain is computed at the frame itself, with the same result. */
 
-static float *pend_slot(const frae_model *m, const frae_state *st, int which,
+static float *pend_slot(const frae_net *m, const frae_state *st, int which,
                         long j, int nb)
 {
     const frae_layer *ly = &m->layer[which ? m->dec_first : 0];
@@ -43,7 +43,7 @@ static long pend_when(int k, long s) { return k == 1 || ((s + k) & 1) ? s : s + 
 
 /* Applies the fed-back terms due at the end of frame s (s >= 0) to first
  * layer `which`'s pending sums; t is frame s + 1's window position. */
-static void pend_feed(const frae_model *m, frae_state *st, int which, long s,
+static void pend_feed(const frae_net *m, frae_state *st, int which, long s,
                       long t, int nb)
 {
     const int l = which ? m->dec_first : 0;
@@ -77,7 +77,7 @@ static void pend_feed(const frae_model *m, frae_state *st, int which, long s,
 /* Recomputes the pending sums from the ring after the weights changed
  * mid-stream (an Adam step between windows, set_params): each sum gets the
  * terms the schedule above has applied so far, in the same order. */
-static void pend_rebuild(const frae_model *m, frae_state *st, int which)
+static void pend_rebuild(const frae_net *m, frae_state *st, int which)
 {
     const int l = which ? m->dec_first : 0;
     const frae_layer *ly = &m->layer[l];
@@ -106,7 +106,7 @@ static void pend_rebuild(const frae_model *m, frae_state *st, int which)
     }
 }
 
-void frae_state_rebuild(const frae_model *m, frae_state *st)
+void frae_state_rebuild(const frae_net *m, frae_state *st)
 {
     if (m->cfg.history == 0)
         return;
@@ -118,7 +118,7 @@ void frae_state_rebuild(const frae_model *m, frae_state *st)
  * position) of nb sequences: z = its pending sum + head . W_head, the head
  * being head_w values per row (x or the latent) at kernel row 0.  The GRU
  * encoder's head goes on with h_dec (see gru_forward). */
-static void first_layer_forward(const frae_model *m, frae_state *st,
+static void first_layer_forward(const frae_net *m, frae_state *st,
                                 int which, long t, const float *head,
                                 ptrdiff_t head_rs, int head_w, int nb, float *z)
 {
@@ -163,7 +163,7 @@ static void first_layer_forward(const frae_model *m, frae_state *st,
  * chain goes on over h_dec(t-1)), its recurrent product on its own h(t-1),
  * and the cell.  h(t) lands in the activation slot, which st->h then
  * points at (with one frame kept, the cell updates it in place). */
-static void gru_forward(const frae_model *m, frae_state *st, int side,
+static void gru_forward(const frae_net *m, frae_state *st, int side,
                         long t, const float *head, ptrdiff_t head_rs,
                         int head_w, int nb, size_t slot)
 {
@@ -188,7 +188,7 @@ static void gru_forward(const frae_model *m, frae_state *st, int side,
  * sequence 0 (rows x_rs apart; read by layer 0 only).  The latent layer
  * also quantizes into the state's q; the output layer writes into its
  * ring. */
-static void run_layers(const frae_model *m, frae_state *st, long t,
+static void run_layers(const frae_net *m, frae_state *st, long t,
                        const float *x, ptrdiff_t x_rs, int nb, int from, int to)
 {
     const int L = m->cfg.latent_dim, last = m->n_layers - 1;
@@ -219,19 +219,19 @@ static void run_layers(const frae_model *m, frae_state *st, long t,
     }
 }
 
-void frae_forward_frame(const frae_model *m, frae_state *st, long t,
+void frae_forward_frame(const frae_net *m, frae_state *st, long t,
                         const float *x, ptrdiff_t x_rs, int nb)
 {
     run_layers(m, st, t, x, x_rs, nb, 0, m->n_layers - 1);
 }
 
-void frae_forward_encode(const frae_model *m, frae_state *st, long t,
+void frae_forward_encode(const frae_net *m, frae_state *st, long t,
                          const float *x)
 {
     run_layers(m, st, t, x, m->cfg.frame_dim, 1, 0, m->latent);
 }
 
-void frae_forward_decode(const frae_model *m, frae_state *st, long t)
+void frae_forward_decode(const frae_net *m, frae_state *st, long t)
 {
     run_layers(m, st, t, NULL, 0, 1, m->dec_first, m->n_layers - 1);
 }

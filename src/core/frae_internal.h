@@ -43,7 +43,9 @@ static inline size_t packed_index(int rows, int cols, int r, int c)
 /* A weight matrix and its bias.  The model's layers are the first
  * n_layers (encoder hidden..., latent, decoder hidden..., output); a GRU
  * family model also holds each GRU's recurrent matrix, W_hh [H][3H] and
- * b_hh, after them (frae_model.rec). */
+ * b_hh, after them (frae_net.rec).  Read only: the pointers are const, and
+ * only the model that owns the memory writes it (frae_model.wbias, wt,
+ * wh). */
 typedef struct {
     int in, out;     /* the product's widths (3H for a GRU's matrices) */
     int units;       /* width of the activation the next layer reads: out,
@@ -52,26 +54,28 @@ typedef struct {
     size_t w_off;    /* kernel in params/grads/adam_m/adam_v, packed
                         in x out (see FRAE_PANEL) */
     size_t b_off;    /* bias [out] */
-    float *bias;     /* the bias itself: params + b_off, or for bf16
-                        models (which keep no f32 weights) their own */
-    float *wt;       /* kernel transposed, packed out x in, for input
+    const float *bias; /* the bias itself: params + b_off, or for bf16
+                          models (which keep no f32 weights) their own */
+    const float *wt; /* kernel transposed, packed out x in, for input
                         gradients; NULL where none are needed (see
                         frae_needs_transposed) */
-    uint16_t *wh;    /* bf16 weights (FRAE_WEIGHTS_BF16 only): panels as
-                        above, rows padded to 32 columns and paired (see
-                        frae_gemv_bf16 in kernels.h); batch 1 reads these */
-    float *dz;       /* gradient before activation (training): for the
-                        output layer dL/dy of the whole window, [W][B][out];
-                        for the others one backward chunk, [chunk][B][out] */
+    const uint16_t *wh; /* bf16 weights (FRAE_WEIGHTS_BF16 only): panels
+                           as above, rows padded to 32 columns and paired
+                           (see frae_gemv_bf16 in kernels.h); batch 1 reads
+                           these */
 } frae_layer;
 
 /* cfg.normalize: rows of x (x_rs apart) z-scored into dst [rows][D]; one
  * output frame scaled back. */
-void frae_normalize_rows(const frae_model *m, const float *x, ptrdiff_t x_rs,
+void frae_normalize_rows(const frae_net *m, const float *x, ptrdiff_t x_rs,
                          int rows, float *dst);
-void frae_denormalize(const frae_model *m, const float *y, float *dst);
+void frae_denormalize(const frae_net *m, const float *y, float *dst);
 
-struct frae_model {
+/* The weights (public: frae_net): the shape, the kernels chosen for
+ * this CPU, the worker threads, and every parameter, all read only.  The
+ * forward pass and any number of codec states share one; nothing reached
+ * from it is writable, so states in several threads cannot race on it. */
+struct frae_net {
     frae_config cfg;
     frae_gemm_fn gemm;
     frae_gemv_sparse_fn gemv_sparse;
@@ -83,7 +87,9 @@ struct frae_model {
     frae_gru_backward_fn gru_backward;
     const char *isa_name;
     int threads;     /* cfg.threads, resolved */
-    struct frae_pool *pool; /* its threads - 1 workers (pool.h), NULL for 1 */
+    struct frae_pool *pool; /* its threads - 1 workers (pool.h), NULL for 1;
+                               its jobs are the caller's, so sharing it is
+                               sharing the workers, not data */
 
     int n_layers;
     int dec_first; /* index of the first decoder layer; 0 is the encoder's */
@@ -97,36 +103,64 @@ struct frae_model {
     frae_layer layer[FRAE_MAX_MATS];
 
     size_t n_params;
-    /* params: NULL for bf16 models, whose weights live only in the layers'
-     * wh and biases in their bias (use frae_weight_get/set) */
-    float *params, *grads, *adam_m, *adam_v;
+    /* NULL for bf16 models, whose weights live only in the layers' wh and
+     * biases in their bias (use frae_weight_get) */
+    const float *params;
+    /* cfg.normalize: per-band mean and std [D] */
+    const float *norm_mean, *norm_std;
+};
+
+/* What training adds to the weights: gradients, Adam's moments and step,
+ * and the window of one batch (inputs, targets, gradients before
+ * activation).  Only a model made with cfg.training has one (else all
+ * NULL); a model's forward and the codec never read it. */
+typedef struct {
+    float *grads, *adam_m, *adam_v;
     long adam_step;
+    /* per matrix, the gradient before activation: for the output layer
+     * dL/dy of the whole window, [W][B][out]; for the others one backward
+     * chunk, [chunk][B][out] */
+    float *dz[FRAE_MAX_MATS];
+    int chunk_frames; /* frames per backward chunk: about FRAE_CHUNK_ROWS
+                         rows, so big batches keep few frames of gradients */
+    float *xwin;     /* the current window's input, [W][B][D] */
+    /* cfg.targets: the window's targets [W][B][D], and one frame of
+     * z-scored targets per sequence [B][D] (with normalize) */
+    float *twin, *tnorm;
+    float *fb;       /* full feedback: dL/d(buffer) of one frame, [B][K*D] */
+    /* GRU family: dL/dh of one frame [B][H] per side, and the part carried
+     * back to the frame before (recurrence, and with full feedback the
+     * encoder's input h_dec) */
+    float *dh_carry[2];
+    /* prior: d(lambda x rate)/dq of the window's codes, [W][B][L] (the
+     * straight-through slope), and with full feedback its gradient to the
+     * contexts, [W][B][C] */
+    float *rate_dq, *prior_dctx;
+    /* data-parallel training: sums across replicas (NULL: alone) */
+    const frae_reducer *reducer;
+} frae_trainer;
+
+/* A model: its weights (net, first, so that a frae_model * is also a
+ * frae_net *), the writable views of them that only the model's own calls
+ * use (init, set, load, the Adam step), the trainer, and the stream of its
+ * batch.  One block from the config, allocated once. */
+struct frae_model {
+    frae_net net;
+    /* writable views of net's parameters, biases, transposed and bf16
+     * kernels, and statistics (the same memory) */
+    float *params;
+    float *wbias[FRAE_MAX_MATS], *wt[FRAE_MAX_MATS];
+    uint16_t *wh[FRAE_MAX_MATS];
+    float *norm_mean, *norm_std;
+
+    frae_trainer tr;
 
     /* the stream of the model's batch: B sequences, and a window of
      * activations when it trains */
     frae_state state;
-
-    int chunk_frames; /* frames per backward chunk: about FRAE_CHUNK_ROWS
-                         rows, so big batches keep few frames of gradients */
-    float *xwin;     /* the current window's input, [W][B][D] (training) */
-    /* cfg.targets: the window's targets [W][B][D] (training), and one
-     * frame of z-scored targets per sequence [B][D] (with normalize) */
-    float *twin, *tnorm;
-    float *fb;       /* full feedback: dL/d(buffer) of one frame, [B][K*D] */
-    int *wvalid;     /* valid frames per sequence in the current window [B] */
-    /* cfg.normalize: per-band mean and std [D], and one frame of z-scored
-     * input per sequence [B][D] (eval, forward) */
-    float *norm_mean, *norm_std, *xnorm;
-    /* GRU family, training: dL/dh of one frame [B][H] per side, and the
-     * part carried back to the frame before (recurrence, and with full
-     * feedback the encoder's input h_dec) */
-    float *dh_carry[2];
-    /* prior, training: d(lambda x rate)/dq of the window's codes, [W][B][L]
-     * (the straight-through slope), and with full feedback its gradient
-     * to the contexts, [W][B][C] */
-    float *rate_dq, *prior_dctx;
-    /* data-parallel training: sums across replicas (NULL: alone) */
-    const frae_reducer *reducer;
+    int *wvalid;     /* valid frames per sequence in the current call [B] */
+    float *xnorm;    /* cfg.normalize: one frame of z-scored input per
+                        sequence [B][D] */
 
     void *block;
     size_t block_bytes;
@@ -153,20 +187,20 @@ static inline void fp_leave(fp_env saved) { (void)saved; }
 
 /* gemm.c: the packed-GEMM driver.  C[M][c0..c1) = init + A . B[k0..k0+K)
  * [c0..c1), B a packed rows x cols matrix (bias and c indexed from c0). */
-void frae_gemm_packed_b(const frae_model *m, const frae_scratch *sc, int M,
+void frae_gemm_packed_b(const frae_net *m, const frae_scratch *sc, int M,
                         int K, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
                         const float *b, int rows, int cols, int k0, int c0,
                         int c1, float *c, ptrdiff_t ldc, const float *bias,
                         int init);
 /* Rows r0..r0+M of a packed rows x cols C = init + A^T . B: A is K x M (row
  * stride a_cs), B is K x cols (row stride ldb): weight gradients. */
-void frae_gemm_packed_c(const frae_model *m, const frae_scratch *sc, int M,
+void frae_gemm_packed_c(const frae_net *m, const frae_scratch *sc, int M,
                         int K, const float *a, ptrdiff_t a_cs, const float *b,
                         ptrdiff_t ldb, float *c, int rows, int cols, int r0,
                         int init);
 /* Layer l's forward product, nb rows of A (row stride a_rs) over kernel
  * rows k0..k0+K, into z (rows ly->out apart), on f32 or bf16 weights. */
-void frae_layer_product(const frae_model *m, const frae_scratch *sc, int l,
+void frae_layer_product(const frae_net *m, const frae_scratch *sc, int l,
                         int nb, int K, const float *a, ptrdiff_t a_rs, int k0,
                         float *z, const float *bias, int init);
 
@@ -174,14 +208,14 @@ void frae_layer_product(const frae_model *m, const frae_scratch *sc, int l,
  * sequence 0 with rows x_rs apart; the decoded frames land in the ring.
  * The halves, for the codec: encoding leaves the code in st->q, decoding
  * reads it; neither moves ring_pos. */
-void frae_forward_frame(const frae_model *m, frae_state *st, long t,
+void frae_forward_frame(const frae_net *m, frae_state *st, long t,
                         const float *x, ptrdiff_t x_rs, int nb);
-void frae_forward_encode(const frae_model *m, frae_state *st, long t,
+void frae_forward_encode(const frae_net *m, frae_state *st, long t,
                          const float *x);
-void frae_forward_decode(const frae_model *m, frae_state *st, long t);
+void frae_forward_decode(const frae_net *m, frae_state *st, long t);
 
 /* state.c: every pending sum of first layer `which` back to its bias */
-void frae_state_fill_sums(const frae_model *m, frae_state *s, int which);
+void frae_state_fill_sums(const frae_net *m, frae_state *s, int which);
 
 /* config.c */
 /* Whether layer l keeps a transposed copy of its kernel: only training
@@ -230,11 +264,11 @@ frae_model *frae_import_buffer(const void *buf, size_t size, const char *name,
                                size_t errlen);
 /* Weight (input i, output o) of layer l, whatever the storage; set rounds
  * to bf16 for bf16 models. */
-float frae_weight_get(const frae_model *m, int l, int i, int o);
+float frae_weight_get(const frae_net *m, int l, int i, int o);
 void frae_weight_set(frae_model *m, int l, int i, int o, float v);
 /* acc + sum_{i<n} W_l[i][o] x[i], summed in order of i (the weights as
  * frae_weight_get reads them, without its per-weight index arithmetic). */
-float frae_weight_column_dot(const frae_model *m, int l, int o, const float *x,
+float frae_weight_column_dot(const frae_net *m, int l, int o, const float *x,
                              int n, float acc);
 
 /* After the parameters change outside training (init, set, load):
@@ -245,25 +279,25 @@ void frae_weights_changed(frae_model *m);
  * entry that would see a code not yet coded is nonzero (a loaded file);
  * frae_prior_ar_mask zeroes those entries of w, an f32 array laid out as
  * the matrix is in params (its gradient). */
-int frae_prior_ar_check(const frae_model *m, char *err, size_t errlen);
-void frae_prior_ar_mask(const frae_model *m, float *w);
+int frae_prior_ar_check(const frae_net *m, char *err, size_t errlen);
+void frae_prior_ar_mask(const frae_net *m, float *w);
 /* A param-shaped array in an exchange layout (see model.c); src NULL means
  * the parameters themselves. */
-void frae_export_params(const frae_model *m, const float *src, float *dst,
+void frae_export_params(const frae_net *m, const float *src, float *dst,
                         int torch_layout);
 
 /* optimizer.c */
-void frae_adam_update(const frae_model *mod, float *params, const float *grads,
+void frae_adam_update(const frae_net *mod, float *params, const float *grads,
                       float *m, float *v, size_t n, long step, float lr,
                       float beta1, float beta2, float eps);
 void frae_refresh_transposed(frae_model *m);
 
 /* The model's GRU cell kernels (kernels.h) over nb rows, split by rows
  * across sc's threads (gemm.c). */
-void frae_gru_rows_forward(const frae_model *m, const frae_scratch *sc,
+void frae_gru_rows_forward(const frae_net *m, const frae_scratch *sc,
                            int nb, int H, const float *gx, const float *gh,
                            const float *h_prev, float *gates, float *h);
-void frae_gru_rows_backward(const frae_model *m, const frae_scratch *sc,
+void frae_gru_rows_backward(const frae_net *m, const frae_scratch *sc,
                             int nb, int H, const float *dh, const float *gates,
                             const float *h_prev, float *dgx, float *dgh,
                             float *dh_prev);
@@ -277,7 +311,7 @@ void frae_gru_sigmoid_n(float *x, size_t n); /* 1 / (1 + exp(-x)) */
 void frae_gru_exp_n(float *x, size_t n);
 /* The kernel row where first layer `which` (0 encoder, 1 decoder) takes the
  * fed-back frames: after its head ([x], [x, h_dec] or [latent]). */
-static inline int frae_buffer_row(const frae_model *m, int which)
+static inline int frae_buffer_row(const frae_net *m, int which)
 {
     if (which)
         return m->cfg.latent_dim;
@@ -313,22 +347,22 @@ static inline int frae_prior_symbols(const frae_config *c)
 /* prior.c */
 /* The prior's input for frame t (window position) of nb sequences of
  * state st, before the frame runs: [nb][C] into dst. */
-void frae_prior_context(const frae_model *m, const frae_state *st, long t,
+void frae_prior_context(const frae_net *m, const frae_state *st, long t,
                         int nb, float *dst);
 /* Its two layers over `rows` rows of ctx: tanh layer into hid, logits into
  * logit. */
-void frae_prior_forward(const frae_model *m, const frae_scratch *sc, int rows,
+void frae_prior_forward(const frae_net *m, const frae_scratch *sc, int rows,
                         const float *ctx, float *hid, float *logit);
 /* The within-frame autoregression (m->prior[2], none if -1): rows of the
  * frame's codes q [rows][L] added to their logits, A q + b; its gradients
  * from the logits' (the prior's second layer's dz), dq += A^T dlogit; and,
  * for the codec, logit column col's term from the codes before its unit,
  * b + sum_{j<u} A[col][j] q_j, summed in order of j. */
-void frae_prior_ar_forward(const frae_model *m, const frae_scratch *sc,
+void frae_prior_ar_forward(const frae_net *m, const frae_scratch *sc,
                            int rows, const float *q, float *logit);
 void frae_prior_ar_backward(frae_model *m, int rows, const float *q,
                             float *dq);
-float frae_prior_ar_term(const frae_model *m, const float *q, int col);
+float frae_prior_ar_term(const frae_net *m, const float *q, int col);
 /* -log2 p(q) of one frame's L codes under its logits; with dlogit and dq
  * (non-NULL) also scale x their gradients (dq: the slope of -log2 p
  * between q's neighbouring levels, README "The learned prior"). */

@@ -9,7 +9,7 @@
 #include "core/pool.h"
 
 /* Panel p of frae_gemm_packed_b below. */
-static void panel_b(const frae_model *m, const frae_scratch *sc, int p, int M,
+static void panel_b(const frae_net *m, const frae_scratch *sc, int p, int M,
                     int K, const float *a,
                     ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b, int rows,
                     int cols, int k0, int c0, int c1, float *c, ptrdiff_t ldc,
@@ -59,7 +59,7 @@ static int rows_split_pays(int M, int T, int p0, int p1, int c0, int c1)
 /* One pooled product (pool.h): frae_gemm_packed_b's or _c's arguments,
  * and how its items cut it (by rows, or one panel an item). */
 typedef struct {
-    const frae_model *m;
+    const frae_net *m;
     const frae_scratch *sc;
     int M, K;
     const float *a;
@@ -105,7 +105,7 @@ static int row_parts(int M, int T)
  * are indexed from c0.  A single row with enough zeros (ReLU outputs and
  * their gradients) goes through the sparse kernel: it streams only the
  * rows of B that meet a nonzero. */
-void frae_gemm_packed_b(const frae_model *m, const frae_scratch *sc, int M,
+void frae_gemm_packed_b(const frae_net *m, const frae_scratch *sc, int M,
                         int K, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
                         const float *b, int rows, int cols, int k0, int c0,
                         int c1, float *c, ptrdiff_t ldc, const float *bias,
@@ -138,7 +138,7 @@ void frae_gemm_packed_b(const frae_model *m, const frae_scratch *sc, int M,
 }
 
 /* Panel p of frae_gemm_packed_c below. */
-static void panel_c(const frae_model *m, int p, int M, int K, const float *a,
+static void panel_c(const frae_net *m, int p, int M, int K, const float *a,
                     ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
                     int rows, int cols, int r0, int init)
 {
@@ -166,7 +166,7 @@ static void product_c_item(void *arg, int i)
 /* Rows r0..r0+M of a packed rows x cols matrix C = init + A^T . B, where A
  * is K x M (row stride a_cs) and B is K x cols (row stride ldb): the
  * weight-gradient shape. */
-void frae_gemm_packed_c(const frae_model *m, const frae_scratch *sc, int M,
+void frae_gemm_packed_c(const frae_net *m, const frae_scratch *sc, int M,
                         int K, const float *a, ptrdiff_t a_cs, const float *b,
                         ptrdiff_t ldb, float *c, int rows, int cols, int r0,
                         int init)
@@ -190,7 +190,7 @@ void frae_gemm_packed_c(const frae_model *m, const frae_scratch *sc, int M,
  * zeros it skips and its density rule), two rows accumulating (the first
  * layers' pairs of fed-back frames) the two-row kernel, anything else the
  * dense kernel row by row, as the f32 GEMM does them. */
-static void bf16_product(const frae_model *m, const frae_scratch *sc,
+static void bf16_product(const frae_net *m, const frae_scratch *sc,
                          const frae_layer *ly, int nb, int K, const float *a,
                          ptrdiff_t a_rs, int k0, float *z, const float *bias,
                          int init)
@@ -224,7 +224,7 @@ static void bf16_product(const frae_model *m, const frae_scratch *sc,
 
 /* Layer l's forward product for nb rows of A (row stride a_rs), over its
  * kernel rows k0..k0+K, into z (rows ly->out apart). */
-void frae_layer_product(const frae_model *m, const frae_scratch *sc, int l,
+void frae_layer_product(const frae_net *m, const frae_scratch *sc, int l,
                         int nb, int K, const float *a, ptrdiff_t a_rs, int k0,
                         float *z, const float *bias, int init)
 {
@@ -248,7 +248,7 @@ static int gru_row_blocks(const frae_scratch *sc, int nb)
 }
 
 typedef struct {
-    const frae_model *m;
+    const frae_net *m;
     int nb, nblk, H;
     const float *gx, *gh, *h_prev, *dh, *gates_in;
     float *gates, *h, *dgx, *dgh, *dh_prev;
@@ -276,7 +276,7 @@ static void gru_backward_item(void *arg, int i)
                        j->dh_prev + (size_t)b0 * H);
 }
 
-void frae_gru_rows_forward(const frae_model *m, const frae_scratch *sc,
+void frae_gru_rows_forward(const frae_net *m, const frae_scratch *sc,
                            int nb, int H, const float *gx, const float *gh,
                            const float *h_prev, float *gates, float *h)
 {
@@ -290,7 +290,7 @@ void frae_gru_rows_forward(const frae_model *m, const frae_scratch *sc,
     frae_pool_run(sc->pool, nblk, gru_forward_item, &j);
 }
 
-void frae_gru_rows_backward(const frae_model *m, const frae_scratch *sc,
+void frae_gru_rows_backward(const frae_net *m, const frae_scratch *sc,
                             int nb, int H, const float *dh, const float *gates,
                             const float *h_prev, float *dgx, float *dgh,
                             float *dh_prev)

@@ -68,7 +68,7 @@ void frae_bias_grad(const float *dz, int rows, int out, float *gb,
 }
 
 /* Bits per latent value: the quantizer's (frae.h, "Streaming codec"). */
-int frae_code_bits(const frae_model *m)
+int frae_code_bits(const frae_net *m)
 {
     const frae_config *c = &m->cfg;
     if (c->quantizer == FRAE_QUANT_BINARY)

@@ -167,7 +167,7 @@ static double rng_normal(uint64_t *rng)
  * -1 if the scratch cannot be had. */
 static int orthogonal_init(frae_model *m, int l, uint64_t *rng)
 {
-    const frae_layer *ly = &m->layer[l];
+    const frae_layer *ly = &m->net.layer[l];
     const int H = ly->in, C = ly->out;
     double *rows = malloc(sizeof(double) * (size_t)H * C);
     if (!rows)
@@ -204,22 +204,22 @@ static int orthogonal_init(frae_model *m, int l, uint64_t *rng)
  * orthogonal recurrent kernels, zero biases.  -1 if out of memory. */
 static int glorot_init(frae_model *m)
 {
-    uint64_t rng = m->cfg.seed;
+    uint64_t rng = m->net.cfg.seed;
     frae_tensor_entry e[FRAE_MAX_TENSORS];
-    const int n = frae_tensor_entries(&m->cfg, e);
+    const int n = frae_tensor_entries(&m->net.cfg, e);
     for (int k = 0; k < n; k++) {
         const int l = e[k].mat;
-        const frae_layer *ly = &m->layer[l];
+        const frae_layer *ly = &m->net.layer[l];
         if (e[k].bias) {
-            memset(ly->bias, 0, sizeof(float) * (size_t)ly->out);
+            memset(m->wbias[l], 0, sizeof(float) * (size_t)ly->out);
             continue;
         }
-        if (l == m->rec[0] || l == m->rec[1]) {
+        if (l == m->net.rec[0] || l == m->net.rec[1]) {
             if (orthogonal_init(m, l, &rng))
                 return -1;
             continue;
         }
-        if (l == m->prior[2]) { /* the autoregression starts as none */
+        if (l == m->net.prior[2]) { /* the autoregression starts as none */
             for (int i = 0; i < ly->in; i++)
                 for (int o = 0; o < ly->out; o++)
                     frae_weight_set(m, l, i, o, 0.0f);
@@ -287,55 +287,58 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     }
     memset(block, 0, p.bytes);
     char *base = block;
-    m->cfg = *cfg;
-    m->gemm = kern.gemm;
-    m->gemv_sparse = kern.sparse;
-    m->gemv_bf16 = kern.bf16;
-    m->gemv2_bf16 = kern.bf16_pair;
-    m->compact = kern.compact;
-    m->adam = kern.adam;
-    m->gru_forward = kern.gru_forward;
-    m->gru_backward = kern.gru_backward;
-    m->threads = cfg->threads > 1 ? cfg->threads : 1;
+    frae_net *n = &m->net;
+    frae_trainer *tr = &m->tr;
+    n->cfg = *cfg;
+    n->gemm = kern.gemm;
+    n->gemv_sparse = kern.sparse;
+    n->gemv_bf16 = kern.bf16;
+    n->gemv2_bf16 = kern.bf16_pair;
+    n->compact = kern.compact;
+    n->adam = kern.adam;
+    n->gru_forward = kern.gru_forward;
+    n->gru_backward = kern.gru_backward;
+    n->threads = cfg->threads > 1 ? cfg->threads : 1;
     /* the workers start once, with the model; without them (the system
      * refused a thread) its products run on the caller, with the same bits */
-    m->pool = frae_pool_create(m->threads);
-    m->isa_name = kern.name;
+    n->pool = frae_pool_create(n->threads);
+    n->isa_name = kern.name;
     m->block = block;
     m->block_bytes = p.bytes;
-    m->n_layers = L.n_layers;
-    m->n_mats = L.n_mats;
-    m->gru = cfg->family == FRAE_FAMILY_GRU;
-    m->rec[0] = m->gru ? L.n_layers : -1;
-    m->rec[1] = m->gru ? L.n_layers + 1 : -1;
-    m->prior[0] = cfg->prior_hidden > 0 ? frae_prior_mat(cfg, 0) : -1;
-    m->prior[1] = cfg->prior_hidden > 0 ? frae_prior_mat(cfg, 1) : -1;
-    m->prior[2] = cfg->prior_ar ? frae_prior_mat(cfg, 2) : -1;
-    m->latent = cfg->n_enc_hidden;
-    m->dec_first = cfg->n_enc_hidden + 1;
-    m->n_params = L.n_params;
-    m->chunk_frames = L.chunk_frames;
+    n->n_layers = L.n_layers;
+    n->n_mats = L.n_mats;
+    n->gru = cfg->family == FRAE_FAMILY_GRU;
+    n->rec[0] = n->gru ? L.n_layers : -1;
+    n->rec[1] = n->gru ? L.n_layers + 1 : -1;
+    n->prior[0] = cfg->prior_hidden > 0 ? frae_prior_mat(cfg, 0) : -1;
+    n->prior[1] = cfg->prior_hidden > 0 ? frae_prior_mat(cfg, 1) : -1;
+    n->prior[2] = cfg->prior_ar ? frae_prior_mat(cfg, 2) : -1;
+    n->latent = cfg->n_enc_hidden;
+    n->dec_first = cfg->n_enc_hidden + 1;
+    n->n_params = L.n_params;
+    tr->chunk_frames = L.chunk_frames;
     m->params = cfg->weights == FRAE_WEIGHTS_BF16 ? NULL
                                                   : (float *)(base + L.params);
+    n->params = m->params;
     size_t bias_at = 0;
     if (cfg->training) {
-        m->grads = (float *)(base + L.grads);
-        m->adam_m = (float *)(base + L.adam_m);
-        m->adam_v = (float *)(base + L.adam_v);
-        m->xwin = (float *)(base + L.xwin);
+        tr->grads = (float *)(base + L.grads);
+        tr->adam_m = (float *)(base + L.adam_m);
+        tr->adam_v = (float *)(base + L.adam_v);
+        tr->xwin = (float *)(base + L.xwin);
         if (cfg->targets)
-            m->twin = (float *)(base + L.twin);
-        m->fb = (float *)(base + L.fb);
-        if (m->gru)
+            tr->twin = (float *)(base + L.twin);
+        tr->fb = (float *)(base + L.fb);
+        if (n->gru)
             for (int s = 0; s < 2; s++)
-                m->dh_carry[s] = (float *)(base + L.dh_carry[s]);
+                tr->dh_carry[s] = (float *)(base + L.dh_carry[s]);
         if (cfg->prior_hidden > 0)
-            m->rate_dq = (float *)(base + L.rate_dq);
+            tr->rate_dq = (float *)(base + L.rate_dq);
         if (cfg->prior_hidden > 0 && cfg->feedback == FRAE_FEEDBACK_FULL)
-            m->prior_dctx = (float *)(base + L.prior_dctx);
+            tr->prior_dctx = (float *)(base + L.prior_dctx);
     }
     for (int l = 0; l < L.n_mats; l++) {
-        frae_layer *ly = &m->layer[l];
+        frae_layer *ly = &n->layer[l];
         ly->in = L.in[l];
         ly->out = L.out[l];
         ly->units = L.units[l];
@@ -343,29 +346,34 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         ly->w_off = L.w_off[l];
         ly->b_off = L.b_off[l];
         if (m->params) {
-            ly->bias = m->params + ly->b_off;
+            m->wbias[l] = m->params + ly->b_off;
         } else {
-            ly->bias = (float *)(base + L.bias) + bias_at;
+            m->wbias[l] = (float *)(base + L.bias) + bias_at;
             bias_at += (size_t)ly->out;
         }
-        ly->wt = frae_needs_transposed(cfg, l) ? (float *)(base + L.wt[l])
-                                               : NULL;
-        ly->wh = cfg->weights == FRAE_WEIGHTS_BF16
-                     ? (uint16_t *)(void *)(base + L.wh[l])
-                     : NULL;
-        ly->dz = cfg->training ? (float *)(base + L.dz[l]) : NULL;
+        ly->bias = m->wbias[l];
+        m->wt[l] = frae_needs_transposed(cfg, l) ? (float *)(base + L.wt[l])
+                                                 : NULL;
+        ly->wt = m->wt[l];
+        m->wh[l] = cfg->weights == FRAE_WEIGHTS_BF16
+                       ? (uint16_t *)(void *)(base + L.wh[l])
+                       : NULL;
+        ly->wh = m->wh[l];
+        tr->dz[l] = cfg->training ? (float *)(base + L.dz[l]) : NULL;
     }
     frae_state_layout(cfg, cfg->batch, L.act_frames, &m->state,
                       base + L.state);
-    m->state.scratch.threads = m->threads;
-    m->state.scratch.pool = m->pool;
+    m->state.scratch.threads = n->threads;
+    m->state.scratch.pool = n->pool;
     m->wvalid = (int *)(base + L.wvalid);
     if (cfg->normalize) {
         m->norm_mean = (float *)(base + L.norm);
         m->norm_std = m->norm_mean + cfg->frame_dim;
+        n->norm_mean = m->norm_mean;
+        n->norm_std = m->norm_std;
         m->xnorm = (float *)(base + L.xnorm);
         if (cfg->targets)
-            m->tnorm = (float *)(base + L.tnorm);
+            tr->tnorm = (float *)(base + L.tnorm);
         for (int d = 0; d < cfg->frame_dim; d++)
             m->norm_mean[d] = 0.0f, m->norm_std[d] = 1.0f;
     }
@@ -383,15 +391,17 @@ void frae_destroy(frae_model *m)
 {
     if (!m)
         return;
-    frae_pool_destroy(m->pool);
+    frae_pool_destroy(m->net.pool);
     free(m->block);
     free(m);
 }
 
-const frae_config *frae_get_config(const frae_model *m) { return &m->cfg; }
-size_t frae_param_count(const frae_model *m) { return m->n_params; }
-const char *frae_isa_name(const frae_model *m) { return m->isa_name; }
-long frae_adam_step_count(const frae_model *m) { return m->adam_step; }
+const frae_config *frae_get_config(const frae_model *m) { return &m->net.cfg; }
+const frae_net *frae_model_net(const frae_model *m) { return &m->net; }
+const frae_config *frae_net_config(const frae_net *n) { return &n->cfg; }
+size_t frae_param_count(const frae_model *m) { return m->net.n_params; }
+const char *frae_isa_name(const frae_model *m) { return m->net.isa_name; }
+long frae_adam_step_count(const frae_model *m) { return m->tr.adam_step; }
 
 size_t frae_bytes_allocated(const frae_model *m)
 {
@@ -400,8 +410,8 @@ size_t frae_bytes_allocated(const frae_model *m)
 
 int frae_set_normalization(frae_model *m, const float *mean, const float *std)
 {
-    const int D = m->cfg.frame_dim;
-    if (!m->cfg.normalize)
+    const int D = m->net.cfg.frame_dim;
+    if (!m->net.cfg.normalize)
         return -1;
     for (int d = 0; d < D; d++)
         if (!isfinite(mean[d]) || !isfinite(std[d]) || !(std[d] > 0.0f))
@@ -413,14 +423,14 @@ int frae_set_normalization(frae_model *m, const float *mean, const float *std)
 
 int frae_get_normalization(const frae_model *m, float *mean, float *std)
 {
-    if (!m->cfg.normalize)
+    if (!m->net.cfg.normalize)
         return -1;
-    memcpy(mean, m->norm_mean, sizeof(float) * (size_t)m->cfg.frame_dim);
-    memcpy(std, m->norm_std, sizeof(float) * (size_t)m->cfg.frame_dim);
+    memcpy(mean, m->norm_mean, sizeof(float) * (size_t)m->net.cfg.frame_dim);
+    memcpy(std, m->norm_std, sizeof(float) * (size_t)m->net.cfg.frame_dim);
     return 0;
 }
 
-void frae_normalize_rows(const frae_model *m, const float *x, ptrdiff_t x_rs,
+void frae_normalize_rows(const frae_net *m, const float *x, ptrdiff_t x_rs,
                          int rows, float *dst)
 {
     const int D = m->cfg.frame_dim;
@@ -430,7 +440,7 @@ void frae_normalize_rows(const frae_model *m, const float *x, ptrdiff_t x_rs,
                 (x[b * x_rs + d] - m->norm_mean[d]) / m->norm_std[d];
 }
 
-void frae_denormalize(const frae_model *m, const float *y, float *dst)
+void frae_denormalize(const frae_net *m, const float *y, float *dst)
 {
     for (int d = 0; d < m->cfg.frame_dim; d++) /* y * std + mean */
         dst[d] = y[d] * m->norm_std[d] + m->norm_mean[d];
@@ -474,15 +484,15 @@ int frae_band_stats_finish(const frae_band_stats *s, float *mean, float *std)
 
 double frae_bits_per_frame(const frae_model *m)
 {
-    return (double)m->cfg.latent_dim * frae_code_bits(m) +
-           (m->cfg.pitch ? FRAE_PITCH_BITS : 0);
+    return (double)m->net.cfg.latent_dim * frae_code_bits(&m->net) +
+           (m->net.cfg.pitch ? FRAE_PITCH_BITS : 0);
 }
 
 /* A packed param-shaped array (parameters, gradients, Adam moments) in an
  * exchange layout, tensor by tensor (frae_tensor_entries): each kernel as
  * [in][out] with a GRU's gates in Keras order (Keras), or [out][in] with
  * PyTorch's (torch_layout), then the bias likewise. */
-void frae_export_params(const frae_model *m, const float *src, float *dst,
+void frae_export_params(const frae_net *m, const float *src, float *dst,
                         int torch_layout)
 {
     frae_tensor_entry e[FRAE_MAX_TENSORS];
@@ -520,7 +530,7 @@ static size_t bf16_index(const frae_layer *ly, int i, int o)
            frae_bf16_pos(o - pc0);
 }
 
-float frae_weight_get(const frae_model *m, int l, int i, int o)
+float frae_weight_get(const frae_net *m, int l, int i, int o)
 {
     const frae_layer *ly = &m->layer[l];
     if (ly->wh)
@@ -528,8 +538,8 @@ float frae_weight_get(const frae_model *m, int l, int i, int o)
     return m->params[ly->w_off + packed_index(ly->in, ly->out, i, o)];
 }
 
-float frae_weight_column_dot(const frae_model *m, int l, int o, const float *x,
-                            int n, float acc)
+float frae_weight_column_dot(const frae_net *m, int l, int o, const float *x,
+                             int n, float acc)
 {
     const frae_layer *ly = &m->layer[l];
     const int pc0 = o - o % (ly->wh ? FRAE_PANEL_BF16 : FRAE_PANEL);
@@ -552,9 +562,9 @@ float frae_weight_column_dot(const frae_model *m, int l, int o, const float *x,
 
 void frae_weight_set(frae_model *m, int l, int i, int o, float v)
 {
-    frae_layer *ly = &m->layer[l];
-    if (ly->wh)
-        ly->wh[bf16_index(ly, i, o)] = frae_f32_to_bf16(v);
+    const frae_layer *ly = &m->net.layer[l];
+    if (m->wh[l])
+        m->wh[l][bf16_index(ly, i, o)] = frae_f32_to_bf16(v);
     else
         m->params[ly->w_off + packed_index(ly->in, ly->out, i, o)] = v;
 }
@@ -562,15 +572,15 @@ void frae_weight_set(frae_model *m, int l, int i, int o, float v)
 int frae_tensor_count(const frae_model *m)
 {
     frae_tensor_entry e[FRAE_MAX_TENSORS];
-    return frae_tensor_entries(&m->cfg, e);
+    return frae_tensor_entries(&m->net.cfg, e);
 }
 
 int frae_tensor_info_get(const frae_model *m, int k, frae_tensor_info *t)
 {
     frae_tensor_entry e[FRAE_MAX_TENSORS];
-    if (k < 0 || k >= frae_tensor_entries(&m->cfg, e))
+    if (k < 0 || k >= frae_tensor_entries(&m->net.cfg, e))
         return -1;
-    const frae_layer *ly = &m->layer[e[k].mat];
+    const frae_layer *ly = &m->net.layer[e[k].mat];
     memcpy(t->name, e[k].name, sizeof t->name);
     t->rows = e[k].bias ? ly->out : ly->in;
     t->cols = e[k].bias ? 0 : ly->out;
@@ -580,22 +590,22 @@ int frae_tensor_info_get(const frae_model *m, int k, frae_tensor_info *t)
 
 void frae_get_params(const frae_model *m, float *dst)
 {
-    frae_export_params(m, NULL, dst, 0);
+    frae_export_params(&m->net, NULL, dst, 0);
 }
 
 void frae_set_params(frae_model *m, const float *src)
 {
     frae_tensor_entry e[FRAE_MAX_TENSORS];
-    const int n = frae_tensor_entries(&m->cfg, e);
+    const int n = frae_tensor_entries(&m->net.cfg, e);
     for (int k = 0; k < n; k++) {
         const int l = e[k].mat;
-        const frae_layer *ly = &m->layer[l];
+        const frae_layer *ly = &m->net.layer[l];
         if (e[k].bias) {
             /* a -0 bias would start a chain at -0, the one case where
              * skipping zero inputs (kernels.h) could differ, in the sign
              * of a zero */
             for (int o = 0; o < ly->out; o++, src++)
-                ly->bias[frae_keras_col(e[k].gru, o, ly->out)] =
+                m->wbias[l][frae_keras_col(e[k].gru, o, ly->out)] =
                     *src == 0.0f ? 0.0f : *src;
             continue;
         }
@@ -614,7 +624,7 @@ static int ar_causal(const frae_config *c, int j, int col)
     return j < col / frae_prior_symbols(c);
 }
 
-int frae_prior_ar_check(const frae_model *m, char *err, size_t errlen)
+int frae_prior_ar_check(const frae_net *m, char *err, size_t errlen)
 {
     const int l = m->prior[2];
     if (l < 0)
@@ -635,7 +645,7 @@ int frae_prior_ar_check(const frae_model *m, char *err, size_t errlen)
     return 0;
 }
 
-void frae_prior_ar_mask(const frae_model *m, float *w)
+void frae_prior_ar_mask(const frae_net *m, float *w)
 {
     const int l = m->prior[2];
     if (l < 0)
@@ -651,23 +661,24 @@ void frae_weights_changed(frae_model *m)
 {
     /* weights set through the API: the autoregression stays causal (a
      * file that breaks it is refused, frae_prior_ar_check) */
-    const int l = m->prior[2];
+    const frae_net *n = &m->net;
+    const int l = n->prior[2];
     if (l >= 0)
-        for (int j = 0; j < m->layer[l].in; j++)
-            for (int o = 0; o < m->layer[l].out; o++)
-                if (!ar_causal(&m->cfg, j, o))
+        for (int j = 0; j < n->layer[l].in; j++)
+            for (int o = 0; o < n->layer[l].out; o++)
+                if (!ar_causal(&n->cfg, j, o))
                     frae_weight_set(m, l, j, o, 0.0f);
     frae_refresh_transposed(m);
     /* a stream under way goes on with the new weights */
-    frae_state_rebuild(m, &m->state);
+    frae_state_rebuild(n, &m->state);
 }
 
 void frae_get_grads(const frae_model *m, float *dst)
 {
-    if (m->grads)
-        frae_export_params(m, m->grads, dst, 0);
+    if (m->tr.grads)
+        frae_export_params(&m->net, m->tr.grads, dst, 0);
     else
-        memset(dst, 0, sizeof(float) * m->n_params);
+        memset(dst, 0, sizeof(float) * m->net.n_params);
 }
 
-void frae_reset(frae_model *m) { frae_state_reset(m, &m->state); }
+void frae_reset(frae_model *m) { frae_state_reset(&m->net, &m->state); }

@@ -22,7 +22,7 @@ void frae_adam_scalar(float *params, const float *grads, float *m, float *v,
     adam_loop(params, grads, m, v, n, alpha, beta1, beta2, eps);
 }
 
-void frae_adam_update(const frae_model *mod, float *params, const float *grads,
+void frae_adam_update(const frae_net *mod, float *params, const float *grads,
                       float *m, float *v, size_t n, long step, float lr,
                       float beta1, float beta2, float eps)
 {
@@ -68,10 +68,10 @@ static void transpose_tile(const float *src, int src_ld, float *dst,
  * destination panel at a time, so both sides stay in L1. */
 void frae_refresh_transposed(frae_model *m)
 {
-    for (int l = 0; l < m->n_mats; l++) {
-        const frae_layer *ly = &m->layer[l];
+    for (int l = 0; l < m->net.n_mats; l++) {
+        const frae_layer *ly = &m->net.layer[l];
         const int in = ly->in, out = ly->out;
-        if (!ly->wt)
+        if (!m->wt[l])
             continue;
         const float *w = m->params + ly->w_off;
         for (int o0 = 0; o0 < out; o0 += FRAE_PANEL) {
@@ -79,7 +79,7 @@ void frae_refresh_transposed(frae_model *m)
             const float *src_panel = w + (size_t)o0 * in; /* in rows, wo wide */
             for (int i0 = 0; i0 < in; i0 += FRAE_PANEL) {
                 const int wi = in - i0 < FRAE_PANEL ? in - i0 : FRAE_PANEL;
-                float *dst_panel = ly->wt + (size_t)i0 * out; /* out rows, wi wide */
+                float *dst_panel = m->wt[l] + (size_t)i0 * out; /* out rows, wi wide */
                 transpose_tile(src_panel + (size_t)i0 * wo, wo,
                                dst_panel + (size_t)o0 * wi, wi, wi, wo);
             }

@@ -22,7 +22,7 @@
 
 #define LN2 0.693147180559945309f
 
-void frae_prior_context(const frae_model *m, const frae_state *st, long t,
+void frae_prior_context(const frae_net *m, const frae_state *st, long t,
                         int nb, float *dst)
 {
     const int C = m->layer[m->prior[0]].in;
@@ -39,7 +39,7 @@ void frae_prior_context(const frae_model *m, const frae_state *st, long t,
     }
 }
 
-void frae_prior_forward(const frae_model *m, const frae_scratch *sc, int rows,
+void frae_prior_forward(const frae_net *m, const frae_scratch *sc, int rows,
                         const float *ctx, float *hid, float *logit)
 {
     const frae_layer *l0 = &m->layer[m->prior[0]], *l1 = &m->layer[m->prior[1]];
@@ -52,7 +52,7 @@ void frae_prior_forward(const frae_model *m, const frae_scratch *sc, int rows,
                        l1->bias, GEMM_BIAS);
 }
 
-void frae_prior_ar_forward(const frae_model *m, const frae_scratch *sc,
+void frae_prior_ar_forward(const frae_net *m, const frae_scratch *sc,
                            int rows, const float *q, float *logit)
 {
     const int l = m->prior[2];
@@ -66,7 +66,7 @@ void frae_prior_ar_forward(const frae_model *m, const frae_scratch *sc,
             logit[(size_t)r * ly->out + o] += ly->bias[o];
 }
 
-float frae_prior_ar_term(const frae_model *m, const float *q, int col)
+float frae_prior_ar_term(const frae_net *m, const float *q, int col)
 {
     const int l = m->prior[2];
     /* the codes before unit u, in order */
@@ -136,45 +136,50 @@ double frae_prior_bits(const frae_config *c, const float *logit,
     return bits;
 }
 
-void frae_prior_backward(frae_model *m, int rows)
+void frae_prior_backward(frae_model *mod, int rows)
 {
-    const frae_layer *l0 = &m->layer[m->prior[0]], *l1 = &m->layer[m->prior[1]];
-    const frae_state *st = &m->state;
-    const frae_scratch *sc = &m->state.scratch;
-    const float *dlogit = l1->dz;
-    float *dh = l0->dz;
+    const frae_net *m = &mod->net;
+    const frae_trainer *tr = &mod->tr;
+    const int p0 = m->prior[0], p1 = m->prior[1];
+    const frae_layer *l0 = &m->layer[p0], *l1 = &m->layer[p1];
+    const frae_state *st = &mod->state;
+    const frae_scratch *sc = &mod->state.scratch;
+    const float *dlogit = tr->dz[p1];
+    float *dh = tr->dz[p0];
     frae_gemm_packed_b(m, sc, rows, l1->out, dlogit, l1->out, 1, l1->wt,
                        l1->out, l1->in, 0, 0, l1->in, dh, l0->out, NULL,
                        GEMM_ZERO);
     frae_activation_backward(ACT_TANH, st->prior_hid, dh,
                              (size_t)rows * l0->out);
     frae_gemm_packed_c(m, sc, l1->in, rows, st->prior_hid, l1->in, dlogit,
-                       l1->out, m->grads + l1->w_off, l1->in, l1->out, 0,
+                       l1->out, tr->grads + l1->w_off, l1->in, l1->out, 0,
                        GEMM_ZERO);
-    frae_bias_grad(dlogit, rows, l1->out, m->grads + l1->b_off, 0);
+    frae_bias_grad(dlogit, rows, l1->out, tr->grads + l1->b_off, 0);
     frae_gemm_packed_c(m, sc, l0->in, rows, st->prior_ctx, l0->in, dh,
-                       l0->out, m->grads + l0->w_off, l0->in, l0->out, 0,
+                       l0->out, tr->grads + l0->w_off, l0->in, l0->out, 0,
                        GEMM_ZERO);
-    frae_bias_grad(dh, rows, l0->out, m->grads + l0->b_off, 0);
-    if (m->prior_dctx)
+    frae_bias_grad(dh, rows, l0->out, tr->grads + l0->b_off, 0);
+    if (tr->prior_dctx)
         frae_gemm_packed_b(m, sc, rows, l0->out, dh, l0->out, 1, l0->wt,
-                           l0->out, l0->in, 0, 0, l0->in, m->prior_dctx,
+                           l0->out, l0->in, 0, 0, l0->in, tr->prior_dctx,
                            l0->in, NULL, GEMM_ZERO);
 }
 
-void frae_prior_ar_backward(frae_model *m, int rows, const float *q,
+void frae_prior_ar_backward(frae_model *mod, int rows, const float *q,
                             float *dq)
 {
+    const frae_net *m = &mod->net;
+    const frae_trainer *tr = &mod->tr;
     const int l = m->prior[2];
     if (l < 0)
         return;
     const frae_layer *ly = &m->layer[l];
-    const frae_scratch *sc = &m->state.scratch;
-    const float *dlogit = m->layer[m->prior[1]].dz;
+    const frae_scratch *sc = &mod->state.scratch;
+    const float *dlogit = tr->dz[m->prior[1]];
     frae_gemm_packed_c(m, sc, ly->in, rows, q, ly->in, dlogit, ly->out,
-                       m->grads + ly->w_off, ly->in, ly->out, 0, GEMM_ZERO);
-    frae_prior_ar_mask(m, m->grads + ly->w_off); /* it stays causal */
-    frae_bias_grad(dlogit, rows, ly->out, m->grads + ly->b_off, 0);
+                       tr->grads + ly->w_off, ly->in, ly->out, 0, GEMM_ZERO);
+    frae_prior_ar_mask(m, tr->grads + ly->w_off); /* it stays causal */
+    frae_bias_grad(dlogit, rows, ly->out, tr->grads + ly->b_off, 0);
     /* the codes' share: through the straight-through quantizer, as the
      * slope of their own bits does */
     frae_gemm_packed_b(m, sc, rows, ly->out, dlogit, ly->out, 1, ly->wt,

@@ -89,7 +89,7 @@ size_t frae_state_layout(const frae_config *c, int rows, int frames,
 }
 
 /* Every pending sum of first layer `which` back to its bias. */
-void frae_state_fill_sums(const frae_model *m, frae_state *s, int which)
+void frae_state_fill_sums(const frae_net *m, frae_state *s, int which)
 {
     const frae_layer *ly = &m->layer[which ? m->dec_first : 0];
     const size_t rows = (size_t)s->pend_cap * s->rows;
@@ -98,7 +98,7 @@ void frae_state_fill_sums(const frae_model *m, frae_state *s, int which)
                sizeof(float) * ly->out);
 }
 
-void frae_state_reset(const frae_model *m, frae_state *s)
+void frae_state_reset(const frae_net *m, frae_state *s)
 {
     memset(s->ring, 0,
            sizeof(float) * (size_t)s->ring_cap * s->rows * s->frame_dim);

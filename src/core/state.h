@@ -87,12 +87,12 @@ void frae_state_copy(frae_state *dst, char *dst_base, const frae_state *src,
 
 /* New sequences: an empty (all-zero) buffer, every sum ahead back to the
  * bias. */
-void frae_state_reset(const frae_model *m, frae_state *s);
+void frae_state_reset(const frae_net *m, frae_state *s);
 
 /* After the model's weights changed mid-stream (an Adam step between
  * windows, frae_set_params): the sums ahead made so far again, with the new
  * weights (forward.c). */
-void frae_state_rebuild(const frae_model *m, frae_state *s);
+void frae_state_rebuild(const frae_net *m, frae_state *s);
 
 /* The ring frame at position pos (any integer: taken mod ring_cap). */
 static inline float *frae_state_frame(const frae_state *s, long pos)

@@ -29,7 +29,7 @@ static void frame_loss(const frae_model *m, long t, const float *x,
                        ptrdiff_t x_rs, int nb, const int *valid, loss_acc *acc,
                        float *dy, float scale)
 {
-    const int D = m->cfg.frame_dim;
+    const int D = m->net.cfg.frame_dim;
     const float *y = out_frame(m, t);
     for (int b = 0; b < nb; b++) {
         if (valid && t >= valid[b]) {
@@ -56,20 +56,26 @@ static void frame_loss(const frae_model *m, long t, const float *x,
  * Inf activation times its zero gradient makes a NaN weight gradient. */
 static void silence_padding(frae_model *m, long t, int nb, const int *valid)
 {
-    const int D = m->cfg.frame_dim;
+    const int D = m->net.cfg.frame_dim;
     float *y = out_frame(m, t);
     for (int b = 0; valid && b < nb; b++)
         if (t >= valid[b])
             memset(y + (size_t)b * D, 0, sizeof(float) * D);
 }
 
+/* The gradient before activation of matrix ly (one of m's). */
+static float *layer_dz(const frae_model *m, const frae_layer *ly)
+{
+    return m->tr.dz[ly - m->net.layer];
+}
+
 /* Gradient rows of frame t for layer l: dL/dy (the output layer) is kept
  * for the whole window, the others for the chunk starting at frame c0. */
 static float *dz_rows(const frae_model *m, int l, int t, int c0, int nb)
 {
-    const frae_layer *ly = &m->layer[l];
-    int row_frame = l == m->n_layers - 1 ? t : t - c0;
-    return ly->dz + (size_t)row_frame * nb * ly->out;
+    const frae_layer *ly = &m->net.layer[l];
+    int row_frame = l == m->net.n_layers - 1 ? t : t - c0;
+    return m->tr.dz[l] + (size_t)row_frame * nb * ly->out;
 }
 
 /* Back-propagates the dz of layer `from` for frames t0..t0+nt-1 (inside
@@ -83,25 +89,25 @@ static void layers_backward(frae_model *m, int from, int to, int t0, int nt,
 {
     const int rows = nt * nb;
     for (int l = from; l > to; l--) {
-        const frae_layer *ly = &m->layer[l];
-        const int p = l == m->dec_first ? m->latent : l - 1;
-        const frae_layer *pv = &m->layer[p];
-        const int width = l == m->dec_first ? m->cfg.latent_dim : ly->in;
+        const frae_layer *ly = &m->net.layer[l];
+        const int p = l == m->net.dec_first ? m->net.latent : l - 1;
+        const frae_layer *pv = &m->net.layer[p];
+        const int width = l == m->net.dec_first ? m->net.cfg.latent_dim : ly->in;
         const float *dz = dz_rows(m, l, t0, c0, nb);
         if (pv->act == ACT_GRU) { /* one frame at a time */
-            frae_gemm_packed_b(m, &m->state.scratch, rows, ly->out, dz,
+            frae_gemm_packed_b(&m->net, &m->state.scratch, rows, ly->out, dz,
                                ly->out, 1, ly->wt, ly->out, ly->in, 0, 0,
-                               width, m->dh_carry[p != 0], width, NULL,
+                               width, m->tr.dh_carry[p != 0], width, NULL,
                                GEMM_ACC);
             continue;
         }
         float *dprev = dz_rows(m, p, t0, c0, nb);
-        frae_gemm_packed_b(m, &m->state.scratch, rows, ly->out, dz, ly->out, 1,
+        frae_gemm_packed_b(&m->net, &m->state.scratch, rows, ly->out, dz, ly->out, 1,
                            ly->wt, ly->out, ly->in, 0, 0, width, dprev,
                            pv->out, NULL, GEMM_ZERO);
-        if (p == m->latent && m->rate_dq && m->cfg.rate_lambda > 0.0f) {
+        if (p == m->net.latent && m->tr.rate_dq && m->net.cfg.rate_lambda > 0.0f) {
             /* the rate's straight-through slope joins the distortion's */
-            const float *dq = m->rate_dq + (size_t)t0 * nb * pv->out;
+            const float *dq = m->tr.rate_dq + (size_t)t0 * nb * pv->out;
             for (size_t i = 0; i < (size_t)rows * pv->out; i++)
                 dprev[i] += dq[i];
         }
@@ -117,26 +123,26 @@ static void layers_backward(frae_model *m, int from, int to, int t0, int nt,
  * dL/dy of frame t-1-j. */
 static void feedback_backward(frae_model *m, int t, int nb, int c0)
 {
-    const int D = m->cfg.frame_dim;
-    const int KD = m->cfg.history * D;
-    const int e0 = frae_buffer_row(m, 0), d0 = frae_buffer_row(m, 1);
-    const frae_layer *enc = &m->layer[0], *dec = &m->layer[m->dec_first];
-    const int nslots = t < m->cfg.history ? t : m->cfg.history;
+    const int D = m->net.cfg.frame_dim;
+    const int KD = m->net.cfg.history * D;
+    const int e0 = frae_buffer_row(&m->net, 0), d0 = frae_buffer_row(&m->net, 1);
+    const frae_layer *enc = &m->net.layer[0], *dec = &m->net.layer[m->net.dec_first];
+    const int nslots = t < m->net.cfg.history ? t : m->net.cfg.history;
     if (nslots == 0)
         return;
-    frae_gemm_packed_b(m, &m->state.scratch, nb, enc->out,
+    frae_gemm_packed_b(&m->net, &m->state.scratch, nb, enc->out,
                        dz_rows(m, 0, t, c0, nb), enc->out, 1, enc->wt,
-                       enc->out, enc->in, 0, e0, e0 + nslots * D, m->fb, KD,
+                       enc->out, enc->in, 0, e0, e0 + nslots * D, m->tr.fb, KD,
                        NULL, GEMM_ZERO);
-    frae_gemm_packed_b(m, &m->state.scratch, nb, dec->out,
-                       dz_rows(m, m->dec_first, t, c0, nb), dec->out, 1,
+    frae_gemm_packed_b(&m->net, &m->state.scratch, nb, dec->out,
+                       dz_rows(m, m->net.dec_first, t, c0, nb), dec->out, 1,
                        dec->wt, dec->out, dec->in, 0, d0, d0 + nslots * D,
-                       m->fb, KD, NULL, GEMM_ACC);
+                       m->tr.fb, KD, NULL, GEMM_ACC);
     for (int j = 0; j < nslots; j++) {
-        float *dys = dz_rows(m, m->n_layers - 1, t - 1 - j, c0, nb);
+        float *dys = dz_rows(m, m->net.n_layers - 1, t - 1 - j, c0, nb);
         for (int b = 0; b < nb; b++)
             for (int d = 0; d < D; d++)
-                dys[(size_t)b * D + d] += m->fb[(size_t)b * KD + j * D + d];
+                dys[(size_t)b * D + d] += m->tr.fb[(size_t)b * KD + j * D + d];
     }
 }
 
@@ -145,20 +151,20 @@ static void feedback_backward(frae_model *m, int t, int nb, int c0)
 static void buffer_weight_grad(frae_model *m, const frae_layer *ly, int head_w,
                                int j, int c0, int nt, int nb, int init)
 {
-    const int D = m->cfg.frame_dim;
+    const int D = m->net.cfg.frame_dim;
     const frae_state *st = &m->state;
-    float *gw = m->grads + ly->w_off;
+    float *gw = m->tr.grads + ly->w_off;
     long p0 = (st->ring_pos + c0 - 1 - j) % st->ring_cap;
     if (p0 < 0)
         p0 += st->ring_cap;
     int n1 = st->ring_cap - p0 < nt ? (int)(st->ring_cap - p0) : nt;
-    frae_gemm_packed_c(m, &st->scratch, D, n1 * nb, frae_state_frame(st, p0),
-                       D, ly->dz, ly->out, gw, ly->in, ly->out, head_w + j * D,
+    frae_gemm_packed_c(&m->net, &st->scratch, D, n1 * nb, frae_state_frame(st, p0),
+                       D, layer_dz(m, ly), ly->out, gw, ly->in, ly->out, head_w + j * D,
                        init);
     if (n1 < nt)
-        frae_gemm_packed_c(m, &st->scratch, D, (nt - n1) * nb,
+        frae_gemm_packed_c(&m->net, &st->scratch, D, (nt - n1) * nb,
                            frae_state_frame(st, 0), D,
-                           ly->dz + (size_t)n1 * nb * ly->out, ly->out, gw,
+                           layer_dz(m, ly) + (size_t)n1 * nb * ly->out, ly->out, gw,
                            ly->in, ly->out, head_w + j * D, GEMM_ACC);
 }
 
@@ -170,18 +176,18 @@ static void prev_state_grad(frae_model *m, int side, const frae_layer *ly,
                             int row0, int c0, int nt, int nb, int init)
 {
     const frae_state *st = &m->state;
-    const int lg = side ? m->dec_first : 0, H = m->layer[lg].units;
-    float *gw = m->grads + ly->w_off;
-    const float *dz = ly->dz; /* the chunk's first frame */
+    const int lg = side ? m->net.dec_first : 0, H = m->net.layer[lg].units;
+    float *gw = m->tr.grads + ly->w_off;
+    const float *dz = layer_dz(m, ly); /* the chunk's first frame */
     if (c0 == 0) {
-        frae_gemm_packed_c(m, &st->scratch, H, nb, st->h0[side], H, dz,
+        frae_gemm_packed_c(&m->net, &st->scratch, H, nb, st->h0[side], H, dz,
                            ly->out, gw, ly->in, ly->out, row0, init);
         if (nt > 1)
-            frae_gemm_packed_c(m, &st->scratch, H, (nt - 1) * nb, st->a[lg],
+            frae_gemm_packed_c(&m->net, &st->scratch, H, (nt - 1) * nb, st->a[lg],
                                H, dz + (size_t)nb * ly->out, ly->out, gw,
                                ly->in, ly->out, row0, GEMM_ACC);
     } else {
-        frae_gemm_packed_c(m, &st->scratch, H, nt * nb,
+        frae_gemm_packed_c(&m->net, &st->scratch, H, nt * nb,
                            st->a[lg] + (size_t)(c0 - 1) * nb * H, H, dz,
                            ly->out, gw, ly->in, ly->out, row0, init);
     }
@@ -190,7 +196,7 @@ static void prev_state_grad(frae_model *m, int side, const frae_layer *ly,
 /* GRU family: the state h of `side` one frame before t. */
 static const float *prev_state(const frae_model *m, int side, int t, int nb)
 {
-    const int lg = side ? m->dec_first : 0, H = m->layer[lg].units;
+    const int lg = side ? m->net.dec_first : 0, H = m->net.layer[lg].units;
     return t == 0 ? m->state.h0[side]
                   : m->state.a[lg] + (size_t)(t - 1) * nb * H;
 }
@@ -201,15 +207,15 @@ static const float *prev_state(const frae_model *m, int side, int t, int nb)
  * and recurrent matrices, and dh_carry becomes what goes on to h(t-1). */
 static void gru_cell_backward(frae_model *m, int side, int t, int nb, int c0)
 {
-    const int lg = side ? m->dec_first : 0, rec = m->rec[side];
-    const frae_layer *ly = &m->layer[lg], *rl = &m->layer[rec];
+    const int lg = side ? m->net.dec_first : 0, rec = m->net.rec[side];
+    const frae_layer *ly = &m->net.layer[lg], *rl = &m->net.layer[rec];
     const int H = ly->units;
-    float *carry = m->dh_carry[side];
+    float *carry = m->tr.dh_carry[side];
     float *dgx = dz_rows(m, lg, t, c0, nb), *dgh = dz_rows(m, rec, t, c0, nb);
-    frae_gru_rows_backward(m, &m->state.scratch, nb, H, carry,
+    frae_gru_rows_backward(&m->net, &m->state.scratch, nb, H, carry,
                            m->state.gates[side] + (size_t)t * nb * 4 * H,
                            prev_state(m, side, t, nb), dgx, dgh, carry);
-    frae_gemm_packed_b(m, &m->state.scratch, nb, rl->out, dgh, rl->out, 1,
+    frae_gemm_packed_b(&m->net, &m->state.scratch, nb, rl->out, dgh, rl->out, 1,
                        rl->wt, rl->out, rl->in, 0, 0, H, carry, H, NULL,
                        GEMM_ACC);
 }
@@ -220,25 +226,25 @@ static void gru_cell_backward(frae_model *m, int side, int t, int nb, int c0)
  * into h_dec(t-1) and the fed-back frames. */
 static void gru_backward_frame(frae_model *m, int t, int nb, int c0)
 {
-    const int D = m->cfg.frame_dim;
-    const frae_layer *dec = &m->layer[m->dec_first], *enc = &m->layer[0];
-    layers_backward(m, m->n_layers - 1, m->dec_first, t, 1, nb, c0);
+    const int D = m->net.cfg.frame_dim;
+    const frae_layer *dec = &m->net.layer[m->net.dec_first], *enc = &m->net.layer[0];
+    layers_backward(m, m->net.n_layers - 1, m->net.dec_first, t, 1, nb, c0);
     gru_cell_backward(m, 1, t, nb, c0);
-    layers_backward(m, m->dec_first, 0, t, 1, nb, c0);
+    layers_backward(m, m->net.dec_first, 0, t, 1, nb, c0);
     gru_cell_backward(m, 0, t, nb, c0);
-    if (m->cfg.feedback == FRAE_FEEDBACK_FULL) {
+    if (m->net.cfg.feedback == FRAE_FEEDBACK_FULL) {
         if (t > 0) /* h_dec(t-1) fed the encoder; h0 is a constant */
-            frae_gemm_packed_b(m, &m->state.scratch, nb, enc->out,
+            frae_gemm_packed_b(&m->net, &m->state.scratch, nb, enc->out,
                                dz_rows(m, 0, t, c0, nb), enc->out, 1, enc->wt,
                                enc->out, enc->in, 0, D, D + dec->units,
-                               m->dh_carry[1], dec->units, NULL, GEMM_ACC);
-        if (t > 0 && m->prior_dctx) { /* ... and the prior's context */
+                               m->tr.dh_carry[1], dec->units, NULL, GEMM_ACC);
+        if (t > 0 && m->tr.prior_dctx) { /* ... and the prior's context */
             const size_t n = (size_t)nb * dec->units;
-            const float *g = m->prior_dctx + (size_t)t * n;
+            const float *g = m->tr.prior_dctx + (size_t)t * n;
             for (size_t i = 0; i < n; i++)
-                m->dh_carry[1][i] += g[i];
+                m->tr.dh_carry[1][i] += g[i];
         }
-        if (m->cfg.history > 0)
+        if (m->net.cfg.history > 0)
             feedback_backward(m, t, nb, c0);
     }
 }
@@ -247,36 +253,36 @@ static void gru_backward_frame(frae_model *m, int t, int nb, int c0)
  * GEMM_ZERO for the first chunk), one GEMM per weight block. */
 static void weight_grads(frae_model *m, int c0, int nt, int nb, int init)
 {
-    const int rows = nt * nb, D = m->cfg.frame_dim, L = m->cfg.latent_dim;
+    const int rows = nt * nb, D = m->net.cfg.frame_dim, L = m->net.cfg.latent_dim;
     const size_t r0 = (size_t)c0 * nb;
-    for (int l = 0; l < m->n_layers; l++) {
-        const frae_layer *ly = &m->layer[l];
-        float *gw = m->grads + ly->w_off;
+    for (int l = 0; l < m->net.n_layers; l++) {
+        const frae_layer *ly = &m->net.layer[l];
+        float *gw = m->tr.grads + ly->w_off;
         const float *dz = dz_rows(m, l, c0, c0, nb);
-        if (l == 0 || l == m->dec_first) {
+        if (l == 0 || l == m->net.dec_first) {
             int head_w = l == 0 ? D : L;
-            const float *head = (l == 0 ? m->xwin : m->state.q) + r0 * head_w;
-            frae_gemm_packed_c(m, &m->state.scratch, head_w, rows, head,
+            const float *head = (l == 0 ? m->tr.xwin : m->state.q) + r0 * head_w;
+            frae_gemm_packed_c(&m->net, &m->state.scratch, head_w, rows, head,
                                head_w, dz, ly->out, gw, ly->in, ly->out, 0,
                                init);
-            if (m->gru && l == 0) /* the GRU encoder's h_dec(t-1) rows */
+            if (m->net.gru && l == 0) /* the GRU encoder's h_dec(t-1) rows */
                 prev_state_grad(m, 1, ly, D, c0, nt, nb, init);
-            for (int j = 0; j < m->cfg.history; j++)
-                buffer_weight_grad(m, ly, frae_buffer_row(m, l != 0), j, c0,
+            for (int j = 0; j < m->net.cfg.history; j++)
+                buffer_weight_grad(m, ly, frae_buffer_row(&m->net, l != 0), j, c0,
                                    nt, nb, init);
         } else {
-            frae_gemm_packed_c(m, &m->state.scratch, ly->in, rows,
+            frae_gemm_packed_c(&m->net, &m->state.scratch, ly->in, rows,
                                m->state.a[l - 1] + r0 * ly->in, ly->in, dz,
                                ly->out, gw, ly->in, ly->out, 0, init);
         }
-        frae_bias_grad(dz, rows, ly->out, m->grads + ly->b_off,
+        frae_bias_grad(dz, rows, ly->out, m->tr.grads + ly->b_off,
                        init == GEMM_ACC);
     }
-    for (int side = 0; m->gru && side < 2; side++) {
-        const frae_layer *rec = &m->layer[m->rec[side]];
+    for (int side = 0; m->net.gru && side < 2; side++) {
+        const frae_layer *rec = &m->net.layer[m->net.rec[side]];
         prev_state_grad(m, side, rec, 0, c0, nt, nb, init);
-        frae_bias_grad(dz_rows(m, m->rec[side], c0, c0, nb), rows, rec->out,
-                       m->grads + rec->b_off, init == GEMM_ACC);
+        frae_bias_grad(dz_rows(m, m->net.rec[side], c0, c0, nb), rows, rec->out,
+                       m->tr.grads + rec->b_off, init == GEMM_ACC);
     }
 }
 
@@ -286,43 +292,43 @@ static void weight_grads(frae_model *m, int c0, int nt, int nb, int init)
 static void window_rate(frae_model *m, int nt, int nb, const int *valid,
                         float rate_scale, int grads, loss_acc *acc)
 {
-    const frae_config *c = &m->cfg;
+    const frae_config *c = &m->net.cfg;
     frae_state *st = &m->state;
     const int L = c->latent_dim, LS = L * frae_prior_symbols(c);
-    frae_prior_forward(m, &st->scratch, nt * nb, st->prior_ctx, st->prior_hid,
+    frae_prior_forward(&m->net, &st->scratch, nt * nb, st->prior_ctx, st->prior_hid,
                        st->prior_logit);
-    frae_prior_ar_forward(m, &st->scratch, nt * nb, st->q, st->prior_logit);
-    float *dlogit = grads ? m->layer[m->prior[1]].dz : NULL;
+    frae_prior_ar_forward(&m->net, &st->scratch, nt * nb, st->q, st->prior_logit);
+    float *dlogit = grads ? m->tr.dz[m->net.prior[1]] : NULL;
     for (int t = 0; t < nt; t++)
         for (int b = 0; b < nb; b++) {
             const size_t r = (size_t)t * nb + b;
             if (valid && t >= valid[b]) {
                 if (grads) {
                     memset(dlogit + r * LS, 0, sizeof(float) * LS);
-                    memset(m->rate_dq + r * L, 0, sizeof(float) * L);
+                    memset(m->tr.rate_dq + r * L, 0, sizeof(float) * L);
                 }
                 continue;
             }
             acc->bits += frae_prior_bits(
                 c, st->prior_logit + r * LS, st->q + r * L,
                 grads ? dlogit + r * LS : NULL,
-                grads ? m->rate_dq + r * L : NULL, rate_scale);
+                grads ? m->tr.rate_dq + r * L : NULL, rate_scale);
         }
     if (!grads)
         return;
     frae_prior_backward(m, nt * nb);
-    frae_prior_ar_backward(m, nt * nb, st->q, m->rate_dq);
-    if (!m->prior_dctx || m->gru) /* the GRU's: in gru_backward_frame */
+    frae_prior_ar_backward(m, nt * nb, st->q, m->tr.rate_dq);
+    if (!m->tr.prior_dctx || m->net.gru) /* the GRU's: in gru_backward_frame */
         return;
     /* dense, full feedback: frame t's context is y_{t-1-j} in slot j, so
      * its gradient joins dL/dy of those frames (the window's own; earlier
      * ones are constants), before the backward pass reads them */
     const int D = c->frame_dim, K = c->history, C = K * D;
-    float *dy = m->layer[m->n_layers - 1].dz;
+    float *dy = m->tr.dz[m->net.n_layers - 1];
     for (int t = 1; t < nt; t++)
         for (int j = 0; j < K && t - 1 - j >= 0; j++)
             for (int b = 0; b < nb; b++) {
-                const float *g = m->prior_dctx + ((size_t)t * nb + b) * C +
+                const float *g = m->tr.prior_dctx + ((size_t)t * nb + b) * C +
                                  (size_t)j * D;
                 float *d = dy + ((size_t)(t - 1 - j) * nb + b) * D;
                 for (int k = 0; k < D; k++)
@@ -331,68 +337,68 @@ static void window_rate(frae_model *m, int nt, int nb, const int *valid,
 }
 
 /* Forward, loss and gradients of one window of nt frames (x staged in
- * m->xwin).  The ring position is left at the window's start.  The
+ * m->tr.xwin).  The ring position is left at the window's start.  The
  * backward pass runs chunk by chunk from the end of the window. */
 static void window_grads(frae_model *m, int nt, int nb, const int *valid,
                          int targets, float scale, float rate_scale,
                          loss_acc *acc)
 {
-    const int D = m->cfg.frame_dim, C = m->chunk_frames;
-    const int full = m->cfg.feedback == FRAE_FEEDBACK_FULL &&
-                     m->cfg.history > 0;
-    float *dy = m->layer[m->n_layers - 1].dz;
-    for (int side = 0; m->gru && side < 2; side++) {
+    const int D = m->net.cfg.frame_dim, C = m->tr.chunk_frames;
+    const int full = m->net.cfg.feedback == FRAE_FEEDBACK_FULL &&
+                     m->net.cfg.history > 0;
+    float *dy = m->tr.dz[m->net.n_layers - 1];
+    for (int side = 0; m->net.gru && side < 2; side++) {
         /* the window starts from these states (constants for it) and its
          * backward from no gradient beyond it */
-        const size_t n = (size_t)nb * m->layer[m->rec[side]].in;
+        const size_t n = (size_t)nb * m->net.layer[m->net.rec[side]].in;
         if (m->state.h[side] != m->state.h0[side]) {
             memcpy(m->state.h0[side], m->state.h[side], sizeof(float) * n);
             m->state.h[side] = m->state.h0[side];
         }
-        memset(m->dh_carry[side], 0, sizeof(float) * n);
+        memset(m->tr.dh_carry[side], 0, sizeof(float) * n);
     }
     for (int t = 0; t < nt; t++) {
-        const float *xt = m->xwin + (size_t)t * nb * D;
-        if (m->prior[0] >= 0) /* what the decoder holds before frame t */
-            frae_prior_context(m, &m->state, t, nb,
+        const float *xt = m->tr.xwin + (size_t)t * nb * D;
+        if (m->net.prior[0] >= 0) /* what the decoder holds before frame t */
+            frae_prior_context(&m->net, &m->state, t, nb,
                                m->state.prior_ctx +
-                                   (size_t)t * nb * m->layer[m->prior[0]].in);
-        frae_forward_frame(m, &m->state, t, xt, D, nb);
+                                   (size_t)t * nb * m->net.layer[m->net.prior[0]].in);
+        frae_forward_frame(&m->net, &m->state, t, xt, D, nb);
         silence_padding(m, t, nb, valid);
-        frame_loss(m, t, targets ? m->twin + (size_t)t * nb * D : xt, D, nb,
+        frame_loss(m, t, targets ? m->tr.twin + (size_t)t * nb * D : xt, D, nb,
                    valid, acc, dy + (size_t)t * nb * D, scale);
     }
-    if (m->prior[0] >= 0)
+    if (m->net.prior[0] >= 0)
         window_rate(m, nt, nb, valid, rate_scale, 1, acc);
     int last_c0 = (nt - 1) / C * C;
     for (int c0 = last_c0; c0 >= 0; c0 -= C) {
         int cn = nt - c0 < C ? nt - c0 : C;
-        if (m->gru) {
+        if (m->net.gru) {
             for (int t = c0 + cn - 1; t >= c0; t--)
                 gru_backward_frame(m, t, nb, c0);
         } else if (full) {
             for (int t = c0 + cn - 1; t >= c0; t--) {
-                layers_backward(m, m->n_layers - 1, 0, t, 1, nb, c0);
+                layers_backward(m, m->net.n_layers - 1, 0, t, 1, nb, c0);
                 feedback_backward(m, t, nb, c0);
             }
         } else {
-            layers_backward(m, m->n_layers - 1, 0, c0, cn, nb, c0);
+            layers_backward(m, m->net.n_layers - 1, 0, c0, cn, nb, c0);
         }
         weight_grads(m, c0, cn, nb, c0 == last_c0 ? GEMM_ZERO : GEMM_ACC);
     }
 }
 
 /* Copies frames w0..w0+nt-1 of nseq sequences (rows x_rs apart) into
- * win (m->xwin, or m->twin for targets) as [frame][sequence][D], z-scored
+ * win (m->tr.xwin, or m->tr.twin for targets) as [frame][sequence][D], z-scored
  * if the model normalizes. */
 static void stage_window(frae_model *m, float *win, const float *x,
                          ptrdiff_t x_rs, int nseq, int w0, int nt)
 {
-    const int D = m->cfg.frame_dim;
+    const int D = m->net.cfg.frame_dim;
     for (int t = 0; t < nt; t++) {
         float *dst = win + (size_t)t * nseq * D;
-        if (m->cfg.normalize) {
-            frae_normalize_rows(m, x + (ptrdiff_t)(w0 + t) * D, x_rs, nseq,
+        if (m->net.cfg.normalize) {
+            frae_normalize_rows(&m->net, x + (ptrdiff_t)(w0 + t) * D, x_rs, nseq,
                                 dst);
             continue;
         }
@@ -407,12 +413,12 @@ static void stage_window(frae_model *m, float *win, const float *x,
 static const float *net_rows(frae_model *m, float *norm, const float *x,
                              ptrdiff_t x_rs, int nseq, long t, ptrdiff_t *rs)
 {
-    const int D = m->cfg.frame_dim;
-    if (!m->cfg.normalize) {
+    const int D = m->net.cfg.frame_dim;
+    if (!m->net.cfg.normalize) {
         *rs = x_rs;
         return x + t * D;
     }
-    frae_normalize_rows(m, x + t * D, x_rs, nseq, norm);
+    frae_normalize_rows(&m->net, x + t * D, x_rs, nseq, norm);
     *rs = D;
     return norm;
 }
@@ -425,7 +431,7 @@ static const float *net_input(frae_model *m, const float *x, ptrdiff_t x_rs,
 
 static int bad_sizes(const frae_model *m, int nseq, int nframes)
 {
-    return nseq < 1 || nseq > m->cfg.batch || nframes < 1;
+    return nseq < 1 || nseq > m->net.cfg.batch || nframes < 1;
 }
 
 static void fill_stats(frae_stats *st, const loss_acc *acc, long steps,
@@ -469,18 +475,18 @@ static double clip_gradients(frae_model *m)
      * result is still the same on every path */
     double part[8] = {0};
     size_t j = 0;
-    for (; j + 8 <= m->n_params; j += 8)
+    for (; j + 8 <= m->net.n_params; j += 8)
         for (int k = 0; k < 8; k++)
-            part[k] += (double)m->grads[j + k] * m->grads[j + k];
-    for (; j < m->n_params; j++)
-        part[0] += (double)m->grads[j] * m->grads[j];
+            part[k] += (double)m->tr.grads[j + k] * m->tr.grads[j + k];
+    for (; j < m->net.n_params; j++)
+        part[0] += (double)m->tr.grads[j] * m->tr.grads[j];
     double ss = ((part[0] + part[1]) + (part[2] + part[3])) +
                 ((part[4] + part[5]) + (part[6] + part[7]));
     double norm = sqrt(ss);
-    if (m->cfg.clip_norm > 0.0f && norm > m->cfg.clip_norm) {
-        float scale = (float)(m->cfg.clip_norm / norm);
-        for (size_t i = 0; i < m->n_params; i++)
-            m->grads[i] *= scale;
+    if (m->net.cfg.clip_norm > 0.0f && norm > m->net.cfg.clip_norm) {
+        float scale = (float)(m->net.cfg.clip_norm / norm);
+        for (size_t i = 0; i < m->net.n_params; i++)
+            m->tr.grads[i] *= scale;
     }
     return norm;
 }
@@ -490,12 +496,12 @@ static double clip_gradients(frae_model *m)
 static void padding_forward(frae_model *m, const float *x, ptrdiff_t x_rs,
                             int nb, int w0, int nt)
 {
-    const int D = m->cfg.frame_dim;
+    const int D = m->net.cfg.frame_dim;
     for (int t = 0; t < nt; t++) {
         ptrdiff_t rs;
         const float *xt = net_input(m, x + (ptrdiff_t)w0 * D, x_rs, nb, t,
                                     &rs);
-        frae_forward_frame(m, &m->state, t, xt, rs, nb);
+        frae_forward_frame(&m->net, &m->state, t, xt, rs, nb);
         silence_padding(m, t, nb, m->wvalid);
     }
 }
@@ -512,8 +518,8 @@ static int train_window(frae_model *m, const float *x, const float *target,
                         const int *valid, int update, loss_acc *acc,
                         long *steps, double *grad_norm)
 {
-    const int D = m->cfg.frame_dim;
-    const frae_reducer *red = m->reducer;
+    const int D = m->net.cfg.frame_dim;
+    const frae_reducer *red = m->tr.reducer;
     long count = 0;
     for (int b = 0; b < nb; b++) {
         long v = valid ? valid[b] - (long)w0 : nt;
@@ -525,26 +531,26 @@ static int train_window(frae_model *m, const float *x, const float *target,
         return -1;
     if (total > 0) {
         float scale = 2.0f / (float)(total * D);
-        float rate_scale = m->cfg.rate_lambda / (float)total;
+        float rate_scale = m->net.cfg.rate_lambda / (float)total;
         if (count > 0) {
-            stage_window(m, m->xwin, x, x_rs, nb, w0, nt);
+            stage_window(m, m->tr.xwin, x, x_rs, nb, w0, nt);
             if (target)
-                stage_window(m, m->twin, target, x_rs, nb, w0, nt);
+                stage_window(m, m->tr.twin, target, x_rs, nb, w0, nt);
             window_grads(m, nt, nb, valid ? m->wvalid : NULL, target != NULL,
                          scale, rate_scale, acc);
         } else {
             padding_forward(m, x, x_rs, nb, w0, nt);
-            memset(m->grads, 0, sizeof(float) * m->n_params);
+            memset(m->tr.grads, 0, sizeof(float) * m->net.n_params);
         }
-        if (red && red->sum_f32(red->ctx, m->grads, m->n_params))
+        if (red && red->sum_f32(red->ctx, m->tr.grads, m->net.n_params))
             return -1;
         if (update) {
             *grad_norm = clip_gradients(m);
-            m->adam_step++;
-            frae_adam_update(m, m->params, m->grads, m->adam_m, m->adam_v,
-                             m->n_params, m->adam_step,
-                             frae_learning_rate_at(&m->cfg, m->adam_step),
-                             m->cfg.beta1, m->cfg.beta2, m->cfg.epsilon);
+            m->tr.adam_step++;
+            frae_adam_update(&m->net, m->params, m->tr.grads, m->tr.adam_m, m->tr.adam_v,
+                             m->net.n_params, m->tr.adam_step,
+                             frae_learning_rate_at(&m->net.cfg, m->tr.adam_step),
+                             m->net.cfg.beta1, m->net.cfg.beta2, m->net.cfg.epsilon);
             frae_refresh_transposed(m);
             (*steps)++;
         }
@@ -554,7 +560,7 @@ static int train_window(frae_model *m, const float *x, const float *target,
     }
     advance(m, nt);
     if (update && total > 0) /* the sums ahead were made with old weights */
-        frae_state_rebuild(m, &m->state);
+        frae_state_rebuild(&m->net, &m->state);
     return 0;
 }
 
@@ -564,14 +570,14 @@ static int train_impl(frae_model *m, const float *x, const float *target,
                       int nseq, int nframes, const int *valid, int update,
                       int reset, frae_stats *stats)
 {
-    if (!m->cfg.training || bad_sizes(m, nseq, nframes) ||
-        (target && !m->cfg.targets))
+    if (!m->net.cfg.training || bad_sizes(m, nseq, nframes) ||
+        (target && !m->net.cfg.targets))
         return -1;
     if (reset)
         frae_reset(m);
     if (claim_rows(m, nseq))
         return -1;
-    const int D = m->cfg.frame_dim, W = m->cfg.window;
+    const int D = m->net.cfg.frame_dim, W = m->net.cfg.window;
     loss_acc acc = {0, 0, 0, 0, 0};
     long steps = 0;
     double grad_norm = 0.0;
@@ -591,23 +597,23 @@ static void frame_rate_context(frae_model *m, long t, int nb)
 {
     frae_state *st = &m->state;
     const size_t slot = (size_t)(t % st->frames) * nb;
-    frae_prior_context(m, st, t, nb,
-                       st->prior_ctx + slot * m->layer[m->prior[0]].in);
+    frae_prior_context(&m->net, st, t, nb,
+                       st->prior_ctx + slot * m->net.layer[m->net.prior[0]].in);
 }
 
 static void frame_rate(frae_model *m, long t, int nb, const int *valid,
                        loss_acc *acc)
 {
-    const frae_config *c = &m->cfg;
+    const frae_config *c = &m->net.cfg;
     frae_state *st = &m->state;
     const int L = c->latent_dim, LS = L * frae_prior_symbols(c);
     const size_t slot = (size_t)(t % st->frames) * nb;
     float *logit = st->prior_logit + slot * LS;
-    frae_prior_forward(m, &st->scratch, nb,
-                       st->prior_ctx + slot * m->layer[m->prior[0]].in,
-                       st->prior_hid + slot * m->layer[m->prior[0]].out,
+    frae_prior_forward(&m->net, &st->scratch, nb,
+                       st->prior_ctx + slot * m->net.layer[m->net.prior[0]].in,
+                       st->prior_hid + slot * m->net.layer[m->net.prior[0]].out,
                        logit);
-    frae_prior_ar_forward(m, &st->scratch, nb, st->q + slot * L, logit);
+    frae_prior_ar_forward(&m->net, &st->scratch, nb, st->q + slot * L, logit);
     for (int b = 0; b < nb; b++)
         if (!(valid && t >= valid[b]))
             acc->bits += frae_prior_bits(c, logit + (size_t)b * LS,
@@ -619,31 +625,31 @@ static int eval_impl(frae_model *m, const float *x, const float *target,
                      int nseq, int nframes, const int *valid, int reset,
                      frae_stats *stats)
 {
-    if (bad_sizes(m, nseq, nframes) || (target && !m->cfg.targets))
+    if (bad_sizes(m, nseq, nframes) || (target && !m->net.cfg.targets))
         return -1;
     if (reset)
         frae_reset(m);
     if (claim_rows(m, nseq))
         return -1;
-    const int D = m->cfg.frame_dim;
+    const int D = m->net.cfg.frame_dim;
     const ptrdiff_t x_rs = (ptrdiff_t)nframes * D;
     loss_acc acc = {0, 0, 0, 0, 0};
     for (long t = 0; t < nframes; t++) {
         ptrdiff_t rs;
         const float *xt = net_input(m, x, x_rs, nseq, t, &rs);
-        if (m->prior[0] >= 0)
+        if (m->net.prior[0] >= 0)
             frame_rate_context(m, t, nseq);
-        frae_forward_frame(m, &m->state, t, xt, rs, nseq);
+        frae_forward_frame(&m->net, &m->state, t, xt, rs, nseq);
         silence_padding(m, t, nseq, valid);
         if (target) {
             ptrdiff_t trs;
-            const float *tt = net_rows(m, m->tnorm, target, x_rs, nseq, t,
+            const float *tt = net_rows(m, m->tr.tnorm, target, x_rs, nseq, t,
                                        &trs);
             frame_loss(m, t, tt, trs, nseq, valid, &acc, NULL, 0.0f);
         } else {
             frame_loss(m, t, xt, rs, nseq, valid, &acc, NULL, 0.0f);
         }
-        if (m->prior[0] >= 0)
+        if (m->net.prior[0] >= 0)
             frame_rate(m, t, nseq, valid, &acc);
     }
     advance(m, nframes);
@@ -656,16 +662,16 @@ static int forward_impl(frae_model *m, const float *x, float *y, int nseq,
 {
     if (bad_sizes(m, nseq, nframes) || claim_rows(m, nseq))
         return -1;
-    const int D = m->cfg.frame_dim;
+    const int D = m->net.cfg.frame_dim;
     const ptrdiff_t rs = (ptrdiff_t)nframes * D;
     for (long t = 0; t < nframes; t++) {
         ptrdiff_t xrs;
         const float *xt = net_input(m, x, rs, nseq, t, &xrs);
-        frae_forward_frame(m, &m->state, t, xt, xrs, nseq);
+        frae_forward_frame(&m->net, &m->state, t, xt, xrs, nseq);
         const float *yt = out_frame(m, t);
         for (int b = 0; b < nseq; b++) {
-            if (m->cfg.normalize)
-                frae_denormalize(m, yt + (size_t)b * D, y + b * rs + t * D);
+            if (m->net.cfg.normalize)
+                frae_denormalize(&m->net, yt + (size_t)b * D, y + b * rs + t * D);
             else
                 memcpy(y + b * rs + t * D, yt + (size_t)b * D,
                        sizeof(float) * D);
@@ -681,7 +687,7 @@ int frae_step(frae_model *m, const frae_batch *b, frae_stats *stats)
 {
     if (!b)
         return -1;
-    if (b->kind == FRAE_STEP_GRADIENTS && b->nframes > m->cfg.window)
+    if (b->kind == FRAE_STEP_GRADIENTS && b->nframes > m->net.cfg.window)
         return -1; /* the gradients of one window */
     fp_env env = fp_enter();
     int rc = -1;
@@ -711,5 +717,5 @@ int frae_forward(frae_model *m, const float *x, float *y, int nseq,
 
 void frae_set_reducer(frae_model *m, const frae_reducer *r)
 {
-    m->reducer = r;
+    m->tr.reducer = r;
 }

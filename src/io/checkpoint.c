@@ -48,13 +48,13 @@ int frae_checkpoint_save_as(const frae_model *m, const frae_config *c,
                             const frae_i32_array *extra, int n_extra,
                             char *err, size_t errlen)
 {
-    const int with_opt = with_optimizer && m->adam_m;
+    const int with_opt = with_optimizer && m->tr.adam_m;
     const int copies = with_opt ? 3 : 1;
     frae_tensor_entry ent[FRAE_MAX_TENSORS];
-    const int n_ent = frae_tensor_entries(&m->cfg, ent);
+    const int n_ent = frae_tensor_entries(&m->net.cfg, ent);
     const int nt = n_ent * copies + n_extra;
     const int bf16 = c->weights == FRAE_WEIGHTS_BF16;
-    float *buf = malloc(sizeof(float) * m->n_params * (size_t)copies);
+    float *buf = malloc(sizeof(float) * m->net.n_params * (size_t)copies);
     st_out_tensor *t = calloc((size_t)nt, sizeof *t);
     char(*names)[96] = calloc((size_t)nt, sizeof *names);
     if (!buf || !t || !names) {
@@ -62,7 +62,7 @@ int frae_checkpoint_save_as(const frae_model *m, const frae_config *c,
         return frae_errorf(err, errlen, "%s: out of memory saving", path);
     }
     static const char *const prefix[3] = {"", "optimizer.m.", "optimizer.v."};
-    const float *src[3] = {NULL, m->adam_m, m->adam_v}; /* NULL: the params */
+    const float *src[3] = {NULL, m->tr.adam_m, m->tr.adam_v}; /* NULL: the params */
     /* the normalization statistics, D floats each as %.9g lists */
     char *norm_list[2] = {NULL, NULL};
     if (c->normalize) {
@@ -85,10 +85,10 @@ int frae_checkpoint_save_as(const frae_model *m, const frae_config *c,
     }
     int k = 0;
     for (int cpy = 0; cpy < copies; cpy++) {
-        float *dst = buf + m->n_params * (size_t)cpy;
-        frae_export_params(m, src[cpy], dst, 1); /* in ent's order */
+        float *dst = buf + m->net.n_params * (size_t)cpy;
+        frae_export_params(&m->net, src[cpy], dst, 1); /* in ent's order */
         for (int e = 0; e < n_ent; e++, k++) {
-            const frae_layer *ly = &m->layer[ent[e].mat];
+            const frae_layer *ly = &m->net.layer[ent[e].mat];
             snprintf(names[k], sizeof names[k], "%s%s", prefix[cpy],
                      ent[e].name);
             if (ent[e].bias) {
@@ -170,10 +170,10 @@ int frae_checkpoint_save_as(const frae_model *m, const frae_config *c,
         META("frae.lr_decay_steps", "%d", c->lr_decay_steps);
         META("frae.lr_floor", "%.9g", (double)c->lr_floor);
     }
-    META("frae.param_count", "%zu", m->n_params);
+    META("frae.param_count", "%zu", m->net.n_params);
     META("frae.bits_per_frame", "%g", frae_bits_per_frame(m));
     if (with_opt)
-        META("frae.adam_step", "%ld", m->adam_step);
+        META("frae.adam_step", "%ld", m->tr.adam_step);
 #undef META
     int total = nm;
     for (int i = 0; i < n_meta && total < NMAX + 64; i++) {
@@ -197,7 +197,7 @@ int frae_save(const frae_model *m, const char *path, int with_optimizer,
               const frae_meta *meta, int n_meta, const frae_i32_array *extra,
               int n_extra, char *err, size_t errlen)
 {
-    return frae_checkpoint_save_as(m, &m->cfg, path, with_optimizer, meta, n_meta, extra,
+    return frae_checkpoint_save_as(m, &m->net.cfg, path, with_optimizer, meta, n_meta, extra,
                       n_extra, err, errlen);
 }
 
@@ -566,16 +566,16 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
 /* Reads tensors "<prefix><tensor>" into a packed param array (dst), or
  * into the model's weights (dst NULL). */
 int frae_checkpoint_read_params(const frae_safetensors *st,
-                                const frae_model *m, const char *prefix,
+                                frae_model *m, const char *prefix,
                                 float *dst, const char *path, char *err,
                                 size_t errlen)
 {
     frae_tensor_entry e[FRAE_MAX_TENSORS];
-    const int n = frae_tensor_entries(&m->cfg, e);
+    const int n = frae_tensor_entries(&m->net.cfg, e);
     for (int k = 0; k < n; k++) {
         const int l = e[k].mat;
-        const frae_layer *ly = &m->layer[l];
-        const st_tensor *t = find_entry_tensor(st, &m->cfg, &e[k], prefix,
+        const frae_layer *ly = &m->net.layer[l];
+        const st_tensor *t = find_entry_tensor(st, &m->net.cfg, &e[k], prefix,
                                                path, err, errlen);
         if (!t)
             return -1;
@@ -586,7 +586,7 @@ int frae_checkpoint_read_params(const frae_safetensors *st,
                     return frae_errorf(err, errlen,
                                        "%s: tensor '%s' has %s at [%d]", path,
                                        t->name, isnan(v) ? "NaN" : "Inf", o);
-                (dst ? dst + ly->b_off : ly->bias)[o] =
+                (dst ? dst + ly->b_off : m->wbias[l])[o] =
                     v == 0.0f ? 0.0f : v; /* no -0 biases */
             }
             continue;
@@ -602,17 +602,18 @@ int frae_checkpoint_read_params(const frae_safetensors *st,
                 if (dst)
                     dst[ly->w_off + packed_index(ly->in, ly->out, i, o)] = v;
                 else
-                    frae_weight_set((frae_model *)m, l, i, o, v);
+                    frae_weight_set(m, l, i, o, v);
             }
     }
-    if (m->prior[2] >= 0) {
+    if (m->net.prior[2] >= 0) {
         /* the prior's autoregression sees only codes already coded: a
          * weight that breaks that is refused; Adam's moments there are
          * dropped, so training keeps it causal */
         char why[256];
         if (dst)
-            frae_prior_ar_mask(m, dst + m->layer[m->prior[2]].w_off);
-        else if (frae_prior_ar_check(m, why, sizeof why))
+            frae_prior_ar_mask(&m->net,
+                               dst + m->net.layer[m->net.prior[2]].w_off);
+        else if (frae_prior_ar_check(&m->net, why, sizeof why))
             return frae_errorf(err, errlen, "%s: %s", path, why);
     }
     return 0;
@@ -622,10 +623,10 @@ int frae_checkpoint_read_params(const frae_safetensors *st,
 static int read_normalization(const frae_checkpoint *ck, frae_model *m,
                               char *err, size_t errlen)
 {
-    if (!m->cfg.normalize)
+    if (!m->net.cfg.normalize)
         return 0;
     static const char *const keys[2] = {"frae.norm_mean", "frae.norm_std"};
-    const int D = m->cfg.frame_dim;
+    const int D = m->net.cfg.frame_dim;
     float *mean = malloc(sizeof(float) * 2 * (size_t)D);
     if (!mean)
         return frae_errorf(err, errlen, "%s: out of memory", ck->path);
@@ -677,23 +678,23 @@ int frae_checkpoint_restore(const frae_checkpoint *ck, frae_model *m,
     frae_family family = FRAE_FAMILY_DENSE;
     if (meta_family(ck, &family, err, errlen))
         return -1;
-    if (family != m->cfg.family)
+    if (family != m->net.cfg.family)
         return frae_errorf(err, errlen, "%s holds a %s model; this model is %s",
                            ck->path, frae_family_names[family],
-                           frae_family_names[m->cfg.family]);
+                           frae_family_names[m->net.cfg.family]);
     if (frae_checkpoint_read_params(&ck->st, m, "", NULL, ck->path, err, errlen) ||
         read_normalization(ck, m, err, errlen))
         return -1;
     frae_weights_changed(m);
-    if (with_optimizer && m->adam_m && frae_checkpoint_has_optimizer(ck)) {
+    if (with_optimizer && m->tr.adam_m && frae_checkpoint_has_optimizer(ck)) {
         long step;
-        if (frae_checkpoint_read_params(&ck->st, m, "optimizer.m.", m->adam_m, ck->path, err,
+        if (frae_checkpoint_read_params(&ck->st, m, "optimizer.m.", m->tr.adam_m, ck->path, err,
                         errlen) ||
-            frae_checkpoint_read_params(&ck->st, m, "optimizer.v.", m->adam_v, ck->path, err,
+            frae_checkpoint_read_params(&ck->st, m, "optimizer.v.", m->tr.adam_v, ck->path, err,
                         errlen) ||
             meta_long(ck, "frae.adam_step", 0, LONG_MAX, &step, err, errlen))
             return -1;
-        m->adam_step = step;
+        m->tr.adam_step = step;
     }
     return 0;
 }

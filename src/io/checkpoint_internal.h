@@ -22,7 +22,7 @@ int frae_checkpoint_save_as(const frae_model *m, const frae_config *c,
 /* Reads tensors "<prefix><tensor>" into a packed param array (dst), or
  * into the model's weights (dst NULL). */
 int frae_checkpoint_read_params(const frae_safetensors *st,
-                                const frae_model *m, const char *prefix,
+                                frae_model *m, const char *prefix,
                                 float *dst, const char *path, char *err,
                                 size_t errlen);
 

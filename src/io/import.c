@@ -39,8 +39,8 @@ int frae_convert(const char *in_path, const char *out_path,
     frae_model *dst = src ? frae_create(&dst_cfg, err, errlen) : NULL;
     if (!dst || frae_checkpoint_restore(ck, src, 0, err, errlen))
         goto done;
-    p = malloc(sizeof(float) * src->n_params);
-    q = malloc(sizeof(float) * src->n_params);
+    p = malloc(sizeof(float) * src->net.n_params);
+    q = malloc(sizeof(float) * src->net.n_params);
     meta = calloc((size_t)ck->st.n_meta + 1, sizeof *meta);
     if (!p || !q || !meta) {
         frae_errorf(err, errlen, "%s: out of memory", in_path);
@@ -49,12 +49,12 @@ int frae_convert(const char *in_path, const char *out_path,
     frae_get_params(src, p);
     frae_set_params(dst, p); /* rounds, for bf16 */
     if (saved.normalize) { /* q is free until below */
-        frae_get_normalization(src, q, q + src->cfg.frame_dim);
-        frae_set_normalization(dst, q, q + src->cfg.frame_dim);
+        frae_get_normalization(src, q, q + src->net.cfg.frame_dim);
+        frae_set_normalization(dst, q, q + src->net.cfg.frame_dim);
     }
     frae_get_params(dst, q);
     size_t changed = 0;
-    for (size_t i = 0; i < src->n_params; i++) {
+    for (size_t i = 0; i < src->net.n_params; i++) {
         /* bf16 keeps float32's range but rounds up past its largest
          * finite value, 3.3895e38: such a weight would become Inf */
         if (!isfinite(q[i])) {
@@ -62,7 +62,7 @@ int frae_convert(const char *in_path, const char *out_path,
                         "%s: parameter %zu of %zu (flat, in Keras order) is "
                         "%g, which bf16 rounds to Inf (its largest finite "
                         "value is 3.3895e+38)",
-                        in_path, i, src->n_params, (double)p[i]);
+                        in_path, i, src->net.n_params, (double)p[i]);
             goto done;
         }
         changed += p[i] != q[i];
@@ -362,7 +362,7 @@ static frae_model *keras_from_members(const frae_npz_member *mem, int nmem,
     if (!m)
         return NULL;
     /* Keras kernels are [in][out], frae's exchange layout */
-    float *flat = malloc(sizeof(float) * m->n_params), *p = flat;
+    float *flat = malloc(sizeof(float) * m->net.n_params), *p = flat;
     if (!flat) {
         frae_destroy(m);
         frae_errorf(err, errlen, "%s: out of memory", path);

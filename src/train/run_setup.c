@@ -158,10 +158,10 @@ static int copy_model_state(frae_model *dst, const frae_model *src, int norm)
     frae_get_params(src, p);
     frae_set_params(dst, p);
     free(p);
-    if (dst->adam_m && src->adam_m) {
-        memcpy(dst->adam_m, src->adam_m, sizeof(float) * n);
-        memcpy(dst->adam_v, src->adam_v, sizeof(float) * n);
-        dst->adam_step = src->adam_step;
+    if (dst->tr.adam_m && src->tr.adam_m) {
+        memcpy(dst->tr.adam_m, src->tr.adam_m, sizeof(float) * n);
+        memcpy(dst->tr.adam_v, src->tr.adam_v, sizeof(float) * n);
+        dst->tr.adam_step = src->tr.adam_step;
     }
     if (!norm || !frae_get_config(src)->normalize ||
         !frae_get_config(dst)->normalize)
