@@ -54,6 +54,10 @@ AUDIO_SO  = $(BUILD)/libfrae-audio.so
 INTERNAL  = $(BUILD)/libfrae-internal.a
 FRAE  = $(BUILD)/frae
 TESTS = $(BUILD)/frae_tests
+# N threads coding N streams over one shared const model (make test-tsan
+# runs it under ThreadSanitizer): a program of its own, on the public
+# library alone, since frae_tests interposes malloc
+SHARED_TEST = $(BUILD)/shared_model_test
 BENCH = $(BUILD)/frae_bench
 
 CLI_SRCS = src/cli/main.c src/cli/common.c src/cli/train.c src/cli/tools.c \
@@ -90,6 +94,7 @@ PY_FILES = $(PY_DIR)/_frae$(PY_EXT) $(PY_DIR)/__init__.py $(PY_DIR)/__main__.py
 .PHONY: all test test-asan test-tsan test-threads check bench fixtures clean \
         install models check-models fuzz fuzz-seeds demo demo-full mpi bench-mpi python install-python
 all: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE) $(TESTS) $(BENCH) \
+     $(SHARED_TEST) \
      $(if $(filter yes,$(MPI)),$(FRAE_MPI)) \
      $(if $(filter yes,$(PYMOD)),$(PY_FILES))
 python: $(PY_FILES)
@@ -180,8 +185,12 @@ $(TESTS): $(TEST_OBJS) $(INTERNAL)
 $(BENCH): $(BUILD)/bench/bench_frae.o $(INTERNAL)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
+$(SHARED_TEST): tests/shared_model_test.c include/frae.h $(LIB)
+	$(CC) $(filter-out -Isrc,$(CFLAGS_ALL)) $< $(LIB) $(CORE_LDLIBS) $(SAN) \
+	  $(LDFLAGS) -o $@
+
 # All tests: unit tests, then the CLI checks.  Closes with "N passed, N failed".
-test: $(FRAE) $(TESTS) $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) \
+test: $(FRAE) $(TESTS) $(SHARED_TEST) $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) \
       $(if $(filter yes,$(MPI)),$(FRAE_MPI)) \
       $(if $(filter yes,$(PYMOD)),$(PY_FILES))
 	sh tests/run_all.sh $(BUILD)
@@ -193,11 +202,13 @@ test-asan:
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  test
 
-# The Python module from several threads (run_all.sh runs it in every
-# build), and under ThreadSanitizer in its own build dir: libfrae and the
-# module instrumented, the interpreter not (tests/python_thread_test.sh).
-test-threads: $(PY_FILES)
-	sh tests/python_thread_test.sh $(BUILD)
+# The thread tests (run_all.sh runs them in every build): N threads coding
+# N streams over one shared const model, and the Python module from several
+# threads; under ThreadSanitizer in its own build dir: libfrae, the test
+# program and the module instrumented, the interpreter not
+# (tests/threads_test.sh, tests/python_thread_test.sh).
+test-threads: $(PY_FILES) $(SHARED_TEST)
+	sh tests/threads_test.sh $(BUILD)
 test-tsan:
 	$(MAKE) BUILD=build-tsan OPT=-O1 MPI=no SAN=-fsanitize=thread test-threads
 

@@ -45,8 +45,8 @@ if [ "$BUILD" = build ]; then
 else # sanitizer builds have no frae-mpi
     run /usr/bin/python3 tests/distributed_test.py "$BUILD/frae" --no-mpi
 fi
-echo "== the Python module from several threads ($BUILD)"
-run sh tests/python_thread_test.sh "$BUILD" # a sanitizer's runtime preloaded
+echo "== threads: N streams over one shared const model, the Python module ($BUILD)"
+run sh tests/threads_test.sh "$BUILD" # a sanitizer's runtime preloaded
 if [ "$BUILD" = build ]; then # the module loads into an uninstrumented python
     echo "== the Python module: import frae ($BUILD)"
     run sh tests/python_test.sh "$BUILD"
