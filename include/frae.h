@@ -347,6 +347,31 @@ void frae_reset(frae_model *m);
 FRAE_API
 int frae_forward(frae_model *m, const float *x, float *y, int nseq, int nframes);
 
+/* Inference over shared weights: a forward state is the buffers of up to
+ * `rows` sequences streaming through a model's weights (const frae_net),
+ * one block of fixed size: frae_forward_state_size (0 for rows < 1 or a
+ * size that overflows), then _init into caller memory (64-byte aligned),
+ * or _create / _destroy.  Nothing is allocated after that, and states
+ * share only the weights, read only, so any number of them run in any
+ * threads over one model (its products on the calling thread), while its
+ * parameters do not change.  run is frae_forward on the state's buffers:
+ * the same bits as the model's own; reset zeroes them (new sequences). */
+typedef struct frae_forward_state frae_forward_state;
+FRAE_API
+size_t frae_forward_state_size(const frae_net *n, int rows);
+FRAE_API
+frae_forward_state *frae_forward_state_init(void *mem, const frae_net *n,
+                                            int rows);
+FRAE_API
+frae_forward_state *frae_forward_state_create(const frae_net *n, int rows);
+FRAE_API
+void frae_forward_state_destroy(frae_forward_state *s);
+FRAE_API
+void frae_forward_state_reset(frae_forward_state *s);
+FRAE_API
+int frae_forward_run(frae_forward_state *s, const float *x, float *y,
+                     int nseq, int nframes);
+
 /* ---- Training steps -------------------------------------------------------
  * One call runs a batch: frae_step(model, &batch, &stats), the batch
  * saying what to run and how.  x (and targets) are [nseq][nframes][D],

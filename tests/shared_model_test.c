@@ -4,8 +4,9 @@
  * weights, const frae_net *, go to the threads: each thread codes its own
  * frames through the frame codec (an encoder and a decoder), the stream
  * coder (a .fbs stream and back; the entropy-coded model with the search
- * and DTX on) and, for the entropy-coded model, real-time packets and the
- * packet decoder.  Run in every build, and under ThreadSanitizer by make
+ * and DTX on), for the entropy-coded model real-time packets and the
+ * packet decoder, and the forward pass on a forward state of its own
+ * (frae_forward_run), which must also equal frae_forward on the model.  Run in every build, and under ThreadSanitizer by make
  * test-tsan (tests/threads_test.sh): there any access to shared memory
  * that is not read only is a race it reports, and the test fails.
  *
@@ -92,6 +93,7 @@ typedef struct {
     size_t packets_n, packets_cap;
     float *pdecoded;
     long pframes;
+    float *xd, *y;           /* the frames' D values, and their forward */
     int rc;                  /* 0, or the step that failed */
 } job;
 
@@ -206,10 +208,23 @@ static int packets(job *j)
     return rc;
 }
 
+static int forward(job *j)
+{
+    frae_forward_state *s = frae_forward_state_create(j->net, 1);
+    int rc = !s ? 30 : frae_forward_run(s, j->xd, j->y, 1, FRAMES / 2) ? 31
+                 : frae_forward_run(s, j->xd + (size_t)FRAMES / 2 * D,
+                                    j->y + (size_t)FRAMES / 2 * D, 1,
+                                    FRAMES - FRAMES / 2) ? 32 : 0;
+    frae_forward_state_destroy(s);
+    return rc;
+}
+
 static void *run_job(void *arg)
 {
     job *j = arg;
-    j->rc = frame_codec(j);
+    j->rc = forward(j);
+    if (!j->rc)
+        j->rc = frame_codec(j);
     if (!j->rc)
         j->rc = stream_coder(j);
     if (!j->rc && j->ranged)
@@ -228,6 +243,11 @@ static void job_init(job *j, const frae_net *net, int seed)
     const size_t nf = (size_t)FRAMES * j->width;
     j->x = malloc(sizeof(float) * nf);
     frames_for(seed, j->width, c->pitch, j->x, FRAMES);
+    j->xd = malloc(sizeof(float) * FRAMES * D);
+    j->y = calloc((size_t)FRAMES * D, sizeof(float));
+    for (int t = 0; t < FRAMES; t++)
+        memcpy(j->xd + (size_t)t * D, j->x + (size_t)t * j->width,
+               sizeof(float) * D);
     j->codes = calloc((size_t)FRAMES, frae_code_bytes(net));
     j->recon = calloc(nf, sizeof(float));
     j->decoded = calloc(nf, sizeof(float));
@@ -246,7 +266,7 @@ static void job_free(job *j)
 {
     free(j->x), free(j->codes), free(j->recon), free(j->decoded);
     free(j->stream), free(j->srecon), free(j->sdecoded);
-    free(j->packets), free(j->pdecoded);
+    free(j->packets), free(j->pdecoded), free(j->xd), free(j->y);
 }
 
 static int same(const void *a, const void *b, size_t n)
@@ -280,7 +300,8 @@ static void shared_model(const char *name, const frae_config *c)
              name, THREADS);
     check(started, what);
     int ok_rc = 1, frames_same = 1, stream_same = 1, packets_same = 1;
-    int closed_loop = 1, differ = 0;
+    int closed_loop = 1, differ = 0, forward_same = 1, model_same = 1;
+    float *ym = malloc(sizeof(float) * FRAMES * D);
     for (int i = 0; i < THREADS; i++) {
         job *a = &alone[i], *s = &shared[i];
         const size_t nb = sizeof(float) * FRAMES * a->width;
@@ -290,6 +311,10 @@ static void shared_model(const char *name, const frae_config *c)
                    name, i, a->rc, s->rc);
             continue;
         }
+        forward_same &= same(a->y, s->y, sizeof(float) * FRAMES * D);
+        frae_reset(m); /* the model's own forward, on its own buffers */
+        model_same &= frae_forward(m, a->xd, ym, 1, FRAMES) == 0 &&
+                      same(ym, a->y, sizeof(float) * FRAMES * D);
         frames_same &= same(a->codes, s->codes,
                             FRAMES * frae_code_bytes(net)) &&
                        same(a->recon, s->recon, nb) &&
@@ -303,7 +328,11 @@ static void shared_model(const char *name, const frae_config *c)
                         a->pframes == s->pframes &&
                         same(a->pdecoded, s->pdecoded,
                              sizeof(float) * (size_t)a->pframes * a->width);
-        /* what the decoders gave is what the encoders said they would */
+        /* what the decoders gave is what the encoders said they would,
+         * and the frame codec's frames are the forward pass's */
+        for (int t = 0; t < FRAMES; t++)
+            closed_loop &= same(a->decoded + (size_t)t * a->width,
+                                a->y + (size_t)t * D, sizeof(float) * D);
         closed_loop &= same(a->decoded, a->recon, nb) &&
                        same(a->sdecoded, a->srecon, nb) &&
                        (!a->ranged || a->pframes == FRAMES);
@@ -314,6 +343,10 @@ static void shared_model(const char *name, const frae_config *c)
     snprintf(what, sizeof what, "%s: every stream coded, alone and threaded",
              name);
     check(ok_rc, what);
+    snprintf(what, sizeof what,
+             "%s: the forward pass on forward states, threaded = alone = "
+             "frae_forward on the model, to the bit", name);
+    check(ok_rc && forward_same && model_same, what);
     snprintf(what, sizeof what,
              "%s: the frame codec's codes and frames, threaded = alone, to "
              "the bit", name);
@@ -329,9 +362,10 @@ static void shared_model(const char *name, const frae_config *c)
         check(ok_rc && packets_same, what);
     }
     snprintf(what, sizeof what,
-             "%s: each decoder gives its encoder's frames; the streams "
-             "differ from one another", name);
+             "%s: each decoder gives its encoder's frames, the frame "
+             "codec's = the forward pass's; the streams differ", name);
     check(ok_rc && closed_loop && differ, what);
+    free(ym);
     for (int i = 0; i < THREADS; i++)
         job_free(&alone[i]), job_free(&shared[i]);
     frae_destroy(m);

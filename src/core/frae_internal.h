@@ -214,6 +214,13 @@ void frae_forward_encode(const frae_net *m, frae_state *st, long t,
                          const float *x);
 void frae_forward_decode(const frae_net *m, frae_state *st, long t);
 
+/* infer.c: nframes frames of nseq sequences (at most st's rows, and the
+ * sequences in flight since its reset) through n on stream st, continuing
+ * from its buffers; x and y [nseq][nframes][D]; xnorm [nseq][D] of scratch
+ * for cfg.normalize.  0, or -1 for sizes out of range. */
+int frae_run_forward(const frae_net *n, frae_state *st, float *xnorm,
+                     const float *x, float *y, int nseq, int nframes);
+
 /* state.c: every pending sum of first layer `which` back to its bias */
 void frae_state_fill_sums(const frae_net *m, frae_state *s, int which);
 

@@ -657,30 +657,6 @@ static int eval_impl(frae_model *m, const float *x, const float *target,
     return 0;
 }
 
-static int forward_impl(frae_model *m, const float *x, float *y, int nseq,
-                        int nframes)
-{
-    if (bad_sizes(m, nseq, nframes) || claim_rows(m, nseq))
-        return -1;
-    const int D = m->net.cfg.frame_dim;
-    const ptrdiff_t rs = (ptrdiff_t)nframes * D;
-    for (long t = 0; t < nframes; t++) {
-        ptrdiff_t xrs;
-        const float *xt = net_input(m, x, rs, nseq, t, &xrs);
-        frae_forward_frame(&m->net, &m->state, t, xt, xrs, nseq);
-        const float *yt = out_frame(m, t);
-        for (int b = 0; b < nseq; b++) {
-            if (m->net.cfg.normalize)
-                frae_denormalize(&m->net, yt + (size_t)b * D, y + b * rs + t * D);
-            else
-                memcpy(y + b * rs + t * D, yt + (size_t)b * D,
-                       sizeof(float) * D);
-        }
-    }
-    advance(m, nframes);
-    return 0;
-}
-
 /* ---- public entry points: floating-point environment in, out ------- */
 
 int frae_step(frae_model *m, const frae_batch *b, frae_stats *stats)
@@ -710,7 +686,8 @@ int frae_forward(frae_model *m, const float *x, float *y, int nseq,
                  int nframes)
 {
     fp_env env = fp_enter();
-    int rc = forward_impl(m, x, y, nseq, nframes);
+    int rc = frae_run_forward(&m->net, &m->state, m->xnorm, x, y, nseq,
+                              nframes);
     fp_leave(env);
     return rc;
 }
