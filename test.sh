@@ -1,8 +1,9 @@
 #!/bin/sh
 # Runs every test: installs what is missing (Debian packages), builds, runs
-# the suite, runs it again under AddressSanitizer + UBSan, the Python thread
-# test under ThreadSanitizer, and fuzzes the parsers (one libFuzzer target
-# per input format) for a bounded time.
+# the suite, runs it again under AddressSanitizer + UBSan, the thread tests
+# (N streams over one shared const model, the Python module from several
+# threads) under ThreadSanitizer, and fuzzes the parsers (one libFuzzer
+# target per input format) for a bounded time.
 # Closes with one "N passed, N failed" line over all runs (after "N
 # skipped" if a test compared nothing on this machine).
 set -u

@@ -72,7 +72,7 @@ void frae_normalize_rows(const frae_net *m, const float *x, ptrdiff_t x_rs,
 void frae_denormalize(const frae_net *m, const float *y, float *dst);
 
 /* The weights (public: frae_net): the shape, the kernels chosen for
- * this CPU, the worker threads, and every parameter, all read only.  The
+ * this CPU and every parameter, all read only.  The
  * forward pass and any number of codec states share one; nothing reached
  * from it is writable, so states in several threads cannot race on it. */
 struct frae_net {
@@ -86,10 +86,6 @@ struct frae_net {
     frae_gru_forward_fn gru_forward;
     frae_gru_backward_fn gru_backward;
     const char *isa_name;
-    int threads;     /* cfg.threads, resolved */
-    struct frae_pool *pool; /* its threads - 1 workers (pool.h), NULL for 1;
-                               its jobs are the caller's, so sharing it is
-                               sharing the workers, not data */
 
     int n_layers;
     int dec_first; /* index of the first decoder layer; 0 is the encoder's */
@@ -146,6 +142,10 @@ typedef struct {
  * batch.  One block from the config, allocated once. */
 struct frae_model {
     frae_net net;
+    int threads;     /* cfg.threads, resolved */
+    struct frae_pool *pool; /* its threads - 1 workers (pool.h), NULL for 1:
+                               the products of its own batch's stream; the
+                               net's other users run on their caller */
     /* writable views of net's parameters, biases, transposed and bf16
      * kernels, and statistics (the same memory) */
     float *params;

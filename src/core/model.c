@@ -298,10 +298,10 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     n->adam = kern.adam;
     n->gru_forward = kern.gru_forward;
     n->gru_backward = kern.gru_backward;
-    n->threads = cfg->threads > 1 ? cfg->threads : 1;
+    m->threads = cfg->threads > 1 ? cfg->threads : 1;
     /* the workers start once, with the model; without them (the system
      * refused a thread) its products run on the caller, with the same bits */
-    n->pool = frae_pool_create(n->threads);
+    m->pool = frae_pool_create(m->threads);
     n->isa_name = kern.name;
     m->block = block;
     m->block_bytes = p.bytes;
@@ -363,8 +363,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     }
     frae_state_layout(cfg, cfg->batch, L.act_frames, &m->state,
                       base + L.state);
-    m->state.scratch.threads = n->threads;
-    m->state.scratch.pool = n->pool;
+    m->state.scratch.threads = m->threads;
+    m->state.scratch.pool = m->pool;
     m->wvalid = (int *)(base + L.wvalid);
     if (cfg->normalize) {
         m->norm_mean = (float *)(base + L.norm);
@@ -391,7 +391,7 @@ void frae_destroy(frae_model *m)
 {
     if (!m)
         return;
-    frae_pool_destroy(m->net.pool);
+    frae_pool_destroy(m->pool);
     free(m->block);
     free(m);
 }
