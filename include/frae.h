@@ -2,12 +2,13 @@
  *
  * A frae_model holds one FRAE (see README "Model semantics") together with
  * everything it will ever need to run and train: its weights (a frae_net,
- * which any number of codec states share read only), a trainer (gradients,
- * Adam moments, the activations of one BPTT window for a batch of B
- * sequences), and B feedback buffers.  All of it is sized from the frae_config and allocated
- * in one block by frae_create; no other call allocates.  frae_destroy frees
- * it.  There is no global mutable state: models are independent, and two
- * models may be used from two threads at once.
+ * which the forward pass and any number of codec states share read only), a
+ * trainer (gradients, Adam moments, the activations of one BPTT window for
+ * a batch of B sequences), and B feedback buffers.  All of it is sized from
+ * the frae_config and allocated in one block by frae_create; no other call
+ * allocates.  frae_destroy frees it.  There is no global mutable state:
+ * models are independent, and two models may be used from two threads at
+ * once.
  *
  * Numerical contract: every dense output is the bias followed by one fused
  * multiply-add per input, in input order, except the first layers, whose
