@@ -33,7 +33,8 @@ CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.
             src/core/optimizer.c src/core/gru.c src/core/prior.c \
             src/io/npy.c src/io/npz.c src/io/atomic_file.c src/io/json.c src/io/safetensors.c \
             src/io/checkpoint.c src/io/import.c \
-            src/codec/codec.c src/codec/entropy.c src/codec/stream_coder.c \
+            src/codec/codec.c src/codec/pitch_coder.c src/codec/search.c src/codec/recalibrate.c \
+            src/codec/container.c src/codec/entropy.c src/codec/stream_coder.c \
             src/codec/packets.c src/codec/models.c \
             src/train/synth.c src/train/dataset.c src/train/options.c \
             src/train/replicas.c src/train/run_support.c src/train/run.c src/train/run_state.c \
@@ -186,7 +187,7 @@ $(TESTS): $(TEST_OBJS) $(INTERNAL)
 $(BENCH): $(BUILD)/bench/bench_frae.o $(INTERNAL)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
-$(SHARED_TEST): tests/shared_model_test.c include/frae.h $(LIB)
+$(SHARED_TEST): tests/shared_model_test.c include/frae.h include/frae_codec.h $(LIB)
 	$(CC) $(filter-out -Isrc,$(CFLAGS_ALL)) $< $(LIB) $(CORE_LDLIBS) $(SAN) \
 	  $(LDFLAGS) -o $@
 
@@ -283,7 +284,8 @@ PREFIX  ?= /usr/local
 install: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/bin
-	install -m 644 include/frae.h include/frae_train.h include/frae_audio.h \
+	install -m 644 include/frae.h include/frae_codec.h include/frae_train.h \
+	  include/frae_audio.h \
 	  $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIB) $(AUDIO_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SOLIB) $(DESTDIR)$(PREFIX)/lib/libfrae.so.$(VERSION)

@@ -12,7 +12,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "frae.h"
+#include "frae_codec.h"
 #include "base/util.h" /* frae_synth_sequences */
 
 /* frames of up to this many values (the default models' 80) */

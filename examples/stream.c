@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include <frae.h>
+#include <frae_codec.h>
 
 int main(int argc, char **argv)
 {

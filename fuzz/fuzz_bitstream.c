@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "io/formats.h" /* frae_crc32, the library's own */
-#include "frae.h"
+#include "frae_codec.h"
 #include "codec/container.h"
 
 static frae_model *models[3];

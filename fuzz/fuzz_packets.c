@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frae.h"
+#include "frae_codec.h"
 
 enum { T = 24, P = 3, MAX_PACKET = 512, MAX_FRAMES = 8 * T };
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frae.h"
+#include "frae_codec.h"
 
 enum { MAX_SYMBOLS = 4096 };
 

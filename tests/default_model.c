@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frae.h"
+#include "frae_codec.h"
 
 static int pass, fail;
 static void check(int ok, const char *what)
@@ -31,17 +31,17 @@ int main(int argc, char **argv)
         return 1;
     }
     frae_model *f = frae_load(argv[1], NULL, err, sizeof err);
-    check(f && frae_model_hash(f) == frae_model_hash(m),
+    check(f && frae_model_hash(frae_model_net(f)) == frae_model_hash(frae_model_net(m)),
           "it is the shipped file's model (same hash)");
     char dir[4096];
     check(frae_models_dir(0, dir, sizeof dir) == 0 && strstr(path, dir) == path,
           "found in the first models directory");
-    frae_model *h = frae_load_by_hash(frae_model_hash(m), NULL, NULL, 0, err,
+    frae_model *h = frae_load_by_hash(frae_model_hash(frae_model_net(m)), NULL, NULL, 0, err,
                                       sizeof err);
-    check(h && frae_model_hash(h) == frae_model_hash(m),
+    check(h && frae_model_hash(frae_model_net(h)) == frae_model_hash(frae_model_net(m)),
           "frae_load_by_hash finds it again");
     frae_destroy(h);
-    h = frae_load_by_hash(frae_model_hash(m) ^ 1, NULL, NULL, 0, err,
+    h = frae_load_by_hash(frae_model_hash(frae_model_net(m)) ^ 1, NULL, NULL, 0, err,
                           sizeof err);
     check(!h && strstr(err, "no installed model has hash") && !strchr(err, '\n'),
           "an unknown hash: NULL and one line");
@@ -56,9 +56,9 @@ int main(int argc, char **argv)
     if (cfg->pitch)
         in[cfg->frame_dim] = 120.0f, in[cfg->frame_dim + 1] = 1.0f;
     unsigned char code[64];
-    frae_encoder *enc = frae_encoder_create(m);
-    frae_decoder *dec = frae_decoder_create(m);
-    int same = enc && dec && width <= 128 && frae_code_bytes(m) <= sizeof code;
+    frae_encoder *enc = frae_encoder_create(frae_model_net(m));
+    frae_decoder *dec = frae_decoder_create(frae_model_net(m));
+    int same = enc && dec && width <= 128 && frae_code_bytes(frae_model_net(m)) <= sizeof code;
     for (int t = 0; same && t < 20; t++) {
         frae_encode_frame(enc, in, code, a);
         same = frae_decode_frame(dec, code, b) == 0 &&

@@ -76,5 +76,23 @@ print(int(y.size == d.size and np.array_equal(y.reshape(d.shape), d)))" 2>&1)
 stream_check frames.safetensors x.npy "a frames model (D 10)"
 stream_check pitch.safetensors f.npy "a model that codes pitch (D 80 + f0, voicing)"
 stream_check prior.safetensors f.npy "a pitch model with a prior (its fixed-rate codes)"
+# the README's C quick start, as a user copies it: it builds with the
+# installed headers' names and decodes what it encodes, frame for frame
+awk '/^```c$/ { f = 1; next } /^```$/ { if (f) exit } f' "$root/README.md" >quick.c
+/usr/bin/python3 -c "import numpy as np; np.load('f.npy').astype('<f4').tofile('f.f32')"
+if cc -std=c11 -Wall -Wextra -Werror -I"$root/include" quick.c "$root/$BUILD/libfrae.a" \
+    -lzip -lm -pthread $san -o quick 2>log &&
+    ./quick "$root/models/speech.safetensors" <f.f32 >quick.f32 2>>log; then
+    n=$(/usr/bin/python3 -c "
+import numpy as np
+print(np.fromfile('quick.f32', '<f4').size // 82)")
+    if [ "${n:-0}" -gt 0 ]; then
+        ok "the README's C quick start builds (-Werror) and codes $n frames with the shipped model"
+    else
+        bad "the README's C quick start wrote no frames: $(head -c 2000 log)"
+    fi
+else
+    bad "the README's C quick start: $(head -c 2000 log)"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -13,7 +13,7 @@ trap 'rm -rf "$prefix"' EXIT
 if make -s BUILD="$BUILD" install PREFIX="$prefix" >"$prefix/log" 2>&1 &&
     [ -f "$prefix/include/frae.h" ] && [ -f "$prefix/lib/libfrae.a" ] &&
     [ -f "$prefix/include/frae_audio.h" ] && [ -f "$prefix/lib/libfrae-audio.so" ] &&
-    [ -f "$prefix/include/frae_train.h" ] &&
+    [ -f "$prefix/include/frae_train.h" ] && [ -f "$prefix/include/frae_codec.h" ] &&
     [ -x "$prefix/bin/frae" ] && [ -f "$prefix/lib/pkgconfig/frae.pc" ] &&
     [ -f "$prefix/lib/pkgconfig/frae-audio.pc" ]; then
     ok "make install PREFIX=...: headers, libraries, frae, frae.pc, frae-audio.pc"
@@ -133,7 +133,7 @@ stream_check g16.safetensors "a bf16 GRU model"
 # header declares with FRAE_API, and the codec's library needs none of the
 # audio libraries
 cd "$OLDPWD" || exit 1
-for pair in "libfrae.so include/frae.h include/frae_train.h" \
+for pair in "libfrae.so include/frae.h include/frae_codec.h include/frae_train.h" \
             "libfrae-audio.so include/frae_audio.h"; do
     set -- $pair
     lib=$1

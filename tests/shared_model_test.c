@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frae.h"
+#include "frae_codec.h"
 
 #define THREADS 4
 #define FRAMES 120

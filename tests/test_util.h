@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "frae.h"
+#include "frae_codec.h"
 #include "base/util.h" /* frae_synth_sequences */
 
 /* What a test returns when it would compare nothing on this machine. */

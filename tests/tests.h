@@ -1,6 +1,7 @@
 #ifndef FRAE_TESTS_H
 #define FRAE_TESTS_H
 #include "frae.h"
+#include "frae_codec.h"
 
 double naive_forward_d(const frae_config *c, const double *params,
                        const float *x, int nseq, int T, double *y,

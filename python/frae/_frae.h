@@ -14,6 +14,7 @@
 #include <string.h>
 #include "frae_audio.h"
 #include "frae.h"
+#include "frae_codec.h"
 #include "frae_train.h"
 
 extern PyObject *frae_py_error;   /* frae.FraeError */

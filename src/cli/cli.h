@@ -7,6 +7,7 @@
 
 #include "io/formats.h"
 #include "frae.h"
+#include "frae_codec.h"
 #include "frae_audio.h"
 #include "frae_train.h"
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frae.h"
+#include "frae_codec.h"
 
 /* A version-4 packet's CRC-16: over stream s's header, the packet's n
  * bytes (its length and payload), then its index as a u32. */

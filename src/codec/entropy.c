@@ -1,5 +1,5 @@
 /* Entropy coding: a range coder in integer arithmetic and the one rule
- * that turns probabilities into its integer frequencies (frae.h, "Entropy
+ * that turns probabilities into its integer frequencies (frae_codec.h, "Entropy
  * coding").
  *
  * The coder is the carry-propagating range coder of Schindler / Subbotin

@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frae.h"
+#include "frae_codec.h"
 #include "base/util.h"
 
 #ifndef FRAE_MODELDIR

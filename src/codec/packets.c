@@ -1,4 +1,4 @@
-/* Real-time packets (frae.h, "Real-time packets: stream version 5"): the
+/* Real-time packets (frae_codec.h, "Real-time packets: stream version 5"): the
  * header, the framing of a file or pipe, and the receiving end, which
  * takes packets as a datagram transport delivers them (some lost, late,
  * duplicated or damaged) and always gives frames: decoded, or concealed

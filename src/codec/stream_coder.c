@@ -1,5 +1,5 @@
 /* Stream coding: frames to a .fbs stream and back, the loop that frae
- * encode, frae decode and Python's encode/decode share (frae.h, "Stream
+ * encode, frae decode and Python's encode/decode share (frae_codec.h, "Stream
  * coding").  Over the frame codec (codec.c: a frame to codes, range-coded
  * or not), this holds what a stream adds: the header, the packets (the
  * range coder started afresh in each), a fixed-rate stream's bit packing

@@ -5,6 +5,7 @@
 #include "base/checksum.h"
 #include "base/util.h"
 #include "frae.h"
+#include "frae_codec.h"
 #include "core/kernels.h"
 #include "core/state.h"
 

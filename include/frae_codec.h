@@ -1,0 +1,655 @@
+/* frae's codec, for whoever codes streams with a trained model (an
+ * embedder of the codec, a voice link): frame encoder and decoder states
+ * over a model's shared const weights (frae_net), the .fbs bitstream and
+ * its stream coder, real-time packets with loss concealment, the range
+ * coder and its frequency rule, and the shipped models found by name or
+ * by a stream's hash.  Models themselves (making, training, saving) are
+ * frae.h's, which this header includes; audio in and out is
+ * frae_audio.h's.  libfrae.so exports what is declared here too. */
+#ifndef FRAE_CODEC_H
+#define FRAE_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frae.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Streaming codec -----------------------------------------------------
+ * An encoder state turns one frame into the code bytes of its quantized
+ * latent; a decoder state turns code bytes back into the frame.  The
+ * encoder runs the decoder too (closed loop), so both feed back the same
+ * frames: decoding what was encoded reproduces frae_forward exactly.
+ * A state is one block of fixed size: frae_*_size, then frae_*_init into
+ * caller memory (malloc-aligned), or frae_*_create / frae_*_destroy.  No
+ * call allocates after that; states share only the model's weights, read
+ * only (a const frae_net *: frae_model_net), so separate states may run in
+ * separate threads, each stream the same bits as coded alone.  The model
+ * must outlive its states, and its parameters must not change meanwhile. */
+typedef struct frae_encoder frae_encoder;
+typedef struct frae_decoder frae_decoder;
+
+/* Pitch (cfg.pitch): a codec frame is D values, then f0 in Hz and voicing
+ * (voiced if >= 0.5), D + 2 floats in and out.  Its code ends with
+ * FRAE_PITCH_BITS: a voicing bit, then for a voiced frame a step of a
+ * closed-loop predictive quantizer of log2 f0: the prediction is the last
+ * voiced frame's decoded log2 f0 (log2 150 Hz at the start), the step one
+ * of +-0.015, +-0.06, +-0.17, +-0.5 octave, clamped to 50..600 Hz.  The
+ * decoded f0 of an unvoiced frame is 0. */
+#define FRAE_PITCH_BITS 4
+
+/* Bits per latent value: 1 (binary), ceil(log2 N) (uniform N), or 32 (no
+ * quantizer: the float itself).  A frame's code is L such values packed
+ * LSB first, then the pitch bits (cfg.pitch), into frae_code_bytes bytes. */
+FRAE_API
+int frae_code_bits(const frae_net *m);
+FRAE_API
+size_t frae_code_bytes(const frae_net *m);
+/* Identity of a model: its shape and weights (FNV-1a 64). */
+FRAE_API
+uint64_t frae_model_hash(const frae_net *m);
+
+FRAE_API
+size_t frae_encoder_size(const frae_net *m);
+FRAE_API
+frae_encoder *frae_encoder_init(void *mem, const frae_net *m);
+FRAE_API
+frae_encoder *frae_encoder_create(const frae_net *m);
+FRAE_API
+void frae_encoder_destroy(frae_encoder *e);
+FRAE_API
+void frae_encoder_reset(frae_encoder *e); /* a new stream */
+/* frame: D floats in (D + 2 with pitch); code: frae_code_bytes out; recon
+ * (may be NULL): the frame the decoder will produce. */
+FRAE_API
+void frae_encode_frame(frae_encoder *e, const float *frame,
+                       unsigned char *code, float *recon);
+/* The encoder's search (analysis by synthesis), off after init.  With
+ * passes > 0 a frame's codes are not taken from the network as they are:
+ * starting from them, each pass decodes every code moved by one level (a
+ * binary code's sign flipped; a uniform code one level up or down) and
+ * keeps the move that lowers J = distortion + rate_weight x rate the
+ * most, until none does or the passes are spent.  distortion: the mean
+ * squared error of the decoded frame against the input frame, in the
+ * model's space (z-scored with cfg.normalize), as training measures it;
+ * rate: the frame's codes' bits under the prior as the range coder codes
+ * them (frae_encode_frame_ranged; a fixed-rate frame's bits never
+ * change).  It costs up to passes x L (binary) or 2L (uniform) decoder
+ * runs a frame.  The stream is the same format and any decoder reads it,
+ * recon still being what the decoder produces; decode(encode(x)) equals
+ * frae_forward only with the search off.  The choices are the same on
+ * every machine and ISA.  Not for a model trained toward other targets
+ * (a denoiser): the search steers the decoded frame toward the input.
+ * Returns 0, or -1 (nothing changed) for passes < 0, a rate_weight < 0 or
+ * not finite, or passes > 0 with a model without a quantizer. */
+FRAE_API
+int frae_encoder_set_search(frae_encoder *e, int passes, float rate_weight);
+
+FRAE_API
+size_t frae_decoder_size(const frae_net *m);
+FRAE_API
+frae_decoder *frae_decoder_init(void *mem, const frae_net *m);
+FRAE_API
+frae_decoder *frae_decoder_create(const frae_net *m);
+FRAE_API
+void frae_decoder_destroy(frae_decoder *d);
+FRAE_API
+void frae_decoder_reset(frae_decoder *d);
+/* frame: D floats out (D + 2 with pitch).  Returns 0, or -1 (state
+ * unchanged) for a code no encoder makes: a uniform index >= N, a
+ * non-finite float, or pitch bits on an unvoiced frame. */
+FRAE_API
+int frae_decode_frame(frae_decoder *d, const unsigned char *code,
+                      float *frame);
+
+/* A model with a prior (frae_config.prior_hidden): one frame through the
+ * encoder, its codes range-coded into rc with the prior's frequencies
+ * (computed from the state before the frame, alike at both ends; with
+ * cfg.prior_ar unit by unit, each also from the frame's codes before it,
+ * recalibrated to the stream as it goes: README), then its
+ * pitch code (cfg.pitch) with adaptive frequencies: the voicing bit in the
+ * context of the last frame's, a voiced frame's step in one context.  The
+ * decoder reads them back; it returns 0, or -1 once rc has met bytes no
+ * encoder writes (frae_range_dec_status), the frame then being whatever
+ * the symbols decoded to.  Exact: decoding reproduces frae_forward. */
+typedef struct frae_range_enc frae_range_enc;
+typedef struct frae_range_dec frae_range_dec;
+FRAE_API
+void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
+                              frae_range_enc *rc, float *recon);
+FRAE_API
+int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
+                             float *frame);
+
+/* Discontinuous transmission (DTX), for a model with a prior: off after
+ * init.  With it on, every frame starts with a silence flag (range-coded
+ * with adaptive counts in the context of the last frame's), and the
+ * caller, who knows what silence is for its frames (frae encode --dtx: a
+ * level gate), may code a frame as silent with
+ * frae_encode_silence_ranged instead of frae_encode_frame_ranged.  A
+ * silent frame codes nothing else and changes nothing at either end (the
+ * network's state, the prior's recalibration, the pitch coder); the
+ * decoder gives the last frame it decoded again (f0 and voicing 0; before
+ * a sequence's first coded frame, the model's zero frame, denormalized),
+ * and recon is that frame.  Encoder and decoder must agree (a version-3
+ * stream says so: FRAE_STREAM_DTX).  Coded frames decode to the bit as
+ * without DTX, but a silent frame is not the network's output, so
+ * decode(encode(x)) == frae_forward only while no frame is silent.
+ * set_dtx returns 0, or -1 for a model without a prior;
+ * frae_encode_silence_ranged 0, or -1 (nothing coded) with DTX off. */
+FRAE_API
+int frae_encoder_set_dtx(frae_encoder *e, int on);
+FRAE_API
+int frae_decoder_set_dtx(frae_decoder *d, int on);
+FRAE_API
+int frae_encode_silence_ranged(frae_encoder *e, frae_range_enc *rc,
+                               float *recon);
+
+/* A frame that never arrived (packet loss): the decoder runs on the last
+ * frame's latent halved, halved again at each further frame lost (toward
+ * 0, the codes' middle), and holds the last decoded f0 and voicing (after
+ * a silent frame, silence goes on).  For any decoder; an entropy-coded stream
+ * cannot be read again until both ends start afresh (frae_packet_*,
+ * below, handles it). */
+FRAE_API
+void frae_decoder_conceal(frae_decoder *d, float *frame);
+
+/* ---- Entropy coding ------------------------------------------------------
+ * A range coder in integer arithmetic (src/codec/entropy.c): symbols are coded
+ * with integer frequencies that sum to 2^FRAE_RANGE_TOTAL_BITS, none zero,
+ * made from probabilities by frae_quantize_pmf, one deterministic rule, so
+ * an encoder and a decoder that compute the same probabilities (frae's
+ * kernels give the same bits on every ISA and thread count) code the same
+ * bytes.  The states live in the caller's memory and never allocate; the
+ * encoder writes into a caller's buffer, the decoder reads a buffer and
+ * never past its end (it reads zeros there, as the encoder trimmed them),
+ * and on a corrupt stream still returns symbols in range, in bounded time,
+ * and flags it (frae_range_dec_status). */
+#define FRAE_RANGE_TOTAL_BITS 15
+/* freq[n]: 1 + floor(p_i / sum p * (2^15 - n)) each (NaN, negative and
+ * infinite p count as 0; all zero: uniform), the remainder to the most
+ * probable symbol (the first on ties).  Returns -1 unless 1 <= n <= 2^14. */
+FRAE_API
+int frae_quantize_pmf(const float *p, int n, uint32_t *freq);
+
+struct frae_range_enc {
+    unsigned char *buf;
+    size_t cap, pos;
+    uint64_t low;
+    uint32_t range;
+    unsigned cache;
+    uint64_t cache_size;
+    int first_out, overflow;
+};
+FRAE_API
+void frae_range_enc_init(frae_range_enc *e, unsigned char *buf, size_t cap);
+/* The symbol with cumulative frequency cum and frequency freq (of 2^15). */
+FRAE_API
+void frae_range_encode(frae_range_enc *e, uint32_t cum, uint32_t freq);
+FRAE_API
+void frae_range_encode_symbol(frae_range_enc *e, const uint32_t *freq,
+                              int symbol);
+/* Flushes; returns the bytes written, or 0 if buf was too small. */
+FRAE_API
+size_t frae_range_enc_finish(frae_range_enc *e);
+
+struct frae_range_dec {
+    const unsigned char *buf;
+    size_t size, pos;
+    uint32_t code, range;
+    int corrupt;
+};
+FRAE_API
+void frae_range_dec_init(frae_range_dec *d, const unsigned char *buf,
+                         size_t size);
+/* A symbol in two steps (target, then the symbol's cum and freq) or one. */
+FRAE_API
+uint32_t frae_range_decode_target(frae_range_dec *d);
+FRAE_API
+void frae_range_decode_update(frae_range_dec *d, uint32_t cum, uint32_t freq);
+FRAE_API
+int frae_range_decode_symbol(frae_range_dec *d, const uint32_t *freq, int n);
+/* 0, or -1 if the bytes could not have come from an encoder. */
+FRAE_API
+int frae_range_dec_status(const frae_range_dec *d);
+
+/* ---- The .fbs bitstream ----------------------------------------------------
+ * All integers little-endian:
+ *   0  "FRAEBS"            6 bytes
+ *   6  version (2)         u8
+ *   7  flags               u8   bit 0: the input was one [T, D] sequence;
+ *                               bit 1: frames carry pitch (FRAE_PITCH_BITS
+ *                               after the L codes); no other bit is set
+ *   8  model hash          u64  frae_model_hash of the encoding model
+ *  16  sequences           u32
+ *  20  frames per sequence u32
+ *  24  frame dimension D   u32
+ *  28  latent dimension L  u32
+ *  32  code bits b         u8   1..16, or 32 for float latents
+ *  33  quantizer           u8   0 none, 1 binary, 2 uniform
+ *  34  levels N            u16  for uniform
+ *  36  codes: sequences x frames x (L values of b bits [+ pitch bits]),
+ *      LSB first, no padding between frames, zero bits up to a byte
+ *      boundary
+ *  end CRC-32 (zlib's) of every byte before it    u32
+ * Each sequence starts from empty buffers. */
+#define FRAE_STREAM_HEADER 36
+#define FRAE_STREAM_PITCH 2 /* flags bit 1: each frame's codes end with
+                               FRAE_PITCH_BITS of f0 and voicing */
+#define FRAE_STREAM_DTX 4   /* flags bit 2, versions 3 and 4 only: each frame
+                               starts with a silence flag (frae_encoder_
+                               set_dtx) */
+/* 2: first layers sum the fed-back frames oldest first, then the head
+ * (README, numerical contract); version 1 streams decode differently. */
+#define FRAE_STREAM_VERSION 2
+
+/* Version 4: entropy-coded frames, for a model with a prior (frae_config.
+ * prior_hidden).  A low-rate stream pays for every byte around its codes,
+ * so its framing holds only what the model's hash does not pin: the first
+ * 16 bytes are version 2's, then the sizes as LEB128 varints (7 bits a
+ * byte, low first, the top bit set on all but the last; 1 to 5 bytes,
+ * minimal):
+ *  16  sequences, frames per sequence, frames per packet P
+ *      (1..FRAE_PACKET_MAX_FRAMES)   3 varints
+ * (19 to 31 bytes: frae_stream_header_bytes; D, L and the code format are
+ * the model's), then the packets: each sequence's frames in ceil(frames /
+ * P) packets of P (its last one shorter), sequences in order, no bytes
+ * between:
+ *        0  payload length n  varint, 1 to 3 bytes, n <= 65535
+ *        .  payload           n bytes: the packet's frames range-coded
+ *                             (frae_encode_frame_ranged), the coder
+ *                             started afresh for each packet
+ *        .  CRC-16 (poly 0x1021, initial 0xffff, not reflected:
+ *           CRC-16/IBM-3740) of the header's bytes, then the packet's
+ *           bytes before it, then the packet's index k (counted from 0
+ *           over the stream) as a u32  u16
+ * The one check covers the header (on every packet, so a decoder that
+ * joins late still checks it), the packet and its place: a lost or
+ * reordered packet fails it, and the index it would pass with names the
+ * packet found (frae_stream_packet_parse).  The recurrent state runs on
+ * across packets within a sequence, so decoding stops at a lost packet.
+ *
+ * Version 3 (frae 0.4; still read, no longer written): the same packets
+ * with a u8 index (k mod 256) before the length and their CRC over their
+ * own bytes alone, after a header of the sizes as varints:
+ *  16  sequences, frames per sequence, D, L   4 varints
+ *   .  code bits b       u8   the fixed-rate width, the most a code needs
+ *   .  quantizer         u8   1 binary, 2 uniform
+ *   .  levels N          varint  for uniform (else 0)
+ *   .  frames per packet P  varint  1..FRAE_PACKET_MAX_FRAMES
+ *   .  CRC-32 (zlib's) of the header's bytes before it  u32
+ * (28 to 46 bytes).  A stream of either version is entropy-coded when
+ * frae_stream_ranged says so. */
+#define FRAE_STREAM_VERSION_RANGED 4
+#define FRAE_STREAM_VERSION_RANGED_V3 3
+#define FRAE_STREAM_HEADER_V3_MAX 48 /* the most a version-3 or -4 header
+                                        takes */
+#define FRAE_PACKET_PAYLOAD 4  /* where a packet's payload is range-coded
+                                  before frae_stream_packet_seal */
+#define FRAE_PACKET_OVERHEAD 6 /* the most a packet adds: (index,) length,
+                                  CRC */
+#define FRAE_PACKET_MIN 3      /* the least a packet takes (version 3: 4) */
+#define FRAE_PACKET_FRAMES 100 /* the encoder's default: 1 s at 10 ms */
+#define FRAE_PACKET_MAX_FRAMES 1000
+
+typedef struct {
+    uint8_t version, flags;
+    uint64_t model_hash;
+    uint32_t sequences, frames;
+    uint32_t frame_dim, latent_dim; /* 0 in a parsed version-4 stream,
+                                       whose model (its hash) has them */
+    uint8_t code_bits, quantizer;   /* so are these */
+    uint16_t levels;
+    uint32_t packet_frames;       /* versions 3, 4 and 5 */
+    uint32_t resync_packets;      /* version 5: packets between
+                                     resynchronisation points (0: only the
+                                     first) */
+    const unsigned char *payload; /* set by frae_stream_parse: the codes,
+                                     or (versions 3, 4) the first packet */
+    size_t size;                  /* set by frae_stream_parse: the bytes */
+} frae_stream;
+
+/* Whether s is entropy-coded: version 4 or 3, or 5 with its flag. */
+FRAE_API
+int frae_stream_ranged(const frae_stream *s);
+/* Fills the header fields for a stream of m's codes: version 4, with
+ * FRAE_PACKET_FRAMES frames per packet (fewer if a packet could outgrow
+ * its u16 length), for a model with a prior; else version 2.  flags: bit
+ * 0, the input was one [T, D] sequence; FRAE_STREAM_DTX (kept for version
+ * 4 only), the frames carry a silence flag. */
+FRAE_API
+void frae_stream_header(const frae_net *m, uint32_t sequences,
+                        uint32_t frames, int flags, frae_stream *s);
+/* A version-2 stream's bytes; 0 for versions 3 and 4, whose size is
+ * known once written. */
+FRAE_API
+size_t frae_stream_bytes(const frae_stream *s);
+/* The header's bytes: FRAE_STREAM_HEADER, or version 4's (its varints
+ * make it 19 to 31; version 3's 28 to 46; at most
+ * FRAE_STREAM_HEADER_V3_MAX). */
+FRAE_API
+size_t frae_stream_header_bytes(const frae_stream *s);
+/* Versions 3 and 4: packets in the stream; the most bytes one packet of
+ * packet_frames frames can take (a buffer for frae_stream_packet_seal;
+ * from the header frae_stream_header filled); sealing packet index
+ * (counted over the stream) of stream s, whose payload (range-coded from
+ * packet + FRAE_PACKET_PAYLOAD) is payload_bytes <= 65535 long: writes
+ * the length (version 3: index and length), moves the payload after it,
+ * appends the CRC, and returns the packet's bytes from packet[0]; and
+ * reading one of s from avail bytes: the expected index, its payload, and
+ * the bytes it took, or -1 and one line in err (truncated, corrupted, or
+ * a packet missing: which one came instead). */
+FRAE_API
+uint64_t frae_stream_packets(const frae_stream *s);
+FRAE_API
+size_t frae_stream_packet_cap(const frae_stream *s);
+FRAE_API
+size_t frae_stream_packet_seal(const frae_stream *s, unsigned char *packet,
+                               uint32_t index, size_t payload_bytes);
+FRAE_API
+long frae_stream_packet_parse(const frae_stream *s, const unsigned char *p,
+                              size_t avail, uint32_t index,
+                              const unsigned char **payload, size_t *len,
+                              char *err, size_t errlen);
+/* Version 2: writes frae_stream_bytes(s) bytes: header, the frames' codes
+ * (each frae_code_bytes, in order), CRC. */
+FRAE_API
+void frae_stream_write(unsigned char *dst, const frae_stream *s,
+                       const unsigned char *frame_codes);
+/* The same stream written a frame at a time, for inputs too long to hold
+ * their codes: begin writes the header (FRAE_STREAM_HEADER bytes), add
+ * takes one frame's frae_code_bytes and writes the whole bytes that
+ * completes (at most frae_code_bytes + 1), end writes the last partial
+ * byte and the CRC (at most 5); each returns the bytes it wrote to out.
+ * Frames go in stream order, s->sequences x s->frames of them.  For
+ * version 4 (and 3), begin writes its header (frae_stream_header_bytes),
+ * and packets follow (frae_stream_packet_seal); add and end are not used. */
+typedef struct {
+    frae_stream s;
+    uint32_t crc;
+    unsigned char carry; /* bits waiting for their byte */
+    int carry_bits;
+} frae_stream_writer;
+FRAE_API
+size_t frae_stream_writer_begin(frae_stream_writer *w, const frae_stream *s,
+                                unsigned char *out);
+FRAE_API
+size_t frae_stream_writer_add(frae_stream_writer *w, const unsigned char *code,
+                              unsigned char *out);
+FRAE_API
+size_t frae_stream_writer_end(frae_stream_writer *w, unsigned char *out);
+/* Validates magic, version, sizes, exact length and CRC; never reads out
+ * of bounds.  One line in err on failure. */
+FRAE_API
+int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
+                      char *err, size_t errlen);
+/* Whether m can decode s: version, pitch, shape and code format (where
+ * the stream states them) and model hash. */
+FRAE_API
+int frae_stream_check_model(const frae_stream *s, const frae_net *m,
+                            char *err, size_t errlen);
+/* Version 2: the code bytes of frame f (counting across sequences) of a
+ * parsed s (versions 3 and 4 have no fixed place per frame: read their
+ * packets). */
+FRAE_API
+void frae_stream_frame_code(const frae_stream *s, uint64_t f,
+                            unsigned char *code);
+
+/* ---- Stream coding: frames to a .fbs stream and back ---------------------
+ * The loop that frae encode and decode and Python's encode and decode
+ * share: frames in, a stream's bytes out as they are made, and back.  An
+ * encoder writes the header, then per frame what it completed (a packet,
+ * or a fixed-rate stream's whole bytes of codes), then at the end the
+ * rest; a decoder reads a whole stream held in memory, frame by frame.
+ * Each is one block allocated by create; coding a frame allocates
+ * nothing.  Sequences follow each other in the stream, each from empty
+ * buffers: the coders reset at each sequence's first frame. */
+typedef struct {
+    int packet_frames;   /* frames per packet of an entropy-coded stream
+                            (a model with a prior), 1..FRAE_PACKET_MAX_FRAMES;
+                            0: FRAE_PACKET_FRAMES */
+    int search;          /* the encoder's search, passes (0: off; at most
+                            16): frae_encoder_set_search */
+    float search_lambda; /* its rate weight; < 0: the model's rate_lambda */
+    int dtx;             /* a frame the caller says is silent is sent as
+                            silence (DTX: a model with a prior) */
+    int datagrams;       /* 1: stream version 5, packets a datagram
+                            transport carries (below, "Real-time
+                            packets"), for any model; 0: versions 2 and 4,
+                            for files */
+    int resync_packets;  /* version 5: a resynchronisation point every this
+                            many packets; 0: the default (entropy-coded
+                            streams FRAE_RESYNC_MS_RANGED, fixed-rate
+                            FRAE_RESYNC_MS_FIXED, in packets); -1: only
+                            the first packet */
+    int resync_state;    /* version 5, fixed-rate: 1, both ends start the
+                            network afresh at each resynchronisation point
+                            too (FRAE_STREAM_STATE_RESYNC), as an
+                            entropy-coded stream's always do */
+} frae_stream_options;
+/* Everything off, search_lambda -1. */
+FRAE_API
+void frae_stream_options_default(frae_stream_options *o);
+/* NULL if m can code a stream with o, else why not (one line). */
+FRAE_API
+const char *frae_stream_options_check(const frae_net *m,
+                                      const frae_stream_options *o);
+
+/* What a stream took: every byte counted. */
+typedef struct {
+    uint64_t bytes;           /* all of them so far, header included */
+    uint64_t header_bytes;
+    uint64_t packets;         /* entropy-coded streams */
+    uint64_t packet_overhead; /* the packets' lengths and CRCs (version
+                                 5: each packet's byte 0 and count) */
+    uint64_t frames;
+    uint64_t silent_frames;   /* sent as silence (DTX) */
+    uint64_t datagram_bytes;  /* version 5: the header and the packets as
+                                 a datagram transport carries them (bytes
+                                 less the file's lengths and CRCs) */
+} frae_stream_counts;
+
+typedef struct frae_stream_encoder frae_stream_encoder;
+/* A stream of `sequences` sequences of `frames` frames each
+ * (one_sequence_2d: the input was one [T, D] array, recorded in its
+ * flags); o NULL: the defaults.  NULL and one line in err for options the
+ * model cannot code (frae_stream_options_check) or no frames. */
+FRAE_API
+frae_stream_encoder *frae_stream_encoder_create(const frae_net *m,
+                                                const frae_stream_options *o,
+                                                uint32_t sequences,
+                                                uint32_t frames,
+                                                int one_sequence_2d,
+                                                char *err, size_t errlen);
+FRAE_API
+void frae_stream_encoder_destroy(frae_stream_encoder *e);
+/* The header's fields. */
+FRAE_API
+const frae_stream *frae_stream_encoder_stream(const frae_stream_encoder *e);
+/* The bytes to write next, valid until the next call: after create the
+ * header, after each frame what it completed (often none), after end the
+ * rest. */
+FRAE_API
+const unsigned char *frae_stream_encoder_bytes(const frae_stream_encoder *e,
+                                               size_t *n);
+/* The stream's next frame (D floats, D + 2 with pitch), silent meaning
+ * silence with DTX on (ignored otherwise); recon (may be NULL): the frame
+ * the decoder will give.  Returns the bytes ready
+ * (frae_stream_encoder_bytes); frames past those the header declares are
+ * not coded. */
+FRAE_API
+size_t frae_stream_encode(frae_stream_encoder *e, const float *frame,
+                          int silent, float *recon);
+/* After the last frame: 0 (the rest in frae_stream_encoder_bytes), or -1
+ * if fewer frames came than the header declares. */
+FRAE_API
+int frae_stream_encoder_end(frae_stream_encoder *e);
+FRAE_API
+void frae_stream_encoder_counts(const frae_stream_encoder *e,
+                                frae_stream_counts *c);
+/* Version 5: the packet the last call completed, bare, as a datagram
+ * carries it (n 0 if none); frae_stream_encoder_bytes gives it framed for
+ * a file or a pipe.  A live stream (frames 0 at create) ends its last
+ * packet short at end. */
+FRAE_API
+const unsigned char *frae_stream_encoder_packet(const frae_stream_encoder *e,
+                                                size_t *n);
+
+typedef struct frae_stream_decoder frae_stream_decoder;
+/* Over a whole stream of size bytes at buf, which the caller keeps until
+ * destroy: parsed (frae_stream_parse) and checked against m
+ * (frae_stream_check_model).  NULL and one line in err otherwise. */
+FRAE_API
+frae_stream_decoder *frae_stream_decoder_create(const frae_net *m,
+                                                const void *buf, size_t size,
+                                                char *err, size_t errlen);
+FRAE_API
+void frae_stream_decoder_destroy(frae_stream_decoder *d);
+FRAE_API
+const frae_stream *frae_stream_decoder_stream(const frae_stream_decoder *d);
+/* The next frame into frame (D floats, D + 2 with pitch), and where it is
+ * (seq, t: may be NULL): 1, 0 once every frame is out, or -1 and one line
+ * in err for bytes no encoder writes. */
+FRAE_API
+int frae_stream_decode(frae_stream_decoder *d, float *frame, uint32_t *seq,
+                       uint32_t *t, char *err, size_t errlen);
+
+/* ---- Real-time packets: stream version 5 ---------------------------------
+ * For a voice link: packets of a few frames (20 to 60 ms) that a datagram
+ * transport (UDP, RTP) carries, each decodable whatever was lost before
+ * it, or after a resynchronisation point for an entropy-coded stream.
+ * The transport gives a packet's length, so a packet holds only what it
+ * cannot:
+ *   byte 0   bits 0-5: the packet's index mod 64 (the decoder finds gaps,
+ *            late and duplicated packets by it); bit 6: a
+ *            resynchronisation point; bit 7: short, the stream's last
+ *            packet with fewer than P frames, their count following as a
+ *            varint
+ *   payload  fixed-rate: the frames' codes packed LSB first as version
+ *            2's, zero bits to a byte boundary; entropy-coded: the frames
+ *            range-coded (frae_encode_frame_ranged), the coder afresh in
+ *            each packet, its flush trimmed of trailing zeros
+ * At a resynchronisation point (the first packet, then every R) the
+ * payload starts with the pitch predictor's log2 f0, 7 bits over 50-600
+ * Hz (a model with pitch), so that a predictor a loss left behind is set
+ * again; and an entropy-coded stream's both ends start afresh there (the
+ * network's state, the prior's recalibration, the adaptive counts), since
+ * its probabilities come from the decoder's state: a decoder that lost a
+ * packet conceals until the next such point, then decodes exactly.  A
+ * fixed-rate stream's codes need no state to read, so it decodes the next
+ * packet that comes, its network converging back from wherever the loss
+ * left it; with flags bit 4 (FRAE_STREAM_STATE_RESYNC: frae encode
+ * --resync-state) both ends also start the network afresh at each
+ * resynchronisation point (its state, the feedback ring, the pitch
+ * predictor then set by the anchor), so that from the first one after a
+ * loss the decode is the loss-free one, bit for bit.
+ * The stream's header, sent first (or out of band):
+ *   0  "FRAEBS", version 5 (u8), flags (u8: bit 0 the input was one
+ *      sequence, 1 pitch, 2 DTX, 3 entropy-coded, 4 the state starts
+ *      afresh at resynchronisation points, fixed-rate), model hash (u64)
+ *  16  frames per packet P, packets between resynchronisation points R
+ *      (0: the first only), frames F (0: not known, a live stream): three
+ *      varints
+ *   .  CRC-16 of the header's bytes before it (u16), as version 4's
+ * In a file or a pipe each packet follows as a varint length n, its n
+ * bytes, and a CRC-16 of them (u16): a damaged packet is then found and
+ * treated as lost, and the good ones around it decode. */
+#define FRAE_STREAM_VERSION_PACKETS 5
+#define FRAE_STREAM_RANGED_PACKETS 8 /* version 5 flags bit 3 */
+#define FRAE_STREAM_STATE_RESYNC 16  /* version 5 flags bit 4 (fixed-rate) */
+#define FRAE_PACKET_INDEX_MOD 64
+#define FRAE_PACKET_RESYNC 0x40
+#define FRAE_PACKET_SHORT 0x80
+#define FRAE_STREAM_HEADER_V5_MAX 33
+#define FRAE_RESYNC_MS_RANGED 1000 /* the default resynchronisation */
+#define FRAE_RESYNC_MS_FIXED 200   /* intervals, at 100 frames a second */
+/* A version-5 header at buf: its bytes, or -1 and one line in err (0: buf
+ * ends before it does). */
+FRAE_API
+long frae_packet_header_parse(const void *buf, size_t size, frae_stream *s,
+                              char *err, size_t errlen);
+/* The next packet of a file or pipe at p (avail bytes): its bytes taken
+ * (0 if p ends first; -1 and err for a length no encoder writes), the
+ * packet, and whether its CRC-16 holds. */
+FRAE_API
+long frae_packet_unframe(const unsigned char *p, size_t avail,
+                         const unsigned char **packet, size_t *n,
+                         int *intact, char *err, size_t errlen);
+/* The most bytes a packet of stream s takes (a buffer for it). */
+FRAE_API
+size_t frae_packet_cap(const frae_stream *s);
+
+/* The receiving end.  A decoder over a version-5 stream's header takes
+ * the packets as they come: decode, for a packet received (its index
+ * finds it: the next one; ahead of it, the packets between it and the
+ * last are lost and concealed first; behind, late or a duplicate, and
+ * dropped); conceal, for a packet known lost (its time passed, or its
+ * CRC failed), P frames.  Each writes frames (D floats, D + 2 with
+ * pitch) into frames, at most cap of them (FRAE_PACKET_DECODE_MAX of one
+ * packet and the losses before it), and returns how many.  through (off
+ * after create) decodes through bit errors, for a fixed-rate stream on a
+ * channel without checks: packets are taken in the order they come, their
+ * index not believed, and a code no encoder makes is concealed.  Nothing
+ * is allocated after create. */
+#define FRAE_PACKET_DECODE_MAX(P) (32L * (P))
+typedef struct frae_packet_decoder frae_packet_decoder;
+typedef struct {
+    uint64_t packets;   /* received and decoded (or waited through) */
+    uint64_t lost;      /* found missing, or given to conceal */
+    uint64_t late;      /* late or duplicated, dropped */
+    uint64_t frames;    /* frames out */
+    uint64_t concealed; /* of them concealed */
+} frae_packet_counts;
+FRAE_API
+frae_packet_decoder *frae_packet_decoder_create(const frae_net *m,
+                                                const frae_stream *s,
+                                                char *err, size_t errlen);
+FRAE_API
+void frae_packet_decoder_destroy(frae_packet_decoder *d);
+FRAE_API
+void frae_packet_decoder_through(frae_packet_decoder *d, int on);
+FRAE_API
+long frae_packet_decode(frae_packet_decoder *d, const unsigned char *packet,
+                        size_t n, float *frames, long cap);
+FRAE_API
+long frae_packet_conceal(frae_packet_decoder *d, float *frames, long cap);
+FRAE_API
+void frae_packet_decoder_counts(const frae_packet_decoder *d,
+                                frae_packet_counts *c);
+
+/* ---- the shipped models (src/codec/models.c) ----------------------------
+ * models/ in the source tree holds the shipped codecs ('make models'
+ * rebuilds them; models/README.md says what they were trained on); 'make
+ * install' puts them in PREFIX/share/frae/models.  They are found where
+ * this library (or the program) is, not compiled in: see src/codec/models.c.
+ * frae_models_dir gives the index-th directory that exists, in search
+ * order ($FRAE_MODELS, colon-separated, alone when set; else
+ * LIBDIR/../share/frae/models and LIBDIR/../models for the library's and
+ * the program's directory, then PREFIX/share/frae/models of the build):
+ * 0, or -1 past the last. */
+#define FRAE_DEFAULT_MODEL "speech" /* the fixed-rate 1.6 kbit/s codec */
+FRAE_API
+int frae_models_dir(int index, char *dir, size_t n);
+/* The shipped model name (NULL: FRAE_DEFAULT_MODEL; "speech-vbr" the
+ * variable-rate one), loaded as frae_load does (runtime may be NULL): the
+ * first NAME.safetensors in the search order.  path (may be NULL) gets
+ * its file.  NULL and one line in err if there is none. */
+FRAE_API
+frae_model *frae_load_shipped(const char *name, const frae_config *runtime,
+                              char *path, size_t path_len, char *err,
+                              size_t errlen);
+/* The model whose frae_model_hash is hash (a stream's model_hash) among
+ * the shipped ones, each directory's files in name order.  NULL and one
+ * line in err if none matches. */
+FRAE_API
+frae_model *frae_load_by_hash(uint64_t hash, const frae_config *runtime,
+                              char *path, size_t path_len, char *err,
+                              size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
