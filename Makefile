@@ -65,7 +65,7 @@ BENCH = $(BUILD)/frae_bench
 CLI_SRCS = src/cli/main.c src/cli/common.c src/cli/train.c src/cli/tools.c \
            src/cli/codec.c src/cli/encode.c src/cli/decode.c \
            src/cli/vocode.c src/cli/models.c src/cli/dist.c
-TEST_SRCS = $(sort $(wildcard tests/test_*.c))
+TEST_SRCS = $(sort $(wildcard tests/c/test_*.c))
 CLI_OBJS  = $(CLI_SRCS:%.c=$(BUILD)/%.o)
 TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
@@ -150,7 +150,7 @@ $(BUILD)/src/core/gru_avx2.o $(BUILD)/src/core/gru_avx512.o: $(BUILD)/src/core/g
 	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@
 
 -include $(wildcard $(BUILD)/src/*/*.d \
-                    $(BUILD)/tests/*.d $(BUILD)/bench/*.d \
+                    $(BUILD)/tests/c/*.d $(BUILD)/bench/*.d \
                     $(BUILD)/mpi/src/cli/*.d)
 
 # the command's files once more, with MPI (mpicc: its headers and library)
@@ -187,7 +187,7 @@ $(TESTS): $(TEST_OBJS) $(INTERNAL)
 $(BENCH): $(BUILD)/bench/bench_frae.o $(INTERNAL)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
-$(SHARED_TEST): tests/shared_model_test.c include/frae.h include/frae_codec.h $(LIB)
+$(SHARED_TEST): tests/c/shared_model_test.c include/frae.h include/frae_codec.h $(LIB)
 	$(CC) $(filter-out -Isrc,$(CFLAGS_ALL)) $< $(LIB) $(CORE_LDLIBS) $(SAN) \
 	  $(LDFLAGS) -o $@
 

@@ -41,7 +41,7 @@ else
 fi
 # the C default model through the installed shared library: found beside it
 mkdir -p "$prefix/empty"
-if cc -std=c11 tests/default_model.c $flags -o "$prefix/default_model" 2>"$prefix/log" &&
+if cc -std=c11 tests/c/default_model.c $flags -o "$prefix/default_model" 2>"$prefix/log" &&
     (cd / && env -u FRAE_MODELS LD_LIBRARY_PATH="$prefix/lib" "$prefix/default_model" \
         "$prefix/share/frae/models/speech.safetensors" "$prefix/empty") >"$prefix/dm.out" 2>&1; then
     ok "frae_load_shipped(NULL) through the installed libfrae.so: PREFIX/share/frae/models"

@@ -5,7 +5,7 @@
 # Usage: tests/python_test.sh BUILD_DIR
 BUILD=${1:-build}
 out=$(PYTHONPATH="$BUILD/python" FRAE_BIN="$BUILD/frae" /usr/bin/python3 -m pytest \
-      -q -rfE -p no:cacheprovider tests/test_python.py 2>&1)
+      -q -rfE -p no:cacheprovider tests/py/test_python.py 2>&1)
 status=$?
 printf '%s\n' "$out" | sed 's/^/    /'
 last=$(printf '%s\n' "$out" | tail -n 1)

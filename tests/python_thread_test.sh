@@ -1,5 +1,5 @@
 #!/bin/sh
-# The Python module from several threads (tests/thread_test.py) against one
+# The Python module from several threads (tests/py/thread_test.py) against one
 # build.  A sanitizer build's extension loads into the uninstrumented
 # /usr/bin/python3 only after its runtime: the runtime it links (ldd) is
 # preloaded.  A sanitizer's report (ASan aborts, TSan exits 66 after the
@@ -24,7 +24,7 @@ case $runtime in
     export LD_PRELOAD="$runtime" \
         TSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/tsan.supp" ;;
 esac
-out=$(/usr/bin/python3 -u tests/thread_test.py "$BUILD" 2>&1)
+out=$(/usr/bin/python3 -u tests/py/thread_test.py "$BUILD" 2>&1)
 status=$?
 # the script's own summary; a sanitizer may write after it
 summary='^[0-9][0-9]* passed, [0-9][0-9]* failed$'

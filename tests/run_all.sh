@@ -31,6 +31,10 @@ echo "== unit tests ($BUILD)"
 run "$BUILD/frae_tests"
 echo "== the call graph: no cycle among source files ($BUILD)"
 run /usr/bin/python3 tests/call_graph_test.py "$BUILD"
+if [ "$BUILD" = build ]; then # the sources' shape: once is enough
+    echo "== the tree's layout: file and function sizes"
+    run /usr/bin/python3 tests/layout_test.py
+fi
 echo "== CLI tests ($BUILD)"
 run sh tests/cli_test.sh "$BUILD/frae"
 echo "== workflow tests: files, checkpoints, resume, imports ($BUILD)"
@@ -55,7 +59,7 @@ if [ "$BUILD" = build ]; then # the module loads into an uninstrumented python
     echo "== the shipped models: MANIFEST, frae models, no model argument, the C default"
     run sh tests/models_test.sh "$BUILD"
     echo "== the Python codec over the shipped models (frae.Codec, python3 -m frae)"
-    run /usr/bin/python3 tests/codec_python_test.py "$BUILD"
+    run /usr/bin/python3 tests/py/codec_python_test.py "$BUILD"
     echo "== the demo's listening page in headless Chromium"
     run /usr/bin/python3 tests/page_test.py
     echo "== the recorded human-speech corpus: a small one, its split by speaker"

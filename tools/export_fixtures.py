@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Exports the PyTorch reference fixtures that tests/test_fixtures.c reads.
+"""Exports the PyTorch reference fixtures that tests/c/test_fixtures.c reads.
 
 Usage: /usr/bin/python3 tools/export_fixtures.py tests/fixtures
 

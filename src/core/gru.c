@@ -13,7 +13,7 @@
  * libm's tanhf and expf are scalar calls, and were 30% of a batch-32 GRU
  * step.  frae_gru_exp and frae_gru_tanh below are branch-free polynomials
  * (Cody-Waite reduction, Cephes' coefficients) that the compiler
- * vectorises; tests/test_kernels.c holds them to a few ulp of double
+ * vectorises; tests/c/test_kernels.c holds them to a few ulp of double
  * precision over the whole float range. */
 #include <math.h>
 #include <stdint.h>

@@ -22,14 +22,14 @@ import threading
 
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
 sys.path.insert(0, os.path.join(BUILD, "python"))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests/checks.py
 import numpy as np  # noqa: E402
 
 import frae  # noqa: E402
 from checks import check, summary  # noqa: E402
 
 N_THREADS = 4
-# the small model of tests/test_python.py, wider so that a call's C part
+# the small model of tests/py/test_python.py, wider so that a call's C part
 # outlasts the Python around it and the threads' calls overlap
 SMALL = dict(frame_dim=8, history=2, latent=4, quantizer="binary", enc=(32,), dec=(32,),
              window=20, threads=1)
