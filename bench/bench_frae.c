@@ -12,8 +12,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "frae_codec.h"
 #include "base/util.h" /* frae_synth_sequences */
+#include "frae_codec.h"
 
 /* frames of up to this many values (the default models' 80) */
 #define FRAE_MAX_FRAME_DIM_BENCH 256
@@ -66,8 +66,8 @@ static int codec_open(codec_run *r, const frae_config *c, int ranged, int T)
     r->D = c->frame_dim;
     r->cb = frae_code_bytes(frae_model_net(r->m));
     r->cap = 64 * (size_t)c->latent_dim * 2 + 64; /* 100 frames */
-    const size_t bytes = ranged ? r->cap * (size_t)(T / 100 + 1)
-                                : r->cb * (size_t)T;
+    const size_t bytes =
+        ranged ? r->cap * (size_t)(T / 100 + 1) : r->cb * (size_t)T;
     r->codes = malloc(bytes);
     r->size = calloc((size_t)(T / 100 + 1), sizeof *r->size);
     r->e = frae_encoder_create(frae_model_net(r->m));
@@ -97,8 +97,7 @@ static double codec_round(codec_run *r, int encode, const float *x, int T)
         const float *xt = x + (size_t)t * r->D;
         if (!r->ranged) {
             if (encode)
-                frae_encode_frame(r->e, xt, r->codes + (size_t)t * r->cb,
-                                  NULL);
+                frae_encode_frame(r->e, xt, r->codes + (size_t)t * r->cb, NULL);
             else
                 frae_decode_frame(r->d, r->codes + (size_t)t * r->cb, y);
             continue;
@@ -218,7 +217,8 @@ static int bench_codec(double seconds, const char *quant, int bf16)
         codec_run *first = n % 2 ? &ranged : &fixed;
         codec_run *second = n % 2 ? &fixed : &ranged;
         /* encode before decode: the decoders read this round's codes */
-        double a = codec_round(first, 1, x, T), b = codec_round(second, 1, x, T);
+        double a = codec_round(first, 1, x, T),
+               b = codec_round(second, 1, x, T);
         enc[first->ranged][n] = a, enc[second->ranged][n] = b;
         a = codec_round(first, 0, x, T), b = codec_round(second, 0, x, T);
         dec[first->ranged][n] = a, dec[second->ranged][n] = b;
@@ -241,11 +241,11 @@ static int bench_codec(double seconds, const char *quant, int bf16)
            "range_encode_q1=%.3f range_encode_q3=%.3f range_decode_q1=%.3f "
            "range_decode_q3=%.3f paired_rounds=%d search2_encode_us=%.2f\n",
            gru_family ? "gru" : "dense", quant, bf16 ? "bf16" : "f32",
-           c.latent_dim * frae_code_bits(frae_model_net(fixed.m)), us_enc, us_dec,
-           10000.0 / us_dec, 10000.0 / (us_enc + us_dec),
+           c.latent_dim * frae_code_bits(frae_model_net(fixed.m)), us_enc,
+           us_dec, 10000.0 / us_dec, 10000.0 / (us_enc + us_dec),
            frae_bytes_allocated(fixed.m) / 1048576.0, frae_isa_name(fixed.m),
-           rc_enc[1], rc_dec[1], rc_enc[0], rc_enc[2], rc_dec[0], rc_dec[2],
-           n, t_search * 1e6);
+           rc_enc[1], rc_dec[1], rc_enc[0], rc_enc[2], rc_dec[0], rc_dec[2], n,
+           t_search * 1e6);
     codec_close(&fixed);
     codec_close(&ranged);
     free(x);
@@ -275,7 +275,7 @@ int main(int argc, char **argv)
             bf16 = !strcmp(argv[i + 1], "bf16");
         else if (!strcmp(argv[i], "--feedback"))
             fb = strcmp(argv[i + 1], "full") ? FRAE_FEEDBACK_DETACHED
-                                              : FRAE_FEEDBACK_FULL;
+                                             : FRAE_FEEDBACK_FULL;
         else {
             fprintf(stderr, "frae_bench: unknown option %s\n", argv[i]);
             return 2;
@@ -307,14 +307,21 @@ int main(int argc, char **argv)
     float *x = malloc(sizeof(float) * (size_t)nbatches * batch * frames * D);
     frae_synth_sequences(x, nbatches * batch, frames, D, 7);
     frae_stats st;
-    frae_step(m, &(frae_batch){.x = x, .nseq = batch, .nframes = frames,
-                               .kind = FRAE_STEP_TRAIN}, &st); /* warm-up */
+    frae_step(
+        m,
+        &(frae_batch){
+            .x = x, .nseq = batch, .nframes = frames, .kind = FRAE_STEP_TRAIN},
+        &st); /* warm-up */
     long done = 0;
     double t0 = now(), t;
     do {
         const float *xb = x + (size_t)(done % nbatches) * batch * frames * D;
-        frae_step(m, &(frae_batch){.x = xb, .nseq = batch, .nframes = frames,
-                                   .kind = FRAE_STEP_TRAIN}, &st);
+        frae_step(m,
+                  &(frae_batch){.x = xb,
+                                .nseq = batch,
+                                .nframes = frames,
+                                .kind = FRAE_STEP_TRAIN},
+                  &st);
         done++;
         t = now() - t0;
     } while (t < seconds);
@@ -323,7 +330,8 @@ int main(int argc, char **argv)
     printf("system=frae family=%s batch=%d threads=%d feedback=%s "
            "frames_per_s=%.1f peak_rss_mb=%.1f model_mb=%.1f isa=%s "
            "params=%zu loss=%.6f\n",
-           gru_family ? "gru" : "dense", batch, threads, fb == FRAE_FEEDBACK_FULL ? "full" : "detached",
+           gru_family ? "gru" : "dense", batch, threads,
+           fb == FRAE_FEEDBACK_FULL ? "full" : "detached",
            (double)done * batch * frames / t, ru.ru_maxrss / 1024.0,
            frae_bytes_allocated(m) / 1048576.0, frae_isa_name(m),
            frae_param_count(m), st.mse);

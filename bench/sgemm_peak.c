@@ -22,7 +22,8 @@ int main(int argc, char **argv)
     int threads = argc > 1 ? atoi(argv[1]) : 1;
     const int n = 2048;
     openblas_set_num_threads(threads);
-    float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n),
+    float *a = malloc(sizeof(float) * n * n),
+          *b = malloc(sizeof(float) * n * n),
           *c = malloc(sizeof(float) * n * n);
     for (long i = 0; i < (long)n * n; i++)
         a[i] = (float)(i % 7) * 0.1f, b[i] = (float)(i % 5) * 0.1f, c[i] = 0;
@@ -31,8 +32,8 @@ int main(int argc, char **argv)
     double best = 0;
     for (int rep = 0; rep < 5; rep++) {
         double t0 = now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
-                    a, n, b, n, 0.0f, c, n);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a,
+                    n, b, n, 0.0f, c, n);
         double g = 2.0 * n * n * n / (now() - t0) / 1e9;
         best = g > best ? g : best;
     }

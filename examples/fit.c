@@ -52,9 +52,9 @@ int main(int argc, char **argv)
     frae_options_finish(&rc);
     frae_dataset *ds = frae_dataset_create(D);
     frae_run *run = frae_run_create(&rc, err, sizeof err);
-    int status = !ds || !run ||
-                 frae_dataset_add_array(ds, "x", x, SEQS, FRAMES, D, err,
-                                        sizeof err);
+    int status =
+        !ds || !run ||
+        frae_dataset_add_array(ds, "x", x, SEQS, FRAMES, D, err, sizeof err);
     const frae_run_hooks hooks = {NULL, NULL, NULL, on_epoch, NULL, NULL};
     if (!status)
         status = frae_run_train(run, ds, NULL, NULL, NULL, &hooks);

@@ -35,8 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[512] = "";
     /* odd sizes: resampling on (the header's rate is converted); even:
      * off, so other rates are refused */
-    if (frae_audio_stream_memory(data, size, "fuzz.wav", &f, size & 1,
-                                 discard, &seen, &frames, err, sizeof err))
+    if (frae_audio_stream_memory(data, size, "fuzz.wav", &f, size & 1, discard,
+                                 &seen, &frames, err, sizeof err))
         fuzz_check_error(err);
     else if (frames != seen)
         __builtin_trap();

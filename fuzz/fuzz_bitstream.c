@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/formats.h" /* frae_crc32, the library's own */
-#include "frae_codec.h"
 #include "codec/container.h"
+#include "frae_codec.h"
+#include "io/formats.h" /* frae_crc32, the library's own */
 
 static frae_model *models[3];
 static frae_decoder *decoders[3];
@@ -40,10 +40,12 @@ static void write_seed(const frae_model *m, const char *dir, const char *name,
             x[d] = (float)((t * 7 + d * 3) % 11) / 11.0f - 0.5f;
         x[6] = 90.0f + 25.0f * (float)t; /* f0 and voicing, if coded */
         x[7] = t % 4 != 0;
-        frae_encode_frame(e, x, codes + t * frae_code_bytes(frae_model_net(m)), NULL);
+        frae_encode_frame(e, x, codes + t * frae_code_bytes(frae_model_net(m)),
+                          NULL);
     }
     frae_stream h;
-    frae_stream_header(frae_model_net(m), 1, T, 1 | (dtx == 1 ? FRAE_STREAM_DTX : 0), &h);
+    frae_stream_header(frae_model_net(m), 1, T,
+                       1 | (dtx == 1 ? FRAE_STREAM_DTX : 0), &h);
     if (dtx == 2)
         h.version = FRAE_STREAM_VERSION_RANGED_V3;
     size_t size = frae_stream_bytes(&h);
@@ -61,7 +63,8 @@ static void write_seed(const frae_model *m, const char *dir, const char *name,
             x[6] = 90.0f + 25.0f * (float)t;
             x[7] = t % 4 != 0;
             if (t % 5 == 0)
-                frae_range_enc_init(&rc, buf + size + FRAE_PACKET_PAYLOAD, 1024);
+                frae_range_enc_init(&rc, buf + size + FRAE_PACKET_PAYLOAD,
+                                    1024);
             if (dtx == 1 && t >= 6 && t <= 9)
                 frae_encode_silence_ranged(e, &rc, NULL);
             else
@@ -105,7 +108,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
          * default coder for range coding, the voicing in the context of
          * the decoded envelope */
         c.prior_ar = k == 2;
-        c.pitch_ranged = k == 2 ? FRAE_PITCH_CODER_ENVELOPE : FRAE_PITCH_CODER_4BIT;
+        c.pitch_ranged =
+            k == 2 ? FRAE_PITCH_CODER_ENVELOPE : FRAE_PITCH_CODER_4BIT;
         models[k] = frae_create(&c, NULL, 0);
         if (!models[k])
             abort();
@@ -180,7 +184,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* one-byte varints: sequences, frames, packet frames */
         for (int i = 16; i < 19; i++)
             buf[i] &= 0x7f;
-        buf[16] &= 3; /* at most 3 sequences: packets that fit the input */
+        buf[16] &= 3;   /* at most 3 sequences: packets that fit the input */
         frae_stream hs; /* the header as the packets' CRC covers it */
         memset(&hs, 0, sizeof hs);
         hs.version = buf[6], hs.flags = buf[7], hs.model_hash = h;
@@ -224,9 +228,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (t % s.packet_frames == 0) {
                 const unsigned char *pl;
                 size_t n;
-                long used = frae_stream_packet_parse(&s, at, (size_t)(end - at),
-                                                     k++, &pl, &n, err,
-                                                     sizeof err);
+                long used = frae_stream_packet_parse(
+                    &s, at, (size_t)(end - at), k++, &pl, &n, err, sizeof err);
                 if (used < 0)
                     abort(); /* the parse checked every packet */
                 at += used;
@@ -236,7 +239,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 break;
         }
     } else if (!frae_stream_parse(buf, size, &s, err, sizeof err) &&
-               !frae_stream_check_model(&s, frae_model_net(model), err, sizeof err)) {
+               !frae_stream_check_model(&s, frae_model_net(model), err,
+                                        sizeof err)) {
         unsigned char code[8];
         float y[8];
         uint64_t n = (uint64_t)s.sequences * s.frames;

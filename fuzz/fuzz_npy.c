@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "io/formats.h"
 #include "fuzz_common.h"
+#include "io/formats.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

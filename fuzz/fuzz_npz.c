@@ -6,8 +6,8 @@
 #include <stdlib.h>
 
 #include "core/frae_internal.h"
-#include "io/formats.h"
 #include "fuzz_common.h"
+#include "io/formats.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -24,8 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     frae_config_default(&hints);
     hints.training = 0;
     err[0] = 0;
-    frae_model *m = frae_import_buffer(buf, size, "fuzz.npz", &hints, err,
-                                       sizeof err);
+    frae_model *m =
+        frae_import_buffer(buf, size, "fuzz.npz", &hints, err, sizeof err);
     if (!m)
         fuzz_check_error(err);
     frae_destroy(m);

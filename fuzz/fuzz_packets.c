@@ -61,15 +61,16 @@ static void check_out(long n, long cap, int width)
             __builtin_trap();
 }
 
-static void fuzz_raw(frae_packet_decoder **pd, const frae_model *m,
-                     int through, const uint8_t *p, size_t size)
+static void fuzz_raw(frae_packet_decoder **pd, const frae_model *m, int through,
+                     const uint8_t *p, size_t size)
 {
     frae_stream s;
     char err[256] = "";
     long hb = frae_packet_header_parse(p, size, &s, err, sizeof err);
     if (hb <= 0)
         return;
-    if (s.model_hash != frae_model_hash(frae_model_net(m))) /* let the rest reach a decoder */
+    if (s.model_hash !=
+        frae_model_hash(frae_model_net(m))) /* let the rest reach a decoder */
         s.model_hash = frae_model_hash(frae_model_net(m));
     *pd = frae_packet_decoder_create(frae_model_net(m), &s, err, sizeof err);
     if (!*pd)
@@ -83,13 +84,14 @@ static void fuzz_raw(frae_packet_decoder **pd, const frae_model *m,
         const unsigned char *packet;
         size_t n;
         int intact;
-        long used = frae_packet_unframe(p + at, size - at, &packet, &n,
-                                        &intact, err, sizeof err);
+        long used = frae_packet_unframe(p + at, size - at, &packet, &n, &intact,
+                                        err, sizeof err);
         if (used <= 0)
             break;
         at += (size_t)used;
-        long k = intact || through ? frae_packet_decode(*pd, packet, n, frames, cap)
-                                   : frae_packet_conceal(*pd, frames, cap);
+        long k = intact || through
+                     ? frae_packet_decode(*pd, packet, n, frames, cap)
+                     : frae_packet_conceal(*pd, frames, cap);
         check_out(k, cap, width);
     }
 }
@@ -105,8 +107,8 @@ static void fuzz_made(frae_packet_decoder **pd, const frae_model *m,
     o.dtx = ranged;
     o.resync_packets = 3;
     char err[256];
-    frae_stream_encoder *e = frae_stream_encoder_create(frae_model_net(m), &o, 1, T, 1, err,
-                                                        sizeof err);
+    frae_stream_encoder *e = frae_stream_encoder_create(
+        frae_model_net(m), &o, 1, T, 1, err, sizeof err);
     if (!e)
         abort();
     static unsigned char packets[T / P + 1][MAX_PACKET];
@@ -125,8 +127,8 @@ static void fuzz_made(frae_packet_decoder **pd, const frae_model *m,
             lens[n_packets++] = n;
         }
     }
-    *pd = frae_packet_decoder_create(frae_model_net(m), frae_stream_encoder_stream(e), err,
-                                     sizeof err);
+    *pd = frae_packet_decoder_create(
+        frae_model_net(m), frae_stream_encoder_stream(e), err, sizeof err);
     frae_stream_encoder_destroy(e);
     if (!*pd)
         abort();

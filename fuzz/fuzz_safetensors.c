@@ -7,16 +7,16 @@
 #include <stdlib.h>
 
 #include "core/frae_internal.h"
-#include "io/formats.h"
 #include "fuzz_common.h"
+#include "io/formats.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     unsigned char *buf = malloc(size ? size : 1);
     memcpy(buf, data, size);
     char err[512] = "";
-    frae_checkpoint *ck = frae_checkpoint_parse(buf, size, "fuzz.safetensors",
-                                                err, sizeof err);
+    frae_checkpoint *ck =
+        frae_checkpoint_parse(buf, size, "fuzz.safetensors", err, sizeof err);
     frae_config c;
     if (!ck || frae_checkpoint_config(ck, &c, err, sizeof err)) {
         fuzz_check_error(err);

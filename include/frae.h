@@ -60,14 +60,15 @@ typedef enum {
 } frae_family;
 
 typedef enum {
-    FRAE_QUANT_NONE = 0,    /* identity */
-    FRAE_QUANT_BINARY = 1,  /* sign, with sign(0) = +1: exactly 1 bit */
-    FRAE_QUANT_UNIFORM = 2  /* quant_levels levels evenly spaced on [-1, 1] */
+    FRAE_QUANT_NONE = 0,   /* identity */
+    FRAE_QUANT_BINARY = 1, /* sign, with sign(0) = +1: exactly 1 bit */
+    FRAE_QUANT_UNIFORM = 2 /* quant_levels levels evenly spaced on [-1, 1] */
 } frae_quantizer;
 
 typedef enum {
-    FRAE_FEEDBACK_DETACHED = 0, /* buffer is a constant input (the Keras model) */
-    FRAE_FEEDBACK_FULL = 1      /* BPTT also runs through the fed-back frames */
+    FRAE_FEEDBACK_DETACHED =
+        0,                 /* buffer is a constant input (the Keras model) */
+    FRAE_FEEDBACK_FULL = 1 /* BPTT also runs through the fed-back frames */
 } frae_feedback;
 
 /* Storage of the weight matrices (biases are always fp32). */
@@ -95,23 +96,23 @@ typedef enum {
 
 typedef struct {
     /* model shape */
-    frae_family family;               /* dense (default) or GRU */
-    int frame_dim;                    /* D */
-    int history;                      /* K >= 0 frames fed back; 0 = plain AE */
-    int n_enc_hidden;                 /* number of encoder hidden layers */
-    int enc_hidden[FRAE_MAX_HIDDEN];  /* their widths, input side first;
+    frae_family family;              /* dense (default) or GRU */
+    int frame_dim;                   /* D */
+    int history;                     /* K >= 0 frames fed back; 0 = plain AE */
+    int n_enc_hidden;                /* number of encoder hidden layers */
+    int enc_hidden[FRAE_MAX_HIDDEN]; /* their widths, input side first;
                                          GRU family: [0] is the GRU's
                                          state size, the rest dense */
-    int latent_dim;                   /* L */
+    int latent_dim;                  /* L */
     int n_dec_hidden;
     int dec_hidden[FRAE_MAX_HIDDEN];
-    frae_activation activation;       /* hidden layers; latent is always tanh */
+    frae_activation activation; /* hidden layers; latent is always tanh */
     frae_quantizer quantizer;
-    int quant_levels;                 /* N for FRAE_QUANT_UNIFORM, >= 2 */
-    uint64_t seed;                    /* Glorot-uniform init and nothing else */
-    frae_weights weights;             /* f32 (default) or bf16 (inference
+    int quant_levels;     /* N for FRAE_QUANT_UNIFORM, >= 2 */
+    uint64_t seed;        /* Glorot-uniform init and nothing else */
+    frae_weights weights; /* f32 (default) or bf16 (inference
                                          only: training must be 0) */
-    int normalize;                    /* 0; 1: per-band normalization,
+    int normalize;        /* 0; 1: per-band normalization,
                                          part of the model: inputs are
                                          z-scored, (x - mean) / std, before
                                          the encoder, outputs scaled back,
@@ -119,13 +120,13 @@ typedef struct {
                                          fed-back frames are in z-scored
                                          units.  mean 0, std 1 until
                                          frae_set_normalization */
-    int pitch;                        /* 0; 1: the codec's frames also
+    int pitch;            /* 0; 1: the codec's frames also
                                          carry f0 and voicing after the D
                                          values, coded by their own
                                          FRAE_PITCH_BITS quantizer (see
                                          "Streaming codec"); the network
                                          never sees them */
-    int pitch_ranged;                 /* FRAE_PITCH_CODER_*: 0 (4BIT);
+    int pitch_ranged;     /* FRAE_PITCH_CODER_*: 0 (4BIT);
                                          with pitch and a prior, 1
                                          (RANGED): the pitch coder made
                                          for range coding,
@@ -140,7 +141,7 @@ typedef struct {
                                          context of the decoded frame's
                                          level and tilt; 0: one step of
                                          context, even counts */
-    int prior_hidden;                 /* 0: fixed-rate codes; P > 0: a
+    int prior_hidden;     /* 0: fixed-rate codes; P > 0: a
                                          learned prior over the quantized
                                          latent (binary or uniform), a
                                          tanh layer of P units then the
@@ -149,7 +150,7 @@ typedef struct {
                                          (README, "The learned prior");
                                          the codec then range-codes the
                                          codes with it (stream version 4) */
-    int prior_ar;                     /* 0; 1 (with a prior): within-frame
+    int prior_ar;         /* 0; 1 (with a prior): within-frame
                                          autoregression, unit u's logits
                                          also see the frame's codes
                                          q_0..q_{u-1} through a linear layer
@@ -158,10 +159,10 @@ typedef struct {
                                          codec codes the units in order */
 
     /* run-time capacity */
-    int batch;     /* B: most sequences per forward/train call */
-    int window;    /* W: BPTT window in frames (activations kept for W frames) */
-    int training;  /* 0: inference only, no gradients or Adam state */
-    int targets;   /* 0; 1: trains toward targets other than its inputs
+    int batch;    /* B: most sequences per forward/train call */
+    int window;   /* W: BPTT window in frames (activations kept for W frames) */
+    int training; /* 0: inference only, no gradients or Adam state */
+    int targets;  /* 0; 1: trains toward targets other than its inputs
                       (frae_batch.targets, a denoising or enhancing
                       autoencoder): training keeps a window of target
                       frames, and checkpoints record it ("frae.targets") */
@@ -175,8 +176,8 @@ typedef struct {
     float beta1;
     float beta2;
     float epsilon;
-    float clip_norm;     /* clip the gradient to this global L2 norm; 0 = off */
-    float rate_lambda;   /* with a prior: the loss is distortion + rate_lambda
+    float clip_norm;   /* clip the gradient to this global L2 norm; 0 = off */
+    float rate_lambda; /* with a prior: the loss is distortion + rate_lambda
                             x rate, the rate being -log2 p(q_t) summed over
                             the latent's units (bits per frame, mean over
                             the valid frames); 0 = distortion alone, and
@@ -189,10 +190,10 @@ typedef struct {
      * three 0: a constant learning rate (frae_learning_rate_at). */
     int lr_warmup;
     int lr_decay_steps;
-    float lr_floor;      /* in [0, 1] */
+    float lr_floor; /* in [0, 1] */
 
     frae_isa isa;
-    int threads;  /* threads for large matrix products (the model's own
+    int threads; /* threads for large matrix products (the model's own
                      workers, started once with it); 0 or 1 = one.  Results
                      are the same bits for any count.  A default that
                      respects the machine: frae_cpus_available(). */
@@ -284,7 +285,8 @@ void frae_band_stats_add(frae_band_stats *s, const float *frames, long n,
                          long stride);
 /* Returns -1 if no frame was added. */
 FRAE_API
-int frae_band_stats_finish(const frae_band_stats *s, float *mean, float *std); /* 32*L for none; with
+int frae_band_stats_finish(const frae_band_stats *s, float *mean,
+                           float *std); /* 32*L for none; with
                                                     pitch, + FRAE_PITCH_BITS */
 FRAE_API
 size_t frae_bytes_allocated(const frae_model *m);
@@ -351,7 +353,8 @@ void frae_reset(frae_model *m);
  * from the current buffers (call frae_reset first for new sequences).
  * x and y are [nseq][nframes][D]; y may not alias x. */
 FRAE_API
-int frae_forward(frae_model *m, const float *x, float *y, int nseq, int nframes);
+int frae_forward(frae_model *m, const float *x, float *y, int nseq,
+                 int nframes);
 
 /* Inference over shared weights: a forward state is the buffers of up to
  * `rows` sequences streaming through a model's weights (const frae_net),
@@ -375,8 +378,8 @@ void frae_forward_state_destroy(frae_forward_state *s);
 FRAE_API
 void frae_forward_state_reset(frae_forward_state *s);
 FRAE_API
-int frae_forward_run(frae_forward_state *s, const float *x, float *y,
-                     int nseq, int nframes);
+int frae_forward_run(frae_forward_state *s, const float *x, float *y, int nseq,
+                     int nframes);
 
 /* ---- Training steps -------------------------------------------------------
  * One call runs a batch: frae_step(model, &batch, &stats), the batch
@@ -398,7 +401,7 @@ typedef enum {
 } frae_step_kind;
 
 typedef struct {
-    const float *x;       /* [nseq][nframes][D] */
+    const float *x; /* [nseq][nframes][D] */
     /* NULL: the loss compares y_t with x_t (an autoencoder).  Else the
      * target frames, like x, of a model made with cfg.targets (a denoising
      * or enhancing autoencoder): the loss compares y_t with target frame
@@ -471,12 +474,12 @@ long frae_adam_step_count(const frae_model *m);
  * ("train.*") and the audio features a model was trained on
  * ("features.*"); an application may keep its own the same way. */
 typedef struct {
-    const char *key;   /* must not start with "frae." */
+    const char *key; /* must not start with "frae." */
     const char *value;
 } frae_meta;
 
 typedef struct {
-    const char *name;  /* a tensor name no model tensor uses */
+    const char *name; /* a tensor name no model tensor uses */
     const int32_t *data;
     long count;
 } frae_i32_array;
@@ -532,8 +535,7 @@ frae_model *frae_load(const char *path, const frae_config *runtime, char *err,
  * (any old file there is untouched).  One line in err on failure. */
 FRAE_API
 int frae_convert(const char *in_path, const char *out_path,
-                 frae_weights weights, size_t *moved, char *err,
-                 size_t errlen);
+                 frae_weights weights, size_t *moved, char *err, size_t errlen);
 
 /* Imports weights made elsewhere into a new model:
  *  - a PyTorch state_dict saved as safetensors (names and [out, in]

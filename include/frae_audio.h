@@ -25,14 +25,14 @@ extern "C" {
  * zero-padded to n_fft) through triangular HTK-mel filters (peak 1) from
  * fmin to fmax.  n samples give 1 + (n - win) / hop frames. */
 typedef struct {
-    int sample_rate; /* 16000 */
-    int n_mels;      /* 80 */
-    int hop;         /* 160: 10 ms */
-    int win;         /* 400: 25 ms */
-    int n_fft;       /* 512 */
-    float fmin, fmax; /* 0, 8000 Hz */
+    int sample_rate;            /* 16000 */
+    int n_mels;                 /* 80 */
+    int hop;                    /* 160: 10 ms */
+    int win;                    /* 400: 25 ms */
+    int n_fft;                  /* 512 */
+    float fmin, fmax;           /* 0, 8000 Hz */
     float floor, offset, scale; /* 1e-7, 5, 5 */
-    int pitch;       /* 0; 1: each frame also carries f0 (Hz, 0 when
+    int pitch;                  /* 0; 1: each frame also carries f0 (Hz, 0 when
                         unvoiced) and voicing (0 or 1) after its n_mels
                         values: n_mels + 2 per frame (frae_f0_frame) */
 } frae_features;
@@ -199,9 +199,8 @@ int frae_audio_stream_features(const char *path, const frae_features *f,
                                long *frames, char *err, size_t errlen);
 /* The same, into one malloc'ed array of frames x n_mels (caller frees). */
 FRAE_API
-int frae_audio_features(const char *path, const frae_features *f,
-                        int resample, float **feats, long *frames, char *err,
-                        size_t errlen);
+int frae_audio_features(const char *path, const frae_features *f, int resample,
+                        float **feats, long *frames, char *err, size_t errlen);
 /* Every sample, mixed to mono, at rate Hz (resampled if resample is set,
  * else a file at another rate is an error), in one malloc'ed array. */
 FRAE_API
@@ -233,8 +232,8 @@ FRAE_API
 frae_wav_writer *frae_wav_open_live(const char *path, int rate, char *err,
                                     size_t errlen);
 FRAE_API
-int frae_wav_write(frae_wav_writer *w, const float *samples, long n,
-                   char *err, size_t errlen);
+int frae_wav_write(frae_wav_writer *w, const float *samples, long n, char *err,
+                   size_t errlen);
 /* Samples written so far. */
 FRAE_API
 long frae_wav_samples(const frae_wav_writer *w);

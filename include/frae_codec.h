@@ -65,8 +65,8 @@ void frae_encoder_reset(frae_encoder *e); /* a new stream */
 /* frame: D floats in (D + 2 with pitch); code: frae_code_bytes out; recon
  * (may be NULL): the frame the decoder will produce. */
 FRAE_API
-void frae_encode_frame(frae_encoder *e, const float *frame,
-                       unsigned char *code, float *recon);
+void frae_encode_frame(frae_encoder *e, const float *frame, unsigned char *code,
+                       float *recon);
 /* The encoder's search (analysis by synthesis), off after init.  With
  * passes > 0 a frame's codes are not taken from the network as they are:
  * starting from them, each pass decodes every code moved by one level (a
@@ -102,8 +102,7 @@ void frae_decoder_reset(frae_decoder *d);
  * unchanged) for a code no encoder makes: a uniform index >= N, a
  * non-finite float, or pitch bits on an unvoiced frame. */
 FRAE_API
-int frae_decode_frame(frae_decoder *d, const unsigned char *code,
-                      float *frame);
+int frae_decode_frame(frae_decoder *d, const unsigned char *code, float *frame);
 
 /* A model with a prior (frae_config.prior_hidden): one frame through the
  * encoder, its codes range-coded into rc with the prior's frequencies
@@ -121,8 +120,7 @@ FRAE_API
 void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
                               frae_range_enc *rc, float *recon);
 FRAE_API
-int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
-                             float *frame);
+int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc, float *frame);
 
 /* Discontinuous transmission (DTX), for a model with a prior: off after
  * init.  With it on, every frame starts with a silence flag (range-coded
@@ -237,9 +235,11 @@ int frae_range_dec_status(const frae_range_dec *d);
  *  end CRC-32 (zlib's) of every byte before it    u32
  * Each sequence starts from empty buffers. */
 #define FRAE_STREAM_HEADER 36
-#define FRAE_STREAM_PITCH 2 /* flags bit 1: each frame's codes end with
+#define FRAE_STREAM_PITCH                                                      \
+    2 /* flags bit 1: each frame's codes end with
                                FRAE_PITCH_BITS of f0 and voicing */
-#define FRAE_STREAM_DTX 4   /* flags bit 2, versions 3 and 4 only: each frame
+#define FRAE_STREAM_DTX                                                        \
+    4 /* flags bit 2, versions 3 and 4 only: each frame
                                starts with a silence flag (frae_encoder_
                                set_dtx) */
 /* 2: first layers sum the fed-back frames oldest first, then the head
@@ -285,11 +285,14 @@ int frae_range_dec_status(const frae_range_dec *d);
  * frae_stream_ranged says so. */
 #define FRAE_STREAM_VERSION_RANGED 4
 #define FRAE_STREAM_VERSION_RANGED_V3 3
-#define FRAE_STREAM_HEADER_V3_MAX 48 /* the most a version-3 or -4 header
+#define FRAE_STREAM_HEADER_V3_MAX                                              \
+    48 /* the most a version-3 or -4 header
                                         takes */
-#define FRAE_PACKET_PAYLOAD 4  /* where a packet's payload is range-coded
+#define FRAE_PACKET_PAYLOAD                                                    \
+    4 /* where a packet's payload is range-coded
                                   before frae_stream_packet_seal */
-#define FRAE_PACKET_OVERHEAD 6 /* the most a packet adds: (index,) length,
+#define FRAE_PACKET_OVERHEAD                                                   \
+    6                          /* the most a packet adds: (index,) length,
                                   CRC */
 #define FRAE_PACKET_MIN 3      /* the least a packet takes (version 3: 4) */
 #define FRAE_PACKET_FRAMES 100 /* the encoder's default: 1 s at 10 ms */
@@ -321,8 +324,8 @@ int frae_stream_ranged(const frae_stream *s);
  * 0, the input was one [T, D] sequence; FRAE_STREAM_DTX (kept for version
  * 4 only), the frames carry a silence flag. */
 FRAE_API
-void frae_stream_header(const frae_net *m, uint32_t sequences,
-                        uint32_t frames, int flags, frae_stream *s);
+void frae_stream_header(const frae_net *m, uint32_t sequences, uint32_t frames,
+                        int flags, frae_stream *s);
 /* A version-2 stream's bytes; 0 for versions 3 and 4, whose size is
  * known once written. */
 FRAE_API
@@ -384,13 +387,13 @@ size_t frae_stream_writer_end(frae_stream_writer *w, unsigned char *out);
 /* Validates magic, version, sizes, exact length and CRC; never reads out
  * of bounds.  One line in err on failure. */
 FRAE_API
-int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
-                      char *err, size_t errlen);
+int frae_stream_parse(const void *buf, size_t size, frae_stream *s, char *err,
+                      size_t errlen);
 /* Whether m can decode s: version, pitch, shape and code format (where
  * the stream states them) and model hash. */
 FRAE_API
-int frae_stream_check_model(const frae_stream *s, const frae_net *m,
-                            char *err, size_t errlen);
+int frae_stream_check_model(const frae_stream *s, const frae_net *m, char *err,
+                            size_t errlen);
 /* Version 2: the code bytes of frame f (counting across sequences) of a
  * parsed s (versions 3 and 4 have no fixed place per frame: read their
  * packets). */
@@ -440,14 +443,14 @@ const char *frae_stream_options_check(const frae_net *m,
 
 /* What a stream took: every byte counted. */
 typedef struct {
-    uint64_t bytes;           /* all of them so far, header included */
+    uint64_t bytes; /* all of them so far, header included */
     uint64_t header_bytes;
     uint64_t packets;         /* entropy-coded streams */
     uint64_t packet_overhead; /* the packets' lengths and CRCs (version
                                  5: each packet's byte 0 and count) */
     uint64_t frames;
-    uint64_t silent_frames;   /* sent as silence (DTX) */
-    uint64_t datagram_bytes;  /* version 5: the header and the packets as
+    uint64_t silent_frames;  /* sent as silence (DTX) */
+    uint64_t datagram_bytes; /* version 5: the header and the packets as
                                  a datagram transport carries them (bytes
                                  less the file's lengths and CRCs) */
 } frae_stream_counts;
@@ -458,12 +461,10 @@ typedef struct frae_stream_encoder frae_stream_encoder;
  * flags); o NULL: the defaults.  NULL and one line in err for options the
  * model cannot code (frae_stream_options_check) or no frames. */
 FRAE_API
-frae_stream_encoder *frae_stream_encoder_create(const frae_net *m,
-                                                const frae_stream_options *o,
-                                                uint32_t sequences,
-                                                uint32_t frames,
-                                                int one_sequence_2d,
-                                                char *err, size_t errlen);
+frae_stream_encoder *
+frae_stream_encoder_create(const frae_net *m, const frae_stream_options *o,
+                           uint32_t sequences, uint32_t frames,
+                           int one_sequence_2d, char *err, size_t errlen);
 FRAE_API
 void frae_stream_encoder_destroy(frae_stream_encoder *e);
 /* The header's fields. */
@@ -576,8 +577,8 @@ long frae_packet_header_parse(const void *buf, size_t size, frae_stream *s,
  * packet, and whether its CRC-16 holds. */
 FRAE_API
 long frae_packet_unframe(const unsigned char *p, size_t avail,
-                         const unsigned char **packet, size_t *n,
-                         int *intact, char *err, size_t errlen);
+                         const unsigned char **packet, size_t *n, int *intact,
+                         char *err, size_t errlen);
 /* The most bytes a packet of stream s takes (a buffer for it). */
 FRAE_API
 size_t frae_packet_cap(const frae_stream *s);
@@ -605,8 +606,8 @@ typedef struct {
 } frae_packet_counts;
 FRAE_API
 frae_packet_decoder *frae_packet_decoder_create(const frae_net *m,
-                                                const frae_stream *s,
-                                                char *err, size_t errlen);
+                                                const frae_stream *s, char *err,
+                                                size_t errlen);
 FRAE_API
 void frae_packet_decoder_destroy(frae_packet_decoder *d);
 FRAE_API

@@ -42,10 +42,12 @@ extern "C" {
 
 /* What the calls here return ('frae train''s exit codes). */
 #define FRAE_RUN_OK 0
-#define FRAE_RUN_FAILED 1      /* diverged (the last checkpoint is kept), a
+#define FRAE_RUN_FAILED                                                        \
+    1                        /* diverged (the last checkpoint is kept), a
                                   read or a save failed, out of memory */
-#define FRAE_RUN_BAD_INPUT 2   /* bad options, data or checkpoint */
-#define FRAE_RUN_INTERRUPTED 130 /* stopped by the stop flag or a batch
+#define FRAE_RUN_BAD_INPUT 2 /* bad options, data or checkpoint */
+#define FRAE_RUN_INTERRUPTED                                                   \
+    130 /* stopped by the stop flag or a batch
                                     callback, after saving the checkpoint */
 
 /* ---- Sources and datasets -------------------------------------------------
@@ -57,7 +59,7 @@ typedef struct frae_source {
     const char *name; /* for messages: a path (copied by the dataset) */
     long sequences, frames;
     int dim;
-    int audio;        /* 1: features computed from audio */
+    int audio; /* 1: features computed from audio */
     /* frames t0..t0+nt-1 of sequence s into dst: 0, or -1 and one line in
      * err */
     int (*read)(void *ctx, long s, long t0, long nt, float *dst, char *err,
@@ -81,8 +83,8 @@ void frae_dataset_destroy(frae_dataset *ds);
  * 0 or a FRAE_RUN_* status with one line in err: a frame dimension other
  * than the dataset's, more than 2^31 - 1 sequences in all. */
 FRAE_API
-int frae_dataset_add_source(frae_dataset *ds, const frae_source *src,
-                            char *err, size_t errlen);
+int frae_dataset_add_source(frae_dataset *ds, const frae_source *src, char *err,
+                            size_t errlen);
 /* A .npy of [T, D] or [N, T, D] frames, float32 or float64, mapped. */
 FRAE_API
 int frae_dataset_add_npy(frae_dataset *ds, const char *path, char *err,
@@ -166,33 +168,33 @@ void frae_sum_rank_order_f64(const double *const *src, int n_src, size_t lo,
 
 /* ---- A run's settings --------------------------------------------------- */
 typedef struct {
-    frae_config model;  /* the model and its training settings; batch is
+    frae_config model;     /* the model and its training settings; batch is
                            the run's, shared out among the replicas */
-    int epochs;         /* the run's total, as Keras's epochs with
+    int epochs;            /* the run's total, as Keras's epochs with
                            initial_epoch: 0 means 10, or a resumed
                            checkpoint's total */
-    int more_epochs;    /* > 0: train this many epochs past where the run
+    int more_epochs;       /* > 0: train this many epochs past where the run
                            stands (Python's epochs of one fit), the one in
                            progress counting as one; overrides epochs */
-    int patience;       /* epochs without a better monitored loss before
+    int patience;          /* epochs without a better monitored loss before
                            stopping; 0: never; -1: 0, or the checkpoint's */
-    double val_split;   /* this seeded fraction of the sequences validates;
+    double val_split;      /* this seeded fraction of the sequences validates;
                            -1: 0, or the checkpoint's */
-    int crop;           /* > 0: train on crops of this many frames, cut at
+    int crop;              /* > 0: train on crops of this many frames, cut at
                            a random offset each epoch and shuffled across
                            sequences; validation on whole sequences */
-    int shuffle;        /* 1: a fresh seeded order every epoch (default) */
-    int replicas;       /* data-parallel threads, 1: alone */
+    int shuffle;           /* 1: a fresh seeded order every epoch (default) */
+    int replicas;          /* data-parallel threads, 1: alone */
     const char *normalize; /* NULL (auto: on for audio, else off), "on"
                               (statistics over the training set), "off", or
                               a .npy of [2, D]: means, then stds */
-    const char *save;   /* the checkpoint after every epoch and on a stop;
+    const char *save;      /* the checkpoint after every epoch and on a stop;
                            NULL: none */
     const char *save_best; /* the model with the best monitored loss */
-    const char *resume; /* continue this checkpoint where it stands
+    const char *resume;    /* continue this checkpoint where it stands
                            (frae_run_config_resume reads it first) */
-    const char *log_csv; /* per-epoch figures appended ("-": stdout) */
-    int audio;          /* 1: the data are audio features (normalization
+    const char *log_csv;   /* per-epoch figures appended ("-": stdout) */
+    int audio;             /* 1: the data are audio features (normalization
                            defaults on; pitch needs it) */
     /* the caller's metadata, kept in every checkpoint (the frae command's
      * audio features); not "frae." or "train." keys */
@@ -235,9 +237,9 @@ int frae_run_config_resume(frae_run_config *rc, char *err, size_t errlen);
  * data's with it.  dim_known 0: the data files decide the frame dimension,
  * nothing to check yet.  replicas: how many share the batch. */
 FRAE_API
-int frae_run_check_sizes(const frae_run_config *rc, int dim_known,
-                         int replicas, long builtin_sequences,
-                         long builtin_frames, char *err, size_t errlen);
+int frae_run_check_sizes(const frae_run_config *rc, int dim_known, int replicas,
+                         long builtin_sequences, long builtin_frames, char *err,
+                         size_t errlen);
 /* Which datasets can go together, before they are loaded (a run checks
  * it again): targets need data files, validation data with targets needs
  * its targets, and a resumed run the kind of targets it had. */
@@ -248,43 +250,43 @@ int frae_run_check_pairing(const frae_run_config *rc, int data_files,
 
 /* ---- What a run reports --------------------------------------------------- */
 typedef struct {
-    int rank;                 /* the replica calling (0: the lead) */
-    const frae_model *model;  /* its model */
-    const char *data;         /* "64 sequences, 6400 frames, dim 80" */
+    int rank;                /* the replica calling (0: the lead) */
+    const frae_model *model; /* its model */
+    const char *data;        /* "64 sequences, 6400 frames, dim 80" */
     long train_sequences, val_sequences;
-    int epoch;                /* epochs already trained (resumed: > 0) */
-    long batch_done;          /* ... and batches of the next */
-    int epochs;               /* the run's total */
-    int replicas;             /* replicas or ranks (1: alone) */
-    const char *kind;         /* "replicas", a transport's kind; NULL alone */
-    int batch_size;           /* the run's batch (capped at the sequences) */
-    int replica_batch;        /* each one's share of it, at most */
+    int epoch;         /* epochs already trained (resumed: > 0) */
+    long batch_done;   /* ... and batches of the next */
+    int epochs;        /* the run's total */
+    int replicas;      /* replicas or ranks (1: alone) */
+    const char *kind;  /* "replicas", a transport's kind; NULL alone */
+    int batch_size;    /* the run's batch (capped at the sequences) */
+    int replica_batch; /* each one's share of it, at most */
     int resumed;
 } frae_run_info;
 
 typedef struct {
-    int rank;                 /* the replica calling (0: the lead) */
-    int epoch, epochs;        /* the epoch in progress (1 for the first) */
-    long batch, batches;      /* batches of it done, of */
-    double loss;              /* their mean loss so far */
-    long frames;              /* their frames */
-    double seconds;           /* since the epoch started */
+    int rank;            /* the replica calling (0: the lead) */
+    int epoch, epochs;   /* the epoch in progress (1 for the first) */
+    long batch, batches; /* batches of it done, of */
+    double loss;         /* their mean loss so far */
+    long frames;         /* their frames */
+    double seconds;      /* since the epoch started */
 } frae_run_progress;
 
 typedef struct {
-    int epoch, epochs;        /* epochs done (this one included), of */
-    double loss, mae, rate;   /* the epoch's: loss is the objective
+    int epoch, epochs;      /* epochs done (this one included), of */
+    double loss, mae, rate; /* the epoch's: loss is the objective
                                  (distortion, + rate_lambda x rate); rate
                                  in bits per frame, with a prior */
     int has_val;
     double val_loss, val_mae, val_rate; /* NaN without validation */
-    int prior;                /* the model has a prior (rates mean
+    int prior;                          /* the model has a prior (rates mean
                                  something) */
     long frames;
     double seconds, frames_per_s;
-    int improved;             /* the best monitored loss so far */
-    int early_stop;           /* patience ran out: the last epoch */
-    double best;              /* the best monitored loss, and its epoch */
+    int improved;   /* the best monitored loss so far */
+    int early_stop; /* patience ran out: the last epoch */
+    double best;    /* the best monitored loss, and its epoch */
     int best_epoch;
 } frae_epoch_log;
 
@@ -310,13 +312,13 @@ typedef struct {
 
 /* After frae_run_train. */
 typedef struct {
-    int epoch, epochs;        /* epochs done, of the run's total */
-    int early_stopped;        /* by patience */
+    int epoch, epochs; /* epochs done, of the run's total */
+    int early_stopped; /* by patience */
     int patience;
-    int monitored_val;        /* the monitored loss was validation's */
+    int monitored_val; /* the monitored loss was validation's */
     double best;
     int best_epoch;
-    double seconds;           /* training (set-up excluded) */
+    double seconds;                       /* training (set-up excluded) */
     double reduced_bytes, reduce_seconds; /* the gradients' sums */
     long reduce_calls;
 } frae_run_result;
@@ -328,8 +330,7 @@ typedef struct {
 typedef struct frae_run frae_run;
 
 FRAE_API
-frae_run *frae_run_create(const frae_run_config *rc, char *err,
-                          size_t errlen);
+frae_run *frae_run_create(const frae_run_config *rc, char *err, size_t errlen);
 FRAE_API
 void frae_run_destroy(frae_run *r);
 /* Starts from m's weights (and its Adam state, if it trains; its
@@ -383,10 +384,10 @@ typedef enum {
 
 /* Where an option is listed in --help. */
 typedef enum {
-    FRAE_SECTION_MODEL,       /* model (fixed by the checkpoint) */
+    FRAE_SECTION_MODEL, /* model (fixed by the checkpoint) */
     FRAE_SECTION_TRAINING,
-    FRAE_SECTION_PARALLEL,    /* data-parallel training */
-    FRAE_SECTION_VALIDATION,  /* validation and stopping */
+    FRAE_SECTION_PARALLEL,   /* data-parallel training */
+    FRAE_SECTION_VALIDATION, /* validation and stopping */
     FRAE_SECTION_TARGETS,
     FRAE_SECTION_CHECKPOINTS, /* checkpoints and logs */
     FRAE_SECTION_FEATURES,    /* audio features */
@@ -394,24 +395,26 @@ typedef enum {
     FRAE_SECTIONS
 } frae_option_section;
 
-#define FRAE_OPTION_FIXED 1  /* the model or its training: a resume takes it
+#define FRAE_OPTION_FIXED                                                      \
+    1 /* the model or its training: a resume takes it
                                 from the checkpoint */
-#define FRAE_OPTION_FIT 2    /* a setting of a run rather than of the
+#define FRAE_OPTION_FIT                                                        \
+    2                        /* a setting of a run rather than of the
                                 model (Python: an argument of fit) */
 #define FRAE_OPTION_IMPORT 4 /* 'frae import' takes it too */
 
 typedef struct {
-    const char *name;      /* the command line's, without "--": "latent" */
-    const char *python;    /* Python's keyword: "latent" */
+    const char *name;   /* the command line's, without "--": "latent" */
+    const char *python; /* Python's keyword: "latent" */
     frae_option_type type;
-    double lo, hi;         /* INT and FLOAT */
-    const char *choices;   /* CHOICE: "dense|gru" */
-    const char *value;     /* --help: the value's name ("L") */
-    const char *help;      /* --help: what it does (its default last) */
-    const char *meta;      /* the checkpoint metadata key it is recorded
+    double lo, hi;       /* INT and FLOAT */
+    const char *choices; /* CHOICE: "dense|gru" */
+    const char *value;   /* --help: the value's name ("L") */
+    const char *help;    /* --help: what it does (its default last) */
+    const char *meta;    /* the checkpoint metadata key it is recorded
                               under, or NULL */
     frae_option_section section;
-    unsigned flags;        /* FRAE_OPTION_* */
+    unsigned flags; /* FRAE_OPTION_* */
     /* the value when it is not given, as frae_option_format writes it once
      * frae_run_config_settle has run; NULL where it depends (on the family,
      * on other options, on the machine) or where not given means off */
@@ -454,7 +457,7 @@ typedef struct {
     const char *summary; /* one line: what it trains */
     /* option name, value pairs (value NULL: a flag), ended by a NULL name */
     const char *options[32];
-    int needs_targets;   /* trains toward --targets (denoise) */
+    int needs_targets; /* trains toward --targets (denoise) */
 } frae_recipe;
 
 FRAE_API

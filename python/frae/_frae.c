@@ -20,8 +20,6 @@
 
 PyObject *frae_py_error;
 
-
-
 PyObject *frae_py_fail(const char *msg)
 {
     PyErr_SetString(frae_py_error, msg);
@@ -34,13 +32,13 @@ int frae_py_model_lock(ModelObject *self)
     const unsigned long me = PyThread_get_thread_ident();
     if (pthread_mutex_trylock(&self->lock)) {
         if (atomic_load_explicit(&self->holder, memory_order_relaxed) == me) {
-            frae_py_fail("the model was called from inside a call on it (in this "
-                 "thread): that call would wait for itself");
+            frae_py_fail(
+                "the model was called from inside a call on it (in this "
+                "thread): that call would wait for itself");
             return -1;
         }
         /* the holder may be computing without the GIL and need it back */
-        Py_BEGIN_ALLOW_THREADS
-        pthread_mutex_lock(&self->lock);
+        Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
         Py_END_ALLOW_THREADS
     }
     atomic_store_explicit(&self->holder, me, memory_order_relaxed);
@@ -69,13 +67,14 @@ frae_model *frae_py_model_enter(ModelObject *self)
 
 /* A read-only (or writable) C-contiguous buffer of n items of `fmt`
  * ("f": float32, "i": int32).  Returns 0, or -1 with an exception set. */
-int frae_py_buffer(PyObject *o, Py_buffer *b, int writable,
-                      const char *fmt, Py_ssize_t n, const char *what)
+int frae_py_buffer(PyObject *o, Py_buffer *b, int writable, const char *fmt,
+                   Py_ssize_t n, const char *what)
 {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    int flags =
+        PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(o, b, flags) < 0) {
-        PyErr_Format(PyExc_TypeError, "%s: needs a C-contiguous%s buffer",
-                     what, writable ? " writable" : "");
+        PyErr_Format(PyExc_TypeError, "%s: needs a C-contiguous%s buffer", what,
+                     writable ? " writable" : "");
         return -1;
     }
     const char *f = b->format ? b->format : "B";
@@ -142,14 +141,16 @@ PyObject *frae_py_config_to_dict(const frae_config *c)
         }
         Py_DECREF(v);
     }
-    PyObject *enc = PyTuple_New(c->n_enc_hidden), *dec = PyTuple_New(c->n_dec_hidden);
+    PyObject *enc = PyTuple_New(c->n_enc_hidden),
+             *dec = PyTuple_New(c->n_dec_hidden);
     for (int i = 0; enc && i < c->n_enc_hidden; i++)
         PyTuple_SET_ITEM(enc, i, PyLong_FromLong(c->enc_hidden[i]));
     for (int i = 0; dec && i < c->n_dec_hidden; i++)
         PyTuple_SET_ITEM(dec, i, PyLong_FromLong(c->dec_hidden[i]));
     PyObject *seed = PyLong_FromUnsignedLongLong(c->seed);
     if (!d || !enc || !dec || !seed || PyDict_SetItemString(d, "enc", enc) ||
-        PyDict_SetItemString(d, "dec", dec) || PyDict_SetItemString(d, "seed", seed)) {
+        PyDict_SetItemString(d, "dec", dec) ||
+        PyDict_SetItemString(d, "seed", seed)) {
         Py_XDECREF(d), d = NULL;
     }
     Py_XDECREF(enc), Py_XDECREF(dec), Py_XDECREF(seed);
@@ -202,7 +203,8 @@ int frae_py_config_from_dict(PyObject *fields, frae_config *c)
             if (PyErr_Occurred())
                 return -1;
             if (v < INT_MIN || v > INT_MAX) {
-                PyErr_Format(PyExc_ValueError, "%s = %ld is out of range", k, v);
+                PyErr_Format(PyExc_ValueError, "%s = %ld is out of range", k,
+                             v);
                 return -1;
             }
             *(int *)p = (int)v;
@@ -279,14 +281,16 @@ static PyObject *py_recipes(PyObject *self, PyObject *unused)
         const frae_recipe *r = frae_recipe_at(k);
         PyObject *opts = PyList_New(0);
         for (int i = 0; opts && r->options[i]; i += 2) {
-            const frae_option *o = frae_option_at(frae_option_find(r->options[i]));
-            PyObject *pair = Py_BuildValue("(sz)", o ? o->python : r->options[i],
-                                           r->options[i + 1]);
+            const frae_option *o =
+                frae_option_at(frae_option_find(r->options[i]));
+            PyObject *pair = Py_BuildValue(
+                "(sz)", o ? o->python : r->options[i], r->options[i + 1]);
             if (!pair || PyList_Append(opts, pair))
                 Py_CLEAR(opts);
             Py_XDECREF(pair);
         }
-        PyObject *row = opts ? Py_BuildValue("(ssO)", r->name, r->summary, opts) : NULL;
+        PyObject *row =
+            opts ? Py_BuildValue("(ssO)", r->name, r->summary, opts) : NULL;
         Py_XDECREF(opts);
         if (!row || PyList_Append(list, row))
             Py_CLEAR(list);
@@ -300,9 +304,8 @@ static PyObject *py_recipes(PyObject *self, PyObject *unused)
 static PyObject *py_options(PyObject *self, PyObject *unused)
 {
     (void)self, (void)unused;
-    static const char *const types[] = {"int",    "float",     "choice",
-                                        "widths", "quantizer", "flag",
-                                        "text"};
+    static const char *const types[] = {
+        "int", "float", "choice", "widths", "quantizer", "flag", "text"};
     const int n = frae_option_count();
     PyObject *list = PyList_New(n);
     for (int i = 0; list && i < n; i++) {
@@ -336,24 +339,28 @@ static PyMethodDef module_methods[] = {
     {"vocode", frae_py_vocode, METH_VARARGS, "features back to audio"},
     {"recipes", py_recipes, METH_NOARGS, "the recipes and their options"},
     {"write_wav", frae_py_write_wav, METH_VARARGS, "a 16-bit WAV file"},
-    {"dtx_mask", frae_py_dtx_mask, METH_VARARGS, "frae encode --dtx's silent frames"},
+    {"dtx_mask", frae_py_dtx_mask, METH_VARARGS,
+     "frae encode --dtx's silent frames"},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, .m_name = "frae._frae",
-    .m_doc = "libfrae, for the frae module", .m_size = -1,
-    .m_methods = module_methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT,
+                                    .m_name = "frae._frae",
+                                    .m_doc = "libfrae, for the frae module",
+                                    .m_size = -1, .m_methods = module_methods};
 
 PyMODINIT_FUNC PyInit__frae(void); /* the interpreter's entry point */
 PyMODINIT_FUNC PyInit__frae(void)
 {
-    if (PyType_Ready(&frae_py_model_type) < 0 || PyType_Ready(&frae_py_run_type) < 0)
+    if (PyType_Ready(&frae_py_model_type) < 0 ||
+        PyType_Ready(&frae_py_run_type) < 0)
         return NULL;
     PyObject *mod = PyModule_Create(&module);
     if (!mod)
         return NULL;
-    frae_py_error = PyErr_NewException("frae.FraeError", PyExc_RuntimeError, NULL);
-    if (!frae_py_error || PyModule_AddObjectRef(mod, "FraeError", frae_py_error) < 0 ||
+    frae_py_error =
+        PyErr_NewException("frae.FraeError", PyExc_RuntimeError, NULL);
+    if (!frae_py_error ||
+        PyModule_AddObjectRef(mod, "FraeError", frae_py_error) < 0 ||
         PyModule_AddObjectRef(mod, "Run", (PyObject *)&frae_py_run_type) < 0 ||
         PyModule_AddStringConstant(mod, "version", FRAE_VERSION_STRING) < 0) {
         Py_DECREF(mod);

@@ -6,26 +6,28 @@
 #define FRAE_PY_FRAE_H
 
 #define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include <Python.h> /* first, as Python asks */
+
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include "frae_audio.h"
+
 #include "frae.h"
+#include "frae_audio.h"
 #include "frae_codec.h"
 #include "frae_train.h"
 
-extern PyObject *frae_py_error;   /* frae.FraeError */
+extern PyObject *frae_py_error; /* frae.FraeError */
 extern PyTypeObject frae_py_model_type, frae_py_run_type;
 
 typedef struct {
-    PyObject_HEAD
-    frae_model *m;         /* NULL once closed; read and written under lock */
-    PyObject *owner;       /* a Run whose model m is (m is then its, not
+    PyObject_HEAD frae_model
+        *m;               /* NULL once closed; read and written under lock */
+    PyObject *owner;      /* a Run whose model m is (m is then its, not
                               destroyed here), or NULL */
-    pthread_mutex_t lock;  /* held by the one call using m */
+    pthread_mutex_t lock; /* held by the one call using m */
     /* the thread holding lock (0: none), to refuse a call from inside a
      * call (a finalizer, a buffer's exporter) that would wait on itself */
     atomic_ulong holder;
@@ -35,8 +37,8 @@ PyObject *frae_py_fail(const char *msg);
 int frae_py_model_lock(ModelObject *self);
 void frae_py_model_unlock(ModelObject *self);
 frae_model *frae_py_model_enter(ModelObject *self);
-int frae_py_buffer(PyObject *o, Py_buffer *b, int writable,
-                      const char *fmt, Py_ssize_t n, const char *what);
+int frae_py_buffer(PyObject *o, Py_buffer *b, int writable, const char *fmt,
+                   Py_ssize_t n, const char *what);
 PyObject *frae_py_config_to_dict(const frae_config *c);
 int frae_py_config_from_dict(PyObject *fields, frae_config *c);
 int frae_py_options_into(PyObject *options, frae_run_config *rc);

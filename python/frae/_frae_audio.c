@@ -25,15 +25,13 @@ PyObject *frae_py_features(PyObject *self, PyObject *args)
     float *feats = NULL;
     long frames = 0;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = frae_audio_features(path, &f, resample, &feats, &frames, err, sizeof err);
-    Py_END_ALLOW_THREADS
-    if (rc)
-        return frae_py_fail(err);
+    Py_BEGIN_ALLOW_THREADS rc = frae_audio_features(path, &f, resample, &feats,
+                                                    &frames, err, sizeof err);
+    Py_END_ALLOW_THREADS if (rc) return frae_py_fail(err);
     const int width = FRAE_FEATURE_WIDTH(&f);
-    PyObject *r = Py_BuildValue("(y#li)", (const char *)feats,
-                                (Py_ssize_t)(sizeof(float) * (size_t)frames * width),
-                                frames, width);
+    PyObject *r = Py_BuildValue(
+        "(y#li)", (const char *)feats,
+        (Py_ssize_t)(sizeof(float) * (size_t)frames * width), frames, width);
     free(feats);
     return r;
 }
@@ -68,8 +66,8 @@ PyObject *frae_py_vocode(PyObject *self, PyObject *args)
     if (frae_py_buffer(xo, &xb, 0, "f", (Py_ssize_t)frames * width, "x"))
         return NULL;
     const long total = (frames - 1) * (long)f.hop + f.win;
-    PyObject *r = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(float) *
-                                                      total);
+    PyObject *r =
+        PyBytes_FromStringAndSize(NULL, (Py_ssize_t)sizeof(float) * total);
     if (!r) {
         PyBuffer_Release(&xb);
         return NULL;
@@ -81,8 +79,8 @@ PyObject *frae_py_vocode(PyObject *self, PyObject *args)
     frae_gl *g = NULL;
     int ok = 0;
     snprintf(err, sizeof err, "out of memory");
-    Py_BEGIN_ALLOW_THREADS
-    if (hnm) {
+    Py_BEGIN_ALLOW_THREADS if (hnm)
+    {
         const size_t size = frae_vocoder_size(&f);
         mem = size ? malloc(size) : NULL;
         if (mem && (v = frae_vocoder_init(mem, &f, 1, err, sizeof err))) {
@@ -97,8 +95,10 @@ PyObject *frae_py_vocode(PyObject *self, PyObject *args)
             memset(out + at, 0, sizeof(float) * (size_t)(total - at));
             ok = 1;
         }
-    } else if ((g = frae_gl_create(&f, gl_iters < 0 ? 32 : gl_iters, err,
-                                   sizeof err))) {
+    }
+    else if ((g = frae_gl_create(&f, gl_iters < 0 ? 32 : gl_iters, err,
+                                 sizeof err)))
+    {
         float *buf = malloc(sizeof(float) * (size_t)frae_gl_max_samples(g));
         long at = 0;
         for (long t = 0; buf && t < frames; t++) {
@@ -111,13 +111,14 @@ PyObject *frae_py_vocode(PyObject *self, PyObject *args)
             memcpy(out + at, buf, sizeof(float) * (size_t)n);
             ok = at + n == total;
             if (!ok)
-                snprintf(err, sizeof err, "Griffin-Lim gave %ld samples, not "
-                         "%ld", at + n, total);
+                snprintf(err, sizeof err,
+                         "Griffin-Lim gave %ld samples, not "
+                         "%ld",
+                         at + n, total);
         }
         free(buf);
     }
-    Py_END_ALLOW_THREADS
-    free(mem);
+    Py_END_ALLOW_THREADS free(mem);
     frae_gl_destroy(g);
     PyBuffer_Release(&xb);
     if (!ok) {
@@ -139,17 +140,15 @@ PyObject *frae_py_write_wav(PyObject *self, PyObject *args)
         return NULL;
     char err[512];
     int rc = -1;
-    Py_BEGIN_ALLOW_THREADS
-    frae_wav_writer *w = frae_wav_open(path, rate, err, sizeof err);
-    if (w && frae_wav_write(w, (const float *)(const void *)x,
-                            (long)((size_t)len / sizeof(float)), err,
-                            sizeof err))
+    Py_BEGIN_ALLOW_THREADS frae_wav_writer *w =
+        frae_wav_open(path, rate, err, sizeof err);
+    if (w &&
+        frae_wav_write(w, (const float *)(const void *)x,
+                       (long)((size_t)len / sizeof(float)), err, sizeof err))
         frae_wav_abort(w);
     else if (w)
         rc = frae_wav_close(w, err, sizeof err);
-    Py_END_ALLOW_THREADS
-    if (rc)
-        return PyErr_Format(frae_py_error, "%s", err);
+    Py_END_ALLOW_THREADS if (rc) return PyErr_Format(frae_py_error, "%s", err);
     Py_RETURN_NONE;
 }
 
@@ -165,17 +164,19 @@ PyObject *frae_py_dtx_mask(PyObject *self, PyObject *args)
     double level;
     frae_features f;
     frae_features_default(&f);
-    if (!PyArg_ParseTuple(args, "Oiiiiiiiifffffd", &xo, &nseq, &nframes,
-                          &width, &f.sample_rate, &f.n_mels, &f.hop, &f.win,
-                          &f.n_fft, &f.fmin, &f.fmax, &f.floor, &f.offset,
-                          &f.scale, &level))
+    if (!PyArg_ParseTuple(args, "Oiiiiiiiifffffd", &xo, &nseq, &nframes, &width,
+                          &f.sample_rate, &f.n_mels, &f.hop, &f.win, &f.n_fft,
+                          &f.fmin, &f.fmax, &f.floor, &f.offset, &f.scale,
+                          &level))
         return NULL;
     if (nseq < 1 || nframes < 1 || width < f.n_mels)
         return PyErr_Format(PyExc_ValueError,
                             "dtx: frames of %d values; the features have %d "
-                            "mels", width, f.n_mels);
+                            "mels",
+                            width, f.n_mels);
     Py_buffer xb;
-    if (frae_py_buffer(xo, &xb, 0, "f", (Py_ssize_t)nseq * nframes * width, "x"))
+    if (frae_py_buffer(xo, &xb, 0, "f", (Py_ssize_t)nseq * nframes * width,
+                       "x"))
         return NULL;
     char err[512];
     frae_dtx_gate g;

@@ -30,11 +30,8 @@ PyObject *frae_py_create(PyObject *self, PyObject *args)
         return NULL;
     char err[512];
     frae_model *m;
-    Py_BEGIN_ALLOW_THREADS
-    m = frae_create(&c, err, sizeof err);
-    Py_END_ALLOW_THREADS
-    if (!m)
-        return frae_py_fail(err);
+    Py_BEGIN_ALLOW_THREADS m = frae_create(&c, err, sizeof err);
+    Py_END_ALLOW_THREADS if (!m) return frae_py_fail(err);
     return wrap(m);
 }
 
@@ -53,12 +50,11 @@ PyObject *frae_py_load(PyObject *self, PyObject *args)
     frae_model *m = NULL;
     frae_checkpoint *ck;
     int rc = -1;
-    Py_BEGIN_ALLOW_THREADS
-    ck = frae_checkpoint_open(path, err, sizeof err);
+    Py_BEGIN_ALLOW_THREADS ck = frae_checkpoint_open(path, err, sizeof err);
     if (ck && !frae_checkpoint_config(ck, &c, err, sizeof err)) {
         if (training && c.weights == FRAE_WEIGHTS_BF16)
-            snprintf(err, sizeof err,
-                     "%s: bf16 weights are for inference only", path);
+            snprintf(err, sizeof err, "%s: bf16 weights are for inference only",
+                     path);
         else {
             c.training = training;
             c.batch = batch > 0 ? batch : c.batch;
@@ -73,8 +69,8 @@ PyObject *frae_py_load(PyObject *self, PyObject *args)
         }
     }
     frae_checkpoint_close(ck);
-    Py_END_ALLOW_THREADS
-    if (rc) {
+    Py_END_ALLOW_THREADS if (rc)
+    {
         frae_destroy(m);
         return frae_py_fail(err);
     }
@@ -196,19 +192,24 @@ static PyObject *run_locked(frae_model *m, PyObject *args)
     const float *target = to == Py_None ? NULL : tb.buf;
     frae_stats st;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    const frae_batch batch = {xb.buf, target, valid, nseq, nframes, 1,
-                              update ? FRAE_STEP_TRAIN : FRAE_STEP_EVALUATE};
+    Py_BEGIN_ALLOW_THREADS const frae_batch batch = {
+        xb.buf,
+        target,
+        valid,
+        nseq,
+        nframes,
+        1,
+        update ? FRAE_STEP_TRAIN : FRAE_STEP_EVALUATE};
     rc = frae_step(m, &batch, &st);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&xb);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&xb);
     if (vo != Py_None)
         PyBuffer_Release(&vb);
     if (to != Py_None)
         PyBuffer_Release(&tb);
     if (rc)
-        return frae_py_fail("training call refused: another number of sequences "
-                    "than since the last reset");
+        return frae_py_fail(
+            "training call refused: another number of sequences "
+            "than since the last reset");
     return Py_BuildValue("(dddlld)", st.sse, st.sae, st.rate_bits, st.values,
                          st.frames, update ? st.grad_norm : 0.0);
 }
@@ -232,11 +233,9 @@ static PyObject *forward_locked(frae_model *m, PyObject *args)
         return NULL;
     }
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    frae_reset(m);
+    Py_BEGIN_ALLOW_THREADS frae_reset(m);
     rc = frae_forward(m, xb.buf, yb.buf, nseq, nframes);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&xb);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&xb);
     PyBuffer_Release(&yb);
     if (rc)
         return frae_py_fail("forward refused its sizes");
@@ -251,7 +250,8 @@ static PyObject *params_locked(frae_model *m, PyObject *args)
     if (!PyArg_ParseTuple(args, "Op", &o, &set))
         return NULL;
     Py_buffer b;
-    if (frae_py_buffer(o, &b, !set, "f", (Py_ssize_t)frae_param_count(m), "params"))
+    if (frae_py_buffer(o, &b, !set, "f", (Py_ssize_t)frae_param_count(m),
+                       "params"))
         return NULL;
     if (set) {
         const float *p = b.buf;
@@ -279,7 +279,8 @@ static PyObject *tensors_locked(frae_model *m, PyObject *unused)
     for (int k = 0; list && k < n; k++) {
         frae_tensor_info ti;
         frae_tensor_info_get(m, k, &ti);
-        PyObject *t = Py_BuildValue("(siii)", ti.name, ti.rows, ti.cols, ti.gru);
+        PyObject *t =
+            Py_BuildValue("(siii)", ti.name, ti.rows, ti.cols, ti.gru);
         if (!t) {
             Py_DECREF(list);
             return NULL;
@@ -311,10 +312,11 @@ static PyObject *exchange_locked(frae_model *m, PyObject *args)
      * parameter it came from; indices below 2^24 are exact in float32 */
     if (frae_get_config(m)->weights == FRAE_WEIGHTS_BF16 || n >= (1u << 24)) {
         PyBuffer_Release(&b);
-        return frae_py_fail(n >= (1u << 24) ? "set_weights: model too large"
-                                    : "set_weights: a bf16 model's weights "
-                                      "are read-only ('frae convert "
-                                      "--weights f32' makes an f32 one)");
+        return frae_py_fail(n >= (1u << 24)
+                                ? "set_weights: model too large"
+                                : "set_weights: a bf16 model's weights "
+                                  "are read-only ('frae convert "
+                                  "--weights f32' makes an f32 one)");
     }
     const float *src = b.buf;
     for (size_t j = 0; j < n; j++)
@@ -323,7 +325,8 @@ static PyObject *exchange_locked(frae_model *m, PyObject *args)
             return PyErr_Format(PyExc_ValueError,
                                 "set_weights: value %zu is not finite", j);
         }
-    float *index = malloc(sizeof(float) * n), *where = malloc(sizeof(float) * n);
+    float *index = malloc(sizeof(float) * n),
+          *where = malloc(sizeof(float) * n);
     float *params = malloc(sizeof(float) * n);
     if (!index || !where || !params) {
         free(index), free(where), free(params);
@@ -362,9 +365,10 @@ static PyObject *normalization_locked(frae_model *m, PyObject *args)
     PyBuffer_Release(&mb);
     PyBuffer_Release(&sb);
     if (rc)
-        return frae_py_fail(set ? "normalization: the model does not normalize, or a "
-                          "std is not finite and > 0"
-                        : "the model does not normalize");
+        return frae_py_fail(
+            set ? "normalization: the model does not normalize, or a "
+                  "std is not finite and > 0"
+                : "the model does not normalize");
     Py_RETURN_NONE;
 }
 
@@ -389,11 +393,9 @@ static PyObject *save_locked(frae_model *m, PyObject *args)
     }
     char err[512];
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = frae_save(m, path, with_opt, kv, n, NULL, 0, err, sizeof err);
-    Py_END_ALLOW_THREADS
-    if (rc)
-        return frae_py_fail(err);
+    Py_BEGIN_ALLOW_THREADS rc =
+        frae_save(m, path, with_opt, kv, n, NULL, 0, err, sizeof err);
+    Py_END_ALLOW_THREADS if (rc) return frae_py_fail(err);
     Py_RETURN_NONE;
 }
 
@@ -425,16 +427,18 @@ static PyObject *encode_locked(frae_model *m, PyObject *args)
         return NULL;
     }
     Py_buffer xb, sb;
-    if (frae_py_buffer(xo, &xb, 0, "f", (Py_ssize_t)nseq * nframes * width, "x"))
+    if (frae_py_buffer(xo, &xb, 0, "f", (Py_ssize_t)nseq * nframes * width,
+                       "x"))
         return NULL;
     if (so.dtx && frae_py_buffer(silent_o, &sb, 0, "i",
-                             (Py_ssize_t)nseq * nframes, "silent")) {
+                                 (Py_ssize_t)nseq * nframes, "silent")) {
         PyBuffer_Release(&xb);
         return NULL;
     }
     char err[512];
-    frae_stream_encoder *se = frae_stream_encoder_create(
-        frae_model_net(m), &so, (uint32_t)nseq, (uint32_t)nframes, two_d, err, sizeof err);
+    frae_stream_encoder *se =
+        frae_stream_encoder_create(frae_model_net(m), &so, (uint32_t)nseq,
+                                   (uint32_t)nframes, two_d, err, sizeof err);
     if (!se) {
         PyBuffer_Release(&xb);
         if (so.dtx)
@@ -444,16 +448,15 @@ static PyObject *encode_locked(frae_model *m, PyObject *args)
     /* the most the stream can take: the header, and per frame its codes
      * or per packet its bound */
     const frae_stream *h = frae_stream_encoder_stream(se);
-    const size_t cap = frae_stream_ranged(h)
-                           ? frae_stream_header_bytes(h) +
-                                 (size_t)frae_stream_packets(h) *
-                                     frae_stream_packet_cap(h)
-                           : frae_stream_bytes(h);
+    const size_t cap =
+        frae_stream_ranged(h)
+            ? frae_stream_header_bytes(h) +
+                  (size_t)frae_stream_packets(h) * frae_stream_packet_cap(h)
+            : frae_stream_bytes(h);
     unsigned char *out = malloc(cap);
     size_t len = 0;
     if (out) {
-        Py_BEGIN_ALLOW_THREADS
-        const float *x = xb.buf;
+        Py_BEGIN_ALLOW_THREADS const float *x = xb.buf;
         const int *silent = so.dtx ? sb.buf : NULL;
         size_t n;
         const unsigned char *bytes = frae_stream_encoder_bytes(se, &n);
@@ -473,9 +476,9 @@ static PyObject *encode_locked(frae_model *m, PyObject *args)
     if (so.dtx)
         PyBuffer_Release(&sb);
     frae_stream_encoder_destroy(se);
-    PyObject *r = !out ? PyErr_NoMemory()
-                       : PyBytes_FromStringAndSize((const char *)out,
-                                                   (Py_ssize_t)len);
+    PyObject *r =
+        !out ? PyErr_NoMemory()
+             : PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)len);
     free(out);
     return r;
 }
@@ -509,9 +512,8 @@ static PyObject *decode_locked(frae_model *m, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*O", &b, &yo))
         return NULL;
     char err[512] = "";
-    frae_stream_decoder *sd = frae_stream_decoder_create(frae_model_net(m), b.buf,
-                                                         (size_t)b.len, err,
-                                                         sizeof err);
+    frae_stream_decoder *sd = frae_stream_decoder_create(
+        frae_model_net(m), b.buf, (size_t)b.len, err, sizeof err);
     if (!sd) {
         PyBuffer_Release(&b);
         return frae_py_fail(err);
@@ -521,18 +523,16 @@ static PyObject *decode_locked(frae_model *m, PyObject *args)
                       2 * ((s->flags & FRAE_STREAM_PITCH) != 0);
     Py_buffer yb;
     if (frae_py_buffer(yo, &yb, 1, "f",
-                   (Py_ssize_t)s->sequences * s->frames * width, "y")) {
+                       (Py_ssize_t)s->sequences * s->frames * width, "y")) {
         frae_stream_decoder_destroy(sd);
         PyBuffer_Release(&b);
         return NULL;
     }
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    float *y = yb.buf;
+    Py_BEGIN_ALLOW_THREADS float *y = yb.buf;
     while ((rc = frae_stream_decode(sd, y, NULL, NULL, err, sizeof err)) > 0)
         y += width;
-    Py_END_ALLOW_THREADS
-    frae_stream_decoder_destroy(sd);
+    Py_END_ALLOW_THREADS frae_stream_decoder_destroy(sd);
     PyBuffer_Release(&b);
     PyBuffer_Release(&yb);
     if (rc < 0) {
@@ -541,7 +541,6 @@ static PyObject *decode_locked(frae_model *m, PyObject *args)
     }
     Py_RETURN_NONE;
 }
-
 
 /* ---- the methods, each under the model's lock ----------------------------- */
 
@@ -587,7 +586,8 @@ static PyMethodDef model_methods[] = {
     {"normalization", (PyCFunction)m_normalization, METH_VARARGS, "band stats"},
     {"save", (PyCFunction)m_save, METH_VARARGS, "write a checkpoint"},
     {"encode", (PyCFunction)m_encode, METH_VARARGS, "frames -> .fbs bytes"},
-    {"stream_info", (PyCFunction)m_stream_info, METH_VARARGS, "a stream's shape"},
+    {"stream_info", (PyCFunction)m_stream_info, METH_VARARGS,
+     "a stream's shape"},
     {"decode", (PyCFunction)m_decode, METH_VARARGS, ".fbs bytes -> frames"},
     {NULL, NULL, 0, NULL}};
 

@@ -12,8 +12,7 @@
  * saving the checkpoint.  The trained model is a Model owned by the Run
  * (take_model), so fit's weights need no copy. */
 typedef struct {
-    PyObject_HEAD
-    frae_run *run;
+    PyObject_HEAD frae_run *run;
     PyObject *settings; /* a copy of the settings: the strings rc points to */
     PyObject *model;    /* the trained model's Model until take_model() */
     pthread_mutex_t lock;
@@ -31,8 +30,7 @@ static int run_lock(RunObject *self)
             frae_py_fail("the run was called from inside a call on it");
             return -1;
         }
-        Py_BEGIN_ALLOW_THREADS
-        pthread_mutex_lock(&self->lock);
+        Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->lock);
         Py_END_ALLOW_THREADS
     }
     atomic_store_explicit(&self->holder, me, memory_order_relaxed);
@@ -231,8 +229,7 @@ static int hook_epoch(void *ctx, const frae_epoch_log *e)
             e->frames, "seconds", e->seconds, "frames_per_s", e->frames_per_s,
             "improved", e->improved ? Py_True : Py_False, "early_stop",
             e->early_stop ? Py_True : Py_False, "best", e->best, "best_epoch",
-            e->best_epoch, "model",
-            t->self->model ? t->self->model : Py_None);
+            e->best_epoch, "model", t->self->model ? t->self->model : Py_None);
         PyObject *r = log ? PyObject_CallOneArg(t->on_epoch, log) : NULL;
         if (!r)
             keep_exception(t), stop = 1;
@@ -259,7 +256,8 @@ static frae_dataset *dataset_of(PyObject *list, int dim, const char *name,
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *a = PySequence_GetItem(list, i);
         Py_buffer *b = &bufs[(*n_bufs)];
-        if (!a || PyObject_GetBuffer(a, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        if (!a ||
+            PyObject_GetBuffer(a, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
             Py_XDECREF(a);
             frae_dataset_destroy(ds);
             return NULL;
@@ -314,14 +312,12 @@ static PyObject *r_train(RunObject *self, PyObject *args)
     PyObject *result = NULL;
     if (!bad) {
         train_ctx t = {self, on_epoch, on_batch, NULL, NULL, NULL};
-        const frae_run_hooks hooks = {&t, NULL, hook_batch, hook_epoch, NULL,
-                                      NULL};
+        const frae_run_hooks hooks = {&t,         NULL, hook_batch,
+                                      hook_epoch, NULL, NULL};
         int status;
-        Py_BEGIN_ALLOW_THREADS
-        status = frae_run_train(self->run, ds[0], ds[1], ds[2], ds[3], &hooks);
-        Py_END_ALLOW_THREADS
-        if (own_model(self))
-            keep_exception(&t);
+        Py_BEGIN_ALLOW_THREADS status =
+            frae_run_train(self->run, ds[0], ds[1], ds[2], ds[3], &hooks);
+        Py_END_ALLOW_THREADS if (own_model(self)) keep_exception(&t);
         frae_run_result res;
         frae_run_get_result(self->run, &res);
         if (t.type) {
@@ -330,11 +326,11 @@ static PyObject *r_train(RunObject *self, PyObject *args)
             const char *why = frae_run_error(self->run, NULL);
             frae_py_fail(why ? why : "training failed");
         } else {
-            result = Py_BuildValue("{s:i,s:i,s:O,s:d,s:i}", "epoch", res.epoch,
-                                   "epochs", res.epochs, "early_stopped",
-                                   res.early_stopped ? Py_True : Py_False,
-                                   "best", res.best, "best_epoch",
-                                   res.best_epoch);
+            result =
+                Py_BuildValue("{s:i,s:i,s:O,s:d,s:i}", "epoch", res.epoch,
+                              "epochs", res.epochs, "early_stopped",
+                              res.early_stopped ? Py_True : Py_False, "best",
+                              res.best, "best_epoch", res.best_epoch);
         }
     } else if (!PyErr_Occurred()) {
         PyErr_NoMemory();
@@ -354,8 +350,7 @@ static PyMethodDef run_methods[] = {
     {"continue_from", (PyCFunction)r_continue_from, METH_VARARGS,
      "continue another run"},
     {"train", (PyCFunction)r_train, METH_VARARGS, "set up and train"},
-    {"take_model", (PyCFunction)r_take_model, METH_NOARGS,
-     "the trained model"},
+    {"take_model", (PyCFunction)r_take_model, METH_NOARGS, "the trained model"},
     {NULL, NULL, 0, NULL}};
 
 PyTypeObject frae_py_run_type = {

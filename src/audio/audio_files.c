@@ -10,9 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-
-#include "frae_audio.h"
 #include "audio/audio_internal.h"
+#include "frae_audio.h"
 #include "io/formats.h" /* frae_errorf, atomic files */
 
 /* ---- audio files, streamed ------------------------------------------------
@@ -28,11 +27,11 @@ typedef struct audio_stream audio_stream;
 struct audio_stream {
     const char *name;
     const frae_features *f;
-    int rate;      /* the rate wanted: f->sample_rate */
+    int rate; /* the rate wanted: f->sample_rate */
     int resample;
     /* takes n mono samples at `rate`: frames them, or keeps them */
     int (*on_samples)(audio_stream *a, const float *x, long n);
-    float *kept;   /* frae_audio_read: every sample */
+    float *kept; /* frae_audio_read: every sample */
     long kept_cap;
     frae_feature_sink sink;
     void *ctx;
@@ -41,16 +40,16 @@ struct audio_stream {
     double ratio;
     float *inter, *mono, *res; /* a read, its mix, the resampled mix */
     long res_cap;
-    float *win;                /* samples not yet framed */
+    float *win; /* samples not yet framed */
     long win_len, win_cap;
-    float *feats;              /* FEAT_BATCH frames for the sink */
+    float *feats; /* FEAT_BATCH frames for the sink */
     int n_feats;
-    int width;                 /* values per frame: n_mels (+ 2: pitch) */
-    frae_f0 *f0;               /* with pitch: YIN's scratch */
-    int pre, post;             /* samples of context the f0 span needs
+    int width;     /* values per frame: n_mels (+ 2: pitch) */
+    frae_f0 *f0;   /* with pitch: YIN's scratch */
+    int pre, post; /* samples of context the f0 span needs
                                   before and after a frame's window */
-    int span_at;               /* the f0 span's start in the frame's */
-    long samples;              /* at the feature rate, so far */
+    int span_at;   /* the f0 span's start in the frame's */
+    long samples;  /* at the feature rate, so far */
     long frames;
     float peak;
     char *err;
@@ -220,7 +219,6 @@ static int end_silence(audio_stream *a)
     return 0;
 }
 
-
 /* ---- features of samples pushed as they come (a live input) ---------------- */
 
 struct frae_feature_stream {
@@ -274,11 +272,10 @@ frae_feature_stream *frae_feature_stream_create(const frae_features *f,
     if (ok && input_rate != f->sample_rate) {
         a->ratio = (double)f->sample_rate / input_rate;
         if (!resample || !src_is_valid_ratio(a->ratio)) {
-            frae_errorf(err, errlen,
-                        "-: sample rate %d Hz, the features need %d Hz%s",
-                        input_rate, f->sample_rate,
-                        resample ? " (cannot resample)"
-                                 : " (resampling is off)");
+            frae_errorf(
+                err, errlen, "-: sample rate %d Hz, the features need %d Hz%s",
+                input_rate, f->sample_rate,
+                resample ? " (cannot resample)" : " (resampling is off)");
             frae_feature_stream_destroy(s);
             return NULL;
         }
@@ -475,7 +472,7 @@ static sf_count_t mem_tell(void *u) { return ((mem_file *)u)->pos; }
 static sf_count_t mem_seek(sf_count_t off, int whence, void *u)
 {
     mem_file *m = u;
-    sf_count_t base = whence == SEEK_CUR ? m->pos
+    sf_count_t base = whence == SEEK_CUR   ? m->pos
                       : whence == SEEK_END ? m->size
                                            : 0;
     if (off > m->size - base || off < -base)
@@ -540,9 +537,8 @@ static int grow_push(void *ctx, const float *feats, long frames, int n_mels)
     return 0;
 }
 
-int frae_audio_features(const char *path, const frae_features *f,
-                        int resample, float **feats, long *frames, char *err,
-                        size_t errlen)
+int frae_audio_features(const char *path, const frae_features *f, int resample,
+                        float **feats, long *frames, char *err, size_t errlen)
 {
     grow_sink g = {NULL, 0, 0};
     if (frae_audio_stream_features(path, f, resample, grow_push, &g, frames,
@@ -563,8 +559,7 @@ static int keep_samples(audio_stream *a, const float *x, long n)
             cap *= 2;
         float *p = realloc(a->kept, sizeof(float) * (size_t)cap);
         if (!p)
-            return frae_errorf(a->err, a->errlen, "%s: out of memory",
-                               a->name);
+            return frae_errorf(a->err, a->errlen, "%s: out of memory", a->name);
         a->kept = p, a->kept_cap = cap;
     }
     memcpy(a->kept + a->samples - n, x, sizeof(float) * (size_t)n);

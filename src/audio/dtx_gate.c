@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/formats.h" /* frae_errorf */
 #include "frae_audio.h"
+#include "io/formats.h" /* frae_errorf */
 
 /* A frame's level in dB: its mel power summed (the features are
  * log-power, scaled: scale x value - offset is the natural log of it). */
@@ -66,10 +66,7 @@ int frae_dtx_gate_init(frae_dtx_gate *g, const frae_features *f,
     return 0;
 }
 
-void frae_dtx_gate_reset(frae_dtx_gate *g)
-{
-    g->quiet_run = 0;
-}
+void frae_dtx_gate_reset(frae_dtx_gate *g) { g->quiet_run = 0; }
 
 int frae_dtx_gate_silent(frae_dtx_gate *g, const float *frame)
 {

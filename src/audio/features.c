@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "audio/audio_internal.h"
-#include "io/formats.h" /* frae_errorf */
 #include "frae_audio.h"
+#include "io/formats.h" /* frae_errorf */
 
 #define PI 3.14159265358979323846
 
@@ -16,8 +16,8 @@ void frae_features_default(frae_features *f)
     memset(f, 0, sizeof *f);
     f->sample_rate = 16000;
     f->n_mels = 80;
-    f->hop = 160;  /* 10 ms */
-    f->win = 400;  /* 25 ms */
+    f->hop = 160; /* 10 ms */
+    f->win = 400; /* 25 ms */
     f->n_fft = 512;
     f->fmin = 0.0f;
     f->fmax = 8000.0f;
@@ -30,22 +30,23 @@ int frae_features_check(const frae_features *f, char *err, size_t errlen)
 {
     if (f->sample_rate < 1000 || f->sample_rate > 384000)
         return frae_errorf(err, errlen, "sample rate %d Hz is out of range",
-                     f->sample_rate);
+                           f->sample_rate);
     if (f->n_fft < 16 || f->n_fft > 65536 || f->win < 2 || f->win > f->n_fft)
         return frae_errorf(err, errlen,
-                     "window %d must be between 2 and the FFT size %d",
-                     f->win, f->n_fft);
+                           "window %d must be between 2 and the FFT size %d",
+                           f->win, f->n_fft);
     if (f->hop < 1 || f->hop > f->win)
-        return frae_errorf(err, errlen, "hop %d must be between 1 and the window %d",
-                     f->hop, f->win);
+        return frae_errorf(err, errlen,
+                           "hop %d must be between 1 and the window %d", f->hop,
+                           f->win);
     if (f->n_mels < 1 || f->n_mels > f->n_fft / 2)
         return frae_errorf(err, errlen, "%d mel bands for a %d-point FFT",
-                     f->n_mels, f->n_fft);
+                           f->n_mels, f->n_fft);
     if (!(f->fmin >= 0 && f->fmin < f->fmax &&
           f->fmax <= f->sample_rate / 2.0f))
-        return frae_errorf(err, errlen,
-                     "mel range %g..%g Hz must fit below Nyquist (%g Hz)",
-                     (double)f->fmin, (double)f->fmax, f->sample_rate / 2.0);
+        return frae_errorf(
+            err, errlen, "mel range %g..%g Hz must fit below Nyquist (%g Hz)",
+            (double)f->fmin, (double)f->fmax, f->sample_rate / 2.0);
     if (!(f->floor > 0) || !(f->scale > 0) || !isfinite(f->floor) ||
         !isfinite(f->scale) || !isfinite(f->offset))
         return frae_errorf(err, errlen,
@@ -71,7 +72,10 @@ double frae_features_max(const frae_features *f)
 }
 
 static double hz_to_mel(double hz) { return 2595.0 * log10(1.0 + hz / 700.0); }
-static double mel_to_hz(double m) { return 700.0 * (pow(10.0, m / 2595.0) - 1.0); }
+static double mel_to_hz(double m)
+{
+    return 700.0 * (pow(10.0, m / 2595.0) - 1.0);
+}
 
 double frae_mel_center_hz(const frae_features *f, int band)
 {
@@ -89,4 +93,3 @@ double frae_mel_weight(const frae_features *f, int band, int bin)
     double w = fmin((hz - fl) / (fc - fl), (fh - hz) / (fh - fc));
     return w > 0 ? w : 0;
 }
-

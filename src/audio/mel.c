@@ -16,22 +16,22 @@
 
 #include <fftw3.h>
 
-#include "frae_audio.h"
 #include "audio/audio_internal.h"
+#include "frae_audio.h"
 #include "io/formats.h" /* frae_errorf, atomic files */
 
 #define PI 3.14159265358979323846
 
 struct frae_mel {
     frae_features f;
-    int nbins;          /* n_fft / 2 + 1 */
-    float *window;      /* [win] */
-    float *filters;     /* [n_mels][nbins] */
+    int nbins;              /* n_fft / 2 + 1 */
+    float *window;          /* [win] */
+    float *filters;         /* [n_mels][nbins] */
     int *band_lo, *band_hi; /* each filter's nonzero bins: [lo, hi) */
-    double *pinv;       /* [nbins][n_mels]: a pseudo-inverse of filters,
+    double *pinv;           /* [nbins][n_mels]: a pseudo-inverse of filters,
                            made by the first frae_mel_invert */
-    float *frame;       /* [n_fft] */
-    fftwf_complex *spec; /* [nbins] */
+    float *frame;           /* [n_fft] */
+    fftwf_complex *spec;    /* [nbins] */
     fftwf_plan fwd, inv;
 };
 
@@ -255,19 +255,19 @@ void frae_mel_compute(frae_mel *m, const float *samples, long n, float *feats)
  * and so is every sample no later frame's window reaches.  The window then
  * slides, keeping the context and the look-ahead (with its phases). */
 struct frae_gl {
-    frae_mel *mel;      /* plans, filters, window and pseudo-inverse */
-    int own_mel;        /* made by frae_gl_create (else the caller's) */
+    frae_mel *mel; /* plans, filters, window and pseudo-inverse */
+    int own_mel;   /* made by frae_gl_create (else the caller's) */
     int iters, block, lookahead, context, cap; /* frames */
-    float *mag, *phase; /* [cap][nbins] the window's frames */
+    float *mag, *phase;   /* [cap][nbins] the window's frames */
     float *signal, *norm; /* [(cap - 1) hop + win] the window's samples */
     double *mel_power, *fit, *lin; /* a frame's NNLS: [n_mels], [nbins] */
     /* the filters by bin, their nonzero weights only (a bin is in one or
      * two bands): bin k's are pairs bin_at[k] .. bin_at[k + 1] - 1 */
     int *bin_at, *pair_band;
     float *pair_weight;
-    double *bin_sum;    /* [nbins] sum over bands of bin k's weight */
+    double *bin_sum; /* [nbins] sum over bands of bin k's weight */
     double max_log_power;
-    long first;         /* the window's first frame, over the signal */
+    long first; /* the window's first frame, over the signal */
     int frames, committed;
     uint64_t rng;
 };
@@ -331,8 +331,8 @@ static frae_gl *gl_new(frae_mel *m, int own, int iters, int block,
     g->pair_weight = malloc(sizeof(float) * (size_t)(pairs ? pairs : 1));
     g->bin_sum = calloc((size_t)m->nbins, sizeof(double));
     if (!g->mag || !g->phase || !g->signal || !g->norm || !g->mel_power ||
-        !g->fit || !g->lin || !g->bin_at || !g->pair_band ||
-        !g->pair_weight || !g->bin_sum) {
+        !g->fit || !g->lin || !g->bin_at || !g->pair_band || !g->pair_weight ||
+        !g->bin_sum) {
         g->own_mel = 0; /* the caller still owns m */
         frae_gl_destroy(g);
         return NULL;
@@ -359,8 +359,8 @@ frae_gl *frae_gl_create(const frae_features *f, int iters, char *err,
     frae_mel *m = frae_mel_create(f, err, errlen);
     if (!m)
         return NULL;
-    frae_gl *g = gl_new(m, 1, iters < 0 ? 0 : iters, FRAE_GL_BLOCK,
-                        FRAE_GL_LOOKAHEAD);
+    frae_gl *g =
+        gl_new(m, 1, iters < 0 ? 0 : iters, FRAE_GL_BLOCK, FRAE_GL_LOOKAHEAD);
     if (!g) {
         frae_mel_destroy(m);
         frae_errorf(err, errlen, "out of memory");
@@ -513,8 +513,8 @@ long frae_mel_invert(frae_mel *m, const float *feats, long frames, int iters,
 {
     if (frames < 1)
         return -1;
-    frae_gl *g = gl_new(m, 0, iters < 0 ? 0 : iters, FRAE_GL_BLOCK,
-                        FRAE_GL_LOOKAHEAD);
+    frae_gl *g =
+        gl_new(m, 0, iters < 0 ? 0 : iters, FRAE_GL_BLOCK, FRAE_GL_LOOKAHEAD);
     if (!g)
         return -1;
     long n = 0;

@@ -16,9 +16,9 @@
 
 #include "frae_audio.h"
 
-#define DIP_THRESHOLD 0.15      /* YIN's absolute threshold */
-#define VOICED_THRESHOLD 0.25   /* aperiodicity of a voiced frame */
-#define SILENCE_POWER 1e-6      /* -60 dBFS mean square */
+#define DIP_THRESHOLD 0.15    /* YIN's absolute threshold */
+#define VOICED_THRESHOLD 0.25 /* aperiodicity of a voiced frame */
+#define SILENCE_POWER 1e-6    /* -60 dBFS mean square */
 
 struct frae_f0 {
     int rate, tau_min, tau_max;
@@ -31,14 +31,12 @@ static int tau_max_of(const frae_features *f)
     return (int)ceil(f->sample_rate / FRAE_F0_MIN_HZ);
 }
 
-int frae_f0_span(const frae_features *f)
-{
-    return 2 * tau_max_of(f);
-}
+int frae_f0_span(const frae_features *f) { return 2 * tau_max_of(f); }
 
 size_t frae_f0_size(const frae_features *f)
 {
-    return sizeof(struct frae_f0) + sizeof(double) * (3 * (size_t)tau_max_of(f) + 2);
+    return sizeof(struct frae_f0) +
+           sizeof(double) * (3 * (size_t)tau_max_of(f) + 2);
 }
 
 frae_f0 *frae_f0_init(void *mem, const frae_features *f)

@@ -23,8 +23,8 @@
 #include "base/util.h" /* frae_errorf */
 
 #define PI 3.14159265358979323846
-#define LOBE 4          /* bins of the window's response kept each side */
-#define OVERSAMPLE 32   /* table steps per bin */
+#define LOBE 4            /* bins of the window's response kept each side */
+#define OVERSAMPLE 32     /* table steps per bin */
 #define VOICED_NOISE 0.1f /* of what harmonics leave in their bands */
 
 typedef struct {
@@ -36,26 +36,26 @@ struct frae_vocoder {
     frae_features f;
     int nb, nfft, hop, kmax;
     double cut_hz, bin_hz, noise_gain;
-    double max_log_power;  /* features clamp here: the loudest audio's */
+    double max_log_power; /* features clamp here: the loudest audio's */
     uint64_t seed, rng;
     /* state carried from frame to frame */
-    double phase;          /* fundamental phase, [0, 2 pi) */
-    float prev_f0;         /* 0: previous frame unvoiced */
+    double phase;  /* fundamental phase, [0, 2 pi) */
+    float prev_f0; /* 0: previous frame unvoiced */
     int prev_k;
     /* tables */
-    bin_bands *bins;       /* [nb] the (at most two) bands of each bin */
-    float *band_sum;       /* [n_mels] sum_b H_m[b] */
-    float *lobe;           /* [LOBE * OVERSAMPLE + 2] |W(d)|^2 / 4 */
-    float *twiddle;        /* [nfft] cos, sin pairs for nfft/2 */
-    float *disp;           /* [2 kmax] each harmonic's fixed phase (cos, sin) */
-    float *sine;           /* [2 hop] synthesis window */
+    bin_bands *bins; /* [nb] the (at most two) bands of each bin */
+    float *band_sum; /* [n_mels] sum_b H_m[b] */
+    float *lobe;     /* [LOBE * OVERSAMPLE + 2] |W(d)|^2 / 4 */
+    float *twiddle;  /* [nfft] cos, sin pairs for nfft/2 */
+    float *disp;     /* [2 kmax] each harmonic's fixed phase (cos, sin) */
+    float *sine;     /* [2 hop] synthesis window */
     /* scratch and per-frame state */
-    float *amp_prev, *amp_cur;   /* [kmax] */
-    float *resp;           /* [kmax][2 (2 LOBE + 1)] band responses */
-    int *resp_band;        /* [kmax][2 (2 LOBE + 1)] */
+    float *amp_prev, *amp_cur;    /* [kmax] */
+    float *resp;                  /* [kmax][2 (2 LOBE + 1)] band responses */
+    int *resp_band;               /* [kmax][2 (2 LOBE + 1)] */
     double *power, *norm, *resid; /* [n_mels] */
-    float *re, *im;        /* [nfft] */
-    float *tail;           /* [hop] the second half of the last noise segment */
+    float *re, *im;               /* [nfft] */
+    float *tail; /* [hop] the second half of the last noise segment */
 };
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -67,11 +67,11 @@ static size_t layout(const frae_features *f, frae_vocoder *v, char *base)
     const int kmax = (int)(f->sample_rate / 2 / FRAE_F0_MIN_HZ) + 1;
     const int per_k = 2 * (2 * LOBE + 1);
     size_t at = align64(sizeof(frae_vocoder));
-#define CARVE(field, count)                                                  \
-    do {                                                                     \
-        if (v)                                                               \
-            v->field = (void *)(base + at);                                  \
-        at += align64(sizeof(*v->field) * (size_t)(count));                  \
+#define CARVE(field, count)                                                    \
+    do {                                                                       \
+        if (v)                                                                 \
+            v->field = (void *)(base + at);                                    \
+        at += align64(sizeof(*v->field) * (size_t)(count));                    \
     } while (0)
     CARVE(bins, nb);
     CARVE(band_sum, nm);
@@ -314,7 +314,7 @@ static int harmonics(frae_vocoder *v, double f0, float *amp)
      * (vibrato, the analysis window's time span), not noise: noise there
      * roughens the voice and raises its valleys, so little of it is kept */
     for (int m = 0; m < nm; m++)
-        v->resid[m] = v->resid[m] < 0 ? 0
+        v->resid[m] = v->resid[m] < 0  ? 0
                       : v->norm[m] > 0 ? VOICED_NOISE * v->resid[m]
                                        : v->resid[m];
     return K;
@@ -397,7 +397,8 @@ static void synthesize(frae_vocoder *v, double f0, float *out)
                 float t = cr * c1 - ci * s1; /* e^{j (k+1) Phi} */
                 ci = cr * s1 + ci * c1;
                 cr = t;
-                float amp = v->amp_prev[k] + a * (v->amp_cur[k] - v->amp_prev[k]);
+                float amp =
+                    v->amp_prev[k] + a * (v->amp_cur[k] - v->amp_prev[k]);
                 /* sin((k+1) Phi + theta_k) */
                 acc += amp * (ci * v->disp[2 * k] + cr * v->disp[2 * k + 1]);
             }
@@ -426,8 +427,9 @@ void frae_vocoder_frame(frae_vocoder *v, const float *frame, float *out)
     double f0 = frame[f->n_mels];
     int voiced = frame[f->n_mels + 1] >= 0.5f && isfinite(f0) && f0 > 0;
     if (voiced)
-        f0 = f0 < FRAE_F0_MIN_HZ ? FRAE_F0_MIN_HZ
-             : f0 > FRAE_F0_MAX_HZ ? FRAE_F0_MAX_HZ : f0;
+        f0 = f0 < FRAE_F0_MIN_HZ   ? FRAE_F0_MIN_HZ
+             : f0 > FRAE_F0_MAX_HZ ? FRAE_F0_MAX_HZ
+                                   : f0;
     synthesize(v, voiced ? f0 : 0.0, out);
 }
 

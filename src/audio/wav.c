@@ -7,9 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-
-#include "frae_audio.h"
 #include "audio/audio_internal.h"
+#include "frae_audio.h"
 #include "io/formats.h" /* frae_errorf, atomic files */
 
 /* ---- WAV out, as the samples come ------------------------------------------
@@ -17,8 +16,8 @@
  * known only at the end: the samples wait, as float32, in an unlinked
  * temporary file, then go out scaled through a 44-byte header frae writes
  * itself (libsndfile's bytes, and no seek back, so a pipe takes it too). */
-#define WAV_BLOCK 4096                  /* samples converted at a time */
-#define WAV_MAX_SAMPLES 2147483629L     /* 4 GB of data and header: RIFF's u32 */
+#define WAV_BLOCK 4096              /* samples converted at a time */
+#define WAV_MAX_SAMPLES 2147483629L /* 4 GB of data and header: RIFF's u32 */
 
 struct frae_wav_writer {
     frae_atomic_file out;
@@ -40,13 +39,13 @@ static void wav_header(unsigned char *head, uint32_t rate, uint32_t data)
     memcpy(head, "RIFF", 4);
     put_le(head + 4, data > 0xffffffffu - 36 ? 0xffffffffu : 36 + data, 4);
     memcpy(head + 8, "WAVEfmt ", 8);
-    put_le(head + 16, 16, 4);        /* the fmt chunk's size */
-    put_le(head + 20, 1, 2);         /* PCM */
-    put_le(head + 22, 1, 2);         /* mono */
+    put_le(head + 16, 16, 4); /* the fmt chunk's size */
+    put_le(head + 20, 1, 2);  /* PCM */
+    put_le(head + 22, 1, 2);  /* mono */
     put_le(head + 24, rate, 4);
-    put_le(head + 28, 2 * rate, 4);  /* bytes a second */
-    put_le(head + 32, 2, 2);         /* bytes a sample */
-    put_le(head + 34, 16, 2);        /* bits a sample */
+    put_le(head + 28, 2 * rate, 4); /* bytes a second */
+    put_le(head + 32, 2, 2);        /* bytes a sample */
+    put_le(head + 34, 16, 2);       /* bits a sample */
     memcpy(head + 36, "data", 4);
     put_le(head + 40, data, 4);
 }
@@ -72,8 +71,7 @@ frae_wav_writer *frae_wav_open_live(const char *path, int rate, char *err,
     wav_header(head, (uint32_t)rate, 0xffffffffu);
     if (fwrite(head, 1, sizeof head, w->out.f) != sizeof head ||
         fflush(w->out.f)) {
-        frae_errorf(err, errlen, "%s: write failed: %s", path,
-                    strerror(errno));
+        frae_errorf(err, errlen, "%s: write failed: %s", path, strerror(errno));
         frae_atomic_abort(&w->out);
         free(w);
         return NULL;
@@ -94,8 +92,8 @@ static int wav_write_live(frae_wav_writer *w, const float *samples, long n,
                    (uint32_t)(uint16_t)(int16_t)lrintf(v * 32767.0f), 2);
         }
         if (fwrite(pcm, 2, (size_t)k, w->out.f) != (size_t)k)
-            return frae_errorf(err, errlen, "%s: write failed: %s",
-                               w->out.path, strerror(errno));
+            return frae_errorf(err, errlen, "%s: write failed: %s", w->out.path,
+                               strerror(errno));
     }
     w->n += n;
     if (fflush(w->out.f))
@@ -134,8 +132,8 @@ frae_wav_writer *frae_wav_open(const char *path, int rate, char *err,
     return w;
 }
 
-int frae_wav_write(frae_wav_writer *w, const float *samples, long n,
-                   char *err, size_t errlen)
+int frae_wav_write(frae_wav_writer *w, const float *samples, long n, char *err,
+                   size_t errlen)
 {
     for (long i = 0; i < n; i++) {
         if (!isfinite(samples[i]))
@@ -204,8 +202,8 @@ int frae_wav_close(frae_wav_writer *w, char *err, size_t errlen)
         const size_t k = (size_t)(w->n - i < WAV_BLOCK ? w->n - i : WAV_BLOCK);
         bad = fread(buf, sizeof(float), k, w->scratch) != k;
         for (size_t j = 0; j < k && !bad; j++) /* as libsndfile rounds */
-            put_le(pcm + 2 * j, (uint32_t)(uint16_t)(int16_t)lrintf(
-                                    buf[j] * g * 32767.0f),
+            put_le(pcm + 2 * j,
+                   (uint32_t)(uint16_t)(int16_t)lrintf(buf[j] * g * 32767.0f),
                    2);
         bad = bad || fwrite(pcm, 2, k, w->out.f) != k;
     }

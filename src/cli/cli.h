@@ -5,16 +5,16 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "io/formats.h"
 #include "frae.h"
-#include "frae_codec.h"
 #include "frae_audio.h"
+#include "frae_codec.h"
 #include "frae_train.h"
+#include "io/formats.h"
 
 /* Exit codes, documented in 'frae --help' and the README. */
 #define EXIT_OK 0
-#define EXIT_FAILED 1      /* the run failed: diverged, could not save */
-#define EXIT_USAGE 2       /* bad option, value, file or config */
+#define EXIT_FAILED 1        /* the run failed: diverged, could not save */
+#define EXIT_USAGE 2         /* bad option, value, file or config */
 #define EXIT_INTERRUPTED 130 /* Ctrl-C: stopped cleanly after saving */
 
 /* "frae train" etc., for messages. */
@@ -44,10 +44,10 @@ void cli_fail_capture(char *buf, size_t len);
  * the library's own replica threads). */
 typedef struct cli_dist {
     int rank, size;
-    const char *kind;        /* "MPI ranks"; NULL alone */
+    const char *kind;         /* "MPI ranks"; NULL alone */
     frae_transport transport; /* for the run; ctx is this struct */
-    void *mpi;               /* the transport's buffers */
-    double timeout;          /* seconds a sum waits for the others */
+    void *mpi;                /* the transport's buffers */
+    double timeout;           /* seconds a sum waits for the others */
     /* set by a signal (Ctrl-C, or the launcher stopping the job): a sum
      * still waiting a second later will not be answered */
     const volatile sig_atomic_t *signalled;
@@ -75,7 +75,7 @@ void cli_fault_fire(const cli_fault *f);
 
 /* ---- options ------------------------------------------------------------ */
 typedef struct {
-    const char *name;  /* "--epochs" */
+    const char *name; /* "--epochs" */
     int takes_value;
 } cli_opt;
 
@@ -97,8 +97,8 @@ int cli_choice(const char *opt, const char *s, const char *const *names,
 /* ---- audio features -------------------------------------------------------- */
 typedef struct {
     frae_features f;
-    int resample;  /* resample audio at another rate (default), else refuse */
-    int given;     /* a feature option was given */
+    int resample; /* resample audio at another rate (default), else refuse */
+    int given;    /* a feature option was given */
 } cli_audio;
 
 void cli_audio_default(cli_audio *a);
@@ -107,10 +107,10 @@ int cli_feature_option(cli_audio *a, const char *name, const char *value);
 extern const cli_opt cli_feature_opts[];
 #define CLI_FEATURE_HELP                                                       \
     "  --sample-rate HZ     audio rate (16000); other rates are resampled\n"   \
-    "  --no-resample        refuse audio at another rate instead\n"           \
-    "  --mels N             mel bands (80)\n"                                 \
-    "  --hop N, --win N     hop and window in samples (160, 400)\n"          \
-    "  --fft N              FFT size (512)\n"                                 \
+    "  --no-resample        refuse audio at another rate instead\n"            \
+    "  --mels N             mel bands (80)\n"                                  \
+    "  --hop N, --win N     hop and window in samples (160, 400)\n"            \
+    "  --fft N              FFT size (512)\n"                                  \
     "  --fmin HZ, --fmax HZ mel range (0, 8000)\n"
 /* Audio, by extension: anything but .npy (and .fbs, .safetensors). */
 int cli_is_audio(const char *path);

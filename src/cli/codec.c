@@ -1,5 +1,6 @@
 /* What frae encode, decode and vocode share (codec_cli.h). */
 #define _DEFAULT_SOURCE /* madvise */
+#include "cli.h"
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -8,7 +9,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "cli.h"
 
 #include "cli.h"
 #include "cli/codec_cli.h"
@@ -16,14 +16,14 @@
 static const char *const vocoder_names[] = {"auto", "hnm", "gl"};
 
 const cli_opt codec_list[] = {
-    {"--output", 1},      {"--frame-rate", 1}, {"--isa", 1},
-    {"--wav", 1},         {"--gl-iters", 1},   {"--sample-rate", 1},
-    {"--no-resample", 0}, {"--mels", 1},       {"--hop", 1},
-    {"--win", 1},         {"--fft", 1},        {"--fmin", 1},
-    {"--fmax", 1},        {"--vocoder", 1},    {"--packet-frames", 1},
+    {"--output", 1},      {"--frame-rate", 1},    {"--isa", 1},
+    {"--wav", 1},         {"--gl-iters", 1},      {"--sample-rate", 1},
+    {"--no-resample", 0}, {"--mels", 1},          {"--hop", 1},
+    {"--win", 1},         {"--fft", 1},           {"--fmin", 1},
+    {"--fmax", 1},        {"--vocoder", 1},       {"--packet-frames", 1},
     {"--search", 1},      {"--search-lambda", 1}, {"--dtx", 0},
-    {"--dtx-level", 1},   {"--packet-ms", 1},  {"--resync-ms", 1},
-    {"--through", 0},     {"--resync-state", 0}, {NULL, 0}};
+    {"--dtx-level", 1},   {"--packet-ms", 1},     {"--resync-ms", 1},
+    {"--through", 0},     {"--resync-state", 0},  {NULL, 0}};
 
 int codec_opt(void *ctx, const char *name, const char *v)
 {
@@ -116,8 +116,8 @@ static int shipped_path(const char *name)
     char dir[PATH_MAX];
     for (int i = 0; frae_models_dir(i, dir, sizeof dir) == 0; i++) {
         if ((size_t)snprintf(resolved_model, sizeof resolved_model,
-                             "%s/%s.safetensors", dir, name) >=
-            sizeof resolved_model)
+                             "%s/%s.safetensors", dir,
+                             name) >= sizeof resolved_model)
             continue;
         if (!access(resolved_model, R_OK))
             return 0;
@@ -155,8 +155,9 @@ int shift_positionals(codec_opts *o, int decode)
         else if (!o->io.output)
             o->io.output = cli_output_path(second);
         else
-            return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see '%s "
-                                        "--help')",
+            return cli_fail(EXIT_USAGE,
+                            "unexpected argument '%s' (see '%s "
+                            "--help')",
                             second, cli_cmd);
     }
     return 0;
@@ -193,8 +194,9 @@ int model_from_stream(codec_opts *o)
     const size_t got = fread(head, 1, sizeof head, f);
     fclose(f);
     if (got < sizeof head || memcmp(head, "FRAEBS", 6))
-        return cli_fail(EXIT_USAGE, "%s: not a frae stream (no FRAEBS "
-                                    "header), and no MODEL given",
+        return cli_fail(EXIT_USAGE,
+                        "%s: not a frae stream (no FRAEBS "
+                        "header), and no MODEL given",
                         o->io.input);
     uint64_t hash = 0;
     for (int i = 7; i >= 0; i--)
@@ -227,7 +229,6 @@ frae_model *load_inference(const char *path, frae_isa isa)
     return m;
 }
 
-
 void wav_out_free(wav_out *o)
 {
     frae_wav_abort(o->w);
@@ -238,7 +239,7 @@ void wav_out_free(wav_out *o)
 
 /* Returns 0, or an exit code after printing the error. */
 int wav_out_init(wav_out *o, const frae_features *f, const char *wav,
-                        int several, int hnm, int gl_iters)
+                 int several, int hnm, int gl_iters)
 {
     memset(o, 0, sizeof *o);
     o->f = f, o->wav = wav, o->several = several, o->hnm = hnm;
@@ -322,8 +323,7 @@ int wav_out_end(wav_out *o)
         const long n = frae_gl_flush(o->gl, o->samples);
         rc = wav_out_put(o, o->samples, n);
     }
-    const double seconds =
-        (double)frae_wav_samples(o->w) / o->f->sample_rate;
+    const double seconds = (double)frae_wav_samples(o->w) / o->f->sample_rate;
     char err[512];
     frae_wav_writer *w = o->w;
     o->w = NULL;
@@ -334,11 +334,11 @@ int wav_out_end(wav_out *o)
     if (frae_wav_close(w, err, sizeof err))
         return cli_fail(EXIT_FAILED, "%s", err);
     if (o->hnm)
-        cli_printf("%s: %.2f s of audio (harmonic-plus-noise vocoder)\n", o->path,
-               seconds);
+        cli_printf("%s: %.2f s of audio (harmonic-plus-noise vocoder)\n",
+                   o->path, seconds);
     else
-        cli_printf("%s: %.2f s of audio (Griffin-Lim, %d iterations)\n", o->path,
-               seconds, o->gl_iters);
+        cli_printf("%s: %.2f s of audio (Griffin-Lim, %d iterations)\n",
+                   o->path, seconds, o->gl_iters);
     return 0;
 }
 
@@ -357,8 +357,8 @@ int unheard_value(const float *frame, int n, int n_mels, double max)
 /* encode's stream options from its own: the packets (--packet-ms or
  * --packet-frames), the resynchronisation points, the search, DTX; 0, or
  * an exit code after saying why. */
-int stream_options(const codec_opts *o, const frae_model *m,
-                          long sequences, frae_stream_options *so)
+int stream_options(const codec_opts *o, const frae_model *m, long sequences,
+                   frae_stream_options *so)
 {
     frae_stream_options_default(so);
     so->packet_frames = o->packet_frames;
@@ -375,8 +375,9 @@ int stream_options(const codec_opts *o, const frae_model *m,
             return cli_fail(EXIT_USAGE, "--packet-ms and --packet-frames: give "
                                         "one");
         if (!o->packet_ms)
-            return cli_fail(EXIT_USAGE, "%s needs --packet-ms (real-time "
-                                        "packets)",
+            return cli_fail(EXIT_USAGE,
+                            "%s needs --packet-ms (real-time "
+                            "packets)",
                             o->resync_ms ? "--resync-ms" : "--resync-state");
         if (P < 1 || fabs(frames_per_packet - P) > 1e-9 ||
             P > FRAE_PACKET_MAX_FRAMES)
@@ -414,8 +415,7 @@ int stream_options(const codec_opts *o, const frae_model *m,
 /* An .npy of frames read in order a chunk at a time, the pages of its
  * mapping behind the chunk dropped as it goes: a long file passes through
  * memory once and is never resident whole. */
-void npy_reader_read(npy_reader *r, long s, long t0, long nt,
-                            float *dst)
+void npy_reader_read(npy_reader *r, long s, long t0, long nt, float *dst)
 {
     const frae_npy *a = r->a;
     frae_npy_read(a, s, t0, nt, dst); /* mapped: cannot fail */

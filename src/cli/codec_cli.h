@@ -13,12 +13,12 @@ typedef struct {
     const char *wav;
     double frame_rate;
     int gl_iters;
-    int vocoder; /* 0: the default (hnm with pitch, else gl) */
-    int packet_frames; /* --packet-frames: 0, the default */
-    int search;        /* --search passes: 0, off */
-    double search_lambda; /* --search-lambda; < 0: the model's rate_lambda */
-    int dtx;              /* --dtx: silent frames (below dtx_level) */
-    double dtx_level;     /* --dtx-level, dB relative to a full-scale sine */
+    int vocoder;             /* 0: the default (hnm with pitch, else gl) */
+    int packet_frames;       /* --packet-frames: 0, the default */
+    int search;              /* --search passes: 0, off */
+    double search_lambda;    /* --search-lambda; < 0: the model's rate_lambda */
+    int dtx;                 /* --dtx: silent frames (below dtx_level) */
+    double dtx_level;        /* --dtx-level, dB relative to a full-scale sine */
     const char *encoder_opt; /* the last encoder-only option given */
     int packet_ms;           /* --packet-ms: real-time packets (0: files) */
     int resync_ms;           /* --resync-ms; 0 the default, -1 off */
@@ -36,14 +36,14 @@ typedef struct {
 typedef struct {
     const frae_features *f;
     const char *wav;
-    int several;          /* sequences: OUT-<n>.wav */
+    int several; /* sequences: OUT-<n>.wav */
     int hnm, gl_iters;
-    int live;             /* samples out as they come (frae_wav_open_live) */
+    int live; /* samples out as they come (frae_wav_open_live) */
     void *voc_mem;
     frae_vocoder *voc;
     frae_gl *gl;
-    float *samples;       /* one frame's: a hop, or a Griffin-Lim block */
-    frae_wav_writer *w;   /* the sequence's, while open */
+    float *samples;     /* one frame's: a hop, or a Griffin-Lim block */
+    frae_wav_writer *w; /* the sequence's, while open */
     char path[4096];
 } wav_out;
 
@@ -69,9 +69,8 @@ int wav_out_begin(wav_out *o, long s);
 int wav_out_frame(wav_out *o, const float *frame);
 int wav_out_end(wav_out *o);
 int unheard_value(const float *frame, int n, int n_mels, double max);
-int stream_options(const codec_opts *o, const frae_model *m,
-                   long sequences, frae_stream_options *so);
-void npy_reader_read(npy_reader *r, long s, long t0, long nt,
-                     float *dst);
+int stream_options(const codec_opts *o, const frae_model *m, long sequences,
+                   frae_stream_options *so);
+void npy_reader_read(npy_reader *r, long s, long t0, long nt, float *dst);
 
 #endif

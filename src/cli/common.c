@@ -59,8 +59,9 @@ static int positional(int (*on_pos)(void *, const char *), void *ctx,
                       const char *arg)
 {
     if (!on_pos)
-        return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see '%s --help')",
-                        arg, cli_cmd);
+        return cli_fail(EXIT_USAGE,
+                        "unexpected argument '%s' (see '%s --help')", arg,
+                        cli_cmd);
     return on_pos(ctx, arg);
 }
 
@@ -84,18 +85,17 @@ int cli_parse(int argc, char **argv, const cli_opt *opts,
         return cli_fail(EXIT_FAILED, "out of memory");
     }
     for (int i = 0; i < n; i++)
-        longs[i] = (struct option){opts[i].name + 2,
-                                   opts[i].takes_value ? required_argument
-                                                       : no_argument,
-                                   NULL, i};
+        longs[i] = (struct option){
+            opts[i].name + 2,
+            opts[i].takes_value ? required_argument : no_argument, NULL, i};
     longs[n] = (struct option){"help", no_argument, NULL, 'h'};
     args[0] = (char *)cli_cmd; /* getopt's argv[0] */
     memcpy(args + 1, argv, sizeof *args * (size_t)argc);
     args[argc + 1] = NULL;
     /* '+': arguments are taken in place, in order; ':': a missing value
      * is reported to us rather than printed */
-    const char *shorts = find_opt(opts, n, "--output", 8) >= 0 ? "+:ho:"
-                                                                : "+:h";
+    const char *shorts =
+        find_opt(opts, n, "--output", 8) >= 0 ? "+:ho:" : "+:h";
     int rc = 0, at = 1, end = argc + 1;
     optind = 0; /* a fresh scan */
     opterr = 0;
@@ -127,8 +127,8 @@ int cli_parse(int argc, char **argv, const cli_opt *opts,
             rc = cli_fail(EXIT_USAGE, "option '%.*s' needs a value", (int)len,
                           given);
         } else if (given[len] == '=' && find_opt(opts, n, given, len) >= 0) {
-            rc = cli_fail(EXIT_USAGE, "option '%.*s' takes no value",
-                          (int)len, given);
+            rc = cli_fail(EXIT_USAGE, "option '%.*s' takes no value", (int)len,
+                          given);
         } else { /* unknown, or a prefix of a name */
             rc = cli_fail(EXIT_USAGE, "unknown option '%.*s' (see '%s --help')",
                           (int)len, given, cli_cmd);
@@ -144,8 +144,9 @@ int cli_long(const char *opt, const char *s, long lo, long hi, long *out)
     errno = 0;
     long v = strtol(s, &end, 10);
     if (!*s || *end || errno == ERANGE || v < lo || v > hi)
-        return cli_fail(EXIT_USAGE, "%s expects an integer in %ld..%ld, got '%s'",
-                        opt, lo, hi, s);
+        return cli_fail(EXIT_USAGE,
+                        "%s expects an integer in %ld..%ld, got '%s'", opt, lo,
+                        hi, s);
     *out = v;
     return 0;
 }
@@ -199,9 +200,9 @@ void cli_audio_default(cli_audio *a)
 }
 
 const cli_opt cli_feature_opts[] = {
-    {"--sample-rate", 1}, {"--no-resample", 0}, {"--mels", 1}, {"--hop", 1},
-    {"--win", 1},         {"--fft", 1},         {"--fmin", 1}, {"--fmax", 1},
-    {NULL, 0}};
+    {"--sample-rate", 1}, {"--no-resample", 0}, {"--mels", 1},
+    {"--hop", 1},         {"--win", 1},         {"--fft", 1},
+    {"--fmin", 1},        {"--fmax", 1},        {NULL, 0}};
 
 int cli_feature_option(cli_audio *a, const char *name, const char *v)
 {
@@ -247,17 +248,15 @@ void cli_features_describe(const frae_features *f, char *out, size_t cap)
              (double)f->fmin, (double)f->fmax);
 }
 
-int cli_features_meta(const frae_features *f, char (*vals)[64],
-                      frae_meta *meta)
+int cli_features_meta(const frae_features *f, char (*vals)[64], frae_meta *meta)
 {
     static const char *const keys[] = {
         "features.sample_rate", "features.n_mels", "features.hop",
         "features.win",         "features.n_fft",  "features.fmin",
         "features.fmax",        "features.floor",  "features.offset",
         "features.scale"};
-    double v[] = {f->sample_rate, f->n_mels,   f->hop,      f->win,
-                  f->n_fft,       f->fmin,     f->fmax,     f->floor,
-                  f->offset,      f->scale};
+    double v[] = {f->sample_rate, f->n_mels, f->hop,   f->win,    f->n_fft,
+                  f->fmin,        f->fmax,   f->floor, f->offset, f->scale};
     for (int i = 0; i < 10; i++) {
         snprintf(vals[i], 64, "%.9g", v[i]);
         meta[i] = (frae_meta){keys[i], vals[i]};
@@ -273,11 +272,11 @@ int cli_model_features(const char *model, frae_features *f)
         cli_fail(EXIT_USAGE, "%s", err);
         return -1;
     }
-    static const char *const keys[] = {"features.sample_rate", "features.n_mels",
-                          "features.hop",         "features.win",
-                          "features.n_fft",       "features.fmin",
-                          "features.fmax",        "features.floor",
-                          "features.offset",      "features.scale"};
+    static const char *const keys[] = {
+        "features.sample_rate", "features.n_mels", "features.hop",
+        "features.win",         "features.n_fft",  "features.fmin",
+        "features.fmax",        "features.floor",  "features.offset",
+        "features.scale"};
     double v[10];
     int present = 0, bad = -1;
     for (int i = 0; i < 10; i++) {
@@ -296,14 +295,22 @@ int cli_model_features(const char *model, frae_features *f)
     if (present == 0) {
         rc = 0;
     } else if (present < 10 || bad >= 0) {
-        cli_fail(EXIT_USAGE, "%s: bad audio feature metadata ('%s' %s)",
-                 model, present < 10 ? "features.*" : keys[bad],
+        cli_fail(EXIT_USAGE, "%s: bad audio feature metadata ('%s' %s)", model,
+                 present < 10 ? "features.*" : keys[bad],
                  present < 10 ? "incomplete" : "invalid");
         rc = -1;
     } else {
-        *f = (frae_features){(int)v[0], (int)v[1], (int)v[2], (int)v[3],
-                             (int)v[4], (float)v[5], (float)v[6], (float)v[7],
-                             (float)v[8], (float)v[9], 0};
+        *f = (frae_features){(int)v[0],
+                             (int)v[1],
+                             (int)v[2],
+                             (int)v[3],
+                             (int)v[4],
+                             (float)v[5],
+                             (float)v[6],
+                             (float)v[7],
+                             (float)v[8],
+                             (float)v[9],
+                             0};
         f->pitch = frae_checkpoint_meta(ck, "frae.pitch") != NULL;
         if (frae_features_check(f, err, sizeof err)) {
             cli_fail(EXIT_USAGE, "%s: bad audio feature metadata: %s", model,
@@ -333,8 +340,8 @@ int cli_model_audio(const char *model, const char *path,
     cli_features_describe(&requested->f, got, sizeof got);
     if (requested->given && strcmp(want, got))
         return cli_fail(EXIT_USAGE,
-                        "%s was trained on features of %s; requested %s",
-                        model, want, got);
+                        "%s was trained on features of %s; requested %s", model,
+                        want, got);
     f.pitch = f.pitch && with_pitch;
     return cli_audio_frames(path, &f, requested->resample, out);
 }
@@ -451,7 +458,7 @@ int cli_io_option(cli_io *io, const char *name, const char *v)
         return io->output = cli_output_path(v), 0;
     if (!strcmp(name, "--isa")) {
         int tmp = 0, rc = cli_choice(name, v, frae_isa_names,
-                                 FRAE_NAME_COUNT(frae_isa_names), &tmp);
+                                     FRAE_NAME_COUNT(frae_isa_names), &tmp);
         io->isa = (frae_isa)tmp;
         return rc;
     }
@@ -472,8 +479,8 @@ int cli_open_frames(const cli_io *io, frae_npy *in)
 {
     char err[512];
     if (cli_is_audio(io->input))
-        return cli_model_audio(io->model, io->input, &io->audio,
-                               io->with_pitch, in);
+        return cli_model_audio(io->model, io->input, &io->audio, io->with_pitch,
+                               in);
     if (frae_npy_open(io->input, in, err, sizeof err) ||
         frae_npy_frames(in, io->input, err, sizeof err) ||
         frae_npy_check_finite(in, io->input, err, sizeof err))

@@ -1,51 +1,56 @@
 /* frae decode: a .fbs stream (a file, or real-time packets as they come)
  * back to frames and audio. */
 #define _DEFAULT_SOURCE /* madvise */
+#include "cli.h"
+#include "codec/container.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "cli.h"
-#include "codec/container.h"
 
 #include "cli.h"
-#include "codec/container.h"
 #include "cli/codec_cli.h"
+#include "codec/container.h"
 
 static void decode_help(void)
 {
-    cli_printf("usage: frae decode [MODEL] IN.fbs [-o OUT.npy] [--wav OUT.wav | OUT.wav]\n"
-           "                   [--vocoder hnm|gl] [--gl-iters N] [--through] [--isa I]\n"
-           "example: frae decode speech.fbs --wav speech-out.wav\n"
-           "\n"
-           "Rebuilds the frames of a .fbs bitstream with the model that made\n"
-           "it (checked by its hash; with no MODEL, the shipped model whose\n"
-           "hash the stream names, 'frae models') and writes them as float32 .npy (-o),\n"
-           "shaped like the encoded input, or as audio (--wav), or both.  The decoder runs the same feedback loop\n"
-           "as training: decode(encode(x)) equals 'frae predict' on x.\n"
-           "With a model that codes pitch (train --pitch), each frame is D\n"
-           "values, then f0 (Hz, 0 when unvoiced) and voicing (0 or 1).\n"
-           "  --wav OUT.wav        also turn log-mel frames back into audio\n"
-           "                       (OUT-<n>.wav per sequence if several)\n"
-           "  --vocoder V          hnm: the harmonic-plus-noise vocoder\n"
-           "                       (the default when the stream carries\n"
-           "                       pitch); gl: mel pseudo-inverse, then\n"
-           "                       Griffin-Lim (the default without pitch)\n"
-           "  --gl-iters N         Griffin-Lim iterations (32)\n"
-           "Real-time packets (encode --packet-ms; IN may be -, stdin, and\n"
-           "OUT.wav - stdout, the audio out as it is decoded) are decoded\n"
-           "as they come: a lost, damaged (its CRC fails), late or\n"
-           "duplicated packet is concealed or dropped, decoding goes on,\n"
-           "and one line on stderr says what was concealed.\n"
-           "  --through            decode through bit errors (a fixed-rate\n"
-           "                       stream on a channel without checks)\n"
-           "  -o, --output OUT.npy the decoded frames\n"
-           "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
-           "\n"
-           "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
-           "options, model or stream (truncated, corrupted, foreign, or\n"
-           "made with another model).\n");
+    cli_printf(
+        "usage: frae decode [MODEL] IN.fbs [-o OUT.npy] [--wav OUT.wav | "
+        "OUT.wav]\n"
+        "                   [--vocoder hnm|gl] [--gl-iters N] [--through] "
+        "[--isa I]\n"
+        "example: frae decode speech.fbs --wav speech-out.wav\n"
+        "\n"
+        "Rebuilds the frames of a .fbs bitstream with the model that made\n"
+        "it (checked by its hash; with no MODEL, the shipped model whose\n"
+        "hash the stream names, 'frae models') and writes them as float32 .npy "
+        "(-o),\n"
+        "shaped like the encoded input, or as audio (--wav), or both.  The "
+        "decoder runs the same feedback loop\n"
+        "as training: decode(encode(x)) equals 'frae predict' on x.\n"
+        "With a model that codes pitch (train --pitch), each frame is D\n"
+        "values, then f0 (Hz, 0 when unvoiced) and voicing (0 or 1).\n"
+        "  --wav OUT.wav        also turn log-mel frames back into audio\n"
+        "                       (OUT-<n>.wav per sequence if several)\n"
+        "  --vocoder V          hnm: the harmonic-plus-noise vocoder\n"
+        "                       (the default when the stream carries\n"
+        "                       pitch); gl: mel pseudo-inverse, then\n"
+        "                       Griffin-Lim (the default without pitch)\n"
+        "  --gl-iters N         Griffin-Lim iterations (32)\n"
+        "Real-time packets (encode --packet-ms; IN may be -, stdin, and\n"
+        "OUT.wav - stdout, the audio out as it is decoded) are decoded\n"
+        "as they come: a lost, damaged (its CRC fails), late or\n"
+        "duplicated packet is concealed or dropped, decoding goes on,\n"
+        "and one line on stderr says what was concealed.\n"
+        "  --through            decode through bit errors (a fixed-rate\n"
+        "                       stream on a channel without checks)\n"
+        "  -o, --output OUT.npy the decoded frames\n"
+        "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
+        "\n"
+        "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
+        "options, model or stream (truncated, corrupted, foreign, or\n"
+        "made with another model).\n");
 }
 
 /* ---- version 5: real-time packets, read as they come ------------------------ */
@@ -69,10 +74,10 @@ static long read_packet(FILE *in, const char *name, unsigned char *buf,
     if (got == 0)
         return 0;
     uint32_t len;
-    if (frae_varint_get(buf, got, &len) <= 0 || len == 0 ||
-        len + got + 2 > cap)
+    if (frae_varint_get(buf, got, &len) <= 0 || len == 0 || len + got + 2 > cap)
         return cli_fail(EXIT_USAGE, "%s: a packet length no encoder writes",
-                        name), -1;
+                        name),
+               -1;
     if (fread(buf + got, 1, len + 2, in) != len + 2) {
         /* a stream cut inside a packet: that packet is lost, and the
          * stream ends there */
@@ -123,8 +128,8 @@ static int packets_outputs(codec_opts *o, const frae_config *c,
                                          o->io.model);
             return rc;
         }
-        const int live = !strcmp(o->io.input, "-") ||
-                         !cli_output_seekable(o->wav);
+        const int live =
+            !strcmp(o->io.input, "-") || !cli_output_seekable(o->wav);
         if ((rc = wav_out_init(wav, feat, o->wav, 0,
                                c->pitch && o->vocoder != 2, o->gl_iters)))
             return rc;
@@ -144,10 +149,10 @@ static int packets_outputs(codec_opts *o, const frae_config *c,
                           o->io.output);
             return rc;
         }
-        if (s->frames ? frae_npy_begin(af, o->io.output, 2, shape, err,
-                                      sizeof err)
-                     : frae_npy_begin_growing(af, o->io.output, 2, err,
-                                              sizeof err)) {
+        if (s->frames
+                ? frae_npy_begin(af, o->io.output, 2, shape, err, sizeof err)
+                : frae_npy_begin_growing(af, o->io.output, 2, err,
+                                         sizeof err)) {
             af->f = NULL;
             rc = cli_fail(EXIT_FAILED, "%s", err);
             return rc;
@@ -166,12 +171,14 @@ static int decode_packets(codec_opts *o, FILE *in)
     const long hb = read_v5_header(in, &s, err, sizeof err);
     if (hb <= 0)
         return cli_fail(EXIT_USAGE, "%s: %s", o->io.input,
-                        hb < 0 ? err : "truncated: shorter than a version-5 "
-                                       "header");
+                        hb < 0 ? err
+                               : "truncated: shorter than a version-5 "
+                                 "header");
     frae_model *m = load_inference(o->io.model, o->io.isa);
     if (!m)
         return EXIT_USAGE;
-    frae_packet_decoder *pd = frae_packet_decoder_create(frae_model_net(m), &s, err, sizeof err);
+    frae_packet_decoder *pd =
+        frae_packet_decoder_create(frae_model_net(m), &s, err, sizeof err);
     const frae_config *c = frae_get_config(m);
     const int D = c->frame_dim, width = D + 2 * c->pitch;
     const long P = (long)s.packet_frames, cap = FRAE_PACKET_DECODE_MAX(P);
@@ -222,14 +229,13 @@ static int decode_packets(codec_opts *o, FILE *in)
             float *y = frames + (size_t)f * width;
             const int bad = unheard_value(y, width, D, loudest);
             if (bad >= 0) {
-                rc = cli_fail(EXIT_USAGE,
-                              "%s: frame %llu: %s decodes %s (%g, column %d)",
-                              o->io.input, (unsigned long long)(out + f),
-                              o->io.model,
-                              isfinite(y[bad]) ? "a log-mel value louder than "
-                                                 "any audio"
-                                               : "a non-finite value",
-                              (double)y[bad], bad);
+                rc = cli_fail(
+                    EXIT_USAGE, "%s: frame %llu: %s decodes %s (%g, column %d)",
+                    o->io.input, (unsigned long long)(out + f), o->io.model,
+                    isfinite(y[bad]) ? "a log-mel value louder than "
+                                       "any audio"
+                                     : "a non-finite value",
+                    (double)y[bad], bad);
                 goto done;
             }
             if (af.f && fwrite(y, sizeof(float), (size_t)width, af.f) !=
@@ -318,8 +324,8 @@ static int decode_file(codec_opts *o)
     af.f = NULL;
     wav_out wav = {0};
     frae_features feat;
-    frae_stream_decoder *sd = frae_stream_decoder_create(frae_model_net(m), map, size, err,
-                                                         sizeof err);
+    frae_stream_decoder *sd = frae_stream_decoder_create(frae_model_net(m), map,
+                                                         size, err, sizeof err);
     if (!sd) {
         rc = cli_fail(EXIT_USAGE, "%s: %s", o->io.input, err);
         goto done;
@@ -364,8 +370,8 @@ static int decode_file(codec_opts *o)
     /* frame by frame, straight into the output files: memory is the
      * model's and the vocoder's, whatever the stream's length (--wav
      * alone: no .npy) */
-    if (o->io.output &&
-        frae_npy_begin(&af, o->io.output, two_d ? 2 : 3, shape, err, sizeof err)) {
+    if (o->io.output && frae_npy_begin(&af, o->io.output, two_d ? 2 : 3, shape,
+                                       err, sizeof err)) {
         af.f = NULL;
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
@@ -405,8 +411,8 @@ static int decode_file(codec_opts *o)
     af.f = NULL;
     if (!rc)
         cli_printf("%s -> %s: %u sequence%s x %u frames\n", o->io.input,
-               o->io.output ? o->io.output : o->wav, s.sequences,
-               s.sequences == 1 ? "" : "s", s.frames);
+                   o->io.output ? o->io.output : o->wav, s.sequences,
+                   s.sequences == 1 ? "" : "s", s.frames);
 done:
     if (af.f)
         frae_atomic_abort(&af);
@@ -439,8 +445,9 @@ int cmd_decode(int argc, char **argv)
         return rc;
     if (o.wav && o.io.output && frae_output_descriptor(o.wav) >= 0 &&
         frae_output_descriptor(o.wav) == frae_output_descriptor(o.io.output))
-        return cli_fail(EXIT_USAGE, "-o %s and --wav %s: two outputs cannot "
-                                    "share one descriptor",
+        return cli_fail(EXIT_USAGE,
+                        "-o %s and --wav %s: two outputs cannot "
+                        "share one descriptor",
                         o.io.output, o.wav);
     char err[512];
     if (is_packets(o.io.input)) {

@@ -22,13 +22,13 @@
 #include "cli.h"
 
 typedef struct {
-    float *recv;         /* every rank's copy of this rank's slice */
-    size_t cap;          /* sums of up to cap floats */
+    float *recv;            /* every rank's copy of this rank's slice */
+    size_t cap;             /* sums of up to cap floats */
     int *counts, *displs;   /* [N]: rank r's slice of the gradient */
     int *rcounts, *rdispls; /* [N]: where rank r's copy of ours lands */
-    double *gather;      /* the doubles' sums: N x cap64 */
+    double *gather;         /* the doubles' sums: N x cap64 */
     size_t cap64;
-    float **src32;       /* [N]: each rank's slice, for the sum */
+    float **src32; /* [N]: each rank's slice, for the sum */
     double **src64;
 } mpi_buffers;
 
@@ -109,8 +109,8 @@ static int mpi_sum_f32(void *ctx, float *x, size_t n)
     MPI_Ialltoallv(x, b->counts, b->displs, MPI_FLOAT, b->recv, b->rcounts,
                    b->rdispls, MPI_FLOAT, MPI_COMM_WORLD, &req);
     wait_bounded(d, &req, "gradients");
-    frae_sum_rank_order_f32((const float *const *)b->src32, N, 0,
-                            (size_t)mine, x + b->displs[d->rank]);
+    frae_sum_rank_order_f32((const float *const *)b->src32, N, 0, (size_t)mine,
+                            x + b->displs[d->rank]);
     MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, b->counts, b->displs,
                     MPI_FLOAT, MPI_COMM_WORLD, &req);
     wait_bounded(d, &req, "gradients");
@@ -129,8 +129,7 @@ static int mpi_sum_f64(void *ctx, double *x, size_t n)
     wait_bounded(d, &req, "counts and flags");
     for (int r = 0; r < d->size; r++)
         b->src64[r] = b->gather + (size_t)r * n;
-    frae_sum_rank_order_f64((const double *const *)b->src64, d->size, 0, n,
-                            x);
+    frae_sum_rank_order_f64((const double *const *)b->src64, d->size, 0, n, x);
     return 0;
 }
 
@@ -177,9 +176,8 @@ int cli_dist_mpi(cli_dist *d, size_t cap32, double timeout)
     b->rcounts = ints ? ints + 2 * d->size : NULL;
     b->rdispls = ints ? ints + 3 * d->size : NULL;
     d->mpi = b;
-    d->transport = (frae_transport){d->rank,    d->size,     d->kind,
-                                    mpi_sum_f32, mpi_sum_f64, mpi_prepare,
-                                    d};
+    d->transport = (frae_transport){
+        d->rank, d->size, d->kind, mpi_sum_f32, mpi_sum_f64, mpi_prepare, d};
     if (!b->gather || !b->src32 || !b->src64 || !ints ||
         mpi_prepare(d, cap32, 0))
         return -1;

@@ -1,89 +1,91 @@
 /* frae encode: audio or frames to a .fbs stream, from files or a live
  * pipe. */
 #define _DEFAULT_SOURCE /* madvise */
+#include "cli.h"
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "cli.h"
 
 #include "cli.h"
 #include "cli/codec_cli.h"
 
 static void encode_help(void)
 {
-    cli_printf("usage: frae encode [MODEL] IN -o OUT.fbs [--frame-rate R] [--isa I]\n"
-           "                   [--no-resample] [--packet-frames N] [--search N]\n"
-           "                   [--search-lambda X] [--dtx] [--dtx-level DB]\n"
-           "                   [--packet-ms N] [--resync-ms M|off] [--resync-state]\n"
-           "example: frae encode speech.wav -o speech.fbs\n"
-           "\n"
-           "MODEL: a checkpoint, or a shipped model's name ('frae models':\n"
-           "speech, the 1.6 kbit/s codec, when MODEL is left out; speech-vbr,\n"
-           "the variable-rate one).\n"
-           "\n"
-           "Compresses each sequence of IN ([T, D] or [N, T, D] .npy, or an\n"
-           "audio file, whose features are computed as the model was\n"
-           "trained; --no-resample refuses other rates) frame by\n"
-           "frame into a .fbs bitstream: the model's quantized latent codes,\n"
-           "L x bits per frame (see README, 'The .fbs bitstream'); with a\n"
-           "model that has a prior (train --prior, --rate-lambda), range-\n"
-           "coded into packets of --packet-frames frames (100), a variable\n"
-           "rate (stream version 4).  Reports the bitrate the file takes,\n"
-           "headers included, in bits per frame and in kbit/s at\n"
-           "--frame-rate frames per second (100), and the distortion of the\n"
-           "decoded frames: MSE and SNR in dB.\n"
-           "\n"
-           "--search N (0: off) searches each frame's codes by analysis by\n"
-           "synthesis: starting from the network's, N passes each try every\n"
-           "code moved by one level through the decoder and keep the move\n"
-           "that lowers distortion + lambda x bits the most (lambda: the\n"
-           "model's --rate-lambda, or --search-lambda X).  Same format, any\n"
-           "decoder; better frames or fewer bits for up to N x L decoder\n"
-           "runs a frame.  Not for a denoising model (it steers toward the\n"
-           "input).\n"
-           "\n"
-           "--packet-ms N (20, 40, 60, ...) writes real-time packets for a\n"
-           "voice link (stream version 5): each a datagram's payload (a\n"
-           "byte of index and flags, then the codes), decodable whatever\n"
-           "was lost before it, and reports the rate as datagrams, every\n"
-           "byte counted; --resync-ms M (200 fixed-rate, 1000 with a prior;\n"
-           "off: only the first) sets the resynchronisation points a\n"
-           "decoder recovers from a loss at; --resync-state (fixed-rate)\n"
-           "starts the network afresh there too, so that the decode is\n"
-           "exact again from the first one after a loss (for a model\n"
-           "trained on crops that short).  frae encode MODEL - - reads\n"
-           "a WAV or raw 16-bit PCM (the model's rate, mono) from stdin and\n"
-           "writes each packet the moment it is made:\n"
-           "  arecord -r 16000 -f S16_LE | frae encode M - - --packet-ms 40 |\n"
-           "      frae decode M - - | aplay\n"
-           "\n"
-           "--dtx (a model with a prior and audio features) sends silence\n"
-           "as silence: a frame is silent once it and the %d before it are\n"
-           "all below --dtx-level dB (%g; 0 dB: a full-scale sine; giving\n"
-           "it implies --dtx), and a silent frame codes a flag alone, the\n"
-           "decoder repeating its last frame.  A pause then costs next to\n"
-           "nothing (discontinuous transmission, as Opus's DTX).\n"
-           "\n"
-           "options:\n"
-           "  -o, --output OUT.fbs the stream (- for stdout)\n"
-           "  --frame-rate R       frames per second, for the kbit/s (100)\n"
-           "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
-           "  --no-resample        refuse audio at another sample rate\n"
-           "  --packet-frames N    with a prior: frames per packet (100)\n"
-           "  --search N           passes of the encoder's search (0: off)\n"
-           "  --search-lambda X    the search's weight on bits (the model's\n"
-           "                       --rate-lambda)\n"
-           "  --dtx                silent frames sent as silence\n"
-           "  --dtx-level DB       what is silent (%g)\n"
-           "  --packet-ms N        real-time packets of N ms (stream version 5)\n"
-           "  --resync-ms M|off    resynchronisation points every M ms\n"
-           "  --resync-state       ... that start the network afresh too\n"
-           "\n"
-           "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
-           "options, model or input.\n",
-           FRAE_DTX_HANGOVER, FRAE_DTX_LEVEL, FRAE_DTX_LEVEL);
+    cli_printf(
+        "usage: frae encode [MODEL] IN -o OUT.fbs [--frame-rate R] [--isa I]\n"
+        "                   [--no-resample] [--packet-frames N] [--search N]\n"
+        "                   [--search-lambda X] [--dtx] [--dtx-level DB]\n"
+        "                   [--packet-ms N] [--resync-ms M|off] "
+        "[--resync-state]\n"
+        "example: frae encode speech.wav -o speech.fbs\n"
+        "\n"
+        "MODEL: a checkpoint, or a shipped model's name ('frae models':\n"
+        "speech, the 1.6 kbit/s codec, when MODEL is left out; speech-vbr,\n"
+        "the variable-rate one).\n"
+        "\n"
+        "Compresses each sequence of IN ([T, D] or [N, T, D] .npy, or an\n"
+        "audio file, whose features are computed as the model was\n"
+        "trained; --no-resample refuses other rates) frame by\n"
+        "frame into a .fbs bitstream: the model's quantized latent codes,\n"
+        "L x bits per frame (see README, 'The .fbs bitstream'); with a\n"
+        "model that has a prior (train --prior, --rate-lambda), range-\n"
+        "coded into packets of --packet-frames frames (100), a variable\n"
+        "rate (stream version 4).  Reports the bitrate the file takes,\n"
+        "headers included, in bits per frame and in kbit/s at\n"
+        "--frame-rate frames per second (100), and the distortion of the\n"
+        "decoded frames: MSE and SNR in dB.\n"
+        "\n"
+        "--search N (0: off) searches each frame's codes by analysis by\n"
+        "synthesis: starting from the network's, N passes each try every\n"
+        "code moved by one level through the decoder and keep the move\n"
+        "that lowers distortion + lambda x bits the most (lambda: the\n"
+        "model's --rate-lambda, or --search-lambda X).  Same format, any\n"
+        "decoder; better frames or fewer bits for up to N x L decoder\n"
+        "runs a frame.  Not for a denoising model (it steers toward the\n"
+        "input).\n"
+        "\n"
+        "--packet-ms N (20, 40, 60, ...) writes real-time packets for a\n"
+        "voice link (stream version 5): each a datagram's payload (a\n"
+        "byte of index and flags, then the codes), decodable whatever\n"
+        "was lost before it, and reports the rate as datagrams, every\n"
+        "byte counted; --resync-ms M (200 fixed-rate, 1000 with a prior;\n"
+        "off: only the first) sets the resynchronisation points a\n"
+        "decoder recovers from a loss at; --resync-state (fixed-rate)\n"
+        "starts the network afresh there too, so that the decode is\n"
+        "exact again from the first one after a loss (for a model\n"
+        "trained on crops that short).  frae encode MODEL - - reads\n"
+        "a WAV or raw 16-bit PCM (the model's rate, mono) from stdin and\n"
+        "writes each packet the moment it is made:\n"
+        "  arecord -r 16000 -f S16_LE | frae encode M - - --packet-ms 40 |\n"
+        "      frae decode M - - | aplay\n"
+        "\n"
+        "--dtx (a model with a prior and audio features) sends silence\n"
+        "as silence: a frame is silent once it and the %d before it are\n"
+        "all below --dtx-level dB (%g; 0 dB: a full-scale sine; giving\n"
+        "it implies --dtx), and a silent frame codes a flag alone, the\n"
+        "decoder repeating its last frame.  A pause then costs next to\n"
+        "nothing (discontinuous transmission, as Opus's DTX).\n"
+        "\n"
+        "options:\n"
+        "  -o, --output OUT.fbs the stream (- for stdout)\n"
+        "  --frame-rate R       frames per second, for the kbit/s (100)\n"
+        "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
+        "  --no-resample        refuse audio at another sample rate\n"
+        "  --packet-frames N    with a prior: frames per packet (100)\n"
+        "  --search N           passes of the encoder's search (0: off)\n"
+        "  --search-lambda X    the search's weight on bits (the model's\n"
+        "                       --rate-lambda)\n"
+        "  --dtx                silent frames sent as silence\n"
+        "  --dtx-level DB       what is silent (%g)\n"
+        "  --packet-ms N        real-time packets of N ms (stream version 5)\n"
+        "  --resync-ms M|off    resynchronisation points every M ms\n"
+        "  --resync-state       ... that start the network afresh too\n"
+        "\n"
+        "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
+        "options, model or input.\n",
+        FRAE_DTX_HANGOVER, FRAE_DTX_LEVEL, FRAE_DTX_LEVEL);
 }
 
 /* ---- a live input: samples from stdin, packets out as they are made -------- */
@@ -230,7 +232,8 @@ static int encode_live(codec_opts *o, frae_model *m,
     frae_feature_stream *fs = NULL;
     float *mono = NULL;
     unsigned char *raw = NULL;
-    l.se = frae_stream_encoder_create(frae_model_net(m), so, 1, 0, 1, err, sizeof err);
+    l.se = frae_stream_encoder_create(frae_model_net(m), so, 1, 0, 1, err,
+                                      sizeof err);
     if (!l.se) {
         rc = cli_fail(EXIT_USAGE, "%s: %s", o->io.model, err);
         goto done;
@@ -256,8 +259,8 @@ static int encode_live(codec_opts *o, frae_model *m,
     /* 10 ms of samples a read at most, so that nothing waits on a read
      * for more than a frame */
     const int bytes_per = (lf.float32 ? 4 : 2) * lf.channels;
-    const size_t per_read = (size_t)(lf.rate / 100 > 0 ? lf.rate / 100 : 1) *
-                            (size_t)bytes_per;
+    const size_t per_read =
+        (size_t)(lf.rate / 100 > 0 ? lf.rate / 100 : 1) * (size_t)bytes_per;
     /* a read lands after what is held: the header's 4 look-ahead bytes
      * or a partial sample, under 8 either way; mono takes every whole
      * sample raw can hold (the 4 look-ahead bytes of raw PCM are two
@@ -284,7 +287,8 @@ static int encode_live(codec_opts *o, frae_model *m,
         for (size_t i = 0; i < samples; i++) {
             double sum = 0;
             for (int c = 0; c < lf.channels; c++) {
-                const unsigned char *p = raw + i * bytes_per + c * (lf.float32 ? 4 : 2);
+                const unsigned char *p =
+                    raw + i * bytes_per + c * (lf.float32 ? 4 : 2);
                 if (lf.float32) {
                     float v;
                     memcpy(&v, p, 4);
@@ -297,9 +301,9 @@ static int encode_live(codec_opts *o, frae_model *m,
         }
         if (samples && frae_feature_stream_push(fs, mono, (long)samples, err,
                                                 sizeof err)) {
-            rc = l.failed ? cli_fail(EXIT_FAILED, "%s: write failed",
-                                     o->io.output)
-                          : cli_fail(EXIT_USAGE, "%s", err);
+            rc = l.failed
+                     ? cli_fail(EXIT_FAILED, "%s: write failed", o->io.output)
+                     : cli_fail(EXIT_USAGE, "%s", err);
             goto done;
         }
         memmove(raw, raw + samples * bytes_per, held - samples * bytes_per);
@@ -377,8 +381,9 @@ static void encode_report(const codec_opts *o, frae_model *m,
                    in->t, o->io.output, (unsigned long long)sc.packets, ms,
                    h->packet_frames, ranged ? "entropy-coded" : "fixed-rate",
                    h->resync_packets,
-                   h->flags & FRAE_STREAM_STATE_RESYNC ? ", the state afresh there"
-                                                       : "",
+                   h->flags & FRAE_STREAM_STATE_RESYNC
+                       ? ", the state afresh there"
+                       : "",
                    (unsigned long long)sc.bytes);
         cli_printf("bitrate: %.2f bits/frame = %.3f kbit/s at %g frames/s as "
                    "datagrams (%llu bytes: header %llu, packets %llu of which "
@@ -388,8 +393,7 @@ static void encode_report(const codec_opts *o, frae_model *m,
                    (unsigned long long)sc.datagram_bytes,
                    (unsigned long long)sc.header_bytes,
                    (unsigned long long)(sc.datagram_bytes - sc.header_bytes),
-                   sc.packets ? (double)sc.packet_overhead /
-                                    (double)sc.packets
+                   sc.packets ? (double)sc.packet_overhead / (double)sc.packets
                               : 0.0,
                    8.0 * (double)(sc.datagram_bytes - sc.header_bytes) /
                        (double)n_frames * o->frame_rate / 1000.0);
@@ -408,9 +412,10 @@ static void encode_report(const codec_opts *o, frae_model *m,
                    (unsigned long long)sc.header_bytes,
                    (unsigned long long)sc.packets, h->packet_frames,
                    (unsigned long long)sc.packet_overhead);
-        cli_printf("bitrate: %.2f bits/frame on average (entropy-coded; at most "
-               "%.0f fixed-rate) = %.3f kbit/s at %g frames/s\n",
-               bits, bpf, bits * o->frame_rate / 1000.0, o->frame_rate);
+        cli_printf(
+            "bitrate: %.2f bits/frame on average (entropy-coded; at most "
+            "%.0f fixed-rate) = %.3f kbit/s at %g frames/s\n",
+            bits, bpf, bits * o->frame_rate / 1000.0, o->frame_rate);
         if (o->dtx)
             cli_printf("dtx: %llu of %zu frames silent (below %g dB)\n",
                        (unsigned long long)sc.silent_frames, n_frames,
@@ -426,16 +431,17 @@ static void encode_report(const codec_opts *o, frae_model *m,
         snprintf(split, sizeof split, " + %d pitch", FRAE_PITCH_BITS);
     if (!ranged && !so->datagrams)
         cli_printf("bitrate: %.0f bits/frame (%d x %d bits%s) = %.3f kbit/s at "
-               "%g frames/s\n",
-               bpf, frae_get_config(m)->latent_dim, frae_code_bits(frae_model_net(m)), split,
-               bpf * o->frame_rate / 1000.0, o->frame_rate);
+                   "%g frames/s\n",
+                   bpf, frae_get_config(m)->latent_dim,
+                   frae_code_bits(frae_model_net(m)), split,
+                   bpf * o->frame_rate / 1000.0, o->frame_rate);
     if (pitch)
         cli_printf("pitch: %ld voiced frames, %.1f%% coded voiced, mean f0 "
-               "error %.2f%%\n",
-               voiced, voiced ? 100.0 * voicing_kept / voiced : 0.0,
-               voiced ? 100.0 * f0_err / voiced : 0.0);
+                   "error %.2f%%\n",
+                   voiced, voiced ? 100.0 * voicing_kept / voiced : 0.0,
+                   voiced ? 100.0 * f0_err / voiced : 0.0);
     cli_printf("distortion: mse %.6g, snr %.2f dB\n", mse,
-           sse > 0 ? 10.0 * log10(energy / sse) : INFINITY);
+               sse > 0 ? 10.0 * log10(energy / sse) : INFINITY);
 }
 
 /* The frames a model can code: its width (features, with pitch f0 and
@@ -447,18 +453,18 @@ static int check_frames(const codec_opts *o, const frae_npy *in, int width,
     if (in->d == width && in->n <= 0xffffffffL && in->t <= 0xffffffffL)
         return 0;
     return in->d != width
-             ? cli_fail(EXIT_USAGE,
-                        pitch ? "%s: frame dimension %ld; the model codes "
-                                "pitch and needs %d (%d features, f0, "
-                                "voicing: audio, or 'frae features "
-                                "--pitch')"
-                              : "%s: frame dimension %ld does not match "
-                                "the model's %d",
-                        o->io.input, in->d, width, D)
-             : cli_fail(EXIT_USAGE,
-                        "%s: %ld x %ld frames, more than a stream holds "
-                        "(2^32 - 1 each)",
-                        o->io.input, in->n, in->t);
+               ? cli_fail(EXIT_USAGE,
+                          pitch ? "%s: frame dimension %ld; the model codes "
+                                  "pitch and needs %d (%d features, f0, "
+                                  "voicing: audio, or 'frae features "
+                                  "--pitch')"
+                                : "%s: frame dimension %ld does not match "
+                                  "the model's %d",
+                          o->io.input, in->d, width, D)
+               : cli_fail(EXIT_USAGE,
+                          "%s: %ld x %ld frames, more than a stream holds "
+                          "(2^32 - 1 each)",
+                          o->io.input, in->n, in->t);
 }
 
 int cmd_encode(int argc, char **argv)
@@ -534,8 +540,9 @@ int cmd_encode(int argc, char **argv)
             goto done;
         }
     }
-    se = frae_stream_encoder_create(frae_model_net(m), &so, (uint32_t)in.n, (uint32_t)in.t,
-                                    in.ndim == 2, err, sizeof err);
+    se = frae_stream_encoder_create(frae_model_net(m), &so, (uint32_t)in.n,
+                                    (uint32_t)in.t, in.ndim == 2, err,
+                                    sizeof err);
     if (!se) {
         rc = cli_fail(EXIT_USAGE, "%s: %s", o.io.model, err);
         goto done;

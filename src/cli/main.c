@@ -9,28 +9,29 @@
 
 static void print_help(void)
 {
-    cli_printf("frae %s: Feedback Recurrent AutoEncoders\n"
-           "\n"
-           "usage: frae <command> [options]\n"
-           "\n"
-           "commands:\n"
-           "  train     train an FRAE on .npy data or the built-in data\n"
-           "  predict   reconstruct sequences with a trained model\n"
-           "  info      describe a checkpoint\n"
-           "  import    make a checkpoint from PyTorch or Keras weights\n"
-           "  convert   store a model's weights as bf16 (or f32) for inference\n"
-           "  encode    compress frames into a .fbs bitstream\n"
-           "  decode    rebuild frames (and audio) from a .fbs bitstream\n"
-           "  features  log-mel features (and pitch) of an audio file\n"
-           "  vocode    features with pitch back to audio (the vocoder)\n"
-           "  models    the shipped models: rate, latency, training data\n"
-           "  help      this help; 'frae help <command>' (or 'frae <command>\n"
-           "            --help') for one command's options and an example\n"
-           "\n"
-           "Exit codes: 0 success; 1 a run failed (diverged, or a file could\n"
-           "not be written); 2 bad usage or input (options, data files,\n"
-           "checkpoints); 130 interrupted by Ctrl-C after saving.\n",
-           FRAE_VERSION_STRING);
+    cli_printf(
+        "frae %s: Feedback Recurrent AutoEncoders\n"
+        "\n"
+        "usage: frae <command> [options]\n"
+        "\n"
+        "commands:\n"
+        "  train     train an FRAE on .npy data or the built-in data\n"
+        "  predict   reconstruct sequences with a trained model\n"
+        "  info      describe a checkpoint\n"
+        "  import    make a checkpoint from PyTorch or Keras weights\n"
+        "  convert   store a model's weights as bf16 (or f32) for inference\n"
+        "  encode    compress frames into a .fbs bitstream\n"
+        "  decode    rebuild frames (and audio) from a .fbs bitstream\n"
+        "  features  log-mel features (and pitch) of an audio file\n"
+        "  vocode    features with pitch back to audio (the vocoder)\n"
+        "  models    the shipped models: rate, latency, training data\n"
+        "  help      this help; 'frae help <command>' (or 'frae <command>\n"
+        "            --help') for one command's options and an example\n"
+        "\n"
+        "Exit codes: 0 success; 1 a run failed (diverged, or a file could\n"
+        "not be written); 2 bad usage or input (options, data files,\n"
+        "checkpoints); 130 interrupted by Ctrl-C after saving.\n",
+        FRAE_VERSION_STRING);
 }
 
 #ifndef FRAE_MPI
@@ -80,10 +81,9 @@ int main(int argc, char **argv)
     static char help_arg[] = "--help";
     if (!strcmp(cmd, "help") && argc > 2) {
         /* frae help CMD: CMD's own --help */
-        static const char *const cmds[] = {"train",  "predict", "info",
-                                           "import", "convert", "encode",
-                                           "decode", "features", "vocode",
-                                           "models"};
+        static const char *const cmds[] = {
+            "train",  "predict", "info",     "import", "convert",
+            "encode", "decode",  "features", "vocode", "models"};
         for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
             if (!strcmp(argv[2], cmds[i])) {
                 cmd = cmds[i];
@@ -93,8 +93,9 @@ int main(int argc, char **argv)
             }
         if (strcmp(cmd, "help"))
             goto dispatch;
-        return cli_fail(EXIT_USAGE, "help: unknown command '%s' (see 'frae "
-                                    "help')",
+        return cli_fail(EXIT_USAGE,
+                        "help: unknown command '%s' (see 'frae "
+                        "help')",
                         argv[2]);
     }
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {

@@ -1,9 +1,9 @@
 /* frae models: the shipped models frae finds. */
 #define _DEFAULT_SOURCE /* madvise */
+#include "cli.h"
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
 
 #include "cli.h"
 #include "cli/codec_cli.h"
@@ -85,8 +85,9 @@ int cmd_models(int argc, char **argv)
             models_help();
             return EXIT_OK;
         }
-        return cli_fail(EXIT_USAGE, "unexpected argument '%s' (see 'frae "
-                                    "models --help')",
+        return cli_fail(EXIT_USAGE,
+                        "unexpected argument '%s' (see 'frae "
+                        "models --help')",
                         argv[i]);
     }
     char dir[PATH_MAX];
@@ -125,17 +126,20 @@ int cmd_models(int argc, char **argv)
                 cli_printf("  %-12s variable rate%s%s: %d codes of %d bit%s "
                            "range-coded under a learned prior%s\n",
                            names[j], rate[0] ? ", " : "", rate, c->latent_dim,
-                           frae_code_bits(frae_model_net(m)), frae_code_bits(frae_model_net(m)) == 1 ? "" : "s",
+                           frae_code_bits(frae_model_net(m)),
+                           frae_code_bits(frae_model_net(m)) == 1 ? "" : "s",
                            c->pitch ? ", pitch" : "");
             else
                 cli_printf("  %-12s %.2f kbit/s fixed: %g bits a frame "
                            "(%d codes of %d bit%s%s)\n",
                            names[j], bits * 100 / 1000, bits, c->latent_dim,
-                           frae_code_bits(frae_model_net(m)), frae_code_bits(frae_model_net(m)) == 1 ? "" : "s",
+                           frae_code_bits(frae_model_net(m)),
+                           frae_code_bits(frae_model_net(m)) == 1 ? "" : "s",
                            c->pitch ? " + 4 pitch bits" : "");
             cli_printf("               latency 30 ms (10 ms frames; the f0 "
                        "window's 20 ms ahead, the vocoder's 10)%s\n",
-                       c->prior_hidden > 0 ? " + the packet (--packet-ms)" : "");
+                       c->prior_hidden > 0 ? " + the packet (--packet-ms)"
+                                           : "");
             cli_printf("               hash %016llx, %s weights%s\n",
                        (unsigned long long)frae_model_hash(frae_model_net(m)),
                        c->weights == FRAE_WEIGHTS_BF16 ? "bf16" : "f32",

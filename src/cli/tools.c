@@ -15,26 +15,28 @@
 
 static void predict_help(void)
 {
-    cli_printf("usage: frae predict MODEL IN -o OUT.npy [--isa I] [--no-resample]\n"
-           "example: frae predict model.safetensors x.npy -o y.npy\n"
-           "\n"
-           "Reconstructs sequences: runs each sequence of IN ([T, D] or\n"
-           "[N, T, D] .npy, float32 or float64; or an audio file, whose\n"
-           "features are computed as the model was trained) through the\n"
-           "model from empty buffers, and writes the decoded frames as\n"
-           "float32 in the same shape.  Prints the MSE against the input.\n"
-           "  -o, --output OUT.npy the decoded frames\n"
-           "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
-           "  --no-resample        refuse audio at another sample rate\n"
-           "\n"
-           "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
-           "options, model or input.\n");
+    cli_printf(
+        "usage: frae predict MODEL IN -o OUT.npy [--isa I] [--no-resample]\n"
+        "example: frae predict model.safetensors x.npy -o y.npy\n"
+        "\n"
+        "Reconstructs sequences: runs each sequence of IN ([T, D] or\n"
+        "[N, T, D] .npy, float32 or float64; or an audio file, whose\n"
+        "features are computed as the model was trained) through the\n"
+        "model from empty buffers, and writes the decoded frames as\n"
+        "float32 in the same shape.  Prints the MSE against the input.\n"
+        "  -o, --output OUT.npy the decoded frames\n"
+        "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
+        "  --no-resample        refuse audio at another sample rate\n"
+        "\n"
+        "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
+        "options, model or input.\n");
 }
 
 static const cli_opt predict_list[] = {
-    {"--output", 1}, {"--isa", 1},  {"--sample-rate", 1}, {"--no-resample", 0},
-    {"--mels", 1},   {"--hop", 1},  {"--win", 1},         {"--fft", 1},
-    {"--fmin", 1},   {"--fmax", 1}, {NULL, 0}};
+    {"--output", 1},      {"--isa", 1},  {"--sample-rate", 1},
+    {"--no-resample", 0}, {"--mels", 1}, {"--hop", 1},
+    {"--win", 1},         {"--fft", 1},  {"--fmin", 1},
+    {"--fmax", 1},        {NULL, 0}};
 
 static int predict_opt(void *ctx, const char *name, const char *v)
 {
@@ -97,8 +99,7 @@ int cmd_predict(int argc, char **argv)
     frae_atomic_file af;
     if (!x || !y) {
         rc = cli_fail(EXIT_FAILED, "out of memory for %zu values", chunk_vals);
-    } else if (frae_npy_begin(&af, o.output, in.ndim, shape, err,
-                              sizeof err)) {
+    } else if (frae_npy_begin(&af, o.output, in.ndim, shape, err, sizeof err)) {
         rc = cli_fail(EXIT_FAILED, "%s", err);
     } else {
         double sse = 0;
@@ -123,7 +124,8 @@ int cmd_predict(int argc, char **argv)
                 /* finite weights can still overflow: a non-finite output
                  * (which makes sse so) is never written */
                 if (!isfinite(sse)) {
-                    const long i = cli_first_nonfinite(y, (size_t)nb * seq_vals);
+                    const long i =
+                        cli_first_nonfinite(y, (size_t)nb * seq_vals);
                     bad_seq = s0 + i / (long)seq_vals;
                     bad_frame = t0 + i % (long)seq_vals / D;
                     break;
@@ -131,11 +133,11 @@ int cmd_predict(int argc, char **argv)
                 for (int b = 0; b < nb && !bad; b++) {
                     off_t at = data_at + (off_t)sizeof(float) * D *
                                              ((s0 + b) * in.t + t0);
-                    bad = (in_order ? fwrite(y, sizeof(float), seq_vals, af.f)
-                                          != seq_vals
+                    bad = (in_order ? fwrite(y, sizeof(float), seq_vals,
+                                             af.f) != seq_vals
                                     : pwrite(fd, y + b * seq_vals,
-                                             sizeof(float) * seq_vals, at)
-                                          != (ssize_t)(sizeof(float) * seq_vals));
+                                             sizeof(float) * seq_vals, at) !=
+                                          (ssize_t)(sizeof(float) * seq_vals));
                 }
             }
         }
@@ -144,17 +146,17 @@ int cmd_predict(int argc, char **argv)
             rc = cli_fail_nonfinite(o.model, bad_seq, bad_frame);
         } else if (bad || bad_input) {
             frae_atomic_abort(&af);
-            rc = bad_input ? cli_fail(EXIT_FAILED,
-                                      "%s: cannot read its features back: %s",
-                                      o.input, strerror(errno))
-                           : cli_fail(EXIT_FAILED, "%s: write failed",
-                                      o.output);
+            rc = bad_input
+                     ? cli_fail(EXIT_FAILED,
+                                "%s: cannot read its features back: %s",
+                                o.input, strerror(errno))
+                     : cli_fail(EXIT_FAILED, "%s: write failed", o.output);
         } else if (frae_atomic_commit(&af, err, sizeof err)) {
             rc = cli_fail(EXIT_FAILED, "%s", err);
         } else {
             cli_printf("%ld sequence%s of %ld frames -> %s  mse %.6g\n", in.n,
-                   in.n == 1 ? "" : "s", in.t, o.output,
-                   sse / ((double)in.n * in.t * D));
+                       in.n == 1 ? "" : "s", in.t, o.output,
+                       sse / ((double)in.n * in.t * D));
         }
     }
     free(x), free(y);
@@ -168,13 +170,13 @@ int cmd_predict(int argc, char **argv)
 static void info_help(void)
 {
     cli_printf("usage: frae info MODEL\n"
-           "example: frae info model.safetensors\n"
-           "\n"
-           "Prints a checkpoint's architecture, parameter count, bits per\n"
-           "frame, training settings and training state, after verifying\n"
-           "its format version and checksum.\n"
-           "\n"
-           "Exit codes: 0 done, 2 bad options or checkpoint.\n");
+               "example: frae info model.safetensors\n"
+               "\n"
+               "Prints a checkpoint's architecture, parameter count, bits per\n"
+               "frame, training settings and training state, after verifying\n"
+               "its format version and checksum.\n"
+               "\n"
+               "Exit codes: 0 done, 2 bad options or checkpoint.\n");
 }
 
 static int info_pos(void *ctx, const char *arg)
@@ -194,49 +196,50 @@ static void info_model(frae_checkpoint *ck, const frae_config *cfg,
     cli_printf("model:\n");
     const int gru = c.family == FRAE_FAMILY_GRU;
     cli_printf("  family %s: %s\n", frae_family_names[c.family],
-           gru ? "GRU encoder and decoder, h_dec fed back to the encoder"
-               : "dense layers");
+               gru ? "GRU encoder and decoder, h_dec fed back to the encoder"
+                   : "dense layers");
     cli_printf("  frame dim D %d, history K %d, latent L %d\n", c.frame_dim,
-           c.history, c.latent_dim);
+               c.history, c.latent_dim);
     cli_printf("  encoder  %d", c.frame_dim + c.history * c.frame_dim +
-                                (gru ? c.dec_hidden[0] : 0));
+                                    (gru ? c.dec_hidden[0] : 0));
     for (int i = 0; i < c.n_enc_hidden; i++)
         cli_printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.enc_hidden[i]);
     cli_printf(" -> %d (tanh, quantizer %s)\n", c.latent_dim,
-           frae_checkpoint_meta(ck, "frae.quantizer"));
+               frae_checkpoint_meta(ck, "frae.quantizer"));
     cli_printf("  decoder  %d", c.latent_dim + c.history * c.frame_dim);
     for (int i = 0; i < c.n_dec_hidden; i++)
         cli_printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.dec_hidden[i]);
     cli_printf(" -> %d (linear)\n", c.frame_dim);
     cli_printf("  hidden activation %s, init seed %llu\n",
-           frae_activation_names[c.activation],
-           (unsigned long long)c.seed);
+               frae_activation_names[c.activation], (unsigned long long)c.seed);
     char split[96] = "";
     if (c.pitch) /* how the bits split between envelope and pitch */
         snprintf(split, sizeof split, " (envelope %d x %d, pitch %d)",
-                 c.latent_dim, frae_code_bits(frae_model_net(m)), FRAE_PITCH_BITS);
+                 c.latent_dim, frae_code_bits(frae_model_net(m)),
+                 FRAE_PITCH_BITS);
     cli_printf("  %zu parameters, %g bits/frame%s, %s weights\n",
-           frae_param_count(m), frae_bits_per_frame(m), split,
-           frae_weights_names[c.weights]);
+               frae_param_count(m), frae_bits_per_frame(m), split,
+               frae_weights_names[c.weights]);
     if (c.pitch)
         cli_printf("  pitch: f0 and voicing per frame (YIN), closed-loop "
-               "log2 f0 quantizer, %s\n",
-               frae_checkpoint_meta(ck, "frae.pitch"));
+                   "log2 f0 quantizer, %s\n",
+                   frae_checkpoint_meta(ck, "frae.pitch"));
     if (c.prior_hidden > 0)
         cli_printf("  prior: %d tanh units on %s -> %d logits per unit%s; "
-               "the codec range-codes the codes (stream version 4; %g "
-               "bits/frame at most)\n",
-               c.prior_hidden,
-               c.family == FRAE_FAMILY_GRU ? "h_dec(t-1)"
-                                           : "the fed-back frames",
-               c.quantizer == FRAE_QUANT_UNIFORM ? c.quant_levels : 1,
-               c.prior_ar ? ", + the frame's earlier codes (within-frame "
-                            "autoregression)"
-                          : "",
-               frae_bits_per_frame(m));
+                   "the codec range-codes the codes (stream version 4; %g "
+                   "bits/frame at most)\n",
+                   c.prior_hidden,
+                   c.family == FRAE_FAMILY_GRU ? "h_dec(t-1)"
+                                               : "the fed-back frames",
+                   c.quantizer == FRAE_QUANT_UNIFORM ? c.quant_levels : 1,
+                   c.prior_ar ? ", + the frame's earlier codes (within-frame "
+                                "autoregression)"
+                              : "",
+                   frae_bits_per_frame(m));
     if (c.targets)
-        cli_printf("  targets: trained toward paired targets (e.g. clean speech "
-               "from noisy input); the loss is on the target\n");
+        cli_printf(
+            "  targets: trained toward paired targets (e.g. clean speech "
+            "from noisy input); the loss is on the target\n");
     if (c.normalize) {
         float mean[FRAE_INFO_MAX_D], std[FRAE_INFO_MAX_D];
         if (c.frame_dim <= FRAE_INFO_MAX_D &&
@@ -247,8 +250,9 @@ static void info_model(frae_checkpoint *ck, const frae_config *cfg,
                 lo[1] = fminf(lo[1], std[d]), hi[1] = fmaxf(hi[1], std[d]);
             }
             cli_printf("  normalization: per band, means %.4g..%.4g, stds "
-                   "%.4g..%.4g\n",
-                   (double)lo[0], (double)hi[0], (double)lo[1], (double)hi[1]);
+                       "%.4g..%.4g\n",
+                       (double)lo[0], (double)hi[0], (double)lo[1],
+                       (double)hi[1]);
         } else {
             cli_printf("  normalization: per band\n");
         }
@@ -268,23 +272,25 @@ static void info_training(frae_checkpoint *ck, const frae_config *cfg,
         cli_printf("  recipe %s%s%s\n", recipe, rp ? ": " : "",
                    rp ? rp->summary : "");
     }
-    cli_printf("  feedback %s, window %d, batch %d, Adam lr %g (beta1 %g, beta2 "
-           "%g, eps %g), clip norm %g\n",
-           frae_feedback_names[c.feedback], c.window,
-           c.batch, (double)c.learning_rate, (double)c.beta1, (double)c.beta2,
-           (double)c.epsilon, (double)c.clip_norm);
+    cli_printf(
+        "  feedback %s, window %d, batch %d, Adam lr %g (beta1 %g, beta2 "
+        "%g, eps %g), clip norm %g\n",
+        frae_feedback_names[c.feedback], c.window, c.batch,
+        (double)c.learning_rate, (double)c.beta1, (double)c.beta2,
+        (double)c.epsilon, (double)c.clip_norm);
     if (c.rate_lambda > 0)
         cli_printf("  loss: distortion + %g x rate (bits per frame under the "
-               "prior)\n",
-               (double)c.rate_lambda);
+                   "prior)\n",
+                   (double)c.rate_lambda);
     if (c.lr_warmup || c.lr_decay_steps) {
         /* the next step's rate, from the step the checkpoint has taken */
         const char *taken = frae_checkpoint_meta(ck, "frae.adam_step");
         long next = (taken ? strtol(taken, NULL, 10) : 0) + 1;
-        cli_printf("  learning-rate schedule: warm-up %d steps, cosine decay over "
-               "%d steps to %g x lr; next step (%ld): lr %g\n",
-               c.lr_warmup, c.lr_decay_steps, (double)c.lr_floor, next,
-               (double)frae_learning_rate_at(&c, next));
+        cli_printf(
+            "  learning-rate schedule: warm-up %d steps, cosine decay over "
+            "%d steps to %g x lr; next step (%ld): lr %g\n",
+            c.lr_warmup, c.lr_decay_steps, (double)c.lr_floor, next,
+            (double)frae_learning_rate_at(&c, next));
     }
     if (have_features) {
         char desc[160];
@@ -295,18 +301,19 @@ static void info_training(frae_checkpoint *ck, const frae_config *cfg,
     if (ep) {
         cli_printf("training state:\n");
         cli_printf("  epoch %s of %s, next batch %s, Adam step %s\n", ep,
-               frae_checkpoint_meta(ck, "train.epochs"),
-               frae_checkpoint_meta(ck, "train.batch"),
-               frae_checkpoint_meta(ck, "frae.adam_step"));
+                   frae_checkpoint_meta(ck, "train.epochs"),
+                   frae_checkpoint_meta(ck, "train.batch"),
+                   frae_checkpoint_meta(ck, "frae.adam_step"));
         cli_printf("  best monitored loss %s at epoch %s\n",
-               frae_checkpoint_meta(ck, "train.best"),
-               frae_checkpoint_meta(ck, "train.best_epoch"));
+                   frae_checkpoint_meta(ck, "train.best"),
+                   frae_checkpoint_meta(ck, "train.best_epoch"));
         cli_printf("  data: %s\n", frae_checkpoint_meta(ck, "train.data"));
         const char *crop = frae_checkpoint_meta(ck, "train.crop");
         if (crop)
             cli_printf("  training on crops of %s frames, %ld this epoch, "
-                   "shuffled across sequences\n",
-                   crop, frae_checkpoint_i32(ck, "train.crop_seq", NULL, 0));
+                       "shuffled across sequences\n",
+                       crop,
+                       frae_checkpoint_i32(ck, "train.crop_seq", NULL, 0));
     } else {
         cli_printf("training state: none (weights only)\n");
     }
@@ -339,17 +346,17 @@ int cmd_info(int argc, char **argv)
     small.batch = 1;
     frae_model *m = frae_create(&small, err, sizeof err);
     /* the statistics are checked and shown from the model they load into */
-    if (!m || (c.normalize && frae_checkpoint_restore(ck, m, 0, err,
-                                                      sizeof err))) {
+    if (!m ||
+        (c.normalize && frae_checkpoint_restore(ck, m, 0, err, sizeof err))) {
         frae_checkpoint_close(ck);
         frae_destroy(m);
         return cli_fail(EXIT_USAGE, "%s", err);
     }
     struct stat sb;
     stat(path, &sb);
-    cli_printf("%s: frae checkpoint, format %s, %lld bytes, checksum ok\n", path,
-           frae_checkpoint_meta(ck, "frae.format_version"),
-           (long long)sb.st_size);
+    cli_printf("%s: frae checkpoint, format %s, %lld bytes, checksum ok\n",
+               path, frae_checkpoint_meta(ck, "frae.format_version"),
+               (long long)sb.st_size);
     info_model(ck, &c, m);
     info_training(ck, &c, have_features, &feat);
     frae_destroy(m);
@@ -367,36 +374,36 @@ typedef struct {
 
 static void import_help(void)
 {
-    cli_printf("usage: frae import WEIGHTS -o MODEL [--activation A] [--quantizer Q]\n"
-           "                   [--latent L] [--family F] [--normalize FILE.npy]\n"
-           "example: frae import torch.safetensors -o model.safetensors "
-           "--quantizer binary\n"
-           "\n"
-           "Makes a frae checkpoint from weights trained elsewhere:\n"
-           "  - a PyTorch state_dict saved as safetensors, with the names and\n"
-           "    [out, in] layouts of tools/frae_torch.py;\n"
-           "  - a Keras .npz from np.savez(path, *model.get_weights()):\n"
-           "    kernel [in, out] then bias, layer by layer (a GRU layer,\n"
-           "    reset_after=True: kernel, recurrent kernel, bias [2, 3H]).\n"
-           "The family, D, K, L and the widths come from the shapes; give\n"
-           "what shapes cannot tell:\n"
-           "  --activation A       relu or tanh (relu)\n"
-           "  --quantizer Q        none, binary or uniform:N (none)\n"
-           "  --latent L           the latent width, needed only when K = 0\n"
-           "  --family F           dense or gru: refuse weights of the other\n"
-           "  --normalize FILE.npy the weights were trained on z-scored\n"
-           "                       frames: [2, D], the means then the stds\n"
-           "                       of the bands; the model then takes and\n"
-           "                       gives frames in their own units\n"
-           "\n"
-           "Exit codes: 0 done, 1 the model could not be written, 2 bad\n"
-           "options or weights.\n");
+    cli_printf(
+        "usage: frae import WEIGHTS -o MODEL [--activation A] [--quantizer Q]\n"
+        "                   [--latent L] [--family F] [--normalize FILE.npy]\n"
+        "example: frae import torch.safetensors -o model.safetensors "
+        "--quantizer binary\n"
+        "\n"
+        "Makes a frae checkpoint from weights trained elsewhere:\n"
+        "  - a PyTorch state_dict saved as safetensors, with the names and\n"
+        "    [out, in] layouts of tools/frae_torch.py;\n"
+        "  - a Keras .npz from np.savez(path, *model.get_weights()):\n"
+        "    kernel [in, out] then bias, layer by layer (a GRU layer,\n"
+        "    reset_after=True: kernel, recurrent kernel, bias [2, 3H]).\n"
+        "The family, D, K, L and the widths come from the shapes; give\n"
+        "what shapes cannot tell:\n"
+        "  --activation A       relu or tanh (relu)\n"
+        "  --quantizer Q        none, binary or uniform:N (none)\n"
+        "  --latent L           the latent width, needed only when K = 0\n"
+        "  --family F           dense or gru: refuse weights of the other\n"
+        "  --normalize FILE.npy the weights were trained on z-scored\n"
+        "                       frames: [2, D], the means then the stds\n"
+        "                       of the bands; the model then takes and\n"
+        "                       gives frames in their own units\n"
+        "\n"
+        "Exit codes: 0 done, 1 the model could not be written, 2 bad\n"
+        "options or weights.\n");
 }
 
-static const cli_opt import_list[] = {{"--output", 1}, {"--activation", 1},
-                                      {"--quantizer", 1}, {"--latent", 1},
-                                      {"--family", 1},    {"--normalize", 1},
-                                      {NULL, 0}};
+static const cli_opt import_list[] = {
+    {"--output", 1}, {"--activation", 1}, {"--quantizer", 1}, {"--latent", 1},
+    {"--family", 1}, {"--normalize", 1},  {NULL, 0}};
 
 static int import_opt(void *ctx, const char *name, const char *v)
 {
@@ -432,8 +439,9 @@ int cmd_import(int argc, char **argv)
     if (rc)
         return rc;
     if (!o.input || !o.output)
-        return cli_fail(EXIT_USAGE,
-                        "needs WEIGHTS and -o MODEL (see 'frae import --help')");
+        return cli_fail(
+            EXIT_USAGE,
+            "needs WEIGHTS and -o MODEL (see 'frae import --help')");
     char err[512];
     const frae_config *hints = &o.rc.model;
     frae_model *m = frae_import(o.input, hints, err, sizeof err);
@@ -465,10 +473,10 @@ int cmd_import(int argc, char **argv)
         return cli_fail(EXIT_FAILED, "%s", err);
     }
     cli_printf("%s -> %s: %s, D %d, K %d, L %d, %d+%d hidden layers, %zu "
-           "parameters\n",
-           o.input, o.output, frae_family_names[c->family], c->frame_dim,
-           c->history, c->latent_dim,
-           c->n_enc_hidden, c->n_dec_hidden, frae_param_count(m));
+               "parameters\n",
+               o.input, o.output, frae_family_names[c->family], c->frame_dim,
+               c->history, c->latent_dim, c->n_enc_hidden, c->n_dec_hidden,
+               frae_param_count(m));
     frae_destroy(m);
     return EXIT_OK;
 }
@@ -482,27 +490,28 @@ typedef struct {
 
 static void features_help(void)
 {
-    cli_printf("usage: frae features IN.(wav|flac|...) -o OUT.npy [--pitch]\n"
-           "                     [--sample-rate HZ] [--no-resample] [--mels N]\n"
-           "                     [--hop N] [--win N] [--fft N] [--fmin HZ] "
-           "[--fmax HZ]\n"
-           "example: frae features speech.wav --pitch -o speech.npy\n"
-           "\n"
-           "Computes log-mel features of an audio file, exactly as training\n"
-           "and encoding do, and writes them as float32 [T, mels]:\n"
-           "  feature = (ln(max(mel power, 1e-7)) + 5) / 5, frames of --win\n"
-           "  samples every --hop, periodic Hann window, HTK-mel filters.\n"
-           "Audio is mixed to mono and resampled to --sample-rate.\n"
-           "\n" CLI_FEATURE_HELP
-           "  --pitch              two more columns: f0 in Hz (0 when\n"
-           "                       unvoiced) and voicing (0 or 1), by YIN,\n"
-           "                       for 'frae vocode': [T, mels + 2]\n"
-           "\n"
-           "Train on such files with 'frae train --audio-features' (same\n"
-           "options) so the model records them.\n"
-           "\n"
-           "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
-           "options or audio (unreadable, silent, too short, wrong rate).\n");
+    cli_printf(
+        "usage: frae features IN.(wav|flac|...) -o OUT.npy [--pitch]\n"
+        "                     [--sample-rate HZ] [--no-resample] [--mels N]\n"
+        "                     [--hop N] [--win N] [--fft N] [--fmin HZ] "
+        "[--fmax HZ]\n"
+        "example: frae features speech.wav --pitch -o speech.npy\n"
+        "\n"
+        "Computes log-mel features of an audio file, exactly as training\n"
+        "and encoding do, and writes them as float32 [T, mels]:\n"
+        "  feature = (ln(max(mel power, 1e-7)) + 5) / 5, frames of --win\n"
+        "  samples every --hop, periodic Hann window, HTK-mel filters.\n"
+        "Audio is mixed to mono and resampled to --sample-rate.\n"
+        "\n" CLI_FEATURE_HELP
+        "  --pitch              two more columns: f0 in Hz (0 when\n"
+        "                       unvoiced) and voicing (0 or 1), by YIN,\n"
+        "                       for 'frae vocode': [T, mels + 2]\n"
+        "\n"
+        "Train on such files with 'frae train --audio-features' (same\n"
+        "options) so the model records them.\n"
+        "\n"
+        "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
+        "options or audio (unreadable, silent, too short, wrong rate).\n");
 }
 
 static int features_opt(void *ctx, const char *name, const char *v)
@@ -537,11 +546,17 @@ int cmd_features(int argc, char **argv)
     cli_cmd = "frae features";
     features_opts o = {0};
     cli_audio_default(&o.audio);
-    static const cli_opt list[] = {
-        {"--output", 1}, {"--sample-rate", 1}, {"--no-resample", 0},
-        {"--mels", 1},   {"--hop", 1},         {"--win", 1},
-        {"--fft", 1},    {"--fmin", 1},        {"--fmax", 1},
-        {"--pitch", 0},  {NULL, 0}};
+    static const cli_opt list[] = {{"--output", 1},
+                                   {"--sample-rate", 1},
+                                   {"--no-resample", 0},
+                                   {"--mels", 1},
+                                   {"--hop", 1},
+                                   {"--win", 1},
+                                   {"--fft", 1},
+                                   {"--fmin", 1},
+                                   {"--fmax", 1},
+                                   {"--pitch", 0},
+                                   {NULL, 0}};
     int rc = cli_parse(argc, argv, list, features_opt, features_pos,
                        features_help, &o);
     if (rc)
@@ -592,22 +607,23 @@ typedef struct {
 
 static void convert_help(void)
 {
-    cli_printf("usage: frae convert MODEL -o OUT --weights bf16|f32\n"
-           "example: frae convert model.safetensors -o model-bf16.safetensors "
-           "--weights bf16\n"
-           "\n"
-           "Writes MODEL's weights in another storage format, for inference:\n"
-           "  bf16  each weight rounded to bfloat16 (nearest even, as\n"
-           "        PyTorch's .bfloat16()); half the file, and batch-1\n"
-           "        products (encode, decode, predict) stream half the bytes.\n"
-           "        All arithmetic stays float32, so the model computes\n"
-           "        exactly what an f32 model holding the rounded weights\n"
-           "        computes; streams of the two decode alike.\n"
-           "  f32   back to float32 (the rounded values), e.g. to fine-tune.\n"
-           "Audio feature settings are kept; training state is not.\n"
-           "\n"
-           "Exit codes: 0 done, 1 the model could not be written, 2 bad\n"
-           "options or model.\n");
+    cli_printf(
+        "usage: frae convert MODEL -o OUT --weights bf16|f32\n"
+        "example: frae convert model.safetensors -o model-bf16.safetensors "
+        "--weights bf16\n"
+        "\n"
+        "Writes MODEL's weights in another storage format, for inference:\n"
+        "  bf16  each weight rounded to bfloat16 (nearest even, as\n"
+        "        PyTorch's .bfloat16()); half the file, and batch-1\n"
+        "        products (encode, decode, predict) stream half the bytes.\n"
+        "        All arithmetic stays float32, so the model computes\n"
+        "        exactly what an f32 model holding the rounded weights\n"
+        "        computes; streams of the two decode alike.\n"
+        "  f32   back to float32 (the rounded values), e.g. to fine-tune.\n"
+        "Audio feature settings are kept; training state is not.\n"
+        "\n"
+        "Exit codes: 0 done, 1 the model could not be written, 2 bad\n"
+        "options or model.\n");
 }
 
 static int convert_opt(void *ctx, const char *name, const char *v)
@@ -639,8 +655,8 @@ int cmd_convert(int argc, char **argv)
     convert_opts o = {0};
     static const cli_opt list[] = {
         {"--output", 1}, {"--weights", 1}, {NULL, 0}};
-    int rc = cli_parse(argc, argv, list, convert_opt, convert_pos,
-                       convert_help, &o);
+    int rc =
+        cli_parse(argc, argv, list, convert_opt, convert_pos, convert_help, &o);
     if (rc)
         return rc;
     if (!o.input || !o.output || !o.weights_given)
@@ -659,8 +675,8 @@ int cmd_convert(int argc, char **argv)
     if (rc)
         return cli_fail(rc == -2 ? EXIT_FAILED : EXIT_USAGE, "%s", err);
     cli_printf("%s -> %s: %s weights, %zu of %zu parameters changed by "
-           "rounding\n",
-           o.input, o.output, frae_weights_names[o.weights], moved,
-           frae_param_count_for(&c));
+               "rounding\n",
+               o.input, o.output, frae_weights_names[o.weights], moved,
+               frae_param_count_for(&c));
     return EXIT_OK;
 }

@@ -41,7 +41,7 @@ typedef struct {
     int sequences, frames;
     long data_seed;
     cli_audio audio;
-    int audio_features; /* --audio-features: .npy data are frae features */
+    int audio_features;  /* --audio-features: .npy data are frae features */
     double dist_timeout; /* --dist-timeout: seconds a rank waits */
     int frame_dim_given;
     int auto_recipe; /* audio with no model option: the speech recipe */
@@ -54,8 +54,8 @@ typedef struct {
  * --help prints them alike); the feature options are cli_feature_opts. */
 static const frae_option own_rows[] = {
     {"dist-timeout", NULL, FRAE_OPTION_FLOAT, 0.1, 1e7, NULL, "S",
-     "seconds a rank waits for the others before stopping them all (600)",
-     NULL, FRAE_SECTION_PARALLEL, 0, "600"},
+     "seconds a rank waits for the others before stopping them all (600)", NULL,
+     FRAE_SECTION_PARALLEL, 0, "600"},
     {"val-data", NULL, FRAE_OPTION_TEXT, 0, 0, NULL, "PATH",
      "validation .npy file or directory (repeat)", NULL,
      FRAE_SECTION_VALIDATION, 0, NULL},
@@ -67,8 +67,8 @@ static const frae_option own_rows[] = {
      "--targets again to resume)",
      NULL, FRAE_SECTION_TARGETS, 0, NULL},
     {"val-targets", NULL, FRAE_OPTION_TEXT, 0, 0, NULL, "PATH",
-     "the targets of --val-data, paired likewise", NULL,
-     FRAE_SECTION_TARGETS, 0, NULL},
+     "the targets of --val-data, paired likewise", NULL, FRAE_SECTION_TARGETS,
+     0, NULL},
     {"progress", NULL, FRAE_OPTION_CHOICE, 0, 0, "off|on|auto", "MODE",
      "auto, on or off: a progress bar (auto: on a terminal; otherwise one "
      "line per epoch)",
@@ -107,7 +107,8 @@ static void train_help(void)
     cli_printf(
         "usage: frae train [--recipe R] [options below] [DATA ...]\n"
         "examples:\n"
-        "  frae train wavs/ --recipe speech --epochs 50 --save codec.safetensors\n"
+        "  frae train wavs/ --recipe speech --epochs 50 --save "
+        "codec.safetensors\n"
         "  frae train feats/ --audio-features --latent 16 --quantizer binary\n"
         "\n"
         "Trains an FRAE.  DATA are .npy files ([T, D] or [N, T, D], float32\n"
@@ -312,8 +313,8 @@ static int load_files(frae_dataset **out, char **paths, int n_paths, int dim,
     frae_dataset *ds = *out = frae_dataset_create(dim);
     if (!ds)
         return cli_fail(EXIT_FAILED, "out of memory");
-    int rc = frae_expand_paths((const char *const *)paths, n_paths, &files,
-                               &n, err, sizeof err);
+    int rc = frae_expand_paths((const char *const *)paths, n_paths, &files, &n,
+                               err, sizeof err);
     if (rc)
         return cli_fail(rc, "%s", err);
     for (int i = 0; i < n && !rc; i++)
@@ -327,8 +328,8 @@ static int load_files(frae_dataset **out, char **paths, int n_paths, int dim,
     const int size = threads ? o->rc.replicas : d->size;
     for (int r = threads ? 0 : d->rank; r < (threads ? size : d->rank + 1);
          r++) {
-        long first, count = frae_share(frae_dataset_sequences(ds), r, size,
-                                       &first);
+        long first,
+            count = frae_share(frae_dataset_sequences(ds), r, size, &first);
         if (frae_dataset_check(ds, first, first + count, err, sizeof err)) {
             if (threads && r > 0)
                 fprintf(stderr, "frae train (rank %d of %d): %s\n", r, size,
@@ -406,10 +407,9 @@ static int load_data(train_opts *o, const cli_dist *d, datasets *ds)
     char err[1100];
     int status;
     if (o->n_data) {
-        status = load_files(&ds->data, o->data, o->n_data,
-                            o->frame_dim_given || o->rc.resume ? c->frame_dim
-                                                               : 0,
-                            o, d);
+        status = load_files(
+            &ds->data, o->data, o->n_data,
+            o->frame_dim_given || o->rc.resume ? c->frame_dim : 0, o, d);
         if (!status)
             c->frame_dim = frae_dataset_dim(ds->data);
     } else {
@@ -423,11 +423,9 @@ static int load_data(train_opts *o, const cli_dist *d, datasets *ds)
     }
     if (!status && o->n_val)
         status = load_files(&ds->val, o->val, o->n_val, c->frame_dim, o, d);
-    if (!status &&
-        (status = frae_run_check_pairing(&o->rc, o->n_data > 0,
-                                         o->n_targets > 0, o->n_val > 0,
-                                         o->n_val_targets > 0, err,
-                                         sizeof err)))
+    if (!status && (status = frae_run_check_pairing(
+                        &o->rc, o->n_data > 0, o->n_targets > 0, o->n_val > 0,
+                        o->n_val_targets > 0, err, sizeof err)))
         status = cli_fail(status, "%s", err);
     if (!status && o->n_targets)
         status = load_files(&ds->tgt, o->targets, o->n_targets,
@@ -456,8 +454,8 @@ static int load_data(train_opts *o, const cli_dist *d, datasets *ds)
 typedef struct {
     const train_opts *o;
     const cli_dist *d;
-    int bar;           /* a progress bar is drawn */
-    int bar_open;      /* ... and left unfinished on its line */
+    int bar;      /* a progress bar is drawn */
+    int bar_open; /* ... and left unfinished on its line */
     double last_draw;
 } printer;
 
@@ -559,8 +557,8 @@ static int on_epoch(void *ctx, const frae_epoch_log *e)
     if (p->bar)
         cli_printf("\r\033[K");
     p->bar_open = 0, p->last_draw = 0;
-    cli_printf("epoch %d/%d  loss %.6f  mae %.6f", e->epoch, e->epochs,
-               e->loss, e->mae);
+    cli_printf("epoch %d/%d  loss %.6f  mae %.6f", e->epoch, e->epochs, e->loss,
+               e->mae);
     if (e->prior)
         cli_printf("  rate %.3f", e->rate);
     if (e->has_val)
@@ -598,24 +596,23 @@ static int prepare(train_opts *o, const cli_dist *d, datasets *ds)
         status = resume_settings(o);
     if (!status)
         status = settle_features(o);
-    if (!status &&
-        (status = frae_run_config_settle(&o->rc, o->n_val > 0, err,
-                                         sizeof err)))
+    if (!status && (status = frae_run_config_settle(&o->rc, o->n_val > 0, err,
+                                                    sizeof err)))
         cli_fail(status, "%s", err);
     /* sizes before any data is built or read: before the files are
      * loaded only their frame dimension may be known (not even that) */
     const int size = d->size > 1 ? d->size : o->rc.replicas;
     if (!status &&
-        (status = frae_run_check_sizes(
-             &o->rc, o->frame_dim_given || !o->n_data, size,
-             o->n_data ? 0 : o->sequences, o->frames, err, sizeof err)))
+        (status = frae_run_check_sizes(&o->rc, o->frame_dim_given || !o->n_data,
+                                       size, o->n_data ? 0 : o->sequences,
+                                       o->frames, err, sizeof err)))
         cli_fail(status, "%s", err);
     if (!status)
         status = load_data(o, d, ds);
     if (!status && o->rc.audio) {
         o->rc.meta = o->feature_meta;
-        o->rc.n_meta = cli_features_meta(&o->audio.f, o->feature_values,
-                                         o->feature_meta);
+        o->rc.n_meta =
+            cli_features_meta(&o->audio.f, o->feature_values, o->feature_meta);
     }
     return status;
 }
@@ -649,18 +646,15 @@ static int train_main(train_opts *o, cli_dist *d)
     if (!status && !run)
         status = cli_fail(EXIT_FAILED, "%s", err);
     printer p = {o, d, 0, 0, 0};
-    p.bar = d->rank != 0 ? 0
+    p.bar = d->rank != 0      ? 0
             : o->progress < 0 ? isatty(STDOUT_FILENO)
                               : o->progress;
-    const frae_run_hooks hooks = {&p,
-                                  on_start,
-                                  on_batch,
-                                  on_epoch,
-                                  &stop_requested,
-                                  d->size > 1 ? &d->transport : NULL};
+    const frae_run_hooks hooks = {
+        &p,       on_start,        on_batch,
+        on_epoch, &stop_requested, d->size > 1 ? &d->transport : NULL};
     if (!status)
-        status = frae_run_train(run, ds.data, ds.tgt, ds.val, ds.val_tgt,
-                                &hooks);
+        status =
+            frae_run_train(run, ds.data, ds.tgt, ds.val, ds.val_tgt, &hooks);
     int at = 0;
     const char *why = run ? frae_run_error(run, &at) : NULL;
     if (why) {
@@ -703,7 +697,8 @@ static int model_option_given(const frae_run_config *rc)
     for (int i = 0; i < frae_option_count(); i++) {
         const frae_option *row = frae_option_at(i);
         if (frae_option_given(rc, i) &&
-            ((row->section == FRAE_SECTION_MODEL && strcmp(row->name, "seed")) ||
+            ((row->section == FRAE_SECTION_MODEL &&
+              strcmp(row->name, "seed")) ||
              !strcmp(row->name, "pitch") || !strcmp(row->name, "rate-lambda")))
             return 1;
     }
@@ -754,8 +749,8 @@ int cmd_train(int argc, char **argv)
     cli_fault_setup(&fault);
     cli_opt *list = train_opts_list();
     int status = !list ? cli_fail(EXIT_FAILED, "out of memory")
-                       : cli_parse(argc, argv, list, train_on_opt,
-                                   train_on_pos, train_help, &o);
+                       : cli_parse(argc, argv, list, train_on_opt, train_on_pos,
+                                   train_help, &o);
     free(list);
     if (!status)
         default_recipe(&o);
@@ -773,10 +768,11 @@ int cmd_train(int argc, char **argv)
     if (cli_dist_mpi(&dist, 0, o.dist_timeout))
         status = cli_fail(EXIT_FAILED, "out of memory");
     if (!status && dist.size > 1 && o.rc.replicas > 1) /* rank 0 says it */
-        status = dist.rank ? EXIT_USAGE
-                           : cli_fail(EXIT_USAGE, "--replicas runs replicas "
-                                      "in one process; under mpirun each "
-                                      "rank is one");
+        status = dist.rank
+                     ? EXIT_USAGE
+                     : cli_fail(EXIT_USAGE, "--replicas runs replicas "
+                                            "in one process; under mpirun each "
+                                            "rank is one");
     dist.signalled = &stop_requested;
     if (!status && !threads_given) {
         const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");

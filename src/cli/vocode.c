@@ -1,30 +1,33 @@
 /* frae vocode: features (with pitch) back to audio. */
 #define _DEFAULT_SOURCE /* madvise */
+#include "cli.h"
 #include <math.h>
 #include <stdlib.h>
-#include "cli.h"
 
 #include "cli.h"
 #include "cli/codec_cli.h"
 
 static void vocode_help(void)
 {
-    cli_printf("usage: frae vocode FEATURES.npy -o OUT.wav [--gl-iters N] [--sample-rate HZ]\n"
-           "                   [--no-resample] [--mels N] [--hop N] [--win N] [--fft N]\n"
-           "                   [--fmin HZ] [--fmax HZ]\n"
-           "example: frae vocode speech.npy -o speech-vocoded.wav\n"
-           "\n"
-           "Turns features with pitch ('frae features --pitch': [T, mels + 2]\n"
-           "or [N, T, mels + 2]) back into audio with the harmonic-plus-noise\n"
-           "vocoder, the one 'frae decode --wav' uses: the vocoder's own\n"
-           "quality, with no coding.  Features of mels values only are\n"
-           "inverted by Griffin-Lim.  OUT-<n>.wav per sequence if several.\n"
-           "\n" CLI_FEATURE_HELP
-           "  --gl-iters N         Griffin-Lim iterations, for features\n"
-           "                       without pitch (32)\n"
-           "\n"
-           "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
-           "options or features.\n");
+    cli_printf(
+        "usage: frae vocode FEATURES.npy -o OUT.wav [--gl-iters N] "
+        "[--sample-rate HZ]\n"
+        "                   [--no-resample] [--mels N] [--hop N] [--win N] "
+        "[--fft N]\n"
+        "                   [--fmin HZ] [--fmax HZ]\n"
+        "example: frae vocode speech.npy -o speech-vocoded.wav\n"
+        "\n"
+        "Turns features with pitch ('frae features --pitch': [T, mels + 2]\n"
+        "or [N, T, mels + 2]) back into audio with the harmonic-plus-noise\n"
+        "vocoder, the one 'frae decode --wav' uses: the vocoder's own\n"
+        "quality, with no coding.  Features of mels values only are\n"
+        "inverted by Griffin-Lim.  OUT-<n>.wav per sequence if several.\n"
+        "\n" CLI_FEATURE_HELP
+        "  --gl-iters N         Griffin-Lim iterations, for features\n"
+        "                       without pitch (32)\n"
+        "\n"
+        "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
+        "options or features.\n");
 }
 
 int cmd_vocode(int argc, char **argv)
@@ -85,8 +88,8 @@ int cmd_vocode(int argc, char **argv)
             npy_reader_read(&r, s, t0, nt, x);
             for (long t = 0; t < nt; t++) {
                 const float *frame = x + (size_t)t * a.d;
-                const int c = unheard_value(frame, (int)a.d, f->n_mels,
-                                            loudest);
+                const int c =
+                    unheard_value(frame, (int)a.d, f->n_mels, loudest);
                 if (c < 0)
                     continue;
                 char at[96];

@@ -23,7 +23,8 @@
 size_t frae_code_bytes(const frae_net *m)
 {
     return ((size_t)m->cfg.latent_dim * frae_code_bits(m) +
-            (m->cfg.pitch ? FRAE_PITCH_BITS : 0) + 7) / 8;
+            (m->cfg.pitch ? FRAE_PITCH_BITS : 0) + 7) /
+           8;
 }
 
 void frae_code_put_bits(unsigned char *dst, size_t pos, uint32_t v, int bits)
@@ -50,8 +51,10 @@ static void pack_code(const frae_config *c, int bits, const float *q,
                       unsigned char *code)
 {
     /* padding bits of the last byte are zero: codes are deterministic */
-    memset(code, 0, ((size_t)c->latent_dim * bits +
-                     (c->pitch ? FRAE_PITCH_BITS : 0) + 7) / 8);
+    memset(
+        code, 0,
+        ((size_t)c->latent_dim * bits + (c->pitch ? FRAE_PITCH_BITS : 0) + 7) /
+            8);
     for (int i = 0; i < c->latent_dim; i++) {
         uint32_t v;
         if (c->quantizer == FRAE_QUANT_BINARY) {
@@ -96,15 +99,16 @@ uint64_t frae_model_hash(const frae_net *m)
 {
     const frae_config *c = &m->cfg;
     int32_t shape[8 + 2 * FRAE_MAX_HIDDEN] = {
-        c->frame_dim, c->history, c->latent_dim, (int32_t)c->activation,
-        (int32_t)c->quantizer, c->quant_levels, c->n_enc_hidden,
-        c->n_dec_hidden};
+        c->frame_dim,          c->history,
+        c->latent_dim,         (int32_t)c->activation,
+        (int32_t)c->quantizer, c->quant_levels,
+        c->n_enc_hidden,       c->n_dec_hidden};
     for (int i = 0; i < c->n_enc_hidden; i++)
         shape[8 + i] = c->enc_hidden[i];
     for (int i = 0; i < c->n_dec_hidden; i++)
         shape[8 + FRAE_MAX_HIDDEN + i] = c->dec_hidden[i];
-    uint64_t h = frae_fnv1a64((const unsigned char *)shape, sizeof shape,
-                              FRAE_FNV_INIT);
+    uint64_t h =
+        frae_fnv1a64((const unsigned char *)shape, sizeof shape, FRAE_FNV_INIT);
     if (c->family != FRAE_FAMILY_DENSE) { /* dense models hash as before */
         int32_t family = (int32_t)c->family;
         h = frae_fnv1a64((const unsigned char *)&family, 4, h);
@@ -138,8 +142,8 @@ uint64_t frae_model_hash(const frae_net *m)
         for (int i = 0; i < (e[k].bias ? 1 : ly->in); i++)
             for (int o = 0; o < ly->out; o++) {
                 int col = frae_keras_col(e[k].gru, o, ly->out);
-                float w = e[k].bias ? ly->bias[col]
-                                    : frae_weight_get(m, l, i, col);
+                float w =
+                    e[k].bias ? ly->bias[col] : frae_weight_get(m, l, i, col);
                 h = frae_fnv1a64((const unsigned char *)&w, 4, h);
             }
     }
@@ -161,7 +165,8 @@ static size_t adapt_floats(const frae_config *c)
 {
     if (c->prior_hidden <= 0)
         return 0;
-    return (size_t)c->latent_dim * (1 + 2 * (size_t)frae_codec_prior_symbols(c));
+    return (size_t)c->latent_dim *
+           (1 + 2 * (size_t)frae_codec_prior_symbols(c));
 }
 
 /* bytes of a decoder; an encoder's search adds a second stream state and
@@ -176,10 +181,10 @@ static size_t aligned64(size_t n) { return (n + 63) & ~(size_t)63; }
 size_t frae_decoder_size(const frae_net *m)
 {
     /* a multiple of 64, as aligned_alloc wants */
-    return aligned64(HEAD_BYTES + frae_state_layout(&m->cfg, 1, 1, NULL, NULL) +
-                     (m->cfg.normalize ? sizeof(float) * (size_t)m->cfg.frame_dim
-                                       : 0) +
-                     sizeof(float) * adapt_floats(&m->cfg));
+    return aligned64(
+        HEAD_BYTES + frae_state_layout(&m->cfg, 1, 1, NULL, NULL) +
+        (m->cfg.normalize ? sizeof(float) * (size_t)m->cfg.frame_dim : 0) +
+        sizeof(float) * adapt_floats(&m->cfg));
 }
 
 size_t frae_encoder_size(const frae_net *m)
@@ -198,18 +203,18 @@ static void state_reset(struct frae_codec_state *s)
     /* a flag mostly repeats itself: 1 in 32 to change, at first */
     for (int i = 0; i < 2; i++)
         for (int k = 0; k < 2; k++)
-            s->silence_count[i][k] = i == k ? SILENCE_COUNT_SAME
-                                            : SILENCE_COUNT_OTHER;
+            s->silence_count[i][k] =
+                i == k ? SILENCE_COUNT_SAME : SILENCE_COUNT_OTHER;
     /* the ranged coder starts from counts fitted on speech, the 4-bit
      * quantizer's steps from even ones */
     for (int i = 0; i < 2; i++)
         for (int k = 0; k < 2; k++)
-            s->voicing_count[i][k] = c->pitch_ranged ? pitch_voicing_start[i][k]
-                                                     : PITCH_COUNT_INIT;
+            s->voicing_count[i][k] =
+                c->pitch_ranged ? pitch_voicing_start[i][k] : PITCH_COUNT_INIT;
     for (int i = 0; i < 81; i++)
         for (int k = 0; k < 8; k++)
-            s->step_count[i][k] = c->pitch_ranged ? pitch_step_start[i][k]
-                                                  : PITCH_COUNT_INIT;
+            s->step_count[i][k] =
+                c->pitch_ranged ? pitch_step_start[i][k] : PITCH_COUNT_INIT;
     for (int i = 0; i < PITCH_ENV_CONTEXTS; i++)
         for (int k = 0; k < 2; k++)
             s->env_voicing_count[i][k] = pitch_env_voicing_start[i][k];
@@ -235,7 +240,8 @@ static struct frae_codec_state *state_init(void *mem, const frae_net *m,
     struct frae_codec_state *s = mem;
     s->model = m;
     s->st_base = (char *)mem + HEAD_BYTES;
-    const size_t st_bytes = frae_state_layout(&m->cfg, 1, 1, &s->st, s->st_base);
+    const size_t st_bytes =
+        frae_state_layout(&m->cfg, 1, 1, &s->st, s->st_base);
     s->st_bytes = st_bytes;
     float *after = (float *)(void *)((char *)mem + HEAD_BYTES + st_bytes);
     if (m->cfg.normalize) {
@@ -243,7 +249,8 @@ static struct frae_codec_state *state_init(void *mem, const frae_net *m,
         after += m->cfg.frame_dim;
     }
     if (m->cfg.prior_hidden > 0) {
-        const size_t LS = (size_t)m->cfg.latent_dim * frae_codec_prior_symbols(&m->cfg);
+        const size_t LS =
+            (size_t)m->cfg.latent_dim * frae_codec_prior_symbols(&m->cfg);
         s->scale = after;
         s->shift = s->scale + m->cfg.latent_dim;
         s->weights = s->shift + LS;
@@ -252,8 +259,8 @@ static struct frae_codec_state *state_init(void *mem, const frae_net *m,
         s->trial_base = (char *)mem + frae_decoder_size(m);
         frae_state_layout(&m->cfg, 1, 1, &s->trial, s->trial_base);
         s->raw_logit = (float *)(void *)(s->trial_base + st_bytes);
-        s->best_q = s->raw_logit +
-                    (size_t)m->cfg.latent_dim * frae_codec_prior_symbols(&m->cfg);
+        s->best_q = s->raw_logit + (size_t)m->cfg.latent_dim *
+                                       frae_codec_prior_symbols(&m->cfg);
     }
     s->code_bits = frae_code_bits(m);
     state_reset(s);
@@ -308,8 +315,8 @@ void frae_codec_decode_and_advance(struct frae_codec_state *s, float *frame)
     st->ring_pos = (st->ring_pos + 1) % st->ring_cap;
 }
 
-void frae_encode_frame(frae_encoder *e, const float *frame,
-                       unsigned char *code, float *recon)
+void frae_encode_frame(frae_encoder *e, const float *frame, unsigned char *code,
+                       float *recon)
 {
     struct frae_codec_state *s = (struct frae_codec_state *)e;
     fp_env env = fp_enter();
@@ -325,9 +332,10 @@ void frae_encode_frame(frae_encoder *e, const float *frame,
     pack_code(c, s->code_bits, s->st.q, code);
     float pitch[2];
     if (c->pitch)
-        frae_code_put_bits(code, (size_t)c->latent_dim * s->code_bits,
-                 frae_pitch_encode(&s->pitch_pred, frame + c->frame_dim, pitch),
-                 FRAE_PITCH_BITS);
+        frae_code_put_bits(
+            code, (size_t)c->latent_dim * s->code_bits,
+            frae_pitch_encode(&s->pitch_pred, frame + c->frame_dim, pitch),
+            FRAE_PITCH_BITS);
     /* closed loop: run the decoder too, so the buffer holds exactly what
      * the far end will have */
     frae_codec_decode_and_advance(s, recon);
@@ -336,8 +344,7 @@ void frae_encode_frame(frae_encoder *e, const float *frame,
     fp_leave(env);
 }
 
-int frae_decode_frame(frae_decoder *d, const unsigned char *code,
-                      float *frame)
+int frae_decode_frame(frae_decoder *d, const unsigned char *code, float *frame)
 {
     struct frae_codec_state *s = (struct frae_codec_state *)d;
     const frae_config *c = &s->model->cfg;
@@ -345,10 +352,11 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code,
         return -1;
     float pitch[2], pred = s->pitch_pred;
     if (c->pitch &&
-        frae_pitch_decode(&pred,
-                     frae_code_get_bits(code, (size_t)c->latent_dim * s->code_bits,
-                              FRAE_PITCH_BITS),
-                     pitch))
+        frae_pitch_decode(
+            &pred,
+            frae_code_get_bits(code, (size_t)c->latent_dim * s->code_bits,
+                               FRAE_PITCH_BITS),
+            pitch))
         return -1;
     s->pitch_pred = pred;
     fp_env env = fp_enter();
@@ -403,13 +411,13 @@ void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
     frae_codec_decode_and_advance(s, recon);
     if (c->pitch) {
         float pitch[2];
-        uint32_t code = frae_pitch_encode(&s->pitch_pred, frame + c->frame_dim,
-                                     pitch);
+        uint32_t code =
+            frae_pitch_encode(&s->pitch_pred, frame + c->frame_dim, pitch);
         const int voiced = (int)(code & 1u);
         frae_count_encode(rc, frae_pitch_voicing_counts(s), 2, voiced);
         if (voiced)
             frae_count_encode(rc, s->step_count[frae_pitch_step_context(s)], 8,
-                         (int)(code >> 1));
+                              (int)(code >> 1));
         frae_pitch_context_advance(s, voiced, (int)(code >> 1));
         if (recon)
             memcpy(recon + c->frame_dim, pitch, sizeof pitch);
@@ -417,8 +425,7 @@ void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
     fp_leave(env);
 }
 
-int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
-                             float *frame)
+int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc, float *frame)
 {
     struct frae_codec_state *s = (struct frae_codec_state *)d;
     fp_env env = fp_enter();
@@ -443,14 +450,16 @@ int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc,
     frae_codec_decode_and_advance(s, frame); /* the envelope, then the pitch */
     if (c->pitch) {
         float pitch[2] = {0.0f, 0.0f};
-        const int voiced = frae_count_decode(rc, frae_pitch_voicing_counts(s), 2);
+        const int voiced =
+            frae_count_decode(rc, frae_pitch_voicing_counts(s), 2);
         uint32_t code = (uint32_t)voiced;
         if (voiced)
-            code |= (uint32_t)frae_count_decode(rc, s->step_count[frae_pitch_step_context(s)],
-                                           8)
+            code |= (uint32_t)frae_count_decode(
+                        rc, s->step_count[frae_pitch_step_context(s)], 8)
                     << 1;
         frae_pitch_context_advance(s, voiced, (int)(code >> 1));
-        frae_pitch_decode(&s->pitch_pred, code, pitch); /* always a valid code */
+        frae_pitch_decode(&s->pitch_pred, code,
+                          pitch); /* always a valid code */
         memcpy(s->last_pitch, pitch, sizeof pitch);
         if (frame)
             memcpy(frame + c->frame_dim, pitch, sizeof pitch);
@@ -486,7 +495,8 @@ void frae_decoder_conceal(frae_decoder *d, float *frame)
     } else {
         for (int u = 0; u < c->latent_dim; u++)
             s->st.q[u] *= CONCEAL_DECAY;
-        frae_codec_decode_and_advance(s, frame); /* st.q: the last latent, decayed */
+        frae_codec_decode_and_advance(
+            s, frame); /* st.q: the last latent, decayed */
     }
     fp_leave(env);
     if (c->pitch && frame)
@@ -497,9 +507,9 @@ void frae_decoder_conceal(frae_decoder *d, float *frame)
  * octave apart */
 static float anchor_value(uint32_t code)
 {
-    return PITCH_LO + (float)code * ((PITCH_HI - PITCH_LO) /
-                                     (float)((1u << FRAE_PITCH_ANCHOR_BITS) -
-                                             1u));
+    return PITCH_LO +
+           (float)code * ((PITCH_HI - PITCH_LO) /
+                          (float)((1u << FRAE_PITCH_ANCHOR_BITS) - 1u));
 }
 
 uint32_t frae_encoder_pitch_anchor(frae_encoder *e)

@@ -10,9 +10,9 @@
 
 #include <stdint.h>
 
-#include "core/frae_internal.h"
-#include "codec/pitch_counts.h"
 #include "codec/container.h"
+#include "codec/pitch_counts.h"
+#include "core/frae_internal.h"
 
 #define PITCH_COUNT_LIMIT 4096
 #define PITCH_COUNT_STEP 32
@@ -67,7 +67,7 @@ int frae_pitch_decode(float *pred, uint32_t code, float *out);
 int frae_pitch_step_context(const struct frae_codec_state *s);
 int frae_pitch_env_context(struct frae_codec_state *s);
 void frae_pitch_context_advance(struct frae_codec_state *s, int voiced,
-                                  int step);
+                                int step);
 uint32_t *frae_pitch_voicing_counts(struct frae_codec_state *s);
 void frae_count_encode(frae_range_enc *rc, uint32_t *count, int n, int symbol);
 int frae_count_decode(frae_range_dec *rc, uint32_t *count, int n);
@@ -77,10 +77,10 @@ const float *frae_codec_unit_weights(struct frae_codec_state *s, int u);
 void frae_codec_prior_adapt(struct frae_codec_state *s, const float *weights);
 int frae_codec_prior_symbols(const frae_config *c);
 void frae_codec_search_codes(struct frae_codec_state *s, const float *x,
-                         int ranged);
+                             int ranged);
 void frae_codec_decode_and_advance(struct frae_codec_state *s, float *frame);
 void frae_codec_silence_encode(struct frae_codec_state *s, frae_range_enc *rc,
-                                int silent);
+                               int silent);
 int frae_codec_silence_decode(struct frae_codec_state *s, frae_range_dec *rc);
 void frae_codec_silent_frame(const struct frae_codec_state *s, float *frame);
 void frae_code_put_bits(unsigned char *dst, size_t pos, uint32_t v, int bits);

@@ -32,8 +32,7 @@ static uint64_t payload_bits(const frae_stream *s)
     uint64_t n;
     if (__builtin_mul_overflow((uint64_t)s->sequences, (uint64_t)s->frames,
                                &n) ||
-        __builtin_mul_overflow(n, frame_bits(s), &n) ||
-        n > ((uint64_t)1 << 60))
+        __builtin_mul_overflow(n, frame_bits(s), &n) || n > ((uint64_t)1 << 60))
         return 0;
     return n;
 }
@@ -100,8 +99,8 @@ static uint16_t packet_crc_before_index(const frae_stream *s,
                                         const unsigned char *packet, size_t n)
 {
     unsigned char head[FRAE_STREAM_HEADER_V3_MAX];
-    return frae_crc16_update(frae_crc16(head, put_header_ranged(head, s)), packet,
-                        n);
+    return frae_crc16_update(frae_crc16(head, put_header_ranged(head, s)),
+                             packet, n);
 }
 
 static uint16_t packet_crc_index(uint16_t before, uint32_t index)
@@ -124,8 +123,8 @@ uint64_t frae_stream_packets(const frae_stream *s)
 {
     if (!s->packet_frames)
         return 0;
-    uint64_t per = ((uint64_t)s->frames + s->packet_frames - 1) /
-                   s->packet_frames;
+    uint64_t per =
+        ((uint64_t)s->frames + s->packet_frames - 1) / s->packet_frames;
     return per * s->sequences;
 }
 
@@ -137,8 +136,9 @@ size_t frae_stream_packet_cap(const frae_stream *s)
     uint64_t symbols = (uint64_t)s->latent_dim +
                        (s->flags & FRAE_STREAM_PITCH ? 2 : 0) +
                        (s->flags & FRAE_STREAM_DTX ? 1 : 0);
-    uint64_t bytes = ((uint64_t)s->packet_frames * symbols *
-                      FRAE_RANGE_TOTAL_BITS + 7) / 8 + 6;
+    uint64_t bytes =
+        ((uint64_t)s->packet_frames * symbols * FRAE_RANGE_TOTAL_BITS + 7) / 8 +
+        6;
     return (size_t)(bytes + FRAE_PACKET_OVERHEAD);
 }
 
@@ -213,8 +213,10 @@ long frae_stream_packet_parse(const frae_stream *s, const unsigned char *p,
     const uint16_t crc = (uint16_t)(p[body] | p[body + 1] << 8);
     if (v3) {
         if (frae_crc16(p, body) != crc)
-            return frae_errorf(err, errlen, "packet %u: corrupted (CRC-16 "
-                                            "mismatch)", index);
+            return frae_errorf(err, errlen,
+                               "packet %u: corrupted (CRC-16 "
+                               "mismatch)",
+                               index);
         if (p[0] != (index & 0xff))
             return frae_errorf(err, errlen,
                                "packet %u is missing: found packet %u (mod "
@@ -236,14 +238,15 @@ long frae_stream_packet_parse(const frae_stream *s, const unsigned char *p,
     return (long)(body + 2);
 }
 
-void frae_stream_header(const frae_net *m, uint32_t sequences,
-                        uint32_t frames, int flags, frae_stream *s)
+void frae_stream_header(const frae_net *m, uint32_t sequences, uint32_t frames,
+                        int flags, frae_stream *s)
 {
     memset(s, 0, sizeof *s);
     s->version = m->cfg.prior_hidden > 0 ? FRAE_STREAM_VERSION_RANGED
                                          : FRAE_STREAM_VERSION;
-    s->flags = (uint8_t)((flags & 1) | (m->cfg.pitch ? FRAE_STREAM_PITCH : 0) |
-                         (m->cfg.prior_hidden > 0 ? flags & FRAE_STREAM_DTX : 0));
+    s->flags =
+        (uint8_t)((flags & 1) | (m->cfg.pitch ? FRAE_STREAM_PITCH : 0) |
+                  (m->cfg.prior_hidden > 0 ? flags & FRAE_STREAM_DTX : 0));
     if (m->cfg.prior_hidden > 0) /* a payload must fit 65535 bytes */
         for (s->packet_frames = FRAE_PACKET_FRAMES;
              s->packet_frames > 1 &&
@@ -256,9 +259,9 @@ void frae_stream_header(const frae_net *m, uint32_t sequences,
     s->latent_dim = (uint32_t)m->cfg.latent_dim;
     s->code_bits = (uint8_t)frae_code_bits(m);
     s->quantizer = (uint8_t)m->cfg.quantizer;
-    s->levels = (uint16_t)(m->cfg.quantizer == FRAE_QUANT_UNIFORM
-                               ? m->cfg.quant_levels
-                               : 0);
+    s->levels =
+        (uint16_t)(m->cfg.quantizer == FRAE_QUANT_UNIFORM ? m->cfg.quant_levels
+                                                          : 0);
 }
 
 /* version 4's header, or version 3's */
@@ -380,7 +383,8 @@ size_t frae_stream_writer_add(frae_stream_writer *w, const unsigned char *code,
     const size_t bits = (size_t)frame_bits(&w->s);
     size_t done = 0;
     for (size_t k = 0; k < bits; k++) {
-        w->carry |= (unsigned char)(frae_code_get_bits(code, k, 1) << w->carry_bits);
+        w->carry |=
+            (unsigned char)(frae_code_get_bits(code, k, 1) << w->carry_bits);
         if (++w->carry_bits == 8) {
             out[done++] = w->carry;
             w->carry = 0, w->carry_bits = 0;
@@ -412,31 +416,32 @@ void frae_stream_write(unsigned char *dst, const frae_stream *s,
     frae_stream_writer_end(&w, p);
 }
 
-int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
-                      char *err, size_t errlen)
+int frae_stream_parse(const void *buf, size_t size, frae_stream *s, char *err,
+                      size_t errlen)
 {
     const unsigned char *p = buf;
     memset(s, 0, sizeof *s);
     if (size < 8 || memcmp(p, "FRAEBS", 6)) {
-        frae_errorf(err, errlen, "not a frae bitstream (bad magic or %zu bytes)",
-                 size);
+        frae_errorf(err, errlen,
+                    "not a frae bitstream (bad magic or %zu bytes)", size);
         return -1;
     }
     s->version = p[6];
     s->flags = p[7];
     if (s->version == 1) {
         frae_errorf(err, errlen,
-                 "bitstream version 1, from frae 0.1, whose decoder summed "
-                 "in another order; this frae reads version %d: re-encode "
-                 "the input",
-                 FRAE_STREAM_VERSION);
+                    "bitstream version 1, from frae 0.1, whose decoder summed "
+                    "in another order; this frae reads version %d: re-encode "
+                    "the input",
+                    FRAE_STREAM_VERSION);
         return -1;
     }
     if (s->version != FRAE_STREAM_VERSION && !frae_stream_ranged(s)) {
-        frae_errorf(err, errlen,
-                 "bitstream version %d; this frae reads versions %d, %d and %d",
-                 s->version, FRAE_STREAM_VERSION, FRAE_STREAM_VERSION_RANGED_V3,
-                 FRAE_STREAM_VERSION_RANGED);
+        frae_errorf(
+            err, errlen,
+            "bitstream version %d; this frae reads versions %d, %d and %d",
+            s->version, FRAE_STREAM_VERSION, FRAE_STREAM_VERSION_RANGED_V3,
+            FRAE_STREAM_VERSION_RANGED);
         return -1;
     }
     const int ranged = frae_stream_ranged(s);
@@ -458,9 +463,9 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
          * of its fields is believed */
         const unsigned char *pl;
         size_t n;
-        if (v4 && (first = frae_stream_packet_parse(s, p + head,
-                                                    size - (size_t)head, 0, &pl,
-                                                    &n, err, errlen)) < 0)
+        if (v4 &&
+            (first = frae_stream_packet_parse(s, p + head, size - (size_t)head,
+                                              0, &pl, &n, err, errlen)) < 0)
             return -1;
     } else {
         s->sequences = rd32(p + 16);
@@ -516,17 +521,15 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
         for (uint64_t k = first > 0; k < packets; k++) {
             const unsigned char *pl;
             size_t n;
-            long used = frae_stream_packet_parse(s, p + at, size - at,
-                                                 (uint32_t)k, &pl, &n, err,
-                                                 errlen);
+            long used = frae_stream_packet_parse(
+                s, p + at, size - at, (uint32_t)k, &pl, &n, err, errlen);
             if (used < 0)
                 return -1;
             at += (size_t)used;
         }
         if (at != size) {
             frae_errorf(err, errlen,
-                        "trailing bytes: %zu after the last packet",
-                        size - at);
+                        "trailing bytes: %zu after the last packet", size - at);
             return -1;
         }
         s->size = size;
@@ -538,8 +541,8 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
     size_t want = frae_stream_bytes(s);
     if (size != want) {
         frae_errorf(err, errlen,
-                 "%s: the header describes %zu bytes, the stream has %zu",
-                 size < want ? "truncated" : "trailing bytes", want, size);
+                    "%s: the header describes %zu bytes, the stream has %zu",
+                    size < want ? "truncated" : "trailing bytes", want, size);
         return -1;
     }
     if (frae_crc32(p, size - 4) != rd32(p + size - 4)) {
@@ -551,8 +554,8 @@ int frae_stream_parse(const void *buf, size_t size, frae_stream *s,
     return 0;
 }
 
-int frae_stream_check_model(const frae_stream *s, const frae_net *m,
-                            char *err, size_t errlen)
+int frae_stream_check_model(const frae_stream *s, const frae_net *m, char *err,
+                            size_t errlen)
 {
     frae_stream want;
     frae_stream_header(m, 1, 1, 0, &want);
@@ -560,11 +563,12 @@ int frae_stream_check_model(const frae_stream *s, const frae_net *m,
         (s->frame_dim != want.frame_dim || s->latent_dim != want.latent_dim ||
          s->code_bits != want.code_bits || s->quantizer != want.quantizer ||
          s->levels != want.levels)) {
-        frae_errorf(err, errlen,
-                 "stream has D %u, L %u, %u-bit codes; the model has D %u, L "
-                 "%u, %u-bit codes",
-                 s->frame_dim, s->latent_dim, s->code_bits, want.frame_dim,
-                 want.latent_dim, want.code_bits);
+        frae_errorf(
+            err, errlen,
+            "stream has D %u, L %u, %u-bit codes; the model has D %u, L "
+            "%u, %u-bit codes",
+            s->frame_dim, s->latent_dim, s->code_bits, want.frame_dim,
+            want.latent_dim, want.code_bits);
         return -1;
     }
     if (frae_stream_ranged(s) != frae_stream_ranged(&want)) {
@@ -590,10 +594,10 @@ int frae_stream_check_model(const frae_stream *s, const frae_net *m,
     }
     if (s->model_hash != want.model_hash) {
         frae_errorf(err, errlen,
-                 "stream was encoded with another model (hash %016llx, this "
-                 "model %016llx)",
-                 (unsigned long long)s->model_hash,
-                 (unsigned long long)want.model_hash);
+                    "stream was encoded with another model (hash %016llx, this "
+                    "model %016llx)",
+                    (unsigned long long)s->model_hash,
+                    (unsigned long long)want.model_hash);
         return -1;
     }
     return 0;
@@ -607,6 +611,7 @@ void frae_stream_frame_code(const frae_stream *s, uint64_t frame,
     memset(code, 0, (bits + 7) / 8);
     for (size_t k = 0; k < bits; k += 16) {
         int n = bits - k < 16 ? (int)(bits - k) : 16;
-        frae_code_put_bits(code, k, frae_code_get_bits(s->payload, pos + k, n), n);
+        frae_code_put_bits(code, k, frae_code_get_bits(s->payload, pos + k, n),
+                           n);
     }
 }

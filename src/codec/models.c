@@ -27,8 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "frae_codec.h"
 #include "base/util.h"
+#include "frae_codec.h"
 
 #ifndef FRAE_MODELDIR
 #define FRAE_MODELDIR "/usr/local/share/frae/models"
@@ -133,7 +133,6 @@ int frae_models_dir(int index, char *dir, size_t n)
     return -1;
 }
 
-
 static int plain_name(const char *name)
 {
     if (!*name || strlen(name) > 64)
@@ -152,8 +151,10 @@ frae_model *frae_load_shipped(const char *name, const frae_config *runtime,
     if (!name)
         name = FRAE_DEFAULT_MODEL;
     if (!plain_name(name)) {
-        frae_errorf(err, errlen, "'%s' is not a shipped model's name (letters, "
-                             "digits, - and _)", name);
+        frae_errorf(err, errlen,
+                    "'%s' is not a shipped model's name (letters, "
+                    "digits, - and _)",
+                    name);
         return NULL;
     }
     char dir[PATH_MAX];
@@ -168,12 +169,16 @@ frae_model *frae_load_shipped(const char *name, const frae_config *runtime,
         return frae_load(file, runtime, err, errlen);
     }
     if (frae_models_dir(0, dir, sizeof dir))
-        frae_errorf(err, errlen, "no shipped model '%s': no models directory "
-                             "(FRAE_MODELS, PREFIX/share/frae/models, or the "
-                             "source tree's models/)", name);
+        frae_errorf(err, errlen,
+                    "no shipped model '%s': no models directory "
+                    "(FRAE_MODELS, PREFIX/share/frae/models, or the "
+                    "source tree's models/)",
+                    name);
     else
-        frae_errorf(err, errlen, "no shipped model '%s' in the models "
-                             "directories ('frae models' lists them)", name);
+        frae_errorf(err, errlen,
+                    "no shipped model '%s' in the models "
+                    "directories ('frae models' lists them)",
+                    name);
     return NULL;
 }
 
@@ -215,7 +220,8 @@ frae_model *frae_load_by_hash(uint64_t hash, const frae_config *runtime,
         }
     }
     if (err && errlen)
-        snprintf(err, errlen, "no installed model has hash %016llx ('frae "
+        snprintf(err, errlen,
+                 "no installed model has hash %016llx ('frae "
                  "models' lists them; give the model that made the stream)",
                  (unsigned long long)hash);
     return NULL;

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/formats.h"
-#include "core/frae_internal.h"
 #include "codec/container.h"
+#include "core/frae_internal.h"
+#include "io/formats.h"
 
 /* ---- the header ---------------------------------------------------------------- */
 
@@ -67,10 +67,10 @@ long frae_packet_header_parse(const void *buf, size_t size, frae_stream *s,
                            "match");
     if (s->flags & ~(1 | FRAE_STREAM_PITCH | FRAE_STREAM_DTX |
                      FRAE_STREAM_RANGED_PACKETS | FRAE_STREAM_STATE_RESYNC))
-        return frae_errorf(err, errlen,
-                           "bitstream flags 0x%02x: unknown bits set",
-                           s->flags);
-    if ((s->flags & FRAE_STREAM_DTX) && !(s->flags & FRAE_STREAM_RANGED_PACKETS))
+        return frae_errorf(
+            err, errlen, "bitstream flags 0x%02x: unknown bits set", s->flags);
+    if ((s->flags & FRAE_STREAM_DTX) &&
+        !(s->flags & FRAE_STREAM_RANGED_PACKETS))
         return frae_errorf(err, errlen,
                            "bitstream flags 0x%02x: DTX on a fixed-rate "
                            "stream",
@@ -96,16 +96,17 @@ long frae_packet_header_parse(const void *buf, size_t size, frae_stream *s,
 /* ---- framing in a file or pipe -------------------------------------------------- */
 
 long frae_packet_unframe(const unsigned char *p, size_t avail,
-                         const unsigned char **packet, size_t *n,
-                         int *intact, char *err, size_t errlen)
+                         const unsigned char **packet, size_t *n, int *intact,
+                         char *err, size_t errlen)
 {
     uint32_t len;
     const int lb = frae_varint_get(p, avail, &len);
     if (lb == 0)
         return 0;
     if (lb < 0 || len == 0 || len > 0xffff)
-        return frae_errorf(err, errlen, "corrupted: a packet length no "
-                                        "encoder writes");
+        return frae_errorf(err, errlen,
+                           "corrupted: a packet length no "
+                           "encoder writes");
     if (avail - (size_t)lb < (size_t)len + 2)
         return 0;
     *packet = p + lb;
@@ -129,10 +130,11 @@ size_t frae_packet_cap(const frae_stream *s)
      * its most), or the fixed-rate codes, the anchor, byte 0 and a count */
     frae_stream r = *s;
     const size_t ranged = frae_stream_packet_cap(&r);
-    const size_t fixed = ((uint64_t)s->packet_frames *
-                              ((uint64_t)s->latent_dim * s->code_bits +
-                               FRAE_PITCH_BITS) +
-                          FRAE_PITCH_ANCHOR_BITS + 7) / 8;
+    const size_t fixed =
+        ((uint64_t)s->packet_frames *
+             ((uint64_t)s->latent_dim * s->code_bits + FRAE_PITCH_BITS) +
+         FRAE_PITCH_ANCHOR_BITS + 7) /
+        8;
     return (ranged > fixed ? ranged : fixed) + 4;
 }
 
@@ -155,7 +157,7 @@ struct frae_packet_decoder {
     frae_decoder *d;
     frae_stream s;
     int ranged, width, through;
-    int fresh;         /* the state starts afresh at resynchronisation
+    int fresh; /* the state starts afresh at resynchronisation
                           points: entropy-coded, or FRAE_STREAM_STATE_RESYNC */
     size_t frame_bits;
     uint64_t next;     /* the index of the packet expected */
@@ -168,8 +170,8 @@ struct frae_packet_decoder {
 };
 
 frae_packet_decoder *frae_packet_decoder_create(const frae_net *m,
-                                                const frae_stream *s,
-                                                char *err, size_t errlen)
+                                                const frae_stream *s, char *err,
+                                                size_t errlen)
 {
     const frae_config *c = frae_net_config(m);
     const int ranged = (s->flags & FRAE_STREAM_RANGED_PACKETS) != 0;
@@ -223,10 +225,7 @@ frae_packet_decoder *frae_packet_decoder_create(const frae_net *m,
     return p;
 }
 
-void frae_packet_decoder_destroy(frae_packet_decoder *d)
-{
-    free(d);
-}
+void frae_packet_decoder_destroy(frae_packet_decoder *d) { free(d); }
 
 void frae_packet_decoder_through(frae_packet_decoder *d, int on)
 {
@@ -272,9 +271,9 @@ static long decode_payload(frae_packet_decoder *d, int resync, long count,
         frae_range_dec rd;
         frae_range_dec_init(&rd, p, n);
         if (resync && c->pitch) {
-            const uint32_t sym = frae_range_decode_target(&rd) >>
-                                 (FRAE_RANGE_TOTAL_BITS -
-                                  FRAE_PITCH_ANCHOR_BITS);
+            const uint32_t sym =
+                frae_range_decode_target(&rd) >>
+                (FRAE_RANGE_TOTAL_BITS - FRAE_PITCH_ANCHOR_BITS);
             frae_range_decode_update(
                 &rd, sym << (FRAE_RANGE_TOTAL_BITS - FRAE_PITCH_ANCHOR_BITS),
                 1u << (FRAE_RANGE_TOTAL_BITS - FRAE_PITCH_ANCHOR_BITS));
@@ -289,9 +288,8 @@ static long decode_payload(frae_packet_decoder *d, int resync, long count,
     } else {
         size_t pos = 0;
         if (resync && c->pitch) {
-            frae_decoder_pitch_anchor(d->d,
-                                      read_bits(p, n, 0,
-                                                FRAE_PITCH_ANCHOR_BITS));
+            frae_decoder_pitch_anchor(
+                d->d, read_bits(p, n, 0, FRAE_PITCH_ANCHOR_BITS));
             pos = FRAE_PITCH_ANCHOR_BITS;
         }
         const size_t cb = frae_code_bytes(d->m);
@@ -337,13 +335,14 @@ long frae_packet_decode(frae_packet_decoder *d, const unsigned char *packet,
          * far ahead or behind, a packet late, duplicated or strayed, which
          * is dropped, unless the next one follows it: then the gap was
          * real, longer than the index tells apart from lateness */
-        const uint32_t gap = (seq - (uint32_t)(d->next % FRAE_PACKET_INDEX_MOD)) &
-                             (FRAE_PACKET_INDEX_MOD - 1);
+        const uint32_t gap =
+            (seq - (uint32_t)(d->next % FRAE_PACKET_INDEX_MOD)) &
+            (FRAE_PACKET_INDEX_MOD - 1);
         uint32_t lost = 0;
         if (gap >= FRAE_PACKET_INDEX_MOD / 4) {
-            const int follows = d->late_run &&
-                                seq == ((d->late_seq + 1) &
-                                        (FRAE_PACKET_INDEX_MOD - 1));
+            const int follows =
+                d->late_run &&
+                seq == ((d->late_seq + 1) & (FRAE_PACKET_INDEX_MOD - 1));
             d->late_seq = seq;
             if (!follows) {
                 d->late_run = 1;
@@ -379,8 +378,8 @@ long frae_packet_decode(frae_packet_decoder *d, const unsigned char *packet,
         end = conceal_frames(d, count, frames, at, cap);
         d->c.concealed += (uint64_t)(end - at);
     } else {
-        end = decode_payload(d, resync, count, packet + head, n - head,
-                             frames, at, cap);
+        end = decode_payload(d, resync, count, packet + head, n - head, frames,
+                             at, cap);
     }
     d->c.frames += (uint64_t)end;
     return end;

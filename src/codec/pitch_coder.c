@@ -10,7 +10,7 @@
  * and decoder update the prediction with the same float additions and
  * clamps, no libm, so they never drift apart. */
 /* both coders' steps (tools/fit_pitch_counts.py uses the same) */
-static const float pitch_steps[8] = {-0.5f,   -0.17f, -0.06f, -0.015f,
+static const float pitch_steps[8] = {-0.5f,  -0.17f, -0.06f, -0.015f,
                                      0.015f, 0.06f,  0.17f,  0.5f};
 
 static float pitch_step(float pred, int i)
@@ -73,7 +73,7 @@ int frae_pitch_step_context(const struct frae_codec_state *s)
 }
 
 void frae_pitch_context_advance(struct frae_codec_state *s, int voiced,
-                                  int step)
+                                int step)
 {
     s->prev_voiced = voiced;
     s->prev_step2 = s->prev_step;
@@ -107,8 +107,8 @@ int frae_pitch_env_context(struct frae_codec_state *s)
     const float *y = frae_state_frame(&s->st, s->st.ring_pos - 1);
     float sum = 0.0f, sum_lo = 0.0f, sum_hi = 0.0f;
     for (int i = 0; i < D; i++) {
-        const float v = m->cfg.normalize ? y[i] * m->norm_std[i] + m->norm_mean[i]
-                                         : y[i];
+        const float v =
+            m->cfg.normalize ? y[i] * m->norm_std[i] + m->norm_mean[i] : y[i];
         sum += v;
         if (i < lo)
             sum_lo += v;
@@ -120,12 +120,14 @@ int frae_pitch_env_context(struct frae_codec_state *s)
     s->prev_tilt = tilt;
     s->have_tilt = 1;
     int ctx = s->prev_voiced;
-    ctx = ctx * PITCH_ENV_BINS_LEVEL +
-          env_bin(sum / (float)D, pitch_env_level_edges, PITCH_ENV_BINS_LEVEL - 1);
+    ctx = ctx * PITCH_ENV_BINS_LEVEL + env_bin(sum / (float)D,
+                                               pitch_env_level_edges,
+                                               PITCH_ENV_BINS_LEVEL - 1);
     ctx = ctx * PITCH_ENV_BINS_TILT +
           env_bin(tilt, pitch_env_tilt_edges, PITCH_ENV_BINS_TILT - 1);
-    ctx = ctx * PITCH_ENV_BINS_CHANGE +
-          env_bin(change, pitch_env_tilt_change_edges, PITCH_ENV_BINS_CHANGE - 1);
+    ctx =
+        ctx * PITCH_ENV_BINS_CHANGE +
+        env_bin(change, pitch_env_tilt_change_edges, PITCH_ENV_BINS_CHANGE - 1);
     return ctx;
 }
 

@@ -24,8 +24,7 @@ void frae_codec_prior_logits(struct frae_codec_state *s)
         frae_prior_context(m, st, 0, 1, st->prior_ctx);
         ctx = st->prior_ctx;
     }
-    frae_prior_forward(m, &st->scratch, 1, ctx, st->prior_hid,
-                       st->prior_logit);
+    frae_prior_forward(m, &st->scratch, 1, ctx, st->prior_hid, st->prior_logit);
     if (m->prior[2] >= 0)
         return;
     const int S = frae_codec_prior_symbols(&m->cfg);
@@ -96,7 +95,7 @@ void frae_codec_prior_adapt(struct frae_codec_state *s, const float *weights)
                                   ADAPT_SHIFT_MAX);
             }
         }
-        s->scale[u] = clampf(s->scale[u] - ADAPT_RATE * dscale, 0.0f,
-                             ADAPT_SCALE_MAX);
+        s->scale[u] =
+            clampf(s->scale[u] - ADAPT_RATE * dscale, 0.0f, ADAPT_SCALE_MAX);
     }
 }

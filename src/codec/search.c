@@ -27,8 +27,9 @@ static double freq_bits(uint32_t f)
     const double z = (m - 1.0) / (m + 1.0), z2 = z * z;
     const double ln_m =
         2.0 * z *
-        (1.0 + z2 * (1.0 / 3 + z2 * (1.0 / 5 + z2 * (1.0 / 7 + z2 * (1.0 / 9 +
-                                                                     z2 / 11)))));
+        (1.0 +
+         z2 * (1.0 / 3 +
+               z2 * (1.0 / 5 + z2 * (1.0 / 7 + z2 * (1.0 / 9 + z2 / 11)))));
     return FRAE_RANGE_TOTAL_BITS - (e + ln_m * 1.4426950408889634);
 }
 
@@ -45,7 +46,8 @@ static double search_cost(struct frae_codec_state *s, const float *x,
     if (ranged) {
         uint32_t freq[4096];
         memcpy(s->st.prior_logit, s->raw_logit,
-               sizeof(float) * (size_t)c->latent_dim * frae_codec_prior_symbols(c));
+               sizeof(float) * (size_t)c->latent_dim *
+                   frae_codec_prior_symbols(c));
         for (int u = 0; u < c->latent_dim; u++) {
             frae_prior_freqs(c, frae_codec_unit_weights(s, u), u, freq);
             bits += freq_bits(freq[frae_code_symbol(c, s->st.q[u])]);
@@ -80,7 +82,7 @@ static int code_neighbour(const frae_config *c, float q, int dir, float *v)
 }
 
 void frae_codec_search_codes(struct frae_codec_state *s, const float *x,
-                         int ranged)
+                             int ranged)
 {
     const frae_config *c = &s->model->cfg;
     const int L = c->latent_dim;
@@ -136,7 +138,7 @@ int frae_encoder_set_search(frae_encoder *e, int passes, float rate_weight)
  * as they were, and the decoder repeats the last frame it decoded (f0 and
  * voicing 0), so a pause costs a fraction of a bit a frame. */
 void frae_codec_silence_encode(struct frae_codec_state *s, frae_range_enc *rc,
-                                int silent)
+                               int silent)
 {
     frae_count_encode(rc, s->silence_count[s->prev_silent], 2, silent);
     s->prev_silent = silent;

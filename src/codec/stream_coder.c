@@ -9,31 +9,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/frae_internal.h"
 #include "codec/container.h"
+#include "core/frae_internal.h"
 
 struct frae_stream_encoder {
     const frae_net *m;
     frae_encoder *e;
-    frae_stream s;          /* the header's fields */
-    frae_stream_writer w;   /* a fixed-rate stream's packing and CRC */
-    frae_range_enc rc;      /* a ranged stream's packet being coded */
+    frae_stream s;        /* the header's fields */
+    frae_stream_writer w; /* a fixed-rate stream's packing and CRC */
+    frae_range_enc rc;    /* a ranged stream's packet being coded */
     int ranged, dtx;
-    int datagrams;          /* version 5 */
-    int fresh;              /* ... whose state starts afresh at each
+    int datagrams;  /* version 5 */
+    int fresh;      /* ... whose state starts afresh at each
                                resynchronisation point (entropy-coded, or
                                FRAE_STREAM_STATE_RESYNC) */
-    uint64_t frame;         /* frames coded, over the sequences */
+    uint64_t frame; /* frames coded, over the sequences */
     uint32_t packets;
-    long in_packet;         /* version 5: frames in the packet being made */
-    size_t bit_pos;         /* ... its fixed-rate payload's bits so far */
-    int resync;             /* ... and whether it is a resynchronisation
+    long in_packet; /* version 5: frames in the packet being made */
+    size_t bit_pos; /* ... its fixed-rate payload's bits so far */
+    int resync;     /* ... and whether it is a resynchronisation
                                point */
     frae_stream_counts counts;
-    unsigned char *code;    /* a fixed-rate frame's code bytes */
-    unsigned char *packet;  /* the packet being made */
+    unsigned char *code;   /* a fixed-rate frame's code bytes */
+    unsigned char *packet; /* the packet being made */
     size_t packet_cap;
-    unsigned char *out;     /* the bytes to write next */
+    unsigned char *out; /* the bytes to write next */
     size_t out_len, out_cap;
     const unsigned char *datagram; /* version 5: the last packet, bare */
     size_t datagram_len;
@@ -78,12 +78,10 @@ const char *frae_stream_options_check(const frae_net *m,
     return NULL;
 }
 
-frae_stream_encoder *frae_stream_encoder_create(const frae_net *m,
-                                                const frae_stream_options *o,
-                                                uint32_t sequences,
-                                                uint32_t frames,
-                                                int one_sequence_2d,
-                                                char *err, size_t errlen)
+frae_stream_encoder *
+frae_stream_encoder_create(const frae_net *m, const frae_stream_options *o,
+                           uint32_t sequences, uint32_t frames,
+                           int one_sequence_2d, char *err, size_t errlen)
 {
     frae_stream_options def;
     if (!o) {
@@ -116,9 +114,9 @@ frae_stream_encoder *frae_stream_encoder_create(const frae_net *m,
         const long ms = ranged ? FRAE_RESYNC_MS_RANGED : FRAE_RESYNC_MS_FIXED;
         s.resync_packets =
             o->resync_packets < 0 ? 0
-            : o->resync_packets   ? (uint32_t)o->resync_packets
-                                  : (uint32_t)((ms / 10 + s.packet_frames - 1) /
-                                               s.packet_frames);
+            : o->resync_packets
+                ? (uint32_t)o->resync_packets
+                : (uint32_t)((ms / 10 + s.packet_frames - 1) / s.packet_frames);
         if (frae_packet_cap(&s) > 0xffff) {
             frae_errorf(err, errlen,
                         "%u frames per packet: a packet could outgrow its "
@@ -151,8 +149,8 @@ frae_stream_encoder *frae_stream_encoder_create(const frae_net *m,
     const size_t head = (sizeof(frae_stream_encoder) + 63) / 64 * 64;
     const size_t enc = (frae_encoder_size(m) + 63) / 64 * 64;
     char *block = NULL;
-    if (posix_memalign((void **)&block, 64, head + enc + cb + packet_cap +
-                                                out_cap)) {
+    if (posix_memalign((void **)&block, 64,
+                       head + enc + cb + packet_cap + out_cap)) {
         frae_errorf(err, errlen, "out of memory");
         return NULL;
     }
@@ -170,8 +168,9 @@ frae_stream_encoder *frae_stream_encoder_create(const frae_net *m,
     e->dtx = o->dtx;
     e->datagrams = o->datagrams;
     e->fresh = ranged || o->resync_state;
-    const float lambda = o->search_lambda >= 0 ? o->search_lambda
-                                               : frae_net_config(m)->rate_lambda;
+    const float lambda = o->search_lambda >= 0
+                             ? o->search_lambda
+                             : frae_net_config(m)->rate_lambda;
     frae_encoder_set_search(e->e, o->search, lambda); /* checked above */
     if (o->dtx)
         frae_encoder_set_dtx(e->e, 1);
@@ -214,11 +213,10 @@ static void datagram_begin(frae_stream_encoder *e)
     if (e->ranged) {
         frae_range_enc_init(&e->rc, payload, e->packet_cap - DATAGRAM_HEAD);
         if (e->resync && c->pitch) /* 7 bits, each value alike */
-            frae_range_encode(&e->rc,
-                              anchor << (FRAE_RANGE_TOTAL_BITS -
-                                         FRAE_PITCH_ANCHOR_BITS),
-                              1u << (FRAE_RANGE_TOTAL_BITS -
-                                     FRAE_PITCH_ANCHOR_BITS));
+            frae_range_encode(
+                &e->rc,
+                anchor << (FRAE_RANGE_TOTAL_BITS - FRAE_PITCH_ANCHOR_BITS),
+                1u << (FRAE_RANGE_TOTAL_BITS - FRAE_PITCH_ANCHOR_BITS));
     } else if (e->resync && c->pitch) {
         put_bit_run(payload, 0, anchor, FRAE_PITCH_ANCHOR_BITS);
         e->bit_pos = FRAE_PITCH_ANCHOR_BITS;
@@ -229,8 +227,8 @@ static void datagram_begin(frae_stream_encoder *e)
  * payload, then in e->out its framing for a file or pipe. */
 static void datagram_seal(frae_stream_encoder *e)
 {
-    const size_t payload = e->ranged ? frae_range_enc_finish(&e->rc)
-                                     : (e->bit_pos + 7) / 8;
+    const size_t payload =
+        e->ranged ? frae_range_enc_finish(&e->rc) : (e->bit_pos + 7) / 8;
     unsigned char head[DATAGRAM_HEAD];
     const int is_short = e->in_packet < (long)e->s.packet_frames;
     head[0] = (unsigned char)((e->packets % FRAE_PACKET_INDEX_MOD) |
@@ -273,8 +271,9 @@ static void datagram_frame(frae_stream_encoder *e, const float *frame,
     } else {
         frae_encode_frame(e->e, frame, e->code, recon);
         const frae_config *c = frae_net_config(e->m);
-        const size_t bits = (size_t)c->latent_dim * (size_t)frae_code_bits(e->m) +
-                            (c->pitch ? FRAE_PITCH_BITS : 0);
+        const size_t bits =
+            (size_t)c->latent_dim * (size_t)frae_code_bits(e->m) +
+            (c->pitch ? FRAE_PITCH_BITS : 0);
         unsigned char *payload = e->packet + DATAGRAM_HEAD;
         for (size_t b = 0; b < bits; b++)
             if (e->code[b / 8] >> (b % 8) & 1)
@@ -294,10 +293,7 @@ const unsigned char *frae_stream_encoder_packet(const frae_stream_encoder *e,
     return e->datagram;
 }
 
-void frae_stream_encoder_destroy(frae_stream_encoder *e)
-{
-    free(e);
-}
+void frae_stream_encoder_destroy(frae_stream_encoder *e) { free(e); }
 
 const frae_stream *frae_stream_encoder_stream(const frae_stream_encoder *e)
 {
@@ -350,8 +346,8 @@ size_t frae_stream_encode(frae_stream_encoder *e, const float *frame,
             /* the packet's bound (frae_stream_packet_cap) holds every
              * frame's most bits: the coder cannot overflow it */
             const size_t n = frae_range_enc_finish(&e->rc);
-            const size_t pb = frae_stream_packet_seal(s, e->packet,
-                                                      e->packets++, n);
+            const size_t pb =
+                frae_stream_packet_seal(s, e->packet, e->packets++, n);
             memcpy(e->out, e->packet, pb);
             e->out_len = pb;
             e->counts.packets++;
@@ -399,7 +395,7 @@ struct frae_stream_decoder {
     uint32_t packet;          /* packets read */
     uint64_t frame;           /* frames decoded, over the sequences */
     frae_range_dec rd;
-    unsigned char *code;      /* a fixed-rate frame's code bytes */
+    unsigned char *code; /* a fixed-rate frame's code bytes */
 };
 
 frae_stream_decoder *frae_stream_decoder_create(const frae_net *m,
@@ -413,8 +409,7 @@ frae_stream_decoder *frae_stream_decoder_create(const frae_net *m,
     const size_t head = (sizeof(frae_stream_decoder) + 63) / 64 * 64;
     const size_t dec = (frae_decoder_size(m) + 63) / 64 * 64;
     char *block = NULL;
-    if (posix_memalign((void **)&block, 64,
-                       head + dec + frae_code_bytes(m))) {
+    if (posix_memalign((void **)&block, 64, head + dec + frae_code_bytes(m))) {
         frae_errorf(err, errlen, "out of memory");
         return NULL;
     }
@@ -430,10 +425,7 @@ frae_stream_decoder *frae_stream_decoder_create(const frae_net *m,
     return d;
 }
 
-void frae_stream_decoder_destroy(frae_stream_decoder *d)
-{
-    free(d);
-}
+void frae_stream_decoder_destroy(frae_stream_decoder *d) { free(d); }
 
 const frae_stream *frae_stream_decoder_stream(const frae_stream_decoder *d)
 {
@@ -458,10 +450,9 @@ int frae_stream_decode(frae_stream_decoder *d, float *frame, uint32_t *seq,
         if (f % s->packet_frames == 0) { /* the parse checked every one */
             const unsigned char *payload;
             size_t n;
-            d->at += frae_stream_packet_parse(s, d->at,
-                                              (size_t)(d->end - d->at),
-                                              d->packet++, &payload, &n,
-                                              NULL, 0);
+            d->at +=
+                frae_stream_packet_parse(s, d->at, (size_t)(d->end - d->at),
+                                         d->packet++, &payload, &n, NULL, 0);
             frae_range_dec_init(&d->rd, payload, n);
         }
         bad = frae_decode_frame_ranged(d->d, &d->rd, frame);
@@ -478,8 +469,7 @@ int frae_stream_decode(frae_stream_decoder *d, float *frame, uint32_t *seq,
                         q, f, d->packet - 1);
         else
             frae_errorf(err, errlen,
-                        "sequence %u, frame %u: a code no encoder makes", q,
-                        f);
+                        "sequence %u, frame %u: a code no encoder makes", q, f);
         return -1;
     }
     d->frame++;

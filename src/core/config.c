@@ -54,71 +54,14 @@ static int check_size(const char *what, long v, long lo, char *err,
                       size_t errlen)
 {
     if (v < lo || v > INT_MAX)
-        return frae_errorf(err, errlen, "%s must be in %ld..%d, got %ld", what, lo,
-                    INT_MAX, v);
+        return frae_errorf(err, errlen, "%s must be in %ld..%d, got %ld", what,
+                           lo, INT_MAX, v);
     return 0;
 }
 
-int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
+/* The prior's settings, the rate term and the pitch coders that need it. */
+static int check_prior(const frae_config *cfg, char *err, size_t errlen)
 {
-    char what[64];
-    if (!cfg)
-        return frae_errorf(err, errlen, "config is NULL");
-    if (check_size("frame dimension D", cfg->frame_dim, 1, err, errlen) ||
-        check_size("history K", cfg->history, 0, err, errlen) ||
-        check_size("latent dimension L", cfg->latent_dim, 1, err, errlen) ||
-        check_size("batch", cfg->batch, 1, err, errlen) ||
-        check_size("window", cfg->window, 1, err, errlen) ||
-        check_size("chunk rows", cfg->chunk_rows, 0, err, errlen))
-        return -1;
-    if (!(cfg->clip_norm >= 0.0f) || !isfinite(cfg->clip_norm))
-        return frae_errorf(err, errlen, "gradient clip norm must be >= 0, got %g",
-                    (double)cfg->clip_norm);
-    if (cfg->n_enc_hidden < 0 || cfg->n_enc_hidden > FRAE_MAX_HIDDEN)
-        return frae_errorf(err, errlen, "encoder hidden layers must be 0..%d, got %d",
-                    FRAE_MAX_HIDDEN, cfg->n_enc_hidden);
-    if (cfg->n_dec_hidden < 0 || cfg->n_dec_hidden > FRAE_MAX_HIDDEN)
-        return frae_errorf(err, errlen, "decoder hidden layers must be 0..%d, got %d",
-                    FRAE_MAX_HIDDEN, cfg->n_dec_hidden);
-    for (int i = 0; i < cfg->n_enc_hidden; i++) {
-        snprintf(what, sizeof what, "encoder hidden layer %d width", i + 1);
-        if (check_size(what, cfg->enc_hidden[i], 1, err, errlen))
-            return -1;
-    }
-    for (int i = 0; i < cfg->n_dec_hidden; i++) {
-        snprintf(what, sizeof what, "decoder hidden layer %d width", i + 1);
-        if (check_size(what, cfg->dec_hidden[i], 1, err, errlen))
-            return -1;
-    }
-    if (cfg->family != FRAE_FAMILY_DENSE && cfg->family != FRAE_FAMILY_GRU)
-        return frae_errorf(err, errlen, "unknown model family %d",
-                           (int)cfg->family);
-    if (cfg->normalize != 0 && cfg->normalize != 1)
-        return frae_errorf(err, errlen, "normalize must be 0 or 1, got %d",
-                           cfg->normalize);
-    if (cfg->pitch != 0 && cfg->pitch != 1)
-        return frae_errorf(err, errlen, "pitch must be 0 or 1, got %d",
-                           cfg->pitch);
-    if (cfg->family == FRAE_FAMILY_GRU) {
-        if (cfg->n_enc_hidden < 1 || cfg->n_dec_hidden < 1)
-            return frae_errorf(err, errlen,
-                               "a GRU model needs at least one hidden layer "
-                               "per side (the first is the GRU)");
-        if (cfg->enc_hidden[0] > INT_MAX / 3 || cfg->dec_hidden[0] > INT_MAX / 3)
-            return frae_errorf(err, errlen, "GRU width must be at most %d",
-                               INT_MAX / 3);
-    }
-    if (cfg->activation != FRAE_ACT_RELU && cfg->activation != FRAE_ACT_TANH)
-        return frae_errorf(err, errlen, "unknown activation %d", (int)cfg->activation);
-    if (cfg->quantizer == FRAE_QUANT_UNIFORM) {
-        if (cfg->quant_levels < 2 || cfg->quant_levels > 65536)
-            return frae_errorf(err, errlen,
-                        "uniform quantizer levels must be 2..65536, got %d",
-                        cfg->quant_levels);
-    } else if (cfg->quantizer != FRAE_QUANT_NONE &&
-               cfg->quantizer != FRAE_QUANT_BINARY) {
-        return frae_errorf(err, errlen, "unknown quantizer %d", (int)cfg->quantizer);
-    }
     if (cfg->prior_hidden < 0)
         return frae_errorf(err, errlen, "prior width must be >= 0, got %d",
                            cfg->prior_hidden);
@@ -158,19 +101,92 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
                            "(prior width > 0)");
     if (cfg->pitch_ranged < FRAE_PITCH_CODER_4BIT ||
         cfg->pitch_ranged > FRAE_PITCH_CODER_ENVELOPE)
-        return frae_errorf(err, errlen, "pitch_ranged must be 0, 1 or 2, got %d",
+        return frae_errorf(err, errlen,
+                           "pitch_ranged must be 0, 1 or 2, got %d",
                            cfg->pitch_ranged);
     if (cfg->pitch_ranged && (!cfg->pitch || cfg->prior_hidden == 0))
         return frae_errorf(err, errlen,
                            "the range-coded pitch coder needs pitch and a "
                            "prior (prior width > 0)");
+    return 0;
+}
+
+int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
+{
+    char what[64];
+    if (!cfg)
+        return frae_errorf(err, errlen, "config is NULL");
+    if (check_size("frame dimension D", cfg->frame_dim, 1, err, errlen) ||
+        check_size("history K", cfg->history, 0, err, errlen) ||
+        check_size("latent dimension L", cfg->latent_dim, 1, err, errlen) ||
+        check_size("batch", cfg->batch, 1, err, errlen) ||
+        check_size("window", cfg->window, 1, err, errlen) ||
+        check_size("chunk rows", cfg->chunk_rows, 0, err, errlen))
+        return -1;
+    if (!(cfg->clip_norm >= 0.0f) || !isfinite(cfg->clip_norm))
+        return frae_errorf(err, errlen,
+                           "gradient clip norm must be >= 0, got %g",
+                           (double)cfg->clip_norm);
+    if (cfg->n_enc_hidden < 0 || cfg->n_enc_hidden > FRAE_MAX_HIDDEN)
+        return frae_errorf(err, errlen,
+                           "encoder hidden layers must be 0..%d, got %d",
+                           FRAE_MAX_HIDDEN, cfg->n_enc_hidden);
+    if (cfg->n_dec_hidden < 0 || cfg->n_dec_hidden > FRAE_MAX_HIDDEN)
+        return frae_errorf(err, errlen,
+                           "decoder hidden layers must be 0..%d, got %d",
+                           FRAE_MAX_HIDDEN, cfg->n_dec_hidden);
+    for (int i = 0; i < cfg->n_enc_hidden; i++) {
+        snprintf(what, sizeof what, "encoder hidden layer %d width", i + 1);
+        if (check_size(what, cfg->enc_hidden[i], 1, err, errlen))
+            return -1;
+    }
+    for (int i = 0; i < cfg->n_dec_hidden; i++) {
+        snprintf(what, sizeof what, "decoder hidden layer %d width", i + 1);
+        if (check_size(what, cfg->dec_hidden[i], 1, err, errlen))
+            return -1;
+    }
+    if (cfg->family != FRAE_FAMILY_DENSE && cfg->family != FRAE_FAMILY_GRU)
+        return frae_errorf(err, errlen, "unknown model family %d",
+                           (int)cfg->family);
+    if (cfg->normalize != 0 && cfg->normalize != 1)
+        return frae_errorf(err, errlen, "normalize must be 0 or 1, got %d",
+                           cfg->normalize);
+    if (cfg->pitch != 0 && cfg->pitch != 1)
+        return frae_errorf(err, errlen, "pitch must be 0 or 1, got %d",
+                           cfg->pitch);
+    if (cfg->family == FRAE_FAMILY_GRU) {
+        if (cfg->n_enc_hidden < 1 || cfg->n_dec_hidden < 1)
+            return frae_errorf(err, errlen,
+                               "a GRU model needs at least one hidden layer "
+                               "per side (the first is the GRU)");
+        if (cfg->enc_hidden[0] > INT_MAX / 3 ||
+            cfg->dec_hidden[0] > INT_MAX / 3)
+            return frae_errorf(err, errlen, "GRU width must be at most %d",
+                               INT_MAX / 3);
+    }
+    if (cfg->activation != FRAE_ACT_RELU && cfg->activation != FRAE_ACT_TANH)
+        return frae_errorf(err, errlen, "unknown activation %d",
+                           (int)cfg->activation);
+    if (cfg->quantizer == FRAE_QUANT_UNIFORM) {
+        if (cfg->quant_levels < 2 || cfg->quant_levels > 65536)
+            return frae_errorf(
+                err, errlen,
+                "uniform quantizer levels must be 2..65536, got %d",
+                cfg->quant_levels);
+    } else if (cfg->quantizer != FRAE_QUANT_NONE &&
+               cfg->quantizer != FRAE_QUANT_BINARY) {
+        return frae_errorf(err, errlen, "unknown quantizer %d",
+                           (int)cfg->quantizer);
+    }
+    if (check_prior(cfg, err, errlen))
+        return -1;
     if (cfg->feedback != FRAE_FEEDBACK_DETACHED &&
         cfg->feedback != FRAE_FEEDBACK_FULL)
         return frae_errorf(err, errlen, "unknown feedback mode %d",
-                    (int)cfg->feedback);
+                           (int)cfg->feedback);
     if (!(cfg->learning_rate > 0.0f) || !isfinite(cfg->learning_rate))
         return frae_errorf(err, errlen, "learning rate must be > 0, got %g",
-                    (double)cfg->learning_rate);
+                           (double)cfg->learning_rate);
     if (cfg->lr_warmup < 0 || cfg->lr_decay_steps < 0)
         return frae_errorf(err, errlen,
                            "learning-rate warm-up and decay steps must be >= "
@@ -182,21 +198,22 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
                            (double)cfg->lr_floor);
     if (!(cfg->beta1 >= 0.0f && cfg->beta1 < 1.0f) ||
         !(cfg->beta2 >= 0.0f && cfg->beta2 < 1.0f))
-        return frae_errorf(err, errlen, "Adam betas must be in [0, 1), got %g, %g",
-                    (double)cfg->beta1, (double)cfg->beta2);
+        return frae_errorf(err, errlen,
+                           "Adam betas must be in [0, 1), got %g, %g",
+                           (double)cfg->beta1, (double)cfg->beta2);
     if (!(cfg->epsilon > 0.0f) || !isfinite(cfg->epsilon))
         return frae_errorf(err, errlen, "Adam epsilon must be > 0, got %g",
-                    (double)cfg->epsilon);
+                           (double)cfg->epsilon);
     if (cfg->weights != FRAE_WEIGHTS_F32 && cfg->weights != FRAE_WEIGHTS_BF16)
         return frae_errorf(err, errlen, "unknown weight format %d",
-                    (int)cfg->weights);
+                           (int)cfg->weights);
     if (cfg->weights == FRAE_WEIGHTS_BF16 && cfg->training)
         return frae_errorf(err, errlen,
-                    "bf16 weights are for inference only: train in f32, "
-                    "then convert (frae convert --weights bf16)");
+                           "bf16 weights are for inference only: train in f32, "
+                           "then convert (frae convert --weights bf16)");
     if (cfg->threads < 0 || cfg->threads > 1024)
         return frae_errorf(err, errlen, "threads must be 0..1024, got %d",
-                    cfg->threads);
+                           cfg->threads);
     if (cfg->isa < FRAE_ISA_AUTO || cfg->isa > FRAE_ISA_AVX512)
         return frae_errorf(err, errlen, "unknown ISA %d", (int)cfg->isa);
     return 0;
@@ -204,8 +221,8 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
 
 /* ---- sizing -------------------------------------------------------------- */
 
-int frae_layer_spec(const frae_config *c, int l, int *in, int *out,
-                    int *act, int *units)
+int frae_layer_spec(const frae_config *c, int l, int *in, int *out, int *act,
+                    int *units)
 {
     const int ne = c->n_enc_hidden, nd = c->n_dec_hidden;
     const int gru = c->family == FRAE_FAMILY_GRU;
@@ -238,7 +255,8 @@ int frae_layer_spec(const frae_config *c, int l, int *in, int *out,
         return 0;
     }
     if (l < ne) {
-        i = l == 0 ? D + KD + (gru ? c->dec_hidden[0] : 0) : c->enc_hidden[l - 1];
+        i = l == 0 ? D + KD + (gru ? c->dec_hidden[0] : 0)
+                   : c->enc_hidden[l - 1];
         o = c->enc_hidden[l];
         *act = gru && l == 0 ? ACT_GRU : (int)c->activation;
     } else if (l == ne) {
@@ -343,9 +361,8 @@ float frae_learning_rate_at(const frae_config *cfg, long step)
         if (s >= cfg->lr_decay_steps)
             return (float)(lr * floor);
         double c = 0.5 * (1.0 + cos(3.14159265358979323846 * (double)s /
-                                     cfg->lr_decay_steps));
+                                    cfg->lr_decay_steps));
         return (float)(lr * (floor + (1.0 - floor) * c));
     }
     return (float)lr;
 }
-

@@ -39,7 +39,10 @@ static void fill_bias(const frae_layer *ly, const float *bias, float *dst,
 }
 
 /* The end of frame s when W_k (k >= 2) takes y_s into its sums. */
-static long pend_when(int k, long s) { return k == 1 || ((s + k) & 1) ? s : s + 1; }
+static long pend_when(int k, long s)
+{
+    return k == 1 || ((s + k) & 1) ? s : s + 1;
+}
 
 /* Applies the fed-back terms due at the end of frame s (s >= 0) to first
  * layer `which`'s pending sums; t is frame s + 1's window position. */
@@ -55,7 +58,8 @@ static void pend_feed(const frae_net *m, frae_state *st, int which, long s,
     if (K >= 2 && pair + (size_t)nb * D != ys) {
         /* the ring wraps between the two: side by side in pair_in */
         memcpy(st->pair_in, pair, sizeof(float) * (size_t)nb * D);
-        memcpy(st->pair_in + (size_t)nb * D, ys, sizeof(float) * (size_t)nb * D);
+        memcpy(st->pair_in + (size_t)nb * D, ys,
+               sizeof(float) * (size_t)nb * D);
         pair = st->pair_in;
     }
     /* W_K is every chain's first term, so it starts the sum from the bias
@@ -63,15 +67,13 @@ static void pend_feed(const frae_net *m, frae_state *st, int which, long s,
     for (int k = K; k >= 2; k--)
         if ((s + k) & 1) /* targets s-1+k (even: its pair of slots is
                             contiguous, pend_cap being even) and s+k */
-            frae_layer_product(m, &st->scratch, l, 2 * nb, D, pair, D,
-                               head_w + (k - 1) * D,
-                               pend_slot(m, st, which, s - 1 + k, nb),
-                               k == K ? ly->bias : NULL,
-                               k == K ? GEMM_BIAS : GEMM_ACC);
+            frae_layer_product(
+                m, &st->scratch, l, 2 * nb, D, pair, D, head_w + (k - 1) * D,
+                pend_slot(m, st, which, s - 1 + k, nb),
+                k == K ? ly->bias : NULL, k == K ? GEMM_BIAS : GEMM_ACC);
     frae_layer_product(m, &st->scratch, l, nb, D, ys, D, head_w,
                        pend_slot(m, st, which, s + 1, nb),
-                       K == 1 ? ly->bias : NULL,
-                       K == 1 ? GEMM_BIAS : GEMM_ACC);
+                       K == 1 ? ly->bias : NULL, K == 1 ? GEMM_BIAS : GEMM_ACC);
 }
 
 /* Recomputes the pending sums from the ring after the weights changed
@@ -118,9 +120,9 @@ void frae_state_rebuild(const frae_net *m, frae_state *st)
  * position) of nb sequences: z = its pending sum + head . W_head, the head
  * being head_w values per row (x or the latent) at kernel row 0.  The GRU
  * encoder's head goes on with h_dec (see gru_forward). */
-static void first_layer_forward(const frae_net *m, frae_state *st,
-                                int which, long t, const float *head,
-                                ptrdiff_t head_rs, int head_w, int nb, float *z)
+static void first_layer_forward(const frae_net *m, frae_state *st, int which,
+                                long t, const float *head, ptrdiff_t head_rs,
+                                int head_w, int nb, float *z)
 {
     const int l = which ? m->dec_first : 0;
     const frae_layer *ly = &m->layer[l];
@@ -163,9 +165,9 @@ static void first_layer_forward(const frae_net *m, frae_state *st,
  * chain goes on over h_dec(t-1)), its recurrent product on its own h(t-1),
  * and the cell.  h(t) lands in the activation slot, which st->h then
  * points at (with one frame kept, the cell updates it in place). */
-static void gru_forward(const frae_net *m, frae_state *st, int side,
-                        long t, const float *head, ptrdiff_t head_rs,
-                        int head_w, int nb, size_t slot)
+static void gru_forward(const frae_net *m, frae_state *st, int side, long t,
+                        const float *head, ptrdiff_t head_rs, int head_w,
+                        int nb, size_t slot)
 {
     const int l = side ? m->dec_first : 0, rec = m->rec[side];
     const int H = m->layer[l].units;
@@ -235,4 +237,3 @@ void frae_forward_decode(const frae_net *m, frae_state *st, long t)
 {
     run_layers(m, st, t, NULL, 0, 1, m->dec_first, m->n_layers - 1);
 }
-

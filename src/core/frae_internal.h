@@ -4,15 +4,19 @@
 
 #include "base/checksum.h"
 #include "base/util.h"
-#include "frae.h"
-#include "frae_codec.h"
 #include "core/kernels.h"
 #include "core/state.h"
+#include "frae.h"
+#include "frae_codec.h"
 
 /* ACT_GRU: the layer is a GRU cell; its product is the input one (3H
  * gate pre-activations) and its activation the cell update (gru.c). */
-enum { ACT_RELU = FRAE_ACT_RELU, ACT_TANH = FRAE_ACT_TANH, ACT_LINEAR = 2,
-       ACT_GRU = 3 };
+enum {
+    ACT_RELU = FRAE_ACT_RELU,
+    ACT_TANH = FRAE_ACT_TANH,
+    ACT_LINEAR = 2,
+    ACT_GRU = 3
+};
 
 /* Weight matrices are stored panel-packed: the columns are cut into panels
  * of FRAE_PANEL (the last may be narrower), and each panel's rows x width
@@ -48,16 +52,16 @@ static inline size_t packed_index(int rows, int cols, int r, int c)
  * only the model that owns the memory writes it (frae_model.wbias, wt,
  * wh). */
 typedef struct {
-    int in, out;     /* the product's widths (3H for a GRU's matrices) */
-    int units;       /* width of the activation the next layer reads: out,
+    int in, out;        /* the product's widths (3H for a GRU's matrices) */
+    int units;          /* width of the activation the next layer reads: out,
                         or H for a GRU */
-    int act;         /* ACT_* applied to the output */
-    size_t w_off;    /* kernel in params/grads/adam_m/adam_v, packed
+    int act;            /* ACT_* applied to the output */
+    size_t w_off;       /* kernel in params/grads/adam_m/adam_v, packed
                         in x out (see FRAE_PANEL) */
-    size_t b_off;    /* bias [out] */
-    const float *bias; /* the bias itself: params + b_off, or for bf16
+    size_t b_off;       /* bias [out] */
+    const float *bias;  /* the bias itself: params + b_off, or for bf16
                           models (which keep no f32 weights) their own */
-    const float *wt; /* kernel transposed, packed out x in, for input
+    const float *wt;    /* kernel transposed, packed out x in, for input
                         gradients; NULL where none are needed (see
                         frae_needs_transposed) */
     const uint16_t *wh; /* bf16 weights (FRAE_WEIGHTS_BF16 only): panels
@@ -120,11 +124,11 @@ typedef struct {
     float *dz[FRAE_MAX_MATS];
     int chunk_frames; /* frames per backward chunk: about FRAE_CHUNK_ROWS
                          rows, so big batches keep few frames of gradients */
-    float *xwin;     /* the current window's input, [W][B][D] */
+    float *xwin;      /* the current window's input, [W][B][D] */
     /* cfg.targets: the window's targets [W][B][D], and one frame of
      * z-scored targets per sequence [B][D] (with normalize) */
     float *twin, *tnorm;
-    float *fb;       /* full feedback: dL/d(buffer) of one frame, [B][K*D] */
+    float *fb; /* full feedback: dL/d(buffer) of one frame, [B][K*D] */
     /* GRU family: dL/dh of one frame [B][H] per side, and the part carried
      * back to the frame before (recurrence, and with full feedback the
      * encoder's input h_dec) */
@@ -143,7 +147,7 @@ typedef struct {
  * batch.  One block from the config, allocated once. */
 struct frae_model {
     frae_net net;
-    int threads;     /* cfg.threads, resolved */
+    int threads;            /* cfg.threads, resolved */
     struct frae_pool *pool; /* its threads - 1 workers (pool.h), NULL for 1:
                                the products of its own batch's stream; the
                                net's other users run on their caller */
@@ -159,8 +163,8 @@ struct frae_model {
     /* the stream of the model's batch: B sequences, and a window of
      * activations when it trains */
     frae_state state;
-    int *wvalid;     /* valid frames per sequence in the current call [B] */
-    float *xnorm;    /* cfg.normalize: one frame of z-scored input per
+    int *wvalid;  /* valid frames per sequence in the current call [B] */
+    float *xnorm; /* cfg.normalize: one frame of z-scored input per
                         sequence [B][D] */
 
     void *block;
@@ -188,15 +192,15 @@ static inline void fp_leave(fp_env saved) { (void)saved; }
 
 /* gemm.c: the packed-GEMM driver.  C[M][c0..c1) = init + A . B[k0..k0+K)
  * [c0..c1), B a packed rows x cols matrix (bias and c indexed from c0). */
-void frae_gemm_packed_b(const frae_net *m, const frae_scratch *sc, int M,
-                        int K, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
+void frae_gemm_packed_b(const frae_net *m, const frae_scratch *sc, int M, int K,
+                        const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
                         const float *b, int rows, int cols, int k0, int c0,
                         int c1, float *c, ptrdiff_t ldc, const float *bias,
                         int init);
 /* Rows r0..r0+M of a packed rows x cols C = init + A^T . B: A is K x M (row
  * stride a_cs), B is K x cols (row stride ldb): weight gradients. */
-void frae_gemm_packed_c(const frae_net *m, const frae_scratch *sc, int M,
-                        int K, const float *a, ptrdiff_t a_cs, const float *b,
+void frae_gemm_packed_c(const frae_net *m, const frae_scratch *sc, int M, int K,
+                        const float *a, ptrdiff_t a_cs, const float *b,
                         ptrdiff_t ldb, float *c, int rows, int cols, int r0,
                         int init);
 /* Layer l's forward product, nb rows of A (row stride a_rs) over kernel
@@ -238,16 +242,16 @@ int frae_mat_count(const frae_config *c);
 /* frae_layer_shape, and also the activation (ACT_*) applied to the
  * product and the width of the activation the next layer reads (out, or H
  * for a GRU). */
-int frae_layer_spec(const frae_config *c, int l, int *in, int *out,
-                    int *act, int *units);
+int frae_layer_spec(const frae_config *c, int l, int *in, int *out, int *act,
+                    int *units);
 
 /* The model's tensors in exchange order (the PyTorch state_dict's, which
  * is also Keras get_weights()'s): per layer its weight and bias, and per
  * GRU weight_ih, weight_hh, bias_ih, bias_hh. */
 typedef struct {
-    int mat;    /* matrix index in frae_model.layer */
-    int bias;   /* 1: the bias vector, 0: the weight matrix */
-    int gru;    /* a GRU's: 3H gates (Keras orders them z, r, h) */
+    int mat;       /* matrix index in frae_model.layer */
+    int bias;      /* 1: the bias vector, 0: the weight matrix */
+    int gru;       /* a GRU's: 3H gates (Keras orders them z, r, h) */
     char name[32]; /* "enc.0.weight", "dec.0.bias_hh", "out.bias" */
 } frae_tensor_entry;
 #define FRAE_MAX_TENSORS (2 * FRAE_MAX_MATS)
@@ -302,11 +306,11 @@ void frae_refresh_transposed(frae_model *m);
 
 /* The model's GRU cell kernels (kernels.h) over nb rows, split by rows
  * across sc's threads (gemm.c). */
-void frae_gru_rows_forward(const frae_net *m, const frae_scratch *sc,
-                           int nb, int H, const float *gx, const float *gh,
+void frae_gru_rows_forward(const frae_net *m, const frae_scratch *sc, int nb,
+                           int H, const float *gx, const float *gh,
                            const float *h_prev, float *gates, float *h);
-void frae_gru_rows_backward(const frae_net *m, const frae_scratch *sc,
-                            int nb, int H, const float *dh, const float *gates,
+void frae_gru_rows_backward(const frae_net *m, const frae_scratch *sc, int nb,
+                            int H, const float *dh, const float *gates,
                             const float *h_prev, float *dgx, float *dgh,
                             float *dh_prev);
 /* The GRU cell's exp and tanh (gru.c): a few ulp from libm's,
@@ -355,8 +359,8 @@ static inline int frae_prior_symbols(const frae_config *c)
 /* prior.c */
 /* The prior's input for frame t (window position) of nb sequences of
  * state st, before the frame runs: [nb][C] into dst. */
-void frae_prior_context(const frae_net *m, const frae_state *st, long t,
-                        int nb, float *dst);
+void frae_prior_context(const frae_net *m, const frae_state *st, long t, int nb,
+                        float *dst);
 /* Its two layers over `rows` rows of ctx: tanh layer into hid, logits into
  * logit. */
 void frae_prior_forward(const frae_net *m, const frae_scratch *sc, int rows,
@@ -366,16 +370,15 @@ void frae_prior_forward(const frae_net *m, const frae_scratch *sc, int rows,
  * from the logits' (the prior's second layer's dz), dq += A^T dlogit; and,
  * for the codec, logit column col's term from the codes before its unit,
  * b + sum_{j<u} A[col][j] q_j, summed in order of j. */
-void frae_prior_ar_forward(const frae_net *m, const frae_scratch *sc,
-                           int rows, const float *q, float *logit);
-void frae_prior_ar_backward(frae_model *m, int rows, const float *q,
-                            float *dq);
+void frae_prior_ar_forward(const frae_net *m, const frae_scratch *sc, int rows,
+                           const float *q, float *logit);
+void frae_prior_ar_backward(frae_model *m, int rows, const float *q, float *dq);
 float frae_prior_ar_term(const frae_net *m, const float *q, int col);
 /* -log2 p(q) of one frame's L codes under its logits; with dlogit and dq
  * (non-NULL) also scale x their gradients (dq: the slope of -log2 p
  * between q's neighbouring levels, README "The learned prior"). */
-double frae_prior_bits(const frae_config *c, const float *logit,
-                       const float *q, float *dlogit, float *dq, float scale);
+double frae_prior_bits(const frae_config *c, const float *logit, const float *q,
+                       float *dlogit, float *dq, float scale);
 /* Training: the prior's weight gradients from the dz of its matrices (the
  * logits' gradient filled, its tanh layer's computed here) over the
  * window's first `rows` rows; with full feedback also the contexts'
@@ -399,7 +402,6 @@ void frae_activation_backward(int act, const float *a, float *dz, size_t n);
 void frae_quantize(const frae_config *cfg, const float *a, float *q, size_t n);
 void frae_bias_grad(const float *dz, int rows, int out, float *gb,
                     int accumulate);
-
 
 /* codec.c, for packets.c: the pitch anchor of a resynchronisation point,
  * the predictor's log2 f0 sent absolutely on FRAE_PITCH_ANCHOR_BITS (the

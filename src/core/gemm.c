@@ -10,10 +10,10 @@
 
 /* Panel p of frae_gemm_packed_b below. */
 static void panel_b(const frae_net *m, const frae_scratch *sc, int p, int M,
-                    int K, const float *a,
-                    ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b, int rows,
-                    int cols, int k0, int c0, int c1, float *c, ptrdiff_t ldc,
-                    const float *bias, int init, int nnz)
+                    int K, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
+                    const float *b, int rows, int cols, int k0, int c0, int c1,
+                    float *c, ptrdiff_t ldc, const float *bias, int init,
+                    int nnz)
 {
     int pc0 = p * FRAE_PANEL;
     int w = cols - pc0 < FRAE_PANEL ? cols - pc0 : FRAE_PANEL;
@@ -21,8 +21,8 @@ static void panel_b(const frae_net *m, const frae_scratch *sc, int p, int M,
     const float *panel = b + (size_t)pc0 * rows + (lo - pc0);
     const float *pbias = bias ? bias + (lo - c0) : NULL;
     if (nnz >= 0)
-        m->gemv_sparse(hi - lo, nnz, sc->idx, sc->val, panel, w,
-                       c + (lo - c0), pbias, init);
+        m->gemv_sparse(hi - lo, nnz, sc->idx, sc->val, panel, w, c + (lo - c0),
+                       pbias, init);
     else
         m->gemm(M, hi - lo, K, a, a_rs, a_cs, panel + (size_t)k0 * w, w,
                 c + (lo - c0), ldc, pbias, init);
@@ -81,9 +81,9 @@ static void product_b_item(void *arg, int i)
         int r0 = part_start(j->M, i, j->parts);
         int r1 = part_start(j->M, i + 1, j->parts);
         for (int p = j->p0; p < j->p1; p++)
-            panel_b(j->m, j->sc, p, r1 - r0, j->K, j->a + r0 * j->a_rs,
-                    j->a_rs, j->a_cs, j->b, j->rows, j->cols, j->k0, j->c0,
-                    j->c1, j->c + r0 * j->ldc, j->ldc, j->bias, j->init, -1);
+            panel_b(j->m, j->sc, p, r1 - r0, j->K, j->a + r0 * j->a_rs, j->a_rs,
+                    j->a_cs, j->b, j->rows, j->cols, j->k0, j->c0, j->c1,
+                    j->c + r0 * j->ldc, j->ldc, j->bias, j->init, -1);
     } else {
         panel_b(j->m, j->sc, j->p0 + i, j->M, j->K, j->a, j->a_rs, j->a_cs,
                 j->b, j->rows, j->cols, j->k0, j->c0, j->c1, j->c, j->ldc,
@@ -105,8 +105,8 @@ static int row_parts(int M, int T)
  * are indexed from c0.  A single row with enough zeros (ReLU outputs and
  * their gradients) goes through the sparse kernel: it streams only the
  * rows of B that meet a nonzero. */
-void frae_gemm_packed_b(const frae_net *m, const frae_scratch *sc, int M,
-                        int K, const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
+void frae_gemm_packed_b(const frae_net *m, const frae_scratch *sc, int M, int K,
+                        const float *a, ptrdiff_t a_rs, ptrdiff_t a_cs,
                         const float *b, int rows, int cols, int k0, int c0,
                         int c1, float *c, ptrdiff_t ldc, const float *bias,
                         int init)
@@ -124,16 +124,16 @@ void frae_gemm_packed_b(const frae_net *m, const frae_scratch *sc, int M,
     const int T = sc->threads;
     if (T > 1 && sc->pool && nnz < 0 &&
         (double)M * K * (c1 - c0) > FRAE_THREAD_MACS) {
-        product_job j = {m, sc, M, K, a, a_rs, a_cs, b, 0, rows, cols, k0,
-                         c0, c1, 0, c, ldc, bias, init, p0, p1, 0};
+        product_job j = {m,  sc, M,  K, a, a_rs, a_cs, b,    0,  rows, cols,
+                         k0, c0, c1, 0, c, ldc,  bias, init, p0, p1,   0};
         if (rows_split_pays(M, T, p0, p1, c0, c1))
             j.parts = row_parts(M, T);
         frae_pool_run(sc->pool, j.parts ? j.parts : p1 - p0, product_b_item,
                       &j);
     } else {
         for (int p = p0; p < p1; p++)
-            panel_b(m, sc, p, M, K, a, a_rs, a_cs, b, rows, cols, k0, c0, c1,
-                    c, ldc, bias, init, nnz);
+            panel_b(m, sc, p, M, K, a, a_rs, a_cs, b, rows, cols, k0, c0, c1, c,
+                    ldc, bias, init, nnz);
     }
 }
 
@@ -158,23 +158,23 @@ static void product_c_item(void *arg, int i)
             panel_c(j->m, p, i1 - i0, j->K, j->a + i0, j->a_cs, j->b, j->ldb,
                     j->c, j->rows, j->cols, j->r0 + i0, j->init);
     } else {
-        panel_c(j->m, i, j->M, j->K, j->a, j->a_cs, j->b, j->ldb, j->c,
-                j->rows, j->cols, j->r0, j->init);
+        panel_c(j->m, i, j->M, j->K, j->a, j->a_cs, j->b, j->ldb, j->c, j->rows,
+                j->cols, j->r0, j->init);
     }
 }
 
 /* Rows r0..r0+M of a packed rows x cols matrix C = init + A^T . B, where A
  * is K x M (row stride a_cs) and B is K x cols (row stride ldb): the
  * weight-gradient shape. */
-void frae_gemm_packed_c(const frae_net *m, const frae_scratch *sc, int M,
-                        int K, const float *a, ptrdiff_t a_cs, const float *b,
+void frae_gemm_packed_c(const frae_net *m, const frae_scratch *sc, int M, int K,
+                        const float *a, ptrdiff_t a_cs, const float *b,
                         ptrdiff_t ldb, float *c, int rows, int cols, int r0,
                         int init)
 {
     const int np = (cols + FRAE_PANEL - 1) / FRAE_PANEL, T = sc->threads;
     if (T > 1 && sc->pool && (double)M * K * cols > FRAE_THREAD_MACS) {
-        product_job j = {m, sc, M, K, a, 0, a_cs, b, ldb, rows, cols, 0,
-                         0, 0, r0, c, 0, NULL, init, 0, np, 0};
+        product_job j = {m, sc, M, K,  a, 0, a_cs, b,    ldb, rows, cols,
+                         0, 0,  0, r0, c, 0, NULL, init, 0,   np,   0};
         if (rows_split_pays(M, T, 0, np, 0, cols))
             j.parts = row_parts(M, T);
         frae_pool_run(sc->pool, j.parts ? j.parts : np, product_c_item, &j);
@@ -203,15 +203,15 @@ static void bf16_product(const frae_net *m, const frae_scratch *sc,
     }
     const int sparse = nnz < K;
     for (int pc0 = 0; pc0 < ly->out; pc0 += FRAE_PANEL_BF16) {
-        int w = ly->out - pc0 < FRAE_PANEL_BF16 ? ly->out - pc0
-                                                : FRAE_PANEL_BF16;
+        int w =
+            ly->out - pc0 < FRAE_PANEL_BF16 ? ly->out - pc0 : FRAE_PANEL_BF16;
         int ldb = (w + 31) / 32 * 32;
         const uint16_t *panel = ly->wh + (size_t)pc0 * ly->in;
         const uint16_t *rows = panel + (size_t)k0 * ldb; /* dense forms */
         const float *bp = bias ? bias + pc0 : NULL;
         if (sparse)
-            m->gemv_bf16(w, nnz, sc->idx, sc->val, panel, ldb, z + pc0,
-                         bp, init);
+            m->gemv_bf16(w, nnz, sc->idx, sc->val, panel, ldb, z + pc0, bp,
+                         init);
         else if (nb == 2 && init == GEMM_ACC)
             m->gemv2_bf16(w, K, a, a + a_rs, rows, ldb, z + pc0,
                           z + ly->out + pc0);
@@ -258,7 +258,8 @@ static void gru_forward_item(void *arg, int i)
 {
     const gru_job *j = arg;
     const int H = j->H;
-    int b0 = part_start(j->nb, i, j->nblk), b1 = part_start(j->nb, i + 1, j->nblk);
+    int b0 = part_start(j->nb, i, j->nblk),
+        b1 = part_start(j->nb, i + 1, j->nblk);
     j->m->gru_forward(b1 - b0, H, j->gx + (size_t)b0 * 3 * H,
                       j->gh + (size_t)b0 * 3 * H, j->h_prev + (size_t)b0 * H,
                       j->gates + (size_t)b0 * 4 * H, j->h + (size_t)b0 * H);
@@ -268,16 +269,16 @@ static void gru_backward_item(void *arg, int i)
 {
     const gru_job *j = arg;
     const int H = j->H;
-    int b0 = part_start(j->nb, i, j->nblk), b1 = part_start(j->nb, i + 1, j->nblk);
-    j->m->gru_backward(b1 - b0, H, j->dh + (size_t)b0 * H,
-                       j->gates_in + (size_t)b0 * 4 * H,
-                       j->h_prev + (size_t)b0 * H, j->dgx + (size_t)b0 * 3 * H,
-                       j->dgh + (size_t)b0 * 3 * H,
-                       j->dh_prev + (size_t)b0 * H);
+    int b0 = part_start(j->nb, i, j->nblk),
+        b1 = part_start(j->nb, i + 1, j->nblk);
+    j->m->gru_backward(
+        b1 - b0, H, j->dh + (size_t)b0 * H, j->gates_in + (size_t)b0 * 4 * H,
+        j->h_prev + (size_t)b0 * H, j->dgx + (size_t)b0 * 3 * H,
+        j->dgh + (size_t)b0 * 3 * H, j->dh_prev + (size_t)b0 * H);
 }
 
-void frae_gru_rows_forward(const frae_net *m, const frae_scratch *sc,
-                           int nb, int H, const float *gx, const float *gh,
+void frae_gru_rows_forward(const frae_net *m, const frae_scratch *sc, int nb,
+                           int H, const float *gx, const float *gh,
                            const float *h_prev, float *gates, float *h)
 {
     const int nblk = gru_row_blocks(sc, nb);
@@ -285,13 +286,13 @@ void frae_gru_rows_forward(const frae_net *m, const frae_scratch *sc,
         m->gru_forward(nb, H, gx, gh, h_prev, gates, h);
         return;
     }
-    gru_job j = {m, nb, nblk, H, gx, gh, h_prev, NULL, NULL,
-                 gates, h, NULL, NULL, NULL};
+    gru_job j = {m,    nb,   nblk,  H, gx,   gh,   h_prev,
+                 NULL, NULL, gates, h, NULL, NULL, NULL};
     frae_pool_run(sc->pool, nblk, gru_forward_item, &j);
 }
 
-void frae_gru_rows_backward(const frae_net *m, const frae_scratch *sc,
-                            int nb, int H, const float *dh, const float *gates,
+void frae_gru_rows_backward(const frae_net *m, const frae_scratch *sc, int nb,
+                            int H, const float *dh, const float *gates,
                             const float *h_prev, float *dgx, float *dgh,
                             float *dh_prev)
 {
@@ -300,7 +301,7 @@ void frae_gru_rows_backward(const frae_net *m, const frae_scratch *sc,
         m->gru_backward(nb, H, dh, gates, h_prev, dgx, dgh, dh_prev);
         return;
     }
-    gru_job j = {m, nb, nblk, H, NULL, NULL, h_prev, dh, gates,
-                 NULL, NULL, dgx, dgh, dh_prev};
+    gru_job j = {m,  nb,    nblk, H,    NULL, NULL, h_prev,
+                 dh, gates, NULL, NULL, dgx,  dgh,  dh_prev};
     frae_pool_run(sc->pool, nblk, gru_backward_item, &j);
 }

@@ -85,38 +85,35 @@ float frae_gru_tanh(float x) { return gru_tanh(x); }
  * the same bits as the calls one by one. */
 void frae_gru_tanh_n(float *x, size_t n)
 {
-IVDEP
+    IVDEP
     for (size_t i = 0; i < n; i++)
         x[i] = gru_tanh(x[i]);
 }
 void frae_gru_sigmoid_n(float *x, size_t n)
 {
-IVDEP
+    IVDEP
     for (size_t i = 0; i < n; i++)
         x[i] = 1.0f / (1.0f + gru_exp(-x[i]));
 }
 void frae_gru_exp_n(float *x, size_t n)
 {
-IVDEP
+    IVDEP
     for (size_t i = 0; i < n; i++)
         x[i] = gru_exp(x[i]);
 }
 #endif
 
-static inline float sigmoid(float v)
-{
-    return 1.0f / (1.0f + gru_exp(-v));
-}
+static inline float sigmoid(float v) { return 1.0f / (1.0f + gru_exp(-v)); }
 
 void GRU_FN(frae_gru_forward)(int nb, int H, const float *gx, const float *gh,
-                      const float *h_prev, float *gates, float *h)
+                              const float *h_prev, float *gates, float *h)
 {
     for (int b = 0; b < nb; b++) {
         const float *xi = gx + (size_t)b * 3 * H, *hi = gh + (size_t)b * 3 * H;
         const float *hp = h_prev + (size_t)b * H;
         float *g = gates + (size_t)b * 4 * H, *ho = h + (size_t)b * H;
         /* no dependence between units (h may be h_prev, unit for unit) */
-IVDEP
+        IVDEP
         for (int j = 0; j < H; j++) {
             float r = sigmoid(xi[j] + hi[j]);
             float z = sigmoid(xi[H + j] + hi[H + j]);
@@ -134,16 +131,16 @@ IVDEP
     }
 }
 
-void GRU_FN(frae_gru_backward)(int nb, int H, const float *dh, const float *gates,
-                       const float *h_prev, float *dgx, float *dgh,
-                       float *dh_prev)
+void GRU_FN(frae_gru_backward)(int nb, int H, const float *dh,
+                               const float *gates, const float *h_prev,
+                               float *dgx, float *dgh, float *dh_prev)
 {
     for (int b = 0; b < nb; b++) {
         const float *d = dh + (size_t)b * H, *hp = h_prev + (size_t)b * H;
         const float *g = gates + (size_t)b * 4 * H;
         float *gx = dgx + (size_t)b * 3 * H, *gh = dgh + (size_t)b * 3 * H;
         float *dp = dh_prev + (size_t)b * H;
-IVDEP
+        IVDEP
         for (int j = 0; j < H; j++) {
             float r = g[j], z = g[H + j], n = g[2 * H + j], hn = g[3 * H + j];
             float dn = d[j] * (1.0f - z);

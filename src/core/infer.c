@@ -13,7 +13,7 @@ int frae_run_forward(const frae_net *n, frae_state *st, float *xnorm,
 {
     if (nseq < 1 || nseq > st->rows || nframes < 1)
         return -1;
-    if (st->ring_rows == 0) /* the buffers belong to the sequences in */
+    if (st->ring_rows == 0)   /* the buffers belong to the sequences in */
         st->ring_rows = nseq; /* flight since the last reset */
     if (st->ring_rows != nseq)
         return -1;
@@ -44,8 +44,8 @@ int frae_run_forward(const frae_net *n, frae_state *st, float *xnorm,
 
 struct frae_forward_state {
     const frae_net *net;
-    frae_state st;   /* rows sequences, one frame of activations */
-    float *xnorm;    /* cfg.normalize: one frame of z-scored rows [rows][D] */
+    frae_state st; /* rows sequences, one frame of activations */
+    float *xnorm;  /* cfg.normalize: one frame of z-scored rows [rows][D] */
 };
 
 /* The head, then the stream state, then xnorm, each 64-byte aligned. */
@@ -108,8 +108,8 @@ void frae_forward_state_reset(frae_forward_state *s)
     frae_state_reset(s->net, &s->st);
 }
 
-int frae_forward_run(frae_forward_state *s, const float *x, float *y,
-                     int nseq, int nframes)
+int frae_forward_run(frae_forward_state *s, const float *x, float *y, int nseq,
+                     int nframes)
 {
     fp_env env = fp_enter();
     int rc = frae_run_forward(s->net, &s->st, s->xnorm, x, y, nseq, nframes);

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frae.h"
 #include "base/util.h"
+#include "frae.h"
 
 void frae_gemm_scalar(int M, int N, int K, const float *a, ptrdiff_t a_rs,
                       ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
@@ -29,7 +29,9 @@ void frae_gemv_sparse_scalar(int N, int nnz, const int *idx, const float *val,
                              const float *bias, int init)
 {
     for (int n = 0; n < N; n++) {
-        float acc = init == GEMM_ZERO ? 0.0f : init == GEMM_BIAS ? bias[n] : c[n];
+        float acc = init == GEMM_ZERO   ? 0.0f
+                    : init == GEMM_BIAS ? bias[n]
+                                        : c[n];
         for (int j = 0; j < nnz; j++)
             acc = fmaf(val[j], b[idx[j] * ldb + n], acc);
         c[n] = acc;
@@ -41,11 +43,13 @@ void frae_gemv_bf16_scalar(int N, int nnz, const int *idx, const float *val,
                            const float *bias, int init)
 {
     for (int n = 0; n < N; n++) {
-        float acc = init == GEMM_ZERO ? 0.0f : init == GEMM_BIAS ? bias[n] : c[n];
+        float acc = init == GEMM_ZERO   ? 0.0f
+                    : init == GEMM_BIAS ? bias[n]
+                                        : c[n];
         for (int j = 0; j < nnz; j++)
             acc = fmaf(val[j],
-                       frae_bf16_to_f32(b[(idx ? idx[j] : j) * ldb +
-                                          frae_bf16_pos(n)]),
+                       frae_bf16_to_f32(
+                           b[(idx ? idx[j] : j) * ldb + frae_bf16_pos(n)]),
                        acc);
         c[n] = acc;
     }
@@ -97,9 +101,9 @@ int frae_select_kernels(int requested, frae_kernels *k)
     if (isa == FRAE_ISA_AUTO) {
         /* getenv only reads; it is the one process-wide input we honour. */
         /* getenv only reads; it is the one process-wide input we honour */
-        int forced = frae_name_index(frae_isa_names,
-                                     FRAE_NAME_COUNT(frae_isa_names),
-                                     getenv("FRAE_ISA"));
+        int forced =
+            frae_name_index(frae_isa_names, FRAE_NAME_COUNT(frae_isa_names),
+                            getenv("FRAE_ISA"));
         if (forced > FRAE_ISA_AUTO)
             isa = forced;
         else if (cpu_has(FRAE_ISA_AVX512))
@@ -113,24 +117,31 @@ int frae_select_kernels(int requested, frae_kernels *k)
         return -1;
     switch (isa) {
     case FRAE_ISA_AVX512:
-        *k = (frae_kernels){frae_gemm_avx512, frae_gemv_sparse_avx512,
-                            frae_gemv_bf16_avx512, frae_gemv2_bf16_avx512,
-                            frae_compact_avx512, frae_adam_avx2,
-                            frae_gru_forward_avx512, frae_gru_backward_avx512,
+        *k = (frae_kernels){frae_gemm_avx512,
+                            frae_gemv_sparse_avx512,
+                            frae_gemv_bf16_avx512,
+                            frae_gemv2_bf16_avx512,
+                            frae_compact_avx512,
+                            frae_adam_avx2,
+                            frae_gru_forward_avx512,
+                            frae_gru_backward_avx512,
                             "avx512"};
         break;
     case FRAE_ISA_AVX2: /* no compress instruction: the scalar scan */
-        *k = (frae_kernels){frae_gemm_avx2, frae_gemv_sparse_avx2,
-                            frae_gemv_bf16_avx2, frae_gemv2_bf16_avx2,
-                            frae_compact_scalar, frae_adam_avx2,
-                            frae_gru_forward_avx2, frae_gru_backward_avx2,
-                            "avx2"};
+        *k = (frae_kernels){
+            frae_gemm_avx2,        frae_gemv_sparse_avx2,  frae_gemv_bf16_avx2,
+            frae_gemv2_bf16_avx2,  frae_compact_scalar,    frae_adam_avx2,
+            frae_gru_forward_avx2, frae_gru_backward_avx2, "avx2"};
         break;
     default:
-        *k = (frae_kernels){frae_gemm_scalar, frae_gemv_sparse_scalar,
-                            frae_gemv_bf16_scalar, frae_gemv2_bf16_scalar,
-                            frae_compact_scalar, frae_adam_scalar,
-                            frae_gru_forward_scalar, frae_gru_backward_scalar,
+        *k = (frae_kernels){frae_gemm_scalar,
+                            frae_gemv_sparse_scalar,
+                            frae_gemv_bf16_scalar,
+                            frae_gemv2_bf16_scalar,
+                            frae_compact_scalar,
+                            frae_adam_scalar,
+                            frae_gru_forward_scalar,
+                            frae_gru_backward_scalar,
                             "scalar"};
         break;
     }

@@ -42,17 +42,17 @@ void frae_gemm_avx512(int M, int N, int K, const float *a, ptrdiff_t a_rs,
  * halves the bytes. */
 typedef void (*frae_gemv_sparse_fn)(int N, int nnz, const int *idx,
                                     const float *val, const float *b,
-                                    ptrdiff_t ldb, float *c,
-                                    const float *bias, int init);
+                                    ptrdiff_t ldb, float *c, const float *bias,
+                                    int init);
 void frae_gemv_sparse_scalar(int N, int nnz, const int *idx, const float *val,
                              const float *b, ptrdiff_t ldb, float *c,
                              const float *bias, int init);
 void frae_gemv_sparse_avx2(int N, int nnz, const int *idx, const float *val,
                            const float *b, ptrdiff_t ldb, float *c,
                            const float *bias, int init);
-void frae_gemv_sparse_avx512(int N, int nnz, const int *idx,
-                             const float *val, const float *b, ptrdiff_t ldb,
-                             float *c, const float *bias, int init);
+void frae_gemv_sparse_avx512(int N, int nnz, const int *idx, const float *val,
+                             const float *b, ptrdiff_t ldb, float *c,
+                             const float *bias, int init);
 
 /* The same one-row product with bfloat16 weights, for inference models
  * whose weights are bf16 (frae_config.weights): B is a panel of rows x ldb
@@ -114,8 +114,7 @@ void frae_adam_scalar(float *params, const float *grads, float *m, float *v,
                       size_t n, float alpha, float beta1, float beta2,
                       float eps);
 void frae_adam_avx2(float *params, const float *grads, float *m, float *v,
-                    size_t n, float alpha, float beta1, float beta2,
-                    float eps);
+                    size_t n, float alpha, float beta1, float beta2, float eps);
 
 /* Columns per panel of a bf16 kernel (wider than FRAE_PANEL: the AVX-512
  * kernel keeps eight accumulators, 128 columns, in flight). */
@@ -128,13 +127,19 @@ static inline size_t frae_bf16_pos(int col)
 }
 static inline float frae_bf16_to_f32(uint16_t h)
 {
-    union { uint32_t u; float f; } v = {(uint32_t)h << 16};
+    union {
+        uint32_t u;
+        float f;
+    } v = {(uint32_t)h << 16};
     return v.f;
 }
 /* Round to nearest even, as PyTorch's float -> bfloat16; NaN stays NaN. */
 static inline uint16_t frae_f32_to_bf16(float f)
 {
-    union { float f; uint32_t u; } v = {f};
+    union {
+        float f;
+        uint32_t u;
+    } v = {f};
     if ((v.u & 0x7fffffffu) > 0x7f800000u)
         return (uint16_t)(v.u >> 16 | 0x40u);
     return (uint16_t)((v.u + 0x7fffu + (v.u >> 16 & 1u)) >> 16);
@@ -153,12 +158,12 @@ typedef void (*frae_gru_forward_fn)(int nb, int H, const float *gx,
 typedef void (*frae_gru_backward_fn)(int nb, int H, const float *dh,
                                      const float *gates, const float *h_prev,
                                      float *dgx, float *dgh, float *dh_prev);
-#define FRAE_GRU_DECLARE(isa)                                                \
-    void frae_gru_forward_##isa(int nb, int H, const float *gx,             \
-                                const float *gh, const float *h_prev,       \
-                                float *gates, float *h);                    \
-    void frae_gru_backward_##isa(int nb, int H, const float *dh,            \
-                                 const float *gates, const float *h_prev,   \
+#define FRAE_GRU_DECLARE(isa)                                                  \
+    void frae_gru_forward_##isa(int nb, int H, const float *gx,                \
+                                const float *gh, const float *h_prev,          \
+                                float *gates, float *h);                       \
+    void frae_gru_backward_##isa(int nb, int H, const float *dh,               \
+                                 const float *gates, const float *h_prev,      \
                                  float *dgx, float *dgh, float *dh_prev);
 FRAE_GRU_DECLARE(scalar)
 FRAE_GRU_DECLARE(avx2)

@@ -61,21 +61,24 @@ tile(const int mr, const int nv, int K, const float *a, ptrdiff_t a_rs,
 }
 
 #define TILE_CASE(MRV, NVV)                                                    \
-    case (MRV) * 8 + (NVV):                                                    \
+    case (MRV)*8 + (NVV):                                                      \
         tile(MRV, NVV, K, a, a_rs, a_cs, b, ldb, c, ldc, bias, init, last);    \
         break;
 #define TILE_ROW(MRV) TILE_CASE(MRV, 1) TILE_CASE(MRV, 2) TILE_CASE(MRV, 3)
 
-static void tile_dispatch(int mr, int nv, int K, const float *a,
-                          ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,
-                          ptrdiff_t ldb, float *c, ptrdiff_t ldc,
-                          const float *bias, int init, __m256i last)
+static void tile_dispatch(int mr, int nv, int K, const float *a, ptrdiff_t a_rs,
+                          ptrdiff_t a_cs, const float *b, ptrdiff_t ldb,
+                          float *c, ptrdiff_t ldc, const float *bias, int init,
+                          __m256i last)
 {
+    /* the cases are macros, which clang-format cannot lay out */
+    /* clang-format off */
     switch (mr * 8 + nv) {
         TILE_ROW(1) TILE_ROW(2) TILE_ROW(3) TILE_ROW(4)
     default:
         break;
     }
+    /* clang-format on */
 }
 
 typedef __m256i tile_mask_t;
@@ -98,16 +101,22 @@ sparse_tile(const int nv, int nnz, const int *idx, const float *val,
         if (init == GEMM_ZERO)
             acc[v] = _mm256_setzero_ps();
         else if (init == GEMM_BIAS)
-            acc[v] = v == nv - 1 ? _mm256_maskload_ps((bias + v * VW), last) : _mm256_loadu_ps((bias + v * VW));
+            acc[v] = v == nv - 1 ? _mm256_maskload_ps((bias + v * VW), last)
+                                 : _mm256_loadu_ps((bias + v * VW));
         else
-            acc[v] = v == nv - 1 ? _mm256_maskload_ps((c + v * VW), last) : _mm256_loadu_ps((c + v * VW));
+            acc[v] = v == nv - 1 ? _mm256_maskload_ps((c + v * VW), last)
+                                 : _mm256_loadu_ps((c + v * VW));
     }
     for (int j = 0; j < nnz; j++) {
         const float *bk = b + idx[j] * ldb;
         __m256 av = _mm256_set1_ps(val[j]);
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++)
-            acc[v] = _mm256_fmadd_ps(av, v == nv - 1 ? _mm256_maskload_ps((bk + v * VW), last) : _mm256_loadu_ps((bk + v * VW)), acc[v]);
+            acc[v] = _mm256_fmadd_ps(
+                av,
+                v == nv - 1 ? _mm256_maskload_ps((bk + v * VW), last)
+                            : _mm256_loadu_ps((bk + v * VW)),
+                acc[v]);
     }
 #pragma GCC unroll 8
     for (int v = 0; v < nv; v++) {
@@ -119,28 +128,28 @@ sparse_tile(const int nv, int nnz, const int *idx, const float *val,
 }
 
 /* the tile widths instantiated for the shared sparse driver */
-#define SPARSE_CASES \
-    SPARSE_CASE(1) \
-    SPARSE_CASE(2) \
-    SPARSE_CASE(3) \
-    SPARSE_CASE(4) \
-    SPARSE_CASE(5) \
-    SPARSE_CASE(6) \
-    SPARSE_CASE(7) \
+#define SPARSE_CASES                                                           \
+    SPARSE_CASE(1)                                                             \
+    SPARSE_CASE(2)                                                             \
+    SPARSE_CASE(3)                                                             \
+    SPARSE_CASE(4)                                                             \
+    SPARSE_CASE(5)                                                             \
+    SPARSE_CASE(6)                                                             \
+    SPARSE_CASE(7)                                                             \
     SPARSE_CASE(8)
 
 #include "core/kernels_driver.h"
 
 void frae_gemm_avx2(int M, int N, int K, const float *a, ptrdiff_t a_rs,
-                   ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
-                   ptrdiff_t ldc, const float *bias, int init)
+                    ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
+                    ptrdiff_t ldc, const float *bias, int init)
 {
     gemm_driver(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc, bias, init);
 }
 
 void frae_gemv_sparse_avx2(int N, int nnz, const int *idx, const float *val,
-                      const float *b, ptrdiff_t ldb, float *c, const float *bias,
-                      int init)
+                           const float *b, ptrdiff_t ldb, float *c,
+                           const float *bias, int init)
 {
     sparse_driver(N, nnz, idx, val, b, ldb, c, bias, init);
 }
@@ -163,9 +172,9 @@ widen_bf16(const uint16_t *words, __m256 *lo, __m256 *hi)
  * words 0..7 widen to columns 0..7 (shift) and 16..23 (mask), words 8..15
  * to columns 8..15 and 24..31. */
 static inline __attribute__((always_inline)) void
-bf16_tile(const int ng, const int dense, int nnz, const int *idx, const float *val,
-          const uint16_t *b, ptrdiff_t ldb, float *c, const float *bias,
-          int init, int ncols)
+bf16_tile(const int ng, const int dense, int nnz, const int *idx,
+          const float *val, const uint16_t *b, ptrdiff_t ldb, float *c,
+          const float *bias, int init, int ncols)
 {
     __m256 acc[8];
     __m256i mk[8];
@@ -190,7 +199,8 @@ bf16_tile(const int ng, const int dense, int nnz, const int *idx, const float *v
                 __m256 lo, hi;
                 widen_bf16(row + 32 * g + 16 * h, &lo, &hi);
                 acc[4 * g + h] = _mm256_fmadd_ps(av, lo, acc[4 * g + h]);
-                acc[4 * g + 2 + h] = _mm256_fmadd_ps(av, hi, acc[4 * g + 2 + h]);
+                acc[4 * g + 2 + h] =
+                    _mm256_fmadd_ps(av, hi, acc[4 * g + 2 + h]);
             }
         }
     }
@@ -207,13 +217,17 @@ void frae_gemv_bf16_avx2(int N, int nnz, const int *idx, const float *val,
         int ncols = N - n0 < 64 ? N - n0 : 64;
         const float *bn = bias ? bias + n0 : bias;
         if (!idx && ncols > 32)
-            bf16_tile(2, 1, nnz, idx, val, b + n0, ldb, c + n0, bn, init, ncols);
+            bf16_tile(2, 1, nnz, idx, val, b + n0, ldb, c + n0, bn, init,
+                      ncols);
         else if (!idx)
-            bf16_tile(1, 1, nnz, idx, val, b + n0, ldb, c + n0, bn, init, ncols);
+            bf16_tile(1, 1, nnz, idx, val, b + n0, ldb, c + n0, bn, init,
+                      ncols);
         else if (ncols > 32)
-            bf16_tile(2, 0, nnz, idx, val, b + n0, ldb, c + n0, bn, init, ncols);
+            bf16_tile(2, 0, nnz, idx, val, b + n0, ldb, c + n0, bn, init,
+                      ncols);
         else
-            bf16_tile(1, 0, nnz, idx, val, b + n0, ldb, c + n0, bn, init, ncols);
+            bf16_tile(1, 0, nnz, idx, val, b + n0, ldb, c + n0, bn, init,
+                      ncols);
     }
 }
 
@@ -229,7 +243,8 @@ void frae_gemv2_bf16_avx2(int N, int K, const float *a0, const float *a1,
         __m256i mk[4];
 #pragma GCC unroll 4
         for (int v = 0; v < 4; v++) {
-            mk[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(N - n0 - v * VW), lane);
+            mk[v] =
+                _mm256_cmpgt_epi32(_mm256_set1_epi32(N - n0 - v * VW), lane);
             acc0[v] = _mm256_maskload_ps(c0 + n0 + v * VW, mk[v]);
             acc1[v] = _mm256_maskload_ps(c1 + n0 + v * VW, mk[v]);
         }

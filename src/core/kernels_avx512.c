@@ -56,22 +56,25 @@ tile(const int mr, const int nv, int K, const float *a, ptrdiff_t a_rs,
 }
 
 #define TILE_CASE(MRV, NVV)                                                    \
-    case (MRV) * 8 + (NVV):                                                    \
+    case (MRV)*8 + (NVV):                                                      \
         tile(MRV, NVV, K, a, a_rs, a_cs, b, ldb, c, ldc, bias, init, last);    \
         break;
 #define TILE_ROW(MRV)                                                          \
     TILE_CASE(MRV, 1) TILE_CASE(MRV, 2) TILE_CASE(MRV, 3) TILE_CASE(MRV, 4)
 
-static void tile_dispatch(int mr, int nv, int K, const float *a,
-                          ptrdiff_t a_rs, ptrdiff_t a_cs, const float *b,
-                          ptrdiff_t ldb, float *c, ptrdiff_t ldc,
-                          const float *bias, int init, __mmask16 last)
+static void tile_dispatch(int mr, int nv, int K, const float *a, ptrdiff_t a_rs,
+                          ptrdiff_t a_cs, const float *b, ptrdiff_t ldb,
+                          float *c, ptrdiff_t ldc, const float *bias, int init,
+                          __mmask16 last)
 {
+    /* the cases are macros, which clang-format cannot lay out */
+    /* clang-format off */
     switch (mr * 8 + nv) {
         TILE_ROW(1) TILE_ROW(2) TILE_ROW(3) TILE_ROW(4) TILE_ROW(5) TILE_ROW(6)
     default:
         break;
     }
+    /* clang-format on */
 }
 
 typedef __mmask16 tile_mask_t;
@@ -94,16 +97,22 @@ sparse_tile(const int nv, int nnz, const int *idx, const float *val,
         if (init == GEMM_ZERO)
             acc[v] = _mm512_setzero_ps();
         else if (init == GEMM_BIAS)
-            acc[v] = v == nv - 1 ? _mm512_maskz_loadu_ps(last, (bias + v * VW)) : _mm512_loadu_ps((bias + v * VW));
+            acc[v] = v == nv - 1 ? _mm512_maskz_loadu_ps(last, (bias + v * VW))
+                                 : _mm512_loadu_ps((bias + v * VW));
         else
-            acc[v] = v == nv - 1 ? _mm512_maskz_loadu_ps(last, (c + v * VW)) : _mm512_loadu_ps((c + v * VW));
+            acc[v] = v == nv - 1 ? _mm512_maskz_loadu_ps(last, (c + v * VW))
+                                 : _mm512_loadu_ps((c + v * VW));
     }
     for (int j = 0; j < nnz; j++) {
         const float *bk = b + idx[j] * ldb;
         __m512 av = _mm512_set1_ps(val[j]);
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++)
-            acc[v] = _mm512_fmadd_ps(av, v == nv - 1 ? _mm512_maskz_loadu_ps(last, (bk + v * VW)) : _mm512_loadu_ps((bk + v * VW)), acc[v]);
+            acc[v] = _mm512_fmadd_ps(
+                av,
+                v == nv - 1 ? _mm512_maskz_loadu_ps(last, (bk + v * VW))
+                            : _mm512_loadu_ps((bk + v * VW)),
+                acc[v]);
     }
 #pragma GCC unroll 8
     for (int v = 0; v < nv; v++) {
@@ -115,24 +124,24 @@ sparse_tile(const int nv, int nnz, const int *idx, const float *val,
 }
 
 /* the tile widths instantiated for the shared sparse driver */
-#define SPARSE_CASES \
-    SPARSE_CASE(1) \
-    SPARSE_CASE(2) \
-    SPARSE_CASE(3) \
+#define SPARSE_CASES                                                           \
+    SPARSE_CASE(1)                                                             \
+    SPARSE_CASE(2)                                                             \
+    SPARSE_CASE(3)                                                             \
     SPARSE_CASE(4)
 
 #include "core/kernels_driver.h"
 
 void frae_gemm_avx512(int M, int N, int K, const float *a, ptrdiff_t a_rs,
-                     ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
-                     ptrdiff_t ldc, const float *bias, int init)
+                      ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
+                      ptrdiff_t ldc, const float *bias, int init)
 {
     gemm_driver(M, N, K, a, a_rs, a_cs, b, ldb, c, ldc, bias, init);
 }
 
 void frae_gemv_sparse_avx512(int N, int nnz, const int *idx, const float *val,
-                      const float *b, ptrdiff_t ldb, float *c, const float *bias,
-                      int init)
+                             const float *b, ptrdiff_t ldb, float *c,
+                             const float *bias, int init)
 {
     sparse_driver(N, nnz, idx, val, b, ldb, c, bias, init);
 }
@@ -163,9 +172,9 @@ static inline __mmask16 cols_mask(int left)
  * binds; a group is one 64-byte load, widened by a
  * shift (low halves: columns 0..15) and a mask (high halves: 16..31). */
 static inline __attribute__((always_inline)) void
-bf16_tile(const int ng, const int dense, int nnz, const int *idx, const float *val,
-          const uint16_t *b, ptrdiff_t ldb, float *c, const float *bias,
-          int init, int ncols)
+bf16_tile(const int ng, const int dense, int nnz, const int *idx,
+          const float *val, const uint16_t *b, ptrdiff_t ldb, float *c,
+          const float *bias, int init, int ncols)
 {
     __m512 acc[8];
     __mmask16 mk[8];
@@ -217,8 +226,7 @@ void frae_gemv_bf16_avx512(int N, int nnz, const int *idx, const float *val,
             BF16_CASE(2)
             BF16_CASE(3)
             BF16_CASE(4)
-        default:
-            break;
+        default: break;
         }
     }
 }
@@ -282,11 +290,11 @@ int frae_compact_avx512(int K, const float *a, int k0, int *idx, float *val)
                                                     9, 10, 11, 12, 13, 14, 15));
     const __m512i step = _mm512_set1_epi32(16);
     for (; k < K; k += 16) {
-        __mmask16 in = K - k >= 16 ? (__mmask16)0xffff
-                                   : (__mmask16)((1u << (K - k)) - 1u);
+        __mmask16 in =
+            K - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - k)) - 1u);
         __m512 v = _mm512_maskz_loadu_ps(in, a + k);
-        __mmask16 nz = _mm512_mask_cmp_ps_mask(in, v, _mm512_setzero_ps(),
-                                               _CMP_NEQ_UQ);
+        __mmask16 nz =
+            _mm512_mask_cmp_ps_mask(in, v, _mm512_setzero_ps(), _CMP_NEQ_UQ);
         _mm512_storeu_ps(val + nnz, _mm512_maskz_compress_ps(nz, v));
         _mm512_storeu_si512((void *)(idx + nnz),
                             _mm512_maskz_compress_epi32(nz, ks));

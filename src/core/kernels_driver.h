@@ -12,8 +12,8 @@
  * panel to contiguous memory gave nothing in training: no packing.) */
 
 static void gemm_driver(int M, int N, int K, const float *a, ptrdiff_t a_rs,
-                        ptrdiff_t a_cs, const float *b, ptrdiff_t ldb,
-                        float *c, ptrdiff_t ldc, const float *bias, int init)
+                        ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
+                        ptrdiff_t ldc, const float *bias, int init)
 {
     for (int k0 = 0; k0 < K || k0 == 0; k0 += FRAE_GEMM_KC) {
         int kc = K - k0 < FRAE_GEMM_KC ? K - k0 : FRAE_GEMM_KC;
@@ -54,8 +54,7 @@ static void sparse_driver(int N, int nnz, const int *idx, const float *val,
         const float *bn = bias ? bias + n0 : bias;
         switch (nv) {
             SPARSE_CASES
-        default:
-            break;
+        default: break;
         }
     }
 }

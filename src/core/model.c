@@ -2,9 +2,9 @@
  * Glorot-uniform initialisation; the parameters in and out.  The config's
  * defaults, checks and shapes are config.c's. */
 #include <limits.h>
-#include <stdint.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,14 +14,13 @@
 #include "core/frae_internal.h"
 #include "core/pool.h"
 
-
 /* A bf16 kernel: panels of FRAE_PANEL_BF16 columns, rows padded to 32. */
 static size_t bf16_elems(int rows, int cols)
 {
-    int last = cols % FRAE_PANEL_BF16 ? cols % FRAE_PANEL_BF16
-                                      : FRAE_PANEL_BF16;
-    return (size_t)rows * ((size_t)cols - (size_t)last +
-                           (size_t)((last + 31) / 32 * 32));
+    int last =
+        cols % FRAE_PANEL_BF16 ? cols % FRAE_PANEL_BF16 : FRAE_PANEL_BF16;
+    return (size_t)rows *
+           ((size_t)cols - (size_t)last + (size_t)((last + 31) / 32 * 32));
 }
 
 /* Walks the layout once: used both to size the arena and to carve it. */
@@ -56,15 +55,15 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
         L->chunk_frames = L->act_frames;
     if ((size_t)L->act_frames * B > (size_t)INT_MAX)
         return frae_errorf(err, errlen, "batch x window = %zu rows overflows",
-                    (size_t)L->act_frames * B);
+                           (size_t)L->act_frames * B);
 
     size_t np = 0;
     for (int l = 0; l < L->n_mats; l++) {
         if (frae_layer_spec(c, l, &L->in[l], &L->out[l], &L->act[l],
                             &L->units[l]))
             return frae_errorf(err, errlen,
-                        "layer %d input width (history K x D) overflows",
-                        l + 1);
+                               "layer %d input width (history K x D) overflows",
+                               l + 1);
         size_t w = frae_arena_mul3(p, (size_t)L->in[l], (size_t)L->out[l], 1);
         L->w_off[l] = np;
         if (__builtin_add_overflow(np, w, &np))
@@ -94,13 +93,15 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
         L->xwin = frae_arena_reserve(p, frae_arena_mul3(p, frames, B, D));
         if (c->targets)
             L->twin = frae_arena_reserve(p, frae_arena_mul3(p, frames, B, D));
-        L->fb = frae_arena_reserve(p, frae_arena_mul3(p, B, (size_t)c->history, D));
+        L->fb =
+            frae_arena_reserve(p, frae_arena_mul3(p, B, (size_t)c->history, D));
         if (c->family == FRAE_FAMILY_GRU)
             for (int s = 0; s < 2; s++)
                 L->dh_carry[s] = frae_arena_reserve(
-                    p, frae_arena_mul3(p, B, (size_t)(s ? c->dec_hidden[0]
-                                                        : c->enc_hidden[0]),
-                                       1));
+                    p,
+                    frae_arena_mul3(
+                        p, B, (size_t)(s ? c->dec_hidden[0] : c->enc_hidden[0]),
+                        1));
     }
     if (c->training && c->prior_hidden > 0)
         L->rate_dq = frae_arena_reserve(
@@ -108,8 +109,8 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
     if (c->training && c->prior_hidden > 0 &&
         c->feedback == FRAE_FEEDBACK_FULL) /* the rate's gradient, context */
         L->prior_dctx = frae_arena_reserve(
-            p, frae_arena_mul3(p, frames, B,
-                               (size_t)frae_prior_context_width(c)));
+            p,
+            frae_arena_mul3(p, frames, B, (size_t)frae_prior_context_width(c)));
     for (int l = 0; l < L->n_mats; l++) {
         /* transposed weights serve only input gradients: training, and
          * for the first layer only full feedback */
@@ -117,19 +118,20 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
         const int whole = l == L->n_layers - 1 ||
                           (c->prior_hidden > 0 && l >= frae_prior_mat(c, 0));
         if (frae_needs_transposed(c, l))
-            L->wt[l] = frae_arena_reserve(p, frae_arena_mul3(p, (size_t)L->in[l],
-                                       (size_t)L->out[l], 1));
+            L->wt[l] = frae_arena_reserve(
+                p, frae_arena_mul3(p, (size_t)L->in[l], (size_t)L->out[l], 1));
         if (c->weights == FRAE_WEIGHTS_BF16) /* uint16s, as floats */
-            L->wh[l] = frae_arena_reserve(p, (bf16_elems(L->in[l], L->out[l]) + 1) / 2);
+            L->wh[l] = frae_arena_reserve(
+                p, (bf16_elems(L->in[l], L->out[l]) + 1) / 2);
         if (c->training)
-            L->dz[l] = frae_arena_reserve(p, frae_arena_mul3(p, whole ? frames
-                                                  : (size_t)L->chunk_frames,
-                                       B, (size_t)L->out[l]));
+            L->dz[l] = frae_arena_reserve(
+                p, frae_arena_mul3(p, whole ? frames : (size_t)L->chunk_frames,
+                                   B, (size_t)L->out[l]));
     }
     /* the batch's stream: activations of act_frames frames, the ring, the
      * sums ahead and the products' scratch (state.c) */
-    size_t state_bytes = frae_state_layout(c, c->batch, L->act_frames, NULL,
-                                           NULL);
+    size_t state_bytes =
+        frae_state_layout(c, c->batch, L->act_frames, NULL, NULL);
     if (state_bytes == SIZE_MAX)
         p->overflow = 1;
     L->state = frae_arena_reserve(p, state_bytes / sizeof(float));
@@ -157,7 +159,8 @@ size_t frae_param_count_for(const frae_config *cfg)
 /* Normal deviate (Box-Muller), for the orthogonal initialiser. */
 static double rng_normal(uint64_t *rng)
 {
-    double u1 = ((double)frae_rng_uniform(rng) + 0x1p-25), u2 = frae_rng_uniform(rng);
+    double u1 = ((double)frae_rng_uniform(rng) + 0x1p-25),
+           u2 = frae_rng_uniform(rng);
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
@@ -272,15 +275,16 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
 
     frae_kernels kern;
     if (frae_select_kernels(cfg->isa, &kern) < 0) {
-        frae_errorf(err, errlen, "the requested instruction set is not supported by "
-                          "this CPU");
+        frae_errorf(err, errlen,
+                    "the requested instruction set is not supported by "
+                    "this CPU");
         return NULL;
     }
 
     frae_model *m = calloc(1, sizeof *m);
     void *block = NULL;
     if (!m || posix_memalign(&block, FRAE_ARENA_ALIGN,
-                               p.bytes ? p.bytes : FRAE_ARENA_ALIGN)) {
+                             p.bytes ? p.bytes : FRAE_ARENA_ALIGN)) {
         free(m);
         frae_errorf(err, errlen, "out of memory allocating %zu bytes", p.bytes);
         return NULL;
@@ -317,8 +321,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
     n->dec_first = cfg->n_enc_hidden + 1;
     n->n_params = L.n_params;
     tr->chunk_frames = L.chunk_frames;
-    m->params = cfg->weights == FRAE_WEIGHTS_BF16 ? NULL
-                                                  : (float *)(base + L.params);
+    m->params =
+        cfg->weights == FRAE_WEIGHTS_BF16 ? NULL : (float *)(base + L.params);
     n->params = m->params;
     size_t bias_at = 0;
     if (cfg->training) {
@@ -352,8 +356,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
             bias_at += (size_t)ly->out;
         }
         ly->bias = m->wbias[l];
-        m->wt[l] = frae_needs_transposed(cfg, l) ? (float *)(base + L.wt[l])
-                                                 : NULL;
+        m->wt[l] =
+            frae_needs_transposed(cfg, l) ? (float *)(base + L.wt[l]) : NULL;
         ly->wt = m->wt[l];
         m->wh[l] = cfg->weights == FRAE_WEIGHTS_BF16
                        ? (uint16_t *)(void *)(base + L.wh[l])
@@ -361,8 +365,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         ly->wh = m->wh[l];
         tr->dz[l] = cfg->training ? (float *)(base + L.dz[l]) : NULL;
     }
-    frae_state_layout(cfg, cfg->batch, L.act_frames, &m->state,
-                      base + L.state);
+    frae_state_layout(cfg, cfg->batch, L.act_frames, &m->state, base + L.state);
     m->state.scratch.threads = m->threads;
     m->state.scratch.pool = m->pool;
     m->wvalid = (int *)(base + L.wvalid);
@@ -513,9 +516,9 @@ void frae_export_params(const frae_net *m, const float *src, float *dst,
             for (int c = 0; c < cols; c++) {
                 int i = torch_layout ? c : r, o = torch_layout ? r : c;
                 o = frae_keras_col(keras_gates, o, ly->out);
-                *dst++ = src ? src[ly->w_off + packed_index(ly->in, ly->out,
-                                                            i, o)]
-                             : frae_weight_get(m, l, i, o);
+                *dst++ =
+                    src ? src[ly->w_off + packed_index(ly->in, ly->out, i, o)]
+                        : frae_weight_get(m, l, i, o);
             }
     }
 }
@@ -544,11 +547,11 @@ float frae_weight_column_dot(const frae_net *m, int l, int o, const float *x,
     const frae_layer *ly = &m->layer[l];
     const int pc0 = o - o % (ly->wh ? FRAE_PANEL_BF16 : FRAE_PANEL);
     if (ly->wh) { /* rows of the panel (w + 31) / 32 * 32 apart */
-        const int w = ly->out - pc0 < FRAE_PANEL_BF16 ? ly->out - pc0
-                                                     : FRAE_PANEL_BF16;
+        const int w =
+            ly->out - pc0 < FRAE_PANEL_BF16 ? ly->out - pc0 : FRAE_PANEL_BF16;
         const size_t ld = (size_t)((w + 31) / 32 * 32);
-        const uint16_t *col = ly->wh + (size_t)pc0 * ly->in +
-                              frae_bf16_pos(o - pc0);
+        const uint16_t *col =
+            ly->wh + (size_t)pc0 * ly->in + frae_bf16_pos(o - pc0);
         for (int i = 0; i < n; i++)
             acc += frae_bf16_to_f32(col[(size_t)i * ld]) * x[i];
         return acc;

@@ -35,8 +35,8 @@ void frae_adam_update(const frae_net *mod, float *params, const float *grads,
 /* dst[o][i] = src[i][o] for a tile of ni x no values; src rows are
  * src_ld apart, dst rows dst_ld apart.  4x4 blocks in SSE registers (part
  * of x86-64 itself, so no dispatch), the ragged edges one by one. */
-static void transpose_tile(const float *src, int src_ld, float *dst,
-                           int dst_ld, int ni, int no)
+static void transpose_tile(const float *src, int src_ld, float *dst, int dst_ld,
+                           int ni, int no)
 {
     int i0 = 0;
 #if defined(__SSE2__)
@@ -79,7 +79,8 @@ void frae_refresh_transposed(frae_model *m)
             const float *src_panel = w + (size_t)o0 * in; /* in rows, wo wide */
             for (int i0 = 0; i0 < in; i0 += FRAE_PANEL) {
                 const int wi = in - i0 < FRAE_PANEL ? in - i0 : FRAE_PANEL;
-                float *dst_panel = m->wt[l] + (size_t)i0 * out; /* out rows, wi wide */
+                float *dst_panel =
+                    m->wt[l] + (size_t)i0 * out; /* out rows, wi wide */
                 transpose_tile(src_panel + (size_t)i0 * wo, wo,
                                dst_panel + (size_t)o0 * wi, wi, wi, wo);
             }

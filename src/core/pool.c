@@ -73,7 +73,7 @@ struct frae_pool {
     _Atomic unsigned fp_mode; /* the caller's MXCSR for this job */
     _Atomic int done;         /* items of the current job finished */
     _Atomic int stop;
-    _Atomic int sleepers;     /* workers asleep on `wake` */
+    _Atomic int sleepers; /* workers asleep on `wake` */
     _Atomic int caller_asleep;
     _Atomic long worker_items;
     pthread_mutex_t lock;
@@ -222,12 +222,12 @@ static void judge(frae_pool *p, double pooled, double busy, int mine, int n)
     p->judged = 0;
     p->judged_pooled = p->judged_alone = 0.0;
     if (paid) {
-        p->alone_span = p->alone_span / 2 > ALONE_MIN ? p->alone_span / 2
-                                                      : ALONE_MIN;
+        p->alone_span =
+            p->alone_span / 2 > ALONE_MIN ? p->alone_span / 2 : ALONE_MIN;
     } else {
         p->alone_left = p->alone_span;
-        p->alone_span = 2 * p->alone_span < ALONE_MAX ? 2 * p->alone_span
-                                                      : ALONE_MAX;
+        p->alone_span =
+            2 * p->alone_span < ALONE_MAX ? 2 * p->alone_span : ALONE_MAX;
     }
 }
 
@@ -364,7 +364,8 @@ static long cgroup_cpus(void)
     if (read_longs(path, &quota, &period, &is_max) == 2 && !is_max &&
         (cpus = quota_cpus(quota, period)))
         return cpus;
-    const char *v1_dirs[2] = {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"};
+    const char *v1_dirs[2] = {"/sys/fs/cgroup/cpu",
+                              "/sys/fs/cgroup/cpu,cpuacct"};
     for (int d = 0; d < 2; d++) {
         char qpath[512], ppath[512];
         snprintf(qpath, sizeof qpath, "%s%s/cpu.cfs_quota_us", v1_dirs[d],

@@ -22,8 +22,8 @@
 
 #define LN2 0.693147180559945309f
 
-void frae_prior_context(const frae_net *m, const frae_state *st, long t,
-                        int nb, float *dst)
+void frae_prior_context(const frae_net *m, const frae_state *st, long t, int nb,
+                        float *dst)
 {
     const int C = m->layer[m->prior[0]].in;
     if (m->gru) { /* h_dec(t-1): h0 or the last frame's slot */
@@ -52,8 +52,8 @@ void frae_prior_forward(const frae_net *m, const frae_scratch *sc, int rows,
                        l1->bias, GEMM_BIAS);
 }
 
-void frae_prior_ar_forward(const frae_net *m, const frae_scratch *sc,
-                           int rows, const float *q, float *logit)
+void frae_prior_ar_forward(const frae_net *m, const frae_scratch *sc, int rows,
+                           const float *q, float *logit)
 {
     const int l = m->prior[2];
     if (l < 0)
@@ -70,9 +70,8 @@ float frae_prior_ar_term(const frae_net *m, const float *q, int col)
 {
     const int l = m->prior[2];
     /* the codes before unit u, in order */
-    return frae_weight_column_dot(m, l, col, q,
-                                  col / frae_prior_symbols(&m->cfg),
-                                  m->layer[l].bias[col]);
+    return frae_weight_column_dot(
+        m, l, col, q, col / frae_prior_symbols(&m->cfg), m->layer[l].bias[col]);
 }
 
 /* softplus(x) = log(1 + e^x), without overflow */
@@ -88,8 +87,8 @@ static int level_of(float q, int N)
     return k < 0 ? 0 : k >= N ? N - 1 : (int)k;
 }
 
-double frae_prior_bits(const frae_config *c, const float *logit,
-                       const float *q, float *dlogit, float *dq, float scale)
+double frae_prior_bits(const frae_config *c, const float *logit, const float *q,
+                       float *dlogit, float *dq, float scale)
 {
     const int L = c->latent_dim;
     double bits = 0.0;
@@ -100,8 +99,8 @@ double frae_prior_bits(const frae_config *c, const float *logit,
             /* -ln p(q) = softplus(-l) for +1, softplus(l) for -1 */
             bits += (double)(softplus(one ? -l : l) / LN2);
             if (dlogit) {
-                dlogit[u] = scale * (1.0f / (1.0f + expf(-l)) - (float)one) /
-                            LN2;
+                dlogit[u] =
+                    scale * (1.0f / (1.0f + expf(-l)) - (float)one) / LN2;
                 /* (r(+1) - r(-1)) / 2 = -l / (2 ln 2) */
                 dq[u] = -scale * l / (2.0f * LN2);
             }
@@ -155,9 +154,8 @@ void frae_prior_backward(frae_model *mod, int rows)
                        l1->out, tr->grads + l1->w_off, l1->in, l1->out, 0,
                        GEMM_ZERO);
     frae_bias_grad(dlogit, rows, l1->out, tr->grads + l1->b_off, 0);
-    frae_gemm_packed_c(m, sc, l0->in, rows, st->prior_ctx, l0->in, dh,
-                       l0->out, tr->grads + l0->w_off, l0->in, l0->out, 0,
-                       GEMM_ZERO);
+    frae_gemm_packed_c(m, sc, l0->in, rows, st->prior_ctx, l0->in, dh, l0->out,
+                       tr->grads + l0->w_off, l0->in, l0->out, 0, GEMM_ZERO);
     frae_bias_grad(dh, rows, l0->out, tr->grads + l0->b_off, 0);
     if (tr->prior_dctx)
         frae_gemm_packed_b(m, sc, rows, l0->out, dh, l0->out, 1, l0->wt,
@@ -254,8 +252,8 @@ int frae_quantize_pmf(const float *p, int n, uint32_t *freq)
     int best = 0;
     for (int i = 0; i < n; i++) {
         double w = p[i] > 0 && isfinite(p[i]) ? p[i] : 0.0;
-        uint32_t extra = sum > 0 ? (uint32_t)floor(w / sum * spare)
-                                 : spare / (uint32_t)n;
+        uint32_t extra =
+            sum > 0 ? (uint32_t)floor(w / sum * spare) : spare / (uint32_t)n;
         if (extra > spare - given) /* rounding can never overshoot; guard */
             extra = spare - given;
         freq[i] = 1 + extra;

@@ -30,7 +30,8 @@ size_t frae_state_layout(const frae_config *c, int rows, int frames,
     walker w = {{0, 0}, base};
     frae_state st;
     memset(&st, 0, sizeof st);
-    const int ne = c->n_enc_hidden, nd = c->n_dec_hidden, n_layers = ne + nd + 2;
+    const int ne = c->n_enc_hidden, nd = c->n_dec_hidden,
+              n_layers = ne + nd + 2;
     const int n_mats = frae_mat_count(c);
     const size_t R = (size_t)rows, F = (size_t)frames, D = (size_t)c->frame_dim;
     const int K = c->history;
@@ -46,7 +47,8 @@ size_t frae_state_layout(const frae_config *c, int rows, int frames,
     st.frames = frames;
     st.frame_dim = c->frame_dim;
     const int gru = c->family == FRAE_FAMILY_GRU;
-    for (int l = 0; l < n_layers - 1; l++) { /* the output layer writes the ring */
+    for (int l = 0; l < n_layers - 1;
+         l++) { /* the output layer writes the ring */
         int gru_side = gru && l == 0 ? 0 : gru && l == ne + 1 ? 1 : -1;
         /* a GRU keeps its state h, H of its 3H products */
         size_t units = gru_side >= 0 ? (size_t)out[l] / 3 : (size_t)out[l];
@@ -63,8 +65,8 @@ size_t frae_state_layout(const frae_config *c, int rows, int frames,
         /* an even number of slots: a pair of frames' sums is contiguous */
         st.pend_cap = K < 2 ? 2 : (K + 1) / 2 * 2;
         st.pend[0] = take(&w, prod(&w, (size_t)st.pend_cap, R, (size_t)out[0]));
-        st.pend[1] = take(&w, prod(&w, (size_t)st.pend_cap, R,
-                                   (size_t)out[ne + 1]));
+        st.pend[1] =
+            take(&w, prod(&w, (size_t)st.pend_cap, R, (size_t)out[ne + 1]));
         st.pair_in = take(&w, prod(&w, 2, R, D));
     }
     st.q = take(&w, prod(&w, F, R, (size_t)c->latent_dim));
@@ -94,8 +96,7 @@ void frae_state_fill_sums(const frae_net *m, frae_state *s, int which)
     const frae_layer *ly = &m->layer[which ? m->dec_first : 0];
     const size_t rows = (size_t)s->pend_cap * s->rows;
     for (size_t r = 0; r < rows; r++)
-        memcpy(s->pend[which] + r * ly->out, ly->bias,
-               sizeof(float) * ly->out);
+        memcpy(s->pend[which] + r * ly->out, ly->bias, sizeof(float) * ly->out);
 }
 
 void frae_state_reset(const frae_net *m, frae_state *s)
@@ -107,8 +108,8 @@ void frae_state_reset(const frae_net *m, frae_state *s)
     s->pend_next[0] = s->pend_next[1] = 0;
     for (int side = 0; side < 2; side++)
         if (s->h0[side]) { /* h(-1) = 0, as torch.nn.GRUCell's default */
-            memset(s->h0[side], 0, sizeof(float) * (size_t)s->rows *
-                                       m->layer[m->rec[side]].in);
+            memset(s->h0[side], 0,
+                   sizeof(float) * (size_t)s->rows * m->layer[m->rec[side]].in);
             s->h[side] = s->h0[side];
         }
     if (m->cfg.history > 0) {
@@ -129,9 +130,9 @@ void frae_state_copy(frae_state *dst, char *dst_base, const frae_state *src,
     dst->pend_next[0] = src->pend_next[0];
     dst->pend_next[1] = src->pend_next[1];
     for (int side = 0; side < 2; side++)
-        dst->h[side] = src->h[side]
-                           ? (float *)(void *)(dst_base +
-                                               ((const char *)src->h[side] -
-                                                src_base))
-                           : NULL;
+        dst->h[side] =
+            src->h[side]
+                ? (float *)(void *)(dst_base +
+                                    ((const char *)src->h[side] - src_base))
+                : NULL;
 }

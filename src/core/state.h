@@ -18,21 +18,21 @@
 /* Scratch of the one-row products (gemm.c), and how many threads the
  * products of this state may use. */
 typedef struct {
-    int *idx;     /* nonzero positions of a one-row product's input */
-    float *val;   /* ... and their values; both [widest layer side +
+    int *idx;               /* nonzero positions of a one-row product's input */
+    float *val;             /* ... and their values; both [widest layer side +
                      FRAE_COMPACT_SLACK] */
-    int threads;  /* 1 for a one-frame stream: never worth a fork */
+    int threads;            /* 1 for a one-frame stream: never worth a fork */
     struct frae_pool *pool; /* the model's threads (pool.h); NULL: alone */
 } frae_scratch;
 
 typedef struct {
-    int rows;    /* S: sequences it holds */
+    int rows;      /* S: sequences it holds */
     int frame_dim; /* D */
-    int frames;  /* frames of activations kept: a window (training), or 1 */
+    int frames;    /* frames of activations kept: a window (training), or 1 */
     /* outputs after activation of every layer but the output one,
      * [frames][rows][out]; frame t in slot t % frames */
     float *a[FRAE_MAX_LAYERS];
-    float *q;    /* quantized latent, [frames][rows][L] */
+    float *q; /* quantized latent, [frames][rows][L] */
 
     /* Feedback ring: ring_cap = K + frames frames of ring_rows x D.  The
      * frame written at window position t lives at (ring_pos + t) %
@@ -53,10 +53,10 @@ typedef struct {
     float *pair_in; /* two fed-back frames side by side, [2][rows][D] */
 
     /* GRU family, per side (0 encoder, 1 decoder; NULL otherwise): */
-    float *h[2];     /* h(t-1), what the next frame reads: h0 after a reset
+    float *h[2];  /* h(t-1), what the next frame reads: h0 after a reset
                         or at a training window's start, else the last
                         frame's activation slot (nothing is copied) */
-    float *h0[2];    /* [rows][H]: zeros after a reset, the state a training
+    float *h0[2]; /* [rows][H]: zeros after a reset, the state a training
                         window starts from */
     float *gx[2], *gh[2]; /* the frame's two products, [rows][3H] */
     float *gates[2]; /* r, z, n, gh_n of every kept frame, [frames][rows][4H] */

@@ -92,20 +92,21 @@ static void layers_backward(frae_model *m, int from, int to, int t0, int nt,
         const frae_layer *ly = &m->net.layer[l];
         const int p = l == m->net.dec_first ? m->net.latent : l - 1;
         const frae_layer *pv = &m->net.layer[p];
-        const int width = l == m->net.dec_first ? m->net.cfg.latent_dim : ly->in;
+        const int width =
+            l == m->net.dec_first ? m->net.cfg.latent_dim : ly->in;
         const float *dz = dz_rows(m, l, t0, c0, nb);
         if (pv->act == ACT_GRU) { /* one frame at a time */
             frae_gemm_packed_b(&m->net, &m->state.scratch, rows, ly->out, dz,
-                               ly->out, 1, ly->wt, ly->out, ly->in, 0, 0,
-                               width, m->tr.dh_carry[p != 0], width, NULL,
-                               GEMM_ACC);
+                               ly->out, 1, ly->wt, ly->out, ly->in, 0, 0, width,
+                               m->tr.dh_carry[p != 0], width, NULL, GEMM_ACC);
             continue;
         }
         float *dprev = dz_rows(m, p, t0, c0, nb);
-        frae_gemm_packed_b(&m->net, &m->state.scratch, rows, ly->out, dz, ly->out, 1,
-                           ly->wt, ly->out, ly->in, 0, 0, width, dprev,
-                           pv->out, NULL, GEMM_ZERO);
-        if (p == m->net.latent && m->tr.rate_dq && m->net.cfg.rate_lambda > 0.0f) {
+        frae_gemm_packed_b(&m->net, &m->state.scratch, rows, ly->out, dz,
+                           ly->out, 1, ly->wt, ly->out, ly->in, 0, 0, width,
+                           dprev, pv->out, NULL, GEMM_ZERO);
+        if (p == m->net.latent && m->tr.rate_dq &&
+            m->net.cfg.rate_lambda > 0.0f) {
             /* the rate's straight-through slope joins the distortion's */
             const float *dq = m->tr.rate_dq + (size_t)t0 * nb * pv->out;
             for (size_t i = 0; i < (size_t)rows * pv->out; i++)
@@ -125,15 +126,17 @@ static void feedback_backward(frae_model *m, int t, int nb, int c0)
 {
     const int D = m->net.cfg.frame_dim;
     const int KD = m->net.cfg.history * D;
-    const int e0 = frae_buffer_row(&m->net, 0), d0 = frae_buffer_row(&m->net, 1);
-    const frae_layer *enc = &m->net.layer[0], *dec = &m->net.layer[m->net.dec_first];
+    const int e0 = frae_buffer_row(&m->net, 0),
+              d0 = frae_buffer_row(&m->net, 1);
+    const frae_layer *enc = &m->net.layer[0],
+                     *dec = &m->net.layer[m->net.dec_first];
     const int nslots = t < m->net.cfg.history ? t : m->net.cfg.history;
     if (nslots == 0)
         return;
     frae_gemm_packed_b(&m->net, &m->state.scratch, nb, enc->out,
-                       dz_rows(m, 0, t, c0, nb), enc->out, 1, enc->wt,
-                       enc->out, enc->in, 0, e0, e0 + nslots * D, m->tr.fb, KD,
-                       NULL, GEMM_ZERO);
+                       dz_rows(m, 0, t, c0, nb), enc->out, 1, enc->wt, enc->out,
+                       enc->in, 0, e0, e0 + nslots * D, m->tr.fb, KD, NULL,
+                       GEMM_ZERO);
     frae_gemm_packed_b(&m->net, &m->state.scratch, nb, dec->out,
                        dz_rows(m, m->net.dec_first, t, c0, nb), dec->out, 1,
                        dec->wt, dec->out, dec->in, 0, d0, d0 + nslots * D,
@@ -158,14 +161,14 @@ static void buffer_weight_grad(frae_model *m, const frae_layer *ly, int head_w,
     if (p0 < 0)
         p0 += st->ring_cap;
     int n1 = st->ring_cap - p0 < nt ? (int)(st->ring_cap - p0) : nt;
-    frae_gemm_packed_c(&m->net, &st->scratch, D, n1 * nb, frae_state_frame(st, p0),
-                       D, layer_dz(m, ly), ly->out, gw, ly->in, ly->out, head_w + j * D,
-                       init);
+    frae_gemm_packed_c(&m->net, &st->scratch, D, n1 * nb,
+                       frae_state_frame(st, p0), D, layer_dz(m, ly), ly->out,
+                       gw, ly->in, ly->out, head_w + j * D, init);
     if (n1 < nt)
         frae_gemm_packed_c(&m->net, &st->scratch, D, (nt - n1) * nb,
                            frae_state_frame(st, 0), D,
-                           layer_dz(m, ly) + (size_t)n1 * nb * ly->out, ly->out, gw,
-                           ly->in, ly->out, head_w + j * D, GEMM_ACC);
+                           layer_dz(m, ly) + (size_t)n1 * nb * ly->out, ly->out,
+                           gw, ly->in, ly->out, head_w + j * D, GEMM_ACC);
 }
 
 /* GRU family: weight-gradient rows row0.. of matrix ly (whose dz holds the
@@ -183,9 +186,9 @@ static void prev_state_grad(frae_model *m, int side, const frae_layer *ly,
         frae_gemm_packed_c(&m->net, &st->scratch, H, nb, st->h0[side], H, dz,
                            ly->out, gw, ly->in, ly->out, row0, init);
         if (nt > 1)
-            frae_gemm_packed_c(&m->net, &st->scratch, H, (nt - 1) * nb, st->a[lg],
-                               H, dz + (size_t)nb * ly->out, ly->out, gw,
-                               ly->in, ly->out, row0, GEMM_ACC);
+            frae_gemm_packed_c(&m->net, &st->scratch, H, (nt - 1) * nb,
+                               st->a[lg], H, dz + (size_t)nb * ly->out, ly->out,
+                               gw, ly->in, ly->out, row0, GEMM_ACC);
     } else {
         frae_gemm_packed_c(&m->net, &st->scratch, H, nt * nb,
                            st->a[lg] + (size_t)(c0 - 1) * nb * H, H, dz,
@@ -227,7 +230,8 @@ static void gru_cell_backward(frae_model *m, int side, int t, int nb, int c0)
 static void gru_backward_frame(frae_model *m, int t, int nb, int c0)
 {
     const int D = m->net.cfg.frame_dim;
-    const frae_layer *dec = &m->net.layer[m->net.dec_first], *enc = &m->net.layer[0];
+    const frae_layer *dec = &m->net.layer[m->net.dec_first],
+                     *enc = &m->net.layer[0];
     layers_backward(m, m->net.n_layers - 1, m->net.dec_first, t, 1, nb, c0);
     gru_cell_backward(m, 1, t, nb, c0);
     layers_backward(m, m->net.dec_first, 0, t, 1, nb, c0);
@@ -253,7 +257,8 @@ static void gru_backward_frame(frae_model *m, int t, int nb, int c0)
  * GEMM_ZERO for the first chunk), one GEMM per weight block. */
 static void weight_grads(frae_model *m, int c0, int nt, int nb, int init)
 {
-    const int rows = nt * nb, D = m->net.cfg.frame_dim, L = m->net.cfg.latent_dim;
+    const int rows = nt * nb, D = m->net.cfg.frame_dim,
+              L = m->net.cfg.latent_dim;
     const size_t r0 = (size_t)c0 * nb;
     for (int l = 0; l < m->net.n_layers; l++) {
         const frae_layer *ly = &m->net.layer[l];
@@ -261,15 +266,16 @@ static void weight_grads(frae_model *m, int c0, int nt, int nb, int init)
         const float *dz = dz_rows(m, l, c0, c0, nb);
         if (l == 0 || l == m->net.dec_first) {
             int head_w = l == 0 ? D : L;
-            const float *head = (l == 0 ? m->tr.xwin : m->state.q) + r0 * head_w;
+            const float *head =
+                (l == 0 ? m->tr.xwin : m->state.q) + r0 * head_w;
             frae_gemm_packed_c(&m->net, &m->state.scratch, head_w, rows, head,
                                head_w, dz, ly->out, gw, ly->in, ly->out, 0,
                                init);
             if (m->net.gru && l == 0) /* the GRU encoder's h_dec(t-1) rows */
                 prev_state_grad(m, 1, ly, D, c0, nt, nb, init);
             for (int j = 0; j < m->net.cfg.history; j++)
-                buffer_weight_grad(m, ly, frae_buffer_row(&m->net, l != 0), j, c0,
-                                   nt, nb, init);
+                buffer_weight_grad(m, ly, frae_buffer_row(&m->net, l != 0), j,
+                                   c0, nt, nb, init);
         } else {
             frae_gemm_packed_c(&m->net, &m->state.scratch, ly->in, rows,
                                m->state.a[l - 1] + r0 * ly->in, ly->in, dz,
@@ -295,9 +301,10 @@ static void window_rate(frae_model *m, int nt, int nb, const int *valid,
     const frae_config *c = &m->net.cfg;
     frae_state *st = &m->state;
     const int L = c->latent_dim, LS = L * frae_prior_symbols(c);
-    frae_prior_forward(&m->net, &st->scratch, nt * nb, st->prior_ctx, st->prior_hid,
-                       st->prior_logit);
-    frae_prior_ar_forward(&m->net, &st->scratch, nt * nb, st->q, st->prior_logit);
+    frae_prior_forward(&m->net, &st->scratch, nt * nb, st->prior_ctx,
+                       st->prior_hid, st->prior_logit);
+    frae_prior_ar_forward(&m->net, &st->scratch, nt * nb, st->q,
+                          st->prior_logit);
     float *dlogit = grads ? m->tr.dz[m->net.prior[1]] : NULL;
     for (int t = 0; t < nt; t++)
         for (int b = 0; b < nb; b++) {
@@ -328,8 +335,8 @@ static void window_rate(frae_model *m, int nt, int nb, const int *valid,
     for (int t = 1; t < nt; t++)
         for (int j = 0; j < K && t - 1 - j >= 0; j++)
             for (int b = 0; b < nb; b++) {
-                const float *g = m->tr.prior_dctx + ((size_t)t * nb + b) * C +
-                                 (size_t)j * D;
+                const float *g =
+                    m->tr.prior_dctx + ((size_t)t * nb + b) * C + (size_t)j * D;
                 float *d = dy + ((size_t)(t - 1 - j) * nb + b) * D;
                 for (int k = 0; k < D; k++)
                     d[k] += g[k];
@@ -344,8 +351,8 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
                          loss_acc *acc)
 {
     const int D = m->net.cfg.frame_dim, C = m->tr.chunk_frames;
-    const int full = m->net.cfg.feedback == FRAE_FEEDBACK_FULL &&
-                     m->net.cfg.history > 0;
+    const int full =
+        m->net.cfg.feedback == FRAE_FEEDBACK_FULL && m->net.cfg.history > 0;
     float *dy = m->tr.dz[m->net.n_layers - 1];
     for (int side = 0; m->net.gru && side < 2; side++) {
         /* the window starts from these states (constants for it) and its
@@ -362,7 +369,8 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
         if (m->net.prior[0] >= 0) /* what the decoder holds before frame t */
             frae_prior_context(&m->net, &m->state, t, nb,
                                m->state.prior_ctx +
-                                   (size_t)t * nb * m->net.layer[m->net.prior[0]].in);
+                                   (size_t)t * nb *
+                                       m->net.layer[m->net.prior[0]].in);
         frae_forward_frame(&m->net, &m->state, t, xt, D, nb);
         silence_padding(m, t, nb, valid);
         frame_loss(m, t, targets ? m->tr.twin + (size_t)t * nb * D : xt, D, nb,
@@ -398,13 +406,13 @@ static void stage_window(frae_model *m, float *win, const float *x,
     for (int t = 0; t < nt; t++) {
         float *dst = win + (size_t)t * nseq * D;
         if (m->net.cfg.normalize) {
-            frae_normalize_rows(&m->net, x + (ptrdiff_t)(w0 + t) * D, x_rs, nseq,
-                                dst);
+            frae_normalize_rows(&m->net, x + (ptrdiff_t)(w0 + t) * D, x_rs,
+                                nseq, dst);
             continue;
         }
         for (int b = 0; b < nseq; b++)
-            memcpy(dst + (size_t)b * D,
-                   x + b * x_rs + (ptrdiff_t)(w0 + t) * D, sizeof(float) * D);
+            memcpy(dst + (size_t)b * D, x + b * x_rs + (ptrdiff_t)(w0 + t) * D,
+                   sizeof(float) * D);
     }
 }
 
@@ -499,8 +507,7 @@ static void padding_forward(frae_model *m, const float *x, ptrdiff_t x_rs,
     const int D = m->net.cfg.frame_dim;
     for (int t = 0; t < nt; t++) {
         ptrdiff_t rs;
-        const float *xt = net_input(m, x + (ptrdiff_t)w0 * D, x_rs, nb, t,
-                                    &rs);
+        const float *xt = net_input(m, x + (ptrdiff_t)w0 * D, x_rs, nb, t, &rs);
         frae_forward_frame(&m->net, &m->state, t, xt, rs, nb);
         silence_padding(m, t, nb, m->wvalid);
     }
@@ -547,10 +554,11 @@ static int train_window(frae_model *m, const float *x, const float *target,
         if (update) {
             *grad_norm = clip_gradients(m);
             m->tr.adam_step++;
-            frae_adam_update(&m->net, m->params, m->tr.grads, m->tr.adam_m, m->tr.adam_v,
-                             m->net.n_params, m->tr.adam_step,
-                             frae_learning_rate_at(&m->net.cfg, m->tr.adam_step),
-                             m->net.cfg.beta1, m->net.cfg.beta2, m->net.cfg.epsilon);
+            frae_adam_update(
+                &m->net, m->params, m->tr.grads, m->tr.adam_m, m->tr.adam_v,
+                m->net.n_params, m->tr.adam_step,
+                frae_learning_rate_at(&m->net.cfg, m->tr.adam_step),
+                m->net.cfg.beta1, m->net.cfg.beta2, m->net.cfg.epsilon);
             frae_refresh_transposed(m);
             (*steps)++;
         }
@@ -616,9 +624,9 @@ static void frame_rate(frae_model *m, long t, int nb, const int *valid,
     frae_prior_ar_forward(&m->net, &st->scratch, nb, st->q + slot * L, logit);
     for (int b = 0; b < nb; b++)
         if (!(valid && t >= valid[b]))
-            acc->bits += frae_prior_bits(c, logit + (size_t)b * LS,
-                                         st->q + (slot + b) * L, NULL, NULL,
-                                         0.0f);
+            acc->bits +=
+                frae_prior_bits(c, logit + (size_t)b * LS,
+                                st->q + (slot + b) * L, NULL, NULL, 0.0f);
 }
 
 static int eval_impl(frae_model *m, const float *x, const float *target,
@@ -643,8 +651,8 @@ static int eval_impl(frae_model *m, const float *x, const float *target,
         silence_padding(m, t, nseq, valid);
         if (target) {
             ptrdiff_t trs;
-            const float *tt = net_rows(m, m->tr.tnorm, target, x_rs, nseq, t,
-                                       &trs);
+            const float *tt =
+                net_rows(m, m->tr.tnorm, target, x_rs, nseq, t, &trs);
             frame_loss(m, t, tt, trs, nseq, valid, &acc, NULL, 0.0f);
         } else {
             frame_loss(m, t, xt, rs, nseq, valid, &acc, NULL, 0.0f);
@@ -682,12 +690,11 @@ int frae_step(frae_model *m, const frae_batch *b, frae_stats *stats)
     return rc;
 }
 
-int frae_forward(frae_model *m, const float *x, float *y, int nseq,
-                 int nframes)
+int frae_forward(frae_model *m, const float *x, float *y, int nseq, int nframes)
 {
     fp_env env = fp_enter();
-    int rc = frae_run_forward(&m->net, &m->state, m->xnorm, x, y, nseq,
-                              nframes);
+    int rc =
+        frae_run_forward(&m->net, &m->state, m->xnorm, x, y, nseq, nframes);
     fp_leave(env);
     return rc;
 }

@@ -6,10 +6,10 @@
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
 #include <errno.h>
-#include <limits.h>
-#include <signal.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +22,9 @@
 int frae_open_regular(const char *path, char *err, size_t errlen)
 {
     if (!strcmp(path, "-")) {
-        frae_errorf(err, errlen, "-: standard input is not read here; give "
-                                 "a file");
+        frae_errorf(err, errlen,
+                    "-: standard input is not read here; give "
+                    "a file");
         return -1;
     }
     /* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
@@ -59,8 +60,8 @@ int frae_map_file(const char *path, size_t min_size, void **map, size_t *size,
     if ((size_t)sb.st_size < min_size || sb.st_size == 0) {
         close(fd);
         frae_errorf(err, errlen, "%s: %s (%lld bytes)", path,
-                 sb.st_size ? "too short" : "empty file",
-                 (long long)sb.st_size);
+                    sb.st_size ? "too short" : "empty file",
+                    (long long)sb.st_size);
         return -1;
     }
     void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -141,8 +142,7 @@ static int begin_in_place(frae_atomic_file *af, const char *path,
          * on */
         fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0 && errno == ENXIO) {
-            frae_errorf(err, errlen, "%s: a FIFO that no process reads",
-                        path);
+            frae_errorf(err, errlen, "%s: a FIFO that no process reads", path);
             return -1;
         }
         int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
@@ -183,8 +183,7 @@ int frae_atomic_begin(frae_atomic_file *af, const char *path, char *err,
     if (exists && !lstat(path, &link) && S_ISLNK(link.st_mode)) {
         /* replace the link's target, so that the link stays */
         char target[PATH_MAX];
-        if (!realpath(path, target) ||
-            strlen(target) + 32 > sizeof af->tmp) {
+        if (!realpath(path, target) || strlen(target) + 32 > sizeof af->tmp) {
             frae_errorf(err, errlen, "%s: cannot resolve the link", path);
             return -1;
         }
@@ -195,15 +194,15 @@ int frae_atomic_begin(frae_atomic_file *af, const char *path, char *err,
      * replaced keeps its own permissions */
     int fd = -1;
     for (unsigned n = 0; fd < 0 && n < 1000; n++) {
-        snprintf(af->tmp, sizeof af->tmp, "%s.tmp-%ld-%u", path,
-                 (long)getpid(), n);
+        snprintf(af->tmp, sizeof af->tmp, "%s.tmp-%ld-%u", path, (long)getpid(),
+                 n);
         fd = open(af->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST)
             break;
     }
     if (fd < 0) {
         frae_errorf(err, errlen, "%s: cannot create a temporary file: %s", path,
-                 strerror(errno));
+                    strerror(errno));
         return -1;
     }
     if (exists)
@@ -250,7 +249,7 @@ int frae_atomic_commit(frae_atomic_file *af, char *err, size_t errlen)
         saved = errno;
         unlink(af->tmp);
         frae_errorf(err, errlen, "%s: cannot replace: %s", af->path,
-                 strerror(saved));
+                    strerror(saved));
         return -1;
     }
     /* make the rename itself durable */

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/formats.h"
 #include "core/frae_internal.h"
 #include "io/checkpoint_internal.h"
+#include "io/formats.h"
 
 #define FORMAT_NAME "frae-model"
 /* frae.pitch: the 4-bit quantizer (with a prior its steps range-coded
@@ -40,84 +40,13 @@ static const char *const pitch_coder_names[] = {PITCH_CODER, PITCH_CODER_RANGED,
 
 /* ---- saving ------------------------------------------------------------ */
 
-/* Saves m; c gives the settings recorded in the metadata (m's own, or the
- * saved ones of a model converted at a smaller run-time size). */
-int frae_checkpoint_save_as(const frae_model *m, const frae_config *c,
-                            const char *path, int with_optimizer,
-                            const frae_meta *meta, int n_meta,
-                            const frae_i32_array *extra, int n_extra,
-                            char *err, size_t errlen)
+/* The config's metadata, as strings exact for floats (%.9g), into keys
+ * and vptr (the values in vals, or the normalization lists): how many. */
+enum { META_MAX = 64 };
+static int config_meta(const frae_model *m, const frae_config *c, int with_opt,
+                       char *const norm_list[2], char vals[META_MAX][128],
+                       const char **keys, const char **vptr)
 {
-    const int with_opt = with_optimizer && m->tr.adam_m;
-    const int copies = with_opt ? 3 : 1;
-    frae_tensor_entry ent[FRAE_MAX_TENSORS];
-    const int n_ent = frae_tensor_entries(&m->net.cfg, ent);
-    const int nt = n_ent * copies + n_extra;
-    const int bf16 = c->weights == FRAE_WEIGHTS_BF16;
-    float *buf = malloc(sizeof(float) * m->net.n_params * (size_t)copies);
-    st_out_tensor *t = calloc((size_t)nt, sizeof *t);
-    char(*names)[96] = calloc((size_t)nt, sizeof *names);
-    if (!buf || !t || !names) {
-        free(buf), free(t), free(names);
-        return frae_errorf(err, errlen, "%s: out of memory saving", path);
-    }
-    static const char *const prefix[3] = {"", "optimizer.m.", "optimizer.v."};
-    const float *src[3] = {NULL, m->tr.adam_m, m->tr.adam_v}; /* NULL: the params */
-    /* the normalization statistics, D floats each as %.9g lists */
-    char *norm_list[2] = {NULL, NULL};
-    if (c->normalize) {
-        const size_t cap = (size_t)c->frame_dim * 18 + 1;
-        for (int i = 0; i < 2; i++) {
-            const float *v = i ? m->norm_std : m->norm_mean;
-            char *s = norm_list[i] = malloc(cap);
-            if (!s)
-                break;
-            size_t at = 0;
-            for (int d = 0; d < c->frame_dim; d++)
-                at += (size_t)snprintf(s + at, cap - at, d ? ",%.9g" : "%.9g",
-                                       (double)v[d]);
-        }
-        if (!norm_list[0] || !norm_list[1]) {
-            free(buf), free(t), free(names);
-            free(norm_list[0]), free(norm_list[1]);
-            return frae_errorf(err, errlen, "%s: out of memory saving", path);
-        }
-    }
-    int k = 0;
-    for (int cpy = 0; cpy < copies; cpy++) {
-        float *dst = buf + m->net.n_params * (size_t)cpy;
-        frae_export_params(&m->net, src[cpy], dst, 1); /* in ent's order */
-        for (int e = 0; e < n_ent; e++, k++) {
-            const frae_layer *ly = &m->net.layer[ent[e].mat];
-            snprintf(names[k], sizeof names[k], "%s%s", prefix[cpy],
-                     ent[e].name);
-            if (ent[e].bias) {
-                t[k] = (st_out_tensor){names[k], ST_F32, 1, {ly->out}, dst};
-                dst += ly->out;
-                continue;
-            }
-            const size_t nw = (size_t)ly->in * ly->out;
-            if (bf16 && cpy == 0) {
-                /* exact: the weights are bf16 values; packed in place,
-                 * the front half of this tensor's f32 values */
-                for (size_t i = 0; i < nw; i++) {
-                    uint16_t h = frae_f32_to_bf16(dst[i]);
-                    memcpy((char *)dst + 2 * i, &h, 2);
-                }
-            }
-            t[k] = (st_out_tensor){names[k], bf16 && cpy == 0 ? ST_BF16 : ST_F32,
-                                   2, {ly->out, ly->in}, dst};
-            dst += nw;
-        }
-    }
-    for (int i = 0; i < n_extra; i++, k++)
-        t[k] = (st_out_tensor){extra[i].name, ST_I32, 1, {extra[i].count},
-                               extra[i].data};
-
-    /* metadata: the config as strings, exact for floats (%.9g) */
-    enum { NMAX = 64 };
-    char vals[NMAX][128];
-    const char *keys[NMAX + 64], *vptr[NMAX + 64];
     int nm = 0;
 #define META(key, ...)                                                         \
     do {                                                                       \
@@ -175,14 +104,99 @@ int frae_checkpoint_save_as(const frae_model *m, const frae_config *c,
     if (with_opt)
         META("frae.adam_step", "%ld", m->tr.adam_step);
 #undef META
+    return nm;
+}
+
+/* Saves m; c gives the settings recorded in the metadata (m's own, or the
+ * saved ones of a model converted at a smaller run-time size). */
+int frae_checkpoint_save_as(const frae_model *m, const frae_config *c,
+                            const char *path, int with_optimizer,
+                            const frae_meta *meta, int n_meta,
+                            const frae_i32_array *extra, int n_extra, char *err,
+                            size_t errlen)
+{
+    const int with_opt = with_optimizer && m->tr.adam_m;
+    const int copies = with_opt ? 3 : 1;
+    frae_tensor_entry ent[FRAE_MAX_TENSORS];
+    const int n_ent = frae_tensor_entries(&m->net.cfg, ent);
+    const int nt = n_ent * copies + n_extra;
+    const int bf16 = c->weights == FRAE_WEIGHTS_BF16;
+    float *buf = malloc(sizeof(float) * m->net.n_params * (size_t)copies);
+    st_out_tensor *t = calloc((size_t)nt, sizeof *t);
+    char(*names)[96] = calloc((size_t)nt, sizeof *names);
+    if (!buf || !t || !names) {
+        free(buf), free(t), free(names);
+        return frae_errorf(err, errlen, "%s: out of memory saving", path);
+    }
+    static const char *const prefix[3] = {"", "optimizer.m.", "optimizer.v."};
+    const float *src[3] = {NULL, m->tr.adam_m,
+                           m->tr.adam_v}; /* NULL: the params */
+    /* the normalization statistics, D floats each as %.9g lists */
+    char *norm_list[2] = {NULL, NULL};
+    if (c->normalize) {
+        const size_t cap = (size_t)c->frame_dim * 18 + 1;
+        for (int i = 0; i < 2; i++) {
+            const float *v = i ? m->norm_std : m->norm_mean;
+            char *s = norm_list[i] = malloc(cap);
+            if (!s)
+                break;
+            size_t at = 0;
+            for (int d = 0; d < c->frame_dim; d++)
+                at += (size_t)snprintf(s + at, cap - at, d ? ",%.9g" : "%.9g",
+                                       (double)v[d]);
+        }
+        if (!norm_list[0] || !norm_list[1]) {
+            free(buf), free(t), free(names);
+            free(norm_list[0]), free(norm_list[1]);
+            return frae_errorf(err, errlen, "%s: out of memory saving", path);
+        }
+    }
+    int k = 0;
+    for (int cpy = 0; cpy < copies; cpy++) {
+        float *dst = buf + m->net.n_params * (size_t)cpy;
+        frae_export_params(&m->net, src[cpy], dst, 1); /* in ent's order */
+        for (int e = 0; e < n_ent; e++, k++) {
+            const frae_layer *ly = &m->net.layer[ent[e].mat];
+            snprintf(names[k], sizeof names[k], "%s%s", prefix[cpy],
+                     ent[e].name);
+            if (ent[e].bias) {
+                t[k] = (st_out_tensor){names[k], ST_F32, 1, {ly->out}, dst};
+                dst += ly->out;
+                continue;
+            }
+            const size_t nw = (size_t)ly->in * ly->out;
+            if (bf16 && cpy == 0) {
+                /* exact: the weights are bf16 values; packed in place,
+                 * the front half of this tensor's f32 values */
+                for (size_t i = 0; i < nw; i++) {
+                    uint16_t h = frae_f32_to_bf16(dst[i]);
+                    memcpy((char *)dst + 2 * i, &h, 2);
+                }
+            }
+            t[k] = (st_out_tensor){names[k],
+                                   bf16 && cpy == 0 ? ST_BF16 : ST_F32,
+                                   2,
+                                   {ly->out, ly->in},
+                                   dst};
+            dst += nw;
+        }
+    }
+    for (int i = 0; i < n_extra; i++, k++)
+        t[k] = (st_out_tensor){
+            extra[i].name, ST_I32, 1, {extra[i].count}, extra[i].data};
+
+    /* metadata: the config as strings, exact for floats (%.9g) */
+    char vals[META_MAX][128];
+    const char *keys[META_MAX + 64], *vptr[META_MAX + 64];
+    const int nm = config_meta(m, c, with_opt, norm_list, vals, keys, vptr);
     int total = nm;
-    for (int i = 0; i < n_meta && total < NMAX + 64; i++) {
+    for (int i = 0; i < n_meta && total < META_MAX + 64; i++) {
         if (!strncmp(meta[i].key, "frae.", 5)) {
             free(buf), free(t), free(names);
             free(norm_list[0]), free(norm_list[1]);
-            return frae_errorf(err, errlen,
-                           "metadata key '%s': the frae. prefix is reserved",
-                           meta[i].key);
+            return frae_errorf(
+                err, errlen, "metadata key '%s': the frae. prefix is reserved",
+                meta[i].key);
         }
         keys[total] = meta[i].key;
         vptr[total++] = meta[i].value;
@@ -197,8 +211,8 @@ int frae_save(const frae_model *m, const char *path, int with_optimizer,
               const frae_meta *meta, int n_meta, const frae_i32_array *extra,
               int n_extra, char *err, size_t errlen)
 {
-    return frae_checkpoint_save_as(m, &m->net.cfg, path, with_optimizer, meta, n_meta, extra,
-                      n_extra, err, errlen);
+    return frae_checkpoint_save_as(m, &m->net.cfg, path, with_optimizer, meta,
+                                   n_meta, extra, n_extra, err, errlen);
 }
 
 /* ---- opening ----------------------------------------------------------- */
@@ -236,29 +250,31 @@ static frae_checkpoint *checkpoint_open(const void *buf, size_t size,
     const char *sum = frae_st_meta(&ck->st, "frae.checksum");
     if (!fmt || strcmp(fmt, FORMAT_NAME)) {
         frae_errorf(err, errlen,
-                "%s: a safetensors file, but not a frae checkpoint (no "
-                "frae.format metadata); to load foreign weights use "
-                "'frae import'",
-                path);
+                    "%s: a safetensors file, but not a frae checkpoint (no "
+                    "frae.format metadata); to load foreign weights use "
+                    "'frae import'",
+                    path);
         goto fail;
     }
     long version;
     if (!ver || parse_long(ver, 1, FORMAT_VERSION, &version)) {
-        frae_errorf(err, errlen,
-                "%s: checkpoint format version %s; this frae reads versions "
-                "1 to %d",
-                path, ver ? ver : "(missing)", FORMAT_VERSION);
+        frae_errorf(
+            err, errlen,
+            "%s: checkpoint format version %s; this frae reads versions "
+            "1 to %d",
+            path, ver ? ver : "(missing)", FORMAT_VERSION);
         goto fail;
     }
     char want[40];
     snprintf(want, sizeof want, "fnv1a64:%016llx",
              (unsigned long long)frae_st_checksum(&ck->st, version >= 2));
     if (!FRAE_FUZZING && (!sum || strcmp(sum, want))) {
-        frae_errorf(err, errlen,
-                "%s: corrupted or edited: the checksum of its %s is %s, the "
-                "header says %s",
-                path, version >= 2 ? "header and tensor data" : "tensor data",
-                want, sum ? sum : "(missing)");
+        frae_errorf(
+            err, errlen,
+            "%s: corrupted or edited: the checksum of its %s is %s, the "
+            "header says %s",
+            path, version >= 2 ? "header and tensor data" : "tensor data", want,
+            sum ? sum : "(missing)");
         goto fail;
     }
     return ck;
@@ -322,7 +338,7 @@ static int meta_long(const frae_checkpoint *ck, const char *key, long lo,
     const char *v = frae_st_meta(&ck->st, key);
     if (!v)
         return frae_errorf(err, errlen, "%s: metadata '%s' missing", ck->path,
-                       key);
+                           key);
     if (parse_long(v, lo, hi, out))
         return frae_errorf(err, errlen,
                            "%s: metadata '%s' = '%s' is not an integer in "
@@ -337,20 +353,20 @@ static int meta_float(const frae_checkpoint *ck, const char *key, float *out,
     const char *v = frae_st_meta(&ck->st, key);
     if (!v)
         return frae_errorf(err, errlen, "%s: metadata '%s' missing", ck->path,
-                       key);
+                           key);
     char *end;
     double x = strtod(v, &end);
     if (!*v || *end)
         return frae_errorf(err, errlen, "%s: metadata '%s' = '%s' is invalid",
-                       ck->path, key, v);
+                           ck->path, key, v);
     *out = (float)x;
     return 0;
 }
 
 /* An optional feature named by its one known value: *on = present. */
 static int meta_option(const frae_checkpoint *ck, const char *key,
-                       const char *known, const char *what, int *on,
-                       char *err, size_t errlen)
+                       const char *known, const char *what, int *on, char *err,
+                       size_t errlen)
 {
     const char *v = frae_st_meta(&ck->st, key);
     if (v && strcmp(v, known))
@@ -384,9 +400,8 @@ static int meta_family(const frae_checkpoint *ck, frae_family *out, char *err,
 static const st_tensor *find_entry_tensor(const frae_safetensors *st,
                                           const frae_config *c,
                                           const frae_tensor_entry *e,
-                                          const char *prefix,
-                                          const char *path, char *err,
-                                          size_t errlen)
+                                          const char *prefix, const char *path,
+                                          char *err, size_t errlen)
 {
     int in, out;
     char name[96];
@@ -400,9 +415,10 @@ static const st_tensor *find_entry_tensor(const frae_safetensors *st,
         frae_errorf(err, errlen, "%s: tensor '%s' missing", path, name);
         return NULL;
     }
-    int ok = t->dtype <= ST_BF16 &&
-             (e->bias ? t->ndim == 1 && t->shape[0] == out
-                      : t->ndim == 2 && t->shape[0] == out && t->shape[1] == in);
+    int ok =
+        t->dtype <= ST_BF16 &&
+        (e->bias ? t->ndim == 1 && t->shape[0] == out
+                 : t->ndim == 2 && t->shape[0] == out && t->shape[1] == in);
     if (!ok) {
         if (e->bias)
             frae_errorf(err, errlen,
@@ -449,7 +465,7 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
     if (!enc || !dec || frae_parse_widths(enc, &c.n_enc_hidden, c.enc_hidden) ||
         frae_parse_widths(dec, &c.n_dec_hidden, c.dec_hidden))
         return frae_errorf(err, errlen, "%s: bad hidden widths in metadata",
-                       ck->path);
+                           ck->path);
     if (meta_family(ck, &c.family, err, errlen))
         return -1;
     const char *act = frae_st_meta(&ck->st, "frae.activation");
@@ -465,18 +481,18 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
                  : FRAE_WEIGHTS_F32; /* absent: f32 */
     if (a_i < 0)
         return frae_errorf(err, errlen, "%s: bad activation in metadata",
-                       ck->path);
+                           ck->path);
     if (!q || frae_quantizer_parse(q, &c))
         return frae_errorf(err, errlen, "%s: bad quantizer in metadata",
-                       ck->path);
+                           ck->path);
     if (f_i < 0)
         return frae_errorf(err, errlen, "%s: bad feedback mode in metadata",
-                       ck->path);
+                           ck->path);
     if (w_i < 0)
         return frae_errorf(err, errlen,
-                       "%s: metadata 'frae.weights' = '%s' is invalid (f32 "
-                       "or bf16)",
-                       ck->path, wf);
+                           "%s: metadata 'frae.weights' = '%s' is invalid (f32 "
+                           "or bf16)",
+                           ck->path, wf);
     c.activation = (frae_activation)a_i;
     c.feedback = (frae_feedback)f_i;
     c.weights = (frae_weights)w_i;
@@ -509,7 +525,8 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
     c.pitch_ranged = FRAE_PITCH_CODER_4BIT; /* absent: no pitch at all */
     int known = !pitch;
     for (int k = 0; pitch && k < (int)(sizeof pitch_coder_names /
-                                       sizeof *pitch_coder_names); k++)
+                                       sizeof *pitch_coder_names);
+         k++)
         if (!strcmp(pitch, pitch_coder_names[k]))
             c.pitch_ranged = k, known = 1;
     if (!known)
@@ -523,8 +540,8 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
                     &c.normalize, err, errlen) ||
         meta_option(ck, "frae.targets", TARGETS_NAME, "kind of targets",
                     &c.targets, err, errlen) ||
-        meta_option(ck, "frae.prior_ar", PRIOR_AR_NAME,
-                    "prior autoregression", &c.prior_ar, err, errlen))
+        meta_option(ck, "frae.prior_ar", PRIOR_AR_NAME, "prior autoregression",
+                    &c.prior_ar, err, errlen))
         return -1;
     if (frae_st_meta(&ck->st, "frae.prior_hidden")) {
         if (meta_long(ck, "frae.prior_hidden", 1, INT_MAX, &v, err, errlen))
@@ -547,7 +564,7 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
     char why[200];
     if (frae_config_check(&c, why, sizeof why))
         return frae_errorf(err, errlen, "%s: bad config in metadata: %s",
-                       ck->path, why);
+                           ck->path, why);
     /* the tensors must be there before anything is sized from the config:
      * then a model is never larger than the file that describes it */
     if (check_tensors(ck, &c, "", err, errlen))
@@ -565,10 +582,9 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
 
 /* Reads tensors "<prefix><tensor>" into a packed param array (dst), or
  * into the model's weights (dst NULL). */
-int frae_checkpoint_read_params(const frae_safetensors *st,
-                                frae_model *m, const char *prefix,
-                                float *dst, const char *path, char *err,
-                                size_t errlen)
+int frae_checkpoint_read_params(const frae_safetensors *st, frae_model *m,
+                                const char *prefix, float *dst,
+                                const char *path, char *err, size_t errlen)
 {
     frae_tensor_entry e[FRAE_MAX_TENSORS];
     const int n = frae_tensor_entries(&m->net.cfg, e);
@@ -595,10 +611,9 @@ int frae_checkpoint_read_params(const frae_safetensors *st,
             for (int i = 0; i < ly->in; i++) {
                 float v = frae_st_float(st, t, (size_t)o * ly->in + i);
                 if (!isfinite(v))
-                    return frae_errorf(err, errlen,
-                                       "%s: tensor '%s' has %s at [%d, %d]",
-                                       path, t->name,
-                                       isnan(v) ? "NaN" : "Inf", o, i);
+                    return frae_errorf(
+                        err, errlen, "%s: tensor '%s' has %s at [%d, %d]", path,
+                        t->name, isnan(v) ? "NaN" : "Inf", o, i);
                 if (dst)
                     dst[ly->w_off + packed_index(ly->in, ly->out, i, o)] = v;
                 else
@@ -682,16 +697,17 @@ int frae_checkpoint_restore(const frae_checkpoint *ck, frae_model *m,
         return frae_errorf(err, errlen, "%s holds a %s model; this model is %s",
                            ck->path, frae_family_names[family],
                            frae_family_names[m->net.cfg.family]);
-    if (frae_checkpoint_read_params(&ck->st, m, "", NULL, ck->path, err, errlen) ||
+    if (frae_checkpoint_read_params(&ck->st, m, "", NULL, ck->path, err,
+                                    errlen) ||
         read_normalization(ck, m, err, errlen))
         return -1;
     frae_weights_changed(m);
     if (with_optimizer && m->tr.adam_m && frae_checkpoint_has_optimizer(ck)) {
         long step;
-        if (frae_checkpoint_read_params(&ck->st, m, "optimizer.m.", m->tr.adam_m, ck->path, err,
-                        errlen) ||
-            frae_checkpoint_read_params(&ck->st, m, "optimizer.v.", m->tr.adam_v, ck->path, err,
-                        errlen) ||
+        if (frae_checkpoint_read_params(&ck->st, m, "optimizer.m.",
+                                        m->tr.adam_m, ck->path, err, errlen) ||
+            frae_checkpoint_read_params(&ck->st, m, "optimizer.v.",
+                                        m->tr.adam_v, ck->path, err, errlen) ||
             meta_long(ck, "frae.adam_step", 0, LONG_MAX, &step, err, errlen))
             return -1;
         m->tr.adam_step = step;

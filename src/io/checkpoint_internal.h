@@ -3,8 +3,8 @@
 #ifndef FRAE_IO_CHECKPOINT_INTERNAL_H
 #define FRAE_IO_CHECKPOINT_INTERNAL_H
 
-#include "io/formats.h"
 #include "core/frae_internal.h"
+#include "io/formats.h"
 
 /* An open checkpoint (frae.h): its safetensors and the path it came from. */
 struct frae_checkpoint {
@@ -17,13 +17,12 @@ struct frae_checkpoint {
 int frae_checkpoint_save_as(const frae_model *m, const frae_config *c,
                             const char *path, int with_optimizer,
                             const frae_meta *meta, int n_meta,
-                            const frae_i32_array *extra, int n_extra,
-                            char *err, size_t errlen);
+                            const frae_i32_array *extra, int n_extra, char *err,
+                            size_t errlen);
 /* Reads tensors "<prefix><tensor>" into a packed param array (dst), or
  * into the model's weights (dst NULL). */
-int frae_checkpoint_read_params(const frae_safetensors *st,
-                                frae_model *m, const char *prefix,
-                                float *dst, const char *path, char *err,
-                                size_t errlen);
+int frae_checkpoint_read_params(const frae_safetensors *st, frae_model *m,
+                                const char *prefix, float *dst,
+                                const char *path, char *err, size_t errlen);
 
 #endif

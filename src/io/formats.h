@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "frae.h"
 #include "base/checksum.h"
 #include "base/util.h" /* frae_errorf */
+#include "frae.h"
 
 /* Fuzzing builds (libFuzzer's convention) skip checksum and CRC
  * comparisons, so that mutations reach the parsers behind them. */
@@ -40,9 +40,9 @@ int frae_map_file(const char *path, size_t min_size, void **map, size_t *size,
  * standard output (1), /dev/stderr 2, /dev/fd/N and /proc/self/fd/N N. */
 int frae_output_descriptor(const char *path);
 typedef struct {
-    FILE *f;         /* write here, then commit or abort */
-    int in_place;    /* not a temporary file: no rename, no undo */
-    int seekable;    /* f can seek (a file): out-of-order writes work */
+    FILE *f;      /* write here, then commit or abort */
+    int in_place; /* not a temporary file: no rename, no undo */
+    int seekable; /* f can seek (a file): out-of-order writes work */
     char path[4096];
     char tmp[4112];
 } frae_atomic_file;
@@ -61,7 +61,7 @@ typedef struct {
     const unsigned char *data; /* little-endian values, C order */
     void *map;                 /* set by frae_npy_open */
     size_t map_len;
-    int from_fd;               /* values not mapped but read from fd as
+    int from_fd; /* values not mapped but read from fd as
                                   needed (float32 from offset 0); closed
                                   by frae_npy_close */
     int fd;
@@ -179,6 +179,5 @@ int frae_st_write(const char *path, const st_out_tensor *t, int nt,
  * header: every tensor's name, dtype, shape and offsets and every metadata
  * pair but the checksum, in file order. */
 uint64_t frae_st_checksum(const frae_safetensors *st, int with_header);
-
 
 #endif

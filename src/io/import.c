@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "io/formats.h"
 #include "core/frae_internal.h"
 #include "io/checkpoint_internal.h"
+#include "io/formats.h"
 
 /* ---- conversion of the weight format ---------------------------------------- */
 
@@ -48,7 +48,7 @@ int frae_convert(const char *in_path, const char *out_path,
     }
     frae_get_params(src, p);
     frae_set_params(dst, p); /* rounds, for bf16 */
-    if (saved.normalize) { /* q is free until below */
+    if (saved.normalize) {   /* q is free until below */
         frae_get_normalization(src, q, q + src->net.cfg.frame_dim);
         frae_set_normalization(dst, q, q + src->net.cfg.frame_dim);
     }
@@ -77,7 +77,8 @@ int frae_convert(const char *in_path, const char *out_path,
         if (strncmp(k, "frae.", 5) && strncmp(k, "train.", 6))
             meta[n++] = (frae_meta){k, ck->st.meta[i].value};
     }
-    rc = frae_checkpoint_save_as(dst, &saved, out_path, 0, meta, n, NULL, 0, err, errlen)
+    rc = frae_checkpoint_save_as(dst, &saved, out_path, 0, meta, n, NULL, 0,
+                                 err, errlen)
              ? -2
              : 0;
 done:
@@ -90,7 +91,7 @@ done:
 /* ---- imports: weights made by PyTorch or Keras ----------------------------- */
 
 typedef struct {
-    int n;              /* layers */
+    int n;                                         /* layers */
     int in[FRAE_MAX_LAYERS], out[FRAE_MAX_LAYERS]; /* a GRU's out is 3H */
     int gru[FRAE_MAX_LAYERS];
     char what[FRAE_MAX_LAYERS][80]; /* the tensor that gave the shape */
@@ -106,8 +107,8 @@ static int infer_config(const shapes *s, const frae_config *hints,
     *c = *hints;
     c->family = FRAE_FAMILY_DENSE;
     if (s->n < 2 || s->n > FRAE_MAX_LAYERS)
-        return frae_errorf(err, errlen, "%s: %d layers; an FRAE has 2..%d", path,
-                       s->n, FRAE_MAX_LAYERS);
+        return frae_errorf(err, errlen, "%s: %d layers; an FRAE has 2..%d",
+                           path, s->n, FRAE_MAX_LAYERS);
     int units[FRAE_MAX_LAYERS], gru_at = -1, n_gru = 0;
     for (int i = 0; i < s->n; i++) {
         units[i] = s->out[i];
@@ -140,8 +141,8 @@ static int infer_config(const shapes *s, const frae_config *hints,
         return frae_errorf(err, errlen,
                            "%s: %s takes %d inputs: not x (%d)%s and K "
                            "frames of %d",
-                           path, s->what[0], s->in[0], D,
-                           fed ? ", h_dec" : "", D);
+                           path, s->what[0], s->in[0], D, fed ? ", h_dec" : "",
+                           D);
     if (latent_at < 0) {
         for (int i = 0; i + 1 < s->n && latent_at < 0; i++)
             if (KD > 0 && s->in[i + 1] == s->out[i] + KD)
@@ -151,9 +152,9 @@ static int infer_config(const shapes *s, const frae_config *hints,
                 latent_at = i;
         if (latent_at < 0)
             return frae_errorf(err, errlen,
-                           "%s: cannot tell which layer is the latent from "
-                           "the shapes%s",
-                           path, KD ? "" : " (history 0: give --latent)");
+                               "%s: cannot tell which layer is the latent from "
+                               "the shapes%s",
+                               path, KD ? "" : " (history 0: give --latent)");
     }
     c->frame_dim = D;
     c->history = (int)(KD / D);
@@ -170,9 +171,10 @@ static int infer_config(const shapes *s, const frae_config *hints,
     for (int i = 1; i < s->n; i++) {
         int want = i == latent_at + 1 ? c->latent_dim + (int)KD : units[i - 1];
         if (s->in[i] != want)
-            return frae_errorf(err, errlen,
-                           "%s: %s takes %d inputs; the architecture needs %d",
-                           path, s->what[i], s->in[i], want);
+            return frae_errorf(
+                err, errlen,
+                "%s: %s takes %d inputs; the architecture needs %d", path,
+                s->what[i], s->in[i], want);
     }
     return frae_config_check(c, err, errlen);
 }
@@ -199,8 +201,8 @@ static frae_model *import_torch(const unsigned char *buf, size_t size,
     s.n = ne + nd + 2;
     frae_model *m = NULL;
     for (int l = 0; l < s.n; l++) {
-        const char *sfx = gru && (l == 0 || l == ne + 1) ? "weight_ih"
-                                                         : "weight";
+        const char *sfx =
+            gru && (l == 0 || l == ne + 1) ? "weight_ih" : "weight";
         s.gru[l] = gru && (l == 0 || l == ne + 1);
         if (l < ne)
             snprintf(name, sizeof name, "enc.%d.%s", l, sfx);
@@ -215,9 +217,9 @@ static frae_model *import_torch(const unsigned char *buf, size_t size,
         if (!t || t->ndim != 2 || t->dtype > ST_BF16 || t->shape[0] > INT_MAX ||
             t->shape[1] > INT_MAX || t->shape[0] < 1 || t->shape[1] < 1) {
             frae_errorf(err, errlen,
-                    "%s: no float matrix '%s': not a state_dict of "
-                    "tools/frae_torch.py",
-                    path, name);
+                        "%s: no float matrix '%s': not a state_dict of "
+                        "tools/frae_torch.py",
+                        path, name);
             goto done;
         }
         s.out[l] = (int)t->shape[0];
@@ -273,9 +275,9 @@ static frae_model *keras_from_members(const frae_npz_member *mem, int nmem,
                 found = k;
         if (found < 0) {
             frae_errorf(err, errlen,
-                    "%s: no member '%s'; expected np.savez(path, "
-                    "*model.get_weights())",
-                    path, want);
+                        "%s: no member '%s'; expected np.savez(path, "
+                        "*model.get_weights())",
+                        path, want);
             return NULL;
         }
         char label[300];
@@ -323,8 +325,7 @@ static frae_model *keras_from_members(const frae_npz_member *mem, int nmem,
                             path, at, G);
                 return NULL;
             }
-            if (r->ndim != 2 || r->dims[0] != H ||
-                r->dims[1] != G) {
+            if (r->ndim != 2 || r->dims[0] != H || r->dims[1] != G) {
                 frae_errorf(err, errlen,
                             "%s: arr_%d (the GRU's recurrent kernel) should "
                             "be [%ld, %ld]",
@@ -378,9 +379,10 @@ static frae_model *keras_from_members(const frae_npz_member *mem, int nmem,
                 frae_destroy(m);
                 free(flat);
                 frae_errorf(err, errlen,
-                            "%s: arr_%d.npy has %s at flat index %zu", path,
-                            i, isnan(v) ? "NaN" : "a value too large for "
-                                                  "float32 or Inf",
+                            "%s: arr_%d.npy has %s at flat index %zu", path, i,
+                            isnan(v) ? "NaN"
+                                     : "a value too large for "
+                                       "float32 or Inf",
                             k);
                 return NULL;
             }

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/json.h"
 #include "io/formats.h"
+#include "io/json.h"
 
 int frae_json_fail(frae_json *j, const char *fmt, ...)
 {
@@ -34,7 +34,7 @@ int frae_json_expect(frae_json *j, char c)
     frae_json_space(j);
     if (j->p >= j->end || *j->p != c)
         return frae_json_fail(j, "expected '%c' at header byte %ld", c,
-                     (long)(j->p - j->start));
+                              (long)(j->p - j->start));
     j->p++;
     return 0;
 }
@@ -83,7 +83,9 @@ long frae_json_string(frae_json *j, char *out, size_t cap, char **heap)
         if (c == '\\') {
             char e = j->p < j->end ? *j->p++ : 0;
             switch (e) {
-            case '"': case '\\': case '/': cp = (unsigned char)e; break;
+            case '"':
+            case '\\':
+            case '/': cp = (unsigned char)e; break;
             case 'b': cp = '\b'; break;
             case 'f': cp = '\f'; break;
             case 'n': cp = '\n'; break;

@@ -18,10 +18,10 @@
 
 #include "io/formats.h"
 
-static int npy_fail(char *err, size_t errlen, const char *name,
-                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int npy_fail(char *err, size_t errlen, const char *name,
-                    const char *fmt, ...)
+static int npy_fail(char *err, size_t errlen, const char *name, const char *fmt,
+                    ...) __attribute__((format(printf, 4, 5)));
+static int npy_fail(char *err, size_t errlen, const char *name, const char *fmt,
+                    ...)
 {
     char msg[512];
     va_list ap;
@@ -44,8 +44,8 @@ typedef struct {
 
 static void skip_space(npy_text *s)
 {
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' ||
-                             *s->p == '\n' || *s->p == '\r'))
+    while (s->p < s->end &&
+           (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
         s->p++;
 }
 
@@ -157,8 +157,7 @@ int frae_npy_parse(const unsigned char *buf, size_t size, const char *name,
     while (!take(&s, "}")) {
         const char *at = s.p;
         if (!take_string(&s, key, sizeof key) || !take(&s, ":"))
-            return npy_fail(err, errlen, name,
-                            "bad header dict (byte %ld)",
+            return npy_fail(err, errlen, name, "bad header dict (byte %ld)",
                             (long)(hstart + (size_t)(at - h)));
         const int seen = !strcmp(key, "descr")           ? have_descr
                          : !strcmp(key, "fortran_order") ? fortran >= 0
@@ -179,12 +178,16 @@ int frae_npy_parse(const unsigned char *buf, size_t size, const char *name,
         if (!strcmp(key, "descr"))
             ok = have_descr = take_string(&s, dt, sizeof dt);
         else if (!strcmp(key, "fortran_order"))
-            ok = (fortran = take(&s, "True") ? 1 : take(&s, "False") ? 0 : -1) >= 0;
+            ok = (fortran = take(&s, "True")    ? 1
+                            : take(&s, "False") ? 0
+                                                : -1) >= 0;
         else
             ok = take_shape(&s, dims, 8, &nd);
         if (!ok)
-            return npy_fail(err, errlen, name, "bad '%s' value in header (byte "
-                            "%ld)", key, (long)(hstart + (size_t)(at - h)));
+            return npy_fail(err, errlen, name,
+                            "bad '%s' value in header (byte "
+                            "%ld)",
+                            key, (long)(hstart + (size_t)(at - h)));
         if (!take(&s, ",") && (s.p >= s.end || *s.p != '}'))
             return npy_fail(err, errlen, name, "bad header dict (byte %ld)",
                             (long)(hstart + (size_t)(s.p - h)));
@@ -317,7 +320,7 @@ int frae_npy_check_finite_seqs(const frae_npy *a, const char *name, long s0,
         if (!isfinite(v) || fabs(v) > 3.4028234663852886e38) {
             long d = (long)(i % (size_t)a->d), t = (long)(i / a->d % a->t),
                  n = (long)(i / ((size_t)a->d * a->t));
-            const char *what = isnan(v)    ? "NaN"
+            const char *what = isnan(v)   ? "NaN"
                                : isinf(v) ? "Inf"
                                           : "a value too large for float32";
             if (a->ndim == 3)
@@ -415,8 +418,8 @@ int frae_npy_begin_growing(frae_atomic_file *af, const char *path, int ndim,
 {
     unsigned char header[256];
     const long zero[3] = {0, 0, 0};
-    size_t n = npy_header(header, sizeof header, ndim, zero,
-                          npy_header_room(ndim));
+    size_t n =
+        npy_header(header, sizeof header, ndim, zero, npy_header_room(ndim));
     if (frae_atomic_begin(af, path, err, errlen))
         return -1;
     fwrite(header, 1, n, af->f);
@@ -427,8 +430,8 @@ int frae_npy_finish(frae_atomic_file *af, int ndim, const long *shape,
                     char *err, size_t errlen)
 {
     unsigned char header[256];
-    size_t n = npy_header(header, sizeof header, ndim, shape,
-                          npy_header_room(ndim));
+    size_t n =
+        npy_header(header, sizeof header, ndim, shape, npy_header_room(ndim));
     if (fflush(af->f) || fseek(af->f, 0, SEEK_SET) ||
         fwrite(header, 1, n, af->f) != n || fseek(af->f, 0, SEEK_END)) {
         frae_atomic_abort(af);

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <zip.h>
 
-#include "io/formats.h"
 #include "base/util.h"
+#include "io/formats.h"
 
 #define FAIL(...)                                                              \
     do {                                                                       \
@@ -103,10 +103,9 @@ int frae_npz_read(const unsigned char *buf, size_t size, const char *path,
                  "stored and deflated members (np.savez, "
                  "np.savez_compressed)",
                  path, m->name, (unsigned)st.comp_method);
-        const zip_uint64_t most =
-            st.comp_method == ZIP_CM_STORE
-                ? st.comp_size
-                : st.comp_size * DEFLATE_MAX_RATIO + 64;
+        const zip_uint64_t most = st.comp_method == ZIP_CM_STORE
+                                      ? st.comp_size
+                                      : st.comp_size * DEFLATE_MAX_RATIO + 64;
         if (st.size > most || st.comp_size > size)
             FAIL("%s: member '%s' declares %llu bytes from %llu compressed: "
                  "more than its compression can hold",
@@ -119,8 +118,8 @@ int frae_npz_read(const unsigned char *buf, size_t size, const char *path,
         m->size = (size_t)st.size;
         m->data = malloc(m->size ? m->size : 1);
         if (!m->data)
-            FAIL("%s: out of memory for member '%s' (%zu bytes)", path,
-                 m->name, m->size);
+            FAIL("%s: out of memory for member '%s' (%zu bytes)", path, m->name,
+                 m->size);
         n++;
         if (read_member(z, (zip_uint64_t)i, m, path, err, errlen))
             goto fail;

@@ -17,7 +17,7 @@
 #define MAX_HEADER FRAE_JSON_MAX_TEXT /* the spec's own limit */
 #define MAX_ENTRIES 100000
 
-static const char *const dtype_names[ST_NTYPES] = {"F32", "F64",  "F16",
+static const char *const dtype_names[ST_NTYPES] = {"F32",  "F64", "F16",
                                                    "BF16", "I32", "I64"};
 static const int dtype_sizes[ST_NTYPES] = {4, 8, 2, 2, 4, 8};
 
@@ -83,7 +83,8 @@ static int parse_tensor(frae_json *j, st_tensor *t)
         return frae_json_fail(j, "tensor '%s' has no fields", t->name);
     while (1) {
         char key[64];
-        if (frae_json_string(j, key, sizeof key, NULL) < 0 || frae_json_expect(j, ':'))
+        if (frae_json_string(j, key, sizeof key, NULL) < 0 ||
+            frae_json_expect(j, ':'))
             return -1;
         if (!strcmp(key, "dtype")) {
             char dt[16];
@@ -94,8 +95,8 @@ static int parse_tensor(frae_json *j, st_tensor *t)
                 if (!strcmp(dt, dtype_names[i]))
                     t->dtype = i;
             if (t->dtype < 0)
-                return frae_json_fail(j, "tensor '%s' has unsupported dtype '%s'",
-                             t->name, dt);
+                return frae_json_fail(
+                    j, "tensor '%s' has unsupported dtype '%s'", t->name, dt);
             have_dtype = 1;
         } else if (!strcmp(key, "shape")) {
             if (frae_json_int_array(j, t->shape, ST_MAX_DIMS, &t->ndim))
@@ -107,7 +108,8 @@ static int parse_tensor(frae_json *j, st_tensor *t)
             if (frae_json_int_array(j, off, 2, &n))
                 return -1;
             if (n != 2 || off[1] < off[0])
-                return frae_json_fail(j, "tensor '%s' has bad data_offsets", t->name);
+                return frae_json_fail(j, "tensor '%s' has bad data_offsets",
+                                      t->name);
             t->begin = (size_t)off[0];
             t->end = (size_t)off[1];
             have_off = 1;
@@ -124,8 +126,8 @@ static int parse_tensor(frae_json *j, st_tensor *t)
         break;
     }
     if (!have_dtype || !have_shape || !have_off)
-        return frae_json_fail(j, "tensor '%s' lacks dtype, shape or data_offsets",
-                     t->name);
+        return frae_json_fail(
+            j, "tensor '%s' lacks dtype, shape or data_offsets", t->name);
     return 0;
 }
 
@@ -153,10 +155,12 @@ static int parse_metadata(frae_json *j, frae_safetensors *st)
             st->meta = nm, cap *= 2;
         }
         st_meta *e = &st->meta[st->n_meta];
-        if (frae_json_string(j, e->key, sizeof e->key, NULL) < 0 || frae_json_expect(j, ':'))
+        if (frae_json_string(j, e->key, sizeof e->key, NULL) < 0 ||
+            frae_json_expect(j, ':'))
             return -1;
         if (frae_json_string(j, NULL, 0, &e->value) < 0)
-            return frae_json_fail(j, "metadata value of '%s' is not a string", e->key);
+            return frae_json_fail(j, "metadata value of '%s' is not a string",
+                                  e->key);
         st->n_meta++;
         frae_json_space(j);
         if (j->p < j->end && *j->p == ',') {
@@ -205,7 +209,8 @@ static int parse_entries(frae_json *jp, frae_safetensors *st)
     } else {
         while (1) {
             char key[256];
-            if (frae_json_string(&j, key, sizeof key, NULL) < 0 || frae_json_expect(&j, ':'))
+            if (frae_json_string(&j, key, sizeof key, NULL) < 0 ||
+                frae_json_expect(&j, ':'))
                 goto fail;
             if (!strcmp(key, "__metadata__")) {
                 if (st->meta) {
@@ -252,8 +257,8 @@ fail:
 
 /* Every tensor's shape against its offsets, names unique, and the
  * tensors tiling the data section exactly; -1 with the reason in err. */
-static int check_layout(const frae_safetensors *st, const char *name,
-                        char *err, size_t errlen)
+static int check_layout(const frae_safetensors *st, const char *name, char *err,
+                        size_t errlen)
 {
     /* shapes against offsets, and the tensors tile the data exactly */
     for (int i = 0; i < st->n_tensors; i++) {
@@ -261,22 +266,23 @@ static int check_layout(const frae_safetensors *st, const char *name,
         uint64_t bytes = (uint64_t)dtype_sizes[t->dtype];
         for (int d = 0; d < t->ndim; d++)
             if (__builtin_mul_overflow(bytes, (uint64_t)t->shape[d], &bytes)) {
-                frae_errorf(err, errlen, "%s: tensor '%s' shape overflows", name,
-                         t->name);
+                frae_errorf(err, errlen, "%s: tensor '%s' shape overflows",
+                            name, t->name);
                 return -1;
             }
         if (t->end - t->begin != bytes) {
             frae_errorf(err, errlen,
-                     "%s: tensor '%s' has %zu bytes for a shape of %llu",
-                     name, t->name, t->end - t->begin,
-                     (unsigned long long)bytes);
+                        "%s: tensor '%s' has %zu bytes for a shape of %llu",
+                        name, t->name, t->end - t->begin,
+                        (unsigned long long)bytes);
             return -1;
         }
         if (t->end > st->data_len) {
-            frae_errorf(err, errlen,
-                     "%s: truncated: tensor '%s' ends at byte %zu of a %zu-byte "
-                     "data section",
-                     name, t->name, t->end, st->data_len);
+            frae_errorf(
+                err, errlen,
+                "%s: truncated: tensor '%s' ends at byte %zu of a %zu-byte "
+                "data section",
+                name, t->name, t->end, st->data_len);
             return -1;
         }
     }
@@ -297,7 +303,7 @@ static int check_layout(const frae_safetensors *st, const char *name,
         names[i] = st->meta[i].key;
     if ((dup = first_duplicate(names, st->n_meta))) {
         frae_errorf(err, errlen, "%s: metadata key '%s' appears twice", name,
-                 dup);
+                    dup);
         free(names);
         return -1;
     }
@@ -311,8 +317,8 @@ static int check_layout(const frae_safetensors *st, const char *name,
     for (int i = 0; i < st->n_tensors; i++) {
         if (sorted[i].begin != at) {
             frae_errorf(err, errlen,
-                     "%s: tensor data overlaps or leaves a hole at byte %zu",
-                     name, at);
+                        "%s: tensor data overlaps or leaves a hole at byte %zu",
+                        name, at);
             free(sorted);
             return -1;
         }
@@ -321,7 +327,7 @@ static int check_layout(const frae_safetensors *st, const char *name,
     free(sorted);
     if (at != st->data_len) {
         frae_errorf(err, errlen, "%s: %zu bytes after the last tensor", name,
-                 st->data_len - at);
+                    st->data_len - at);
         return -1;
     }
     return 0;
@@ -336,7 +342,7 @@ int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
     memset(st, 0, sizeof *st);
     if (size < 8) {
         frae_errorf(err, errlen, "%s: not a safetensors file (%zu bytes)", name,
-                 size);
+                    size);
         return -1;
     }
     uint64_t hlen = 0;
@@ -344,13 +350,18 @@ int frae_st_parse(const unsigned char *buf, size_t size, const char *name,
         hlen = hlen << 8 | buf[i];
     if (hlen < 2 || hlen > MAX_HEADER || hlen > size - 8) {
         frae_errorf(err, errlen,
-                 "%s: not a safetensors file, or truncated (header length "
-                 "%llu, file %zu bytes)",
-                 name, (unsigned long long)hlen, size);
+                    "%s: not a safetensors file, or truncated (header length "
+                    "%llu, file %zu bytes)",
+                    name, (unsigned long long)hlen, size);
         return -1;
     }
-    frae_json j = {(const char *)buf + 8, (const char *)buf + 8 + hlen,
-              (const char *)buf + 8, name, err, errlen, 0};
+    frae_json j = {(const char *)buf + 8,
+                   (const char *)buf + 8 + hlen,
+                   (const char *)buf + 8,
+                   name,
+                   err,
+                   errlen,
+                   0};
     if (parse_entries(&j, st))
         goto fail;
     frae_json_space(&j);
@@ -448,8 +459,7 @@ float frae_st_float(const frae_safetensors *st, const st_tensor *t, size_t i)
             v = (float)(1024 + man) * (float)(1 << e) / (1 << 25);
         return sign ? -v : v;
     }
-    default:
-        return 0.0f;
+    default: return 0.0f;
     }
 }
 

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "io/formats.h"
-#include "frae_train.h"
 #include "base/util.h"
+#include "frae_train.h"
+#include "io/formats.h"
 
 typedef struct {
     frae_source src;
@@ -20,8 +20,8 @@ typedef struct {
 } ds_source;
 
 typedef struct {
-    int src;     /* index into sources */
-    long index;  /* sequence within it */
+    int src;    /* index into sources */
+    long index; /* sequence within it */
 } ds_seq;
 
 struct frae_dataset {
@@ -64,8 +64,8 @@ static int out_of_memory(const frae_source *src, char *err, size_t errlen)
     return FRAE_RUN_FAILED;
 }
 
-int frae_dataset_add_source(frae_dataset *ds, const frae_source *src,
-                            char *err, size_t errlen)
+int frae_dataset_add_source(frae_dataset *ds, const frae_source *src, char *err,
+                            size_t errlen)
 {
     const char *name = src->name ? src->name : "data";
     if (ds->dim == 0)
@@ -122,8 +122,8 @@ typedef struct {
     char *name;
 } npy_source;
 
-static int npy_read(void *ctx, long s, long t0, long nt, float *dst,
-                    char *err, size_t errlen)
+static int npy_read(void *ctx, long s, long t0, long nt, float *dst, char *err,
+                    size_t errlen)
 {
     npy_source *n = ctx;
     if (frae_npy_read(&n->a, s, t0, nt, dst))
@@ -159,8 +159,15 @@ int frae_source_from_npy(frae_npy *a, const char *name, int audio,
     }
     n->a = *a, n->name = copy;
     /* audio features were checked as they were made */
-    *out = (frae_source){copy, a->n,     a->t,      (int)a->d, audio,
-                         npy_read, audio ? NULL : npy_check, npy_close, n};
+    *out = (frae_source){copy,
+                         a->n,
+                         a->t,
+                         (int)a->d,
+                         audio,
+                         npy_read,
+                         audio ? NULL : npy_check,
+                         npy_close,
+                         n};
     return 0;
 }
 
@@ -230,7 +237,7 @@ static int add_array(frae_dataset *ds, const char *name, const float *x,
         return FRAE_RUN_FAILED;
     }
     *a = (array_source){x, owned, name, sequences, frames, dim};
-    frae_source src = {name,       sequences,  frames, dim, 0,
+    frae_source src = {name,       sequences,   frames,      dim, 0,
                        array_read, array_check, array_close, a};
     int rc = frae_dataset_add_source(ds, &src, err, errlen);
     if (!rc) /* messages name the dataset's copy */
@@ -243,10 +250,10 @@ int frae_dataset_add_array(frae_dataset *ds, const char *name, const float *x,
                            size_t errlen)
 {
     if (!x || sequences < 1 || frames < 1 || dim < 1)
-        return frae_errorf(err, errlen, "%s: no frames",
-                           name ? name : "data"), FRAE_RUN_BAD_INPUT;
-    return add_array(ds, name ? name : "data", x, NULL, sequences, frames,
-                     dim, err, errlen);
+        return frae_errorf(err, errlen, "%s: no frames", name ? name : "data"),
+               FRAE_RUN_BAD_INPUT;
+    return add_array(ds, name ? name : "data", x, NULL, sequences, frames, dim,
+                     err, errlen);
 }
 
 int frae_dataset_add_synthetic(frae_dataset *ds, int sequences, int frames,
@@ -312,11 +319,9 @@ int frae_dataset_check(const frae_dataset *ds, long s0, long s1, char *err,
     for (long q = s0; q < s1;) {
         const ds_seq *sq = &ds->seqs[q];
         const frae_source *src = &ds->sources[sq->src].src;
-        long end = src->sequences - sq->index < s1 - q
-                       ? src->sequences
-                       : sq->index + (s1 - q);
-        if (src->check &&
-            src->check(src->ctx, sq->index, end, err, errlen))
+        long end = src->sequences - sq->index < s1 - q ? src->sequences
+                                                       : sq->index + (s1 - q);
+        if (src->check && src->check(src->ctx, sq->index, end, err, errlen))
             return FRAE_RUN_BAD_INPUT;
         q += end - sq->index;
     }
@@ -345,8 +350,8 @@ void frae_free_paths(char **files, int count)
     free(files);
 }
 
-int frae_expand_paths(const char *const *paths, int n, char ***out,
-                      int *n_out, char *err, size_t errlen)
+int frae_expand_paths(const char *const *paths, int n, char ***out, int *n_out,
+                      char *err, size_t errlen)
 {
     int cap = n + 16, count = 0;
     char **list = malloc(sizeof *list * (size_t)cap);
@@ -371,8 +376,8 @@ int frae_expand_paths(const char *const *paths, int n, char ***out,
         }
         DIR *d = opendir(paths[i]);
         if (!d) {
-            frae_errorf(err, errlen, "%s: cannot read directory: %s",
-                        paths[i], strerror(errno));
+            frae_errorf(err, errlen, "%s: cannot read directory: %s", paths[i],
+                        strerror(errno));
             frae_free_paths(list, count);
             return FRAE_RUN_BAD_INPUT;
         }

@@ -25,7 +25,7 @@
 struct frae_thread_group {
     int size;
     pthread_barrier_t barrier;
-    float **f32;   /* [size]: each replica's buffer of the current sum */
+    float **f32; /* [size]: each replica's buffer of the current sum */
     double **f64;
     float *out32;  /* the result, cap32 values */
     double *out64; /* cap64 values */
@@ -152,7 +152,11 @@ void frae_thread_group_free(frae_thread_group *g)
 
 frae_transport frae_thread_transport(frae_thread_group *g, int rank)
 {
-    return (frae_transport){rank,           g->size,         "replicas",
-                            threads_sum_f32, threads_sum_f64, threads_prepare,
+    return (frae_transport){rank,
+                            g->size,
+                            "replicas",
+                            threads_sum_f32,
+                            threads_sum_f64,
+                            threads_prepare,
                             &g->ranks[rank]};
 }

@@ -120,9 +120,9 @@ static int run_batch(batch_runner *b, const int32_t *seqs, int nb, int train,
                 if (have > 0 &&
                     (frae_dataset_read(b->ds, seq, start + w0, have, dst,
                                        me->err, sizeof me->err) ||
-                     (tdst && frae_dataset_read(b->tds, seq, start + w0, have,
-                                                tdst, me->err,
-                                                sizeof me->err))))
+                     (tdst &&
+                      frae_dataset_read(b->tds, seq, start + w0, have, tdst,
+                                        me->err, sizeof me->err))))
                     failed = FRAE_RUN_FAILED;
             }
             memset(dst + (size_t)have * D, 0,
@@ -136,8 +136,12 @@ static int run_batch(batch_runner *b, const int32_t *seqs, int nb, int train,
         if (me->t.size > 1 ? frae_run_any(me, failed) : failed)
             return FRAE_RUN_FAILED;
         frae_stats st;
-        const frae_batch batch = {b->win, b->tds ? b->twin : NULL, b->valid,
-                                  rows,   nt,   1,
+        const frae_batch batch = {b->win,
+                                  b->tds ? b->twin : NULL,
+                                  b->valid,
+                                  rows,
+                                  nt,
+                                  1,
                                   train ? FRAE_STEP_TRAIN : FRAE_STEP_EVALUATE};
         if (frae_step(me->m, &batch, &st))
             return FRAE_RUN_FAILED; /* the replicas' sums failed */
@@ -155,9 +159,12 @@ static int run_batch(batch_runner *b, const int32_t *seqs, int nb, int train,
  * replica diverged (-1) or was asked to stop (*stop). */
 static int agree_sums(member *me, frae_stats *st, int rc, int *stop)
 {
-    double v[7] = {st->sse,           st->sae,
-                   st->rate_bits,     (double)st->values,
-                   (double)st->frames, rc == -1 ? 1.0 : 0.0,
+    double v[7] = {st->sse,
+                   st->sae,
+                   st->rate_bits,
+                   (double)st->values,
+                   (double)st->frames,
+                   rc == -1 ? 1.0 : 0.0,
                    stop && stop_asked(me) ? 1.0 : 0.0};
     if (frae_run_sum(me, v, 7))
         return FRAE_RUN_FAILED;
@@ -186,8 +193,7 @@ static int evaluate(batch_runner *b, const int32_t *seqs, long n, int B,
 
 /* ---- each replica ------------------------------------------------------------- */
 
-static int read_norm_stats(member *me, const char *path, int dim,
-                           float *stats)
+static int read_norm_stats(member *me, const char *path, int dim, float *stats)
 {
     char err[512];
     frae_npy a;
@@ -245,8 +251,8 @@ static int set_normalization(member *me, const char *how)
             bs.count = acc[2 * (size_t)D];
         }
         if (!status && frae_band_stats_finish(&bs, stats, stats + D))
-            status = say(me, FRAE_RUN_BAD_INPUT,
-                         "--normalize: no training frames");
+            status =
+                say(me, FRAE_RUN_BAD_INPUT, "--normalize: no training frames");
     } else {
         status = read_norm_stats(me, how, D, stats);
     }
@@ -297,14 +303,11 @@ static void progress(member *me, long n_batches)
     const train_state *s = &me->s;
     if (!r->hooks.on_batch)
         return;
-    const frae_run_progress p = {me->t.rank,
-                                 s->epoch + 1,
-                                 r->rc.epochs,
-                                 s->batch,
-                                 n_batches,
-                                 s->values ? s->sse / (double)s->values : 0.0,
-                                 s->frames,
-                                 now_seconds() - s->started};
+    const frae_run_progress p = {
+        me->t.rank,   s->epoch + 1,
+        r->rc.epochs, s->batch,
+        n_batches,    s->values ? s->sse / (double)s->values : 0.0,
+        s->frames,    now_seconds() - s->started};
     if (r->hooks.on_batch(r->hooks.ctx, &p))
         me->batch_stop = 1;
 }
@@ -397,8 +400,8 @@ static int finish_epoch(member *me, int *stop)
     int status = 0;
     frae_stats vs;
     if (r->n_val)
-        status = evaluate(&me->vrun, r->val_seqs, r->n_val, rc->model.batch,
-                          &vs);
+        status =
+            evaluate(&me->vrun, r->val_seqs, r->n_val, rc->model.batch, &vs);
     else
         status = evaluate(&me->brun, s->order,
                           s->n_order < rc->model.batch ? s->n_order
@@ -442,16 +445,28 @@ static int finish_epoch(member *me, int *stop)
     }
     int called_stop = 0;
     if (lead && r->hooks.on_epoch) {
-        const frae_epoch_log log = {s->epoch,    rc->epochs,     loss,
-                                    mae,         rate,           r->n_val > 0,
-                                    vloss,       vmae,           vrate,
-                                    prior,       s->frames,      secs,
-                                    s->frames / secs, improved,  *stop,
-                                    s->best,     s->best_epoch};
+        const frae_epoch_log log = {s->epoch,
+                                    rc->epochs,
+                                    loss,
+                                    mae,
+                                    rate,
+                                    r->n_val > 0,
+                                    vloss,
+                                    vmae,
+                                    vrate,
+                                    prior,
+                                    s->frames,
+                                    secs,
+                                    s->frames / secs,
+                                    improved,
+                                    *stop,
+                                    s->best,
+                                    s->best_epoch};
         called_stop = r->hooks.on_epoch(r->hooks.ctx, &log) != 0;
     }
     status = 0;
-    if (improved && rc->save_best && frae_run_save_agreed(me, rc->save_best, 1, 0))
+    if (improved && rc->save_best &&
+        frae_run_save_agreed(me, rc->save_best, 1, 0))
         status = FRAE_RUN_FAILED;
     if (frae_run_save_agreed(me, rc->save, r->save_on, 1))
         status = FRAE_RUN_FAILED;
@@ -488,9 +503,8 @@ static int member_run(member *me)
          * + 1 doubles) or a batch's figures (7), whichever is more */
         const size_t n64 = 2 * (size_t)r->rc.model.frame_dim + 1;
         const int failed =
-            me->t.prepare &&
-            me->t.prepare(me->t.ctx, frae_param_count(me->m),
-                          n64 > 64 ? n64 : 64) != 0;
+            me->t.prepare && me->t.prepare(me->t.ctx, frae_param_count(me->m),
+                                           n64 > 64 ? n64 : 64) != 0;
         if (frae_run_any(me, failed))
             status = say(me, FRAE_RUN_FAILED, "out of memory");
         me->reducer = (frae_reducer){timed_sum_f32, plain_sum_f64, me};
@@ -499,19 +513,14 @@ static int member_run(member *me)
     if (!status && !r->resumed && !r->start_norm && r->rc.model.normalize)
         status = set_normalization(me, r->norm); /* agreed inside */
     if (!status && r->hooks.on_start) {
-        const frae_run_info info = {me->t.rank,
-                                    me->m,
-                                    r->summary,
-                                    r->n_train,
-                                    r->n_val,
-                                    me->s.epoch,
-                                    me->s.batch,
-                                    r->rc.epochs,
-                                    r->size,
-                                    r->size > 1 ? me->t.kind : NULL,
-                                    r->rc.model.batch,
-                                    frae_get_config(me->m)->batch,
-                                    r->resumed};
+        const frae_run_info info = {
+            me->t.rank,        me->m,
+            r->summary,        r->n_train,
+            r->n_val,          me->s.epoch,
+            me->s.batch,       r->rc.epochs,
+            r->size,           r->size > 1 ? me->t.kind : NULL,
+            r->rc.model.batch, frae_get_config(me->m)->batch,
+            r->resumed};
         r->hooks.on_start(r->hooks.ctx, &info);
     }
     int stop = 0;
@@ -555,9 +564,9 @@ int frae_run_train(frae_run *r, frae_dataset *train, frae_dataset *targets,
         member *me = &r->members[i];
         me->run = r;
         me->t = tp ? *tp
-                   : r->group ? frae_thread_transport(r->group, i)
-                              : (frae_transport){0, 1, NULL, NULL,
-                                                 NULL, NULL, NULL};
+                : r->group
+                    ? frae_thread_transport(r->group, i)
+                    : (frae_transport){0, 1, NULL, NULL, NULL, NULL, NULL};
     }
     int status = frae_run_set_up(r);
     if (tp && tp->size > 1) {

@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "io/formats.h"
 #include "core/frae_internal.h"
 #include "frae_train.h"
+#include "io/formats.h"
 #include "train/replicas.h"
 
 enum { ERR_CAP = 2300 };
@@ -25,12 +25,12 @@ typedef struct {
     double sse, sae; /* the current epoch so far */
     double bits;     /* ... and the rate's bits (with a prior) */
     long values, frames;
-    double seconds;  /* time in the current epoch so far, for frames/s */
-    double started;  /* when the epoch started, less seconds */
-    double best;     /* best monitored loss, and when */
+    double seconds; /* time in the current epoch so far, for frames/s */
+    double started; /* when the epoch started, less seconds */
+    double best;    /* best monitored loss, and when */
     int best_epoch;
     int bad_epochs;
-    int32_t *order;  /* the current epoch's sequence order (with crops: of
+    int32_t *order; /* the current epoch's sequence order (with crops: of
                         its crops) */
     long n_order;
     /* crops: the epoch's crops, sequence and first frame; n_order of
@@ -45,10 +45,10 @@ typedef struct member member;
 typedef struct {
     member *me;
     const frae_dataset *ds;
-    float *win;  /* [B][W][D], B this replica's rows */
-    int *valid;  /* [B] */
+    float *win;              /* [B][W][D], B this replica's rows */
+    int *valid;              /* [B] */
     const frae_dataset *tds; /* the targets, paired with ds (NULL: none) */
-    float *twin; /* their window, like win */
+    float *twin;             /* their window, like win */
     /* crops (training with crops): ids index these; else sequences */
     const int32_t *crop_seq, *crop_start;
     int crop;
@@ -57,12 +57,12 @@ typedef struct {
 /* One replica. */
 struct member {
     frae_run *run;
-    frae_transport t; /* size 1: alone */
+    frae_transport t;     /* size 1: alone */
     frae_reducer reducer; /* through t, timed */
     train_state s;
     frae_model *m;
     batch_runner brun, vrun;
-    FILE *csv; /* the lead's */
+    FILE *csv;      /* the lead's */
     int batch_stop; /* on_batch asked to stop */
     int status;
     char err[ERR_CAP]; /* what this replica says ("" nothing) */

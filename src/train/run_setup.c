@@ -13,9 +13,9 @@
 
 /* ---- the run's settings, before data ------------------------------------- */
 
-int frae_run_check_sizes(const frae_run_config *rc, int dim_known,
-                         int replicas, long builtin_sequences,
-                         long builtin_frames, char *err, size_t errlen)
+int frae_run_check_sizes(const frae_run_config *rc, int dim_known, int replicas,
+                         long builtin_sequences, long builtin_frames, char *err,
+                         size_t errlen)
 {
     if (!dim_known)
         return 0; /* the files decide D */
@@ -52,8 +52,7 @@ int frae_run_check_sizes(const frae_run_config *rc, int dim_known,
                     "machine's %.1f GiB",
                     builtin_sequences, builtin_frames, rc->model.frame_dim,
                     (double)data_bytes / 1073741824.0,
-                    (double)model_bytes / 1073741824.0,
-                    machine / 1073741824.0);
+                    (double)model_bytes / 1073741824.0, machine / 1073741824.0);
         return FRAE_RUN_BAD_INPUT;
     }
     return 0;
@@ -77,8 +76,7 @@ int frae_run_check_pairing(const frae_run_config *rc, int data_files,
                  "added when resuming",
                  rc->resume);
         why = buf;
-    } else if (!rc->resume && !targets &&
-               frae_recipe_at(rc->recipe - 1) &&
+    } else if (!rc->resume && !targets && frae_recipe_at(rc->recipe - 1) &&
                frae_recipe_at(rc->recipe - 1)->needs_targets) {
         snprintf(buf, sizeof buf,
                  "--recipe %s trains toward clean targets: give --targets "
@@ -204,8 +202,9 @@ int frae_run_start_from(frae_run *r, const frae_model *m,
 int frae_run_continue(frae_run *r, const frae_run *prev)
 {
     if (!prev->trained || prev->n_members < 1)
-        return frae_run_fail(r, FRAE_RUN_BAD_INPUT, "the run to continue has not "
-                                           "trained");
+        return frae_run_fail(r, FRAE_RUN_BAD_INPUT,
+                             "the run to continue has not "
+                             "trained");
     const member *lead = &prev->members[0];
     int status = frae_run_start_from(r, lead->m, 1);
     if (status)
@@ -229,22 +228,23 @@ static int check_pairs(frae_run *r, const frae_dataset *in,
 {
     const long n = frae_dataset_sequences(in), nt = frae_dataset_sequences(tg);
     if (n != nt)
-        return frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                    "%s: %ld input sequences but %ld target sequences: each "
-                    "input needs its target",
-                    what, n, nt);
+        return frae_run_fail(
+            r, FRAE_RUN_BAD_INPUT,
+            "%s: %ld input sequences but %ld target sequences: each "
+            "input needs its target",
+            what, n, nt);
     for (long i = 0; i < n; i++) {
-        const long fa = frae_dataset_length(in, i), fb =
-                                                        frae_dataset_length(tg,
-                                                                            i);
+        const long fa = frae_dataset_length(in, i),
+                   fb = frae_dataset_length(tg, i);
         if (fa != fb) {
             long ia, ib;
             const char *na = frae_dataset_origin(in, i, &ia);
             const char *nb = frae_dataset_origin(tg, i, &ib);
-            return frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                        "%s: pair %ld (%s sequence %ld, %s sequence %ld) has "
-                        "%ld input frames and %ld target frames",
-                        what, i, na, ia, nb, ib, fa, fb);
+            return frae_run_fail(
+                r, FRAE_RUN_BAD_INPUT,
+                "%s: pair %ld (%s sequence %ld, %s sequence %ld) has "
+                "%ld input frames and %ld target frames",
+                what, i, na, ia, nb, ib, fa, fb);
         }
     }
     return 0;
@@ -255,9 +255,9 @@ static int check_pairs(frae_run *r, const frae_dataset *in,
 static int settle_data(frae_run *r)
 {
     frae_run_config *rc = &r->rc;
-    int status = frae_run_check_pairing(rc, 1, r->tgt != NULL, r->val != NULL,
-                                        r->val_tgt != NULL, r->err,
-                                        sizeof r->err);
+    int status =
+        frae_run_check_pairing(rc, 1, r->tgt != NULL, r->val != NULL,
+                               r->val_tgt != NULL, r->err, sizeof r->err);
     if (status)
         return r->err_said = 1, status;
     rc->model.frame_dim = frae_dataset_dim(r->data);
@@ -270,19 +270,20 @@ static int settle_data(frae_run *r)
             return status;
     }
     if (rc->model.pitch && !rc->audio && !rc->resume)
-        return frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                    "--pitch: pitch comes from audio; train on audio files or "
-                    "give --audio-features");
-    snprintf(r->summary, sizeof r->summary,
-             "%ld sequences, %ld frames, dim %d%s",
-             frae_dataset_sequences(r->data),
-             frae_dataset_total_frames(r->data), frae_dataset_dim(r->data),
-             r->tgt ? ", with targets" : "");
+        return frae_run_fail(
+            r, FRAE_RUN_BAD_INPUT,
+            "--pitch: pitch comes from audio; train on audio files or "
+            "give --audio-features");
+    snprintf(
+        r->summary, sizeof r->summary, "%ld sequences, %ld frames, dim %d%s",
+        frae_dataset_sequences(r->data), frae_dataset_total_frames(r->data),
+        frae_dataset_dim(r->data), r->tgt ? ", with targets" : "");
     if (r->resumed && strcmp(r->resumed_data, r->summary))
-        return frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                    "%s was trained on %s; this data has %s: give the same "
-                    "data to resume",
-                    rc->resume, r->resumed_data, r->summary);
+        return frae_run_fail(
+            r, FRAE_RUN_BAD_INPUT,
+            "%s was trained on %s; this data has %s: give the same "
+            "data to resume",
+            rc->resume, r->resumed_data, r->summary);
     return 0;
 }
 
@@ -306,13 +307,14 @@ static int settle_crops(frae_run *r, int from_state)
         cap += len <= rc->crop ? 1 : len / rc->crop;
     }
     if (cap > INT32_MAX)
-        return frae_run_fail(r, FRAE_RUN_BAD_INPUT, "--crop %d cuts more than 2^31 crops",
-                    rc->crop);
-    if (from_state && s->n_order > cap)
         return frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                    "%s: training state has %ld crops; this data cuts at "
-                    "most %ld",
-                    path, s->n_order, cap);
+                             "--crop %d cuts more than 2^31 crops", rc->crop);
+    if (from_state && s->n_order > cap)
+        return frae_run_fail(
+            r, FRAE_RUN_BAD_INPUT,
+            "%s: training state has %ld crops; this data cuts at "
+            "most %ld",
+            path, s->n_order, cap);
     int32_t **arr[3] = {&s->order, &s->crop_seq, &s->crop_start};
     for (int i = 0; i < 3; i++) {
         int32_t *p = realloc(*arr[i], sizeof(int32_t) * (size_t)(cap + 1));
@@ -339,37 +341,41 @@ static int settle_crops(frae_run *r, int from_state)
     for (long i = 0; i < s->n_order && !status; i++) {
         int32_t q = s->crop_seq[i], at = s->crop_start[i], v = s->order[i];
         if (q < 0 || q >= r->n_all || !in_train[q])
-            status = frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                          "%s: training state 'train.crop_seq' entry %ld = %d "
-                          "is not a training sequence",
-                          path, i, q);
+            status = frae_run_fail(
+                r, FRAE_RUN_BAD_INPUT,
+                "%s: training state 'train.crop_seq' entry %ld = %d "
+                "is not a training sequence",
+                path, i, q);
         else if (at < 0 || at >= frae_dataset_length(r->data, q))
-            status = frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                          "%s: training state 'train.crop_start' entry %ld = "
-                          "%d is outside its sequence (%ld frames)",
-                          path, i, at, frae_dataset_length(r->data, q));
+            status = frae_run_fail(
+                r, FRAE_RUN_BAD_INPUT,
+                "%s: training state 'train.crop_start' entry %ld = "
+                "%d is outside its sequence (%ld frames)",
+                path, i, at, frae_dataset_length(r->data, q));
         else if (v < 0 || v >= s->n_order || seen[v])
-            status = frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                          "%s: training state 'train.order' entry %ld = %d is "
-                          "%s",
-                          path, i, v,
-                          v < 0 || v >= s->n_order ? "out of range"
-                                                   : "repeated");
+            status = frae_run_fail(
+                r, FRAE_RUN_BAD_INPUT,
+                "%s: training state 'train.order' entry %ld = %d is "
+                "%s",
+                path, i, v,
+                v < 0 || v >= s->n_order ? "out of range" : "repeated");
         else
             seen[v] = 1;
     }
     free(in_train), free(seen);
     const long n_batches = (s->n_order + rc->model.batch - 1) / rc->model.batch;
     if (!status && s->batch > n_batches)
-        status = frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                      "%s: training state 'train.batch' = %ld, but the epoch "
-                      "has %ld batches",
-                      path, s->batch, n_batches);
+        status = frae_run_fail(
+            r, FRAE_RUN_BAD_INPUT,
+            "%s: training state 'train.batch' = %ld, but the epoch "
+            "has %ld batches",
+            path, s->batch, n_batches);
     if (!status && (s->frames > total_frames || s->values != s->frames * dim))
-        status = frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                      "%s: training state counts %ld frames and %ld values in "
-                      "this epoch; the data has %ld frames of %d values",
-                      path, s->frames, s->values, total_frames, dim);
+        status = frae_run_fail(
+            r, FRAE_RUN_BAD_INPUT,
+            "%s: training state counts %ld frames and %ld values in "
+            "this epoch; the data has %ld frames of %d values",
+            path, s->frames, s->values, total_frames, dim);
     return status;
 }
 
@@ -384,10 +390,11 @@ static int split_validation(frae_run *r, int from_state)
     r->n_all = frae_dataset_sequences(r->data);
     long n_split = (long)(rc->val_split * r->n_all + 0.5);
     if (rc->val_split > 0 && (n_split < 1 || n_split >= r->n_all))
-        return frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                    "--val-split %g of %ld sequences leaves an empty training "
-                    "or validation set",
-                    rc->val_split, r->n_all);
+        return frae_run_fail(
+            r, FRAE_RUN_BAD_INPUT,
+            "--val-split %g of %ld sequences leaves an empty training "
+            "or validation set",
+            rc->val_split, r->n_all);
     free(r->perm);
     r->perm = malloc(sizeof(int32_t) * (size_t)(r->n_all + 1));
     if (!r->perm)
@@ -414,10 +421,11 @@ static int split_validation(frae_run *r, int from_state)
             return frae_run_fail(r, FRAE_RUN_FAILED, "out of memory");
         memcpy(s->order, r->perm, sizeof(int32_t) * (size_t)r->n_train);
     } else if (s->n_order != r->n_train) {
-        return frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                    "%s: its data order has %ld sequences, the training set "
-                    "has %ld",
-                    path, s->n_order, r->n_train);
+        return frae_run_fail(
+            r, FRAE_RUN_BAD_INPUT,
+            "%s: its data order has %ld sequences, the training set "
+            "has %ld",
+            path, s->n_order, r->n_train);
     } else {
         int status = frae_run_check_state(
             r, s, path, (r->n_train + rc->model.batch - 1) / rc->model.batch);
@@ -462,10 +470,11 @@ static FILE *open_csv(const char *path, int prior)
 {
     struct stat sb;
     int fresh = stat(path, &sb) || sb.st_size == 0;
-    int fd = !strcmp(path, "-")
-                 ? dup(STDOUT_FILENO)
-                 : open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK |
-                                  O_CLOEXEC, 0666);
+    int fd =
+        !strcmp(path, "-")
+            ? dup(STDOUT_FILENO)
+            : open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC,
+                   0666);
     int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
     if (fl >= 0)
         fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
@@ -511,24 +520,22 @@ static int make_models(frae_run *r)
     for (int i = 0; i < r->n_members; i++) {
         member *me = &r->members[i];
         me->m = frae_create(&mine, r->err, sizeof r->err);
-        if (!me->m ||
-            (r->ck && frae_checkpoint_restore(r->ck, me->m, 1, r->err,
-                                              sizeof r->err)))
+        if (!me->m || (r->ck && frae_checkpoint_restore(r->ck, me->m, 1, r->err,
+                                                        sizeof r->err)))
             return r->err_said = 1, FRAE_RUN_BAD_INPUT;
         if (r->start && copy_model_state(me->m, r->start, r->start_norm))
             return frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                        "the model to start from has another shape");
-        me->brun = (batch_runner){me,
-                                  r->data,
-                                  malloc(sizeof(float) * (size_t)B * W * D),
-                                  malloc(sizeof(int) * (size_t)B),
-                                  r->tgt,
-                                  r->tgt ? malloc(sizeof(float) * (size_t)B *
-                                                  W * D)
-                                         : NULL,
-                                  NULL,
-                                  NULL,
-                                  0};
+                                 "the model to start from has another shape");
+        me->brun = (batch_runner){
+            me,
+            r->data,
+            malloc(sizeof(float) * (size_t)B * W * D),
+            malloc(sizeof(int) * (size_t)B),
+            r->tgt,
+            r->tgt ? malloc(sizeof(float) * (size_t)B * W * D) : NULL,
+            NULL,
+            NULL,
+            0};
         if (!me->brun.win || !me->brun.valid || (r->tgt && !me->brun.twin))
             return frae_run_fail(r, FRAE_RUN_FAILED, "out of memory");
         if (frae_train_state_copy(&me->s, &r->s0))
@@ -544,9 +551,10 @@ static int make_models(frae_run *r)
         if (me->t.rank == 0 && rc->log_csv &&
             !(me->csv = open_csv(rc->log_csv, rc->model.prior_hidden > 0)))
             return frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                        "%s: cannot open for appending: %s", rc->log_csv,
-                        errno == ENXIO ? "a FIFO that no process reads"
-                                       : strerror(errno));
+                                 "%s: cannot open for appending: %s",
+                                 rc->log_csv,
+                                 errno == ENXIO ? "a FIFO that no process reads"
+                                                : strerror(errno));
     }
     frae_checkpoint_close(r->ck);
     r->ck = NULL;
@@ -562,8 +570,8 @@ int frae_run_set_up(frae_run *r)
     int status = 0;
     if (rc->resume) {
         status = frae_run_open_resume(rc, &r->s0, r->resumed_data,
-                             sizeof r->resumed_data, &r->ck, r->err,
-                             sizeof r->err);
+                                      sizeof r->resumed_data, &r->ck, r->err,
+                                      sizeof r->err);
         if (status)
             return r->err_said = 1, status;
         r->resumed = 1;
@@ -571,8 +579,8 @@ int frae_run_set_up(frae_run *r)
         /* the epochs' shuffles */
         r->s0.rng = rc->model.seed ^ 0x0123456789abcdefull;
     }
-    if ((status = frae_run_config_settle(rc, r->val != NULL, r->err,
-                                         sizeof r->err)))
+    if ((status =
+             frae_run_config_settle(rc, r->val != NULL, r->err, sizeof r->err)))
         return r->err_said = 1, status;
     if ((status = settle_data(r)))
         return status;
@@ -608,15 +616,17 @@ int frae_run_set_up(frae_run *r)
      * having trained nothing */
     if (r->s0.epoch >= rc->epochs)
         return rc->epochs_resumed
-                   ? frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                          "%s: its run is complete (%d of %d epochs); give "
-                          "--epochs more than %d to train on",
-                          rc->resume, r->s0.epoch, rc->epochs, r->s0.epoch)
-                   : frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                          "%s has trained %d epochs already; --epochs %d is "
-                          "the run's total, so nothing is left to train (give "
-                          "more than %d)",
-                          rc->resume ? rc->resume : "the run", r->s0.epoch,
-                          rc->epochs, r->s0.epoch);
+                   ? frae_run_fail(
+                         r, FRAE_RUN_BAD_INPUT,
+                         "%s: its run is complete (%d of %d epochs); give "
+                         "--epochs more than %d to train on",
+                         rc->resume, r->s0.epoch, rc->epochs, r->s0.epoch)
+                   : frae_run_fail(
+                         r, FRAE_RUN_BAD_INPUT,
+                         "%s has trained %d epochs already; --epochs %d is "
+                         "the run's total, so nothing is left to train (give "
+                         "more than %d)",
+                         rc->resume ? rc->resume : "the run", r->s0.epoch,
+                         rc->epochs, r->s0.epoch);
     return 0;
 }

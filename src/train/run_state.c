@@ -107,8 +107,7 @@ static int state_double(const frae_checkpoint *ck, const char *path,
     char *end;
     double x = v ? strtod(v, &end) : 0;
     if (!v || !*v || *end || !(x >= 0) || (x > hi && !(inf_ok && isinf(x))))
-        return bad_state(err, errlen, path, key, v,
-                         "is not a number in range");
+        return bad_state(err, errlen, path, key, v, "is not a number in range");
     *out = x;
     return 0;
 }
@@ -129,8 +128,8 @@ static int load_state(const frae_checkpoint *ck, const char *path,
         return FRAE_RUN_BAD_INPUT;
     }
     const long big = 1000000000L;
-    long epoch = 0, batch = 0, values = 0, frames = 0, best_epoch = 0,
-         bad = 0, epochs = 0, patience = 0;
+    long epoch = 0, batch = 0, values = 0, frames = 0, best_epoch = 0, bad = 0,
+         epochs = 0, patience = 0;
     double sse = 0, sae = 0, best = 0, split = 0;
 #define L(key, lo, hi, out) state_long(ck, path, key, lo, hi, out, err, errlen)
 #define F(key, hi, inf, out)                                                   \
@@ -231,8 +230,8 @@ static int load_state(const frae_checkpoint *ck, const char *path,
 /* Opens rc->resume: its config into rc->model (isa and threads kept) and
  * its state into s.  *ck_out (if non-NULL) keeps the file open. */
 int frae_run_open_resume(frae_run_config *rc, train_state *s, char *summary,
-                       size_t sumcap, frae_checkpoint **ck_out, char *err,
-                       size_t errlen)
+                         size_t sumcap, frae_checkpoint **ck_out, char *err,
+                         size_t errlen)
 {
     int status = frae_run_config_resumable(rc, err, errlen);
     if (status)
@@ -267,8 +266,8 @@ int frae_run_config_resume(frae_run_config *rc, char *err, size_t errlen)
     train_state s;
     memset(&s, 0, sizeof s);
     char summary[128];
-    int status =
-        frae_run_open_resume(rc, &s, summary, sizeof summary, NULL, err, errlen);
+    int status = frae_run_open_resume(rc, &s, summary, sizeof summary, NULL,
+                                      err, errlen);
     frae_train_state_free(&s);
     return status;
 }
@@ -277,7 +276,7 @@ int frae_run_config_resume(frae_run_config *rc, char *err, size_t errlen)
  * the training set, the batch inside the epoch, the running sums those of
  * at most the frames the epoch has. */
 int frae_run_check_state(frae_run *r, const train_state *s, const char *path,
-                       long n_batches)
+                         long n_batches)
 {
     const long total_frames = frae_dataset_total_frames(r->data);
     const int dim = frae_dataset_dim(r->data);
@@ -293,23 +292,26 @@ int frae_run_check_state(frae_run *r, const train_state *s, const char *path,
                               : seen[v] == 2         ? "repeated"
                                                      : "a validation sequence";
             free(seen);
-            return frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                        "%s: training state 'train.order' entry %ld = %d is "
-                        "%s",
-                        path, i, v, why);
+            return frae_run_fail(
+                r, FRAE_RUN_BAD_INPUT,
+                "%s: training state 'train.order' entry %ld = %d is "
+                "%s",
+                path, i, v, why);
         }
         seen[v] = 2;
     }
     free(seen);
     if (s->batch > n_batches) /* n_batches: stopped after the last one */
-        return frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                    "%s: training state 'train.batch' = %ld, but an epoch "
-                    "has %ld batches",
-                    path, s->batch, n_batches);
+        return frae_run_fail(
+            r, FRAE_RUN_BAD_INPUT,
+            "%s: training state 'train.batch' = %ld, but an epoch "
+            "has %ld batches",
+            path, s->batch, n_batches);
     if (s->frames > total_frames || s->values != s->frames * (long)dim)
-        return frae_run_fail(r, FRAE_RUN_BAD_INPUT,
-                    "%s: training state counts %ld frames and %ld values in "
-                    "this epoch; the data has %ld frames of %d values",
-                    path, s->frames, s->values, total_frames, dim);
+        return frae_run_fail(
+            r, FRAE_RUN_BAD_INPUT,
+            "%s: training state counts %ld frames and %ld values in "
+            "this epoch; the data has %ld frames of %d values",
+            path, s->frames, s->values, total_frames, dim);
     return 0;
 }

@@ -32,8 +32,8 @@ int frae_train_state_copy(train_state *dst, const train_state *src)
 {
     *dst = *src;
     dst->order = dst->crop_seq = dst->crop_start = NULL;
-    const long cap = (src->crop_cap > src->n_order ? src->crop_cap
-                                                   : src->n_order) + 1;
+    const long cap =
+        (src->crop_cap > src->n_order ? src->crop_cap : src->n_order) + 1;
     const int crops = src->crop_seq != NULL;
     dst->order = malloc(sizeof(int32_t) * (size_t)cap);
     if (crops) {

@@ -23,27 +23,30 @@ int main(int argc, char **argv)
     if (argc != 3)
         return 2;
     char err[512], path[4096];
-    frae_model *m = frae_load_shipped(NULL, NULL, path, sizeof path, err,
-                                      sizeof err);
+    frae_model *m =
+        frae_load_shipped(NULL, NULL, path, sizeof path, err, sizeof err);
     check(m != NULL, m ? "frae_load_shipped(NULL): the default model" : err);
     if (!m) {
         printf("%d passed, %d failed\n", pass, fail + 1);
         return 1;
     }
     frae_model *f = frae_load(argv[1], NULL, err, sizeof err);
-    check(f && frae_model_hash(frae_model_net(f)) == frae_model_hash(frae_model_net(m)),
+    check(f && frae_model_hash(frae_model_net(f)) ==
+                   frae_model_hash(frae_model_net(m)),
           "it is the shipped file's model (same hash)");
     char dir[4096];
     check(frae_models_dir(0, dir, sizeof dir) == 0 && strstr(path, dir) == path,
           "found in the first models directory");
-    frae_model *h = frae_load_by_hash(frae_model_hash(frae_model_net(m)), NULL, NULL, 0, err,
-                                      sizeof err);
-    check(h && frae_model_hash(frae_model_net(h)) == frae_model_hash(frae_model_net(m)),
+    frae_model *h = frae_load_by_hash(frae_model_hash(frae_model_net(m)), NULL,
+                                      NULL, 0, err, sizeof err);
+    check(h && frae_model_hash(frae_model_net(h)) ==
+                   frae_model_hash(frae_model_net(m)),
           "frae_load_by_hash finds it again");
     frae_destroy(h);
-    h = frae_load_by_hash(frae_model_hash(frae_model_net(m)) ^ 1, NULL, NULL, 0, err,
-                          sizeof err);
-    check(!h && strstr(err, "no installed model has hash") && !strchr(err, '\n'),
+    h = frae_load_by_hash(frae_model_hash(frae_model_net(m)) ^ 1, NULL, NULL, 0,
+                          err, sizeof err);
+    check(!h && strstr(err, "no installed model has hash") &&
+              !strchr(err, '\n'),
           "an unknown hash: NULL and one line");
     frae_destroy(h);
     /* a codec state over it: encode and decode a frame, the decoder's
@@ -58,7 +61,8 @@ int main(int argc, char **argv)
     unsigned char code[64];
     frae_encoder *enc = frae_encoder_create(frae_model_net(m));
     frae_decoder *dec = frae_decoder_create(frae_model_net(m));
-    int same = enc && dec && width <= 128 && frae_code_bytes(frae_model_net(m)) <= sizeof code;
+    int same = enc && dec && width <= 128 &&
+               frae_code_bytes(frae_model_net(m)) <= sizeof code;
     for (int t = 0; same && t < 20; t++) {
         frae_encode_frame(enc, in, code, a);
         same = frae_decode_frame(dec, code, b) == 0 &&
@@ -67,8 +71,8 @@ int main(int argc, char **argv)
     check(same, "a codec state over it: 20 frames decoded as encoded");
     check(frae_bits_per_frame(m) == 16.0, "16 bits a frame (1.6 kbit/s)");
     frae_encoder_destroy(enc), frae_decoder_destroy(dec);
-    frae_model *v = frae_load_shipped("speech-vbr", NULL, NULL, 0, err,
-                                      sizeof err);
+    frae_model *v =
+        frae_load_shipped("speech-vbr", NULL, NULL, 0, err, sizeof err);
     check(v && frae_get_config(v)->prior_hidden > 0,
           "frae_load_shipped(\"speech-vbr\"): the variable-rate one");
     frae_destroy(v);

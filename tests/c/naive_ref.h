@@ -29,8 +29,8 @@
 #define NAIVE_CAT(a, b) NAIVE_CAT2(a, b)
 #define NAIVE(name) NAIVE_CAT(name, REAL)
 
-static void NAIVE(dense)(const REAL *in, int n_in, const REAL *w,
-                         const REAL *b, int n_out, REAL *out)
+static void NAIVE(dense)(const REAL *in, int n_in, const REAL *w, const REAL *b,
+                         int n_out, REAL *out)
 {
     for (int o = 0; o < n_out; o++) {
         REAL acc = b[o];
@@ -114,7 +114,7 @@ static double NAIVE(prior_rate)(const frae_config *c, const REAL *p,
     const int L = c->latent_dim, P = c->prior_hidden;
     const int S = c->quantizer == FRAE_QUANT_UNIFORM ? c->quant_levels : 1;
     const int C = c->family == FRAE_FAMILY_GRU ? c->dec_hidden[0]
-                                                : c->history * c->frame_dim;
+                                               : c->history * c->frame_dim;
     REAL *hid = malloc(sizeof(REAL) * (size_t)P);
     REAL *lg = malloc(sizeof(REAL) * (size_t)L * S);
     NAIVE(dense)(ctx, C, p, p + (size_t)C * P, P, hid);
@@ -169,7 +169,7 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
     const int ne = c->n_enc_hidden, nd = c->n_dec_hidden;
     const int gru = c->family == FRAE_FAMILY_GRU;
     const int Hf = gru ? c->dec_hidden[0] : 0; /* h_dec fed to the encoder */
-    const int fed = K * D + Hf; /* fed-back values per frame */
+    const int fed = K * D + Hf;                /* fed-back values per frame */
     int widths[2 * FRAE_MAX_HIDDEN + 3];
     int nw = 0;
     widths[nw++] = D + Hf + K * D;
@@ -230,13 +230,12 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
                     continue;
                 }
                 if (li == 0)
-                    NAIVE(dense_first)(cur, D, D, K, p, p + (size_t)in * out,
-                                       out, nxt);
-                else
-                    NAIVE(dense)(cur, in, p, p + (size_t)in * out, out, nxt);
+                    NAIVE(dense_first)
+                (cur, D, D, K, p, p + (size_t)in * out, out, nxt);
+                else NAIVE(dense)(cur, in, p, p + (size_t)in * out, out, nxt);
                 p += (size_t)in * out + out;
-                NAIVE(act)(li == dec_in - 2 ? FRAE_ACT_TANH : c->activation,
-                           nxt, out);
+                NAIVE(act)
+                (li == dec_in - 2 ? FRAE_ACT_TANH : c->activation, nxt, out);
                 free(cur);
                 cur = nxt;
             }
@@ -267,10 +266,9 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
                     continue;
                 }
                 if (li == dec_in)
-                    NAIVE(dense_first)(cur, L, D, K, p, p + (size_t)in * out,
-                                       out, nxt);
-                else
-                    NAIVE(dense)(cur, in, p, p + (size_t)in * out, out, nxt);
+                    NAIVE(dense_first)
+                (cur, L, D, K, p, p + (size_t)in * out, out, nxt);
+                else NAIVE(dense)(cur, in, p, p + (size_t)in * out, out, nxt);
                 p += (size_t)in * out + out;
                 if (li != nw - 2)
                     NAIVE(act)(c->activation, nxt, out);

@@ -72,8 +72,12 @@ static frae_model *trained(const frae_config *c)
         frames_for(10 + b, D, 0, x + (size_t)b * T * D, T);
     frae_stats st;
     for (int s = 0; s < 3; s++)
-        frae_step(m, &(frae_batch){.x = x, .nseq = c->batch, .nframes = T,
-                                   .kind = FRAE_STEP_TRAIN}, &st);
+        frae_step(m,
+                  &(frae_batch){.x = x,
+                                .nseq = c->batch,
+                                .nframes = T,
+                                .kind = FRAE_STEP_TRAIN},
+                  &st);
     free(x);
     return m;
 }
@@ -83,18 +87,18 @@ typedef struct {
     const frae_net *net;
     int seed, ranged;
     int width;
-    float *x;                /* [FRAMES][width] in */
-    unsigned char *codes;    /* frame codec: code bytes, and */
-    float *recon, *decoded;  /* the encoder's and the decoder's frames */
-    unsigned char *stream;   /* the stream coder's bytes */
+    float *x;               /* [FRAMES][width] in */
+    unsigned char *codes;   /* frame codec: code bytes, and */
+    float *recon, *decoded; /* the encoder's and the decoder's frames */
+    unsigned char *stream;  /* the stream coder's bytes */
     size_t stream_n, stream_cap;
     float *srecon, *sdecoded;
-    unsigned char *packets;  /* real-time packets, back to back */
+    unsigned char *packets; /* real-time packets, back to back */
     size_t packets_n, packets_cap;
     float *pdecoded;
     long pframes;
-    float *xd, *y;           /* the frames' D values, and their forward */
-    int rc;                  /* 0, or the step that failed */
+    float *xd, *y; /* the frames' D values, and their forward */
+    int rc;        /* 0, or the step that failed */
 } job;
 
 static int append(unsigned char *dst, size_t *n, size_t cap,
@@ -196,9 +200,8 @@ static int packets(job *j)
         if (index++ == 7) /* lost: the decoder finds the gap */
             continue;
         if (!rc && got <= FRAMES)
-            got += frae_packet_decode(d, p, n,
-                                      j->pdecoded + (size_t)got * j->width,
-                                      cap);
+            got += frae_packet_decode(
+                d, p, n, j->pdecoded + (size_t)got * j->width, cap);
     }
     if (!rc && frae_stream_encoder_end(e))
         rc = 23;
@@ -211,10 +214,13 @@ static int packets(job *j)
 static int forward(job *j)
 {
     frae_forward_state *s = frae_forward_state_create(j->net, 1);
-    int rc = !s ? 30 : frae_forward_run(s, j->xd, j->y, 1, FRAMES / 2) ? 31
-                 : frae_forward_run(s, j->xd + (size_t)FRAMES / 2 * D,
-                                    j->y + (size_t)FRAMES / 2 * D, 1,
-                                    FRAMES - FRAMES / 2) ? 32 : 0;
+    int rc = !s                                                ? 30
+             : frae_forward_run(s, j->xd, j->y, 1, FRAMES / 2) ? 31
+             : frae_forward_run(s, j->xd + (size_t)FRAMES / 2 * D,
+                                j->y + (size_t)FRAMES / 2 * D, 1,
+                                FRAMES - FRAMES / 2)
+                 ? 32
+                 : 0;
     frae_forward_state_destroy(s);
     return rc;
 }
@@ -296,8 +302,8 @@ static void shared_model(const char *name, const frae_config *c)
     }
     for (int i = 0; i < THREADS; i++)
         pthread_join(th[i], NULL);
-    snprintf(what, sizeof what, "%s: %d threads started over one model",
-             name, THREADS);
+    snprintf(what, sizeof what, "%s: %d threads started over one model", name,
+             THREADS);
     check(started, what);
     int ok_rc = 1, frames_same = 1, stream_same = 1, packets_same = 1;
     int closed_loop = 1, differ = 0, forward_same = 1, model_same = 1;
@@ -315,10 +321,9 @@ static void shared_model(const char *name, const frae_config *c)
         frae_reset(m); /* the model's own forward, on its own buffers */
         model_same &= frae_forward(m, a->xd, ym, 1, FRAMES) == 0 &&
                       same(ym, a->y, sizeof(float) * FRAMES * D);
-        frames_same &= same(a->codes, s->codes,
-                            FRAMES * frae_code_bytes(net)) &&
-                       same(a->recon, s->recon, nb) &&
-                       same(a->decoded, s->decoded, nb);
+        frames_same &=
+            same(a->codes, s->codes, FRAMES * frae_code_bytes(net)) &&
+            same(a->recon, s->recon, nb) && same(a->decoded, s->decoded, nb);
         stream_same &= a->stream_n == s->stream_n &&
                        same(a->stream, s->stream, a->stream_n) &&
                        same(a->srecon, s->srecon, nb) &&
@@ -337,19 +342,21 @@ static void shared_model(const char *name, const frae_config *c)
                        same(a->sdecoded, a->srecon, nb) &&
                        (!a->ranged || a->pframes == FRAMES);
         if (i > 0)
-            differ |= !same(alone[0].codes, a->codes,
-                            FRAMES * frae_code_bytes(net));
+            differ |=
+                !same(alone[0].codes, a->codes, FRAMES * frae_code_bytes(net));
     }
     snprintf(what, sizeof what, "%s: every stream coded, alone and threaded",
              name);
     check(ok_rc, what);
     snprintf(what, sizeof what,
              "%s: the forward pass on forward states, threaded = alone = "
-             "frae_forward on the model, to the bit", name);
+             "frae_forward on the model, to the bit",
+             name);
     check(ok_rc && forward_same && model_same, what);
     snprintf(what, sizeof what,
              "%s: the frame codec's codes and frames, threaded = alone, to "
-             "the bit", name);
+             "the bit",
+             name);
     check(ok_rc && frames_same, what);
     snprintf(what, sizeof what,
              "%s: the stream coder's bytes and frames%s, threaded = alone",
@@ -358,12 +365,14 @@ static void shared_model(const char *name, const frae_config *c)
     if (c->prior_hidden > 0) {
         snprintf(what, sizeof what,
                  "%s: real-time packets and the packet decoder's frames "
-                 "(a loss), threaded = alone", name);
+                 "(a loss), threaded = alone",
+                 name);
         check(ok_rc && packets_same, what);
     }
     snprintf(what, sizeof what,
              "%s: each decoder gives its encoder's frames, the frame "
-             "codec's = the forward pass's; the streams differ", name);
+             "codec's = the forward pass's; the streams differ",
+             name);
     check(ok_rc && closed_loop && differ, what);
     free(ym);
     for (int i = 0; i < THREADS; i++)

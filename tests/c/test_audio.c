@@ -17,8 +17,7 @@ static double mel2hz(double m) { return 700.0 * (pow(10.0, m / 2595.0) - 1.0); }
 
 /* One frame's features the slow way: a direct DFT in double precision and
  * the filters written out again from the definition in frae.h. */
-static void reference_frame(const frae_features *f, const float *x,
-                            double *out)
+static void reference_frame(const frae_features *f, const float *x, double *out)
 {
     int nb = f->n_fft / 2 + 1;
     double *power = calloc((size_t)nb, sizeof(double));
@@ -165,8 +164,7 @@ int test_audio_files(void)
             if (feats[40 * 80 + b] > feats[40 * 80 + peak])
                 peak = b;
         CHECK(fabs(frae_mel_center_hz(&f, peak) - 1000) < 60,
-              "resampled tone peaks at %.0f Hz",
-              frae_mel_center_hz(&f, peak));
+              "resampled tone peaks at %.0f Hz", frae_mel_center_hz(&f, peak));
         free(feats);
     }
     CHECK(frae_audio_features(p, &f, 0, &feats, &frames, err, sizeof err) &&
@@ -285,8 +283,8 @@ int test_pitch_tracker(void)
     int voiced = 0;
     for (long t = 0; t < frames; t++)
         voiced += v[t] != 0;
-    CHECK(voiced <= frames / 10, "white noise: %d of %ld frames voiced",
-          voiced, frames);
+    CHECK(voiced <= frames / 10, "white noise: %d of %ld frames voiced", voiced,
+          frames);
     memset(x, 0, sizeof(float) * n);
     x[4000] = NAN;
     x[4100] = INFINITY;
@@ -302,8 +300,8 @@ int test_pitch_tracker(void)
         bad = 0;
         for (long t = 0; t < frames; t++)
             bad += v[t] != 0 && !(f0[t] >= 50 && f0[t] <= 600);
-        CHECK(bad == 0, "%d Hz tone: %d frames outside 50-600 Hz", k ? 1500 : 30,
-              bad);
+        CHECK(bad == 0, "%d Hz tone: %d frames outside 50-600 Hz",
+              k ? 1500 : 30, bad);
         free(y);
     }
     free(x);
@@ -358,7 +356,8 @@ static double band_lsd(const float *a, const float *b, int width, long t0,
     for (long t = t0; t < t1; t++) {
         double ss = 0;
         for (int k = b0; k < b1; k++) {
-            double d = 5.0 * (b[t * width + k] - a[t * width + k]) * 4.342944819;
+            double d =
+                5.0 * (b[t * width + k] - a[t * width + k]) * 4.342944819;
             ss += d * d;
             sum += d;
         }
@@ -395,8 +394,10 @@ int test_vocoder(void)
     CHECK(frames2 == frames, "%ld frames back, not %ld", frames2, frames);
     double mean, lsd = band_lsd(a, b, 82, 3, frames - 3, 0, 80, &mean);
     /* measured 1.0 dB, mean within 0.1 dB */
-    CHECK(lsd < 1.6 && fabs(mean) < 0.5, "voice round trip: LSD %.2f dB, "
-          "mean %.2f dB", lsd, mean);
+    CHECK(lsd < 1.6 && fabs(mean) < 0.5,
+          "voice round trip: LSD %.2f dB, "
+          "mean %.2f dB",
+          lsd, mean);
     int bad = 0;
     for (long t = 3; t < frames - 3; t++) {
         bad += !(b[t * 82 + 81] == 1.0f) ||
@@ -404,7 +405,8 @@ int test_vocoder(void)
     }
     CHECK(bad == 0, "%d frames' f0 not back within 2%%", bad);
     printf("    voice -> features + f0 -> vocoder -> features: LSD %.2f dB "
-           "(mean %+.2f dB), f0 kept\n", lsd, mean);
+           "(mean %+.2f dB), f0 kept\n",
+           lsd, mean);
     free(a), free(b), free(y);
     /* noise: unvoiced frames come back as noise of the same spectrum */
     uint64_t s = 3;
@@ -420,10 +422,13 @@ int test_vocoder(void)
     lsd = band_lsd(a, b, 82, 3, frames - 3, 4, 80, &mean);
     /* noise against noise: each band's level is itself random (~4 dB
      * RMS apart); its mean must hold */
-    CHECK(lsd < 6 && fabs(mean) < 1.0, "noise round trip: LSD %.2f dB, mean "
-          "%.2f dB", lsd, mean);
+    CHECK(lsd < 6 && fabs(mean) < 1.0,
+          "noise round trip: LSD %.2f dB, mean "
+          "%.2f dB",
+          lsd, mean);
     printf("    noise -> vocoder (unvoiced) -> features: LSD %.2f dB (mean "
-           "%+.2f dB)\n", lsd, mean);
+           "%+.2f dB)\n",
+           lsd, mean);
     free(a), free(b), free(y), free(x);
     return failures;
 }
@@ -468,7 +473,8 @@ int test_vocoder_bad_input(void)
         bad += !isfinite(out[i]);
     CHECK(bad == 0, "%d non-finite samples from bad frames", bad);
     printf("    700 frames of NaN, Inf, 1e30 and f0 out of range: finite "
-           "(peak %.3g)\n", peak);
+           "(peak %.3g)\n",
+           peak);
     /* silence in, silence out */
     frae_vocoder_reset(v);
     for (int k = 0; k < 82; k++)
@@ -558,7 +564,8 @@ int test_griffin_lim_streamed(void)
     CHECK(g && at == want && most <= cap &&
               !memcmp(whole, streamed, sizeof(float) * (size_t)want),
           "streamed Griffin-Lim: %ld samples (calls of at most %ld, cap %ld), "
-          "not frae_mel_invert's", at, most, cap);
+          "not frae_mel_invert's",
+          at, most, cap);
     /* the same signal again after the flush: the same samples (reset) */
     at = 0;
     for (long t = 0; g && t < frames; t++) {
@@ -587,7 +594,8 @@ int test_griffin_lim_streamed(void)
           "LSD %.2f dB over the signal, %.2f at the block edges", all, edge);
     printf("    %ld frames in blocks of %d (+%d ahead): the samples of "
            "frae_mel_invert to the bit; LSD %.2f dB, %.2f dB at the block "
-           "edges\n", frames, FRAE_GL_BLOCK, FRAE_GL_LOOKAHEAD, all, edge);
+           "edges\n",
+           frames, FRAE_GL_BLOCK, FRAE_GL_LOOKAHEAD, all, edge);
     /* junk: NaN, log-mel 40 (e^195: it overflowed float and gave NaN),
      * 1e30 and -1e30 give finite samples; values above the loudest audio's
      * invert as that value */
@@ -612,7 +620,8 @@ int test_griffin_lim_streamed(void)
     clamped = !memcmp(whole, streamed, sizeof(float) * (size_t)got);
     CHECK(got == 39 * 160 + 400 && bad == 0 && clamped,
           "junk features: %d non-finite samples; above the loudest audio "
-          "%s", bad, clamped ? "clamped" : "not clamped");
+          "%s",
+          bad, clamped ? "clamped" : "not clamped");
     frae_gl_destroy(g);
     free(x), free(a), free(b), free(whole), free(streamed), free(out);
     frae_mel_destroy(m);
@@ -650,7 +659,8 @@ int test_wav_writer(void)
         for (long i = 0; i < n; i++)
             y[i] = x[i] * gain, peak = fmaxf(peak, fabsf(y[i]));
         snprintf(p, sizeof p, "%s/whole%d.wav", dir, loud);
-        CHECK(!frae_audio_write_wav(p, y, n, 16000, err, sizeof err), "%s", err);
+        CHECK(!frae_audio_write_wav(p, y, n, 16000, err, sizeof err), "%s",
+              err);
         /* in pieces of every size */
         snprintf(q, sizeof q, "%s/pieces%d.wav", dir, loud);
         frae_wav_writer *w = frae_wav_open(q, 16000, err, sizeof err);
@@ -658,7 +668,8 @@ int test_wav_writer(void)
         for (long at = 0, piece = 0; w && at < n; at += piece) {
             piece = (at * 7 + 1) % 3001;
             piece = piece < n - at ? piece : n - at;
-            CHECK(!frae_wav_write(w, y + at, piece, err, sizeof err), "%s", err);
+            CHECK(!frae_wav_write(w, y + at, piece, err, sizeof err), "%s",
+                  err);
         }
         CHECK(w && frae_wav_samples(w) == n, "%ld samples counted",
               w ? frae_wav_samples(w) : -1);
@@ -679,7 +690,8 @@ int test_wav_writer(void)
         CHECK(nw == 44 + 2 * n && nw == np && nw == nr && !memcmp(bw, bp, nw) &&
                   !memcmp(bw, br, nw),
               "%s WAV: whole %ld, in pieces %ld, libsndfile's %ld bytes, not "
-              "the same", loud ? "a loud" : "a", nw, np, nr);
+              "the same",
+              loud ? "a loud" : "a", nw, np, nr);
         free(bw), free(bp), free(br), free(y);
     }
     /* a NaN sample is refused and leaves the old file as it was */
@@ -739,7 +751,8 @@ int test_loud_audio(void)
         sf_close(sf);
         float *feats = NULL;
         long frames = 0;
-        int rc = frae_audio_features(p, &f, 1, &feats, &frames, err, sizeof err);
+        int rc =
+            frae_audio_features(p, &f, 1, &feats, &frames, err, sizeof err);
         if (i == 0) {
             double top = -1e9;
             for (long t = 0; !rc && t < frames * 80; t++)

@@ -6,12 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/formats.h"
 #include "core/kernels.h"
+#include "io/formats.h"
 
+#include "codec/container.h"
 #include "test_util.h"
 #include "tests.h"
-#include "codec/container.h"
 
 static void codec_config(frae_config *c, frae_quantizer q, int levels)
 {
@@ -45,8 +45,8 @@ int test_codec_roundtrip(void)
         c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
         frae_model *m = create_or_die(&c);
         perturb_params(m, NULL);
-        CHECK(frae_code_bits(frae_model_net(m)) == qs[k].bits, "%s: %d bits", qs[k].name,
-              frae_code_bits(frae_model_net(m)));
+        CHECK(frae_code_bits(frae_model_net(m)) == qs[k].bits, "%s: %d bits",
+              qs[k].name, frae_code_bits(frae_model_net(m)));
         float *x = synth(nseq, T, D, 30 + k);
         float *y = malloc(sizeof(float) * nseq * T * D);
         frae_forward(m, x, y, nseq, T);
@@ -107,7 +107,8 @@ static void *encode_job(void *arg)
     frae_encoder *e = frae_encoder_create(frae_model_net(j->m));
     size_t cb = frae_code_bytes(frae_model_net(j->m));
     for (int t = 0; t < j->T; t++)
-        frae_encode_frame(e, j->x + (size_t)t * frae_get_config(j->m)->frame_dim,
+        frae_encode_frame(e,
+                          j->x + (size_t)t * frae_get_config(j->m)->frame_dim,
                           j->codes + (size_t)t * cb, NULL);
     frae_encoder_destroy(e);
     return NULL;
@@ -120,38 +121,40 @@ int test_codec_threads_and_isas(void)
     int failures = 0;
     const int T = 200, D = 7;
     for (int gru = 0; gru <= 1; gru++) {
-    frae_config c;
-    codec_config(&c, FRAE_QUANT_UNIFORM, 9);
-    c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
-    frae_model *m = create_or_die(&c);
-    float *x = synth(2, T, D, 77);
-    size_t cb = frae_code_bytes(frae_model_net(m));
-    unsigned char *alone = malloc(cb * T), *a = malloc(cb * T),
-                  *b = malloc(cb * T);
-    enc_job j0 = {m, x, T, alone};
-    encode_job(&j0);
-    enc_job ja = {m, x, T, a}, jb = {m, x + (size_t)T * D, T, b};
-    pthread_t ta, tb;
-    pthread_create(&ta, NULL, encode_job, &ja);
-    pthread_create(&tb, NULL, encode_job, &jb);
-    pthread_join(ta, NULL);
-    pthread_join(tb, NULL);
-    CHECK(!memcmp(a, alone, cb * T), "a second thread changed the codes");
-    frae_isa isas[3];
-    int nisa = available_isas(isas);
-    for (int i = 0; i < nisa; i++) {
-        frae_model *mi = model_on_isa(m, &c, isas[i]);
-        enc_job ji = {mi, x, T, b};
-        encode_job(&ji);
-        CHECK(!memcmp(b, alone, cb * T), "%s codes differ",
-              frae_isa_name(mi));
-        CHECK(frae_model_hash(frae_model_net(mi)) == frae_model_hash(frae_model_net(m)), "hash depends on ISA");
-        frae_destroy(mi);
-    }
-    printf("    %s: same codes from 2 threads and on %d ISA(s)\n",
-           gru ? "gru" : "dense", nisa);
-    free(alone), free(a), free(b), free(x);
-    frae_destroy(m);
+        frae_config c;
+        codec_config(&c, FRAE_QUANT_UNIFORM, 9);
+        c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
+        frae_model *m = create_or_die(&c);
+        float *x = synth(2, T, D, 77);
+        size_t cb = frae_code_bytes(frae_model_net(m));
+        unsigned char *alone = malloc(cb * T), *a = malloc(cb * T),
+                      *b = malloc(cb * T);
+        enc_job j0 = {m, x, T, alone};
+        encode_job(&j0);
+        enc_job ja = {m, x, T, a}, jb = {m, x + (size_t)T * D, T, b};
+        pthread_t ta, tb;
+        pthread_create(&ta, NULL, encode_job, &ja);
+        pthread_create(&tb, NULL, encode_job, &jb);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        CHECK(!memcmp(a, alone, cb * T), "a second thread changed the codes");
+        frae_isa isas[3];
+        int nisa = available_isas(isas);
+        for (int i = 0; i < nisa; i++) {
+            frae_model *mi = model_on_isa(m, &c, isas[i]);
+            enc_job ji = {mi, x, T, b};
+            encode_job(&ji);
+            CHECK(!memcmp(b, alone, cb * T), "%s codes differ",
+                  frae_isa_name(mi));
+            CHECK(frae_model_hash(frae_model_net(mi)) ==
+                      frae_model_hash(frae_model_net(m)),
+                  "hash depends on ISA");
+            frae_destroy(mi);
+        }
+        printf("    %s: same codes from 2 threads and on %d ISA(s)\n",
+               gru ? "gru" : "dense", nisa);
+        free(alone), free(a), free(b), free(x);
+        frae_destroy(m);
     }
     return failures;
 }
@@ -228,7 +231,8 @@ int test_bitstream(void)
     c2.seed = 99; /* same shape, other weights */
     frae_model *other = create_or_die(&c2);
     CHECK(!frae_stream_parse(buf, n, &s, err, sizeof err) &&
-              frae_stream_check_model(&s, frae_model_net(other), err, sizeof err) &&
+              frae_stream_check_model(&s, frae_model_net(other), err,
+                                      sizeof err) &&
               strstr(err, "another model"),
           "other model: %s", err);
     frae_destroy(other);
@@ -308,7 +312,8 @@ int test_bf16_weights(void)
         CHECK(rounded && changed, "%s: weights not rounded to bf16",
               frae_isa_name(m16));
         frae_set_params(m32, p16);
-        CHECK(frae_model_hash(frae_model_net(m16)) == frae_model_hash(frae_model_net(m32)),
+        CHECK(frae_model_hash(frae_model_net(m16)) ==
+                  frae_model_hash(frae_model_net(m32)),
               "bf16 and rounded f32 models hash differently");
         frae_forward(m16, x, y16, nseq, T);
         frae_forward(m32, x, y32, nseq, T);
@@ -398,7 +403,8 @@ int test_codec_pitch(void)
         perturb_params(m, NULL);
         CHECK(frae_bits_per_frame(m) == 5 + FRAE_PITCH_BITS,
               "%g bits per frame", frae_bits_per_frame(m));
-        CHECK(frae_code_bytes(frae_model_net(m)) == 2, "%zu code bytes", frae_code_bytes(frae_model_net(m)));
+        CHECK(frae_code_bytes(frae_model_net(m)) == 2, "%zu code bytes",
+              frae_code_bytes(frae_model_net(m)));
         float *x = synth(1, T, D, 77), *y = malloc(sizeof(float) * T * D);
         frae_forward(m, x, y, 1, T);
         float *frames = malloc(sizeof(float) * T * W);
@@ -441,8 +447,10 @@ int test_codec_pitch(void)
               gru ? "gru" : "dense");
         CHECK(same_pitch, "decoder's f0 differs from the encoder's");
         CHECK(voicing_ok, "voicing not kept");
-        CHECK(late == 0, "%d tracked frames off by more than 0.015 octave "
-              "(worst %.4f)", late, worst);
+        CHECK(late == 0,
+              "%d tracked frames off by more than 0.015 octave "
+              "(worst %.4f)",
+              late, worst);
         /* pitch bits on an unvoiced frame: no encoder makes that code */
         frae_decoder_reset(d);
         /* bits 0-4 the latent, 5 voicing (0), 6-8 the step (001) */
@@ -458,7 +466,8 @@ int test_codec_pitch(void)
         c.pitch = 0;
         frae_model *plain = create_or_die(&c);
         char err[256] = "";
-        CHECK(frae_stream_check_model(&s, frae_model_net(plain), err, sizeof err) &&
+        CHECK(frae_stream_check_model(&s, frae_model_net(plain), err,
+                                      sizeof err) &&
                   strstr(err, "carries pitch"),
               "a pitch stream passed a model without pitch: '%s'", err);
         frae_destroy(plain);
@@ -479,7 +488,8 @@ int test_codec_pitch(void)
 static float *ranged_frames(int nseq, int T, int D, int pitch, uint64_t seed)
 {
     const int W = D + 2 * pitch;
-    float *x = synth(nseq, T, D, seed), *f = malloc(sizeof(float) * nseq * T * W);
+    float *x = synth(nseq, T, D, seed),
+          *f = malloc(sizeof(float) * nseq * T * W);
     for (int i = 0; i < nseq * T; i++) {
         memcpy(f + (size_t)i * W, x + (size_t)i * D, sizeof(float) * D);
         if (pitch) {
@@ -499,9 +509,8 @@ static float *ranged_frames(int nseq, int T, int D, int pitch, uint64_t seed)
  * silent. */
 static size_t encode_ranged_search(const frae_model *m, const float *f,
                                    int nseq, int T, uint32_t packet_frames,
-                                   unsigned char *out, int passes,
-                                   float weight, float *recon,
-                                   const unsigned char *silent,
+                                   unsigned char *out, int passes, float weight,
+                                   float *recon, const unsigned char *silent,
                                    int write_version)
 {
     const frae_config *c = frae_get_config(m);
@@ -556,7 +565,9 @@ static int decode_ranged(const frae_model *m, const frae_stream *s, float *y)
     const int W = c->frame_dim + 2 * c->pitch;
     frae_decoder *d = frae_decoder_create(frae_model_net(m));
     frae_range_dec rd;
-    const unsigned char *at = s->payload, *end = s->payload - frae_stream_header_bytes(s) + s->size;
+    const unsigned char *at = s->payload,
+                        *end =
+                            s->payload - frae_stream_header_bytes(s) + s->size;
     uint32_t k = 0;
     int rc = 0;
     char err[200];
@@ -566,9 +577,8 @@ static int decode_ranged(const frae_model *m, const frae_stream *s, float *y)
             if (t % s->packet_frames == 0) {
                 const unsigned char *pl;
                 size_t n;
-                long used = frae_stream_packet_parse(s, at, (size_t)(end - at),
-                                                     k++, &pl, &n, err,
-                                                     sizeof err);
+                long used = frae_stream_packet_parse(
+                    s, at, (size_t)(end - at), k++, &pl, &n, err, sizeof err);
                 if (used < 0)
                     return -1;
                 at += used;
@@ -594,20 +604,25 @@ int test_codec_ranged(void)
         frae_quantizer q;
         int levels, pitch;
         const char *name;
-        int ar; /* the prior's within-frame autoregression */
+        int ar;           /* the prior's within-frame autoregression */
         int pitch_ranged; /* FRAE_PITCH_CODER_*: how the pitch is coded */
-    } cs[] = {{FRAE_FAMILY_DENSE, FRAE_QUANT_BINARY, 0, 0, "dense binary", 0, 0},
-              {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense uniform 5, pitch", 0, 0},
-              {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, "gru binary, pitch", 0, 0},
-              {FRAE_FAMILY_GRU, FRAE_QUANT_UNIFORM, 9, 0, "gru uniform 9", 0, 0},
-              {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 0, "gru binary, ar", 1, 0},
-              {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense uniform 5, ar", 1, 0},
-              {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, "gru binary, ranged pitch", 1, 1},
-              {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense u5, ranged pitch", 0, 1},
-              {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, "gru binary, envelope pitch", 1,
-               FRAE_PITCH_CODER_ENVELOPE},
-              {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense u5, envelope pitch", 0,
-               FRAE_PITCH_CODER_ENVELOPE}};
+    } cs[] = {
+        {FRAE_FAMILY_DENSE, FRAE_QUANT_BINARY, 0, 0, "dense binary", 0, 0},
+        {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense uniform 5, pitch",
+         0, 0},
+        {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, "gru binary, pitch", 0, 0},
+        {FRAE_FAMILY_GRU, FRAE_QUANT_UNIFORM, 9, 0, "gru uniform 9", 0, 0},
+        {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 0, "gru binary, ar", 1, 0},
+        {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense uniform 5, ar", 1,
+         0},
+        {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, "gru binary, ranged pitch",
+         1, 1},
+        {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1, "dense u5, ranged pitch",
+         0, 1},
+        {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, "gru binary, envelope pitch",
+         1, FRAE_PITCH_CODER_ENVELOPE},
+        {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 5, 1,
+         "dense u5, envelope pitch", 0, FRAE_PITCH_CODER_ENVELOPE}};
     const int nseq = 2, T = 70, D = 7;
     frae_isa isas[3];
     const int nisa = available_isas(isas);
@@ -635,14 +650,17 @@ int test_codec_ranged(void)
         float *y = malloc(sizeof(float) * nseq * T * W);
         frae_forward(m, x, want, nseq, T);
         frae_stats st;
-        frae_step(m, &(frae_batch){.x = x, .nseq = nseq, .nframes = T,
-                                   .kind = FRAE_STEP_EVALUATE}, &st);
+        frae_step(
+            m,
+            &(frae_batch){
+                .x = x, .nseq = nseq, .nframes = T, .kind = FRAE_STEP_EVALUATE},
+            &st);
         unsigned char *buf = malloc(1 << 16);
         size_t size = encode_ranged(m, f, nseq, T, 16, buf);
         frae_stream s;
         char err[256] = "";
-        CHECK(frae_stream_parse(buf, size, &s, err, sizeof err) == 0,
-              "%s: %s", cs[k].name, err);
+        CHECK(frae_stream_parse(buf, size, &s, err, sizeof err) == 0, "%s: %s",
+              cs[k].name, err);
         CHECK(s.version == FRAE_STREAM_VERSION_RANGED && s.packet_frames == 16,
               "version %d, %u frames a packet", s.version, s.packet_frames);
         CHECK(frae_stream_packets(&s) == 10, "%llu packets",
@@ -651,7 +669,8 @@ int test_codec_ranged(void)
         c1.batch = 1;
         for (int i = 0; i < nisa; i++) {
             frae_model *mi = model_on_isa(m, &c1, isas[i]);
-            CHECK(frae_stream_check_model(&s, frae_model_net(mi), err, sizeof err) == 0,
+            CHECK(frae_stream_check_model(&s, frae_model_net(mi), err,
+                                          sizeof err) == 0,
                   "%s", err);
             memset(y, 0, sizeof(float) * nseq * T * W);
             CHECK(decode_ranged(mi, &s, y) == 0, "%s on %s: a frame refused",
@@ -661,12 +680,11 @@ int test_codec_ranged(void)
                 same &= !memcmp(y + (size_t)t * W, want + (size_t)t * D,
                                 sizeof(float) * D);
                 if (c.pitch) /* voicing kept, f0 within the loop's steps */
-                    pitch_ok &= y[(size_t)t * W + D + 1] ==
-                                    f[(size_t)t * W + D + 1] &&
-                                (f[(size_t)t * W + D + 1] == 0.0f ||
-                                 t % T < 8 ||
-                                 fabs(log2(y[(size_t)t * W + D] /
-                                           f[(size_t)t * W + D])) < 0.02);
+                    pitch_ok &=
+                        y[(size_t)t * W + D + 1] == f[(size_t)t * W + D + 1] &&
+                        (f[(size_t)t * W + D + 1] == 0.0f || t % T < 8 ||
+                         fabs(log2(y[(size_t)t * W + D] /
+                                   f[(size_t)t * W + D])) < 0.02);
             }
             CHECK(same, "%s: decoded on %s != frae_forward encoded on %s",
                   cs[k].name, frae_isa_name(mi), frae_isa_name(m));
@@ -683,12 +701,12 @@ int test_codec_ranged(void)
             const unsigned char *pl;
             size_t n;
             starts[i] = at;
-            at += (size_t)frae_stream_packet_parse(&s, buf + at, size - at, i, &pl,
-                                                   &n, err, sizeof err);
+            at += (size_t)frae_stream_packet_parse(&s, buf + at, size - at, i,
+                                                   &pl, &n, err, sizeof err);
             payload_bytes += n;
             CHECK(pl == buf + starts[i] + (n < 128 ? 1 : 2) &&
-                      frae_packet_crc(&s, buf + starts[i], (size_t)(pl - buf) -
-                                                               starts[i] + n, i) ==
+                      frae_packet_crc(&s, buf + starts[i],
+                                      (size_t)(pl - buf) - starts[i] + n, i) ==
                           (buf[pl - buf + n] | buf[pl - buf + n + 1] << 8),
                   "%s: packet %u: a %d-byte length, the payload, a CRC-16 "
                   "over the header, them and the index",
@@ -706,8 +724,8 @@ int test_codec_ranged(void)
         printf("    %-26s %zu bytes: payload %.0f bits, the prior's -log2 p "
                "%.0f bits (+ pitch, at most %.0f)\n",
                cs[k].name, size, payload, st.rate_bits, pitch_bits);
-        CHECK(payload <= st.rate_bits + pitch_bits + 10 * 16 +
-                             0.01 * st.rate_bits,
+        CHECK(payload <=
+                  st.rate_bits + pitch_bits + 10 * 16 + 0.01 * st.rate_bits,
               "%s: %.0f payload bits for %.0f ideal", cs[k].name, payload,
               st.rate_bits);
         CHECK(c.pitch || payload < 0.9 * st.rate_bits,
@@ -718,20 +736,19 @@ int test_codec_ranged(void)
          * packets, coded after the first, equal it coded alone */
         {
             unsigned char *alone = malloc(1 << 16);
-            const size_t n1 = encode_ranged(m, f + (size_t)T * W, 1, T, 16,
-                                            alone);
+            const size_t n1 =
+                encode_ranged(m, f + (size_t)T * W, 1, T, 16, alone);
             frae_stream s1;
             int same = !frae_stream_parse(alone, n1, &s1, err, sizeof err);
             size_t a1 = frae_stream_header_bytes(&s1);
             for (uint32_t i = 0; i < 5 && same; i++) {
                 const unsigned char *pa, *pb;
                 size_t na, nb;
-                a1 += (size_t)frae_stream_packet_parse(&s1, alone + a1, n1 - a1, i,
-                                                       &pa, &na, err,
-                                                       sizeof err);
+                a1 += (size_t)frae_stream_packet_parse(
+                    &s1, alone + a1, n1 - a1, i, &pa, &na, err, sizeof err);
                 frae_stream_packet_parse(&s, buf + starts[5 + i],
-                                         size - starts[5 + i], 5 + i, &pb,
-                                         &nb, err, sizeof err);
+                                         size - starts[5 + i], 5 + i, &pb, &nb,
+                                         err, sizeof err);
                 same = na == nb && !memcmp(pa, pb, na);
             }
             CHECK(same, "%s: sequence 1 codes differently after sequence 0",
@@ -743,14 +760,15 @@ int test_codec_ranged(void)
          * longer by D, L, the code format and its CRC-32 */
         {
             unsigned char *v3 = malloc(1 << 16);
-            const size_t n3 = encode_ranged_search(m, f, nseq, T, 16, v3, 0, 0.0f,
-                                                   NULL, NULL,
-                                                   FRAE_STREAM_VERSION_RANGED_V3);
+            const size_t n3 =
+                encode_ranged_search(m, f, nseq, T, 16, v3, 0, 0.0f, NULL, NULL,
+                                     FRAE_STREAM_VERSION_RANGED_V3);
             frae_stream s3;
             float *y3 = malloc(sizeof(float) * nseq * T * W);
             CHECK(frae_stream_parse(v3, n3, &s3, err, sizeof err) == 0 &&
                       s3.version == 3 &&
-                      frae_stream_check_model(&s3, frae_model_net(m), err, sizeof err) == 0 &&
+                      frae_stream_check_model(&s3, frae_model_net(m), err,
+                                              sizeof err) == 0 &&
                       decode_ranged(m, &s3, y3) == 0 &&
                       decode_ranged(m, &s, y) == 0 &&
                       !memcmp(y3, y, sizeof(float) * nseq * T * W),
@@ -825,7 +843,8 @@ int test_codec_ranged(void)
         cp.prior_hidden = 0, cp.prior_ar = 0, cp.pitch_ranged = 0;
         frae_model *plain = create_or_die(&cp);
         frae_stream_parse(buf, size, &s, err, sizeof err);
-        CHECK(frae_stream_check_model(&s, frae_model_net(plain), err, sizeof err) &&
+        CHECK(frae_stream_check_model(&s, frae_model_net(plain), err,
+                                      sizeof err) &&
                   strstr(err, "no prior"),
               "plain model: '%s'", err);
         frae_destroy(plain);
@@ -869,12 +888,15 @@ int test_codec_dtx(void)
     unsigned char silent[T];
     for (int t = 0; t < T; t++) /* before any coded frame, a pause, a blip */
         silent[t] = t < 3 || (t >= 25 && t < 45) || t == 60 || t == 61;
-    float *recon = malloc(sizeof(float) * T * W), *y = malloc(sizeof(float) * T * W);
-    float *kept = malloc(sizeof(float) * T * D), *want = malloc(sizeof(float) * T * D);
+    float *recon = malloc(sizeof(float) * T * W),
+          *y = malloc(sizeof(float) * T * W);
+    float *kept = malloc(sizeof(float) * T * D),
+          *want = malloc(sizeof(float) * T * D);
     int nk = 0;
     for (int t = 0; t < T; t++)
         if (!silent[t])
-            memcpy(kept + (size_t)nk++ * D, f + (size_t)t * W, sizeof(float) * D);
+            memcpy(kept + (size_t)nk++ * D, f + (size_t)t * W,
+                   sizeof(float) * D);
     frae_forward(m, kept, want, 1, nk);
     unsigned char *buf = malloc(1 << 16);
     const size_t size = encode_dtx(m, f, T, silent, buf, recon);
@@ -895,9 +917,9 @@ int test_codec_dtx(void)
             if (t % 16 == 0) {
                 const unsigned char *pl;
                 size_t n;
-                at += frae_stream_packet_parse(&s, at, size - (size_t)(at - buf),
-                                               (uint32_t)t / 16, &pl, &n, err,
-                                               sizeof err);
+                at += frae_stream_packet_parse(
+                    &s, at, size - (size_t)(at - buf), (uint32_t)t / 16, &pl,
+                    &n, err, sizeof err);
                 frae_range_dec_init(&rd, pl, n);
             }
             bad |= frae_decode_frame_ranged(d, &rd, y + (size_t)t * W);
@@ -916,8 +938,10 @@ int test_codec_dtx(void)
             held &= !memcmp(yt, t < 3 ? mean : yt - W, sizeof(float) * D) &&
                     yt[D] == 0.0f && yt[D + 1] == 0.0f;
         }
-        CHECK(same, "on %s: coded frames != frae_forward without the silent "
-                    "ones", frae_isa_name(mi));
+        CHECK(same,
+              "on %s: coded frames != frae_forward without the silent "
+              "ones",
+              frae_isa_name(mi));
         CHECK(held, "on %s: a silent frame is not the last one held",
               frae_isa_name(mi));
         CHECK(voicing, "on %s: voicing not kept", frae_isa_name(mi));
@@ -962,7 +986,8 @@ int test_codec_dtx(void)
               "a fixed-rate header with the DTX flag");
         const size_t n = frae_stream_bytes(&h);
         unsigned char *v2 = calloc(n, 1);
-        unsigned char *codes = calloc(frae_code_bytes(frae_model_net(plain)) * 4, 1);
+        unsigned char *codes =
+            calloc(frae_code_bytes(frae_model_net(plain)) * 4, 1);
         frae_stream_write(v2, &h, codes);
         v2[7] |= FRAE_STREAM_DTX;
         const uint32_t crc = frae_crc32(v2, n - 4);
@@ -992,8 +1017,7 @@ static void pack_indices(const int *idx, int L, int bits, unsigned char *code,
             code[i / 8] |= (unsigned char)(1u << (i % 8));
 }
 
-static void unpack_indices(const unsigned char *code, int L, int bits,
-                           int *idx)
+static void unpack_indices(const unsigned char *code, int L, int bits, int *idx)
 {
     for (int u = 0; u < L; u++) {
         idx[u] = 0;
@@ -1055,14 +1079,17 @@ int test_codec_search(void)
         unsigned char *codes = malloc(cb * T), *plain = malloc(cb * T);
         unsigned char cand[16];
         float *recon = malloc(sizeof(float) * T * D), out[64], y[64];
-        frae_encoder *e = frae_encoder_create(frae_model_net(m)), *e0 = frae_encoder_create(frae_model_net(m));
-        frae_decoder *d = frae_decoder_create(frae_model_net(m)), *ref = frae_decoder_create(frae_model_net(m));
+        frae_encoder *e = frae_encoder_create(frae_model_net(m)),
+                     *e0 = frae_encoder_create(frae_model_net(m));
+        frae_decoder *d = frae_decoder_create(frae_model_net(m)),
+                     *ref = frae_decoder_create(frae_model_net(m));
         CHECK(frae_encoder_set_search(e, 16, 0.0f) == 0, "search refused");
         double sse_search = 0, sse_plain = 0;
         int same = 1;
         for (int t = 0; t < T; t++) {
             const float *xt = x + (size_t)t * D;
-            frae_encode_frame(e, xt, codes + (size_t)t * cb, recon + (size_t)t * D);
+            frae_encode_frame(e, xt, codes + (size_t)t * cb,
+                              recon + (size_t)t * D);
             frae_encode_frame(e0, xt, plain + (size_t)t * cb, y);
             CHECK(frae_decode_frame(d, codes + (size_t)t * cb, out) == 0,
                   "a searched code refused");
@@ -1081,13 +1108,14 @@ int test_codec_search(void)
             const float *xt = x + (size_t)t * D;
             const double chosen = replay_distortion(
                 ref, codes, cb, t, codes + (size_t)t * cb, xt, D);
-            changed += memcmp(codes + (size_t)t * cb, plain + (size_t)t * cb,
-                              cb) != 0;
+            changed +=
+                memcmp(codes + (size_t)t * cb, plain + (size_t)t * cb, cb) != 0;
             for (int u = 0; u < L; u++)
                 for (int dir = -1; dir <= 1; dir += 2) {
                     unpack_indices(codes + (size_t)t * cb, L, cs[k].bits, idx);
                     const int top = c.quantizer == FRAE_QUANT_BINARY
-                                        ? 1 : c.quant_levels - 1;
+                                        ? 1
+                                        : c.quant_levels - 1;
                     idx[u] = c.quantizer == FRAE_QUANT_BINARY ? 1 - idx[u]
                                                               : idx[u] + dir;
                     if (idx[u] < 0 || idx[u] > top ||
@@ -1099,11 +1127,14 @@ int test_codec_search(void)
                              chosen;
                 }
         }
-        CHECK(worse == 0, "%s: %d of %d one-level moves decode closer than "
-              "the search's choice", cs[k].name, worse, tried);
+        CHECK(worse == 0,
+              "%s: %d of %d one-level moves decode closer than "
+              "the search's choice",
+              cs[k].name, worse, tried);
         CHECK(changed > 0 && sse_search < sse_plain,
               "%s: the search changed %d frames, squared error %.4g against "
-              "%.4g", cs[k].name, changed, sse_search, sse_plain);
+              "%.4g",
+              cs[k].name, changed, sse_search, sse_plain);
         printf("    %-16s decoded == the encoder's frames; %d one-level moves, "
                "none closer; squared error %.4g against %.4g with the "
                "network's codes\n",
@@ -1130,22 +1161,27 @@ int test_codec_search(void)
         perturb_params(m, NULL);
         const int W = D + 2 * c.pitch, n = 70;
         float *f = ranged_frames(1, n, D, c.pitch, 80 + k);
-        float *recon = malloc(sizeof(float) * n * W), *y = malloc(sizeof(float) * n * W);
+        float *recon = malloc(sizeof(float) * n * W),
+              *y = malloc(sizeof(float) * n * W);
         unsigned char *buf = malloc(1 << 16), *other = malloc(1 << 16);
         const size_t plain = encode_ranged(m, f, 1, n, 16, buf);
-        const size_t size = encode_ranged_search(m, f, 1, n, 16, buf, 2, 0.5f, recon,
-                                                 NULL, 0);
+        const size_t size =
+            encode_ranged_search(m, f, 1, n, 16, buf, 2, 0.5f, recon, NULL, 0);
         frae_stream s;
         char err[256] = "";
-        CHECK(frae_stream_parse(buf, size, &s, err, sizeof err) == 0, "%s", err);
+        CHECK(frae_stream_parse(buf, size, &s, err, sizeof err) == 0, "%s",
+              err);
         CHECK(decode_ranged(m, &s, y) == 0, "a searched stream refused");
         int same = 1;
         for (int t = 0; t < n; t++)
             same &= !memcmp(y + (size_t)t * W, recon + (size_t)t * W,
                             sizeof(float) * D);
-        CHECK(same, "ranged %d: the decoder's frames differ from the encoder's", k);
-        CHECK(size < plain, "ranged %d: %zu bytes with the search's rate weight, "
-              "%zu without", k, size, plain);
+        CHECK(same, "ranged %d: the decoder's frames differ from the encoder's",
+              k);
+        CHECK(size < plain,
+              "ranged %d: %zu bytes with the search's rate weight, "
+              "%zu without",
+              k, size, plain);
         for (int i = 1; i < nisa; i++) {
             frae_model *mi = model_on_isa(m, &c, isas[i]);
             const size_t si = encode_ranged_search(mi, f, 1, n, 16, other, 2,

@@ -97,8 +97,10 @@ int test_sizes(void)
     /* FTZ/DAZ inside frae's calls; the caller's MXCSR comes back intact */
     unsigned int csr = _mm_getcsr();
     float *xs = synth(1, 3, 80, 1), *ys = malloc(sizeof(float) * 3 * 80);
-    frae_step(m, &(frae_batch){.x = xs, .nseq = 1, .nframes = 3,
-                               .kind = FRAE_STEP_TRAIN}, NULL);
+    frae_step(m,
+              &(frae_batch){
+                  .x = xs, .nseq = 1, .nframes = 3, .kind = FRAE_STEP_TRAIN},
+              NULL);
     frae_reset(m);
     frae_forward(m, xs, ys, 1, 3);
     CHECK(_mm_getcsr() == csr, "MXCSR changed from %#x to %#x", csr,
@@ -111,15 +113,18 @@ int test_sizes(void)
     m = create_or_die(&c);
     CHECK(frae_bits_per_frame(m) == 16, "bits binary");
     CHECK(frae_bytes_allocated(m) < train_bytes / 2,
-          "inference model is not smaller: %zu vs %zu",
-          frae_bytes_allocated(m), train_bytes);
+          "inference model is not smaller: %zu vs %zu", frae_bytes_allocated(m),
+          train_bytes);
     float *g = malloc(sizeof(float) * frae_param_count(m));
     g[0] = 1.0f;
     frae_get_grads(m, g); /* inference-only: zeros */
     CHECK(g[0] == 0.0f, "inference model has gradients");
-    CHECK(frae_step(m, &(frae_batch){.x = g, .nseq = 1, .nframes = 1,
-                                     .kind = FRAE_STEP_TRAIN}, NULL) == -1,
-          "inference model trained");
+    CHECK(
+        frae_step(m,
+                  &(frae_batch){
+                      .x = g, .nseq = 1, .nframes = 1, .kind = FRAE_STEP_TRAIN},
+                  NULL) == -1,
+        "inference model trained");
     free(g);
     frae_destroy(m);
     c.quantizer = FRAE_QUANT_UNIFORM;
@@ -152,8 +157,10 @@ int test_sizes(void)
     float mx = 0;
     for (size_t i = 0; i < 400 * 512; i++)
         mx = pa[i] > mx ? pa[i] : mx;
-    CHECK(mx <= 0.0811108f && mx > 0.080f, "first-layer max %g not at the Glorot "
-          "limit 0.08111", mx);
+    CHECK(mx <= 0.0811108f && mx > 0.080f,
+          "first-layer max %g not at the Glorot "
+          "limit 0.08111",
+          mx);
     free(pa), free(pb), free(pd);
     frae_destroy(a), frae_destroy(b), frae_destroy(d);
     return failures;

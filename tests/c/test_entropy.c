@@ -39,8 +39,8 @@ int test_pmf_quantizer(void)
         int n = 1 + (int)(next(&s) % 299);
         for (int i = 0; i < n; i++) /* skewed, with zeros and junk */
             p[i] = trial % 7 == 0 ? 0.0f
-                   : i % 11 == 3   ? (trial % 2 ? NAN : -1.0f)
-                                   : (float)pow(unit(&s), 4.0);
+                   : i % 11 == 3  ? (trial % 2 ? NAN : -1.0f)
+                                  : (float)pow(unit(&s), 4.0);
         CHECK(!frae_quantize_pmf(p, n, f), "n %d refused", n);
         uint64_t sum = 0;
         int zero = 0;
@@ -54,8 +54,10 @@ int test_pmf_quantizer(void)
     for (int i = 0; i < 4; i++)
         p[i] = 0.0f;
     frae_quantize_pmf(p, 4, f);
-    CHECK(f[0] == T / 4 && f[1] == T / 4 && f[3] == T / 4, "all zero: not uniform");
-    CHECK(frae_quantize_pmf(p, 0, f) == -1 && frae_quantize_pmf(p, 1 << 15, f) == -1,
+    CHECK(f[0] == T / 4 && f[1] == T / 4 && f[3] == T / 4,
+          "all zero: not uniform");
+    CHECK(frae_quantize_pmf(p, 0, f) == -1 &&
+              frae_quantize_pmf(p, 1 << 15, f) == -1,
           "bad alphabet sizes accepted");
     return failures;
 }
@@ -76,7 +78,7 @@ int test_range_coder(void)
         /* k < 5: random skewed distributions; 5: one symbol at 2^15 - 1
          * (long zero runs); 6: a Laplace-like one */
         for (int i = 0; i < n; i++)
-            p[i] = k == 5 ? (i == 0 ? 1.0f : 0.0f)
+            p[i] = k == 5   ? (i == 0 ? 1.0f : 0.0f)
                    : k == 6 ? (float)exp(-fabs(i - 1.5) * 1.7)
                             : (float)pow(unit(&s), 3.0);
         frae_quantize_pmf(p, n, f);
@@ -99,11 +101,14 @@ int test_range_coder(void)
         double excess = bytes * 8.0 - ideal;
         worst_excess = fmax(worst_excess, excess);
         /* within 40 bits of the ideal code length, whatever the count */
-        CHECK(excess < 40, "alphabet %d: %zu bytes, %.1f bits over the ideal "
-              "%.1f", n, bytes, excess, ideal);
+        CHECK(excess < 40,
+              "alphabet %d: %zu bytes, %.1f bits over the ideal "
+              "%.1f",
+              n, bytes, excess, ideal);
     }
     printf("    7 alphabets x %d symbols: round trips exact, at most %.1f bits "
-           "over the ideal code length\n", N, worst_excess);
+           "over the ideal code length\n",
+           N, worst_excess);
     /* nothing coded: no bytes; a buffer too small: 0, never past it */
     frae_range_enc e;
     frae_range_enc_init(&e, buf, 16);
@@ -142,6 +147,7 @@ int test_range_decoder_garbage(void)
     }
     CHECK(bad == 0, "%d symbols out of range from garbage", bad);
     printf("    2000 random streams x 500 symbols: all in range, %d flagged "
-           "corrupt\n", flagged);
+           "corrupt\n",
+           flagged);
     return failures;
 }

@@ -116,29 +116,119 @@ typedef struct {
     int prior;
     frae_quantizer quantizer;
     int levels;
-    int targets; /* trained toward targets other than the inputs */
+    int targets;  /* trained toward targets other than the inputs */
     int prior_ar; /* the prior's within-frame autoregression */
 } fixture_set;
 
 static const fixture_set fixture_sets[] = {
-    {"tests/fixtures/small.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2, {6, 7},
-     0, FRAE_QUANT_NONE, 0, 0, 0},
-    {"tests/fixtures/gru.bin", FRAE_FAMILY_GRU, 2, 2, {7, 6}, 2, {6, 7},
-     0, FRAE_QUANT_NONE, 0, 0, 0},
-    {"tests/fixtures/gru_k0.bin", FRAE_FAMILY_GRU, 0, 1, {7}, 1, {6},
-     0, FRAE_QUANT_NONE, 0, 0, 0},
-    {"tests/fixtures/prior_dense.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2,
-     {6, 7}, 4, FRAE_QUANT_BINARY, 0, 0, 0},
-    {"tests/fixtures/prior_gru.bin", FRAE_FAMILY_GRU, 0, 1, {7}, 1, {6},
-     4, FRAE_QUANT_UNIFORM, 5, 0, 0},
-    {"tests/fixtures/prior_ar_dense.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2,
-     {6, 7}, 4, FRAE_QUANT_BINARY, 0, 0, 1},
-    {"tests/fixtures/prior_ar_gru.bin", FRAE_FAMILY_GRU, 0, 1, {7}, 1, {6},
-     4, FRAE_QUANT_UNIFORM, 5, 0, 1},
-    {"tests/fixtures/targets_dense.bin", FRAE_FAMILY_DENSE, 2, 2, {7, 6}, 2,
-     {6, 7}, 0, FRAE_QUANT_NONE, 0, 1, 0},
-    {"tests/fixtures/targets_gru.bin", FRAE_FAMILY_GRU, 2, 2, {7, 6}, 2,
-     {6, 7}, 0, FRAE_QUANT_NONE, 0, 1, 0},
+    {"tests/fixtures/small.bin",
+     FRAE_FAMILY_DENSE,
+     2,
+     2,
+     {7, 6},
+     2,
+     {6, 7},
+     0,
+     FRAE_QUANT_NONE,
+     0,
+     0,
+     0},
+    {"tests/fixtures/gru.bin",
+     FRAE_FAMILY_GRU,
+     2,
+     2,
+     {7, 6},
+     2,
+     {6, 7},
+     0,
+     FRAE_QUANT_NONE,
+     0,
+     0,
+     0},
+    {"tests/fixtures/gru_k0.bin",
+     FRAE_FAMILY_GRU,
+     0,
+     1,
+     {7},
+     1,
+     {6},
+     0,
+     FRAE_QUANT_NONE,
+     0,
+     0,
+     0},
+    {"tests/fixtures/prior_dense.bin",
+     FRAE_FAMILY_DENSE,
+     2,
+     2,
+     {7, 6},
+     2,
+     {6, 7},
+     4,
+     FRAE_QUANT_BINARY,
+     0,
+     0,
+     0},
+    {"tests/fixtures/prior_gru.bin",
+     FRAE_FAMILY_GRU,
+     0,
+     1,
+     {7},
+     1,
+     {6},
+     4,
+     FRAE_QUANT_UNIFORM,
+     5,
+     0,
+     0},
+    {"tests/fixtures/prior_ar_dense.bin",
+     FRAE_FAMILY_DENSE,
+     2,
+     2,
+     {7, 6},
+     2,
+     {6, 7},
+     4,
+     FRAE_QUANT_BINARY,
+     0,
+     0,
+     1},
+    {"tests/fixtures/prior_ar_gru.bin",
+     FRAE_FAMILY_GRU,
+     0,
+     1,
+     {7},
+     1,
+     {6},
+     4,
+     FRAE_QUANT_UNIFORM,
+     5,
+     0,
+     1},
+    {"tests/fixtures/targets_dense.bin",
+     FRAE_FAMILY_DENSE,
+     2,
+     2,
+     {7, 6},
+     2,
+     {6, 7},
+     0,
+     FRAE_QUANT_NONE,
+     0,
+     1,
+     0},
+    {"tests/fixtures/targets_gru.bin",
+     FRAE_FAMILY_GRU,
+     2,
+     2,
+     {7, 6},
+     2,
+     {6, 7},
+     0,
+     FRAE_QUANT_NONE,
+     0,
+     1,
+     0},
 };
 
 /* The kind of check a set is for: 0 plain, 1 a prior, 2 targets. */
@@ -167,8 +257,8 @@ static void flat_from_torch(const fixtures *fx, const char *prefix,
         const int out = (int)t->dims[0], in = (int)t->dims[1];
         for (int i = 0; i < in; i++)
             for (int o = 0; o < out; o++)
-                *dst++ = t->data[(size_t)frae_keras_col(e[k].gru, o, out) * in +
-                                 i];
+                *dst++ =
+                    t->data[(size_t)frae_keras_col(e[k].gru, o, out) * in + i];
     }
 }
 
@@ -217,17 +307,20 @@ static int check_scalar(const char *what, double got, double ref)
  * feedback mode `mode`, against fixtures loss.<mode>, grad.<mode>.*; ref
  * keeps torch's gradients. */
 static int check_grads(const frae_config *cm, const float *init,
-                       const fixtures *fx, const fix_tensor *x, int nseq,
-                       int T, const char *mode, int rate, float *got,
-                       float *ref)
+                       const fixtures *fx, const fix_tensor *x, int nseq, int T,
+                       const char *mode, int rate, float *got, float *ref)
 {
     int failures = 0;
     char name[64];
     frae_model *m = create_or_die(cm);
     frae_set_params(m, init);
     frae_stats st;
-    frae_step(m, &(frae_batch){.x = x->data, .nseq = nseq, .nframes = T,
-                               .kind = FRAE_STEP_GRADIENTS}, &st);
+    frae_step(m,
+              &(frae_batch){.x = x->data,
+                            .nseq = nseq,
+                            .nframes = T,
+                            .kind = FRAE_STEP_GRADIENTS},
+              &st);
     snprintf(name, sizeof name, "loss.%s", mode);
     failures += check_scalar(name, st.mse, get(fx, name)->data[0]);
     if (rate) {
@@ -259,17 +352,20 @@ static int check_update(const frae_model *m, const fixtures *fx,
  * frames, two steps, a backward pass in chunks of one frame), against
  * adam3.<mode>.* and tbptt.<mode>.*: the updates, not the parameters. */
 static int check_steps(const frae_config *cm, const float *init,
-                       const fixtures *fx, const fix_tensor *x, int nseq,
-                       int T, const char *mode, int rate, float *got,
-                       float *ref)
+                       const fixtures *fx, const fix_tensor *x, int nseq, int T,
+                       const char *mode, int rate, float *got, float *ref)
 {
     int failures = 0;
     char name[64];
     frae_model *m = create_or_die(cm);
     frae_set_params(m, init);
     for (int s = 0; s < 3; s++)
-        frae_step(m, &(frae_batch){.x = x->data, .nseq = nseq, .nframes = T,
-                                   .kind = FRAE_STEP_TRAIN}, NULL);
+        frae_step(m,
+                  &(frae_batch){.x = x->data,
+                                .nseq = nseq,
+                                .nframes = T,
+                                .kind = FRAE_STEP_TRAIN},
+                  NULL);
     snprintf(name, sizeof name, "adam3.%s.", mode);
     failures += check_update(m, fx, name, cm, init, got, ref);
     frae_destroy(m);
@@ -280,8 +376,11 @@ static int check_steps(const frae_config *cm, const float *init,
     m = create_or_die(&ct);
     frae_set_params(m, init);
     frae_stats st;
-    frae_step(m, &(frae_batch){.x = x->data, .nseq = nseq, .nframes = T,
-                               .kind = FRAE_STEP_TRAIN}, &st);
+    frae_step(
+        m,
+        &(frae_batch){
+            .x = x->data, .nseq = nseq, .nframes = T, .kind = FRAE_STEP_TRAIN},
+        &st);
     CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
     snprintf(name, sizeof name, "tbptt.%s.loss", mode);
     failures += check_scalar(name, st.mse, get(fx, name)->data[0]);
@@ -328,8 +427,7 @@ static int open_set(const fixture_set *fs, frae_isa isa, int threads,
 
 /* Every set of a kind (set_kind), on every instruction set and thread
  * count. */
-static int each_set(int kind,
-                    int (*on)(const fixture_set *, frae_isa, int))
+static int each_set(int kind, int (*on)(const fixture_set *, frae_isa, int))
 {
     int failures = 0;
     frae_isa isas[3];
@@ -386,8 +484,7 @@ static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
     int failures = 0;
     fixtures fx;
     frae_config c;
-    CHECK(open_set(fs, isa, threads, &fx, &c) == 0, "cannot read %s",
-          fs->path);
+    CHECK(open_set(fs, isa, threads, &fx, &c) == 0, "cannot read %s", fs->path);
     if (failures)
         return failures;
     const fix_tensor *x = get(&fx, "x");
@@ -450,9 +547,12 @@ static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
         float *acc = calloc(np, sizeof(float));
         size_t per = x->count / nseq;
         for (int sq = 0; sq < nseq; sq++) {
-            frae_step(m1, &(frae_batch){.x = x->data + sq * per, .nseq = 1,
-                                        .nframes = T,
-                                        .kind = FRAE_STEP_GRADIENTS}, NULL);
+            frae_step(m1,
+                      &(frae_batch){.x = x->data + sq * per,
+                                    .nseq = 1,
+                                    .nframes = T,
+                                    .kind = FRAE_STEP_GRADIENTS},
+                      NULL);
             frae_get_grads(m1, got);
             for (size_t i = 0; i < np; i++)
                 acc[i] += got[i] / (float)nseq;
@@ -475,8 +575,7 @@ static int prior_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
     int failures = 0;
     fixtures fx;
     frae_config c;
-    CHECK(open_set(fs, isa, threads, &fx, &c) == 0, "cannot read %s",
-          fs->path);
+    CHECK(open_set(fs, isa, threads, &fx, &c) == 0, "cannot read %s", fs->path);
     if (failures)
         return failures;
     const fix_tensor *x = get(&fx, "x");
@@ -485,8 +584,8 @@ static int prior_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
     float *init = malloc(4 * np), *ref = malloc(4 * np), *got = malloc(4 * np);
     float *y = malloc(4 * x->count);
     flat_from_torch(&fx, "param.", &c, init);
-    failures += check_forward(&c, init, x->data, nseq, T, get(&fx, "y")->data,
-                              "y", y);
+    failures +=
+        check_forward(&c, init, x->data, nseq, T, get(&fx, "y")->data, "y", y);
     /* the rate of the forward pass, batched and one sequence at a time */
     for (int one = 0; one <= 1; one++) {
         frae_config cc = c;
@@ -497,14 +596,17 @@ static int prior_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
         const size_t per = x->count / (size_t)nseq;
         frae_stats st;
         for (int sq = 0; sq < (one ? nseq : 1); sq++) {
-            frae_step(m, &(frae_batch){.x = x->data + sq * per,
-                                       .nseq = one ? 1 : nseq, .nframes = T,
-                                       .kind = FRAE_STEP_EVALUATE}, &st);
+            frae_step(m,
+                      &(frae_batch){.x = x->data + sq * per,
+                                    .nseq = one ? 1 : nseq,
+                                    .nframes = T,
+                                    .kind = FRAE_STEP_EVALUATE},
+                      &st);
             bits += st.rate_bits;
         }
-        failures += check_scalar(one ? "rate (batch 1)" : "rate",
-                                 bits / ((double)nseq * T),
-                                 get(&fx, "rate")->data[0]);
+        failures +=
+            check_scalar(one ? "rate (batch 1)" : "rate",
+                         bits / ((double)nseq * T), get(&fx, "rate")->data[0]);
         frae_destroy(m);
     }
     for (int full = 0; full <= 1; full++) {
@@ -528,14 +630,12 @@ int test_prior_fixtures(void) { return each_set(1, prior_fixtures_on); }
 /* The loss against the target, three Adam steps on one window and
  * truncated BPTT (windows of 4 and 2, a backward pass in chunks of one
  * frame), against the fixtures: the updates, not the parameters. */
-static int targets_fixtures_on(const fixture_set *fs, frae_isa isa,
-                               int threads)
+static int targets_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
 {
     int failures = 0;
     fixtures fx;
     frae_config c;
-    CHECK(open_set(fs, isa, threads, &fx, &c) == 0, "cannot read %s",
-          fs->path);
+    CHECK(open_set(fs, isa, threads, &fx, &c) == 0, "cannot read %s", fs->path);
     if (failures)
         return failures;
     const fix_tensor *x = get(&fx, "x"), *tg = get(&fx, "target");
@@ -547,10 +647,14 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa,
     frae_model *m = create_or_die(&c);
     frae_set_params(m, init);
     frae_reset(m);
-    CHECK(frae_step(m, &(frae_batch){.x = x->data, .targets = tg->data,
-                                     .nseq = nseq, .nframes = T,
-                                     .continued = 1,
-                                     .kind = FRAE_STEP_EVALUATE}, &st) == 0,
+    CHECK(frae_step(m,
+                    &(frae_batch){.x = x->data,
+                                  .targets = tg->data,
+                                  .nseq = nseq,
+                                  .nframes = T,
+                                  .continued = 1,
+                                  .kind = FRAE_STEP_EVALUATE},
+                    &st) == 0,
           "eval with targets refused");
     failures += check_scalar("loss", st.mse, get(&fx, "loss")->data[0]);
     frae_destroy(m);
@@ -563,9 +667,13 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa,
         frae_set_params(m, init);
         for (int s = 0; s < 3; s++) {
             frae_reset(m);
-            frae_step(m, &(frae_batch){.x = x->data, .targets = tg->data,
-                                       .nseq = nseq, .nframes = T,
-                                       .continued = 1, .kind = FRAE_STEP_TRAIN},
+            frae_step(m,
+                      &(frae_batch){.x = x->data,
+                                    .targets = tg->data,
+                                    .nseq = nseq,
+                                    .nframes = T,
+                                    .continued = 1,
+                                    .kind = FRAE_STEP_TRAIN},
                       NULL);
         }
         snprintf(name, sizeof name, "adam3.%s.", mode);
@@ -578,9 +686,14 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa,
         m = create_or_die(&ct);
         frae_set_params(m, init);
         frae_reset(m);
-        frae_step(m, &(frae_batch){.x = x->data, .targets = tg->data,
-                                   .nseq = nseq, .nframes = T, .continued = 1,
-                                   .kind = FRAE_STEP_TRAIN}, &st);
+        frae_step(m,
+                  &(frae_batch){.x = x->data,
+                                .targets = tg->data,
+                                .nseq = nseq,
+                                .nframes = T,
+                                .continued = 1,
+                                .kind = FRAE_STEP_TRAIN},
+                  &st);
         CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
         snprintf(name, sizeof name, "tbptt.%s.loss", mode);
         failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
@@ -593,9 +706,13 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa,
     cn.targets = 0;
     m = create_or_die(&cn);
     frae_reset(m);
-    CHECK(frae_step(m, &(frae_batch){.x = x->data, .targets = tg->data,
-                                     .nseq = nseq, .nframes = T,
-                                     .continued = 1, .kind = FRAE_STEP_TRAIN},
+    CHECK(frae_step(m,
+                    &(frae_batch){.x = x->data,
+                                  .targets = tg->data,
+                                  .nseq = nseq,
+                                  .nframes = T,
+                                  .continued = 1,
+                                  .kind = FRAE_STEP_TRAIN},
                     NULL) == -1,
           "a model without cfg.targets trained toward targets");
     frae_destroy(m);

@@ -123,11 +123,11 @@ int test_npy_reader(void)
               "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 4), }", f32,
               48, 1);
     write_npy(tmp_path("bigend.npy"),
-              "{'descr': '>f4', 'fortran_order': False, 'shape': (3, 4), }", f32,
-              48, 1);
+              "{'descr': '>f4', 'fortran_order': False, 'shape': (3, 4), }",
+              f32, 48, 1);
     write_npy(tmp_path("int.npy"),
-              "{'descr': '<i4', 'fortran_order': False, 'shape': (3, 4), }", f32,
-              48, 1);
+              "{'descr': '<i4', 'fortran_order': False, 'shape': (3, 4), }",
+              f32, 48, 1);
     write_npy(tmp_path("trunc.npy"),
               "{'descr': '<f4', 'fortran_order': False, 'shape': (30, 4), }",
               f32, 48, 1);
@@ -138,8 +138,8 @@ int test_npy_reader(void)
               "{'descr': '<f4', 'fortran_order': False, 'shape': (12,), }", f32,
               48, 1);
     write_npy(tmp_path("version.npy"),
-              "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }", f32,
-              48, 7);
+              "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }",
+              f32, 48, 7);
     FILE *f = fopen(tmp_path("magic.npy"), "wb");
     fputs("PK\3\4 this is a zip, not an npy file", f);
     fclose(f);
@@ -252,8 +252,7 @@ int test_bad_checkpoints(void)
     frae_model *m = small_model();
     char good[256];
     snprintf(good, sizeof good, "%s", tmp_path("good.safetensors"));
-    CHECK(!frae_save(m, good, 1, NULL, 0, NULL, 0, err, sizeof err), "%s",
-          err);
+    CHECK(!frae_save(m, good, 1, NULL, 0, NULL, 0, err, sizeof err), "%s", err);
     CHECK(!*ckpt_error(good), "a good checkpoint fails: %s", ckpt_error(good));
     long n;
     unsigned char *b = slurp(good, &n);
@@ -267,7 +266,8 @@ int test_bad_checkpoints(void)
     memcpy(c, b, (size_t)n);
     c[8] = '['; /* the header's opening brace: breaks the JSON */
     spit(tmp_path("json.safetensors"), c, n);
-    spit(tmp_path("garbage.safetensors"), (const unsigned char *)"\xff\xff\xff\xff\xff\xff\xff\x7f garbage", 17);
+    spit(tmp_path("garbage.safetensors"),
+         (const unsigned char *)"\xff\xff\xff\xff\xff\xff\xff\x7f garbage", 17);
     /* foreign: valid safetensors, no frae metadata */
     float w[4] = {1, 2, 3, 4};
     st_out_tensor t = {"weight", ST_F32, 2, {2, 2}, w};
@@ -325,8 +325,7 @@ int test_bad_checkpoints(void)
         memcpy(c, b, (size_t)n);
         int flips = 1 + (int)(rnd64(&s) % 4);
         for (int k = 0; k < flips; k++)
-            c[rnd64(&s) % (uint64_t)hlen] =
-                (unsigned char)rnd64(&s);
+            c[rnd64(&s) % (uint64_t)hlen] = (unsigned char)rnd64(&s);
         frae_safetensors st;
         if (frae_st_parse(c, (size_t)n, "fuzz", &st, err, sizeof err))
             continue;
@@ -381,8 +380,7 @@ int test_atomic_save_under_kill(void)
     frae_config c;
     frae_config_default(&c); /* 7 MB with the optimizer: slow enough */
     frae_model *m = create_or_die(&c);
-    CHECK(!frae_save(m, path, 1, NULL, 0, NULL, 0, err, sizeof err), "%s",
-          err);
+    CHECK(!frae_save(m, path, 1, NULL, 0, NULL, 0, err, sizeof err), "%s", err);
     int killed_mid = 0;
     for (int round = 0; round < 12; round++) {
         pid_t pid = fork();
@@ -392,7 +390,8 @@ int test_atomic_save_under_kill(void)
         }
         /* wait for the child to be inside a write (its temp file exists),
          * then kill it a little later: early, midway or at the end */
-        for (int w = 0; w < 2000 && !tmp_exists(tmpdir, "killed.safetensors.tmp-"); w++) {
+        for (int w = 0;
+             w < 2000 && !tmp_exists(tmpdir, "killed.safetensors.tmp-"); w++) {
             struct timespec ms = {0, 1000000L};
             nanosleep(&ms, NULL);
         }

@@ -19,7 +19,7 @@ typedef struct {
     const char *label;
     int relu_batch1; /* ReLU and one sequence: the sparse one-row path */
     frae_family family;
-    int prior; /* a prior of this width, and a rate term */
+    int prior;    /* a prior of this width, and a rate term */
     int prior_ar; /* ... with its within-frame autoregression */
 } grad_case;
 
@@ -61,14 +61,19 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     double *qoff = malloc(sizeof(double) * nseq * T * c.latent_dim);
 
     frae_stats st;
-    CHECK(frae_step(m, &(frae_batch){.x = x, .nseq = nseq, .nframes = T,
-                                     .kind = FRAE_STEP_GRADIENTS},
-                    &st) == 0, "compute_grads failed");
+    CHECK(frae_step(m,
+                    &(frae_batch){.x = x,
+                                  .nseq = nseq,
+                                  .nframes = T,
+                                  .kind = FRAE_STEP_GRADIENTS},
+                    &st) == 0,
+          "compute_grads failed");
     frae_get_grads(m, grad);
-    double loss = naive_forward_d(&c, pd, x, nseq, T, y, NULL, hist, NULL, qoff);
+    double loss =
+        naive_forward_d(&c, pd, x, nseq, T, y, NULL, hist, NULL, qoff);
     const double objective = st.mse + (double)c.rate_lambda * st.rate;
-    CHECK(fabs(loss - objective) <= 1e-5 * loss,
-          "%s: loss %.9g vs naive %.9g", g->label, objective, loss);
+    CHECK(fabs(loss - objective) <= 1e-5 * loss, "%s: loss %.9g vs naive %.9g",
+          g->label, objective, loss);
 
     const int detached = g->feedback == FRAE_FEEDBACK_DETACHED;
     const int ste = g->quant != FRAE_QUANT_NONE;
@@ -76,13 +81,13 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     for (size_t i = 0; i < n; i++) {
         double keep = pd[i];
         pd[i] = keep + h;
-        double lp = naive_forward_d(&c, pd, x, nseq, T, y,
-                                    detached ? hist : NULL, NULL,
-                                    ste ? qoff : NULL, NULL);
+        double lp =
+            naive_forward_d(&c, pd, x, nseq, T, y, detached ? hist : NULL, NULL,
+                            ste ? qoff : NULL, NULL);
         pd[i] = keep - h;
-        double lm = naive_forward_d(&c, pd, x, nseq, T, y,
-                                    detached ? hist : NULL, NULL,
-                                    ste ? qoff : NULL, NULL);
+        double lm =
+            naive_forward_d(&c, pd, x, nseq, T, y, detached ? hist : NULL, NULL,
+                            ste ? qoff : NULL, NULL);
         pd[i] = keep;
         fd[i] = (lp - lm) / (2 * h);
     }
@@ -100,8 +105,7 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
         worst = fmax(worst, r);
         off += count;
     }
-    printf("    %-30s %2d tensors, worst rel diff %.2e\n", g->label, ne,
-           worst);
+    printf("    %-30s %2d tensors, worst rel diff %.2e\n", g->label, ne, worst);
     *n_out = n;
     frae_destroy(m);
     free(pf), free(grad), free(pd), free(x), free(y), free(hist), free(qoff);
@@ -112,7 +116,14 @@ int test_gradcheck_detached(void)
 {
     double fd[4096];
     size_t n;
-    grad_case g = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "detached", 0, FRAE_FAMILY_DENSE, 0, 0};
+    grad_case g = {FRAE_FEEDBACK_DETACHED,
+                   FRAE_QUANT_NONE,
+                   0,
+                   "detached",
+                   0,
+                   FRAE_FAMILY_DENSE,
+                   0,
+                   0};
     return gradcheck(&g, fd, &n);
 }
 
@@ -123,9 +134,23 @@ int test_gradcheck_full(void)
     int failures = 0;
     double fd_full[4096], fd_det[4096];
     size_t n;
-    grad_case g = {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "full", 0, FRAE_FAMILY_DENSE, 0, 0};
+    grad_case g = {FRAE_FEEDBACK_FULL,
+                   FRAE_QUANT_NONE,
+                   0,
+                   "full",
+                   0,
+                   FRAE_FAMILY_DENSE,
+                   0,
+                   0};
     failures += gradcheck(&g, fd_full, &n);
-    grad_case d = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "detached", 0, FRAE_FAMILY_DENSE, 0, 0};
+    grad_case d = {FRAE_FEEDBACK_DETACHED,
+                   FRAE_QUANT_NONE,
+                   0,
+                   "detached",
+                   0,
+                   FRAE_FAMILY_DENSE,
+                   0,
+                   0};
     failures += gradcheck(&d, fd_det, &n);
     float tmp[4096];
     for (size_t i = 0; i < n; i++)
@@ -142,8 +167,10 @@ int test_gradcheck_relu_batch1(void)
     double fd[4096];
     size_t n;
     const grad_case cs[] = {
-        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "relu batch 1, detached", 1, FRAE_FAMILY_DENSE, 0, 0},
-        {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "relu batch 1, full", 1, FRAE_FAMILY_DENSE, 0, 0},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "relu batch 1, detached",
+         1, FRAE_FAMILY_DENSE, 0, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "relu batch 1, full", 1,
+         FRAE_FAMILY_DENSE, 0, 0},
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
         failures += gradcheck(&cs[i], fd, &n);
@@ -156,10 +183,14 @@ int test_gradcheck_straight_through(void)
     double fd[4096];
     size_t n;
     const grad_case cs[] = {
-        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "binary, detached", 0, FRAE_FAMILY_DENSE, 0, 0},
-        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "binary, full", 0, FRAE_FAMILY_DENSE, 0, 0},
-        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 5, "uniform 5, detached", 0, FRAE_FAMILY_DENSE, 0, 0},
-        {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 5, "uniform 5, full", 0, FRAE_FAMILY_DENSE, 0, 0},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "binary, detached", 0,
+         FRAE_FAMILY_DENSE, 0, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "binary, full", 0,
+         FRAE_FAMILY_DENSE, 0, 0},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 5, "uniform 5, detached",
+         0, FRAE_FAMILY_DENSE, 0, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 5, "uniform 5, full", 0,
+         FRAE_FAMILY_DENSE, 0, 0},
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
         failures += gradcheck(&cs[i], fd, &n);
@@ -174,10 +205,22 @@ int test_gradcheck_gru(void)
     int failures = 0;
     double fd_full[4096], fd_det[4096], fd[4096];
     size_t n;
-    grad_case full = {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "gru full", 0,
-                      FRAE_FAMILY_GRU, 0, 0};
-    grad_case det = {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0,
-                     "gru detached", 0, FRAE_FAMILY_GRU, 0, 0};
+    grad_case full = {FRAE_FEEDBACK_FULL,
+                      FRAE_QUANT_NONE,
+                      0,
+                      "gru full",
+                      0,
+                      FRAE_FAMILY_GRU,
+                      0,
+                      0};
+    grad_case det = {FRAE_FEEDBACK_DETACHED,
+                     FRAE_QUANT_NONE,
+                     0,
+                     "gru detached",
+                     0,
+                     FRAE_FAMILY_GRU,
+                     0,
+                     0};
     failures += gradcheck(&full, fd_full, &n);
     failures += gradcheck(&det, fd_det, &n);
     float tmp[4096];
@@ -224,14 +267,14 @@ int test_gradcheck_prior(void)
          * state through the prior's context */
         {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "prior, binary, full", 0,
          FRAE_FAMILY_DENSE, 3, 0},
-        {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 5, "gru prior, uniform 5, full",
-         0, FRAE_FAMILY_GRU, 3, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 5,
+         "gru prior, uniform 5, full", 0, FRAE_FAMILY_GRU, 3, 0},
         /* the within-frame autoregression: its weights, and the codes'
          * share of the rate through it */
         {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0, "prior ar, binary", 0,
          FRAE_FAMILY_DENSE, 3, 1},
-        {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 4, "gru prior ar, uniform 4, full",
-         0, FRAE_FAMILY_GRU, 3, 1},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_UNIFORM, 4,
+         "gru prior ar, uniform 4, full", 0, FRAE_FAMILY_GRU, 3, 1},
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
         failures += gradcheck(&cs[i], fd, &n);

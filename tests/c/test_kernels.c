@@ -3,8 +3,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/kernels.h"
 #include "core/frae_internal.h"
+#include "core/kernels.h"
 #include "test_util.h"
 #include "tests.h"
 
@@ -20,8 +20,8 @@ int test_kernels_match_scalar(void)
     frae_isa isas[3];
     int nisa = available_isas(isas);
     SKIP_IF(nisa < 2, "no SIMD instruction set on this CPU to compare");
-    const int Ms[] = {1, 2, 5, 6, 7, 13, 32}, Ns[] = {1, 3, 8, 16, 17, 33,
-                                                      64, 65, 80, 130};
+    const int Ms[] = {1, 2, 5, 6, 7, 13, 32},
+              Ns[] = {1, 3, 8, 16, 17, 33, 64, 65, 80, 130};
     const int Ks[] = {0, 1, 7, 80, 257, 600};
     uint64_t s = 42;
     long compared = 0;
@@ -40,7 +40,8 @@ int test_kernels_match_scalar(void)
                                 ldc = N + 2;
                             size_t na = (size_t)lda * (trans ? K : M) + 1;
                             float *A = malloc(sizeof(float) * na);
-                            float *B = malloc(sizeof(float) * ((size_t)ldb * K + 1));
+                            float *B =
+                                malloc(sizeof(float) * ((size_t)ldb * K + 1));
                             float *bias = malloc(sizeof(float) * N);
                             float *C0 = malloc(sizeof(float) * (size_t)ldc * M);
                             float *C1 = malloc(sizeof(float) * (size_t)ldc * M);
@@ -52,7 +53,8 @@ int test_kernels_match_scalar(void)
                                 bias[i] = rnd(&s);
                             for (size_t i = 0; i < (size_t)ldc * M; i++)
                                 C0[i] = C1[i] = rnd(&s);
-                            ptrdiff_t rs = trans ? 1 : lda, cs = trans ? lda : 1;
+                            ptrdiff_t rs = trans ? 1 : lda,
+                                      cs = trans ? lda : 1;
                             frae_gemm_scalar(M, N, K, A, rs, cs, B, ldb, C0,
                                              ldc, bias, init);
                             fn(M, N, K, A, rs, cs, B, ldb, C1, ldc, bias, init);
@@ -93,8 +95,12 @@ int test_isas_train_identically(void)
             size_t n = frae_param_count(m);
             float *x = synth(3, 17, 6, 8);
             for (int step = 0; step < 4; step++)
-                frae_step(m, &(frae_batch){.x = x, .nseq = 3, .nframes = 17,
-                                           .kind = FRAE_STEP_TRAIN}, NULL);
+                frae_step(m,
+                          &(frae_batch){.x = x,
+                                        .nseq = 3,
+                                        .nframes = 17,
+                                        .kind = FRAE_STEP_TRAIN},
+                          NULL);
             if (ii == 0) {
                 free(ref);
                 ref = malloc(sizeof(float) * n);
@@ -110,7 +116,8 @@ int test_isas_train_identically(void)
             frae_destroy(m);
         }
     printf("    12 windows of training identical on %d ISA(s), dense and "
-           "GRU\n", nisa);
+           "GRU\n",
+           nisa);
     free(ref), free(p);
     return failures;
 }
@@ -185,8 +192,8 @@ int test_bf16_kernel_matches_f32(void)
     frae_isa isas[3];
     int nisa = available_isas(isas);
     uint64_t s = 11;
-    const int Ks[] = {0, 1, 9, 80, 257}, Ns[] = {1, 5, 16, 17, 31, 32, 33,
-                                                 48, 63, 64, 65, 80, 130};
+    const int Ks[] = {0, 1, 9, 80, 257},
+              Ns[] = {1, 5, 16, 17, 31, 32, 33, 48, 63, 64, 65, 80, 130};
     const int density_pct[] = {10, 50, 100};
     long compared = 0;
     for (int ii = 0; ii < nisa; ii++) {
@@ -283,7 +290,10 @@ int test_bf16_kernel_matches_f32(void)
             }
     }
     /* rounding: nearest, ties to even, as torch's .bfloat16() */
-    const struct { uint32_t in; uint16_t out; } r[] = {
+    const struct {
+        uint32_t in;
+        uint16_t out;
+    } r[] = {
         {0x3f800000u, 0x3f80}, {0x3f808000u, 0x3f80}, {0x3f818000u, 0x3f82},
         {0x3f808001u, 0x3f81}, {0xbf80ffffu, 0xbf81}, {0x7f7fffffu, 0x7f80},
         {0x80000000u, 0x8000}, {0x00008000u, 0x0000}, {0x7f800001u, 0x7fc0}};
@@ -291,8 +301,8 @@ int test_bf16_kernel_matches_f32(void)
         float f;
         memcpy(&f, &r[i].in, 4);
         CHECK(frae_f32_to_bf16(f) == r[i].out,
-              "bf16 rounding of 0x%08x: 0x%04x, want 0x%04x",
-              (unsigned)r[i].in, frae_f32_to_bf16(f), r[i].out);
+              "bf16 rounding of 0x%08x: 0x%04x, want 0x%04x", (unsigned)r[i].in,
+              frae_f32_to_bf16(f), r[i].out);
     }
     printf("    %ld bf16 shapes equal the f32 reference on %d ISA(s)\n",
            compared, nisa);
@@ -334,8 +344,7 @@ int test_compact_matches_scalar(void)
                 compared++;
             }
     }
-    printf("    %ld scans equal the scalar one on %d ISA(s)\n", compared,
-           nisa);
+    printf("    %ld scans equal the scalar one on %d ISA(s)\n", compared, nisa);
     return failures;
 }
 
@@ -400,8 +409,12 @@ int test_threads_train_identically(void)
             size_t n = frae_param_count(m);
             float *x = synth(16, 30, 40, 8);
             for (int step = 0; step < 3; step++)
-                frae_step(m, &(frae_batch){.x = x, .nseq = 16, .nframes = 30,
-                                           .kind = FRAE_STEP_TRAIN}, NULL);
+                frae_step(m,
+                          &(frae_batch){.x = x,
+                                        .nseq = 16,
+                                        .nframes = 30,
+                                        .kind = FRAE_STEP_TRAIN},
+                          NULL);
             if (threads == 1) {
                 free(ref);
                 ref = malloc(sizeof(float) * n);

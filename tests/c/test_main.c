@@ -29,7 +29,9 @@ int main(int argc, char **argv)
         printf("[ RUN  ] %s\n", tests[i].name);
         int f = tests[i].fn();
         printf("[ %s ] %s\n",
-               f == TEST_SKIPPED ? "SKIP" : f ? "FAIL" : " OK ",
+               f == TEST_SKIPPED ? "SKIP"
+               : f               ? "FAIL"
+                                 : " OK ",
                tests[i].name);
         if (f == TEST_SKIPPED)
             skipped++;

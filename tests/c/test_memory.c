@@ -3,10 +3,10 @@
  * Allocations are counted by interposing malloc and friends (forwarding to
  * glibc's __libc_* entry points), or, under AddressSanitizer, which owns
  * malloc, through its allocation hooks. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "frae_audio.h"
@@ -103,23 +103,29 @@ int test_zero_allocations(void)
         float *x = synth(nseq, T, 5, 1);
         float *y = malloc(sizeof(float) * nseq * T * 5);
         frae_stats st;
-        frae_step(m, &(frae_batch){.x = x, .nseq = nseq, .nframes = T,
-                                   .kind = FRAE_STEP_TRAIN},
-                  &st); /* warm-up outside the count */
+        frae_step(
+            m,
+            &(frae_batch){
+                .x = x, .nseq = nseq, .nframes = T, .kind = FRAE_STEP_TRAIN},
+            &st); /* warm-up outside the count */
         /* every call must have done its work: a call that returned early
          * would allocate nothing and prove nothing */
         int bad_calls = 0;
         counting = 1;
         alloc_count = 0;
         for (int step = 0; step < 100; step++) {
-            bad_calls += frae_step(m, &(frae_batch){.x = x, .nseq = nseq,
-                                                    .nframes = T,
-                                                    .kind = FRAE_STEP_TRAIN},
+            bad_calls += frae_step(m,
+                                   &(frae_batch){.x = x,
+                                                 .nseq = nseq,
+                                                 .nframes = T,
+                                                 .kind = FRAE_STEP_TRAIN},
                                    &st) != 0 ||
                          st.steps != 4 || st.frames != nseq * T;
-            bad_calls += frae_step(m, &(frae_batch){.x = x, .nseq = nseq,
-                                                    .nframes = T,
-                                                    .kind = FRAE_STEP_EVALUATE},
+            bad_calls += frae_step(m,
+                                   &(frae_batch){.x = x,
+                                                 .nseq = nseq,
+                                                 .nframes = T,
+                                                 .kind = FRAE_STEP_EVALUATE},
                                    &st) != 0 ||
                          st.frames != nseq * T || (full && !(st.rate > 0));
             frae_reset(m);
@@ -148,37 +154,38 @@ int test_codec_zero_allocations(void)
     install_counter();
     const int enc[1] = {32}, dec[1] = {32};
     for (int gru = 0; gru <= 1; gru++) {
-    frae_config c;
-    tiny_config(&c, 6, 3, 1, enc, 4, 1, dec);
-    c.training = 0;
-    c.quantizer = FRAE_QUANT_BINARY;
-    c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
-    frae_model *m = create_or_die(&c);
-    frae_encoder *e = frae_encoder_create(frae_model_net(m));
-    frae_decoder *d = frae_decoder_create(frae_model_net(m));
-    float *x = synth(1, 1000, 6, 3), y[6];
-    unsigned char code[8];
-    CHECK(e && d, "no codec states");
-    int bad_frames = 0;
-    counting = 1;
-    alloc_count = 0;
-    for (int t = 0; t < 1000; t++) {
-        frae_encode_frame(e, x + (size_t)t * 6, code, NULL);
-        bad_frames += frae_decode_frame(d, code, y) != 0 || y[0] != y[0];
-        if (t % 250 == 0)
-            frae_encoder_reset(e), frae_decoder_reset(d);
-        if (t == 499) /* the encoder's search from here on */
-            CHECK(frae_encoder_set_search(e, 2, 0.0f) == 0, "search refused");
-    }
-    counting = 0;
-    CHECK(bad_frames == 0, "%d of 1000 frames did not decode", bad_frames);
-    CHECK(alloc_count == 0, "%ld allocations in 1000 codec frames",
-          alloc_count);
-    printf("    %s: %ld allocations in 1000 encode + decode frames (the "
-           "last 500 with the encoder's search)\n",
-           gru ? "gru" : "dense", alloc_count);
-    frae_encoder_destroy(e), frae_decoder_destroy(d), free(x);
-    frae_destroy(m);
+        frae_config c;
+        tiny_config(&c, 6, 3, 1, enc, 4, 1, dec);
+        c.training = 0;
+        c.quantizer = FRAE_QUANT_BINARY;
+        c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
+        frae_model *m = create_or_die(&c);
+        frae_encoder *e = frae_encoder_create(frae_model_net(m));
+        frae_decoder *d = frae_decoder_create(frae_model_net(m));
+        float *x = synth(1, 1000, 6, 3), y[6];
+        unsigned char code[8];
+        CHECK(e && d, "no codec states");
+        int bad_frames = 0;
+        counting = 1;
+        alloc_count = 0;
+        for (int t = 0; t < 1000; t++) {
+            frae_encode_frame(e, x + (size_t)t * 6, code, NULL);
+            bad_frames += frae_decode_frame(d, code, y) != 0 || y[0] != y[0];
+            if (t % 250 == 0)
+                frae_encoder_reset(e), frae_decoder_reset(d);
+            if (t == 499) /* the encoder's search from here on */
+                CHECK(frae_encoder_set_search(e, 2, 0.0f) == 0,
+                      "search refused");
+        }
+        counting = 0;
+        CHECK(bad_frames == 0, "%d of 1000 frames did not decode", bad_frames);
+        CHECK(alloc_count == 0, "%ld allocations in 1000 codec frames",
+              alloc_count);
+        printf("    %s: %ld allocations in 1000 encode + decode frames (the "
+               "last 500 with the encoder's search)\n",
+               gru ? "gru" : "dense", alloc_count);
+        frae_encoder_destroy(e), frae_decoder_destroy(d), free(x);
+        frae_destroy(m);
     }
     /* entropy-coded frames: the prior, the range coder, the pitch model */
     {
@@ -203,7 +210,8 @@ int test_codec_zero_allocations(void)
                 CHECK(frae_encoder_set_search(e, 2, 0.01f) == 0,
                       "search refused");
             if (p == 3) /* DTX from here on: every 4th frame silent */
-                CHECK(!frae_encoder_set_dtx(e, 1) && !frae_decoder_set_dtx(d, 1),
+                CHECK(!frae_encoder_set_dtx(e, 1) &&
+                          !frae_decoder_set_dtx(d, 1),
                       "DTX refused");
             frae_range_enc_init(&rc, buf, sizeof buf);
             for (int t = 0; t < 100; t++) {
@@ -241,7 +249,8 @@ int test_codec_zero_allocations(void)
     frae_decoder *d = frae_decoder_create(frae_model_net(m));
     frae_features f;
     frae_features_default(&f);
-    void *vmem = malloc(frae_vocoder_size(&f)), *pmem = malloc(frae_f0_size(&f));
+    void *vmem = malloc(frae_vocoder_size(&f)),
+         *pmem = malloc(frae_f0_size(&f));
     frae_vocoder *v = frae_vocoder_init(vmem, &f, 1, NULL, 0);
     frae_f0 *p = frae_f0_init(pmem, &f);
     float *span = malloc(sizeof(float) * (size_t)frae_f0_span(&f));
@@ -250,12 +259,12 @@ int test_codec_zero_allocations(void)
     /* Griffin-Lim in blocks, and the WAV writer (its file's buffer made by
      * the first write) */
     frae_gl *gl = frae_gl_create(&f, 2, NULL, 0);
-    float *gl_out = gl ? malloc(sizeof(float) * (size_t)frae_gl_max_samples(gl))
-                       : NULL;
+    float *gl_out =
+        gl ? malloc(sizeof(float) * (size_t)frae_gl_max_samples(gl)) : NULL;
     char wav_path[] = "/tmp/frae-alloc-XXXXXX";
     int wav_fd = mkstemp(wav_path);
-    frae_wav_writer *w = wav_fd >= 0 ? frae_wav_open(wav_path, 16000, NULL, 0)
-                                     : NULL;
+    frae_wav_writer *w =
+        wav_fd >= 0 ? frae_wav_open(wav_path, 16000, NULL, 0) : NULL;
     CHECK(e && d && v && p && gl && gl_out && w, "no speech states");
     const float silence[1] = {0};
     if (w)
@@ -328,43 +337,47 @@ int test_flat_rss(void)
     const int enc[1] = {48}, dec[1] = {48};
     const int nseq = 8, T = 60, epochs = 500;
     for (int gru = 0; gru <= 1; gru++) {
-    frae_config c;
-    tiny_config(&c, 12, 3, 1, enc, 6, 1, dec);
-    c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
-    c.batch = 4;
-    c.window = 25;
-    c.feedback = FRAE_FEEDBACK_FULL;
-    frae_model *m = create_or_die(&c);
-    float *x = synth(nseq, T, 12, 2);
-    long rss10 = 0, anon10 = 0, rss_end, anon_end;
-    frae_stats st;
-    for (int ep = 1; ep <= epochs; ep++) {
-        for (int b = 0; b < nseq; b += 4)
-            frae_step(m, &(frae_batch){.x = x + (size_t)b * T * 12, .nseq = 4,
-                                       .nframes = T, .kind = FRAE_STEP_TRAIN},
-                      &st);
-        if (ep == 10) {
-            rss10 = status_pages("VmRSS:");
-            anon10 = status_pages("RssAnon:");
+        frae_config c;
+        tiny_config(&c, 12, 3, 1, enc, 6, 1, dec);
+        c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
+        c.batch = 4;
+        c.window = 25;
+        c.feedback = FRAE_FEEDBACK_FULL;
+        frae_model *m = create_or_die(&c);
+        float *x = synth(nseq, T, 12, 2);
+        long rss10 = 0, anon10 = 0, rss_end, anon_end;
+        frae_stats st;
+        for (int ep = 1; ep <= epochs; ep++) {
+            for (int b = 0; b < nseq; b += 4)
+                frae_step(m,
+                          &(frae_batch){.x = x + (size_t)b * T * 12,
+                                        .nseq = 4,
+                                        .nframes = T,
+                                        .kind = FRAE_STEP_TRAIN},
+                          &st);
+            if (ep == 10) {
+                rss10 = status_pages("VmRSS:");
+                anon10 = status_pages("RssAnon:");
+            }
         }
-    }
-    rss_end = status_pages("VmRSS:");
-    anon_end = status_pages("RssAnon:");
-    CHECK(rss10 > 0 && anon10 > 0, "cannot read /proc/self/status");
-    /* A leak grows anonymous memory (heap, mmap, stack): that must not
+        rss_end = status_pages("VmRSS:");
+        anon_end = status_pages("RssAnon:");
+        CHECK(rss10 > 0 && anon10 > 0, "cannot read /proc/self/status");
+        /* A leak grows anonymous memory (heap, mmap, stack): that must not
      * move by more than a page.  Total RSS also counts shared-library code
      * pages, which the kernel maps lazily 16 at a time (fault-around) and
      * may drop and remap under memory pressure from other processes, so it
      * moves by a few pages with no allocation at all: reported, not held. */
-    CHECK(labs(anon_end - anon10) <= 1,
-          "anonymous RSS moved from %ld to %ld pages between epoch 10 and %d",
-          anon10, anon_end, epochs);
-    printf("    %s: after epoch 10: RSS %ld pages (anon %ld); after epoch "
-           "%d: RSS %ld pages (anon %ld); loss %.5f\n",
-           gru ? "gru  " : "dense", rss10, anon10, epochs, rss_end, anon_end,
-           st.mse);
-    free(x);
-    frae_destroy(m);
+        CHECK(
+            labs(anon_end - anon10) <= 1,
+            "anonymous RSS moved from %ld to %ld pages between epoch 10 and %d",
+            anon10, anon_end, epochs);
+        printf("    %s: after epoch 10: RSS %ld pages (anon %ld); after epoch "
+               "%d: RSS %ld pages (anon %ld); loss %.5f\n",
+               gru ? "gru  " : "dense", rss10, anon10, epochs, rss_end,
+               anon_end, st.mse);
+        free(x);
+        frae_destroy(m);
     }
     return failures;
 }
@@ -391,11 +404,17 @@ int test_memory_bound(void)
         float *x = synth(32, T, D, 3);
         long before = status_pages("RssAnon:");
         frae_model *m = create_or_die(&c);
-        frae_step(m, &(frae_batch){.x = x, .nseq = 32, .nframes = 100,
-                                   .kind = FRAE_STEP_TRAIN}, NULL);
+        frae_step(
+            m,
+            &(frae_batch){
+                .x = x, .nseq = 32, .nframes = 100, .kind = FRAE_STEP_TRAIN},
+            NULL);
         long one_window = status_pages("RssAnon:");
-        frae_step(m, &(frae_batch){.x = x, .nseq = 32, .nframes = T,
-                                   .kind = FRAE_STEP_TRAIN}, NULL);
+        frae_step(
+            m,
+            &(frae_batch){
+                .x = x, .nseq = 32, .nframes = T, .kind = FRAE_STEP_TRAIN},
+            NULL);
         long two = status_pages("RssAnon:");
         const long page = sysconf(_SC_PAGESIZE);
         const double arena = (double)frae_bytes_allocated(m) / page;
@@ -403,16 +422,19 @@ int test_memory_bound(void)
 #if defined(__SANITIZE_ADDRESS__)
         sanitized = 1;
 #endif
-        CHECK(before > 0 &&
-                  (sanitized || one_window - before <= arena + (2 << 20) / page),
+        CHECK(before > 0 && (sanitized ||
+                             one_window - before <= arena + (2 << 20) / page),
               "%s: training added %ld pages to anonymous RSS, the arena is "
-              "%.0f", gru ? "gru" : "dense", one_window - before, arena);
+              "%.0f",
+              gru ? "gru" : "dense", one_window - before, arena);
         CHECK(two == one_window, "%s: sequences of 2 windows added %ld pages",
               gru ? "gru" : "dense", two - one_window);
-        printf("    %s: arena %.1f MiB, anonymous RSS +%.1f MiB after a window, "
-               "+%.1f MiB after 2 windows\n", gru ? "gru  " : "dense",
-               arena * page / 1048576.0, (one_window - before) * page / 1048576.0,
-               (two - before) * page / 1048576.0);
+        printf(
+            "    %s: arena %.1f MiB, anonymous RSS +%.1f MiB after a window, "
+            "+%.1f MiB after 2 windows\n",
+            gru ? "gru  " : "dense", arena * page / 1048576.0,
+            (one_window - before) * page / 1048576.0,
+            (two - before) * page / 1048576.0);
         free(x);
         frae_destroy(m);
     }
@@ -432,8 +454,11 @@ static void *train_job_run(void *arg)
 {
     train_job *j = arg;
     for (int s = 0; s < 20; s++)
-        frae_step(j->m, &(frae_batch){.x = j->x, .nseq = 2, .nframes = 13,
-                                      .kind = FRAE_STEP_TRAIN}, NULL);
+        frae_step(
+            j->m,
+            &(frae_batch){
+                .x = j->x, .nseq = 2, .nframes = 13, .kind = FRAE_STEP_TRAIN},
+            NULL);
     return NULL;
 }
 
@@ -451,7 +476,8 @@ int test_two_models_independent(void)
     cb.quantizer = FRAE_QUANT_BINARY;
     float *xa = synth(2, 13, 4, 1), *xb = synth(2, 13, 4, 2);
     size_t n = frae_param_count_for(&ca);
-    float *alone_a = malloc(4 * n), *alone_b = malloc(4 * n), *p = malloc(4 * n);
+    float *alone_a = malloc(4 * n), *alone_b = malloc(4 * n),
+          *p = malloc(4 * n);
 
     frae_model *a = create_or_die(&ca), *b = create_or_die(&cb);
     train_job ja = {a, xa}, jb = {b, xb};
@@ -462,10 +488,16 @@ int test_two_models_independent(void)
 
     a = create_or_die(&ca), b = create_or_die(&cb);
     for (int s = 0; s < 20; s++) {
-        frae_step(a, &(frae_batch){.x = xa, .nseq = 2, .nframes = 13,
-                                   .kind = FRAE_STEP_TRAIN}, NULL);
-        frae_step(b, &(frae_batch){.x = xb, .nseq = 2, .nframes = 13,
-                                   .kind = FRAE_STEP_TRAIN}, NULL);
+        frae_step(
+            a,
+            &(frae_batch){
+                .x = xa, .nseq = 2, .nframes = 13, .kind = FRAE_STEP_TRAIN},
+            NULL);
+        frae_step(
+            b,
+            &(frae_batch){
+                .x = xb, .nseq = 2, .nframes = 13, .kind = FRAE_STEP_TRAIN},
+            NULL);
     }
     frae_get_params(a, p);
     CHECK(!memcmp(p, alone_a, 4 * n), "interleaving changed model A");
@@ -521,15 +553,15 @@ int test_run_batches_allocate_nothing(void)
         frae_dataset *ds = frae_dataset_create(D);
         frae_dataset_add_array(ds, "x", x, n, T, D, err, sizeof err);
         frae_run *r = frae_run_create(&rc, err, sizeof err);
-        const frae_run_hooks hooks = {NULL, NULL, count_epoch_two, NULL, NULL,
-                                      NULL};
+        const frae_run_hooks hooks = {NULL, NULL, count_epoch_two,
+                                      NULL, NULL, NULL};
         alloc_count = 0;
         int status = frae_run_train(r, ds, NULL, NULL, NULL, &hooks);
         counting = 0;
         CHECK(status == 0, "the run: %s", frae_run_error(r, NULL));
         CHECK(alloc_count == 0,
-              "%d replica(s): an epoch's batches allocated %ld times",
-              replicas, alloc_count);
+              "%d replica(s): an epoch's batches allocated %ld times", replicas,
+              alloc_count);
         frae_run_destroy(r);
         frae_dataset_destroy(ds);
     }

@@ -35,8 +35,8 @@ double naive_forward_d(const frae_config *c, const double *params,
                        const double *frozen_hist, double *hist_out,
                        const double *frozen_qoff, double *qoff_out)
 {
-    return naive_forward_double(c, params, x, nseq, T, y, frozen_hist,
-                                hist_out, frozen_qoff, qoff_out);
+    return naive_forward_double(c, params, x, nseq, T, y, frozen_hist, hist_out,
+                                frozen_qoff, qoff_out);
 }
 
 typedef struct {
@@ -50,31 +50,163 @@ typedef struct {
 } naive_case;
 
 static const naive_case cases[] = {
-    {"K=3 relu", 6, 3, 2, {19, 11}, 4, 2, {13, 21}, FRAE_ACT_RELU,
-     FRAE_QUANT_NONE, 0, 3, 9, FRAE_FAMILY_DENSE},
-    {"K=0 plain AE", 7, 0, 1, {33}, 5, 1, {35}, FRAE_ACT_RELU,
-     FRAE_QUANT_NONE, 0, 2, 5, FRAE_FAMILY_DENSE},
-    {"tanh binary", 5, 2, 2, {17, 40}, 3, 1, {70}, FRAE_ACT_TANH,
-     FRAE_QUANT_BINARY, 0, 4, 7, FRAE_FAMILY_DENSE},
-    {"uniform 7", 9, 4, 1, {65}, 6, 2, {18, 66}, FRAE_ACT_RELU,
-     FRAE_QUANT_UNIFORM, 7, 7, 8, FRAE_FAMILY_DENSE},
-    {"no hidden", 4, 2, 0, {0}, 3, 0, {0}, FRAE_ACT_RELU, FRAE_QUANT_NONE, 0,
-     2, 6, FRAE_FAMILY_DENSE},
+    {"K=3 relu",
+     6,
+     3,
+     2,
+     {19, 11},
+     4,
+     2,
+     {13, 21},
+     FRAE_ACT_RELU,
+     FRAE_QUANT_NONE,
+     0,
+     3,
+     9,
+     FRAE_FAMILY_DENSE},
+    {"K=0 plain AE",
+     7,
+     0,
+     1,
+     {33},
+     5,
+     1,
+     {35},
+     FRAE_ACT_RELU,
+     FRAE_QUANT_NONE,
+     0,
+     2,
+     5,
+     FRAE_FAMILY_DENSE},
+    {"tanh binary",
+     5,
+     2,
+     2,
+     {17, 40},
+     3,
+     1,
+     {70},
+     FRAE_ACT_TANH,
+     FRAE_QUANT_BINARY,
+     0,
+     4,
+     7,
+     FRAE_FAMILY_DENSE},
+    {"uniform 7",
+     9,
+     4,
+     1,
+     {65},
+     6,
+     2,
+     {18, 66},
+     FRAE_ACT_RELU,
+     FRAE_QUANT_UNIFORM,
+     7,
+     7,
+     8,
+     FRAE_FAMILY_DENSE},
+    {"no hidden",
+     4,
+     2,
+     0,
+     {0},
+     3,
+     0,
+     {0},
+     FRAE_ACT_RELU,
+     FRAE_QUANT_NONE,
+     0,
+     2,
+     6,
+     FRAE_FAMILY_DENSE},
     /* one sequence: one-row GEMMs, so ReLU zeros take the sparse kernel */
-    {"batch 1 relu", 6, 3, 2, {70, 33}, 4, 2, {40, 90}, FRAE_ACT_RELU,
-     FRAE_QUANT_NONE, 0, 1, 12, FRAE_FAMILY_DENSE},
-    {"batch 1 uniform", 5, 2, 1, {64}, 3, 1, {65}, FRAE_ACT_RELU,
-     FRAE_QUANT_UNIFORM, 4, 1, 9, FRAE_FAMILY_DENSE},
+    {"batch 1 relu",
+     6,
+     3,
+     2,
+     {70, 33},
+     4,
+     2,
+     {40, 90},
+     FRAE_ACT_RELU,
+     FRAE_QUANT_NONE,
+     0,
+     1,
+     12,
+     FRAE_FAMILY_DENSE},
+    {"batch 1 uniform",
+     5,
+     2,
+     1,
+     {64},
+     3,
+     1,
+     {65},
+     FRAE_ACT_RELU,
+     FRAE_QUANT_UNIFORM,
+     4,
+     1,
+     9,
+     FRAE_FAMILY_DENSE},
     /* the GRU family: state feedback alone, with the buffer, with dense
      * layers around the GRUs, at batch 1, 3 and past FRAE_PEND_MAX_ROWS */
-    {"gru K=0", 6, 0, 1, {70}, 4, 1, {66}, FRAE_ACT_RELU, FRAE_QUANT_NONE, 0,
-     3, 9, FRAE_FAMILY_GRU},
-    {"gru K=2 dense", 5, 2, 2, {33, 17}, 3, 2, {40, 21}, FRAE_ACT_RELU,
-     FRAE_QUANT_BINARY, 0, 3, 8, FRAE_FAMILY_GRU},
-    {"gru batch 1", 7, 3, 1, {65}, 4, 2, {64, 30}, FRAE_ACT_TANH,
-     FRAE_QUANT_UNIFORM, 5, 1, 10, FRAE_FAMILY_GRU},
-    {"gru batch 6", 4, 2, 1, {20}, 3, 1, {18}, FRAE_ACT_RELU, FRAE_QUANT_NONE,
-     0, 6, 7, FRAE_FAMILY_GRU},
+    {"gru K=0",
+     6,
+     0,
+     1,
+     {70},
+     4,
+     1,
+     {66},
+     FRAE_ACT_RELU,
+     FRAE_QUANT_NONE,
+     0,
+     3,
+     9,
+     FRAE_FAMILY_GRU},
+    {"gru K=2 dense",
+     5,
+     2,
+     2,
+     {33, 17},
+     3,
+     2,
+     {40, 21},
+     FRAE_ACT_RELU,
+     FRAE_QUANT_BINARY,
+     0,
+     3,
+     8,
+     FRAE_FAMILY_GRU},
+    {"gru batch 1",
+     7,
+     3,
+     1,
+     {65},
+     4,
+     2,
+     {64, 30},
+     FRAE_ACT_TANH,
+     FRAE_QUANT_UNIFORM,
+     5,
+     1,
+     10,
+     FRAE_FAMILY_GRU},
+    {"gru batch 6",
+     4,
+     2,
+     1,
+     {20},
+     3,
+     1,
+     {18},
+     FRAE_ACT_RELU,
+     FRAE_QUANT_NONE,
+     0,
+     6,
+     7,
+     FRAE_FAMILY_GRU},
 };
 
 static void case_config(const naive_case *k, frae_config *c)
@@ -146,7 +278,8 @@ int test_forward_chunked(void)
     float *x = synth(nseq, T, D, 5);
     float *y_full = malloc(sizeof(float) * nvals);
     float *y_part = malloc(sizeof(float) * nvals);
-    float *x1 = malloc(sizeof(float) * nvals), *y1 = malloc(sizeof(float) * nvals);
+    float *x1 = malloc(sizeof(float) * nvals),
+          *y1 = malloc(sizeof(float) * nvals);
     frae_model *m = create_or_die(&c);
     frae_forward(m, x, y_full, nseq, T);
     for (int T1 = 1; T1 < T; T1 += 3) {
@@ -217,7 +350,8 @@ int test_weights_change_midstream(void)
         float *hist = calloc((size_t)nseq * T * K * D + 1, sizeof(float));
         frae_model *m = create_or_die(&c);
         size_t np = frae_param_count(m);
-        float *p1 = malloc(sizeof(float) * np), *p2 = malloc(sizeof(float) * np);
+        float *p1 = malloc(sizeof(float) * np),
+              *p2 = malloc(sizeof(float) * np);
         perturb_params(m, p1);
         frae_get_params(m, p1);
         for (size_t i = 0; i < np; i++)
@@ -232,7 +366,8 @@ int test_weights_change_midstream(void)
             forward_range(m, x, y, nseq, T, D, t0, T);
             CHECK(!memcmp(y, y_full, sizeof(float) * nvals),
                   "%s: setting the same weights at frame %d changed the "
-                  "output", k->name, t0);
+                  "output",
+                  k->name, t0);
             frae_reset(m);
             forward_range(m, x, y, nseq, T, D, 0, t0);
             frae_set_params(m, p2);
@@ -253,8 +388,9 @@ int test_weights_change_midstream(void)
                 same &= !memcmp(y + ((size_t)s * T + t0) * D,
                                 y_ref + ((size_t)s * T + t0) * D,
                                 sizeof(float) * (T - t0) * D);
-            CHECK(same, "%s: after new weights at frame %d the output is "
-                        "not the naive model's",
+            CHECK(same,
+                  "%s: after new weights at frame %d the output is "
+                  "not the naive model's",
                   k->name, t0);
             checked++;
         }

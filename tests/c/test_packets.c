@@ -41,8 +41,8 @@ static int send(const frae_model *m, int dtx, int state, const float *f,
     o.datagrams = 1, o.packet_frames = P, o.resync_packets = R, o.dtx = dtx;
     o.resync_state = state;
     char err[256];
-    frae_stream_encoder *e = frae_stream_encoder_create(frae_model_net(m), &o, 1, T, 1, err,
-                                                        sizeof err);
+    frae_stream_encoder *e = frae_stream_encoder_create(
+        frae_model_net(m), &o, 1, T, 1, err, sizeof err);
     if (!e) {
         printf("    encoder: %s\n", err);
         return -1;
@@ -69,8 +69,8 @@ static long receive(const frae_model *m, const sent *s, const int *order,
                     int n_order, float *y, frae_packet_counts *c)
 {
     char err[256];
-    frae_packet_decoder *d = frae_packet_decoder_create(frae_model_net(m), &s->header, err,
-                                                        sizeof err);
+    frae_packet_decoder *d = frae_packet_decoder_create(
+        frae_model_net(m), &s->header, err, sizeof err);
     if (!d)
         return -1;
     long out = 0;
@@ -143,7 +143,8 @@ int test_packets_loss(void)
                   "first resynchronisation point, not after",
                   kind);
         }
-        CHECK(s.n == T / P, "%s: %d packets of %d frames for %d", kind, s.n, P, T);
+        CHECK(s.n == T / P, "%s: %d packets of %d frames for %d", kind, s.n, P,
+              T);
         int order[T / P + 2], n = 0;
         frae_packet_counts pc;
         /* no loss: the encoder's reconstruction, to the bit */
@@ -152,9 +153,10 @@ int test_packets_loss(void)
         long got = receive(m, &s, order, n, y, &pc);
         CHECK(got == T && !memcmp(y, recon, sizeof(float) * T * W) &&
                   pc.concealed == 0 && pc.lost == 0,
-              "%s: loss-free: %ld frames, the encoder's reconstruction %s", kind,
-              got, got == T && !memcmp(y, recon, sizeof(float) * T * W) ? "yes"
-                                                                        : "no");
+              "%s: loss-free: %ld frames, the encoder's reconstruction %s",
+              kind, got,
+              got == T && !memcmp(y, recon, sizeof(float) * T * W) ? "yes"
+                                                                   : "no");
         if (mode == 0)
             memcpy(plain, recon, sizeof plain);
         /* packet 5 lost (frames 15..17): concealed, and from the next
@@ -178,28 +180,29 @@ int test_packets_loss(void)
              * point (packet 8, frame 24) decoded on a state apart from the
              * encoder's, and from there on the encoder's frames to the
              * bit */
-            CHECK(pc.concealed == 3 &&
-                      memcmp(y + 18 * W, recon + 18 * W,
-                             sizeof(float) * 6 * W) &&
-                      !memcmp(y + 24 * W, recon + 24 * W,
-                              sizeof(float) * (T - 24) * W),
-                  "%s: 3 frames concealed (%llu), then the encoder's frames "
-                  "from the resynchronisation point on",
-                  kind, (unsigned long long)pc.concealed);
+            CHECK(
+                pc.concealed == 3 &&
+                    memcmp(y + 18 * W, recon + 18 * W, sizeof(float) * 6 * W) &&
+                    !memcmp(y + 24 * W, recon + 24 * W,
+                            sizeof(float) * (T - 24) * W),
+                "%s: 3 frames concealed (%llu), then the encoder's frames "
+                "from the resynchronisation point on",
+                kind, (unsigned long long)pc.concealed);
         } else if (ranged) {
-            CHECK(pc.concealed == 9 &&
-                      !memcmp(y + 24 * W, recon + 24 * W,
-                              sizeof(float) * (T - 24) * W),
+            CHECK(pc.concealed == 9 && !memcmp(y + 24 * W, recon + 24 * W,
+                                               sizeof(float) * (T - 24) * W),
                   "%s: concealed until the resynchronisation point (%llu "
                   "frames), then the encoder's frames",
                   kind, (unsigned long long)pc.concealed);
         } else {
             int pitch_back = pc.concealed == 3;
             for (int t = 24; t < T; t++)
-                pitch_back &= y[(size_t)t * W + D] == recon[(size_t)t * W + D] &&
-                              y[(size_t)t * W + D + 1] == recon[(size_t)t * W + D + 1];
-            CHECK(pitch_back, "%s: 3 frames concealed (%llu), the pitch the "
-                              "encoder's again from the anchor on",
+                pitch_back &=
+                    y[(size_t)t * W + D] == recon[(size_t)t * W + D] &&
+                    y[(size_t)t * W + D + 1] == recon[(size_t)t * W + D + 1];
+            CHECK(pitch_back,
+                  "%s: 3 frames concealed (%llu), the pitch the "
+                  "encoder's again from the anchor on",
                   kind, (unsigned long long)pc.concealed);
         }
         /* packet 3 delivered twice, packets 6 and 7 swapped: the copy and
@@ -226,7 +229,8 @@ int test_packets_loss(void)
         for (int k = 0; k < s.n; k++)
             order[n++] = k == 2 ? -1 : k;
         got = receive(m, &s, order, n, y, &pc);
-        CHECK(got == T && pc.lost == 1 && !memcmp(y, recon, sizeof(float) * 6 * W),
+        CHECK(got == T && pc.lost == 1 &&
+                  !memcmp(y, recon, sizeof(float) * 6 * W),
               "%s: a packet known lost: %ld frames, %llu lost", kind, got,
               (unsigned long long)pc.lost);
         frae_destroy(m);
@@ -251,7 +255,8 @@ int test_packets_conceal(void)
     c.training = 0, c.batch = 1;
     frae_model *m = create_or_die(&c);
     perturb_params(m, NULL);
-    frae_decoder *a = frae_decoder_create(frae_model_net(m)), *b = frae_decoder_create(frae_model_net(m));
+    frae_decoder *a = frae_decoder_create(frae_model_net(m)),
+                 *b = frae_decoder_create(frae_model_net(m));
     const size_t cb = frae_code_bytes(frae_model_net(m));
     unsigned char hist[4], full[4], half[4], zero[4];
     /* 3 bits a value, LSB first: levels by value index */

@@ -81,9 +81,11 @@ int test_pool_items_in_callers_fp_mode(void)
     }
     CHECK(wrong[0] == 0 && wrong[1] == 0,
           "items ran outside the caller's mode: %ld with denormals kept, "
-          "%ld with them flushed", wrong[0], wrong[1]);
+          "%ld with them flushed",
+          wrong[0], wrong[1]);
     printf("    the caller's FTZ/DAZ on every item: %ld and %ld items on "
-           "the workers (kept, flushed)\n", on_workers[0], on_workers[1]);
+           "the workers (kept, flushed)\n",
+           on_workers[0], on_workers[1]);
     frae_pool_destroy(p);
     return failures;
 }
@@ -147,8 +149,11 @@ static float *train_params(int threads, int gru, size_t *n)
     *n = frae_param_count(m);
     float *x = synth(16, 30, 40, 8);
     for (int step = 0; step < 4; step++)
-        frae_step(m, &(frae_batch){.x = x, .nseq = 16, .nframes = 30,
-                                   .kind = FRAE_STEP_TRAIN}, NULL);
+        frae_step(
+            m,
+            &(frae_batch){
+                .x = x, .nseq = 16, .nframes = 30, .kind = FRAE_STEP_TRAIN},
+            NULL);
     float *p = malloc(sizeof(float) * *n);
     frae_get_params(m, p);
     free(x);
@@ -186,7 +191,8 @@ int test_pool_under_load_same_bits(void)
         free(one), free(two), free(three);
     }
     printf("    2 and 3 threads beside %d competitor%s: one thread's "
-           "weights, dense and GRU\n", started, started == 1 ? "" : "s");
+           "weights, dense and GRU\n",
+           started, started == 1 ? "" : "s");
     return failures;
 }
 

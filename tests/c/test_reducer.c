@@ -73,18 +73,22 @@ static void *replica_train(void *arg)
 {
     replica *r = arg;
     frae_reset(r->m);
-    r->rc = frae_step(r->m, &(frae_batch){.x = r->x, .valid = r->valid,
-                                          .nseq = r->rows,
-                                          .nframes = r->frames, .continued = 1,
-                                          .kind = FRAE_STEP_TRAIN}, NULL);
+    r->rc = frae_step(r->m,
+                      &(frae_batch){.x = r->x,
+                                    .valid = r->valid,
+                                    .nseq = r->rows,
+                                    .nframes = r->frames,
+                                    .continued = 1,
+                                    .kind = FRAE_STEP_TRAIN},
+                      NULL);
     return NULL;
 }
 
 /* Trains n replicas on their rows (rows[k] of them from x's row first[k];
  * rows 0: one row of padding) for T frames. */
 static void train_replicas(frae_model **m, int n, const float *x,
-                           const int *valid, const int *first,
-                           const int *rows, int T, int D, int *rc)
+                           const int *valid, const int *first, const int *rows,
+                           int T, int D, int *rc)
 {
     group g;
     memset(&g, 0, sizeof g);
@@ -97,10 +101,15 @@ static void train_replicas(frae_model **m, int n, const float *x,
     static const int zero = 0;
     pthread_t th[MAX_REPLICAS];
     for (int k = 0; k < n; k++) {
-        rep[k] = (replica){&g, k, 0, m[k],
+        rep[k] = (replica){&g,
+                           k,
+                           0,
+                           m[k],
                            rows[k] ? x + (size_t)first[k] * T * D : pad,
                            rows[k] ? valid + first[k] : &zero,
-                           rows[k] ? rows[k] : 1, T, 0};
+                           rows[k] ? rows[k] : 1,
+                           T,
+                           0};
         red[k] = (frae_reducer){sum_f32, sum_f64, &rep[k]};
         frae_set_reducer(m[k], &red[k]);
         pthread_create(&th[k], NULL, replica_train, &rep[k]);
@@ -136,12 +145,18 @@ int test_reducer_replicas(void)
         const size_t n = frae_param_count(solo);
         float *x = synth(B, T, D, 11);
         float *g_solo = malloc(4 * n), *g_k = malloc(4 * n);
-        float *p_solo = malloc(4 * n), *p_k = malloc(4 * n), *p0 = malloc(4 * n);
+        float *p_solo = malloc(4 * n), *p_k = malloc(4 * n),
+              *p0 = malloc(4 * n);
         frae_get_params(m[0], p0);
         frae_reset(solo);
-        frae_step(solo, &(frae_batch){.x = x, .valid = valid, .nseq = B,
-                                      .nframes = T, .continued = 1,
-                                      .kind = FRAE_STEP_TRAIN}, NULL);
+        frae_step(solo,
+                  &(frae_batch){.x = x,
+                                .valid = valid,
+                                .nseq = B,
+                                .nframes = T,
+                                .continued = 1,
+                                .kind = FRAE_STEP_TRAIN},
+                  NULL);
         frae_get_grads(solo, g_solo);
         frae_get_params(solo, p_solo);
 
@@ -168,8 +183,7 @@ int test_reducer_replicas(void)
                 int same = 1;
                 for (size_t i = 0; i < n; i++)
                     same &= p_k[i] == p_solo[i];
-                CHECK(same, "replica %d took another step than replica 0",
-                      k);
+                CHECK(same, "replica %d took another step than replica 0", k);
             }
         }
         /* a reducer that fails fails the call */
@@ -179,10 +193,13 @@ int test_reducer_replicas(void)
             frae_reducer red = {sum_f32, sum_f64, &r};
             frae_set_reducer(m[0], &red);
             frae_reset(m[0]);
-            int rc = frae_step(m[0], &(frae_batch){.x = x, .valid = valid,
-                                                   .nseq = 2, .nframes = T,
-                                                   .continued = 1,
-                                                   .kind = FRAE_STEP_TRAIN},
+            int rc = frae_step(m[0],
+                               &(frae_batch){.x = x,
+                                             .valid = valid,
+                                             .nseq = 2,
+                                             .nframes = T,
+                                             .continued = 1,
+                                             .kind = FRAE_STEP_TRAIN},
                                NULL);
             CHECK(rc == -1, "a failing reducer gave %d, not -1", rc);
             frae_set_reducer(m[0], NULL);

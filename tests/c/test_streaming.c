@@ -29,16 +29,23 @@ int test_train_frames_equals_batch(void)
         float *x = synth(nseq, T, D, 4);
         float *piece = malloc(sizeof(float) * nseq * c.window * D);
         frae_stats sa, sb, acc = {0};
-        frae_step(a, &(frae_batch){.x = x, .nseq = nseq, .nframes = T,
-                                   .kind = FRAE_STEP_TRAIN}, &sa);
+        frae_step(
+            a,
+            &(frae_batch){
+                .x = x, .nseq = nseq, .nframes = T, .kind = FRAE_STEP_TRAIN},
+            &sa);
         frae_reset(b);
         for (int w0 = 0; w0 < T; w0 += c.window) {
             int nt = T - w0 < c.window ? T - w0 : c.window;
             for (int s = 0; s < nseq; s++)
                 memcpy(piece + (size_t)s * nt * D, x + ((size_t)s * T + w0) * D,
                        sizeof(float) * nt * D);
-            frae_step(b, &(frae_batch){.x = piece, .nseq = nseq, .nframes = nt,
-                                       .continued = 1, .kind = FRAE_STEP_TRAIN},
+            frae_step(b,
+                      &(frae_batch){.x = piece,
+                                    .nseq = nseq,
+                                    .nframes = nt,
+                                    .continued = 1,
+                                    .kind = FRAE_STEP_TRAIN},
                       &sb);
             acc.sse += sb.sse, acc.values += sb.values, acc.steps += sb.steps;
         }
@@ -79,10 +86,16 @@ int test_variable_lengths(void)
         int valid[2] = {T, short_len};
         frae_stats st;
         frae_reset(m);
-        frae_step(m, &(frae_batch){.x = x, .valid = valid, .nseq = 2,
-                                   .nframes = T, .continued = 1,
-                                   .kind = FRAE_STEP_TRAIN}, &st);
-        float *g_masked = malloc(4 * n), *g0 = malloc(4 * n), *g1 = malloc(4 * n);
+        frae_step(m,
+                  &(frae_batch){.x = x,
+                                .valid = valid,
+                                .nseq = 2,
+                                .nframes = T,
+                                .continued = 1,
+                                .kind = FRAE_STEP_TRAIN},
+                  &st);
+        float *g_masked = malloc(4 * n), *g0 = malloc(4 * n),
+              *g1 = malloc(4 * n);
         frae_get_grads(m, g_masked);
         CHECK(st.values == (long)(T + short_len) * D, "valid values %ld",
               st.values);
@@ -91,12 +104,18 @@ int test_variable_lengths(void)
         c1.batch = 1;
         frae_model *m1 = create_or_die(&c1);
         frae_set_params(m1, p0);
-        frae_step(m1, &(frae_batch){.x = x, .nseq = 1, .nframes = T,
-                                    .kind = FRAE_STEP_GRADIENTS}, NULL);
+        frae_step(
+            m1,
+            &(frae_batch){
+                .x = x, .nseq = 1, .nframes = T, .kind = FRAE_STEP_GRADIENTS},
+            NULL);
         frae_get_grads(m1, g0);
-        frae_step(m1, &(frae_batch){.x = x + (size_t)T * D, .nseq = 1,
-                                    .nframes = short_len,
-                                    .kind = FRAE_STEP_GRADIENTS}, NULL);
+        frae_step(m1,
+                  &(frae_batch){.x = x + (size_t)T * D,
+                                .nseq = 1,
+                                .nframes = short_len,
+                                .kind = FRAE_STEP_GRADIENTS},
+                  NULL);
         frae_get_grads(m1, g1);
         float w0 = (float)T / (T + short_len), w1 = 1.0f - w0;
         for (size_t i = 0; i < n; i++)
@@ -122,16 +141,20 @@ int test_gradient_clipping(void)
     size_t n = frae_param_count(m);
     float *g = malloc(4 * n), *g_free = malloc(4 * n);
     frae_stats st;
-    frae_step(m, &(frae_batch){.x = x, .nseq = 2, .nframes = 4,
-                               .kind = FRAE_STEP_TRAIN}, &st);
+    frae_step(
+        m,
+        &(frae_batch){.x = x, .nseq = 2, .nframes = 4, .kind = FRAE_STEP_TRAIN},
+        &st);
     frae_get_grads(m, g_free);
     double norm = st.grad_norm;
     frae_destroy(m);
 
     c.clip_norm = (float)(norm / 4);
     m = create_or_die(&c);
-    frae_step(m, &(frae_batch){.x = x, .nseq = 2, .nframes = 4,
-                               .kind = FRAE_STEP_TRAIN}, &st);
+    frae_step(
+        m,
+        &(frae_batch){.x = x, .nseq = 2, .nframes = 4, .kind = FRAE_STEP_TRAIN},
+        &st);
     frae_get_grads(m, g);
     double ss = 0;
     for (size_t i = 0; i < n; i++)
@@ -147,8 +170,10 @@ int test_gradient_clipping(void)
 
     c.clip_norm = (float)(norm * 2); /* above the norm: untouched */
     m = create_or_die(&c);
-    frae_step(m, &(frae_batch){.x = x, .nseq = 2, .nframes = 4,
-                               .kind = FRAE_STEP_TRAIN}, &st);
+    frae_step(
+        m,
+        &(frae_batch){.x = x, .nseq = 2, .nframes = 4, .kind = FRAE_STEP_TRAIN},
+        &st);
     frae_get_grads(m, g);
     CHECK(!memcmp(g, g_free, 4 * n), "a clip above the norm changed grads");
     frae_destroy(m);
@@ -171,7 +196,8 @@ int test_padding_is_inert(void)
         c.learning_rate = 1e-30f;
         frae_model *m = create_or_die(&c);
         size_t n = frae_param_count(m);
-        float *p = malloc(4 * n), *g_pad = malloc(4 * n), *g_short = malloc(4 * n);
+        float *p = malloc(4 * n), *g_pad = malloc(4 * n),
+              *g_short = malloc(4 * n);
         frae_get_params(m, p);
         for (size_t i = 0; i < n; i++)
             p[i] *= 4.0f;
@@ -185,16 +211,25 @@ int test_padding_is_inert(void)
         int valid[2] = {2, 2};
         frae_stats st;
         frae_reset(m);
-        frae_step(m, &(frae_batch){.x = x, .valid = valid, .nseq = 2,
-                                   .nframes = T, .continued = 1,
-                                   .kind = FRAE_STEP_TRAIN}, &st);
+        frae_step(m,
+                  &(frae_batch){.x = x,
+                                .valid = valid,
+                                .nseq = 2,
+                                .nframes = T,
+                                .continued = 1,
+                                .kind = FRAE_STEP_TRAIN},
+                  &st);
         frae_get_grads(m, g_pad);
         CHECK(isfinite(st.grad_norm), "padding made the gradient %g",
               st.grad_norm);
         frae_set_params(m, p);
         frae_reset(m);
-        frae_step(m, &(frae_batch){.x = xs, .nseq = 2, .nframes = 2,
-                                   .continued = 1, .kind = FRAE_STEP_TRAIN},
+        frae_step(m,
+                  &(frae_batch){.x = xs,
+                                .nseq = 2,
+                                .nframes = 2,
+                                .continued = 1,
+                                .kind = FRAE_STEP_TRAIN},
                   &st);
         frae_get_grads(m, g_short);
         CHECK(!memcmp(g_pad, g_short, 4 * n),
@@ -222,29 +257,35 @@ int test_lr_schedule(void)
     const long steps[] = {1, 3, 4, 5, 9, 13, 14, 15, 1000};
     for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
         long s = steps[i];
-        double want = s <= 4    ? lr * s / 4
-                      : s >= 14 ? lr * fl
-                                : lr * (fl + (1 - fl) * 0.5 *
-                                                 (1 + cos(pi * (s - 4) / 10)));
+        double want =
+            s <= 4 ? lr * s / 4
+            : s >= 14
+                ? lr * fl
+                : lr * (fl + (1 - fl) * 0.5 * (1 + cos(pi * (s - 4) / 10)));
         CHECK(frae_learning_rate_at(&c, s) == (float)want,
               "lr at step %ld: %.9g, wanted %.9g", s,
               (double)frae_learning_rate_at(&c, s), want);
     }
     frae_config flat = c;
     flat.lr_warmup = flat.lr_decay_steps = 0;
-    CHECK(frae_learning_rate_at(&flat, 7) == 1e-3f, "no schedule: not constant");
+    CHECK(frae_learning_rate_at(&flat, 7) == 1e-3f,
+          "no schedule: not constant");
 
     float *x = synth(2, 4, 5, 9);
     frae_model *a = create_or_die(&c);
     frae_stats st;
-    frae_step(a, &(frae_batch){.x = x, .nseq = 2, .nframes = 4,
-                               .kind = FRAE_STEP_TRAIN}, &st);
+    frae_step(
+        a,
+        &(frae_batch){.x = x, .nseq = 2, .nframes = 4, .kind = FRAE_STEP_TRAIN},
+        &st);
     CHECK(st.steps == 1, "%ld steps, wanted 1", st.steps);
     frae_config quarter = flat;
     quarter.learning_rate = 1e-3f / 4;
     frae_model *b = create_or_die(&quarter);
-    frae_step(b, &(frae_batch){.x = x, .nseq = 2, .nframes = 4,
-                               .kind = FRAE_STEP_TRAIN}, NULL);
+    frae_step(
+        b,
+        &(frae_batch){.x = x, .nseq = 2, .nframes = 4, .kind = FRAE_STEP_TRAIN},
+        NULL);
     size_t n = frae_param_count(a);
     float *pa = malloc(4 * n), *pb = malloc(4 * n);
     frae_get_params(a, pa), frae_get_params(b, pb);
@@ -254,7 +295,8 @@ int test_lr_schedule(void)
     char path[] = "/tmp/frae-lr-XXXXXX";
     int fd = mkstemp(path);
     char err[256] = "";
-    CHECK(fd >= 0 && !frae_save(a, path, 1, NULL, 0, NULL, 0, err, sizeof err), "save: %s", err);
+    CHECK(fd >= 0 && !frae_save(a, path, 1, NULL, 0, NULL, 0, err, sizeof err),
+          "save: %s", err);
     frae_config rt;
     frae_config_default(&rt);
     frae_model *back = frae_load(path, &rt, err, sizeof err);
@@ -298,7 +340,8 @@ int test_normalization(void)
         frae_config cn = c;
         cn.normalize = 1;
         frae_model *plain = create_or_die(&c), *norm = create_or_die(&cn);
-        float *x = synth(B, T, D, 5 + gru), *z = malloc(sizeof(float) * B * T * D);
+        float *x = synth(B, T, D, 5 + gru),
+              *z = malloc(sizeof(float) * B * T * D);
         float mean[6], std[6];
         for (int d = 0; d < D; d++)
             mean[d] = 0.3f * (float)d - 0.7f, std[d] = 0.5f + 0.25f * (float)d;
@@ -317,21 +360,30 @@ int test_normalization(void)
         frae_stats sa, sb;
         int same_loss = 1;
         for (int step = 0; step < 3; step++) {
-            frae_step(plain, &(frae_batch){.x = z, .nseq = B, .nframes = T,
-                                           .kind = FRAE_STEP_TRAIN}, &sa);
-            frae_step(norm, &(frae_batch){.x = x, .nseq = B, .nframes = T,
-                                          .kind = FRAE_STEP_TRAIN}, &sb);
+            frae_step(
+                plain,
+                &(frae_batch){
+                    .x = z, .nseq = B, .nframes = T, .kind = FRAE_STEP_TRAIN},
+                &sa);
+            frae_step(
+                norm,
+                &(frae_batch){
+                    .x = x, .nseq = B, .nframes = T, .kind = FRAE_STEP_TRAIN},
+                &sb);
             same_loss &= sa.sse == sb.sse;
         }
         size_t np = frae_param_count(plain);
-        float *pa = malloc(sizeof(float) * np), *pb = malloc(sizeof(float) * np);
+        float *pa = malloc(sizeof(float) * np),
+              *pb = malloc(sizeof(float) * np);
         frae_get_params(plain, pa);
         frae_get_params(norm, pb);
         CHECK(same_loss && !memcmp(pa, pb, sizeof(float) * np),
               "%s: training on x with normalization differs from training "
-              "on z-scored x", gru ? "gru" : "dense");
+              "on z-scored x",
+              gru ? "gru" : "dense");
         /* forward: y = y_plain * std + mean, and the codec decodes it */
-        float *ya = malloc(sizeof(float) * B * T * D), *yb = malloc(sizeof(float) * B * T * D);
+        float *ya = malloc(sizeof(float) * B * T * D),
+              *yb = malloc(sizeof(float) * B * T * D);
         frae_forward(plain, z, ya, B, T);
         frae_forward(norm, x, yb, B, T);
         int same_y = 1;
@@ -340,10 +392,16 @@ int test_normalization(void)
             same_y &= !memcmp(&want, &yb[i], sizeof want);
         }
         CHECK(same_y, "forward: not y * std + mean of the plain model");
-        frae_step(plain, &(frae_batch){.x = z, .nseq = B, .nframes = T,
-                                       .kind = FRAE_STEP_EVALUATE}, &sa);
-        frae_step(norm, &(frae_batch){.x = x, .nseq = B, .nframes = T,
-                                      .kind = FRAE_STEP_EVALUATE}, &sb);
+        frae_step(
+            plain,
+            &(frae_batch){
+                .x = z, .nseq = B, .nframes = T, .kind = FRAE_STEP_EVALUATE},
+            &sa);
+        frae_step(
+            norm,
+            &(frae_batch){
+                .x = x, .nseq = B, .nframes = T, .kind = FRAE_STEP_EVALUATE},
+            &sb);
         CHECK(sa.sse == sb.sse, "eval loss %.9g against %.9g", sa.sse, sb.sse);
         frae_config ci = cn;
         ci.training = 0;
@@ -370,8 +428,8 @@ int test_normalization(void)
         int fd = mkstemp(path);
         close(fd);
         char err[256];
-        CHECK(!frae_save(inf, path, 0, NULL, 0, NULL, 0, err, sizeof err),
-              "%s", err);
+        CHECK(!frae_save(inf, path, 0, NULL, 0, NULL, 0, err, sizeof err), "%s",
+              err);
         frae_model *back = frae_load(path, NULL, err, sizeof err);
         float m2[6], s2[6];
         CHECK(back && !frae_get_normalization(back, m2, s2) &&
@@ -379,10 +437,12 @@ int test_normalization(void)
               "statistics not kept: %s", back ? "" : err);
         uint64_t h = frae_model_hash(frae_model_net(inf));
         if (back)
-            CHECK(frae_model_hash(frae_model_net(back)) == h, "hash changed on reload");
+            CHECK(frae_model_hash(frae_model_net(back)) == h,
+                  "hash changed on reload");
         mean[0] += 1.0f;
         frae_set_normalization(inf, mean, std);
-        CHECK(frae_model_hash(frae_model_net(inf)) != h, "the hash ignores the statistics");
+        CHECK(frae_model_hash(frae_model_net(inf)) != h,
+              "the hash ignores the statistics");
         unlink(path);
         frae_destroy(back);
         frae_encoder_destroy(e), frae_decoder_destroy(dd);

@@ -9,8 +9,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "io/formats.h"
 #include "frae_train.h"
+#include "io/formats.h"
 #include "test_util.h"
 #include "tests.h"
 
@@ -43,10 +43,10 @@ static int settings(frae_run_config *rc, const char *const *opts, char *err)
 }
 
 static const char *const RUN[] = {
-    "--frame-dim", "6",  "--history", "2",      "--enc",      "16",
-    "--latent",    "3",  "--dec",     "16",     "--quantizer", "binary",
-    "--window",    "12", "--batch",   "4",      "--crop",     "15",
-    "--val-split", "0.25", "--epochs", "4",     NULL};
+    "--frame-dim", "6",    "--history", "2",  "--enc",       "16",
+    "--latent",    "3",    "--dec",     "16", "--quantizer", "binary",
+    "--window",    "12",   "--batch",   "4",  "--crop",      "15",
+    "--val-split", "0.25", "--epochs",  "4",  NULL};
 
 /* Trains rc on ds (a continued run's state from prev): the model's
  * parameters into params (n of them). */
@@ -105,8 +105,8 @@ int test_run_arrays_equal_files(void)
         snprintf(path[i], sizeof path[i], "%s/s%d.npy", dir, i);
         const long shape[2] = {len[i], D};
         frae_npy_write(path[i], x + at * D, 2, shape, err, sizeof err);
-        CHECK(!frae_dataset_add_array(arrays, "x", x + at * D, 1, len[i], D, err,
-                                      sizeof err),
+        CHECK(!frae_dataset_add_array(arrays, "x", x + at * D, 1, len[i], D,
+                                      err, sizeof err),
               "add_array: %s", err);
         at += len[i];
     }
@@ -121,7 +121,8 @@ int test_run_arrays_equal_files(void)
         CHECK(!frae_dataset_add_npy(npy, files[i], err, sizeof err), "%s", err);
     frae_free_paths(files, n_files);
     CHECK(frae_dataset_sequences(npy) == N_SEQ &&
-              frae_dataset_total_frames(npy) == at && frae_dataset_dim(npy) == D,
+              frae_dataset_total_frames(npy) == at &&
+              frae_dataset_dim(npy) == D,
           "the files' dataset has %ld sequences", frae_dataset_sequences(npy));
 
     frae_run_config rc;
@@ -176,7 +177,8 @@ int test_run_arrays_equal_files(void)
     CHECK(train(&back, npy, NULL, pb, &nb, NULL) == 0, "resumed to 4");
     CHECK(!memcmp(pa, pb, sizeof(float) * na),
           "2 epochs + resume to 4 differ from 4 straight");
-    CHECK(same_file(ck_a, ck_b), "the resumed checkpoint is not the straight one");
+    CHECK(same_file(ck_a, ck_b),
+          "the resumed checkpoint is not the straight one");
 
     /* what a run refuses, in one line */
     frae_run_config bad = rc;
@@ -214,14 +216,10 @@ static const char *sample(const frae_option *o, char *buf, size_t cap)
     case FRAE_OPTION_CHOICE: /* the last choice */
         snprintf(buf, cap, "%s", strrchr(o->choices, '|') + 1);
         return buf;
-    case FRAE_OPTION_WIDTHS:
-        return "12,7";
-    case FRAE_OPTION_QUANTIZER:
-        return "uniform:5";
-    case FRAE_OPTION_FLAG:
-        return NULL;
-    case FRAE_OPTION_TEXT:
-        return "x.st";
+    case FRAE_OPTION_WIDTHS: return "12,7";
+    case FRAE_OPTION_QUANTIZER: return "uniform:5";
+    case FRAE_OPTION_FLAG: return NULL;
+    case FRAE_OPTION_TEXT: return "x.st";
     }
     return NULL;
 }
@@ -250,8 +248,8 @@ int test_option_table(void)
                   frae_option_given(&rc, i),
               "%s %s: %s", dashed, v ? v : "", err);
         frae_option_format(&rc, i, out, sizeof out);
-        CHECK(!strcmp(out, v ? v : "on"), "%s %s formats back as '%s'",
-              o->name, v ? v : "", out);
+        CHECK(!strcmp(out, v ? v : "on"), "%s %s formats back as '%s'", o->name,
+              v ? v : "", out);
         if (o->flags & FRAE_OPTION_FIXED)
             CHECK(rc.last_fixed == i, "%s: fixed options are remembered",
                   o->name);
@@ -341,8 +339,10 @@ int test_recipes(void)
                   "recipe %s: %s", r->name, err);
         frae_options_finish(&b);
         all_values(&a, want, sizeof want), all_values(&b, got, sizeof got);
-        CHECK(!strcmp(want, got), "--recipe %s settles as its options: %s, "
-              "not %s", r->name, want, got);
+        CHECK(!strcmp(want, got),
+              "--recipe %s settles as its options: %s, "
+              "not %s",
+              r->name, want, got);
         CHECK(a.given == (b.given | (uint64_t)1 << row) && a.crop == b.crop &&
                   a.model.batch == b.model.batch,
               "--recipe %s: its options count as given", r->name);
@@ -385,11 +385,11 @@ int test_recipes(void)
 static int known_key(const char *k)
 {
     static const char *const keys[] = {
-        "frae.format",       "frae.format_version", "frae.weights",
-        "frae.norm_mean",    "frae.norm_std",       "frae.beta1",
-        "frae.beta2",        "frae.epsilon",        "frae.param_count",
-        "frae.bits_per_frame", "frae.adam_step",    "frae.checksum",
-        "frae.targets",      "frae.batch"};
+        "frae.format",         "frae.format_version", "frae.weights",
+        "frae.norm_mean",      "frae.norm_std",       "frae.beta1",
+        "frae.beta2",          "frae.epsilon",        "frae.param_count",
+        "frae.bits_per_frame", "frae.adam_step",      "frae.checksum",
+        "frae.targets",        "frae.batch"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (!strcmp(k, keys[i]))
             return 1;
@@ -448,7 +448,8 @@ int test_checkpoint_records_options(void)
                   !frae_checkpoint_config(ck, &back.model, err, sizeof err),
               "%s is not recorded as %s: %s", o->name, o->meta, err);
         if (!strcmp(o->name, "normalize")) /* a model that z-scores */
-            snprintf(out, sizeof out, "%s", back.model.normalize ? "on" : "off");
+            snprintf(out, sizeof out, "%s",
+                     back.model.normalize ? "on" : "off");
         else
             frae_option_format(&back, i, out, sizeof out);
         CHECK(!strcmp(out, want), "%s %s comes back from %s as '%s'", o->name,
@@ -482,10 +483,10 @@ int test_checkpoint_records_options(void)
     for (int i = 0; i < N_SEQ; i++, at += len[i - 1])
         frae_dataset_add_array(ds, "x", x + at * D, 1, len[i], D, err,
                                sizeof err);
-    const char *const opts[] = {"--frame-dim", "6",   "--enc",     "8",
-                                "--dec",       "8",   "--latent",  "3",
-                                "--epochs",    "2",   "--batch",   "3",
-                                "--crop",      "11",  "--patience", "5",
+    const char *const opts[] = {"--frame-dim", "6",    "--enc",      "8",
+                                "--dec",       "8",    "--latent",   "3",
+                                "--epochs",    "2",    "--batch",    "3",
+                                "--crop",      "11",   "--patience", "5",
                                 "--val-split", "0.25", NULL};
     CHECK(!settings(&rc, opts, err), "%s", err);
     rc.save = path;

@@ -6,16 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/util.h" /* frae_synth_sequences */
 #include "frae.h"
 #include "frae_codec.h"
-#include "base/util.h" /* frae_synth_sequences */
 
 /* What a test returns when it would compare nothing on this machine. */
 #define TEST_SKIPPED (-1)
 #define SKIP_IF(cond, why)                                                     \
     do {                                                                       \
         if (cond) {                                                            \
-            printf("    skipped: %s\n", why);                                 \
+            printf("    skipped: %s\n", why);                                  \
             return TEST_SKIPPED;                                               \
         }                                                                      \
     } while (0)
@@ -47,7 +47,6 @@ int available_isas(frae_isa *out);
  * other kernels: its outputs must be m's bit for bit). */
 frae_model *model_on_isa(const frae_model *m, const frae_config *c,
                          frae_isa isa);
-
 
 /* Layer shapes of cfg in parameter order; returns the number of layers. */
 int layer_shapes(const frae_config *c, int *in, int *out);
