@@ -7,7 +7,7 @@ set -eu
 # build + test: compiler, make, sanitizer runtimes come with gcc.
 # tests: python3-numpy builds .npy/.npz inputs and a reference forward;
 # pkgconf checks the installed library; clang + libclang-rt-14-dev build
-# the libFuzzer target.  Speech: libsndfile, FFTW and libsamplerate for the
+# the libFuzzer target; clang-format checks the C style (.clang-format).  Speech: libsndfile, FFTW and libsamplerate for the
 # audio front end; espeak-ng and flite make the corpus; codec2 and
 # opus-tools are the demo's reference codecs; sox converts for them;
 # matplotlib draws the demo's figures; python3-aubio is the demo's reference
@@ -23,6 +23,7 @@ set -eu
 # reference fixtures / bench: python3-torch (optional at
 # test time: fixtures are committed, so tests never need torch).
 BUILD_PKGS="gcc make libc6-dev python3 python3-numpy pkgconf clang libclang-rt-14-dev
+  clang-format
   python3-dev python3-pytest libzip-dev chromium
   python3-venv python3-pip python3-setuptools python3-wheel
   libsndfile1-dev libfftw3-dev libsamplerate0-dev

@@ -1,10 +1,12 @@
 """The tree's shape (issue 36): no source file of the libraries, the
 command or the extension over MAX_FILE lines unless its opening comment
 says why (a line with "one file:"), and no function over MAX_FUNCTION
-lines.  Usage: layout_test.py [ROOT]"""
+lines; and every tracked C file as .clang-format lays it out (clang-format
+14).  Usage: layout_test.py [ROOT]"""
 import glob
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -85,6 +87,19 @@ def main():
           "; ".join(long_files))
     check(not long_functions, "no function over %d lines" % MAX_FUNCTION,
           "; ".join(long_functions))
+    tracked = subprocess.run(["git", "ls-files", "*.c", "*.h"], cwd=root, capture_output=True,
+                             text=True).stdout.split()
+    tracked = [f for f in tracked if not f.endswith("pitch_counts.h")]  # generated
+    try:
+        fmt = subprocess.run(["clang-format", "--dry-run", "-Werror"] + tracked, cwd=root,
+                             capture_output=True, text=True)
+        differ = sorted({line.split(":")[0] for line in fmt.stderr.splitlines()
+                         if "error:" in line})
+        ok, why = fmt.returncode == 0 and len(tracked) > 40, ", ".join(differ) or fmt.stderr[-300:]
+    except FileNotFoundError:
+        ok, why = False, "clang-format is not installed (scripts/install-deps.sh installs it)"
+    check(ok, "the %d tracked C files as .clang-format lays them out (make format)" % len(tracked),
+          why)
     return summary()
 
 

@@ -32,7 +32,7 @@ run "$BUILD/frae_tests"
 echo "== the call graph: no cycle among source files ($BUILD)"
 run /usr/bin/python3 tests/call_graph_test.py "$BUILD"
 if [ "$BUILD" = build ]; then # the sources' shape: once is enough
-    echo "== the tree's layout: file and function sizes"
+    echo "== the tree's layout: file and function sizes, the C style"
     run /usr/bin/python3 tests/layout_test.py
 fi
 echo "== CLI tests ($BUILD)"
