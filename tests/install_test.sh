@@ -138,7 +138,13 @@ for pair in "libfrae.so include/frae.h include/frae_codec.h include/frae_train.h
     set -- $pair
     lib=$1
     shift
-    declared=$(awk 'prev == "FRAE_API" { sub(/\(.*/, ""); sub(/.*[ *]/, ""); print }
+    # the name before the '(' of the declaration after each FRAE_API line
+    # (a long one's return type may stand on a line of its own)
+    declared=$(awk 'prev == "FRAE_API" { want = 1; buf = "" }
+                    want { buf = buf " " $0
+                           if (index(buf, "(")) {
+                               sub(/\(.*/, "", buf); n = split(buf, w, /[ *]+/)
+                               print w[n]; want = 0 } }
                     { prev = $0 }' "$@" | sort)
     exported=$(nm -D --defined-only "$BUILD/$lib" | awk '$2 == "T" {print $3}' | sort)
     if [ -n "$declared" ] && [ "$declared" = "$exported" ]; then
