@@ -1,10 +1,12 @@
 #!/bin/sh
 # The main job: frae's shipped speech codecs at work.  Installs what is
-# missing, builds, makes the synthetic speech corpus (espeak-ng, flite),
-# codes the held-out voices with the shipped models (models/: 1.6 kbit/s
-# fixed and variable rate), runs Codec2 and Opus on the same audio,
-# measures every system through its decoded audio, prints the table and
-# writes the WAVs, pictures and the listening page to demo/ (about 2
+# missing, builds, makes the synthetic speech corpus (espeak-ng, flite) and
+# the held-out side of the recorded human one (Fish Fillets' Dutch cast,
+# scripts/make-corpus.sh --human), codes both held-out sets with the
+# shipped models (models/: 1.6 kbit/s fixed and variable rate, trained on
+# synthetic voices only), runs Codec2 and Opus on the same audio, measures
+# every system through its decoded audio, prints a table for each set and
+# writes the WAVs, pictures and the listening page to demo/ (about 3
 # minutes on 2 cores; it opens nothing).
 #   ./run.sh --train  also trains the 1.6 kbit/s codec (the same bytes as
 #                     models/speech.safetensors)

@@ -49,7 +49,12 @@ each decoded WAV; gross pitch error (GPE) is the share of frames voiced in
 both whose f0 is off by more than 20%, voicing decision error (VDE) the
 share of frames whose voicing differs.
 
-Usage: tools/demo.py [--epochs N] [--out DIR] [--frae PATH]"""
+The quick mode (the default, ./run.sh) trains nothing: the shipped models
+(models/) code the synthetic held-out voices and the recorded human ones
+(the held-out side of scripts/make-corpus.sh --human: Fish Fillets' Dutch
+cast, 20 clips a speaker), Codec2 and Opus the same audio, a table each.
+
+Usage: tools/demo.py [--full] [--epochs N] [--out DIR] [--frae PATH]"""
 import argparse
 import glob
 import math
@@ -506,29 +511,10 @@ SHIPPED = (("speech", "FRAE speech, 1.6 kbit/s (shipped)"),
            ("speech-vbr", "FRAE speech-vbr, variable rate (shipped)"))
 
 
-def quick(a):
-    """The main job (./run.sh): the shipped codecs, Codec2 and Opus on the
-    held-out voices, measured through audio; the table, the WAVs, the
-    pictures and the listening page.  No training."""
-    frae, out = a.frae, a.out
-    started = time.time()
-    steps = 6
-
-    def step(k, text):
-        print("[%d/%d] %s (%.0f s in)" % (k, steps, text, time.time() - started), flush=True)
-    os.makedirs(os.path.join(out, "wav"), exist_ok=True)
-    step(1, "the speech corpus: synthetic voices (espeak-ng, flite), about 30 s when new")
-    sh(["sh", os.path.join(ROOT, "scripts", "make-corpus.sh"), a.corpus, frae])
-    print("    " + open(os.path.join(a.corpus, ".complete")).read().strip(), flush=True)
-    tests = sorted(glob.glob(os.path.join(a.corpus, "wav", "test", "*.wav")))
-    texts = {}
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import listening_page
-    texts = listening_page.sentence_texts([os.path.basename(w)[:-4] for w in tests],
-                                          a.corpus)
-
-    step(2, "coding the %d held-out utterances with the shipped models (frae encode, "
-         "frae decode --wav: the model found by the stream's hash)" % len(tests))
+def shipped_and_others(frae, a, tests, out, tmp, what):
+    """The held-out clips tests through the shipped models (frae encode,
+    frae decode --wav), then Codec2 and Opus on the same audio: (systems,
+    refs, secs, model paths)."""
     env = dict(os.environ, FRAE_MODELS=a.models)
     models = {}
     for name, label in SHIPPED:
@@ -536,9 +522,8 @@ def quick(a):
         if not os.path.exists(path):
             sys.exit("%s is missing: 'make models' builds it" % path)
         models[name] = {"label": label, "path": path, "bytes": 0, "wavs": {}}
-    tmp = tempfile.mkdtemp(prefix="frae-demo-")
     refs, secs = {}, 0.0
-    prog = Progress("utterances", len(tests))
+    prog = Progress(what + ", shipped models", len(tests))
     for w in tests:
         name = os.path.basename(w)[:-4]
         npy = os.path.join(tmp, name + "-ref.npy")
@@ -560,6 +545,73 @@ def quick(a):
         vr = key != "speech"
         systems[m["label"]] = {"kbps": kbps if vr else 1.6, "actual": kbps, "wavs": m["wavs"],
                                "vr": vr}
+    systems.update(codec2_opus(tests, out, tmp, secs,
+                               Progress(what + ", Codec2 and Opus", 5 * len(tests))))
+    return systems, refs, secs, [m["path"] for m in models.values()]
+
+
+def quick_table(rows):
+    lines = ["| system | kbit/s | stream kbit/s | LSD 0-4 kHz | MCD 0-4 kHz | LSD 0-8 kHz "
+             "| MCD 0-8 kHz | GPE | VDE |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        lines.append("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f%% | %.1f%% |" % (
+            r["label"], "" if r["vr"] else "%.2f" % r["kbps"], r["actual"], r["lsd_nb"],
+            r["mcd_nb"], r["lsd_full"], r["mcd_full"], r["gpe"], r["vde"]))
+    return "\n".join(lines)
+
+
+# the quick job's recorded human voices (issue 38): the held-out side of
+# scripts/make-corpus.sh --human, 20 clips of each held-out speaker (the
+# Dutch cast: nl-m, nl-v, nl-o; the 60 clips of
+# docs/2026-12-02-human-speech.md), with the script's least training side
+# (one clip a speaker, unused), in a folder of its own so that a full human
+# corpus (CORPUS/human) is never made again by the quick job
+HUMAN_QUICK = ["--per-speaker", "1", "--test-per-speaker", "20"]
+HUMAN_TITLE = "held-out human voices (recorded, never heard in training)"
+SYNTH_TITLE = "held-out synthetic voices (never heard in training)"
+
+
+def quick(a):
+    """The main job (./run.sh): the shipped codecs, Codec2 and Opus on the
+    held-out voices, synthetic and recorded human ones, measured through
+    audio; a table each, the WAVs, the pictures and the listening page.  No
+    training."""
+    frae, out = a.frae, a.out
+    started = time.time()
+    steps = 5
+
+    def step(k, text):
+        print("[%d/%d] %s (%.0f s in)" % (k, steps, text, time.time() - started), flush=True)
+    os.makedirs(os.path.join(out, "wav"), exist_ok=True)
+    step(1, "the speech corpora: synthetic voices (espeak-ng, flite), about 30 s when new; "
+         "the held-out human voices (Fish Fillets' Dutch dialogs), about 20 s when new")
+    sh(["sh", os.path.join(ROOT, "scripts", "make-corpus.sh"), a.corpus, frae])
+    print("    " + open(os.path.join(a.corpus, ".complete")).read().strip(), flush=True)
+    human_dir = os.path.join(a.corpus, "quick")
+    sh(["sh", os.path.join(ROOT, "scripts", "make-corpus.sh"), "--human"] + HUMAN_QUICK +
+       [human_dir, frae])
+    human_dir = os.path.join(human_dir, "human")
+    print("    " + open(os.path.join(human_dir, ".complete")).read().strip(), flush=True)
+    sets = [("synthetic", SYNTH_TITLE,
+             sorted(glob.glob(os.path.join(a.corpus, "wav", "test", "*.wav")))),
+            ("human", HUMAN_TITLE,
+             sorted(glob.glob(os.path.join(human_dir, "wav", "test", "*.wav"))))]
+    tests = sets[0][2]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import listening_page
+    texts = listening_page.sentence_texts([os.path.basename(w)[:-4] for w in tests],
+                                          a.corpus)
+
+    tmp = tempfile.mkdtemp(prefix="frae-demo-")
+    step(2, "coding the %d synthetic and %d human held-out clips with the shipped models "
+         "(frae encode, frae decode --wav: the model found by the stream's hash), then "
+         "Codec2 (700C, 1300, 1600, 3200) and Opus 6 kbit/s on the same audio"
+         % (len(sets[0][2]), len(sets[1][2])))
+    coded = {}
+    for key, _, clips in sets:
+        coded[key] = shipped_and_others(frae, a, clips, out, tmp, key)
+    systems, refs, secs, paths = coded["synthetic"]
 
     if a.train:  # the shipped codec trained again: the same bytes
         print("    --train: training the 1.6 kbit/s codec as 'make models' does (frae train "
@@ -574,57 +626,62 @@ def quick(a):
         sh([frae, "convert", mine, "-o", os.path.join(out, "model-speech-bf16.safetensors"),
             "--weights", "bf16"])
         same = open(os.path.join(out, "model-speech-bf16.safetensors"), "rb").read() == \
-            open(models["speech"]["path"], "rb").read()
+            open(paths[0], "rb").read()
         print("    the codec trained here (%s, bf16) %s" % (
             os.path.join(out, "model-speech-bf16.safetensors"),
             "is the shipped models/speech.safetensors, byte for byte" if same else
             "differs from the shipped one (another corpus or epochs?)"), flush=True)
 
-    step(3, "Codec2 (700C, 1300, 1600, 3200) and Opus 6 kbit/s on the same audio")
-    systems.update(codec2_opus(tests, out, tmp, secs, Progress("utterances", 5 * len(tests))))
-
-    step(4, "every system through its decoded audio: log-mel distances and pitch")
-    rows, full, narrow, ref_pitch = measure(frae, systems, refs, out, tmp,
-                                            Progress("decoded WAVs", len(systems) * len(tests)))
-    by = {r["label"]: r for r in rows}
-    lines = ["| system | kbit/s | stream kbit/s | LSD 0-4 kHz | MCD 0-4 kHz | LSD 0-8 kHz "
-             "| MCD 0-8 kHz | GPE | VDE |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for r in rows:
-        lines.append("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f%% | %.1f%% |" % (
-            r["label"], "" if r["vr"] else "%.2f" % r["kbps"], r["actual"], r["lsd_nb"],
-            r["mcd_nb"], r["lsd_full"], r["mcd_full"], r["gpe"], r["vde"]))
-    table = "\n".join(lines)
-    notes = ("%d held-out utterances (%.0f s, voices the models never heard), every system "
-             "measured on its decoded WAV: LSD and MCD of the log-mel over speech frames "
-             "(dB, lower is better; 0-4 kHz is where narrowband Codec2 is compared), GPE and "
-             "VDE the pitch and voicing errors against a reference tracker (aubio). "
-             "kbit/s: a fixed-rate codec's own rate; stream kbit/s: what the files take, "
-             "headers included. The shipped models: %s (models/README.md). ./run.sh --full "
-             "trains and compares every model of the study." % (
-                 len(tests), secs, ", ".join(
-                     os.path.relpath(m["path"], ROOT) if m["path"].startswith(ROOT + os.sep)
-                     else m["path"] for m in models.values())))
-    report = "\n".join(["# frae speech demo: the shipped codecs", "", "Through audio:", "",
-                        table, "", notes])
+    step(3, "every system through its decoded audio: log-mel distances and pitch")
+    measured, tables = {}, []
+    for key, title, clips in sets:
+        s_sys, s_refs = coded[key][0], coded[key][1]
+        measured[key] = measure(frae, s_sys, s_refs, out, tmp,
+                                Progress(key + ", decoded WAVs", len(s_sys) * len(clips)))[0]
+        tables.append((title, quick_table(measured[key])))
+    rows = measured["synthetic"]
+    rel = ", ".join(os.path.relpath(p, ROOT) if p.startswith(ROOT + os.sep) else p
+                    for p in paths)
+    notes = ("%d synthetic held-out utterances (%.0f s, voices the models never heard) and "
+             "%d recorded human clips (%.0f s; Fish Fillets' Dutch cast, nl-m, nl-v, nl-o, "
+             "scripts/make-corpus.sh --human), every system measured on its decoded WAV: LSD "
+             "and MCD of the log-mel over speech frames (dB, lower is better; 0-4 kHz is where "
+             "narrowband Codec2 is compared), GPE and VDE the pitch and voicing errors against "
+             "a reference tracker (aubio). kbit/s: a fixed-rate codec's own rate; stream "
+             "kbit/s: what the files take, headers included. The shipped models: %s "
+             "(models/README.md), trained on synthetic voices only; "
+             "docs/2026-12-02-human-speech.md trains on the human training speakers too. "
+             "./run.sh --full trains and compares every model of the study." % (
+                 len(sets[0][2]), secs, len(sets[1][2]), coded["human"][2], rel))
+    report = ["# frae speech demo: the shipped codecs", ""]
+    for title, md in tables:
+        report += ["Through audio, %s:" % title, "", md, ""]
+    report = "\n".join(report + [notes])
     print()
     print(report)
     print()
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write(report + "\n")
 
-    step(5, "pictures: rate and quality, spectrograms")
+    step(4, "pictures: rate and quality, spectrograms")
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     plt.figure(figsize=(7.5, 4.8))
-    for r in rows:
-        is_frae = r["label"].startswith("FRAE")
-        at = r["actual"] if is_frae else r["kbps"]
-        plt.plot(at, r["lsd_nb"], "o" if is_frae else "s",
-                 color="tab:blue" if is_frae else "tab:gray", markersize=8)
-        plt.annotate(r["label"].replace(" (shipped)", ""), (at, r["lsd_nb"]),
-                     textcoords="offset points", xytext=(6, 4), fontsize=8)
+    for key, marks in (("synthetic", ("o", "s")), ("human", ("^", "D"))):
+        for r in measured[key]:
+            is_frae = r["label"].startswith("FRAE")
+            at = r["actual"] if is_frae else r["kbps"]
+            plt.plot(at, r["lsd_nb"], marks[0] if is_frae else marks[1],
+                     color=("tab:blue" if is_frae else "tab:gray") if key == "synthetic"
+                     else ("tab:orange" if is_frae else "tab:brown"), markersize=8)
+            plt.annotate(r["label"].replace(" (shipped)", ""), (at, r["lsd_nb"]),
+                         textcoords="offset points", xytext=(6, 4), fontsize=7)
+    plt.plot([], [], "o", color="tab:blue", label="FRAE, synthetic voices")
+    plt.plot([], [], "s", color="tab:gray", label="Codec2, Opus, synthetic voices")
+    plt.plot([], [], "^", color="tab:orange", label="FRAE, human voices")
+    plt.plot([], [], "D", color="tab:brown", label="Codec2, Opus, human voices")
+    plt.legend(fontsize=7, loc="upper right")
     plt.xlabel("kbit/s: FRAE's streams, every header byte counted; Codec2's bits, "
                "Opus's packets")
     plt.ylabel("LSD 0-4 kHz through audio (dB)")
@@ -635,30 +692,36 @@ def quick(a):
     plt.tight_layout()
     plt.savefig(os.path.join(out, "rate_quality.png"), dpi=110)
     plt.close("all")
+    # the synthetic utterances' spectrograms (the human clips' would add
+    # about 15 s here; their page rows have the players only)
     first = SHIPPED[0][1]
+    by = {r["label"]: r for r in rows}
     specs = spectrogram_strips(out, {n: r[:, :80] for n, r in refs.items()}, [
         (first.replace(" (shipped)", ""), by[first]["feats"]),
         ("Codec2 1300", by["Codec2 1300"]["feats"]), ("Opus 6 kbit/s", by["Opus 6 kbit/s"]["feats"])],
         Progress("spectrogram pictures", len(refs)))
 
-    step(6, "the listening page")
+    step(5, "the listening page")
     page_systems = [("original", {n: os.path.join(out, "wav", n + "-original.wav")
-                                  for n in refs})]
+                                  for key in coded for n in coded[key][1]})]
     # each sentence's row: the codecs people compare first, the rest behind
     # "more systems"
     order = [label for _, label in SHIPPED] + [
         "Codec2 1300", "Codec2 3200", "Opus 6 kbit/s"]
     order += [label for label in systems if label not in order]
-    page_systems += [(label.replace(" (shipped)", ""), systems[label]["wavs"])
+    page_systems += [(label.replace(" (shipped)", ""),
+                      dict(kv for key in coded for kv in coded[key][0][label]["wavs"].items()))
                      for label in order]
+    utts = [(n, specs.get(n)) for key, _, _ in sets for n in sorted(coded[key][1])]
     listening_page.write_page(
-        out, [(n, specs[n]) for n in sorted(refs)], page_systems,
-        tables=[("Through audio (held-out voices)", table)],
+        out, utts, page_systems,
+        tables=[("Through audio, " + title, md) for title, md in tables],
         figures=[("rate and quality", os.path.join(out, "rate_quality.png"))],
-        notes=[notes, "Spectrograms per sentence: the log-mel of the original, then of the "
-               "decoded audio of FRAE speech 1.6 kbit/s, Codec2 1300 and Opus 6 kbit/s."],
+        notes=[notes, "Spectrograms per synthetic sentence: the log-mel of the original, "
+               "then of the decoded audio of FRAE speech 1.6 kbit/s, Codec2 1300 and Opus 6 kbit/s."],
         texts=texts, primary=6,
-        intro="Each sentence as spoken (synthetic voices the codecs never heard in training), "
+        intro="Each sentence as spoken (synthetic voices the codecs never heard in training, "
+              "then recorded human voices, Fish Fillets' Dutch cast, also never heard), "
               "then through each codec: frae's two shipped speech codecs at 1.6 kbit/s and "
               "about 1.2 kbit/s, Codec2 and Opus.  The figures are below the sentences.",
         title="frae speech codecs: listen")
