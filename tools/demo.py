@@ -675,8 +675,11 @@ def quick(a):
             plt.plot(at, r["lsd_nb"], marks[0] if is_frae else marks[1],
                      color=("tab:blue" if is_frae else "tab:gray") if key == "synthetic"
                      else ("tab:orange" if is_frae else "tab:brown"), markersize=8)
+            # the two shipped models land close: the variable-rate one's
+            # label below its point
             plt.annotate(r["label"].replace(" (shipped)", ""), (at, r["lsd_nb"]),
-                         textcoords="offset points", xytext=(6, 4), fontsize=7)
+                         textcoords="offset points", xytext=(6, -11 if r["vr"] else 4),
+                         fontsize=7)
     plt.plot([], [], "o", color="tab:blue", label="FRAE, synthetic voices")
     plt.plot([], [], "s", color="tab:gray", label="Codec2, Opus, synthetic voices")
     plt.plot([], [], "^", color="tab:orange", label="FRAE, human voices")
