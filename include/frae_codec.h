@@ -634,6 +634,12 @@ void frae_packet_decoder_counts(const frae_packet_decoder *d,
 #define FRAE_DEFAULT_MODEL "speech" /* the fixed-rate 1.6 kbit/s codec */
 FRAE_API
 int frae_models_dir(int index, char *dir, size_t n);
+/* The checkpoints (NAME.safetensors) of directory dir, in name order:
+ * up to cap file names into names; how many (0 if dir cannot be read). */
+#define FRAE_MODEL_NAME_MAX 256
+FRAE_API
+int frae_models_dir_list(const char *dir, char names[][FRAE_MODEL_NAME_MAX],
+                         int cap);
 /* The shipped model name (NULL: FRAE_DEFAULT_MODEL; "speech-vbr" the
  * variable-rate one), loaded as frae_load does (runtime may be NULL): the
  * first NAME.safetensors in the search order.  path (may be NULL) gets

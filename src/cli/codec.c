@@ -1,6 +1,5 @@
 /* What frae encode, decode and vocode share (codec_cli.h). */
 #define _DEFAULT_SOURCE /* madvise */
-#include "cli.h"
 #include <errno.h>
 #include <limits.h>
 #include <math.h>

@@ -1,8 +1,6 @@
 /* frae decode: a .fbs stream (a file, or real-time packets as they come)
  * back to frames and audio. */
 #define _DEFAULT_SOURCE /* madvise */
-#include "cli.h"
-#include "codec/container.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

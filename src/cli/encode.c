@@ -1,7 +1,6 @@
 /* frae encode: audio or frames to a .fbs stream, from files or a live
  * pipe. */
 #define _DEFAULT_SOURCE /* madvise */
-#include "cli.h"
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>

@@ -1,7 +1,5 @@
 /* frae models: the shipped models frae finds. */
-#define _DEFAULT_SOURCE /* madvise */
-#include "cli.h"
-#include <dirent.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,8 +73,6 @@ static int manifest_entry(const char *dir, const char *file, char *rate,
     return found;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(a, b); }
-
 int cmd_models(int argc, char **argv)
 {
     cli_cmd = "frae models";
@@ -93,20 +89,8 @@ int cmd_models(int argc, char **argv)
     char dir[PATH_MAX];
     int listed = 0;
     for (int i = 0; frae_models_dir(i, dir, sizeof dir) == 0; i++) {
-        DIR *d = opendir(dir);
-        if (!d)
-            continue;
-        char names[64][256];
-        int n = 0;
-        struct dirent *e;
-        while ((e = readdir(d)) && n < 64) {
-            size_t len = strlen(e->d_name);
-            if (len > 12 && len < sizeof names[0] &&
-                !strcmp(e->d_name + len - 12, ".safetensors"))
-                strcpy(names[n++], e->d_name);
-        }
-        closedir(d);
-        qsort(names, (size_t)n, sizeof names[0], by_name);
+        char names[64][FRAE_MODEL_NAME_MAX];
+        const int n = frae_models_dir_list(dir, names, 64);
         if (n)
             cli_printf("%s:\n", dir);
         for (int j = 0; j < n; j++) {

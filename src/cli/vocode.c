@@ -1,6 +1,5 @@
 /* frae vocode: features (with pitch) back to audio. */
 #define _DEFAULT_SOURCE /* madvise */
-#include "cli.h"
 #include <math.h>
 #include <stdlib.h>
 

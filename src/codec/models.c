@@ -184,27 +184,34 @@ frae_model *frae_load_shipped(const char *name, const frae_config *runtime,
 
 static int by_name(const void *a, const void *b) { return strcmp(a, b); }
 
+int frae_models_dir_list(const char *dir, char names[][FRAE_MODEL_NAME_MAX],
+                         int cap)
+{
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < cap) {
+        size_t len = strlen(e->d_name);
+        if (len > 12 && len < FRAE_MODEL_NAME_MAX &&
+            !strcmp(e->d_name + len - 12, ".safetensors"))
+            strcpy(names[n++], e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], by_name);
+    return n;
+}
+
 frae_model *frae_load_by_hash(uint64_t hash, const frae_config *runtime,
                               char *path, size_t path_len, char *err,
                               size_t errlen)
 {
     char dir[PATH_MAX];
     for (int i = 0; frae_models_dir(i, dir, sizeof dir) == 0; i++) {
-        DIR *d = opendir(dir);
-        if (!d)
-            continue;
         /* in name order, so that the same file wins every time */
-        char names[64][256];
-        int n = 0;
-        struct dirent *e;
-        while ((e = readdir(d)) && n < 64) {
-            size_t len = strlen(e->d_name);
-            if (len > 12 && len < sizeof names[0] &&
-                !strcmp(e->d_name + len - 12, ".safetensors"))
-                strcpy(names[n++], e->d_name);
-        }
-        closedir(d);
-        qsort(names, (size_t)n, sizeof names[0], by_name);
+        char names[64][FRAE_MODEL_NAME_MAX];
+        const int n = frae_models_dir_list(dir, names, 64);
         for (int j = 0; j < n; j++) {
             char file[2 * PATH_MAX];
             if ((size_t)snprintf(file, sizeof file, "%s/%s", dir, names[j]) >=
