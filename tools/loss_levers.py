@@ -64,7 +64,7 @@ def main():
         res = list(ex.map(lambda a: one(*a), list(zip(alln, allt))[:lim]))
     line = "%-28s %.3f kbit/s as 40 ms datagrams;" % (name, np.mean([r[1] for r in res]))
     for c in conds:
-        line += " %s LSD %.2f MCD %.2f;" % (c, np.mean([r[0][c][0] for r in res]),
+        line += " %s LSD %.3f MCD %.3f;" % (c, np.mean([r[0][c][0] for r in res]),
                                            np.mean([r[0][c][1] for r in res]))
     if "random-5" in conds:
         line += " 5%% rise %+.2f dB;" % np.mean([r[0]["random-5"][0] - r[0]["random-0"][0]
