@@ -349,7 +349,12 @@ def main():
         if line.startswith("epoch 2/"):
             p.send_signal(signal.SIGINT)
             break
-    out, err = p.communicate(timeout=60)
+    try:  # a loaded machine can take a while to forward the signal and stop
+        out, err = p.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        err = "did not stop within 180 s of Ctrl-C: " + err
     err = without_mpirun_finalize_crash(p.returncode, err)
     rc2, _, err2 = run("train", "varied", "--resume", "mint.st", "--threads", "1",
                        "--progress", "off", "--save", "mint.st", mpi=2)

@@ -427,7 +427,10 @@ int test_memory_bound(void)
               "%s: training added %ld pages to anonymous RSS, the arena is "
               "%.0f",
               gru ? "gru" : "dense", one_window - before, arena);
-        CHECK(two == one_window, "%s: sequences of 2 windows added %ld pages",
+        /* exact in a plain build; a sanitizer's runtime keeps books of its
+         * own (ASan's quarantine and shadow: a page now and then) */
+        CHECK(two == one_window || (sanitized && two - one_window <= 4),
+              "%s: sequences of 2 windows added %ld pages",
               gru ? "gru" : "dense", two - one_window);
         printf(
             "    %s: arena %.1f MiB, anonymous RSS +%.1f MiB after a window, "
