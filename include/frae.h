@@ -5,7 +5,7 @@
  * the range coder, the shipped models) is frae_codec.h; training runs
  * (datasets, epochs, resume) frae_train.h; audio frae_audio.h.
  *
- * A frae_model holds one FRAE (see README "Model semantics") together with
+ * A frae_model holds one FRAE (see docs/model-and-training.md, "Model semantics") together with
  * everything it will ever need to run and train: its weights (a frae_net,
  * which the forward pass and any number of codec states share read only), a
  * trainer (gradients, Adam moments, the activations of one BPTT window for
@@ -47,7 +47,7 @@ extern "C" {
 
 typedef enum { FRAE_ACT_RELU = 0, FRAE_ACT_TANH = 1 } frae_activation;
 
-/* The two model families (README, "Model semantics"). */
+/* The two model families (docs/model-and-training.md, "Model semantics"). */
 typedef enum {
     /* dense layers, and the buffer of the K last decoded frames fed back
      * to both ends (the original Keras model) */
@@ -134,7 +134,7 @@ typedef struct {
                                          pitch codes, each step in the
                                          context of the last two and
                                          counts starting from a table
-                                         fitted on speech (README,
+                                         fitted on speech (docs/codec.md,
                                          "Entropy coding"); 2 (ENVELOPE):
                                          "f0-voicing-envelope", as 1 with
                                          the voicing bit also in the
@@ -147,7 +147,7 @@ typedef struct {
                                          tanh layer of P units then the
                                          logits, conditioned on the
                                          decoder's state before frame t
-                                         (README, "The learned prior");
+                                         (docs/codec.md, "Variable rate");
                                          the codec then range-codes the
                                          codes with it (stream version 4) */
     int prior_ar;         /* 0; 1 (with a prior): within-frame
@@ -224,7 +224,7 @@ typedef struct {
                          prior */
 } frae_stats;
 
-/* Fills cfg with the default model (README): D=80, K=4, encoder 512,256,
+/* Fills cfg with the default model (docs/model-and-training.md): D=80, K=4, encoder 512,256,
  * L=16, decoder 256,512, relu, no quantizer, seed 1, batch 1, window 100,
  * training on, detached feedback, Keras Adam defaults. */
 FRAE_API
@@ -464,7 +464,7 @@ long frae_adam_step_count(const frae_model *m);
  * the optimizer also "optimizer.m.<same>" and "optimizer.v.<same>".
  * __metadata__ holds the config ("frae.frame_dim", ...), the format name
  * and version, and "frae.checksum" (FNV-1a 64 of the header fields and the
- * tensor data: README, "Checkpoint format").  Writes are atomic: the old
+ * tensor data: docs/formats.md, "Checkpoint format").  Writes are atomic: the old
  * file survives any failure or kill.
  *
  * A checkpoint also carries what its writer wants kept with the model:

@@ -108,7 +108,7 @@ int frae_decode_frame(frae_decoder *d, const unsigned char *code, float *frame);
  * encoder, its codes range-coded into rc with the prior's frequencies
  * (computed from the state before the frame, alike at both ends; with
  * cfg.prior_ar unit by unit, each also from the frame's codes before it,
- * recalibrated to the stream as it goes: README), then its
+ * recalibrated to the stream as it goes: docs/codec.md), then its
  * pitch code (cfg.pitch) with adaptive frequencies: the voicing bit in the
  * context of the last frame's, a voiced frame's step in one context.  The
  * decoder reads them back; it returns 0, or -1 once rc has met bytes no
@@ -243,7 +243,7 @@ int frae_range_dec_status(const frae_range_dec *d);
                                starts with a silence flag (frae_encoder_
                                set_dtx) */
 /* 2: first layers sum the fed-back frames oldest first, then the head
- * (README, numerical contract); version 1 streams decode differently. */
+ * (frae.h, the numerical contract); version 1 streams decode differently. */
 #define FRAE_STREAM_VERSION 2
 
 /* Version 4: entropy-coded frames, for a model with a prior (frae_config.

@@ -1,6 +1,6 @@
 """frae: Feedback Recurrent AutoEncoders, from Python.
 
-A Keras-shaped front to libfrae (README, "Python")::
+A Keras-shaped front to libfrae (docs/python.md)::
 
     import frae
     m = frae.FRAE(frame_dim=80, history=4, latent=16, quantizer="binary")
@@ -151,7 +151,7 @@ class FRAE:
     """A Feedback Recurrent AutoEncoder.
 
     The keywords are libfrae's option table, the options of 'frae train'
-    (README "Command line") spelt as Python names: model options frame_dim,
+    (docs/command-line.md) spelt as Python names: model options frame_dim,
     history, enc and dec (widths: a tuple or "512,256"), latent, family
     ("dense" or "gru"), activation, quantizer ("none", "binary",
     "uniform:N"), prior (units; with rate_lambda), prior_ar (the prior's
@@ -613,7 +613,7 @@ class FRAE:
 
     @_serialised
     def save(self, path):
-        """A checkpoint (safetensors, README "Checkpoint format"), with the
+        """A checkpoint (safetensors, docs/formats.md, "Checkpoint format"), with the
         Adam state when the model has trained; atomic."""
         m = self._any()
         m.save(os.fspath(path), m is self._train, {})
@@ -684,7 +684,7 @@ _FEATURE_INTS = ("sample_rate", "n_mels", "hop", "win", "n_fft")
 def features(path, sample_rate=16000, n_mels=80, hop=160, win=400, n_fft=512,
              fmin=0.0, fmax=8000.0, resample=True, pitch=False):
     """The log-mel features of an audio file, [frames, n_mels] float32:
-    exactly 'frae features' (README "Speech"); pitch=True adds f0 (Hz, 0
+    exactly 'frae features' (docs/speech.md); pitch=True adds f0 (Hz, 0
     when unvoiced) and voicing (0 or 1), [frames, n_mels + 2], exactly
     'frae features --pitch': what a speech codec (trained with pitch, as
     recipe="speech") encodes."""

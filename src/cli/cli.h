@@ -11,7 +11,7 @@
 #include "frae_train.h"
 #include "io/formats.h"
 
-/* Exit codes, documented in 'frae --help' and the README. */
+/* Exit codes, documented in 'frae --help' and docs/command-line.md. */
 #define EXIT_OK 0
 #define EXIT_FAILED 1        /* the run failed: diverged, could not save */
 #define EXIT_USAGE 2         /* bad option, value, file or config */

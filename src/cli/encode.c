@@ -28,7 +28,7 @@ static void encode_help(void)
         "audio file, whose features are computed as the model was\n"
         "trained; --no-resample refuses other rates) frame by\n"
         "frame into a .fbs bitstream: the model's quantized latent codes,\n"
-        "L x bits per frame (see README, 'The .fbs bitstream'); with a\n"
+        "L x bits per frame (docs/formats.md, 'The .fbs bitstream'); with a\n"
         "model that has a prior (train --prior, --rate-lambda), range-\n"
         "coded into packets of --packet-frames frames (100), a variable\n"
         "rate (stream version 4).  Reports the bitrate the file takes,\n"

@@ -123,7 +123,7 @@ static void train_help(void)
     help_section(FRAE_SECTION_MODEL);
     cli_printf("training:\n");
     help_section(FRAE_SECTION_TRAINING);
-    cli_printf("data-parallel training (README \"Training on a cluster\"):\n"
+    cli_printf("data-parallel training (docs/cluster.md):\n"
                "  mpirun -np N frae train ...  N MPI ranks train one model; "
                "each\n"
                "                       takes its share of every batch of B\n"

@@ -96,7 +96,7 @@ static int env_bin(float v, const float *edges, int n)
  * that of the top three eighths) and change of tilt since the last coded
  * frame (0 for a sequence's first), as tools/fit_pitch_counts.py fitted
  * them.  Voicing follows the envelope: a voiced frame is loud and slopes
- * down (README, "Entropy coding").  Plain float sums in one order at both
+ * down (docs/codec.md, "Entropy coding").  Plain float sums in one order at both
  * ends.  Called once per coded frame: it moves the tilt on. */
 int frae_pitch_env_context(struct frae_codec_state *s)
 {

@@ -57,7 +57,7 @@ const float *frae_codec_unit_weights(struct frae_codec_state *s, int u)
 /* After a frame's codes: one step of gradient descent on their -ln p in
  * scale and shift, from the weights they were coded with.  Both ends see
  * the same codes and floats (plain float arithmetic, no libm), so they
- * stay in step; the prior follows a voice it was not trained on (README,
+ * stay in step; the prior follows a voice it was not trained on (docs/codec.md,
  * "Entropy coding"). */
 #define ADAPT_RATE 0.03125f /* 2^-5 */
 #define ADAPT_SCALE_MAX 4.0f

@@ -376,7 +376,7 @@ void frae_prior_ar_backward(frae_model *m, int rows, const float *q, float *dq);
 float frae_prior_ar_term(const frae_net *m, const float *q, int col);
 /* -log2 p(q) of one frame's L codes under its logits; with dlogit and dq
  * (non-NULL) also scale x their gradients (dq: the slope of -log2 p
- * between q's neighbouring levels, README "The learned prior"). */
+ * between q's neighbouring levels, docs/codec.md, "Variable rate"). */
 double frae_prior_bits(const frae_config *c, const float *logit, const float *q,
                        float *dlogit, float *dq, float scale);
 /* Training: the prior's weight gradients from the dz of its matrices (the
