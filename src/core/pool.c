@@ -4,7 +4,10 @@
  * generation that shares one 64-bit word with the next unclaimed item, so
  * a worker claims an item with a compare-and-swap that fails if the job
  * it read is no longer the current one: a late worker can never take an
- * item of a newer job with an older job's function.  The caller claims
+ * item of a newer job with an older job's function.  While the caller
+ * writes a job's function, context and count, the word is closed (a
+ * generation of its own, no item left), so a worker can never pair one
+ * job's claim with another's fields.  The caller claims
  * items too, and when none are left it waits only for the items already
  * being computed.  Waits spin for a few microseconds (products come back
  * to back within a step) and then sleep on a condition variable.
@@ -101,7 +104,7 @@ static int claim(frae_pool *p, uint32_t gen, int n)
 {
     uint64_t j = atomic_load(&p->job);
     for (;;) {
-        if (generation(j) != gen || (int)(uint32_t)j >= n)
+        if (generation(j) != gen || (uint32_t)j >= (uint32_t)n)
             return -1;
         if (atomic_compare_exchange_weak(&p->job, &j, j + 1))
             return (int)(uint32_t)j;
@@ -246,13 +249,19 @@ void frae_pool_run(frae_pool *p, int items, frae_pool_fn fn, void *ctx)
     }
     p->parallel++;
     const double t0 = now_s();
+    /* closed first: while the job's fields change, the job word names a
+     * generation whose next item is past any count, so no claim succeeds
+     * (a worker that read the last job's generation, or this one's fields
+     * half written, claims nothing); then opened under a new generation */
+    const uint32_t closed = generation(atomic_load(&p->job)) + 1;
+    atomic_store(&p->job, (uint64_t)closed << 32 | 0xffffffffu);
     atomic_store(&p->fn, fn);
     atomic_store(&p->ctx, ctx);
     atomic_store(&p->items, items);
     atomic_store(&p->fp_mode, fp_mode_get());
     atomic_store(&p->done, 0);
     /* a new generation, next item 0: the job is published */
-    const uint32_t gen = generation(atomic_load(&p->job)) + 1;
+    const uint32_t gen = closed + 1;
     atomic_store(&p->job, (uint64_t)gen << 32);
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->lock);
