@@ -108,6 +108,8 @@ static const struct {
     {"lr_warmup", 'i', offsetof(frae_config, lr_warmup)},
     {"lr_decay_steps", 'i', offsetof(frae_config, lr_decay_steps)},
     {"lr_floor", 'f', offsetof(frae_config, lr_floor)},
+    {"erasure", 'f', offsetof(frae_config, erasure)},
+    {"erasure_frames", 'i', offsetof(frae_config, erasure_frames)},
     {"normalize", 'i', offsetof(frae_config, normalize)},
     {"threads", 'i', offsetof(frae_config, threads)},
     {"isa", 'i', offsetof(frae_config, isa)},

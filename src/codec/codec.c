@@ -483,7 +483,7 @@ int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc, float *frame)
  * counts are not touched: a decoder that lost a packet of an
  * entropy-coded stream waits for a resynchronisation point, where both
  * ends start them afresh. */
-#define CONCEAL_DECAY 0.5f
+#define CONCEAL_DECAY FRAE_CONCEAL_DECAY /* erasure training's too */
 
 void frae_decoder_conceal(frae_decoder *d, float *frame)
 {

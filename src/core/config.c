@@ -196,6 +196,21 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
         return frae_errorf(err, errlen,
                            "learning-rate floor must be in [0, 1], got %g",
                            (double)cfg->lr_floor);
+    if (!(cfg->erasure >= 0.0f && cfg->erasure <= 0.5f))
+        return frae_errorf(err, errlen,
+                           "erasure rate must be in [0, 0.5], got %g",
+                           (double)cfg->erasure);
+    if (cfg->erasure_frames < 0 || cfg->erasure_frames > 1000)
+        return frae_errorf(err, errlen,
+                           "erasure packet must be 0 to 1000 frames, got %d",
+                           cfg->erasure_frames);
+    /* the concealment it trains is the fixed-rate GRU codec's; an
+     * entropy-coded stream waits for its next resynchronisation point */
+    if (cfg->erasure > 0.0f &&
+        (cfg->family != FRAE_FAMILY_GRU || cfg->prior_hidden > 0))
+        return frae_errorf(err, errlen,
+                           "erasure training is for the GRU family without "
+                           "a prior (fixed-rate codes)");
     if (!(cfg->beta1 >= 0.0f && cfg->beta1 < 1.0f) ||
         !(cfg->beta2 >= 0.0f && cfg->beta2 < 1.0f))
         return frae_errorf(err, errlen,

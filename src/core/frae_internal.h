@@ -137,6 +137,13 @@ typedef struct {
      * straight-through slope), and with full feedback its gradient to the
      * contexts, [W][B][C] */
     float *rate_dq, *prior_dctx;
+    /* erasure training (cfg.erasure > 0, train.c): the window's lost
+     * frames [W][B] (1: lost), each row's channel state [B] (1: in a
+     * burst), the latent each row's decoder ran last [B][L] (what a lost
+     * frame halves), and dL/d(that latent) carried back to the frame
+     * before [B][L] */
+    unsigned char *lost, *lost_bad;
+    float *last_q, *q_carry;
     /* data-parallel training: sums across replicas (NULL: alone) */
     const frae_reducer *reducer;
 } frae_trainer;
@@ -218,6 +225,18 @@ void frae_forward_frame(const frae_net *m, frae_state *st, long t,
 void frae_forward_encode(const frae_net *m, frae_state *st, long t,
                          const float *x);
 void frae_forward_decode(const frae_net *m, frae_state *st, long t);
+/* Erasure training's frame: lost[nb] rows decode on last_q [nb][L]
+ * (their last decoder latent) times FRAE_CONCEAL_DECAY, as a receiver
+ * conceals a lost frame (frae_decoder_conceal); last_q moves on. */
+#define FRAE_CONCEAL_DECAY 0.5f
+/* erasure.c: the channel of one training window (tr.lost), and the
+ * gradient through concealed frames into dq [nb][L] at frame t (the
+ * frames after it done; tr.q_carry zeroed at the window's end) */
+void frae_erasure_channel(frae_model *m, int nt, int nb);
+void frae_erasure_backward(frae_model *m, float *dq, int t, int nb);
+void frae_forward_frame_lossy(const frae_net *m, frae_state *st, long t,
+                              const float *x, ptrdiff_t x_rs, int nb,
+                              const unsigned char *lost, float *last_q);
 
 /* infer.c: nframes frames of nseq sequences (at most st's rows, and the
  * sequences in flight since its reset) through n on stream st, continuing

@@ -32,7 +32,7 @@ typedef struct {
     size_t w_off[FRAE_MAX_MATS], b_off[FRAE_MAX_MATS];
     int in[FRAE_MAX_MATS], out[FRAE_MAX_MATS], act[FRAE_MAX_MATS];
     int units[FRAE_MAX_MATS];
-    size_t dh_carry[2], rate_dq, prior_dctx;
+    size_t dh_carry[2], rate_dq, prior_dctx, lost, last_q, q_carry;
     int n_layers, n_mats, act_frames, chunk_frames;
     size_t n_params;
 } layout;
@@ -102,6 +102,15 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
                     frae_arena_mul3(
                         p, B, (size_t)(s ? c->dec_hidden[0] : c->enc_hidden[0]),
                         1));
+    }
+    if (c->training && c->erasure > 0.0f) {
+        /* the window's lost frames and each row's channel state, bytes */
+        size_t bytes = frae_arena_mul3(p, frames + 1, B, 1);
+        L->lost = frae_arena_reserve(p, bytes / sizeof(float) + 1);
+        L->last_q = frae_arena_reserve(
+            p, frae_arena_mul3(p, B, (size_t)c->latent_dim, 1));
+        L->q_carry = frae_arena_reserve(
+            p, frae_arena_mul3(p, B, (size_t)c->latent_dim, 1));
     }
     if (c->training && c->prior_hidden > 0)
         L->rate_dq = frae_arena_reserve(
@@ -340,6 +349,12 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
             tr->rate_dq = (float *)(base + L.rate_dq);
         if (cfg->prior_hidden > 0 && cfg->feedback == FRAE_FEEDBACK_FULL)
             tr->prior_dctx = (float *)(base + L.prior_dctx);
+        if (cfg->erasure > 0.0f) {
+            tr->lost = (unsigned char *)(base + L.lost);
+            tr->lost_bad = tr->lost + (size_t)L.act_frames * cfg->batch;
+            tr->last_q = (float *)(base + L.last_q);
+            tr->q_carry = (float *)(base + L.q_carry);
+        }
     }
     for (int l = 0; l < L.n_mats; l++) {
         frae_layer *ly = &n->layer[l];
@@ -684,4 +699,13 @@ void frae_get_grads(const frae_model *m, float *dst)
         memset(dst, 0, sizeof(float) * m->net.n_params);
 }
 
-void frae_reset(frae_model *m) { frae_state_reset(&m->net, &m->state); }
+void frae_reset(frae_model *m)
+{
+    frae_state_reset(&m->net, &m->state);
+    if (m->tr.lost) { /* erasure training: every row's channel good, and
+                         the latent a lost first frame halves is 0 */
+        const size_t B = (size_t)m->net.cfg.batch;
+        memset(m->tr.lost_bad, 0, B);
+        memset(m->tr.last_q, 0, sizeof(float) * B * m->net.cfg.latent_dim);
+    }
+}

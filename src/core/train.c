@@ -105,6 +105,8 @@ static void layers_backward(frae_model *m, int from, int to, int t0, int nt,
         frae_gemm_packed_b(&m->net, &m->state.scratch, rows, ly->out, dz,
                            ly->out, 1, ly->wt, ly->out, ly->in, 0, 0, width,
                            dprev, pv->out, NULL, GEMM_ZERO);
+        if (p == m->net.latent && m->tr.lost) /* GRU: one frame */
+            frae_erasure_backward(m, dprev, t0, nb);
         if (p == m->net.latent && m->tr.rate_dq &&
             m->net.cfg.rate_lambda > 0.0f) {
             /* the rate's straight-through slope joins the distortion's */
@@ -364,6 +366,11 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
         }
         memset(m->tr.dh_carry[side], 0, sizeof(float) * n);
     }
+    if (m->tr.lost) { /* erasure training: this window's lost frames */
+        frae_erasure_channel(m, nt, nb);
+        memset(m->tr.q_carry, 0,
+               sizeof(float) * (size_t)nb * m->net.cfg.latent_dim);
+    }
     for (int t = 0; t < nt; t++) {
         const float *xt = m->tr.xwin + (size_t)t * nb * D;
         if (m->net.prior[0] >= 0) /* what the decoder holds before frame t */
@@ -371,7 +378,11 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
                                m->state.prior_ctx +
                                    (size_t)t * nb *
                                        m->net.layer[m->net.prior[0]].in);
-        frae_forward_frame(&m->net, &m->state, t, xt, D, nb);
+        if (m->tr.lost)
+            frae_forward_frame_lossy(&m->net, &m->state, t, xt, D, nb,
+                                     m->tr.lost + (size_t)t * nb, m->tr.last_q);
+        else
+            frae_forward_frame(&m->net, &m->state, t, xt, D, nb);
         silence_padding(m, t, nb, valid);
         frame_loss(m, t, targets ? m->tr.twin + (size_t)t * nb * D : xt, D, nb,
                    valid, acc, dy + (size_t)t * nb * D, scale);

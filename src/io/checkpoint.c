@@ -99,6 +99,10 @@ static int config_meta(const frae_model *m, const frae_config *c, int with_opt,
         META("frae.lr_decay_steps", "%d", c->lr_decay_steps);
         META("frae.lr_floor", "%.9g", (double)c->lr_floor);
     }
+    if (c->erasure > 0.0f) { /* absent: no erasure training */
+        META("frae.erasure", "%.9g", (double)c->erasure);
+        META("frae.erasure_frames", "%d", c->erasure_frames);
+    }
     META("frae.param_count", "%zu", m->net.n_params);
     META("frae.bits_per_frame", "%g", frae_bits_per_frame(m));
     if (with_opt)
@@ -560,6 +564,12 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         c.lr_decay_steps = (int)v;
         if (meta_float(ck, "frae.lr_floor", &c.lr_floor, err, errlen))
             return -1;
+    }
+    if (frae_st_meta(&ck->st, "frae.erasure")) { /* else off */
+        if (meta_float(ck, "frae.erasure", &c.erasure, err, errlen) ||
+            meta_long(ck, "frae.erasure_frames", 0, 1000, &v, err, errlen))
+            return -1;
+        c.erasure_frames = (int)v;
     }
     char why[200];
     if (frae_config_check(&c, why, sizeof why))

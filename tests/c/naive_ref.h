@@ -20,7 +20,12 @@
  * written as a function of q whose slope is the straight-through one:
  * bits(q's level) + (q - level) x the slope between neighbouring levels.
  * With the prior's within-frame autoregression (cfg.prior_ar), unit u's
- * logits also take b + sum_{j<u} A q_j, of the codes as they are. */
+ * logits also take b + sum_{j<u} A q_j, of the codes as they are.
+ *
+ * Erasure training: with naive_lost set (naive_set_lost, [T][nseq], 1 =
+ * lost), a lost frame's decoder runs on the latent the sequence's decoder
+ * ran last (0 at first) times FRAE_CONCEAL_DECAY, as the library trains
+ * it. */
 #ifndef REAL
 #error define REAL
 #endif
@@ -190,6 +195,7 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
         REAL *buffer = calloc((size_t)K * D + 1, sizeof(REAL));
         REAL *h_enc = calloc(gru ? (size_t)c->enc_hidden[0] : 1, sizeof(REAL));
         REAL *h_dec = calloc(gru ? (size_t)Hf : 1, sizeof(REAL));
+        REAL *last_q = calloc((size_t)L, sizeof(REAL));
         for (int t = 0; t < T; t++) {
             const float *xt = x + ((size_t)s * T + t) * D;
             const size_t fr = (size_t)s * T + t;
@@ -249,6 +255,9 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
                     q = NAIVE(quant)(c, cur[i]);
                 if (qoff_out)
                     qoff_out[fr * L + i] = q - cur[i];
+                if (naive_lost && naive_lost[(size_t)t * nseq + s])
+                    q = (REAL)FRAE_CONCEAL_DECAY * last_q[i];
+                last_q[i] = q;
                 decin[i] = q;
                 qv[i] = q;
             }
@@ -289,7 +298,7 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
             }
             free(cur);
         }
-        free(buffer), free(h_enc), free(h_dec);
+        free(buffer), free(h_enc), free(h_dec), free(last_q);
     }
     free(ctx), free(qv);
     return sse / ((double)nseq * T * D) +

@@ -23,6 +23,11 @@ typedef struct {
     int prior_ar; /* ... with its within-frame autoregression */
 } grad_case;
 
+/* erasure training for the next gradcheck: this share of packets of this
+ * many frames lost (0: off) */
+static float case_erasure;
+static int case_erasure_frames;
+
 /* Returns failures; writes the finite-difference gradient to fd_out. */
 static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
 {
@@ -41,6 +46,8 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     c.prior_hidden = g->prior;
     c.prior_ar = g->prior_ar;
     c.rate_lambda = g->prior ? 0.3f : 0.0f;
+    c.erasure = case_erasure;
+    c.erasure_frames = case_erasure_frames;
     c.batch = nseq;
     c.window = T;
     c.chunk_rows = 2 * nseq; /* chunks of 2, 2 and 1 frames */
@@ -69,6 +76,26 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
                     &st) == 0,
           "compute_grads failed");
     frae_get_grads(m, grad);
+    if (c.erasure > 0) {
+        /* the reference loses the frames the step lost; the check means
+         * something only if some were lost, some not, and a lost frame
+         * followed another (the halved latent's own gradient) */
+        const unsigned char *lost = m->tr.lost;
+        int n_lost = 0, runs = 0, starts = 0;
+        for (int t = 0; t < T; t++)
+            for (int b = 0; b < nseq; b++) {
+                const int now = lost[t * nseq + b];
+                const int before = t > 0 && lost[(t - 1) * nseq + b];
+                n_lost += now;
+                runs += now && before;
+                starts += now && t > 0 && !before;
+            }
+        CHECK(n_lost < nseq * T && runs > 0 && starts > 0,
+              "%s: %d of %d frames lost, %d after a lost one, %d after a "
+              "received one",
+              g->label, n_lost, nseq * T, runs, starts);
+        naive_set_lost(lost);
+    }
     double loss =
         naive_forward_d(&c, pd, x, nseq, T, y, NULL, hist, NULL, qoff);
     const double objective = st.mse + (double)c.rate_lambda * st.rate;
@@ -105,6 +132,7 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
         worst = fmax(worst, r);
         off += count;
     }
+    naive_set_lost(NULL);
     printf("    %-30s %2d tensors, worst rel diff %.2e\n", g->label, ne, worst);
     *n_out = n;
     frae_destroy(m);
@@ -278,5 +306,30 @@ int test_gradcheck_prior(void)
     };
     for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
         failures += gradcheck(&cs[i], fd, &n);
+    return failures;
+}
+
+/* Erasure training: the decoder runs lost frames on the last latent
+ * halved; the gradient goes through the halving to the frame before and
+ * not to the lost frame's code (the reference loses the same frames). */
+int test_gradcheck_erasure(void)
+{
+    int failures = 0;
+    double fd[4096];
+    size_t n;
+    const grad_case cs[] = {
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "gru erasure, full", 0,
+         FRAE_FAMILY_GRU, 0, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "gru erasure binary, full",
+         0, FRAE_FAMILY_GRU, 0, 0},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_UNIFORM, 5,
+         "gru erasure uniform 5, detached", 0, FRAE_FAMILY_GRU, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+        case_erasure = 0.5f;
+        case_erasure_frames = i == 2 ? 1 : 2;
+        failures += gradcheck(&cs[i], fd, &n);
+    }
+    case_erasure = 0.0f, case_erasure_frames = 0;
     return failures;
 }

@@ -7,6 +7,11 @@
 #include "test_util.h"
 #include "tests.h"
 
+/* erasure training's lost frames for the reference, [T][nseq] (NULL:
+ * none) */
+static const unsigned char *naive_lost;
+void naive_set_lost(const unsigned char *lost) { naive_lost = lost; }
+
 #define REAL float
 #define REAL_FMA fmaf
 #define REAL_TANH tanhf

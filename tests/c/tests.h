@@ -3,6 +3,7 @@
 #include "frae.h"
 #include "frae_codec.h"
 
+void naive_set_lost(const unsigned char *lost); /* [T][nseq] */
 double naive_forward_d(const frae_config *c, const double *params,
                        const float *x, int nseq, int T, double *y,
                        const double *frozen_hist, double *hist_out,
@@ -33,6 +34,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(gradcheck_straight_through)                                              \
     X(gradcheck_relu_batch1)                                                   \
     X(gradcheck_gru)                                                           \
+    X(gradcheck_erasure)                                                       \
     X(gradcheck_prior)                                                         \
     X(pytorch_fixtures)                                                        \
     X(prior_fixtures)                                                          \
