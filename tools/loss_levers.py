@@ -10,7 +10,8 @@ One line out, also appended to OUT (demo/loss-levers.txt).
   e.g. tools/loss_levers.py state demo/model.safetensors --packet-ms 40 --resync-state
 
 Environment: CONDS (random-0,random-5,gilbert-10), RESYNC (1: measure it),
-LIMIT (the first N utterances), JOBS (2), FRAE (build/frae), OUT."""
+LIMIT (the first N utterances), JOBS (2), FRAE (build/frae), OUT, CORPUS
+(data/corpus: its wav/test; data/corpus/human for the recorded voices)."""
 import concurrent.futures
 import glob
 import os
@@ -33,7 +34,8 @@ def main():
     conds = os.environ.get("CONDS", "random-0,random-5,gilbert-10").split(",")
     if conds[0] != "random-0":
         conds.insert(0, "random-0")
-    allt = sorted(glob.glob(os.path.join(demo.ROOT, "data", "corpus", "wav", "test", "*.wav")))
+    corpus = os.environ.get("CORPUS", os.path.join(demo.ROOT, "data", "corpus"))
+    allt = sorted(glob.glob(os.path.join(corpus, "wav", "test", "*.wav")))
     alln = [os.path.basename(w)[:-4] for w in allt]
     lim = int(os.environ.get("LIMIT", "0")) or len(allt)
     tmp = tempfile.mkdtemp(prefix="frae-levers-")

@@ -440,7 +440,8 @@ def main():
     frae, started = a.frae, time.time()
     os.makedirs(a.out, exist_ok=True)
     log("== 1. corpus and models")
-    demo.sh(["sh", os.path.join(ROOT, "scripts", "make-corpus.sh"), a.corpus, frae])
+    if not os.path.exists(os.path.join(a.corpus, "speakers.tsv")):  # not a human corpus
+        demo.sh(["sh", os.path.join(ROOT, "scripts", "make-corpus.sh"), a.corpus, frae])
     systems = a.systems or ALL_SYSTEMS
     unknown = [x for x in systems if x not in ALL_SYSTEMS]
     if unknown:

@@ -157,7 +157,8 @@ class FRAE:
     "uniform:N"), prior (units; with rate_lambda), prior_ar (the prior's
     within-frame autoregression: on with a prior unless False), seed;
     training options learning_rate, clip_norm, feedback ("detached" or
-    "full"), window, warmup, decay_steps, lr_floor, rate_lambda, normalize
+    "full"), window, warmup, decay_steps, lr_floor, rate_lambda, erasure
+    and erasure_frames (erasure training, GRU), normalize
     (per-band z-scoring from the training data), threads (all CPUs), isa.
     What is not given is 'frae train''s default (for the family: history 4
     and layers 512, 256 for dense; history 0 and a 240-unit GRU for gru).

@@ -282,6 +282,10 @@ static void info_training(frae_checkpoint *ck, const frae_config *cfg,
         cli_printf("  loss: distortion + %g x rate (bits per frame under the "
                    "prior)\n",
                    (double)c.rate_lambda);
+    if (c.erasure > 0)
+        cli_printf("  erasure training: %g of the packets of %d frames lost "
+                   "(bursts of two on average), concealed\n",
+                   (double)c.erasure, c.erasure_frames ? c.erasure_frames : 4);
     if (c.lr_warmup || c.lr_decay_steps) {
         /* the next step's rate, from the step the checkpoint has taken */
         const char *taken = frae_checkpoint_meta(ck, "frae.adam_step");
