@@ -394,10 +394,10 @@ int test_threads_train_identically(void)
 {
     int failures = 0;
     const int enc[2] = {256, 96}, dec[2] = {96, 256};
-    float *ref = NULL, *p = NULL;
-    for (int mode = 0; mode < 4; mode++)
+    float *ref = NULL, *p = NULL, *no_erasure = NULL;
+    for (int mode = 0; mode < 5; mode++) /* 4: GRU, full, erasure training */
         for (int threads = 1; threads <= 3; threads++) {
-            const int full = mode & 1, gru = mode >> 1;
+            const int full = mode & 1 || mode == 4, gru = mode >= 2;
             frae_config c;
             tiny_config(&c, 40, 3, 2, enc, 8, 2, dec);
             c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
@@ -405,6 +405,8 @@ int test_threads_train_identically(void)
             c.window = 12;
             c.threads = threads;
             c.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
+            c.erasure = mode == 4 ? 0.2f : 0.0f;
+            c.erasure_frames = 3;
             frae_model *m = create_or_die(&c);
             size_t n = frae_param_count(m);
             float *x = synth(16, 30, 40, 8);
@@ -416,9 +418,14 @@ int test_threads_train_identically(void)
                                         .kind = FRAE_STEP_TRAIN},
                           NULL);
             if (threads == 1) {
+                if (mode == 4) /* mode 3 without erasure, kept */
+                    no_erasure = ref, ref = NULL;
                 free(ref);
                 ref = malloc(sizeof(float) * n);
                 frae_get_params(m, ref);
+                if (mode == 4)
+                    CHECK(memcmp(ref, no_erasure, sizeof(float) * n),
+                          "erasure training changed nothing");
             } else {
                 p = realloc(p, sizeof(float) * n);
                 frae_get_params(m, p);
@@ -430,8 +437,8 @@ int test_threads_train_identically(void)
             frae_destroy(m);
         }
     printf("    1, 2 and 3 threads: identical parameters after training, "
-           "dense and GRU\n");
-    free(ref), free(p);
+           "dense and GRU, and GRU with erasure training\n");
+    free(ref), free(p), free(no_erasure);
     return failures;
 }
 
