@@ -1,5 +1,6 @@
 /* Bad configs give a clear error and NULL, never a crash; sizes are right. */
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 #include "test_util.h"
@@ -29,6 +30,25 @@ MUT(params_overflow, c->enc_hidden[0] = INT_MAX; c->enc_hidden[1] = INT_MAX)
 MUT(rows_overflow, c->batch = 1 << 20; c->window = 1 << 20)
 MUT(too_large, c->enc_hidden[0] = 200000; c->enc_hidden[1] = 200000)
 
+static void erasure_dense(frae_config *c) { c->erasure = 0.1f; }
+static void erasure_prior(frae_config *c)
+{
+    c->family = FRAE_FAMILY_GRU, c->quantizer = FRAE_QUANT_BINARY;
+    c->prior_hidden = 8, c->erasure = 0.1f;
+}
+static void erasure_high(frae_config *c)
+{
+    c->family = FRAE_FAMILY_GRU, c->erasure = 0.6f;
+}
+static void erasure_nan(frae_config *c)
+{
+    c->family = FRAE_FAMILY_GRU, c->erasure = NAN;
+}
+static void erasure_frames(frae_config *c)
+{
+    c->family = FRAE_FAMILY_GRU, c->erasure = 0.1f, c->erasure_frames = -1;
+}
+
 int test_bad_configs(void)
 {
     int failures = 0;
@@ -52,6 +72,11 @@ int test_bad_configs(void)
         {"unknown activation", bad_act, 0},
         {"negative lr", bad_lr, 0},
         {"beta2 = 1", bad_beta, 0},
+        {"erasure on a dense model", erasure_dense, 0},
+        {"erasure with a prior", erasure_prior, 0},
+        {"erasure 0.6", erasure_high, 0},
+        {"erasure NaN", erasure_nan, 0},
+        {"erasure packet -1", erasure_frames, 0},
         {"K x D overflows", history_overflow, 0},
         {"params overflow", params_overflow, 0},
         {"batch x window overflows", rows_overflow, 0},
