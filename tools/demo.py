@@ -568,6 +568,11 @@ def quick_table(rows):
 # (one clip a speaker, unused), in a folder of its own so that a full human
 # corpus (CORPUS/human) is never made again by the quick job
 HUMAN_QUICK = ["--per-speaker", "1", "--test-per-speaker", "20"]
+# the shipped models' training (models/build.sh): the human corpus with
+# these caps (its training side, the Czech cast, 150 clips a speaker) beside
+# the synthetic voices, this many epochs
+HUMAN_SHIPPED = ["--per-speaker", "150", "--test-per-speaker", "20"]
+SHIPPED_EPOCHS = 48
 HUMAN_TITLE = "held-out human voices (recorded, never heard in training)"
 SYNTH_TITLE = "held-out synthetic voices (never heard in training)"
 
@@ -614,12 +619,18 @@ def quick(a):
     systems, refs, secs, paths = coded["synthetic"]
 
     if a.train:  # the shipped codec trained again: the same bytes
+        epochs = a.epochs or SHIPPED_EPOCHS
         print("    --train: training the 1.6 kbit/s codec as 'make models' does (frae train "
-              "--recipe speech, %d epochs; a few minutes on 2 cores)" % a.epochs, flush=True)
+              "--recipe speech, %d epochs on the synthetic and the human training voices, "
+              "the human corpus made first with %s; about 6 minutes on an idle core)"
+              % (epochs, " ".join(HUMAN_SHIPPED)), flush=True)
+        sh(["sh", os.path.join(ROOT, "scripts", "make-corpus.sh"), "--human"] + HUMAN_SHIPPED +
+           [a.corpus, frae])
         mine = os.path.join(out, "model-speech.safetensors")
-        cmd = [frae, "train", os.path.join(a.corpus, "feats", "train"), "--audio-features",
+        cmd = [frae, "train", os.path.join(a.corpus, "feats", "train"),
+               os.path.join(a.corpus, "human", "feats", "train"), "--audio-features",
                "--val-data", os.path.join(a.corpus, "feats", "test"), "--recipe", "speech",
-               "--epochs", str(a.epochs), "--save", mine,
+               "--epochs", str(epochs), "--save", mine,
                "--log-csv", os.path.join(out, "train-speech.csv")]
         if subprocess.run(cmd).returncode != 0:
             sys.exit("training failed")
@@ -649,8 +660,8 @@ def quick(a):
              "narrowband Codec2 is compared), GPE and VDE the pitch and voicing errors against "
              "a reference tracker (aubio). kbit/s: a fixed-rate codec's own rate; stream "
              "kbit/s: what the files take, headers included. The shipped models: %s "
-             "(models/README.md), trained on synthetic voices only; "
-             "docs/2026-12-02-human-speech.md trains on the human training speakers too. "
+             "(models/README.md), trained on the synthetic training voices and the recorded "
+             "human training speakers (Fish Fillets' Czech cast; docs/2026-12-02-human-speech.md). "
              "./run.sh --full trains and compares every model of the study." % (
                  len(sets[0][2]), secs, len(sets[1][2]), coded["human"][2], rel))
     report = ["# frae speech demo: the shipped codecs", ""]
@@ -747,8 +758,9 @@ def main():
         description="The main job: the shipped codecs (default), or --full: the study.")
     ap.add_argument("--full", action="store_true",
                     help="the full study: train every model (about 14 minutes on 2 cores)")
-    ap.add_argument("--epochs", type=int, default=50,
-                    help="--full: epochs per model; --train: the codec's")
+    ap.add_argument("--epochs", type=int, default=None,
+                    help="--full: epochs per model (50); --train: the codec's (%d, as "
+                    "make models)" % SHIPPED_EPOCHS)
     ap.add_argument("--train", action="store_true",
                     help="the main job also trains the 1.6 kbit/s codec (about 2 minutes "
                     "more on 2 idle cores) and compares it with the shipped one")
@@ -768,6 +780,8 @@ def main():
 
 def full(a):
     """The full study (./run.sh --full)."""
+    if a.epochs is None:
+        a.epochs = 50
     frae, out = a.frae, a.out
     started = time.time()
     os.makedirs(os.path.join(out, "wav"), exist_ok=True)
