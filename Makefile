@@ -273,8 +273,8 @@ fixtures:
 	/usr/bin/python3 tools/export_fixtures.py tests/fixtures
 
 # make models: the shipped models (models/*.safetensors, models/MANIFEST)
-# rebuilt from the corpus (models/build.sh: two 50-epoch trainings, 4.7 CPU
-# minutes; 19 minutes on a busy shared 2-core machine);
+# rebuilt from the synthetic and the human corpora (models/build.sh: two
+# 48-epoch trainings over both, about 13 minutes of one idle core);
 # make check-models rebuilds them elsewhere and compares them bit for bit
 # with the shipped files (a long test, outside ./test.sh: the suite checks
 # the shipped files against MANIFEST, tests/models_test.sh)

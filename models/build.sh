@@ -1,26 +1,33 @@
 #!/bin/sh
-# Builds the shipped models (make models): the speech corpus, then each
-# recipe trained as the demo trains it (tools/demo.py: 50 epochs on the
-# corpus's training voices, the held-out voices for the validation loss
-# alone), its weights stored as bf16 (frae convert), and MANIFEST (each
-# file's size and SHA-256, its rate and its training data).  frae's
-# training is bit-identical across instruction sets and thread counts, so
-# the files are the same on every machine with the same corpus.
+# Builds the shipped models (make models): the speech corpora, then each
+# recipe trained on both training sets, the synthetic voices and the
+# recorded human ones (scripts/make-corpus.sh and make-corpus.sh --human
+# with the caps below: docs/2026-12-02-human-speech.md), the synthetic
+# held-out voices for the validation loss alone (it changes nothing in
+# training), 48 epochs; its weights stored as bf16 (frae convert), and
+# MANIFEST (each file's size and SHA-256, its rate and its training data).
+# frae's training is bit-identical across instruction sets and thread
+# counts, so the files are the same on every machine with the same corpus.
 # Usage: models/build.sh [OUT_DIR]   (models/; env FRAE, CORPUS, EPOCHS)
 #   CORPUS: the corpus directory (data/corpus, scripts/make-corpus.sh's);
-#           when the corpus changes (human voices), the models and the
-#           MANIFEST's data line change with it
+#           when the corpus changes, the models and the MANIFEST's data
+#           line change with it
 set -eu
 cd "$(dirname "$0")/.."
 OUT=${1:-models}
 FRAE=${FRAE:-build/frae}
 CORPUS=${CORPUS:-data/corpus}
-EPOCHS=${EPOCHS:-50}
+EPOCHS=${EPOCHS:-48}
+# the human corpus's caps: clips a training / held-out speaker gives
+HUMAN_CAPS="--per-speaker 150 --test-per-speaker 20"
 sh scripts/make-corpus.sh "$CORPUS" "$FRAE" >/dev/null
+# shellcheck disable=SC2086
+sh scripts/make-corpus.sh --human $HUMAN_CAPS "$CORPUS" "$FRAE" >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$OUT"
 corpus_line=$(cat "$CORPUS/.complete")
+human_line=$(cat "$CORPUS/human/.complete")
 manifest="$tmp/MANIFEST"
 cat >"$manifest" <<HEAD
 # The shipped models (models/README.md): file, bytes, SHA-256, rate, data.
@@ -28,8 +35,8 @@ cat >"$manifest" <<HEAD
 # files against it, make check-models rebuilds them and compares.
 HEAD
 for recipe in speech speech-vbr; do
-    echo "models: training --recipe $recipe ($EPOCHS epochs) on $CORPUS" >&2
-    "$FRAE" train "$CORPUS/feats/train" --audio-features \
+    echo "models: training --recipe $recipe ($EPOCHS epochs) on $CORPUS and $CORPUS/human" >&2
+    "$FRAE" train "$CORPUS/feats/train" "$CORPUS/human/feats/train" --audio-features \
         --val-data "$CORPUS/feats/test" --recipe "$recipe" --epochs "$EPOCHS" \
         --save "$tmp/$recipe-f32.safetensors" --log-csv "$tmp/$recipe.csv" \
         >&2 || exit 1
@@ -37,12 +44,12 @@ for recipe in speech speech-vbr; do
         -o "$tmp/$recipe.safetensors" --weights bf16 >/dev/null
     case $recipe in
     speech) rate="1.60 kbit/s fixed" ;;
-    *) rate="variable, about 1.24 kbit/s on the held-out voices" ;;
+    *) rate="variable, about 1.3 kbit/s on the held-out voices" ;;
     esac
     bytes=$(wc -c <"$tmp/$recipe.safetensors" | tr -d ' ')
     sum=$(sha256sum "$tmp/$recipe.safetensors" | cut -d' ' -f1)
     printf '%s\t%s\t%s\t%s\t%s\n' "$recipe.safetensors" "$bytes" "$sum" "$rate" \
-        "$CORPUS, $corpus_line: synthetic speech (espeak-ng and flite voices, scripts/make-corpus.sh); frae train --recipe $recipe, $EPOCHS epochs; bf16 weights" \
+        "$CORPUS, $corpus_line: synthetic speech (espeak-ng and flite voices, scripts/make-corpus.sh); $CORPUS/human, $human_line: recorded human speech, the training side only (Fish Fillets' Czech cast, GPL-2; make-corpus.sh --human $HUMAN_CAPS); frae train --recipe $recipe, $EPOCHS epochs; bf16 weights" \
         >>"$manifest"
     mv "$tmp/$recipe.safetensors" "$OUT/$recipe.safetensors"
 done
