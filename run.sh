@@ -4,15 +4,19 @@
 # the held-out side of the recorded human one (Fish Fillets' Dutch cast,
 # scripts/make-corpus.sh --human), codes both held-out sets with the
 # shipped models (models/: 1.6 kbit/s fixed and variable rate, trained on
-# synthetic voices only), runs Codec2 and Opus on the same audio, measures
-# every system through its decoded audio, prints a table for each set and
-# writes the WAVs, pictures and the listening page to demo/ (about 3
-# minutes on 2 cores; it opens nothing).
-#   ./run.sh --train  also trains the 1.6 kbit/s codec (the same bytes as
-#                     models/speech.safetensors)
+# the synthetic training voices and the human ones, the Czech cast),
+# runs Codec2 and Opus on the same audio, measures every system through
+# its decoded audio, prints a table for each set and writes the WAVs,
+# pictures and the listening page to demo/ (about 4 minutes on 2 cores;
+# it opens nothing).
+#   ./run.sh --train  also trains the 1.6 kbit/s codec as make models does
+#                     (both training sets, 48 epochs: the same bytes as
+#                     models/speech.safetensors; about 7 minutes more)
 #   ./run.sh --full   the full study instead: trains every model (the
-#                     rate-quality curve, search, DTX, denoising) and
-#                     checks the issues' bars (about 14 minutes)
+#                     rate-quality curve, search, DTX, denoising; on the
+#                     synthetic voices alone), checks the issues' bars
+#                     and codes the human held-out clips too (a second
+#                     table; a few minutes more than the 14)
 # Other arguments go to tools/demo.py (e.g. --full --epochs 20).
 set -eu
 cd "$(dirname "$0")"
