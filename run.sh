@@ -16,7 +16,7 @@
 #                     rate-quality curve, search, DTX, denoising; on the
 #                     synthetic voices alone), checks the issues' bars
 #                     and codes the human held-out clips too (a second
-#                     table; a few minutes more than the 14)
+#                     table; about 20 minutes in all)
 # Other arguments go to tools/demo.py (e.g. --full --epochs 20).
 set -eu
 cd "$(dirname "$0")"
