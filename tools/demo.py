@@ -799,7 +799,8 @@ def main():
     ap = argparse.ArgumentParser(
         description="The main job: the shipped codecs (default), or --full: the study.")
     ap.add_argument("--full", action="store_true",
-                    help="the full study: train every model (about 20 minutes on 2 cores, the human held-out clips included)")
+                    help="the full study: train every model (about 20 minutes on 2 cores, "
+                    "the human held-out clips included)")
     ap.add_argument("--epochs", type=int, default=None,
                     help="--full: epochs per model (50); --train: the codec's (%d, as "
                     "make models)" % SHIPPED_EPOCHS)
