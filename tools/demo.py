@@ -661,7 +661,8 @@ def quick(a):
              "a reference tracker (aubio). kbit/s: a fixed-rate codec's own rate; stream "
              "kbit/s: what the files take, headers included. The shipped models: %s "
              "(models/README.md), trained on the synthetic training voices and the recorded "
-             "human training speakers (Fish Fillets' Czech cast; docs/2026-12-02-human-speech.md). "
+             "human training speakers (Fish Fillets' Czech cast; "
+             "docs/2026-12-02-human-speech.md). "
              "./run.sh --full trains and compares every model of the study." % (
                  len(sets[0][2]), secs, len(sets[1][2]), coded["human"][2], rel))
     report = ["# frae speech demo: the shipped codecs", ""]
