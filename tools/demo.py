@@ -573,6 +573,8 @@ HUMAN_QUICK = ["--per-speaker", "1", "--test-per-speaker", "20"]
 # the synthetic voices, this many epochs
 HUMAN_SHIPPED = ["--per-speaker", "150", "--test-per-speaker", "20"]
 SHIPPED_EPOCHS = 48
+# ... and the 1.6 kbit/s codec's options over its recipe (models/build.sh's)
+SHIPPED_SPEECH = ["--erasure", "0.03"]
 HUMAN_TITLE = "held-out human voices (recorded, never heard in training)"
 SYNTH_TITLE = "held-out synthetic voices (never heard in training)"
 
@@ -621,7 +623,8 @@ def quick(a):
     if a.train:  # the shipped codec trained again: the same bytes
         epochs = a.epochs or SHIPPED_EPOCHS
         print("    --train: training the 1.6 kbit/s codec as 'make models' does (frae train "
-              "--recipe speech, %d epochs on the synthetic and the human training voices, "
+              "--recipe speech --erasure 0.03, %d epochs on the synthetic and the human "
+              "training voices, "
               "the human corpus made first with %s; about 6 minutes on an idle core)"
               % (epochs, " ".join(HUMAN_SHIPPED)), flush=True)
         sh(["sh", os.path.join(ROOT, "scripts", "make-corpus.sh"), "--human"] + HUMAN_SHIPPED +
@@ -630,7 +633,7 @@ def quick(a):
         cmd = [frae, "train", os.path.join(a.corpus, "feats", "train"),
                os.path.join(a.corpus, "human", "feats", "train"), "--audio-features",
                "--val-data", os.path.join(a.corpus, "feats", "test"), "--recipe", "speech",
-               "--epochs", str(epochs), "--save", mine,
+               *SHIPPED_SPEECH, "--epochs", str(epochs), "--save", mine,
                "--log-csv", os.path.join(out, "train-speech.csv")]
         if subprocess.run(cmd).returncode != 0:
             sys.exit("training failed")
