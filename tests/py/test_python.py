@@ -51,6 +51,8 @@ def rss_bytes():
     ("dense", {}, []),
     ("gru", dict(feedback="full", normalize=True), ["--feedback", "full", "--normalize", "on"]),
     ("gru", dict(rate_lambda=0.01), ["--rate-lambda", "0.01"]),
+    ("gru", dict(feedback="full", erasure=0.2, erasure_frames=3),
+     ["--feedback", "full", "--erasure", "0.2", "--erasure-frames", "3"]),
 ])
 def test_fit_matches_frae_train(tmp_path, family, extra, cli_extra):
     x = data()
