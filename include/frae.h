@@ -192,9 +192,9 @@ typedef struct {
     int lr_decay_steps;
     float lr_floor; /* in [0, 1] */
     /* erasure training (GRU family, fixed rate): in each training window
-     * packets of erasure_frames frames (0: 4, 40 ms) are lost on a
-     * two-state channel, a mean burst of two packets, erasure of them in
-     * all; the decoder runs a lost frame as a receiver conceals it
+     * a share `erasure` of the packets of erasure_frames frames (0: 4,
+     * 40 ms) is lost on a two-state channel, in bursts of two packets on
+     * average; the decoder runs a lost frame as a receiver conceals it
      * (frae_decoder_conceal: the last latent halved) and the loss counts
      * its output, so it learns to conceal and to recover.  The pattern is
      * a function of the seed, the Adam step and the row alone.  0: off;
