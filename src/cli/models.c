@@ -106,10 +106,12 @@ int cmd_models(int argc, char **argv)
             manifest_entry(dir, names[j], rate, sizeof rate, data, sizeof data);
             names[j][strlen(names[j]) - 12] = 0;
             const double bits = frae_bits_per_frame(m);
+            /* MANIFEST's rate says "variable, about ...": said once here */
+            const char *vr = strncmp(rate, "variable, ", 10) ? rate : rate + 10;
             if (c->prior_hidden > 0)
                 cli_printf("  %-12s variable rate%s%s: %d codes of %d bit%s "
                            "range-coded under a learned prior%s\n",
-                           names[j], rate[0] ? ", " : "", rate, c->latent_dim,
+                           names[j], vr[0] ? ", " : "", vr, c->latent_dim,
                            frae_code_bits(frae_model_net(m)),
                            frae_code_bits(frae_model_net(m)) == 1 ? "" : "s",
                            c->pitch ? ", pitch" : "");
