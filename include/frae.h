@@ -191,14 +191,18 @@ typedef struct {
     int lr_warmup;
     int lr_decay_steps;
     float lr_floor; /* in [0, 1] */
-    /* erasure training (GRU family, fixed rate): in each training window
-     * a share `erasure` of the packets of erasure_frames frames (0: 4,
+    /* erasure training (GRU family, fixed rate): each sequence runs on
+     * two tracks, as sent (nothing lost: the encoder is fed back a
+     * loss-free decoder's output, as a real sender is) and as received:
+     * its decoder takes the sent codes, but in each training window a
+     * share `erasure` of the packets of erasure_frames frames (0: 4,
      * 40 ms) is lost on a two-state channel, in bursts of two packets on
-     * average; the decoder runs a lost frame as a receiver conceals it
-     * (frae_decoder_conceal: the last latent halved) and the loss counts
-     * its output, so it learns to conceal and to recover.  The pattern is
-     * a function of the seed, the Adam step and the row alone.  0: off;
-     * validation and inference never lose frames */
+     * average, and it runs a lost frame as a receiver conceals it
+     * (frae_decoder_conceal: the last latent halved).  The loss is the
+     * mean over both tracks, so the codec learns to conceal and to come
+     * back to the sender's state; a step costs about twice as much.  The
+     * pattern is a function of the seed, the Adam step and the sequence
+     * alone.  0: off; validation and inference never lose frames */
     float erasure; /* in [0, 0.5] */
     int erasure_frames;
 

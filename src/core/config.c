@@ -211,6 +211,12 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
         return frae_errorf(err, errlen,
                            "erasure training is for the GRU family without "
                            "a prior (fixed-rate codes)");
+    /* it runs each sequence twice, as sent and as received */
+    if (cfg->erasure > 0.0f && cfg->training && cfg->batch > INT_MAX / 2)
+        return frae_errorf(err, errlen,
+                           "erasure training runs 2 x batch rows: batch must "
+                           "be at most %d, got %d",
+                           INT_MAX / 2, cfg->batch);
     if (!(cfg->beta1 >= 0.0f && cfg->beta1 < 1.0f) ||
         !(cfg->beta2 >= 0.0f && cfg->beta2 < 1.0f))
         return frae_errorf(err, errlen,

@@ -227,22 +227,28 @@ void frae_forward_frame(const frae_net *m, frae_state *st, long t,
     run_layers(m, st, t, x, x_rs, nb, 0, m->n_layers - 1);
 }
 
-/* Erasure training's frame (train.c): the encoder, then for each row whose
- * frame is lost (lost[b]) the decoder runs on the latent it ran last
- * halved, as frae_decoder_conceal does, then the decoder.  last_q [nb][L]
+/* Erasure training's frame (train.c), over nb = 2S rows: the encoder of
+ * every row, then the receiver's track (rows S..2S-1) takes the code its
+ * sender's row b - S made, or, where lost[b], the latent it ran last
+ * halved, as frae_decoder_conceal does; then every row's decoder.  The
+ * sender's track loses nothing, so what its encoder is fed back is a
+ * loss-free decoder's, as a real sender's is; the receiver's encoder runs
+ * (the rows are one batch) but its codes are not used.  last_q [nb][L]
  * holds each row's last decoder latent, and is moved on. */
 void frae_forward_frame_lossy(const frae_net *m, frae_state *st, long t,
                               const float *x, ptrdiff_t x_rs, int nb,
                               const unsigned char *lost, float *last_q)
 {
-    const int L = m->cfg.latent_dim;
+    const int L = m->cfg.latent_dim, S = nb / 2;
     run_layers(m, st, t, x, x_rs, nb, 0, m->latent);
     float *q = st->q + (size_t)(t % st->frames) * nb * L;
-    for (int b = 0; b < nb; b++) {
+    for (int b = S; b < nb; b++) {
         float *qb = q + (size_t)b * L, *last = last_q + (size_t)b * L;
         if (lost[b])
             for (int u = 0; u < L; u++)
                 qb[u] = FRAE_CONCEAL_DECAY * last[u];
+        else
+            memcpy(qb, q + (size_t)(b - S) * L, sizeof(float) * L);
         memcpy(last, qb, sizeof(float) * L);
     }
     run_layers(m, st, t, NULL, 0, nb, m->dec_first, m->n_layers - 1);

@@ -137,11 +137,12 @@ typedef struct {
      * straight-through slope), and with full feedback its gradient to the
      * contexts, [W][B][C] */
     float *rate_dq, *prior_dctx;
-    /* erasure training (cfg.erasure > 0, train.c): the window's lost
-     * frames [W][B] (1: lost), each row's channel state [B] (1: in a
-     * burst), the latent each row's decoder ran last [B][L] (what a lost
-     * frame halves), and dL/d(that latent) carried back to the frame
-     * before [B][L] */
+    /* erasure training (cfg.erasure > 0, train.c): its 2B rows are two
+     * tracks (frae_train_rows), the window's lost frames [W][2B] (1: lost;
+     * only the receiver's track, rows B..2B-1, loses any), each row's
+     * channel state [2B] (1: in a burst), the latent each row's decoder
+     * ran last [2B][L] (what a lost frame halves), and dL/d(that latent)
+     * carried back to the frame before [2B][L] */
     unsigned char *lost, *lost_bad;
     float *last_q, *q_carry;
     /* data-parallel training: sums across replicas (NULL: alone) */
@@ -225,10 +226,19 @@ void frae_forward_frame(const frae_net *m, frae_state *st, long t,
 void frae_forward_encode(const frae_net *m, frae_state *st, long t,
                          const float *x);
 void frae_forward_decode(const frae_net *m, frae_state *st, long t);
-/* Erasure training's frame: lost[nb] rows decode on last_q [nb][L]
- * (their last decoder latent) times FRAE_CONCEAL_DECAY, as a receiver
- * conceals a lost frame (frae_decoder_conceal); last_q moves on. */
+/* Erasure training's frame, over nb = 2S rows: rows 0..S-1 are the
+ * sender's track (encoder and a decoder that loses nothing), rows S..2S-1
+ * the receiver's: each decodes the code its sender's row made, or, where
+ * lost[b], its last decoder latent (last_q [nb][L]) times
+ * FRAE_CONCEAL_DECAY, as a receiver conceals a lost frame
+ * (frae_decoder_conceal); last_q moves on. */
 #define FRAE_CONCEAL_DECAY 0.5f
+/* The rows a training model runs for cfg.batch sequences: erasure training
+ * runs each sequence twice, as sent and as received. */
+static inline int frae_train_rows(const frae_config *c)
+{
+    return c->training && c->erasure > 0.0f ? 2 * c->batch : c->batch;
+}
 /* erasure.c: the channel of one training window (tr.lost), and the
  * gradient through concealed frames into dq [nb][L] at frame t (the
  * frames after it done; tr.q_carry zeroed at the window's end) */

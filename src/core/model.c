@@ -41,7 +41,8 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
                 size_t errlen)
 {
     int ne = c->n_enc_hidden, nd = c->n_dec_hidden;
-    size_t B = (size_t)c->batch, D = (size_t)c->frame_dim;
+    /* rows: erasure training runs each sequence on two tracks */
+    size_t B = (size_t)frae_train_rows(c), D = (size_t)c->frame_dim;
     memset(L, 0, sizeof *L);
     memset(p, 0, sizeof *p);
     L->n_layers = ne + nd + 2;
@@ -50,7 +51,7 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
     if ((long)c->history + L->act_frames > INT_MAX)
         return frae_errorf(err, errlen, "history K + window W overflows");
     long chunk_rows = c->chunk_rows ? c->chunk_rows : FRAE_CHUNK_ROWS;
-    L->chunk_frames = (int)((chunk_rows + c->batch - 1) / c->batch);
+    L->chunk_frames = (int)((chunk_rows + (long)B - 1) / (long)B);
     if (L->chunk_frames > L->act_frames)
         L->chunk_frames = L->act_frames;
     if ((size_t)L->act_frames * B > (size_t)INT_MAX)
@@ -140,7 +141,7 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
     /* the batch's stream: activations of act_frames frames, the ring, the
      * sums ahead and the products' scratch (state.c) */
     size_t state_bytes =
-        frae_state_layout(c, c->batch, L->act_frames, NULL, NULL);
+        frae_state_layout(c, (int)B, L->act_frames, NULL, NULL);
     if (state_bytes == SIZE_MAX)
         p->overflow = 1;
     L->state = frae_arena_reserve(p, state_bytes / sizeof(float));
@@ -351,7 +352,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
             tr->prior_dctx = (float *)(base + L.prior_dctx);
         if (cfg->erasure > 0.0f) {
             tr->lost = (unsigned char *)(base + L.lost);
-            tr->lost_bad = tr->lost + (size_t)L.act_frames * cfg->batch;
+            tr->lost_bad =
+                tr->lost + (size_t)L.act_frames * frae_train_rows(cfg);
             tr->last_q = (float *)(base + L.last_q);
             tr->q_carry = (float *)(base + L.q_carry);
         }
@@ -380,7 +382,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         ly->wh = m->wh[l];
         tr->dz[l] = cfg->training ? (float *)(base + L.dz[l]) : NULL;
     }
-    frae_state_layout(cfg, cfg->batch, L.act_frames, &m->state, base + L.state);
+    frae_state_layout(cfg, frae_train_rows(cfg), L.act_frames, &m->state,
+                      base + L.state);
     m->state.scratch.threads = m->threads;
     m->state.scratch.pool = m->pool;
     m->wvalid = (int *)(base + L.wvalid);
@@ -704,7 +707,7 @@ void frae_reset(frae_model *m)
     frae_state_reset(&m->net, &m->state);
     if (m->tr.lost) { /* erasure training: every row's channel good, and
                          the latent a lost first frame halves is 0 */
-        const size_t B = (size_t)m->net.cfg.batch;
+        const size_t B = (size_t)frae_train_rows(&m->net.cfg);
         memset(m->tr.lost_bad, 0, B);
         memset(m->tr.last_q, 0, sizeof(float) * B * m->net.cfg.latent_dim);
     }

@@ -408,22 +408,27 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
 }
 
 /* Copies frames w0..w0+nt-1 of nseq sequences (rows x_rs apart) into
- * win (m->tr.xwin, or m->tr.twin for targets) as [frame][sequence][D], z-scored
- * if the model normalizes. */
+ * win (m->tr.xwin, or m->tr.twin for targets) as [frame][row][D], z-scored
+ * if the model normalizes.  With `tracks` 2 (erasure training) each
+ * sequence takes two rows, b and nseq + b. */
 static void stage_window(frae_model *m, float *win, const float *x,
-                         ptrdiff_t x_rs, int nseq, int w0, int nt)
+                         ptrdiff_t x_rs, int nseq, int w0, int nt, int tracks)
 {
     const int D = m->net.cfg.frame_dim;
+    const size_t one = (size_t)nseq * D;
     for (int t = 0; t < nt; t++) {
-        float *dst = win + (size_t)t * nseq * D;
+        float *dst = win + (size_t)t * tracks * one;
         if (m->net.cfg.normalize) {
             frae_normalize_rows(&m->net, x + (ptrdiff_t)(w0 + t) * D, x_rs,
                                 nseq, dst);
-            continue;
+        } else {
+            for (int b = 0; b < nseq; b++)
+                memcpy(dst + (size_t)b * D,
+                       x + b * x_rs + (ptrdiff_t)(w0 + t) * D,
+                       sizeof(float) * D);
         }
-        for (int b = 0; b < nseq; b++)
-            memcpy(dst + (size_t)b * D, x + b * x_rs + (ptrdiff_t)(w0 + t) * D,
-                   sizeof(float) * D);
+        if (tracks == 2)
+            memcpy(dst + one, dst, sizeof(float) * one);
     }
 }
 
@@ -511,36 +516,44 @@ static double clip_gradients(frae_model *m)
 }
 
 /* The window's forward pass alone, for rows that are all padding: the
- * buffers still move on. */
+ * buffers still move on.  Erasure training's two tracks run from the
+ * staged window (its rows are the sequences twice). */
 static void padding_forward(frae_model *m, const float *x, ptrdiff_t x_rs,
-                            int nb, int w0, int nt)
+                            int nseq, int w0, int nt, int tracks)
 {
-    const int D = m->net.cfg.frame_dim;
+    const int D = m->net.cfg.frame_dim, nb = tracks * nseq;
+    if (tracks == 2)
+        stage_window(m, m->tr.xwin, x, x_rs, nseq, w0, nt, tracks);
     for (int t = 0; t < nt; t++) {
-        ptrdiff_t rs;
-        const float *xt = net_input(m, x + (ptrdiff_t)w0 * D, x_rs, nb, t, &rs);
+        ptrdiff_t rs = D;
+        const float *xt =
+            tracks == 2 ? m->tr.xwin + (size_t)t * nb * D
+                        : net_input(m, x + (ptrdiff_t)w0 * D, x_rs, nb, t, &rs);
         frae_forward_frame(&m->net, &m->state, t, xt, rs, nb);
         silence_padding(m, t, nb, m->wvalid);
     }
 }
 
-/* One window of nt <= W frames, continuing the buffers: forward, loss over
- * the valid frames, backward, and (if update) clipping and an Adam step.
- * x holds frame w0 of sequence 0; sequence rows are x_rs apart; valid[b]
- * counts the valid frames of sequence b from x's frame 0 (NULL: all).
- * With a reducer the count and the gradients are the replicas' sums, and a
+/* One window of nt <= W frames of nseq sequences, continuing the
+ * buffers: forward, loss over the valid frames, backward, and (if update)
+ * clipping and an Adam step.  x holds frame w0 of sequence 0; sequence
+ * rows are x_rs apart; valid[b] counts the valid frames of sequence b from
+ * x's frame 0 (NULL: all).  Erasure training runs each sequence on two
+ * tracks (erasure.c), 2 nseq rows, and the loss is their mean.  With a
+ * reducer the count and the gradients are the replicas' sums, and a
  * replica whose rows are all padding adds zeros.  Returns -1 if the
  * reducer failed. */
 static int train_window(frae_model *m, const float *x, const float *target,
-                        ptrdiff_t x_rs, int nb, int w0, int nt,
+                        ptrdiff_t x_rs, int nseq, int w0, int nt,
                         const int *valid, int update, loss_acc *acc,
                         long *steps, double *grad_norm)
 {
     const int D = m->net.cfg.frame_dim;
+    const int tracks = m->tr.lost ? 2 : 1, nb = tracks * nseq;
     const frae_reducer *red = m->tr.reducer;
     long count = 0;
     for (int b = 0; b < nb; b++) {
-        long v = valid ? valid[b] - (long)w0 : nt;
+        long v = valid ? valid[b % nseq] - (long)w0 : nt;
         m->wvalid[b] = (int)(v < 0 ? 0 : v > nt ? nt : v);
         count += m->wvalid[b];
     }
@@ -551,13 +564,13 @@ static int train_window(frae_model *m, const float *x, const float *target,
         float scale = 2.0f / (float)(total * D);
         float rate_scale = m->net.cfg.rate_lambda / (float)total;
         if (count > 0) {
-            stage_window(m, m->tr.xwin, x, x_rs, nb, w0, nt);
+            stage_window(m, m->tr.xwin, x, x_rs, nseq, w0, nt, tracks);
             if (target)
-                stage_window(m, m->tr.twin, target, x_rs, nb, w0, nt);
+                stage_window(m, m->tr.twin, target, x_rs, nseq, w0, nt, tracks);
             window_grads(m, nt, nb, valid ? m->wvalid : NULL, target != NULL,
                          scale, rate_scale, acc);
         } else {
-            padding_forward(m, x, x_rs, nb, w0, nt);
+            padding_forward(m, x, x_rs, nseq, w0, nt, tracks);
             memset(m->tr.grads, 0, sizeof(float) * m->net.n_params);
         }
         if (red && red->sum_f32(red->ctx, m->tr.grads, m->net.n_params))
@@ -575,7 +588,7 @@ static int train_window(frae_model *m, const float *x, const float *target,
         }
     } else {
         /* only padding: nothing to learn; the buffers still move on */
-        padding_forward(m, x, x_rs, nb, w0, nt);
+        padding_forward(m, x, x_rs, nseq, w0, nt, tracks);
     }
     advance(m, nt);
     if (update && total > 0) /* the sums ahead were made with old weights */
@@ -594,7 +607,7 @@ static int train_impl(frae_model *m, const float *x, const float *target,
         return -1;
     if (reset)
         frae_reset(m);
-    if (claim_rows(m, nseq))
+    if (claim_rows(m, m->tr.lost ? 2 * nseq : nseq))
         return -1;
     const int D = m->net.cfg.frame_dim, W = m->net.cfg.window;
     loss_acc acc = {0, 0, 0, 0, 0};
@@ -605,6 +618,13 @@ static int train_impl(frae_model *m, const float *x, const float *target,
         if (train_window(m, x, target, (ptrdiff_t)nframes * D, nseq, w0, nt,
                          valid, update, &acc, &steps, &grad_norm))
             return -1;
+    }
+    if (m->tr.lost) {
+        /* two tracks of the same frames: the stats count the data's frames
+         * once, their errors the mean over both tracks (exact halves: each
+         * track has the same valid frames) */
+        acc.sse /= 2, acc.sae /= 2, acc.bits /= 2;
+        acc.values /= 2, acc.frames /= 2;
     }
     fill_stats(stats, &acc, steps, grad_norm);
     return 0;

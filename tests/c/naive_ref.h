@@ -23,9 +23,13 @@
  * logits also take b + sum_{j<u} A q_j, of the codes as they are.
  *
  * Erasure training: with naive_lost set (naive_set_lost, [T][nseq], 1 =
- * lost), a lost frame's decoder runs on the latent the sequence's decoder
- * ran last (0 at first) times FRAE_CONCEAL_DECAY, as the library trains
- * it. */
+ * lost), each sequence runs twice, as the library trains it: first as
+ * sent (nothing lost; its codes are kept), then as received: every frame's
+ * decoder takes the code the first run made, or, where lost, the latent
+ * this run's decoder ran last (0 at first) times FRAE_CONCEAL_DECAY; the
+ * second run's own encoder output is not used.  The loss is the mean over
+ * both runs; y, qoff_out and frozen_qoff are the first run's, and
+ * hist_out / frozen_hist [2][nseq][T][fed] hold both runs'. */
 #ifndef REAL
 #error define REAL
 #endif
@@ -191,7 +195,11 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
     const int C = gru ? Hf : K * D; /* the prior's context */
     REAL *ctx = malloc(sizeof(REAL) * ((size_t)C + 1));
     REAL *qv = malloc(sizeof(REAL) * (size_t)L);
-    for (int s = 0; s < nseq; s++) {
+    /* erasure training: the sent codes [T][L] of the sequence's first run */
+    REAL *sent = malloc(sizeof(REAL) * ((size_t)T * L + 1));
+    const int runs = naive_lost ? 2 : 1;
+    for (int sr = 0; sr < nseq * runs; sr++) {
+        const int s = sr / runs, run = sr % runs; /* as sent, as received */
         REAL *buffer = calloc((size_t)K * D + 1, sizeof(REAL));
         REAL *h_enc = calloc(gru ? (size_t)c->enc_hidden[0] : 1, sizeof(REAL));
         REAL *h_dec = calloc(gru ? (size_t)Hf : 1, sizeof(REAL));
@@ -199,6 +207,7 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
         for (int t = 0; t < T; t++) {
             const float *xt = x + ((size_t)s * T + t) * D;
             const size_t fr = (size_t)s * T + t;
+            const size_t hr = (size_t)run * nseq * T + fr; /* hist's row */
             /* what the encoder is fed: the buffer, then h_dec */
             REAL *fedv = malloc(sizeof(REAL) * ((size_t)fed + 1));
             for (int i = 0; i < K * D; i++)
@@ -207,10 +216,10 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
                 fedv[K * D + i] = h_dec[i];
             if (frozen_hist)
                 for (int i = 0; i < fed; i++)
-                    fedv[i] = frozen_hist[fr * fed + i];
+                    fedv[i] = frozen_hist[hr * fed + i];
             if (hist_out)
                 for (int i = 0; i < fed; i++)
-                    hist_out[fr * fed + i] = fedv[i];
+                    hist_out[hr * fed + i] = fedv[i];
             for (int i = 0; i < C; i++) /* the buffer, or h_dec */
                 ctx[i] = fedv[gru ? K * D + i : i];
             for (int i = 0; i < K * D; i++)
@@ -249,14 +258,18 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
             REAL *decin = malloc(sizeof(REAL) * (size_t)widths[dec_in]);
             for (int i = 0; i < L; i++) {
                 REAL q;
-                if (frozen_qoff)
+                if (run == 1) /* as received */
+                    q = naive_lost[(size_t)t * nseq + s]
+                            ? (REAL)FRAE_CONCEAL_DECAY * last_q[i]
+                            : sent[(size_t)t * L + i];
+                else if (frozen_qoff)
                     q = cur[i] + frozen_qoff[fr * L + i];
                 else
                     q = NAIVE(quant)(c, cur[i]);
-                if (qoff_out)
+                if (qoff_out && run == 0)
                     qoff_out[fr * L + i] = q - cur[i];
-                if (naive_lost && naive_lost[(size_t)t * nseq + s])
-                    q = (REAL)FRAE_CONCEAL_DECAY * last_q[i];
+                if (run == 0)
+                    sent[(size_t)t * L + i] = q;
                 last_q[i] = q;
                 decin[i] = q;
                 qv[i] = q;
@@ -287,7 +300,8 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
             if (c->prior_hidden > 0) /* p: past every other layer */
                 rate += NAIVE(prior_rate)(c, p, ctx, qv);
             for (int i = 0; i < D; i++) {
-                y[fr * D + i] = cur[i];
+                if (run == 0)
+                    y[fr * D + i] = cur[i];
                 double diff = (double)cur[i] - (double)xt[i];
                 sse += diff * diff;
             }
@@ -300,8 +314,8 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
         }
         free(buffer), free(h_enc), free(h_dec), free(last_q);
     }
-    free(ctx), free(qv);
-    return sse / ((double)nseq * T * D) +
+    free(ctx), free(qv), free(sent);
+    return sse / ((double)runs * nseq * T * D) +
            (double)c->rate_lambda * rate / ((double)nseq * T);
 }
 

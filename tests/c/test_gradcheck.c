@@ -64,7 +64,9 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     /* fed back per frame: the buffer, and a GRU model's h_dec */
     const int fed = c.history * c.frame_dim +
                     (c.family == FRAE_FAMILY_GRU ? c.dec_hidden[0] : 0);
-    double *hist = malloc(sizeof(double) * nseq * T * fed);
+    /* two runs' with erasure training (naive_ref.h) */
+    double *hist = malloc(sizeof(double) * 2 * nseq * T * fed);
+    unsigned char *lost_seq = malloc((size_t)nseq * T);
     double *qoff = malloc(sizeof(double) * nseq * T * c.latent_dim);
 
     frae_stats st;
@@ -77,24 +79,29 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
           "compute_grads failed");
     frae_get_grads(m, grad);
     if (c.erasure > 0) {
-        /* the reference loses the frames the step lost; the check means
-         * something only if some were lost, some not, and a lost frame
-         * followed another (the halved latent's own gradient) */
+        /* the reference loses the frames the step lost (its rows are the
+         * sequences as sent, which lose nothing, then as received); the
+         * check means something only if some were lost, some not, and a
+         * lost frame followed another (the halved latent's own gradient) */
         const unsigned char *lost = m->tr.lost;
-        int n_lost = 0, runs = 0, starts = 0;
+        int n_lost = 0, runs = 0, starts = 0, sent_lost = 0;
         for (int t = 0; t < T; t++)
             for (int b = 0; b < nseq; b++) {
-                const int now = lost[t * nseq + b];
-                const int before = t > 0 && lost[(t - 1) * nseq + b];
+                const unsigned char *row = lost + (size_t)t * 2 * nseq;
+                const int now = row[nseq + b];
+                const int before =
+                    t > 0 && lost[(size_t)(t - 1) * 2 * nseq + nseq + b];
+                lost_seq[t * nseq + b] = (unsigned char)now;
+                sent_lost += row[b];
                 n_lost += now;
                 runs += now && before;
                 starts += now && t > 0 && !before;
             }
-        CHECK(n_lost < nseq * T && runs > 0 && starts > 0,
-              "%s: %d of %d frames lost, %d after a lost one, %d after a "
-              "received one",
-              g->label, n_lost, nseq * T, runs, starts);
-        naive_set_lost(lost);
+        CHECK(sent_lost == 0 && n_lost < nseq * T && runs > 0 && starts > 0,
+              "%s: %d of %d frames lost (%d sent), %d after a lost one, %d "
+              "after a received one",
+              g->label, n_lost, nseq * T, sent_lost, runs, starts);
+        naive_set_lost(lost_seq);
     }
     double loss =
         naive_forward_d(&c, pd, x, nseq, T, y, NULL, hist, NULL, qoff);
@@ -137,6 +144,7 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     *n_out = n;
     frae_destroy(m);
     free(pf), free(grad), free(pd), free(x), free(y), free(hist), free(qoff);
+    free(lost_seq);
     return failures;
 }
 
