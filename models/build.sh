@@ -36,9 +36,10 @@ cat >"$manifest" <<HEAD
 HEAD
 for recipe in speech speech-vbr; do
     # the fixed-rate codec is trained for lost packets (3% of them lost in
-    # training: on the held-out human voices 5% loss then costs 0.75 dB of
-    # LSD rather than 1.70, for 0.04 dB without loss;
-    # docs/2026-12-02-loss-study.md); tools/demo.py --train does the same.
+    # training, on two tracks, as sent and as received: on the held-out
+    # human voices 5% loss then costs 0.32 dB of LSD rather than 1.70, for
+    # about 0.1 dB without loss; docs/2026-12-02-loss-study.md, "Two
+    # tracks"); tools/demo.py --train does the same.
     # The variable-rate codec's rate weight: the recipe's 0.0002 lands at
     # the fixed-rate codec's distortion on the synthetic voices alone; on
     # both training sets 0.001 does, with 26-28% less rate

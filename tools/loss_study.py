@@ -51,7 +51,10 @@ demo's held-out voices.
      loss rate, a line per codec); --docs DIR copies them and the traces.
 
 Usage: tools/loss_study.py [--epochs N] [--out DIR] [--demo DIR] [--docs DIR]
-                           [--system NAME ...] [--conditions random-5,...]"""
+                           [--system NAME ...] [--conditions random-5,...]
+                           [--model KEY=PATH ...]
+(--model gru-1k6=models/speech.safetensors runs "frae fixed" on the shipped
+codec, gru-vr12-0.0002=models/speech-vbr.safetensors "frae VR".)"""
 import argparse
 import concurrent.futures
 import ctypes
@@ -123,6 +126,10 @@ def get_models(a, frae, keys=(FIXED, VR, FIXED_RS)):
     opts[FIXED_RS] = opts[FIXED]
     paths = {}
     for key in keys:
+        if key in a.given:   # --model KEY=PATH: that checkpoint, no training
+            paths[key] = a.given[key]
+            log("model %s: %s (given)" % (key, paths[key]))
+            continue
         for d in (a.demo, a.out):
             p = os.path.join(d, "model-%s.safetensors" % key)
             if os.path.exists(p):
@@ -436,7 +443,18 @@ def main():
     ap.add_argument("--conditions", default=None,
                     help="a comma-separated subset of the loss conditions' keys (random-5, "
                     "gilbert-10, ...; the loss-free one is always run)")
+    ap.add_argument("--model", action="append", default=[], metavar="KEY=PATH",
+                    help="use this checkpoint for KEY (%s, %s or %s) instead of the demo's "
+                    "recipe, e.g. %s=models/speech.safetensors (the shipped codec)"
+                    % (FIXED, VR, FIXED_RS, FIXED))
     a = ap.parse_args()
+    a.given = {}
+    for kv in a.model:
+        key, _, path = kv.partition("=")
+        if key not in (FIXED, VR, FIXED_RS) or not os.path.isfile(path):
+            sys.exit("loss_study: --model wants KEY=PATH with KEY %s, %s or %s and PATH a "
+                     "file, got %r" % (FIXED, VR, FIXED_RS, kv))
+        a.given[key] = path
     frae, started = a.frae, time.time()
     os.makedirs(a.out, exist_ok=True)
     log("== 1. corpus and models")
