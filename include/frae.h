@@ -200,9 +200,10 @@ typedef struct {
      * average, and it runs a lost frame as a receiver conceals it
      * (frae_decoder_conceal: the last latent halved).  The loss is the
      * mean over both tracks, so the codec learns to conceal and to come
-     * back to the sender's state; a step costs about twice as much.  The
-     * pattern is a function of the seed, the Adam step and the sequence
-     * alone.  0: off; validation and inference never lose frames */
+     * back to the sender's state; a step runs twice the rows (1.55 times
+     * the instructions of one without it).  The pattern is a function of
+     * the seed, the Adam step and the sequence alone.  0: off; validation
+     * and inference never lose frames */
     float erasure; /* in [0, 0.5] */
     int erasure_frames;
 
