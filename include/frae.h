@@ -463,6 +463,9 @@ typedef struct frae_reducer {
     int (*sum_f32)(void *ctx, float *values, size_t n);
     int (*sum_f64)(void *ctx, double *values, size_t n);
     void *ctx;
+    int rank; /* this replica's (0 for the first): erasure training draws
+                 each replica's lost packets apart (0 draws those of a
+                 model trained alone) */
 } frae_reducer;
 FRAE_API
 void frae_set_reducer(frae_model *m, const frae_reducer *r);

@@ -24,8 +24,8 @@
  * (good -> burst with p / (burst (1 - p)), burst -> good with 1 / burst:
  * p of the packets lost, bursts of `burst` on average) that goes on from
  * the row's last window.  The draws are a function of the seed, the Adam
- * step and the sequence alone: the same bits on every thread count, and
- * again on a resume. */
+ * step, the sequence and the data-parallel replica's rank alone: the same
+ * bits on every thread count, and again on a resume. */
 void frae_erasure_channel(frae_model *m, int nt, int nb)
 {
     const frae_config *c = &m->net.cfg;
@@ -33,12 +33,14 @@ void frae_erasure_channel(frae_model *m, int nt, int nb)
     const double p = c->erasure;
     const double enter = p / (ERASURE_BURST * (1.0 - p));
     const double leave = 1.0 / ERASURE_BURST;
+    /* data-parallel replicas each draw their own sequences' losses */
+    const uint64_t rank = m->tr.reducer ? (uint64_t)m->tr.reducer->rank : 0;
     for (int t = 0; t < nt; t++)
         memset(m->tr.lost + (size_t)t * nb, 0, (size_t)S);
     for (int b = S; b < nb; b++) {
         uint64_t key = c->seed ^ 0x6572617375726521ull; /* "erasure!" */
         uint64_t s = frae_rng_next(&key) ^ (uint64_t)m->tr.adam_step;
-        s = frae_rng_next(&s) ^ (uint64_t)(b - S);
+        s = frae_rng_next(&s) ^ (uint64_t)(b - S) ^ (rank << 32);
         unsigned char bad = m->tr.lost_bad[b];
         for (int t = 0; t < nt; t++) {
             if (t % P == 0) {

@@ -507,7 +507,8 @@ static int member_run(member *me)
                                            n64 > 64 ? n64 : 64) != 0;
         if (frae_run_any(me, failed))
             status = say(me, FRAE_RUN_FAILED, "out of memory");
-        me->reducer = (frae_reducer){timed_sum_f32, plain_sum_f64, me};
+        me->reducer =
+            (frae_reducer){timed_sum_f32, plain_sum_f64, me, me->t.rank};
         frae_set_reducer(me->m, &me->reducer);
     }
     if (!status && !r->resumed && !r->start_norm && r->rc.model.normalize)

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "core/frae_internal.h"
 #include "test_util.h"
 #include "tests.h"
 
@@ -110,7 +111,7 @@ static void train_replicas(frae_model **m, int n, const float *x,
                            rows[k] ? rows[k] : 1,
                            T,
                            0};
-        red[k] = (frae_reducer){sum_f32, sum_f64, &rep[k]};
+        red[k] = (frae_reducer){sum_f32, sum_f64, &rep[k], k};
         frae_set_reducer(m[k], &red[k]);
         pthread_create(&th[k], NULL, replica_train, &rep[k]);
     }
@@ -190,7 +191,7 @@ int test_reducer_replicas(void)
         {
             frae_set_params(m[0], p0);
             replica r = {NULL, 0, 1, m[0], x, valid, 2, T, 0};
-            frae_reducer red = {sum_f32, sum_f64, &r};
+            frae_reducer red = {sum_f32, sum_f64, &r, 0};
             frae_set_reducer(m[0], &red);
             frae_reset(m[0]);
             int rc = frae_step(m[0],
@@ -209,5 +210,63 @@ int test_reducer_replicas(void)
         for (int k = 0; k < MAX_REPLICAS; k++)
             frae_destroy(m[k]);
     }
+    return failures;
+}
+
+/* Erasure training's lost packets: a replica of rank 0 draws those of a
+ * model trained alone, another rank its own (replicas that shared them
+ * would train every local row on the same losses). */
+static int sum_nothing_f32(void *ctx, float *x, size_t n)
+{
+    (void)ctx, (void)x, (void)n;
+    return 0;
+}
+
+static int sum_nothing_f64(void *ctx, double *x, size_t n)
+{
+    (void)ctx, (void)x, (void)n;
+    return 0;
+}
+
+int test_erasure_replicas_draw_apart(void)
+{
+    int failures = 0;
+    const int enc[1] = {6}, dec[1] = {6}, T = 30, nseq = 2;
+    frae_config c;
+    tiny_config(&c, 3, 2, 1, enc, 3, 1, dec);
+    c.family = FRAE_FAMILY_GRU;
+    c.batch = nseq;
+    c.window = T;
+    c.erasure = 0.5f;
+    c.erasure_frames = 1;
+    float *x = synth(nseq, T, c.frame_dim, 5);
+    unsigned char lost[3][2 * 2 * 30];
+    for (int k = 0; k < 3; k++) { /* alone, rank 0, rank 1 */
+        frae_model *m = create_or_die(&c);
+        frae_reducer red = {sum_nothing_f32, sum_nothing_f64, NULL, k - 1};
+        if (k > 0)
+            frae_set_reducer(m, &red);
+        CHECK(frae_step(m,
+                        &(frae_batch){.x = x,
+                                      .nseq = nseq,
+                                      .nframes = T,
+                                      .kind = FRAE_STEP_GRADIENTS},
+                        NULL) == 0,
+              "step %d failed", k);
+        memcpy(lost[k], m->tr.lost, sizeof lost[k]);
+        frae_destroy(m);
+    }
+    int n_lost = 0;
+    for (size_t i = 0; i < sizeof lost[0]; i++)
+        n_lost += lost[0][i];
+    CHECK(n_lost > 0, "nothing lost: the check would mean nothing");
+    CHECK(!memcmp(lost[0], lost[1], sizeof lost[0]),
+          "rank 0 lost other packets than a model alone");
+    CHECK(memcmp(lost[0], lost[2], sizeof lost[0]),
+          "rank 1 lost the same packets as rank 0");
+    printf("    %d of %d received frames lost alone and on rank 0, "
+           "others on rank 1\n",
+           n_lost, nseq * T);
+    free(x);
     return failures;
 }

@@ -44,6 +44,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(memory_bound)                                                            \
     X(two_models_independent)                                                  \
     X(reducer_replicas)                                                        \
+    X(erasure_replicas_draw_apart)                                             \
     X(train_frames_equals_batch)                                               \
     X(variable_lengths)                                                        \
     X(padding_is_inert)                                                        \
