@@ -44,6 +44,11 @@ static void erasure_nan(frae_config *c)
 {
     c->family = FRAE_FAMILY_GRU, c->erasure = NAN;
 }
+/* two tracks of rows: 2 x batch must fit an int */
+static void erasure_rows(frae_config *c)
+{
+    c->family = FRAE_FAMILY_GRU, c->erasure = 0.1f, c->batch = INT_MAX / 2 + 1;
+}
 static void erasure_frames(frae_config *c)
 {
     c->family = FRAE_FAMILY_GRU, c->erasure = 0.1f, c->erasure_frames = -1;
@@ -77,6 +82,7 @@ int test_bad_configs(void)
         {"erasure 0.6", erasure_high, 0},
         {"erasure NaN", erasure_nan, 0},
         {"erasure packet -1", erasure_frames, 0},
+        {"erasure, 2 x batch overflows", erasure_rows, 0},
         {"K x D overflows", history_overflow, 0},
         {"params overflow", params_overflow, 0},
         {"batch x window overflows", rows_overflow, 0},
