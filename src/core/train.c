@@ -11,6 +11,10 @@
 
 #include "core/frae_internal.h"
 
+/* Rows a training call runs per sequence: erasure training's two tracks
+ * (erasure.c), else one. */
+static int tracks_of(const frae_model *m) { return m->tr.lost ? 2 : 1; }
+
 /* The model's decoded frame at window position t. */
 static float *out_frame(const frae_model *m, long t)
 {
@@ -549,7 +553,7 @@ static int train_window(frae_model *m, const float *x, const float *target,
                         long *steps, double *grad_norm)
 {
     const int D = m->net.cfg.frame_dim;
-    const int tracks = m->tr.lost ? 2 : 1, nb = tracks * nseq;
+    const int tracks = tracks_of(m), nb = tracks * nseq;
     const frae_reducer *red = m->tr.reducer;
     long count = 0;
     for (int b = 0; b < nb; b++) {
@@ -607,7 +611,7 @@ static int train_impl(frae_model *m, const float *x, const float *target,
         return -1;
     if (reset)
         frae_reset(m);
-    if (claim_rows(m, m->tr.lost ? 2 * nseq : nseq))
+    if (claim_rows(m, tracks_of(m) * nseq))
         return -1;
     const int D = m->net.cfg.frame_dim, W = m->net.cfg.window;
     loss_acc acc = {0, 0, 0, 0, 0};
@@ -619,7 +623,7 @@ static int train_impl(frae_model *m, const float *x, const float *target,
                          valid, update, &acc, &steps, &grad_norm))
             return -1;
     }
-    if (m->tr.lost) {
+    if (tracks_of(m) == 2) {
         /* two tracks of the same frames: the stats count the data's frames
          * once, their errors the mean over both tracks (exact halves: each
          * track has the same valid frames) */
