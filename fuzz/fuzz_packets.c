@@ -6,9 +6,14 @@
  *
  * The first byte picks: bit 0 the model, bit 1 through (decoding through
  * bit errors), bit 2 how the rest is read.
- * - Raw (bit 2 clear): the rest is a stream as a file holds it, parsed as
- *   one: the header, then the framed packets, each decoded or (its CRC
- *   failing) concealed.
+ * - Raw (bit 2 clear): the rest is a stream as a file holds it, read as
+ *   frae decode reads one: the header, then its bytes through
+ *   frae_packet_read (lengths, CRCs, damaged framing found again, the end's
+ *   loss concealed), given as a pipe gives them (bit 3: exactly the bytes
+ *   it asks for) or all at once.  Each call must take bytes, give frames
+ *   or ask for more than it has; the frames never pass the header's count,
+ *   nor what the bytes that came can say (FRAE_PACKET_DECODE_MAX a call
+ *   that took bytes, FRAE_PACKET_TAIL_MAX at the end).
  * - Made (bit 2 set): the harness encodes a valid stream of 24 frames
  *   (every 5th silent with DTX) into 3-frame packets, then the rest of
  *   the input says what the channel does to each packet in turn: a byte
@@ -25,7 +30,7 @@
 
 #include "frae_codec.h"
 
-enum { T = 24, P = 3, MAX_PACKET = 512, MAX_FRAMES = 8 * T };
+enum { T = 24, P = 3, MAX_PACKET = 512, MAX_FRAMES = 64 * 16 };
 
 static frae_model *models[2];
 static float frames[MAX_FRAMES * 8]; /* frames of 6 + 2 values */
@@ -62,7 +67,7 @@ static void check_out(long n, long cap, int width)
 }
 
 static void fuzz_raw(frae_packet_decoder **pd, const frae_model *m, int through,
-                     const uint8_t *p, size_t size)
+                     int chunked, const uint8_t *p, size_t size)
 {
     frae_stream s;
     char err[256] = "";
@@ -72,27 +77,39 @@ static void fuzz_raw(frae_packet_decoder **pd, const frae_model *m, int through,
     if (s.model_hash !=
         frae_model_hash(frae_model_net(m))) /* let the rest reach a decoder */
         s.model_hash = frae_model_hash(frae_model_net(m));
+    if (s.packet_frames > 16) /* a small cap, so that it can be checked */
+        s.packet_frames = 16;
     *pd = frae_packet_decoder_create(frae_model_net(m), &s, err, sizeof err);
     if (!*pd)
         return;
     frae_packet_decoder_through(*pd, through);
     const int width = frae_get_config(m)->frame_dim + 2;
-    const long cap = FRAE_PACKET_DECODE_MAX(s.packet_frames) > MAX_FRAMES
-                         ? MAX_FRAMES
-                         : FRAE_PACKET_DECODE_MAX(s.packet_frames);
-    for (size_t at = (size_t)hb; at < size;) {
-        const unsigned char *packet;
-        size_t n;
-        int intact;
-        long used = frae_packet_unframe(p + at, size - at, &packet, &n, &intact,
-                                        err, sizeof err);
-        if (used <= 0)
-            break;
-        at += (size_t)used;
-        long k = intact || through
-                     ? frae_packet_decode(*pd, packet, n, frames, cap)
-                     : frae_packet_conceal(*pd, frames, cap);
+    const long cap = FRAE_PACKET_DECODE_MAX(s.packet_frames);
+    if (cap > MAX_FRAMES)
+        __builtin_trap();
+    const uint8_t *b = p + hb;
+    const size_t n = size - (size_t)hb, window = frae_packet_window(*pd);
+    size_t at = 0, have = chunked ? 0 : n;
+    uint64_t out = 0, taking = 0;
+    for (;;) {
+        size_t used, need;
+        const int end = at + have >= n;
+        const long k =
+            frae_packet_read(*pd, b + at, have, end, &used, &need, frames, cap);
         check_out(k, cap, width);
+        out += (uint64_t)k;
+        taking += used > 0;
+        if (used > have || (s.frames && out > s.frames) ||
+            out > taking * (uint64_t)cap + FRAE_PACKET_TAIL_MAX)
+            __builtin_trap();
+        at += used, have -= used;
+        if (used || k)
+            continue;
+        if (end)
+            break;
+        if (need <= have || need > window) /* asks for nothing, or too much */
+            __builtin_trap();
+        have = need > n - at ? n - at : need;
     }
 }
 
@@ -172,7 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (data[0] & 4)
         fuzz_made(&pd, m, through, data + 1, size - 1);
     else
-        fuzz_raw(&pd, m, through, data + 1, size - 1);
+        fuzz_raw(&pd, m, through, (data[0] & 8) != 0, data + 1, size - 1);
     frae_packet_decoder_destroy(pd);
     return 0;
 }

@@ -557,7 +557,9 @@ int frae_stream_decode(frae_stream_decoder *d, float *frame, uint32_t *seq,
  *   .  CRC-16 of the header's bytes before it (u16), as version 4's
  * In a file or a pipe each packet follows as a varint length n, its n
  * bytes, and a CRC-16 of them (u16): a damaged packet is then found and
- * treated as lost, and the good ones around it decode. */
+ * treated as lost, and the good ones around it decode; a damaged length
+ * too: the reader (frae_packet_read) finds the next packet whose CRC-16
+ * holds and whose index follows, and conceals the packets between. */
 #define FRAE_STREAM_VERSION_PACKETS 5
 #define FRAE_STREAM_RANGED_PACKETS 8 /* version 5 flags bit 3 */
 #define FRAE_STREAM_STATE_RESYNC 16  /* version 5 flags bit 4 (fixed-rate) */
@@ -595,14 +597,16 @@ size_t frae_packet_cap(const frae_stream *s);
  * channel without checks: packets are taken in the order they come, their
  * index not believed, and a code no encoder makes is concealed.  Nothing
  * is allocated after create. */
-#define FRAE_PACKET_DECODE_MAX(P) (32L * (P))
+#define FRAE_PACKET_DECODE_MAX(P) (64L * (P))
 typedef struct frae_packet_decoder frae_packet_decoder;
 typedef struct {
-    uint64_t packets;   /* received and decoded (or waited through) */
-    uint64_t lost;      /* found missing, or given to conceal */
-    uint64_t late;      /* late or duplicated, dropped */
-    uint64_t frames;    /* frames out */
-    uint64_t concealed; /* of them concealed */
+    uint64_t packets;       /* received and decoded (or waited through) */
+    uint64_t lost;          /* found missing, or given to conceal */
+    uint64_t late;          /* late or duplicated, dropped */
+    uint64_t frames;        /* frames out */
+    uint64_t concealed;     /* of them concealed */
+    uint64_t damaged;       /* frae_packet_read: packets whose CRC failed */
+    uint64_t skipped_bytes; /* ... bytes of no packet (damaged framing) */
 } frae_packet_counts;
 FRAE_API
 frae_packet_decoder *frae_packet_decoder_create(const frae_net *m,
@@ -620,6 +624,29 @@ long frae_packet_conceal(frae_packet_decoder *d, float *frames, long cap);
 FRAE_API
 void frae_packet_decoder_counts(const frae_packet_decoder *d,
                                 frae_packet_counts *c);
+/* A version-5 file's or pipe's bytes after the header, decoded as they
+ * come ('frae decode's loop): buf holds avail bytes from where the last
+ * call's *used ended; end says no more will come.  Takes the next packet
+ * and writes its frames (at most cap: FRAE_PACKET_DECODE_MAX), the
+ * packets lost before it concealed first.  Damage never stops it: a
+ * packet whose CRC-16 fails is concealed (decoded, through), and after a
+ * damaged length it finds the next packet whose CRC-16 holds and whose
+ * index follows (the resynchronisation), the packets between concealed.
+ * Returns the frames, *used the bytes taken; 0 frames and *used 0: read
+ * until buf holds *need bytes (at most frae_packet_window), or, at the
+ * end, done.  At the end it conceals what the header's frame count says
+ * loss took at the end, at most FRAE_PACKET_TAIL_MAX frames (1 s of 10 ms
+ * frames), and only once some bytes came: never frames that only the
+ * header promises.  Frames past the header's count are not given.
+ * Nothing is allocated. */
+#define FRAE_PACKET_TAIL_MAX 100
+FRAE_API
+long frae_packet_read(frae_packet_decoder *d, const unsigned char *buf,
+                      size_t avail, int end, size_t *used, size_t *need,
+                      float *frames, long cap);
+/* The bytes a reader's buffer for frae_packet_read holds. */
+FRAE_API
+size_t frae_packet_window(const frae_packet_decoder *d);
 
 /* ---- the shipped models (src/codec/models.c) ----------------------------
  * models/ in the source tree holds the shipped codecs ('make models'

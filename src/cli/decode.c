@@ -53,41 +53,6 @@ static void decode_help(void)
 
 /* ---- version 5: real-time packets, read as they come ------------------------ */
 
-/* The next packet of a file or pipe into buf (cap bytes): its bytes and
- * whether its CRC held; 0 at the end; -1 (told) if the framing is broken
- * or the stream ends inside a packet. */
-static long read_packet(FILE *in, const char *name, unsigned char *buf,
-                        size_t cap, const unsigned char **packet, size_t *n,
-                        int *intact)
-{
-    size_t got = 0;
-    int c;
-    /* the length's varint, a byte at a time, so that nothing is read past
-     * the packet (a pipe gives what the encoder flushed) */
-    while (got < 3 && (c = fgetc(in)) != EOF) {
-        buf[got++] = (unsigned char)c;
-        if (!(c & 0x80))
-            break;
-    }
-    if (got == 0)
-        return 0;
-    uint32_t len;
-    if (frae_varint_get(buf, got, &len) <= 0 || len == 0 || len + got + 2 > cap)
-        return cli_fail(EXIT_USAGE, "%s: a packet length no encoder writes",
-                        name),
-               -1;
-    if (fread(buf + got, 1, len + 2, in) != len + 2) {
-        /* a stream cut inside a packet: that packet is lost, and the
-         * stream ends there */
-        fprintf(stderr, "%s: %s: cut inside a packet: the stream ends there\n",
-                cli_cmd, name);
-        return 0;
-    }
-    char err[256];
-    return frae_packet_unframe(buf, got + len + 2, packet, n, intact, err,
-                               sizeof err);
-}
-
 /* A version-5 stream's header, read a byte at a time until it parses:
  * its size, 0 if the input ends first, -1 (err) if it is malformed. */
 static long read_v5_header(FILE *in, frae_stream *s, char *err, size_t errlen)
@@ -147,7 +112,9 @@ static int packets_outputs(codec_opts *o, const frae_config *c,
                           o->io.output);
             return rc;
         }
-        if (s->frames
+        /* a file's count is the frames that came (the end's loss
+         * concealed at most FRAE_PACKET_TAIL_MAX); a pipe's, declared */
+        if (s->frames && !cli_output_seekable(o->io.output)
                 ? frae_npy_begin(af, o->io.output, 2, shape, err, sizeof err)
                 : frae_npy_begin_growing(af, o->io.output, 2, err,
                                          sizeof err)) {
@@ -180,8 +147,9 @@ static int decode_packets(codec_opts *o, FILE *in)
     const frae_config *c = frae_get_config(m);
     const int D = c->frame_dim, width = D + 2 * c->pitch;
     const long P = (long)s.packet_frames, cap = FRAE_PACKET_DECODE_MAX(P);
-    float *frames = malloc(sizeof(float) * (size_t)(cap + P) * width);
-    unsigned char *buf = malloc(0x10000 + 8);
+    const size_t window = pd ? frae_packet_window(pd) : 0;
+    float *frames = malloc(sizeof(float) * (size_t)cap * width);
+    unsigned char *buf = malloc(window + 1);
     frae_atomic_file af;
     af.f = NULL;
     wav_out wav = {0};
@@ -199,30 +167,24 @@ static int decode_packets(codec_opts *o, FILE *in)
     frae_packet_decoder_through(pd, o->through);
     if ((rc = packets_outputs(o, c, &s, width, &wav, &feat, &loudest, &af)))
         goto done;
-    uint64_t out = 0, damaged = 0;
-    for (int end = 0; !end;) {
-        const unsigned char *packet;
-        size_t n;
-        int intact;
-        long got = read_packet(in, o->io.input, buf, 0x10000 + 8, &packet, &n,
-                               &intact);
-        if (got < 0) {
-            rc = EXIT_USAGE;
-            goto done;
+    uint64_t out = 0;
+    size_t have = 0;
+    for (int end = 0;;) {
+        /* the library finds and decodes the packets; this reads exactly
+         * the bytes it asks for (a pipe gives what the encoder flushed) */
+        size_t used, need;
+        const long k =
+            frae_packet_read(pd, buf, have, end, &used, &need, frames, cap);
+        if (used) {
+            have -= used;
+            memmove(buf, buf + used, have);
+        } else if (!k && end) {
+            break;
+        } else if (!k) {
+            const size_t got = fread(buf + have, 1, need - have, in);
+            end = have + got < need;
+            have += got;
         }
-        long k;
-        if (got == 0) { /* the end: a stream that declared its frames and
-                           lost its last packets has them concealed */
-            end = !s.frames || out >= s.frames;
-            k = end ? 0 : frae_packet_conceal(pd, frames, cap);
-        } else if (intact || o->through) {
-            k = frae_packet_decode(pd, packet, n, frames, cap);
-        } else {
-            damaged++;
-            k = frae_packet_conceal(pd, frames, cap);
-        }
-        if (s.frames && out + (uint64_t)k > s.frames)
-            k = (long)(s.frames - out);
         for (long f = 0; f < k; f++) {
             float *y = frames + (size_t)f * width;
             const int bad = unheard_value(y, width, D, loudest);
@@ -245,15 +207,32 @@ static int decode_packets(codec_opts *o, FILE *in)
                 goto done;
         }
         out += (uint64_t)k;
-        if (af.f && !af.seekable)
+        if (k && af.f && !af.seekable)
             fflush(af.f);
+    }
+    if (s.frames && !out) {
+        rc = cli_fail(EXIT_USAGE,
+                      "%s: truncated: the header declares %llu frames and "
+                      "no packet follows",
+                      o->io.input, (unsigned long long)s.frames);
+        goto done;
     }
     if (o->wav && (rc = wav_out_end(&wav)))
         goto done;
+    if (af.f && !af.seekable && s.frames && out != s.frames) {
+        rc = cli_fail(EXIT_USAGE,
+                      "%s: %llu of the %llu frames its header declares "
+                      "came (-o %s, not a file, has the .npy header "
+                      "that said %llu)",
+                      o->io.input, (unsigned long long)out,
+                      (unsigned long long)s.frames, o->io.output,
+                      (unsigned long long)s.frames);
+        goto done;
+    }
     if (af.f) {
         long shape[2] = {(long)out, width};
-        rc = (s.frames ? frae_atomic_commit(&af, err, sizeof err)
-                       : frae_npy_finish(&af, 2, shape, err, sizeof err))
+        rc = (af.seekable ? frae_npy_finish(&af, 2, shape, err, sizeof err)
+                          : frae_atomic_commit(&af, err, sizeof err))
                  ? cli_fail(EXIT_FAILED, "%s", err)
                  : EXIT_OK;
         af.f = NULL;
@@ -265,17 +244,19 @@ static int decode_packets(codec_opts *o, FILE *in)
     cli_printf("%s -> %s: %llu frames from %llu packets of %ld frames\n",
                o->io.input, o->io.output ? o->io.output : o->wav,
                (unsigned long long)out, (unsigned long long)pc.packets, P);
-    if (pc.concealed || pc.late || damaged)
-        fprintf(stderr,
-                "%s: concealed %llu of %llu frames: %llu packets lost (%llu of "
-                "them damaged), %llu late or duplicated%s\n",
-                cli_cmd, (unsigned long long)pc.concealed,
-                (unsigned long long)out, (unsigned long long)pc.lost,
-                (unsigned long long)damaged, (unsigned long long)pc.late,
-                s.flags & FRAE_STREAM_RANGED_PACKETS
-                    ? " (entropy-coded: after a loss, until the next "
-                      "resynchronisation point)"
-                    : "");
+    if (pc.concealed || pc.late || pc.damaged || pc.skipped_bytes)
+        fprintf(
+            stderr,
+            "%s: concealed %llu of %llu frames: %llu packets lost (%llu of "
+            "them damaged, %llu bytes of damaged framing), %llu late or "
+            "duplicated%s\n",
+            cli_cmd, (unsigned long long)pc.concealed, (unsigned long long)out,
+            (unsigned long long)pc.lost, (unsigned long long)pc.damaged,
+            (unsigned long long)pc.skipped_bytes, (unsigned long long)pc.late,
+            s.flags & FRAE_STREAM_RANGED_PACKETS
+                ? " (entropy-coded: after a loss, until the next "
+                  "resynchronisation point)"
+                : "");
     rc = EXIT_OK;
 done:
     if (af.f)

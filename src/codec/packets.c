@@ -167,6 +167,13 @@ struct frae_packet_decoder {
     uint32_t late_seq; /* its index mod 64 */
     frae_packet_counts c;
     unsigned char *code; /* one frame's code bytes */
+    /* frae_packet_read: a file's or pipe's bytes */
+    size_t max_payload; /* the longest packet an encoder writes */
+    size_t min_framed;  /* the shortest framed packet */
+    uint64_t skipped;   /* damaged bytes since the last packet found */
+    uint64_t read_out;  /* frames read gave */
+    uint32_t tail_left; /* frames the end may still conceal */
+    int arrived;        /* bytes came after the header */
 };
 
 frae_packet_decoder *frae_packet_decoder_create(const frae_net *m,
@@ -222,6 +229,17 @@ frae_packet_decoder *frae_packet_decoder_create(const frae_net *m,
     p->frame_bits = frame_bits(m);
     if (ranged)
         frae_decoder_set_dtx(p->d, (s->flags & FRAE_STREAM_DTX) != 0);
+    frae_stream full; /* the header's fields and the model's sizes */
+    frae_stream_header(m, 1, 0, 0, &full);
+    full.flags = s->flags;
+    full.packet_frames = s->packet_frames;
+    p->max_payload = frae_packet_cap(&full);
+    if (p->max_payload > 0xffff)
+        p->max_payload = 0xffff;
+    p->min_framed = 1 + 1 + 2; /* length, byte 0, CRC */
+    if (!ranged)
+        p->min_framed += (p->frame_bits + 7) / 8;
+    p->tail_left = FRAE_PACKET_TAIL_MAX;
     return p;
 }
 
@@ -312,61 +330,39 @@ static long decode_payload(frae_packet_decoder *d, int resync, long count,
     return conceal_frames(d, left, frames, at, cap);
 }
 
-long frae_packet_decode(frae_packet_decoder *d, const unsigned char *packet,
-                        size_t n, float *frames, long cap)
+/* A packet's byte 0 and a short one's count: its frames, the payload's
+ * offset in *head; 0 if the count is one no encoder writes. */
+static long packet_frames(const frae_packet_decoder *d,
+                          const unsigned char *packet, size_t n, size_t *head)
 {
-    if (n < 1)
-        return frae_packet_conceal(d, frames, cap);
-    const uint32_t seq = packet[0] & (FRAE_PACKET_INDEX_MOD - 1);
+    *head = 1;
+    if (!(packet[0] & FRAE_PACKET_SHORT))
+        return (long)d->s.packet_frames;
+    uint32_t v = 0;
+    const int used = frae_varint_get(packet + 1, n - 1, &v);
+    if (used <= 0 || v < 1 || v >= d->s.packet_frames)
+        return 0;
+    *head += (size_t)used;
+    return (long)v;
+}
+
+/* A packet placed (its losses before it concealed into frames from 0 to
+ * at): its frames decoded from at, or, its count damaged, concealed. */
+static long packet_body(frae_packet_decoder *d, const unsigned char *packet,
+                        size_t n, float *frames, long at, long cap)
+{
+    size_t head;
+    const long count = packet_frames(d, packet, n, &head);
     const int resync = (packet[0] & FRAE_PACKET_RESYNC) != 0;
-    long count = d->s.packet_frames;
-    size_t head = 1;
-    if (packet[0] & FRAE_PACKET_SHORT) {
-        uint32_t v = 0;
-        const int used = frae_varint_get(packet + 1, n - 1, &v);
-        if (used <= 0 || v < 1 || v >= d->s.packet_frames) /* damaged */
-            return frae_packet_conceal(d, frames, cap);
-        count = v;
-        head += (size_t)used;
-    }
-    long at = 0;
-    if (!d->through) {
-        /* where it falls: the next; a little ahead, past packets lost;
-         * far ahead or behind, a packet late, duplicated or strayed, which
-         * is dropped, unless the next one follows it: then the gap was
-         * real, longer than the index tells apart from lateness */
-        const uint32_t gap =
-            (seq - (uint32_t)(d->next % FRAE_PACKET_INDEX_MOD)) &
-            (FRAE_PACKET_INDEX_MOD - 1);
-        uint32_t lost = 0;
-        if (gap >= FRAE_PACKET_INDEX_MOD / 4) {
-            const int follows =
-                d->late_run &&
-                seq == ((d->late_seq + 1) & (FRAE_PACKET_INDEX_MOD - 1));
-            d->late_seq = seq;
-            if (!follows) {
-                d->late_run = 1;
-                d->c.late++;
-                return 0;
-            }
-            d->c.late--; /* the one before was not late, but lost */
-            lost = gap < FRAE_PACKET_INDEX_MOD / 2 ? gap : 0;
-            d->next += gap; /* relock on them */
-            d->synced = 0;
-        } else {
-            lost = gap;
-            d->next += gap;
-        }
-        d->late_run = 0;
-        if (lost) {
-            at = conceal_frames(d, (long)lost * d->s.packet_frames, frames, 0,
-                                cap);
-            d->c.lost += lost;
-            d->c.concealed += (uint64_t)at;
-            d->synced = 0;
-        }
-    }
     d->next++;
+    if (!count) { /* damaged: as lost */
+        d->c.lost++;
+        d->synced = 0;
+        const long end = conceal_frames(d, d->s.packet_frames, frames, at, cap);
+        d->c.concealed += (uint64_t)(end - at);
+        d->c.frames += (uint64_t)end;
+        return end;
+    }
     d->c.packets++;
     long end;
     if (d->fresh && resync) {
@@ -383,4 +379,254 @@ long frae_packet_decode(frae_packet_decoder *d, const unsigned char *packet,
     }
     d->c.frames += (uint64_t)end;
     return end;
+}
+
+/* lost packets concealed into frames from at */
+static long conceal_lost(frae_packet_decoder *d, uint32_t lost, float *frames,
+                         long at, long cap)
+{
+    const long end =
+        conceal_frames(d, (long)lost * d->s.packet_frames, frames, at, cap);
+    d->c.lost += lost;
+    d->c.concealed += (uint64_t)(end - at);
+    d->next += lost;
+    d->synced = 0;
+    return end;
+}
+
+long frae_packet_decode(frae_packet_decoder *d, const unsigned char *packet,
+                        size_t n, float *frames, long cap)
+{
+    if (n < 1)
+        return frae_packet_conceal(d, frames, cap);
+    const uint32_t seq = packet[0] & (FRAE_PACKET_INDEX_MOD - 1);
+    long at = 0;
+    if (!d->through) {
+        /* where it falls: the next; a little ahead, past packets lost;
+         * far ahead or behind, a packet late, duplicated or strayed, which
+         * is dropped, unless the next one follows it: then the gap was
+         * real, longer than the index tells apart from lateness */
+        const uint32_t gap =
+            (seq - (uint32_t)(d->next % FRAE_PACKET_INDEX_MOD)) &
+            (FRAE_PACKET_INDEX_MOD - 1);
+        uint32_t lost = gap;
+        if (gap >= FRAE_PACKET_INDEX_MOD / 4) {
+            const int follows =
+                d->late_run &&
+                seq == ((d->late_seq + 1) & (FRAE_PACKET_INDEX_MOD - 1));
+            d->late_seq = seq;
+            if (!follows) {
+                d->late_run = 1;
+                d->c.late++;
+                return 0;
+            }
+            d->c.late--; /* the one before was not late, but lost */
+            lost = gap < FRAE_PACKET_INDEX_MOD / 2 ? gap : 0;
+            d->next += gap - lost; /* relock on them */
+            d->synced = 0;
+        }
+        d->late_run = 0;
+        if (lost)
+            at = conceal_lost(d, lost, frames, 0, cap);
+    }
+    return packet_body(d, packet, n, frames, at, cap);
+}
+
+/* ---- a file's or pipe's packets, found again after damage ---------------------- */
+
+/* What the bytes at p (avail of them) hold as a framed packet. */
+enum { CAND_WAIT, CAND_NONE, CAND_DAMAGED, CAND_INTACT };
+typedef struct {
+    int kind;
+    size_t size; /* framed: its length, the packet, the CRC */
+    size_t need; /* CAND_WAIT: the bytes from p it needs */
+    const unsigned char *packet;
+    size_t n;
+} candidate;
+
+/* Whether n, the length before packet (of which have bytes are here), is
+ * one an encoder writes for the packet's byte 0 (and a short one's count). */
+static int length_fits(const frae_packet_decoder *d,
+                       const unsigned char *packet, size_t have, size_t n)
+{
+    size_t head;
+    const long count = packet_frames(d, packet, have, &head);
+    if (!count)
+        return 0;
+    if (d->ranged)
+        return n >= head;
+    const int resync = (packet[0] & FRAE_PACKET_RESYNC) != 0;
+    const size_t bits =
+        (size_t)count * d->frame_bits +
+        (resync && frae_net_config(d->m)->pitch ? FRAE_PITCH_ANCHOR_BITS : 0);
+    return n == head + (bits + 7) / 8;
+}
+
+static candidate candidate_at(const frae_packet_decoder *d,
+                              const unsigned char *p, size_t avail)
+{
+    candidate c = {CAND_NONE, 0, 0, NULL, 0};
+    uint32_t len;
+    const int lb = frae_varint_get(p, avail < 3 ? avail : 3, &len);
+    if (lb < 0 || (lb == 0 && avail >= 3))
+        return c;
+    if (lb == 0) {
+        c.kind = CAND_WAIT, c.need = avail + 1;
+        return c;
+    }
+    if (len < 1 || len > d->max_payload)
+        return c;
+    c.size = (size_t)lb + len + 2;
+    c.packet = p + lb, c.n = len;
+    /* byte 0 and a short packet's count (under 2^14) say its length */
+    const size_t head = len < 3 ? len : 3;
+    if (avail - (size_t)lb < head) {
+        c.kind = CAND_WAIT, c.need = c.size;
+        return c;
+    }
+    if (!length_fits(d, c.packet, head, len))
+        return c;
+    if (avail < c.size) {
+        c.kind = CAND_WAIT, c.need = c.size;
+        return c;
+    }
+    const unsigned char *crc = p + lb + len;
+    c.kind = frae_crc16(c.packet, len) == (uint16_t)(crc[0] | crc[1] << 8)
+                 ? CAND_INTACT
+                 : CAND_DAMAGED;
+    return c;
+}
+
+/* Whether an intact packet found after skipped damaged bytes is the
+ * stream's: its index a little ahead of the one expected (as
+ * frae_packet_decode's), or no further than the bytes could have held;
+ * *gap the packets lost before it. */
+static int gap_fits(const frae_packet_decoder *d, const candidate *c,
+                    uint64_t skipped, uint32_t *gap)
+{
+    const uint32_t seq = c->packet[0] & (FRAE_PACKET_INDEX_MOD - 1);
+    *gap = (seq - (uint32_t)(d->next % FRAE_PACKET_INDEX_MOD)) &
+           (FRAE_PACKET_INDEX_MOD - 1);
+    return *gap < FRAE_PACKET_INDEX_MOD / 4 ||
+           *gap <= skipped / d->min_framed + 1;
+}
+
+size_t frae_packet_window(const frae_packet_decoder *d)
+{
+    return 4 * (d->max_payload + 5) + 64;
+}
+
+/* Whether the packets from buf's start, each's length taken as written,
+ * end exactly at to. */
+static int chain_reaches(const frae_packet_decoder *d, const unsigned char *buf,
+                         size_t to)
+{
+    size_t at = 0;
+    while (at < to) {
+        const candidate c = candidate_at(d, buf + at, to - at);
+        if (c.kind != CAND_DAMAGED && c.kind != CAND_INTACT)
+            return 0;
+        at += c.size;
+    }
+    return at == to;
+}
+
+/* The frames of a damaged packet whose length held: decoded through its
+ * bit errors (through), or concealed. */
+static long damaged_packet(frae_packet_decoder *d, const candidate *c,
+                           float *frames, long cap)
+{
+    d->c.damaged++;
+    d->skipped = 0;
+    if (d->through)
+        return frae_packet_decode(d, c->packet, c->n, frames, cap);
+    return frae_packet_conceal(d, frames, cap);
+}
+
+/* The end of the bytes: the frames the header declares that loss took at
+ * the end, concealed, at most FRAE_PACKET_TAIL_MAX, once some bytes came. */
+static long conceal_tail(frae_packet_decoder *d, float *frames, long cap)
+{
+    if (!d->arrived || !d->s.frames || d->read_out >= d->s.frames ||
+        !d->tail_left)
+        return 0;
+    uint64_t n = d->s.frames - d->read_out;
+    if (n > d->tail_left)
+        n = d->tail_left;
+    if (n > (uint64_t)cap)
+        n = (uint64_t)cap;
+    const long k = conceal_frames(d, (long)n, frames, 0, cap);
+    d->tail_left -= (uint32_t)k;
+    d->c.frames += (uint64_t)k, d->c.concealed += (uint64_t)k;
+    return k;
+}
+
+/* The next packet in buf (avail bytes): its frames; *used the bytes it
+ * took (0: wait for *need bytes in all). */
+static long read_next(frae_packet_decoder *d, const unsigned char *buf,
+                      size_t avail, int end, size_t *used, size_t *need,
+                      float *frames, long cap)
+{
+    const size_t window = frae_packet_window(d);
+    const candidate c0 = candidate_at(d, buf, avail);
+    if (c0.kind == CAND_INTACT && !d->skipped) { /* the usual case */
+        *used = c0.size;
+        return frae_packet_decode(d, c0.packet, c0.n, frames, cap);
+    }
+    /* otherwise the first packet whose CRC holds and whose index follows:
+     * before it, damaged packets whose lengths held, or bytes lost */
+    size_t wait = 0, checked = avail;
+    for (size_t j = 0; j < avail; j++) {
+        const candidate c = j ? candidate_at(d, buf + j, avail - j) : c0;
+        uint32_t gap;
+        if (c.kind == CAND_WAIT) {
+            if (checked == avail)
+                checked = j;
+            if (!end && j + c.need <= window && (!wait || j + c.need < wait))
+                wait = j + c.need;
+            continue;
+        }
+        if (c.kind != CAND_INTACT || !gap_fits(d, &c, d->skipped + j, &gap))
+            continue;
+        if (j > 0 && c0.kind == CAND_DAMAGED && chain_reaches(d, buf, j)) {
+            *used = c0.size;
+            return damaged_packet(d, &c0, frames, cap);
+        }
+        *used = j + c.size;
+        d->c.skipped_bytes += j;
+        d->skipped = 0;
+        const long at = conceal_lost(d, gap, frames, 0, cap);
+        return packet_body(d, c.packet, c.n, frames, at, cap);
+    }
+    if (wait) { /* none yet: the bytes to come may hold it */
+        *need = wait;
+        return 0;
+    }
+    if (c0.kind == CAND_DAMAGED && (!end || chain_reaches(d, buf, avail))) {
+        *used = c0.size;
+        return damaged_packet(d, &c0, frames, cap);
+    }
+    /* no packet begins before checked (at the end, at all): damage */
+    *used = end ? avail : (checked ? checked : 1);
+    d->skipped += *used;
+    d->c.skipped_bytes += *used;
+    return 0;
+}
+
+long frae_packet_read(frae_packet_decoder *d, const unsigned char *buf,
+                      size_t avail, int end, size_t *used, size_t *need,
+                      float *frames, long cap)
+{
+    *used = 0, *need = 0;
+    if (!avail && !end) {
+        *need = 1;
+        return 0;
+    }
+    long k = avail ? read_next(d, buf, avail, end, used, need, frames, cap)
+                   : conceal_tail(d, frames, cap);
+    d->arrived |= avail > 0;
+    if (d->s.frames && d->read_out + (uint64_t)k > d->s.frames)
+        k = (long)(d->s.frames - d->read_out); /* what the header declared */
+    d->read_out += (uint64_t)k;
+    return k;
 }

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "codec/container.h"
 #include "core/frae_internal.h"
 #include "test_util.h"
 #include "tests.h"
@@ -303,5 +304,164 @@ int test_packets_conceal(void)
           "after a frame of zeros, concealment decodes zeros again");
     frae_decoder_destroy(a), frae_decoder_destroy(b);
     frae_destroy(m);
+    return failures;
+}
+
+/* ---- frae_packet_read: a file's bytes, damaged framing found again ---------- */
+
+enum { FILE_MAX = (T / P + 1) * (MAXP + 8) };
+
+/* The stream's packets framed as a file holds them (no header): each a
+ * varint length, the packet, its CRC-16.  Where packet k starts in at. */
+static size_t frame_file(const sent *s, unsigned char *f, size_t *at)
+{
+    size_t n = 0;
+    for (int k = 0; k < s->n; k++) {
+        at[k] = n;
+        n += frae_varint_put(f + n, (uint32_t)s->len[k]);
+        memcpy(f + n, s->bytes[k], s->len[k]);
+        n += s->len[k];
+        const uint16_t crc = frae_crc16(s->bytes[k], s->len[k]);
+        f[n++] = (unsigned char)(crc & 0xff);
+        f[n++] = (unsigned char)(crc >> 8);
+    }
+    return n;
+}
+
+/* The file's bytes through frae_packet_read, given as it asks (chunked:
+ * exactly the bytes it needs, as a pipe's reader gives them) or all at
+ * once; the frames out, -1 if a call neither took bytes, gave frames nor
+ * asked for more (a hang), or gave more than its cap. */
+static long read_file(const frae_model *m, const frae_stream *h,
+                      const unsigned char *f, size_t size, int chunked,
+                      float *y, long y_cap, frae_packet_counts *c)
+{
+    char err[256];
+    frae_packet_decoder *d =
+        frae_packet_decoder_create(frae_model_net(m), h, err, sizeof err);
+    if (!d)
+        return -1;
+    static float frames[FRAE_PACKET_DECODE_MAX(P) * W];
+    size_t at = 0, have = chunked ? 0 : size;
+    long out = 0;
+    for (int guard = 0; guard < 100000; guard++) {
+        size_t used, need;
+        const int end = at + have >= size;
+        const long k = frae_packet_read(d, f + at, have, end, &used, &need,
+                                        frames, FRAE_PACKET_DECODE_MAX(P));
+        if (k < 0 || k > FRAE_PACKET_DECODE_MAX(P) || used > have ||
+            (!k && !used && !end && need <= have))
+            break;
+        if (out + k <= y_cap)
+            memcpy(y + (size_t)out * W, frames, sizeof(float) * k * W);
+        out += k;
+        at += used, have -= used;
+        if (!k && !used) {
+            if (end) {
+                frae_packet_decoder_counts(d, c);
+                frae_packet_decoder_destroy(d);
+                return out;
+            }
+            have = need > size - at ? size - at : need;
+        }
+    }
+    frae_packet_decoder_destroy(d);
+    return -1;
+}
+
+int test_packets_read_resync(void)
+{
+    int failures = 0;
+    static float f[T * W], recon[T * W], y[(T + 200) * W], z[(T + 200) * W];
+    static unsigned char file[FILE_MAX], bad[FILE_MAX];
+    frames_with_pitch(f);
+    for (int ranged = 0; ranged < 2; ranged++) {
+        const int enc[1] = {12}, dec[1] = {12};
+        frae_config c;
+        tiny_config(&c, D, 0, 1, enc, 5, 1, dec);
+        c.family = FRAE_FAMILY_GRU;
+        c.quantizer = FRAE_QUANT_BINARY;
+        c.pitch = 1, c.training = 0, c.batch = 1;
+        c.prior_hidden = ranged ? 6 : 0, c.prior_ar = ranged;
+        c.pitch_ranged = ranged ? FRAE_PITCH_CODER_ENVELOPE : 0;
+        frae_model *m = create_or_die(&c);
+        perturb_params(m, NULL);
+        sent s;
+        size_t at[T / P + 1];
+        if (send(m, ranged, 0, f, &s, recon)) {
+            failures++;
+            frae_destroy(m);
+            continue;
+        }
+        const char *kind = ranged ? "entropy-coded" : "fixed-rate";
+        const size_t size = frame_file(&s, file, at);
+        frae_packet_counts pc;
+        /* clean: the encoder's frames to the bit, read as a pipe gives
+         * the bytes or all at once */
+        long got = read_file(m, &s.header, file, size, 1, y, T + 200, &pc);
+        long all = read_file(m, &s.header, file, size, 0, z, T + 200, &pc);
+        CHECK(got == T && all == T &&
+                  !memcmp(y, recon, sizeof(float) * T * W) &&
+                  !memcmp(z, recon, sizeof(float) * T * W),
+              "%s: clean, chunked %ld and whole %ld frames: the encoder's",
+              kind, got, all);
+        /* every single-bit flip of every packet's length byte: decoded to
+         * the end, T frames, the frames before the damaged packet the
+         * clean ones, the damage seen */
+        int worst_ok = 1, flips = 0;
+        for (int k = 0; k < s.n && worst_ok; k++)
+            for (int bit = 0; bit < 8; bit++, flips++) {
+                memcpy(bad, file, size);
+                bad[at[k]] ^= (unsigned char)(1u << bit);
+                got = read_file(m, &s.header, bad, size, bit & 1, y, T + 200,
+                                &pc);
+                int finite = 1;
+                for (long i = 0; i < (got > 0 ? got : 0) * W; i++)
+                    finite &= isfinite(y[i]) != 0;
+                if (got != T || !finite ||
+                    memcmp(y, recon, sizeof(float) * (size_t)k * P * W) ||
+                    pc.concealed < P) {
+                    printf("    packet %d's length, bit %d: %ld frames, "
+                           "%llu concealed\n",
+                           k, bit, got, (unsigned long long)pc.concealed);
+                    worst_ok = 0;
+                    break;
+                }
+            }
+        CHECK(worst_ok,
+              "%s: %d single-bit flips of a packet's length: each "
+              "decoded to the end, %d frames",
+              kind, flips, T);
+        /* garbage between packets 6 and 7 (a stray 65536 length first) */
+        memcpy(bad, file, at[7]);
+        const unsigned char junk[] = {0x80, 0x80, 0x04, 1, 2, 3, 0xff, 0xfe};
+        memcpy(bad + at[7], junk, sizeof junk);
+        memcpy(bad + at[7] + sizeof junk, file + at[7], size - at[7]);
+        got = read_file(m, &s.header, bad, size + sizeof junk, 1, y, T + 200,
+                        &pc);
+        CHECK(got == T && pc.skipped_bytes == sizeof junk &&
+                  !memcmp(y, recon, sizeof(float) * 21 * W),
+              "%s: %zu bytes of garbage between packets: skipped %llu, %ld "
+              "frames",
+              kind, sizeof junk, (unsigned long long)pc.skipped_bytes, got);
+        /* the header's frame count bounds nothing by itself: with 3
+         * packets and 2^32-1 frames declared, 3 packets' frames and at
+         * most FRAE_PACKET_TAIL_MAX concealed; with none, none */
+        frae_stream lie = s.header;
+        lie.frames = UINT32_MAX;
+        got = read_file(m, &lie, file, at[3], 1, y, T + 200, &pc);
+        CHECK(got == 3 * P + FRAE_PACKET_TAIL_MAX,
+              "%s: 2^32-1 frames declared, 3 packets came: %ld frames", kind,
+              got);
+        got = read_file(m, &lie, file, 0, 1, y, T + 200, &pc);
+        CHECK(got == 0, "%s: 2^32-1 frames declared, no packet: %ld frames",
+              kind, got);
+        /* the last 2 packets cut off: concealed, T frames */
+        got =
+            read_file(m, &s.header, file, at[s.n - 2] + 3, 1, y, T + 200, &pc);
+        CHECK(got == T && !memcmp(y, recon, sizeof(float) * (T - 2 * P) * W),
+              "%s: the end cut inside a packet: %ld frames", kind, got);
+        frae_destroy(m);
+    }
     return failures;
 }

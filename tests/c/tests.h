@@ -61,6 +61,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(codec_dtx)                                                               \
     X(packets_loss)                                                            \
     X(packets_conceal)                                                         \
+    X(packets_read_resync)                                                     \
     X(codec_search)                                                            \
     X(prior_ar_column_dot)                                                     \
     X(bitstream)                                                               \
