@@ -20,9 +20,13 @@ replicas too); Ctrl-C in fit saves the checkpoint (if one was asked for)
 and raises KeyboardInterrupt.  The options are libfrae's option table, the
 one 'frae train' parses: each keyword is a row of it.
 """
+import contextlib
+import errno
 import functools
 import math
 import os
+import re
+import stat
 import sys
 import threading
 import time
@@ -721,6 +725,90 @@ def write_wav(path, samples, sample_rate=16000):
     _frae.write_wav(os.fspath(path), a.tobytes(), int(sample_rate))
 
 
+def _output_fd(path):
+    """The descriptor an output path names, or -1, as the frae command
+    reads it (frae_output_descriptor): "-" and /dev/stdout are standard
+    output, /dev/stderr standard error, /dev/fd/N and /proc/self/fd/N
+    descriptor N."""
+    if path in ("-", "/dev/stdout"):
+        return 1
+    if path == "/dev/stderr":
+        return 2
+    m = re.fullmatch(r"/(?:dev|proc/self)/fd/([0-9]{1,7})", path)
+    return int(m.group(1)) if m else -1
+
+
+def _output_seekable(path):
+    """Whether an output can be written out of order (a .npy whose header
+    is finished last): not "-", and a regular file or none yet."""
+    path = os.fspath(path)
+    try:
+        return path != "-" and stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return path != "-"
+
+
+@contextlib.contextmanager
+def _output(path):
+    """A binary file to write an output to, opened as the frae command
+    opens one (frae_atomic_begin): "-" and /dev/stdout (and /dev/fd/N) are
+    written through a copy of the descriptor, a FIFO only if a process
+    reads it, a device in place; a regular file (or a new one) is written
+    to a temporary file beside it, renamed over it once complete (a link
+    keeps the link and its target is replaced), so a failure leaves the old
+    file.  The path is used as it is: no suffix is added (np.save on a
+    path would add .npy)."""
+    path = os.fspath(path)
+    fd = _output_fd(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if fd >= 0 or (st is not None and not stat.S_ISREG(st.st_mode)):
+        if fd >= 0:
+            for f in (sys.stdout, sys.stderr):
+                f.flush()
+            f = os.fdopen(os.dup(fd), "wb")
+        elif stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode):
+            try:  # a FIFO nobody reads is refused, not waited on
+                f = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError as e:
+                if e.errno == errno.ENXIO:
+                    raise OSError(e.errno, "%s: a FIFO that no process reads" % path)
+                raise
+            os.set_blocking(f, True)
+            f = os.fdopen(f, "wb")
+        else:
+            raise OSError(errno.EISDIR if stat.S_ISDIR(st.st_mode) else errno.EINVAL,
+                          "%s: %s" % (path, "is a directory" if stat.S_ISDIR(st.st_mode)
+                                      else "not a file frae can write"))
+        with f:
+            yield f
+        return
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    for n in range(1000):
+        tmp = "%s.tmp-%d-%d" % (target, os.getpid(), n)
+        try:
+            tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise OSError(errno.EEXIST, "%s: cannot create a temporary file" % path)
+    if st is not None:
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+    try:
+        with os.fdopen(tfd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def recipes():
     """The recipes by name (FRAE(recipe=...), 'frae train --recipe'): {name:
     (summary, {keyword: value})}, the options each sets."""
@@ -857,8 +945,8 @@ class Codec:
         a = np.asarray(x) if not isinstance(x, (str, bytes, os.PathLike)) else None
         frames = a if a is not None and a.ndim == 2 else self.features(x)
         stream = self.model.encode(frames, **options)
-        if fbs is not None:
-            with open(fbs, "wb") as f:
+        if fbs is not None:  # as frae encode -o: "-" is standard output
+            with _output(fbs) as f:
                 f.write(stream)
         return stream
 
