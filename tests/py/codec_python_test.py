@@ -32,6 +32,49 @@ def run(*cmd, env=None):
     return subprocess.run(list(cmd), capture_output=True, text=True, env=env)
 
 
+def stdout_outputs(py, env, tmp, p):
+    """python3 -m frae X ... -o - (and /dev/stdout): the frae command's
+    standard output, byte for byte, and its exit code; no file named -,
+    -.npy or /dev/stdout.npy; a name without .npy kept as given."""
+    cases = (("encode", [WAV, "-o", "-"]), ("encode", [WAV, "-o", "/dev/stdout"]),
+             ("features", [WAV, "-o", "-"]),  # refused by both: the header comes first
+             ("features", [WAV, "--pitch", "-o", "/dev/stdout"]),  # stdout is a file here
+             ("decode", [p("cli.fbs"), "-o", "-"]), ("decode", [p("cli.fbs"), "-o", "/dev/stdout"]),
+             ("decode", [p("cli.fbs"), "--wav", "-"]),
+             ("decode", [p("cli.fbs"), "-o", "-", "--wav", p("side.wav")]),
+             ("decode", [p("cli.fbs"), "-o", "-", "--wav", "/dev/stdout"]),  # refused by both
+             ("vocode", [p("g.npy"), "-o", "-"]))
+    for cmd, args in cases:
+        got = []
+        for argv in ([FRAE], py):
+            with open(p("out"), "wb") as out:  # stdout a regular file, as "> out"
+                r = subprocess.run(argv + [cmd] + args, stdout=out, stderr=subprocess.PIPE,
+                                   env=env, cwd=tmp)
+            got.append((r.returncode, open(p("out"), "rb").read(), r.stderr.decode()))
+        (rc_c, out_c, _), (rc_p, out_p, err_p) = got
+        check(rc_c == rc_p and out_c == out_p and (rc_c != 0 or out_c),
+              "python3 -m frae %s %s: the command's stdout bytes (%d), exit %d"
+              % (cmd, " ".join(a if a.startswith(("-", "/dev/")) else os.path.basename(a)
+                               for a in args), len(out_c), rc_c),
+              "exit %d/%d, %d/%d bytes: %s" % (rc_c, rc_p, len(out_c), len(out_p), err_p))
+    stray = [f for f in ("-", "-.npy", "out.npy") if os.path.exists(p(f))]
+    check(not stray and not os.path.exists("/dev/stdout.npy"),
+          "python3 -m frae ... -o -: no file named -, -.npy or /dev/stdout.npy", str(stray))
+    r = subprocess.run(py + ["features", WAV, "-o", "/dev/stdout"], capture_output=True, env=env)
+    check(r.returncode == 2 and not r.stdout and r.stderr.count(b"\n") == 1,
+          "python3 -m frae features -o /dev/stdout into a pipe: refused in one line, exit 2 "
+          "(as frae features)", r.stderr.decode())
+    r = subprocess.run(py + ["decode", p("cli.fbs"), "-o", p("frames")], capture_output=True,
+                       env=env)
+    run(FRAE, "decode", p("cli.fbs"), "-o", p("frames-cli"))
+    check(r.returncode == 0 and not os.path.exists(p("frames.npy")) and
+          open(p("frames"), "rb").read() == open(p("frames-cli"), "rb").read(),
+          "python3 -m frae decode -o NAME (no .npy): NAME itself, the command's bytes")
+    for f in ("out", "frames", "frames-cli", "side.wav"):
+        if os.path.exists(p(f)):
+            os.unlink(p(f))
+
+
 def main():
     global WAV
     os.environ.pop("FRAE_MODELS", None)
@@ -106,6 +149,7 @@ def main():
     run(FRAE, "vocode", p("g.npy"), "-o", p("g.wav"))
     check(r.returncode == 0 and open(p("f.wav"), "rb").read() == open(p("g.wav"), "rb").read(),
           "python3 -m frae vocode: the command's WAV", r.stderr)
+    stdout_outputs(py, env, tmp, p)
     open(p("forged.fbs"), "wb").write(bytes(forged))
     r = run(*py, "decode", p("forged.fbs"), "--wav", p("x.wav"), env=env)
     check(r.returncode == 2 and r.stderr.count("\n") == 1 and "no installed model" in r.stderr
