@@ -966,25 +966,82 @@ class Codec:
 
     def decode(self, stream, wav=None, frames=False):
         """A .fbs stream (bytes or a path) back to audio (float32 samples at
-        the model's rate; wav: also written there) or, frames=True, to its
-        decoded feature frames."""
+        the model's rate; wav: also written there, as they are made) or,
+        frames=True, to its decoded feature frames.  Memory: the returned
+        array (4 bytes a sample: 100 frames make 16,000 samples at 16 kHz,
+        64 KB) and a bounded amount; decode_chunks and decode_to_wav decode
+        in memory that does not grow with the stream."""
         if isinstance(stream, (str, os.PathLike)):
             with open(stream, "rb") as f:
                 stream = f.read()
         if not isinstance(stream, (bytes, bytearray, memoryview)):
             raise TypeError("decode: needs bytes or a path, got %s" % type(stream).__name__)
         m = self._model_for(stream)
-        y = m.decode(stream)
         if frames:
-            return y
-        if y.ndim != 2:
-            raise FraeError("decode: the stream holds %d sequences; decode(frames=True) "
-                            "and vocode each" % y.shape[0])
-        args = self._feature_args(m)
-        samples = vocode(y, **args)
-        if wav is not None:
-            write_wav(wav, samples, args["sample_rate"])
+            return m.decode(stream)
+        # frame by frame through the vocoder into the one array returned
+        # (and the WAV): memory is the samples' and a bounded amount
+        d = self._audio_decoder(m, stream, wav)
+        try:
+            samples = np.empty(d.samples, np.float32)
+            d.read(samples, len(samples))
+        finally:
+            d.close()
         return samples
+
+    def _audio_decoder(self, m, stream, wav=None):
+        """The extension's decoder of a one-sequence stream's audio through
+        m, a chunk at a time (and into wav, committed at its end)."""
+        args = self._feature_args(m)
+        with m._lock:
+            model = m._inference(1)
+        return _frae.decoder(model, stream, args["sample_rate"], args["n_mels"], args["hop"],
+                             args["win"], args["n_fft"], float(args["fmin"]),
+                             float(args["fmax"]), 32,
+                             None if wav is None else os.fspath(wav))
+
+    def _stream_decoder(self, stream, wav=None):
+        if isinstance(stream, (str, os.PathLike)):
+            with open(stream, "rb") as f:
+                stream = f.read()
+        if not isinstance(stream, (bytes, bytearray, memoryview)):
+            raise TypeError("decode: needs bytes or a path, got %s" % type(stream).__name__)
+        return self._audio_decoder(self._model_for(stream), stream, wav)
+
+    def decode_chunks(self, stream, chunk=16000):
+        """A .fbs stream (bytes or a path) as its audio, a chunk at a time:
+        an iterator of float32 arrays of chunk samples (the last shorter),
+        together decode(stream)'s samples to the bit, in memory that does
+        not grow with the stream (a chunk, the model and the vocoder).  A
+        bad stream raises here; bytes no encoder writes, at the chunk that
+        reaches them."""
+        if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+            raise ValueError("decode_chunks: chunk must be a positive int, got %r" % (chunk,))
+        d = self._stream_decoder(stream)
+
+        def chunks():
+            try:
+                while True:
+                    y = np.empty(chunk, np.float32)
+                    n = d.read(y, chunk)
+                    if n == 0:
+                        return
+                    yield y if n == chunk else y[:n].copy()
+            finally:
+                d.close()
+        return chunks()
+
+    def decode_to_wav(self, stream, wav):
+        """A .fbs stream (bytes or a path) decoded straight into the WAV at
+        wav (as 'frae decode --wav' writes it, "-" standard output), in
+        memory that does not grow with the stream; returns its number of
+        samples."""
+        d = self._stream_decoder(stream, wav)
+        try:
+            d.read(None, 0)
+        finally:
+            d.close()
+        return d.samples
 
     def __repr__(self):
         return "<frae.Codec %s>" % self.path

@@ -87,8 +87,8 @@ def cmd_decode(a):
         with frae._output(a.output) as f:  # the name as given: no .npy added
             np.save(f, y)
         del y
-    if a.wav:
-        c.decode(stream, wav=a.wav)
+    if a.wav:  # frame by frame into the WAV, as frae decode --wav
+        c.decode_to_wav(stream, a.wav)
     print("%s -> %s" % (pos[0], a.wav or a.output), file=_report(a.output, a.wav))
     return 0
 
