@@ -104,7 +104,8 @@ python: $(PY_FILES)
 # the extension is a caller like any other: the public headers alone
 # (include/, not src/) and the two public libraries
 PY_SRCS = python/frae/_frae.c python/frae/_frae_model.c \
-          python/frae/_frae_audio.c python/frae/_frae_run.c
+          python/frae/_frae_audio.c python/frae/_frae_run.c \
+          python/frae/_frae_decode.c
 $(PY_DIR)/_frae$(PY_EXT): $(PY_SRCS) python/frae/_frae.h $(LIB) $(AUDIO_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -Isrc -MMD -MP,$(CFLAGS_ALL)) -I$(PY_INC) -shared \

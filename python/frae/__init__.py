@@ -20,9 +20,13 @@ replicas too); Ctrl-C in fit saves the checkpoint (if one was asked for)
 and raises KeyboardInterrupt.  The options are libfrae's option table, the
 one 'frae train' parses: each keyword is a row of it.
 """
+import contextlib
+import errno
 import functools
 import math
 import os
+import re
+import stat
 import sys
 import threading
 import time
@@ -721,6 +725,90 @@ def write_wav(path, samples, sample_rate=16000):
     _frae.write_wav(os.fspath(path), a.tobytes(), int(sample_rate))
 
 
+def _output_fd(path):
+    """The descriptor an output path names, or -1, as the frae command
+    reads it (frae_output_descriptor): "-" and /dev/stdout are standard
+    output, /dev/stderr standard error, /dev/fd/N and /proc/self/fd/N
+    descriptor N."""
+    if path in ("-", "/dev/stdout"):
+        return 1
+    if path == "/dev/stderr":
+        return 2
+    m = re.fullmatch(r"/(?:dev|proc/self)/fd/([0-9]{1,7})", path)
+    return int(m.group(1)) if m else -1
+
+
+def _output_seekable(path):
+    """Whether an output can be written out of order (a .npy whose header
+    is finished last): not "-", and a regular file or none yet."""
+    path = os.fspath(path)
+    try:
+        return path != "-" and stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return path != "-"
+
+
+@contextlib.contextmanager
+def _output(path):
+    """A binary file to write an output to, opened as the frae command
+    opens one (frae_atomic_begin): "-" and /dev/stdout (and /dev/fd/N) are
+    written through a copy of the descriptor, a FIFO only if a process
+    reads it, a device in place; a regular file (or a new one) is written
+    to a temporary file beside it, renamed over it once complete (a link
+    keeps the link and its target is replaced), so a failure leaves the old
+    file.  The path is used as it is: no suffix is added (np.save on a
+    path would add .npy)."""
+    path = os.fspath(path)
+    fd = _output_fd(path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if fd >= 0 or (st is not None and not stat.S_ISREG(st.st_mode)):
+        if fd >= 0:
+            for f in (sys.stdout, sys.stderr):
+                f.flush()
+            f = os.fdopen(os.dup(fd), "wb")
+        elif stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode):
+            try:  # a FIFO nobody reads is refused, not waited on
+                f = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError as e:
+                if e.errno == errno.ENXIO:
+                    raise OSError(e.errno, "%s: a FIFO that no process reads" % path)
+                raise
+            os.set_blocking(f, True)
+            f = os.fdopen(f, "wb")
+        else:
+            raise OSError(errno.EISDIR if stat.S_ISDIR(st.st_mode) else errno.EINVAL,
+                          "%s: %s" % (path, "is a directory" if stat.S_ISDIR(st.st_mode)
+                                      else "not a file frae can write"))
+        with f:
+            yield f
+        return
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    for n in range(1000):
+        tmp = "%s.tmp-%d-%d" % (target, os.getpid(), n)
+        try:
+            tfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise OSError(errno.EEXIST, "%s: cannot create a temporary file" % path)
+    if st is not None:
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+    try:
+        with os.fdopen(tfd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def recipes():
     """The recipes by name (FRAE(recipe=...), 'frae train --recipe'): {name:
     (summary, {keyword: value})}, the options each sets."""
@@ -857,8 +945,8 @@ class Codec:
         a = np.asarray(x) if not isinstance(x, (str, bytes, os.PathLike)) else None
         frames = a if a is not None and a.ndim == 2 else self.features(x)
         stream = self.model.encode(frames, **options)
-        if fbs is not None:
-            with open(fbs, "wb") as f:
+        if fbs is not None:  # as frae encode -o: "-" is standard output
+            with _output(fbs) as f:
                 f.write(stream)
         return stream
 
@@ -878,25 +966,82 @@ class Codec:
 
     def decode(self, stream, wav=None, frames=False):
         """A .fbs stream (bytes or a path) back to audio (float32 samples at
-        the model's rate; wav: also written there) or, frames=True, to its
-        decoded feature frames."""
+        the model's rate; wav: also written there, as they are made) or,
+        frames=True, to its decoded feature frames.  Memory: the returned
+        array (4 bytes a sample: 100 frames make 16,000 samples at 16 kHz,
+        64 KB) and a bounded amount; decode_chunks and decode_to_wav decode
+        in memory that does not grow with the stream."""
         if isinstance(stream, (str, os.PathLike)):
             with open(stream, "rb") as f:
                 stream = f.read()
         if not isinstance(stream, (bytes, bytearray, memoryview)):
             raise TypeError("decode: needs bytes or a path, got %s" % type(stream).__name__)
         m = self._model_for(stream)
-        y = m.decode(stream)
         if frames:
-            return y
-        if y.ndim != 2:
-            raise FraeError("decode: the stream holds %d sequences; decode(frames=True) "
-                            "and vocode each" % y.shape[0])
-        args = self._feature_args(m)
-        samples = vocode(y, **args)
-        if wav is not None:
-            write_wav(wav, samples, args["sample_rate"])
+            return m.decode(stream)
+        # frame by frame through the vocoder into the one array returned
+        # (and the WAV): memory is the samples' and a bounded amount
+        d = self._audio_decoder(m, stream, wav)
+        try:
+            samples = np.empty(d.samples, np.float32)
+            d.read(samples, len(samples))
+        finally:
+            d.close()
         return samples
+
+    def _audio_decoder(self, m, stream, wav=None):
+        """The extension's decoder of a one-sequence stream's audio through
+        m, a chunk at a time (and into wav, committed at its end)."""
+        args = self._feature_args(m)
+        with m._lock:
+            model = m._inference(1)
+        return _frae.decoder(model, stream, args["sample_rate"], args["n_mels"], args["hop"],
+                             args["win"], args["n_fft"], float(args["fmin"]),
+                             float(args["fmax"]), 32,
+                             None if wav is None else os.fspath(wav))
+
+    def _stream_decoder(self, stream, wav=None):
+        if isinstance(stream, (str, os.PathLike)):
+            with open(stream, "rb") as f:
+                stream = f.read()
+        if not isinstance(stream, (bytes, bytearray, memoryview)):
+            raise TypeError("decode: needs bytes or a path, got %s" % type(stream).__name__)
+        return self._audio_decoder(self._model_for(stream), stream, wav)
+
+    def decode_chunks(self, stream, chunk=16000):
+        """A .fbs stream (bytes or a path) as its audio, a chunk at a time:
+        an iterator of float32 arrays of chunk samples (the last shorter),
+        together decode(stream)'s samples to the bit, in memory that does
+        not grow with the stream (a chunk, the model and the vocoder).  A
+        bad stream raises here; bytes no encoder writes, at the chunk that
+        reaches them."""
+        if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+            raise ValueError("decode_chunks: chunk must be a positive int, got %r" % (chunk,))
+        d = self._stream_decoder(stream)
+
+        def chunks():
+            try:
+                while True:
+                    y = np.empty(chunk, np.float32)
+                    n = d.read(y, chunk)
+                    if n == 0:
+                        return
+                    yield y if n == chunk else y[:n].copy()
+            finally:
+                d.close()
+        return chunks()
+
+    def decode_to_wav(self, stream, wav):
+        """A .fbs stream (bytes or a path) decoded straight into the WAV at
+        wav (as 'frae decode --wav' writes it, "-" standard output), in
+        memory that does not grow with the stream; returns its number of
+        samples."""
+        d = self._stream_decoder(stream, wav)
+        try:
+            d.read(None, 0)
+        finally:
+            d.close()
+        return d.samples
 
     def __repr__(self):
         return "<frae.Codec %s>" % self.path

@@ -27,6 +27,19 @@ def _fail(msg):
     return 2
 
 
+def _report(*outputs):
+    """Where the command's report goes: standard output, or standard error
+    once an output is standard output itself ("-", /dev/stdout), so that
+    the report never mixes with the output's bytes (as the frae command)."""
+    return sys.stderr if any(p and frae._output_fd(p) == 1 for p in outputs) else sys.stdout
+
+
+def _shared_descriptor(a, b):
+    """Two outputs naming one descriptor ("-o - --wav /dev/stdout"): refused
+    as the frae command refuses them."""
+    return a and b and frae._output_fd(a) >= 0 and frae._output_fd(a) == frae._output_fd(b)
+
+
 def _is_model(arg):
     if arg in frae.models():
         return True
@@ -47,7 +60,8 @@ def cmd_encode(a):
     src = pos[0]
     x = np.load(src) if src.endswith(".npy") else src
     stream = c.encode(x, fbs=a.output, search=a.search, **({"dtx": True} if a.dtx else {}))
-    print("%s -> %s: %d bytes (%s)" % (src, a.output, len(stream), os.path.basename(c.path)))
+    print("%s -> %s: %d bytes (%s)" % (src, a.output, len(stream), os.path.basename(c.path)),
+          file=_report(a.output))
     return 0
 
 
@@ -60,16 +74,22 @@ def cmd_decode(a):
         a.output = pos.pop()
     if len(pos) != 1 or not (a.wav or a.output):
         return _fail("decode: needs [MODEL] IN.fbs and --wav OUT.wav or -o OUT.npy")
+    if _shared_descriptor(a.output, a.wav):
+        return _fail("decode: -o %s and --wav %s: two outputs cannot share one descriptor"
+                     % (a.output, a.wav))
     c = frae.Codec(model) if model else None
     with open(pos[0], "rb") as f:
         stream = f.read()
     if c is None:
         c = frae.Codec()
     if a.output:
-        np.save(a.output, c.decode(stream, frames=True))
-    if a.wav:
-        c.decode(stream, wav=a.wav)
-    print("%s -> %s" % (pos[0], a.wav or a.output))
+        y = c.decode(stream, frames=True)
+        with frae._output(a.output) as f:  # the name as given: no .npy added
+            np.save(f, y)
+        del y
+    if a.wav:  # frame by frame into the WAV, as frae decode --wav
+        c.decode_to_wav(stream, a.wav)
+    print("%s -> %s" % (pos[0], a.wav or a.output), file=_report(a.output, a.wav))
     return 0
 
 
@@ -103,9 +123,15 @@ def cmd_models(a):
 def cmd_features(a):
     if len(a.args) != 1 or not a.output:
         return _fail("features: needs IN and -o OUT.npy")
+    if not frae._output_seekable(a.output):  # as frae features refuses it
+        return _fail("features: %s: the frames are counted only at the end, and the .npy "
+                     "header that holds the count comes first: give a file, not a pipe"
+                     % a.output)
     f = frae.features(a.args[0], pitch=a.pitch)
-    np.save(a.output, f)
-    print("%s -> %s: %d frames x %d" % (a.args[0], a.output, f.shape[0], f.shape[1]))
+    with frae._output(a.output) as out:  # the name as given: no .npy added
+        np.save(out, f)
+    print("%s -> %s: %d frames x %d" % (a.args[0], a.output, f.shape[0], f.shape[1]),
+          file=_report(a.output))
     return 0
 
 
@@ -113,7 +139,7 @@ def cmd_vocode(a):
     if len(a.args) != 1 or not a.output:
         return _fail("vocode: needs IN.npy and -o OUT.wav")
     frae.write_wav(a.output, frae.vocode(np.load(a.args[0])))
-    print("%s -> %s" % (a.args[0], a.output))
+    print("%s -> %s" % (a.args[0], a.output), file=_report(a.output))
     return 0
 
 

@@ -343,6 +343,8 @@ static PyMethodDef module_methods[] = {
     {"write_wav", frae_py_write_wav, METH_VARARGS, "a 16-bit WAV file"},
     {"dtx_mask", frae_py_dtx_mask, METH_VARARGS,
      "frae encode --dtx's silent frames"},
+    {"decoder", frae_py_decoder, METH_VARARGS,
+     "a stream's audio, a chunk at a time"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT,
@@ -354,7 +356,8 @@ PyMODINIT_FUNC PyInit__frae(void); /* the interpreter's entry point */
 PyMODINIT_FUNC PyInit__frae(void)
 {
     if (PyType_Ready(&frae_py_model_type) < 0 ||
-        PyType_Ready(&frae_py_run_type) < 0)
+        PyType_Ready(&frae_py_run_type) < 0 ||
+        PyType_Ready(&frae_py_decoder_type) < 0)
         return NULL;
     PyObject *mod = PyModule_Create(&module);
     if (!mod)

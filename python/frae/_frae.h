@@ -1,7 +1,8 @@
 /* Inside the _frae extension: what its files share.  _frae.c: the
  * module, its error, the model object's lock, buffers and configs;
  * _frae_model.c: the model object and its methods; _frae_audio.c: the
- * audio functions; _frae_run.c: training runs (fit). */
+ * audio functions; _frae_run.c: training runs (fit); _frae_decode.c: a
+ * stream decoded to audio a chunk at a time. */
 #ifndef FRAE_PY_FRAE_H
 #define FRAE_PY_FRAE_H
 
@@ -20,7 +21,7 @@
 #include "frae_train.h"
 
 extern PyObject *frae_py_error; /* frae.FraeError */
-extern PyTypeObject frae_py_model_type, frae_py_run_type;
+extern PyTypeObject frae_py_model_type, frae_py_run_type, frae_py_decoder_type;
 
 typedef struct {
     PyObject_HEAD frae_model
@@ -49,5 +50,6 @@ PyObject *frae_py_features(PyObject *self, PyObject *args);
 PyObject *frae_py_vocode(PyObject *self, PyObject *args);
 PyObject *frae_py_write_wav(PyObject *self, PyObject *args);
 PyObject *frae_py_dtx_mask(PyObject *self, PyObject *args);
+PyObject *frae_py_decoder(PyObject *self, PyObject *args);
 
 #endif

@@ -32,6 +32,153 @@ def run(*cmd, env=None):
     return subprocess.run(list(cmd), capture_output=True, text=True, env=env)
 
 
+def stdout_outputs(py, env, tmp, p):
+    """python3 -m frae X ... -o - (and /dev/stdout): the frae command's
+    standard output, byte for byte, and its exit code; no file named -,
+    -.npy or /dev/stdout.npy; a name without .npy kept as given."""
+    cases = (("encode", [WAV, "-o", "-"]), ("encode", [WAV, "-o", "/dev/stdout"]),
+             ("features", [WAV, "-o", "-"]),  # refused by both: the header comes first
+             ("features", [WAV, "--pitch", "-o", "/dev/stdout"]),  # stdout is a file here
+             ("decode", [p("cli.fbs"), "-o", "-"]), ("decode", [p("cli.fbs"), "-o", "/dev/stdout"]),
+             ("decode", [p("cli.fbs"), "--wav", "-"]),
+             ("decode", [p("cli.fbs"), "-o", "-", "--wav", p("side.wav")]),
+             ("decode", [p("cli.fbs"), "-o", "-", "--wav", "/dev/stdout"]),  # refused by both
+             ("vocode", [p("g.npy"), "-o", "-"]))
+    for cmd, args in cases:
+        got = []
+        for argv in ([FRAE], py):
+            with open(p("out"), "wb") as out:  # stdout a regular file, as "> out"
+                r = subprocess.run(argv + [cmd] + args, stdout=out, stderr=subprocess.PIPE,
+                                   env=env, cwd=tmp)
+            got.append((r.returncode, open(p("out"), "rb").read(), r.stderr.decode()))
+        (rc_c, out_c, _), (rc_p, out_p, err_p) = got
+        check(rc_c == rc_p and out_c == out_p and (rc_c != 0 or out_c),
+              "python3 -m frae %s %s: the command's stdout bytes (%d), exit %d"
+              % (cmd, " ".join(a if a.startswith(("-", "/dev/")) else os.path.basename(a)
+                               for a in args), len(out_c), rc_c),
+              "exit %d/%d, %d/%d bytes: %s" % (rc_c, rc_p, len(out_c), len(out_p), err_p))
+    stray = [f for f in ("-", "-.npy", "out.npy") if os.path.exists(p(f))]
+    check(not stray and not os.path.exists("/dev/stdout.npy"),
+          "python3 -m frae ... -o -: no file named -, -.npy or /dev/stdout.npy", str(stray))
+    r = subprocess.run(py + ["features", WAV, "-o", "/dev/stdout"], capture_output=True, env=env)
+    check(r.returncode == 2 and not r.stdout and r.stderr.count(b"\n") == 1,
+          "python3 -m frae features -o /dev/stdout into a pipe: refused in one line, exit 2 "
+          "(as frae features)", r.stderr.decode())
+    r = subprocess.run(py + ["decode", p("cli.fbs"), "-o", p("frames")], capture_output=True,
+                       env=env)
+    run(FRAE, "decode", p("cli.fbs"), "-o", p("frames-cli"))
+    check(r.returncode == 0 and not os.path.exists(p("frames.npy")) and
+          open(p("frames"), "rb").read() == open(p("frames-cli"), "rb").read(),
+          "python3 -m frae decode -o NAME (no .npy): NAME itself, the command's bytes")
+    for f in ("out", "frames", "frames-cli", "side.wav"):
+        if os.path.exists(p(f)):
+            os.unlink(p(f))
+
+
+def decode_chunks_bit_identical(c, v, streams, p):
+    """Codec.decode(stream), decode_chunks(stream) (chunks of an odd size,
+    joined) and decode_to_wav: the old implementation's samples to the bit,
+    vocode(decode(stream, frames=True)), through the vocoder (the shipped
+    models, fixed and variable rate, with DTX) and through Griffin-Lim (a
+    model without pitch); the WAVs the command's."""
+    def same(a, b):
+        return a.dtype == b.dtype == np.float32 and np.array_equal(a.view(np.uint32),
+                                                                   b.view(np.uint32))
+    for codec, s, what in streams:
+        ref = frae.vocode(codec.decode(s, frames=True))
+        y = codec.decode(s)
+        chunks = list(codec.decode_chunks(s, chunk=777))
+        check(same(y, ref) and same(np.concatenate(chunks), ref) and
+              all(len(k) == 777 for k in chunks[:-1]) and 0 < len(chunks[-1]) <= 777,
+              "decode / decode_chunks of %s: vocode(decode(frames=True))'s samples, "
+              "bit for bit (%d samples)" % (what, len(ref)))
+    open(p("chunks.fbs"), "wb").write(streams[0][1])
+    run(FRAE, "decode", p("chunks.fbs"), "--wav", p("chunks-cli.wav"))
+    n = c.decode_to_wav(p("chunks.fbs"), p("chunks.wav"))
+    check(open(p("chunks.wav"), "rb").read() == open(p("chunks-cli.wav"), "rb").read() and
+          n == len(c.decode(streams[0][1])),
+          "decode_to_wav(path, wav): frae decode --wav's file, byte for byte")
+    # Griffin-Lim: a model without pitch, its frames log-mel (untrained)
+    m = frae.FRAE(frame_dim=80, history=4, latent=16, quantizer="binary", threads=1)
+    feats = (16000, 80, 160, 400, 512, 0.0, 8000.0, 1e-7, 5.0, 5.0)
+    m._any().save(p("gl.safetensors"), True,
+                  {"features." + k: "%.9g" % v for k, v in zip(frae._FEATURE_KEYS, feats)})
+    g = frae.Codec(p("gl.safetensors"))
+    s = g.encode(frae.features(WAV)[:120])
+    ref = frae.vocode(g.decode(s, frames=True))
+    check(same(g.decode(s), ref) and same(np.concatenate(list(g.decode_chunks(s, 1000))), ref),
+          "decode / decode_chunks without pitch (Griffin-Lim): vocode's samples, bit for bit")
+    gen = c.decode_chunks(streams[0][1], chunk=1000)
+    next(gen)
+    c.model.close()
+    try:
+        next(gen)
+        check(False, "decode_chunks after the model is closed raises FraeError")
+    except frae.FraeError as e:
+        check("closed" in str(e), "decode_chunks after the model is closed raises FraeError: %s"
+              % e)
+
+
+# the child's peak RSS, kB: a small wrapper runs it and reads RUSAGE_CHILDREN
+# (so the test process's own pages never count in it)
+PEAK = ("import resource, subprocess, sys\n"
+        "r = subprocess.run(sys.argv[1:])\n"
+        "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+CHILD = """import sys, numpy as np, frae
+what, path = sys.argv[1], sys.argv[2]
+c = frae.Codec()
+s = open(path, "rb").read()
+c._model_for(s)  # the stream's model loaded: the baseline's too
+if what == "decode":
+    y = c.decode(s)
+    assert y.dtype == np.float32 and y.nbytes == 4 * ((len(y) - 240) // 160 * 160 + 240)
+    open(path + ".bytes", "w").write(str(y.nbytes))
+elif what == "chunks":
+    n = sum(len(k) for k in c.decode_chunks(s, chunk=16000))
+elif what == "wav":
+    c.decode_to_wav(s, path + ".wav")
+elif what == "tiny":
+    c.decode(s)
+"""
+
+
+def peak_rss(env, *args):
+    r = subprocess.run(["/usr/bin/python3", "-c", PEAK, "/usr/bin/python3", "-c", CHILD] +
+                       list(args), capture_output=True, text=True, env=env)
+    rc, kb = r.stdout.split()
+    return int(rc), int(kb) * 1024
+
+
+def decode_memory_bounded(env, p):
+    """Codec.decode of a 300,000-frame stream (3,000 s of DTX silence from
+    speech-vbr, 300 empty packets): peak RSS within the returned array plus
+    the interpreter's, NumPy's and the model's baseline plus 64 MB (it held
+    every frame and two copies of the samples: 514 MB); decode_chunks and
+    decode_to_wav: no more peak for 60,000 frames than for 3,000."""
+    make = ("import sys, numpy as np, frae\n"
+            "v = frae.Codec('speech-vbr')\n"
+            "for n, path in zip((300000, 60000, 3000, 10), sys.argv[1:]):\n"
+            "    open(path, 'wb').write(v.model.encode(np.zeros((n, 82), np.float32),\n"
+            "                                          silent=np.ones(n, bool)))\n")
+    names = [p("f%d.fbs" % n) for n in (300000, 60000, 3000, 10)]
+    subprocess.run(["/usr/bin/python3", "-c", make] + names, check=True, env=env)
+    base = peak_rss(env, "tiny", names[3])[1]
+    rc, peak = peak_rss(env, "decode", names[0])
+    array = int(open(names[0] + ".bytes").read()) if rc == 0 else 0
+    mb = 1 << 20
+    check(rc == 0 and os.path.getsize(names[0]) < 20000 and array == 4 * 48000240 and
+          peak <= base + array + 64 * mb,
+          "decode of a 300,000-frame stream of %d bytes: peak RSS %.0f MB <= baseline %.0f MB "
+          "+ the array %.0f MB + 64 MB" % (os.path.getsize(names[0]), peak / mb, base / mb,
+                                           array / mb))
+    for what in ("chunks", "wav"):
+        (r1, short), (r2, long_) = peak_rss(env, what, names[2]), peak_rss(env, what, names[1])
+        check(r1 == r2 == 0 and long_ - short < 16 * mb,
+              "decode_%s: peak RSS for 60,000 frames %.1f MB, for 3,000 %.1f MB: no growth "
+              "with the stream" % ("chunks" if what == "chunks" else "to_wav", long_ / mb,
+                                   short / mb))
+
+
 def main():
     global WAV
     os.environ.pop("FRAE_MODELS", None)
@@ -71,6 +218,9 @@ def main():
     check(vs == open(p("v.fbs"), "rb").read(), "Codec('speech-vbr'): frae encode speech-vbr's bytes")
     check(np.array_equal(c.decode(vs), v.decode(vs)),
           "the default Codec decodes a speech-vbr stream through its hash")
+    decode_chunks_bit_identical(c, v, [(c, s, "a speech stream"), (v, vs, "a speech-vbr stream"),
+                                       (v, v.encode(WAV, dtx=True), "speech-vbr with DTX")], p)
+    c = frae.Codec()
     forged = bytearray(s)
     forged[9] ^= 0x40
     for bad, what in ((bytes(forged), "a hash no model has"), (b"RIFF" + bytes(40), "not a stream"),
@@ -106,6 +256,8 @@ def main():
     run(FRAE, "vocode", p("g.npy"), "-o", p("g.wav"))
     check(r.returncode == 0 and open(p("f.wav"), "rb").read() == open(p("g.wav"), "rb").read(),
           "python3 -m frae vocode: the command's WAV", r.stderr)
+    stdout_outputs(py, env, tmp, p)
+    decode_memory_bounded(env, p)
     open(p("forged.fbs"), "wb").write(bytes(forged))
     r = run(*py, "decode", p("forged.fbs"), "--wav", p("x.wav"), env=env)
     check(r.returncode == 2 and r.stderr.count("\n") == 1 and "no installed model" in r.stderr
