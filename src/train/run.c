@@ -17,10 +17,11 @@
  * make the same calls in the same order, so their states stay the same
  * bits.  The lead replica (rank 0) writes the checkpoints and the log and
  * calls the caller back.  Set-up allocates; a step does not. */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "train/run_internal.h"
 
@@ -538,8 +539,54 @@ static int member_run(member *me)
 static void *member_main(void *arg)
 {
     member *me = arg;
-    me->status = member_run(me);
+    start_gate *g = me->run->gate;
+    int go = 1;
+    if (g) { /* once all the threads have started */
+        pthread_mutex_lock(&g->lock);
+        while (!g->go)
+            pthread_cond_wait(&g->moved, &g->lock);
+        go = g->go;
+        pthread_mutex_unlock(&g->lock);
+    }
+    me->status = go > 0 ? member_run(me) : FRAE_RUN_FAILED;
     return NULL;
+}
+
+/* FRAE_FAULT=thread@R (the tests'): replica R's thread cannot start. */
+static int start_fault(int rank)
+{
+    const char *v = getenv("FRAE_FAULT");
+    int at;
+    char end;
+    return v && sscanf(v, "thread@%d%c", &at, &end) == 1 && at == rank;
+}
+
+/* The replica threads 1..n-1 (rank 0 runs on the caller's): 0, or, when
+ * one cannot start, FRAE_RUN_FAILED after those started have ended
+ * without a step (they wait at the gate until all have started). */
+static int start_members(frae_run *r, start_gate *g)
+{
+    int started = 1, rc = 0;
+    r->gate = g;
+    while (started < r->n_members && !rc) {
+        rc = start_fault(started)
+                 ? EAGAIN
+                 : pthread_create(&r->members[started].thread, NULL,
+                                  member_main, &r->members[started]);
+        started += !rc;
+    }
+    pthread_mutex_lock(&g->lock);
+    g->go = rc ? -1 : 1;
+    pthread_cond_broadcast(&g->moved);
+    pthread_mutex_unlock(&g->lock);
+    if (!rc)
+        return 0; /* the gate stays open until they are joined */
+    for (int i = 1; i < started; i++)
+        pthread_join(r->members[i].thread, NULL);
+    r->gate = NULL;
+    return frae_run_fail(r, FRAE_RUN_FAILED,
+                         "cannot start the %d replica threads (%s)",
+                         r->n_members, strerror(rc));
 }
 
 int frae_run_train(frae_run *r, frae_dataset *train, frae_dataset *targets,
@@ -586,14 +633,10 @@ int frae_run_train(frae_run *r, frae_dataset *train, frae_dataset *targets,
     }
     if (status)
         return status;
+    start_gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    if (r->n_members > 1 && (status = start_members(r, &g)))
+        return status;
     r->trained = 1; /* the lead's model is the run's from here on */
-    for (int i = 1; i < r->n_members; i++) /* rank 0 runs on this thread */
-        if (pthread_create(&r->members[i].thread, NULL, member_main,
-                           &r->members[i])) {
-            /* the started ones wait at the first sum: nothing to do but go */
-            fprintf(stderr, "frae: cannot start %d threads\n", r->n_members);
-            _exit(FRAE_RUN_FAILED);
-        }
     member_main(&r->members[0]);
     status = r->members[0].status;
     for (int i = 1; i < r->n_members; i++) {
@@ -601,6 +644,7 @@ int frae_run_train(frae_run *r, frae_dataset *train, frae_dataset *targets,
         if (!status)
             status = r->members[i].status;
     }
+    r->gate = NULL;
     /* the first replica (lead first) that said something */
     r->err_said = 0;
     for (int i = 0; i < r->n_members && !r->err_said; i++)
