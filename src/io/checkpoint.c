@@ -644,7 +644,8 @@ int frae_checkpoint_read_params(const frae_safetensors *st, frae_model *m,
     return 0;
 }
 
-/* frae.norm_mean and frae.norm_std: D strict finite floats each, stds > 0. */
+/* frae.norm_mean and frae.norm_std: D strict floats each, as
+ * frae_norm_stat_ok takes them (what frae_set_normalization takes). */
 static int read_normalization(const frae_checkpoint *ck, frae_model *m,
                               char *err, size_t errlen)
 {
@@ -676,15 +677,16 @@ static int read_normalization(const frae_checkpoint *ck, frae_model *m,
                                    ck->path, keys[i], *end ? "more than " : "",
                                    *end ? D : d + 1, D);
             }
-            if (end == s || errno || !isfinite(x) || fabs(x) > 3e38 ||
-                (i == 1 && !(x > 0)) || (d < D - 1 ? *end != ',' : *end)) {
+            if (end == s || errno || !frae_norm_stat_ok(x, i == 1) ||
+                (d < D - 1 ? *end != ',' : *end)) {
                 free(mean);
                 return frae_errorf(err, errlen,
                                    "%s: metadata '%s': value %d of %d is "
                                    "missing or invalid%s",
                                    ck->path, keys[i], d + 1, D,
-                                   i == 1 ? " (a std must be finite and > 0)"
-                                          : "");
+                                   i == 1 ? " (a std must be finite, > 0 and "
+                                            "at most 3e38)"
+                                          : " (at most 3e38 in magnitude)");
             }
             dst[i][d] = (float)x;
             s = end + (d < D - 1);

@@ -343,7 +343,7 @@ static int train_epoch(member *me)
         frae_stats st = {0};
         progress(me, n_batches);
         int rc = run_batch(&me->brun, s->order + first, nb, 1, &st);
-        if (rc == FRAE_RUN_FAILED) /* the data could not be read */
+        if (rc > 0) /* the data could not be read, or was refused */
             return rc;
         int stop = 0;
         rc = agree_sums(me, &st, rc, &stop);
