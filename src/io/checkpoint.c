@@ -111,8 +111,27 @@ static int config_meta(const frae_model *m, const frae_config *c, int with_opt,
     return nm;
 }
 
+/* What the reader refuses, the writer does not write: a copy of the
+ * parameters (the weights, Adam's moments) holding NaN or Inf.  0, or
+ * -1 after saying which. */
+static int check_finite_copy(const float *x, size_t n, int cpy,
+                             const char *path, char *err, size_t errlen)
+{
+    static const char *const what[3] = {"the weights", "Adam's first moments",
+                                        "Adam's second moments"};
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return frae_errorf(err, errlen,
+                               "%s: not saved: %s hold %s (a checkpoint "
+                               "holds finite values only)",
+                               path, what[cpy], isnan(x[i]) ? "NaN" : "Inf");
+    return 0;
+}
+
 /* Saves m; c gives the settings recorded in the metadata (m's own, or the
- * saved ones of a model converted at a smaller run-time size). */
+ * saved ones of a model converted at a smaller run-time size).  Refuses a
+ * value the reader would refuse (NaN or Inf, normalization statistics
+ * that frae_norm_stat_ok refuses: frae_set_normalization let none in). */
 int frae_checkpoint_save_as(const frae_model *m, const frae_config *c,
                             const char *path, int with_optimizer,
                             const frae_meta *meta, int n_meta,
@@ -159,6 +178,11 @@ int frae_checkpoint_save_as(const frae_model *m, const frae_config *c,
     for (int cpy = 0; cpy < copies; cpy++) {
         float *dst = buf + m->net.n_params * (size_t)cpy;
         frae_export_params(&m->net, src[cpy], dst, 1); /* in ent's order */
+        if (check_finite_copy(dst, m->net.n_params, cpy, path, err, errlen)) {
+            free(buf), free(t), free(names);
+            free(norm_list[0]), free(norm_list[1]);
+            return -1;
+        }
         for (int e = 0; e < n_ent; e++, k++) {
             const frae_layer *ly = &m->net.layer[ent[e].mat];
             snprintf(names[k], sizeof names[k], "%s%s", prefix[cpy],
