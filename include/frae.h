@@ -278,7 +278,8 @@ FRAE_API
 double frae_bits_per_frame(const frae_model *m);
 /* The per-band statistics of a model made with cfg.normalize (D values
  * each).  set returns -1, changing nothing, if the model does not
- * normalize or a value is not finite or a std is not > 0. */
+ * normalize, a value is not finite or above 3e38 in magnitude (what a
+ * checkpoint reads back), or a std is not > 0. */
 FRAE_API
 int frae_set_normalization(frae_model *m, const float *mean, const float *std);
 FRAE_API

@@ -788,11 +788,80 @@ def main():
             "frame dimension 5 does not match the model's 6")
 
     round_two(tmp, p)
+    round_three(tmp, p)
 
     leftovers = [n for n in os.listdir(tmp) if ".tmp-" in n or n.startswith("frae-features")]
     check(not leftovers, "no temporary files left behind", str(leftovers))
     shutil.rmtree(tmp)
     return summary()
+
+
+def round_three(tmp, p):
+    """Issue 46: what training saves, its reader reads; the library never
+    ends the process."""
+    import numpy as np
+    print("== training saves nothing its own reader refuses (issue 46, items 7, 8)")
+    small = ["--frame-dim", "6", "--history", "2", "--enc", "16", "--latent", "4",
+             "--dec", "16", "--epochs", "1", "--batch", "2", "--progress", "off"]
+    np.save(p("h46.npy"), np.full((2, 30, 6), 3e38, "<f4"))
+    refused(tmp, "data of 3e38 (finite): refused at the input, naming the bound",
+            ["train", "h46.npy", *small, "--save", "h46.safetensors"],
+            "h46.npy: 3e+38 at [0, 0, 0]: training takes values up to 1e+18")
+    check(not os.path.exists(p("h46.safetensors")), "  ... and saves no checkpoint")
+    g = np.random.default_rng(3).standard_normal((6, 40, 6)) * 1e25
+    np.save(p("g25.npy"), g.astype("<f4"))
+    refused(tmp, "Gaussian data of scale 1e25 as --targets: refused",
+            ["train", "data.npy", "--targets", "g25.npy", *small, "--save", "none"],
+            "g25.npy: ")
+    refused(tmp, "... and as --val-data", ["train", "data.npy", "--val-data", "g25.npy",
+                                           *small, "--save", "none"], "g25.npy: ")
+    refused(tmp, "... and with replicas (the replica that meets it says so)",
+            ["train", "g25.npy", *small, "--replicas", "2", "--save", "none"],
+            "training takes values up to 1e+18")
+    edge = np.full((1, 1, 1), 1e18, "<f4")
+    np.save(p("edge.npy"), edge)
+    rc, _, err, _, _ = run(["train", "edge.npy", "--frame-dim", "1", "--epochs", "2",
+                            "--save", "edge.safetensors", "--progress", "off"], tmp)
+    rc2, _, err2, _, _ = run(["train", "edge.npy", "--resume", "edge.safetensors",
+                              "--epochs", "3", "--save", "none", "--progress", "off"], tmp)
+    check(rc == 0 and rc2 == 0, "data at the bound (1e18, one band): trains, and resumes",
+          err + err2)
+    np.save(p("tiny_std.npy"), np.array([[0] * 6, [1e-30] * 6], "<f4"))
+    refused(tmp, "huge z-scored values (std 1e-30): refused, z-scored value named",
+            ["train", "data.npy", *small, "--normalize", "tiny_std.npy", "--save", "none"],
+            "z-scored: training takes z-scored values up to 1e+18")
+    refused(tmp, "--rate-lambda 1e25: Adam's moments overflow: exit 1, nothing saved",
+            ["train", "data.npy", *small, "--quantizer", "binary", "--rate-lambda", "1e25",
+             "--save", "rl.safetensors"], "Adam's moments are not finite", code=1)
+    check(not os.path.exists(p("rl.safetensors")), "  ... and saves no checkpoint")
+    for what, stats, needle in (
+            ("a mean of 3e38", [[3e38] * 6, [1] * 6], "band 0 has mean 3.00000001e+38"),
+            ("a std of 3e38", [[0] * 6, [3e38] * 6], "band 0 has std 3.00000001e+38"),
+            ("a mean of -3.3e38", [[0] * 5 + [-3.3e38], [1] * 6], "band 5 has mean")):
+        np.save(p("big_stats.npy"), np.array(stats, "<f4"))
+        refused(tmp, "--normalize with %s: refused as the reader would" % what,
+                ["train", "data.npy", *small, "--normalize", "big_stats.npy",
+                 "--save", "bs.safetensors"], needle)
+        check(not os.path.exists(p("bs.safetensors")), "  ... and saves no checkpoint")
+    np.save(p("huge_mean.npy"), np.full((2, 30, 6), 3.3e38, "<f4"))
+    refused(tmp, "--normalize on over data of 3.3e38: its mean refused",
+            ["train", "huge_mean.npy", *small, "--normalize", "on", "--save", "none"],
+            "--normalize: on: band 0 has mean")
+    np.save(p("edge_stats.npy"), np.array([[2.9999998e38] * 6, [2.9999998e38] * 6], "<f4"))
+    rc, _, err, _, _ = run(["train", "data.npy", *small, "--normalize", "edge_stats.npy",
+                            "--save", "es.safetensors"], tmp)
+    rc2, _, err2, _, _ = run(["info", "es.safetensors"], tmp)
+    check(rc == 0 and rc2 == 0, "statistics just under 3e38: saved, and read back", err + err2)
+
+    print("== the library never ends the process (issue 46, item 10)")
+    os.environ["FRAE_FAULT"] = "thread@2"
+    try:
+        refused(tmp, "a replica thread that cannot start: exit 1, one line",
+                ["train", "data.npy", *small, "--replicas", "3", "--save", "t.safetensors"],
+                "cannot start the 3 replica threads", code=1)
+    finally:
+        del os.environ["FRAE_FAULT"]
+    check(not os.path.exists(p("t.safetensors")), "  ... and saves no checkpoint")
 
 
 def scaled_weights(header, data, factor):

@@ -367,7 +367,8 @@ static PyObject *normalization_locked(frae_model *m, PyObject *args)
     if (rc)
         return frae_py_fail(
             set ? "normalization: the model does not normalize, or a "
-                  "std is not finite and > 0"
+                  "value is not finite or above 3e38 in magnitude, or a "
+                  "std is not > 0"
                 : "the model does not normalize");
     Py_RETURN_NONE;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "core/frae_internal.h"
 
 _Thread_local const char *cli_cmd = "frae";
 FILE *cli_report;
@@ -435,13 +436,9 @@ int cli_set_norm_stats(frae_model *m, const char *what, const float *stats)
     const int D = frae_get_config(m)->frame_dim;
     if (!frae_set_normalization(m, stats, stats + D))
         return EXIT_OK;
-    int bad = 0;
-    while (bad < D - 1 && stats[D + bad] > 0)
-        bad++;
-    return cli_fail(EXIT_USAGE,
-                    "--normalize: %s: band %d has std %g; every std must be "
-                    "finite and > 0 (and every mean finite)",
-                    what, bad, (double)stats[D + bad]);
+    char why[256] = "refused";
+    frae_norm_stats_why(stats, stats + D, D, why, sizeof why);
+    return cli_fail(EXIT_USAGE, "--normalize: %s: %s", what, why);
 }
 
 /* ---- commands that run a model on one input ------------------------------ */

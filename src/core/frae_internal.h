@@ -70,6 +70,17 @@ typedef struct {
                            these */
 } frae_layer;
 
+/* A normalization statistic a model may hold and a checkpoint keep:
+ * finite, |v| <= FRAE_NORM_MAX, and a std > 0.  The one check of both
+ * frae_set_normalization (every writer's way in) and the checkpoint's
+ * reader, so what is saved reads back. */
+#define FRAE_NORM_MAX 3e38
+int frae_norm_stat_ok(double v, int is_std);
+/* 0 if mean and std (D each) pass it; else -1 with the first band that
+ * does not, in one line in why */
+int frae_norm_stats_why(const float *mean, const float *std, int D, char *why,
+                        size_t cap);
+
 /* cfg.normalize: rows of x (x_rs apart) z-scored into dst [rows][D]; one
  * output frame scaled back. */
 void frae_normalize_rows(const frae_net *m, const float *x, ptrdiff_t x_rs,

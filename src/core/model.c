@@ -429,13 +429,35 @@ size_t frae_bytes_allocated(const frae_model *m)
     return m->block_bytes + sizeof *m;
 }
 
+int frae_norm_stat_ok(double v, int is_std)
+{
+    return isfinite(v) && fabs(v) <= FRAE_NORM_MAX && (!is_std || v > 0.0);
+}
+
+int frae_norm_stats_why(const float *mean, const float *std, int D, char *why,
+                        size_t cap)
+{
+    for (int d = 0; d < D; d++) {
+        const int mean_ok = frae_norm_stat_ok(mean[d], 0);
+        if (mean_ok && frae_norm_stat_ok(std[d], 1))
+            continue;
+        return frae_errorf(why, cap,
+                           "band %d has %s %.9g; every mean must be finite and "
+                           "every std finite and > 0, both at most 3e38 in "
+                           "magnitude",
+                           d, mean_ok ? "std" : "mean",
+                           (double)(mean_ok ? std[d] : mean[d]));
+    }
+    return 0;
+}
+
 int frae_set_normalization(frae_model *m, const float *mean, const float *std)
 {
     const int D = m->net.cfg.frame_dim;
     if (!m->net.cfg.normalize)
         return -1;
     for (int d = 0; d < D; d++)
-        if (!isfinite(mean[d]) || !isfinite(std[d]) || !(std[d] > 0.0f))
+        if (!frae_norm_stat_ok(mean[d], 0) || !frae_norm_stat_ok(std[d], 1))
             return -1;
     memcpy(m->norm_mean, mean, sizeof(float) * (size_t)D);
     memcpy(m->norm_std, std, sizeof(float) * (size_t)D);

@@ -111,8 +111,27 @@ static int config_meta(const frae_model *m, const frae_config *c, int with_opt,
     return nm;
 }
 
+/* What the reader refuses, the writer does not write: a copy of the
+ * parameters (the weights, Adam's moments) holding NaN or Inf.  0, or
+ * -1 after saying which. */
+static int check_finite_copy(const float *x, size_t n, int cpy,
+                             const char *path, char *err, size_t errlen)
+{
+    static const char *const what[3] = {"the weights", "Adam's first moments",
+                                        "Adam's second moments"};
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return frae_errorf(err, errlen,
+                               "%s: not saved: %s hold %s (a checkpoint "
+                               "holds finite values only)",
+                               path, what[cpy], isnan(x[i]) ? "NaN" : "Inf");
+    return 0;
+}
+
 /* Saves m; c gives the settings recorded in the metadata (m's own, or the
- * saved ones of a model converted at a smaller run-time size). */
+ * saved ones of a model converted at a smaller run-time size).  Refuses a
+ * value the reader would refuse (NaN or Inf, normalization statistics
+ * that frae_norm_stat_ok refuses: frae_set_normalization let none in). */
 int frae_checkpoint_save_as(const frae_model *m, const frae_config *c,
                             const char *path, int with_optimizer,
                             const frae_meta *meta, int n_meta,
@@ -159,6 +178,11 @@ int frae_checkpoint_save_as(const frae_model *m, const frae_config *c,
     for (int cpy = 0; cpy < copies; cpy++) {
         float *dst = buf + m->net.n_params * (size_t)cpy;
         frae_export_params(&m->net, src[cpy], dst, 1); /* in ent's order */
+        if (check_finite_copy(dst, m->net.n_params, cpy, path, err, errlen)) {
+            free(buf), free(t), free(names);
+            free(norm_list[0]), free(norm_list[1]);
+            return -1;
+        }
         for (int e = 0; e < n_ent; e++, k++) {
             const frae_layer *ly = &m->net.layer[ent[e].mat];
             snprintf(names[k], sizeof names[k], "%s%s", prefix[cpy],
@@ -644,7 +668,8 @@ int frae_checkpoint_read_params(const frae_safetensors *st, frae_model *m,
     return 0;
 }
 
-/* frae.norm_mean and frae.norm_std: D strict finite floats each, stds > 0. */
+/* frae.norm_mean and frae.norm_std: D strict floats each, as
+ * frae_norm_stat_ok takes them (what frae_set_normalization takes). */
 static int read_normalization(const frae_checkpoint *ck, frae_model *m,
                               char *err, size_t errlen)
 {
@@ -676,15 +701,16 @@ static int read_normalization(const frae_checkpoint *ck, frae_model *m,
                                    ck->path, keys[i], *end ? "more than " : "",
                                    *end ? D : d + 1, D);
             }
-            if (end == s || errno || !isfinite(x) || fabs(x) > 3e38 ||
-                (i == 1 && !(x > 0)) || (d < D - 1 ? *end != ',' : *end)) {
+            if (end == s || errno || !frae_norm_stat_ok(x, i == 1) ||
+                (d < D - 1 ? *end != ',' : *end)) {
                 free(mean);
                 return frae_errorf(err, errlen,
                                    "%s: metadata '%s': value %d of %d is "
                                    "missing or invalid%s",
                                    ck->path, keys[i], d + 1, D,
-                                   i == 1 ? " (a std must be finite and > 0)"
-                                          : "");
+                                   i == 1 ? " (a std must be finite, > 0 and "
+                                            "at most 3e38)"
+                                          : " (at most 3e38 in magnitude)");
             }
             dst[i][d] = (float)x;
             s = end + (d < D - 1);

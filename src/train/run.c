@@ -17,10 +17,11 @@
  * make the same calls in the same order, so their states stay the same
  * bits.  The lead replica (rank 0) writes the checkpoints and the log and
  * calls the caller back.  Set-up allocates; a step does not. */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "train/run_internal.h"
 
@@ -84,13 +85,71 @@ static void span_of(const batch_runner *b, int32_t id, long *seq, long *start,
     *len = left < b->crop ? left : b->crop;
 }
 
+/* The largest |x| training takes, of the values the network sees (the
+ * z-scored ones when the model normalizes).  A gradient can reach about
+ * 3 |x| (one band, one frame) and Adam squares it in float32, whose
+ * largest square root is 1.8e19: 1e18 leaves room.  Past it, Adam's
+ * second moments would overflow and no checkpoint could hold them. */
+#define TRAIN_MAX_ABS 1e18
+
+/* n frames x read from sequence seq of ds, from frame t0: 0, or
+ * FRAE_RUN_BAD_INPUT after saying where a value is past TRAIN_MAX_ABS. */
+static int out_of_range(member *me, const frae_dataset *ds, long seq, long t0,
+                        long n, const float *x)
+{
+    const frae_net *net = frae_model_net(me->m);
+    const int D = net->cfg.frame_dim, z = net->cfg.normalize;
+    for (long i = 0; i < n * D; i++) {
+        const int d = (int)(i % D);
+        const float v =
+            z ? (x[i] - net->norm_mean[d]) / net->norm_std[d] : x[i];
+        if (fabsf(v) <= TRAIN_MAX_ABS)
+            continue;
+        long index = 0;
+        const char *name = frae_dataset_origin(ds, seq, &index);
+        char zv[64] = "";
+        if (z)
+            snprintf(zv, sizeof zv, " is %g z-scored", (double)v);
+        return say(me, FRAE_RUN_BAD_INPUT,
+                   "%s: %g at [%ld, %ld, %d]%s: training takes %svalues up to "
+                   "%g in magnitude (Adam squares gradients of about their "
+                   "size in float32)%s",
+                   name ? name : "data", (double)x[i], index, t0 + i / D, d, zv,
+                   z ? "z-scored " : "", TRAIN_MAX_ABS,
+                   z ? ""
+                     : "; scale it down, or normalize it (--normalize on)");
+    }
+    return 0;
+}
+
+/* Whether Adam's moments are all finite. */
+static int adam_finite(const frae_model *m)
+{
+    int ok = 1;
+    for (size_t i = 0; i < m->net.n_params; i++)
+        ok &= isfinite(m->tr.adam_m[i]) && isfinite(m->tr.adam_v[i]);
+    return ok;
+}
+
+/* A replica's failure to read a batch (FRAE_RUN_FAILED), or its refusal
+ * of what it read (FRAE_RUN_BAD_INPUT), as every replica's. */
+static int agree_failure(member *me, int failed)
+{
+    double v[2] = {failed == FRAE_RUN_FAILED, failed == FRAE_RUN_BAD_INPUT};
+    if (me->t.size > 1 && frae_run_sum(me, v, 2))
+        return FRAE_RUN_FAILED;
+    return v[0] > 0 ? FRAE_RUN_FAILED : v[1] > 0 ? FRAE_RUN_BAD_INPUT : 0;
+}
+
 /* One batch of sequences, window by window: trains (train) or evaluates.
  * With replicas, the batch is the global one: each replica runs its slice
  * of it (one row of padding if it has none), for as many windows as the
  * longest sequence of the whole batch needs, so every replica makes the
- * same calls.  Returns 0, -1 if the loss went non-finite (this replica's;
- * the caller agrees on it), or FRAE_RUN_FAILED after the data could not be
- * read (by this replica, which said why, or by another). */
+ * same calls.  Returns 0, -1 if the loss, the gradient or Adam's state
+ * went non-finite (this replica's; the caller agrees on it), or
+ * FRAE_RUN_FAILED after the data could not be read, FRAE_RUN_BAD_INPUT
+ * after a value past TRAIN_MAX_ABS (by this replica, which said why, or
+ * by another). */
 static int run_batch(batch_runner *b, const int32_t *seqs, int nb, int train,
                      frae_stats *total)
 {
@@ -124,6 +183,12 @@ static int run_batch(batch_runner *b, const int32_t *seqs, int nb, int train,
                       frae_dataset_read(b->tds, seq, start + w0, have, tdst,
                                         me->err, sizeof me->err))))
                     failed = FRAE_RUN_FAILED;
+                else if (have > 0 &&
+                         !(failed = out_of_range(me, b->ds, seq, start + w0,
+                                                 have, dst)) &&
+                         tdst)
+                    failed =
+                        out_of_range(me, b->tds, seq, start + w0, have, tdst);
             }
             memset(dst + (size_t)have * D, 0,
                    sizeof(float) * (size_t)(nt - have) * D);
@@ -132,9 +197,10 @@ static int run_batch(batch_runner *b, const int32_t *seqs, int nb, int train,
                        sizeof(float) * (size_t)(nt - have) * D);
             b->valid[k] = (int)have;
         }
-        /* a replica that could not read stops them all, here */
-        if (me->t.size > 1 ? frae_run_any(me, failed) : failed)
-            return FRAE_RUN_FAILED;
+        /* a replica that could not read, or refused what it read, stops
+         * them all, here */
+        if ((failed = agree_failure(me, failed)))
+            return failed;
         frae_stats st;
         const frae_batch batch = {b->win,
                                   b->tds ? b->twin : NULL,
@@ -145,8 +211,12 @@ static int run_batch(batch_runner *b, const int32_t *seqs, int nb, int train,
                                   train ? FRAE_STEP_TRAIN : FRAE_STEP_EVALUATE};
         if (frae_step(me->m, &batch, &st))
             return FRAE_RUN_FAILED; /* the replicas' sums failed */
-        /* a diverged batch runs to its end, so replicas stay in step */
-        if (!isfinite(st.sse) || (train && !isfinite(st.grad_norm)))
+        /* a diverged batch runs to its end, so replicas stay in step.
+         * Gradients below 1e19 square to a finite float: Adam's moments
+         * are checked only after a larger one */
+        if (!isfinite(st.sse) ||
+            (train && (!isfinite(st.grad_norm) ||
+                       (st.grad_norm >= 1e19 && !adam_finite(me->m)))))
             bad = 1;
         total->sse += st.sse, total->sae += st.sae;
         total->rate_bits += st.rate_bits;
@@ -184,7 +254,7 @@ static int evaluate(batch_runner *b, const int32_t *seqs, long n, int B,
     for (long i = 0; i < n; i += B) {
         int nb = n - i < B ? (int)(n - i) : B;
         int rc = run_batch(b, seqs + i, nb, 0, out);
-        if (rc == FRAE_RUN_FAILED)
+        if (rc > 0)
             return rc;
         bad |= rc == -1;
     }
@@ -256,14 +326,11 @@ static int set_normalization(member *me, const char *how)
     } else {
         status = read_norm_stats(me, how, D, stats);
     }
+    char why[256];
     if (!status && frae_set_normalization(me->m, stats, stats + D)) {
-        int bad = 0;
-        while (bad < D - 1 && stats[D + bad] > 0)
-            bad++;
-        status = say(me, FRAE_RUN_BAD_INPUT,
-                     "--normalize: %s: band %d has std %g; every std must be "
-                     "finite and > 0 (and every mean finite)",
-                     how, bad, (double)stats[D + bad]);
+        if (!frae_norm_stats_why(stats, stats + D, D, why, sizeof why))
+            snprintf(why, sizeof why, "refused"); /* (cannot happen) */
+        status = say(me, FRAE_RUN_BAD_INPUT, "--normalize: %s: %s", how, why);
     }
     free(stats), free(acc), free(buf);
     return status;
@@ -342,7 +409,7 @@ static int train_epoch(member *me)
         frae_stats st = {0};
         progress(me, n_batches);
         int rc = run_batch(&me->brun, s->order + first, nb, 1, &st);
-        if (rc == FRAE_RUN_FAILED) /* the data could not be read */
+        if (rc > 0) /* the data could not be read, or was refused */
             return rc;
         int stop = 0;
         rc = agree_sums(me, &st, rc, &stop);
@@ -351,8 +418,8 @@ static int train_epoch(member *me)
         if (rc) {
             if (me->t.rank == 0)
                 say(me, FRAE_RUN_FAILED,
-                    "training diverged at epoch %d, batch %ld (loss or "
-                    "gradient is not finite); %s",
+                    "training diverged at epoch %d, batch %ld (the loss, "
+                    "the gradient or Adam's moments are not finite); %s",
                     s->epoch + 1, s->batch + 1, lower_lr(r));
             return FRAE_RUN_FAILED;
         }
@@ -407,7 +474,7 @@ static int finish_epoch(member *me, int *stop)
                           s->n_order < rc->model.batch ? s->n_order
                                                        : rc->model.batch,
                           rc->model.batch, &vs);
-    if (status == FRAE_RUN_FAILED)
+    if (status > 0)
         return status;
     if (status) {
         if (lead)
@@ -538,8 +605,54 @@ static int member_run(member *me)
 static void *member_main(void *arg)
 {
     member *me = arg;
-    me->status = member_run(me);
+    start_gate *g = me->run->gate;
+    int go = 1;
+    if (g) { /* once all the threads have started */
+        pthread_mutex_lock(&g->lock);
+        while (!g->go)
+            pthread_cond_wait(&g->moved, &g->lock);
+        go = g->go;
+        pthread_mutex_unlock(&g->lock);
+    }
+    me->status = go > 0 ? member_run(me) : FRAE_RUN_FAILED;
     return NULL;
+}
+
+/* FRAE_FAULT=thread@R (the tests'): replica R's thread cannot start. */
+static int start_fault(int rank)
+{
+    const char *v = getenv("FRAE_FAULT");
+    int at;
+    char end;
+    return v && sscanf(v, "thread@%d%c", &at, &end) == 1 && at == rank;
+}
+
+/* The replica threads 1..n-1 (rank 0 runs on the caller's): 0, or, when
+ * one cannot start, FRAE_RUN_FAILED after those started have ended
+ * without a step (they wait at the gate until all have started). */
+static int start_members(frae_run *r, start_gate *g)
+{
+    int started = 1, rc = 0;
+    r->gate = g;
+    while (started < r->n_members && !rc) {
+        rc = start_fault(started)
+                 ? EAGAIN
+                 : pthread_create(&r->members[started].thread, NULL,
+                                  member_main, &r->members[started]);
+        started += !rc;
+    }
+    pthread_mutex_lock(&g->lock);
+    g->go = rc ? -1 : 1;
+    pthread_cond_broadcast(&g->moved);
+    pthread_mutex_unlock(&g->lock);
+    if (!rc)
+        return 0; /* the gate stays open until they are joined */
+    for (int i = 1; i < started; i++)
+        pthread_join(r->members[i].thread, NULL);
+    r->gate = NULL;
+    return frae_run_fail(r, FRAE_RUN_FAILED,
+                         "cannot start the %d replica threads (%s)",
+                         r->n_members, strerror(rc));
 }
 
 int frae_run_train(frae_run *r, frae_dataset *train, frae_dataset *targets,
@@ -586,14 +699,10 @@ int frae_run_train(frae_run *r, frae_dataset *train, frae_dataset *targets,
     }
     if (status)
         return status;
+    start_gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    if (r->n_members > 1 && (status = start_members(r, &g)))
+        return status;
     r->trained = 1; /* the lead's model is the run's from here on */
-    for (int i = 1; i < r->n_members; i++) /* rank 0 runs on this thread */
-        if (pthread_create(&r->members[i].thread, NULL, member_main,
-                           &r->members[i])) {
-            /* the started ones wait at the first sum: nothing to do but go */
-            fprintf(stderr, "frae: cannot start %d threads\n", r->n_members);
-            _exit(FRAE_RUN_FAILED);
-        }
     member_main(&r->members[0]);
     status = r->members[0].status;
     for (int i = 1; i < r->n_members; i++) {
@@ -601,6 +710,7 @@ int frae_run_train(frae_run *r, frae_dataset *train, frae_dataset *targets,
         if (!status)
             status = r->members[i].status;
     }
+    r->gate = NULL;
     /* the first replica (lead first) that said something */
     r->err_said = 0;
     for (int i = 0; i < r->n_members && !r->err_said; i++)

@@ -41,6 +41,14 @@ typedef struct {
 
 typedef struct member member;
 
+/* The replica threads wait here until all of them have started (go 1),
+ * or one could not start and they are to end at once (go -1). */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t moved;
+    int go;
+} start_gate;
+
 /* One batch of sequences, window by window, on one replica. */
 typedef struct {
     member *me;
@@ -100,6 +108,7 @@ struct frae_run {
     member *members;
     int n_members; /* in this process */
     frae_thread_group *group;
+    start_gate *gate; /* while the replica threads start */
     int trained;
     int early_stopped;
     double t0;

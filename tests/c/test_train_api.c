@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/frae_internal.h"
 #include "frae_train.h"
 #include "io/formats.h"
 #include "test_util.h"
@@ -198,6 +199,111 @@ int test_run_arrays_equal_files(void)
         unlink(path[i]);
     unlink(ck_a), unlink(ck_b);
     rmdir(dir);
+    return failures;
+}
+
+/* Issue 46: data past what training takes is refused at the input
+ * (FRAE_RUN_BAD_INPUT, naming it), and no checkpoint is written that its
+ * reader would refuse: non-finite Adam moments, or normalization
+ * statistics past 3e38, which the model does not take either. */
+int test_run_saves_only_what_reads_back(void)
+{
+    int failures = 0;
+    char err[512], path[] = "/tmp/frae-ck46-XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    unlink(path);
+    float *x = malloc(sizeof(float) * 30 * D);
+    for (int i = 0; i < 30 * D; i++)
+        x[i] = i == 7 ? 3e38f : 0.1f;
+    frae_dataset *ds = frae_dataset_create(D);
+    CHECK(!frae_dataset_add_array(ds, "x", x, 1, 30, D, err, sizeof err), "%s",
+          err);
+    frae_run_config rc;
+    CHECK(!settings(&rc, RUN, err), "settings: %s", err);
+    rc.save = path;
+    rc.val_split = 0, rc.crop = 0;
+    frae_run *r = frae_run_create(&rc, err, sizeof err);
+    const int status = frae_run_train(r, ds, NULL, NULL, NULL, NULL);
+    const char *why = frae_run_error(r, NULL);
+    CHECK(status == FRAE_RUN_BAD_INPUT && why &&
+              strstr(why, "x: 3e+38 at [0, 1, 1]: training takes values up "
+                          "to 1e+18"),
+          "data of 3e38: status %d, %s", status, why ? why : "(no error)");
+    CHECK(access(path, F_OK) != 0, "data of 3e38: a checkpoint was saved");
+    frae_run_destroy(r);
+    frae_dataset_destroy(ds);
+    free(x);
+
+    frae_config c;
+    const int enc[1] = {8}, dec[1] = {8};
+    tiny_config(&c, D, 2, 1, enc, 3, 1, dec);
+    c.normalize = 1;
+    frae_model *m = create_or_die(&c);
+    float mean[D], std[D], m2[D], s2[D];
+    for (int d = 0; d < D; d++)
+        mean[d] = 0.0f, std[d] = 1.0f;
+    mean[2] = 3e38f; /* 3.00000005e38 as a float: past the reader's 3e38 */
+    CHECK(frae_set_normalization(m, mean, std) == -1, "a mean of 3e38f taken");
+    mean[2] = nextafterf(3e38f, 0.0f), std[4] = mean[2]; /* the largest */
+    CHECK(!frae_set_normalization(m, mean, std), "statistics at 3e38 refused");
+    CHECK(!frae_save(m, path, 1, NULL, 0, NULL, 0, err, sizeof err), "%s", err);
+    frae_model *back = frae_load(path, NULL, err, sizeof err);
+    CHECK(back && !frae_get_normalization(back, m2, s2) &&
+              !memcmp(m2, mean, sizeof m2) && !memcmp(s2, std, sizeof s2),
+          "statistics at the bound do not read back: %s", back ? "" : err);
+    frae_destroy(back);
+    unlink(path);
+    m->tr.adam_v[1] = INFINITY;
+    CHECK(frae_save(m, path, 1, NULL, 0, NULL, 0, err, sizeof err) &&
+              strstr(err, "Adam's second moments hold Inf") &&
+              access(path, F_OK) != 0,
+          "an Inf Adam moment was saved (%s)", err);
+    m->tr.adam_v[1] = 0.0f;
+    frae_destroy(m);
+    unlink(path);
+    return failures;
+}
+
+/* Issue 46: a replica thread that cannot start (FRAE_FAULT=thread@R, the
+ * tests' fault) fails the run with one line; the process goes on, and the
+ * next run trains. */
+int test_run_thread_cannot_start(void)
+{
+    int failures = 0;
+    char err[512];
+    long len[N_SEQ];
+    float *x = make_seqs(len);
+    frae_dataset *ds = frae_dataset_create(D);
+    long at = 0;
+    for (int i = 0; i < N_SEQ; at += len[i], i++)
+        frae_dataset_add_array(ds, "x", x + at * D, 1, len[i], D, err,
+                               sizeof err);
+    frae_run_config rc;
+    CHECK(!settings(&rc, RUN, err), "settings: %s", err);
+    rc.replicas = 3;
+    rc.epochs = 1;
+    for (int fault = 2; fault >= 0; fault--) {
+        char v[32];
+        snprintf(v, sizeof v, "thread@%d", fault);
+        setenv("FRAE_FAULT", v, 1); /* rank 0 runs on this thread: none */
+        frae_run *r = frae_run_create(&rc, err, sizeof err);
+        const int status = frae_run_train(r, ds, NULL, NULL, NULL, NULL);
+        const char *why = frae_run_error(r, NULL);
+        if (fault)
+            CHECK(status == FRAE_RUN_FAILED && why &&
+                      strstr(why, "cannot start the 3 replica threads") &&
+                      !frae_run_model(r),
+                  "thread %d: status %d, %s", fault, status,
+                  why ? why : "(no error)");
+        else
+            CHECK(status == 0, "a run with no fault: %s",
+                  why ? why : "(no error)");
+        frae_run_destroy(r);
+    }
+    unsetenv("FRAE_FAULT");
+    frae_dataset_destroy(ds);
+    free(x);
     return failures;
 }
 

@@ -82,6 +82,8 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(bad_configs)                                                             \
     X(sizes)                                                                   \
     X(run_arrays_equal_files)                                                  \
+    X(run_saves_only_what_reads_back)                                          \
+    X(run_thread_cannot_start)                                                 \
     X(option_table)                                                            \
     X(recipes)                                                                 \
     X(checkpoint_records_options)                                              \

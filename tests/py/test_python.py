@@ -477,3 +477,28 @@ def test_bad_input_gives_clear_exceptions(tmp_path):
         m.predict(x)
     with pytest.raises(frae.FraeError, match="closed"):
         m.fit(x, verbose=0)
+
+
+# ---- issue 46: what fit saves reads back; the library never ends the process ------
+
+def test_fit_refuses_data_past_what_training_takes(tmp_path):
+    m = frae.FRAE(**SMALL)
+    x = np.full((4, 20, 8), 3e38, np.float32)
+    with pytest.raises(frae.FraeError, match=r"3e\+38 at \[0, 0, 0\]: training takes "
+                                             r"values up to 1e\+18"):
+        m.fit(x, epochs=1, batch_size=2, verbose=0, checkpoint=str(tmp_path / "c.st"))
+    assert not (tmp_path / "c.st").exists()
+    n = frae.FRAE(normalize=True, **SMALL)  # statistics the reader would refuse
+    with pytest.raises(frae.FraeError, match="band 0 has mean 3.29999997e"):
+        n.fit(np.full((4, 20, 8), 3.3e38, np.float32), epochs=1, batch_size=2, verbose=0)
+
+
+def test_fit_raises_when_a_replica_thread_cannot_start(monkeypatch):
+    m = frae.FRAE(**SMALL)
+    x = data(n=8, t=20)
+    monkeypatch.setenv("FRAE_FAULT", "thread@1")
+    with pytest.raises(frae.FraeError, match="cannot start the 2 replica threads"):
+        m.fit(x, epochs=1, batch_size=4, replicas=2, verbose=0)
+    monkeypatch.delenv("FRAE_FAULT")
+    h = m.fit(x, epochs=1, batch_size=4, replicas=2, verbose=0)  # the interpreter lives on
+    assert np.isfinite(h.history["loss"][0])
