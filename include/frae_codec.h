@@ -441,6 +441,65 @@ FRAE_API
 const char *frae_stream_options_check(const frae_net *m,
                                       const frae_stream_options *o);
 
+/* ---- codec options by name (src/codec/codec_options.c) -------------------
+ * One row per option of the codec's two ends: the frae command parses
+ * 'frae encode' and 'frae decode' with it and prints their --help from it,
+ * and Python's Codec.encode/decode and FRAE.encode take its rows as
+ * keywords ("packet-ms" is --packet-ms and packet_ms).  Adding an option is
+ * a row here and its use. */
+typedef struct {
+    double frame_rate;    /* frame-rate: frames a second, for kbit/s (100) */
+    int packet_frames;    /* packet-frames: entropy-coded packets (0: 100) */
+    int search;           /* search: passes of the encoder's search (0) */
+    double search_lambda; /* search-lambda; < 0: the model's rate_lambda */
+    int dtx;              /* dtx: silent frames sent as silence */
+    double dtx_level;     /* dtx-level, dB (FRAE_DTX_LEVEL, frae_audio.h) */
+    int packet_ms;        /* packet-ms: real-time packets (0: a file) */
+    int resync_ms;        /* resync-ms; 0: the default, -1: off */
+    int resync_state;     /* resync-state */
+    int through;          /* through: decode through bit errors */
+    int vocoder;          /* vocoder: 0 auto, 1 hnm, 2 gl */
+    int gl_iters;         /* gl-iters: Griffin-Lim iterations (32) */
+    uint32_t given;       /* a bit per row set by frae_codec_option_set */
+} frae_codec_settings;
+#define FRAE_CODEC_ENCODES 1 /* frae_codec_option.sides */
+#define FRAE_CODEC_DECODES 2
+typedef struct {
+    const char *name;    /* "packet-ms" */
+    const char *metavar; /* "N"; NULL: a flag */
+    int sides;           /* FRAE_CODEC_ENCODES and/or FRAE_CODEC_DECODES */
+    const char *help;    /* what it does, one line */
+    const char *deflt;   /* the value when not given, or NULL */
+} frae_codec_option;
+/* Every default, as frae encode and frae decode with no option. */
+FRAE_API
+void frae_codec_settings_default(frae_codec_settings *s);
+FRAE_API
+int frae_codec_option_count(void);
+FRAE_API
+const frae_codec_option *frae_codec_option_at(int index);
+/* The row of "packet-ms", "--packet-ms" or "packet_ms"; -1 if none. */
+FRAE_API
+int frae_codec_option_find(const char *name);
+/* Parses value (NULL for a flag) into s and marks the option given: 0, or
+ * -1 with one line in err naming the option as name gives it. */
+FRAE_API
+int frae_codec_option_set(frae_codec_settings *s, const char *name,
+                          const char *value, char *err, size_t errlen);
+/* A row's --help line ("  --packet-ms N        real-time packets ...\n",
+ * the default in parentheses): its bytes (as snprintf counts them). */
+FRAE_API
+size_t frae_codec_option_help(const frae_codec_option *o, char *out,
+                              size_t cap);
+/* The stream options s asks of model m for an input of `sequences`
+ * sequences: the packets (packet-ms, a whole number of frames at
+ * frame-rate, or packet-frames), the resynchronisation points, the
+ * search, DTX; 0, or -1 and one line in err (naming the option). */
+FRAE_API
+int frae_codec_stream_options(const frae_codec_settings *s, const frae_net *m,
+                              long sequences, frae_stream_options *so,
+                              char *err, size_t errlen);
+
 /* What a stream took: every byte counted. */
 typedef struct {
     uint64_t bytes; /* all of them so far, header included */

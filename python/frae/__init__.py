@@ -36,7 +36,7 @@ import numpy as np
 from . import _frae
 from ._frae import FraeError
 
-__all__ = ["FRAE", "load", "features", "vocode", "write_wav", "recipes", "FraeError",
+__all__ = ["codec_options", "FRAE", "load", "features", "vocode", "write_wav", "recipes", "FraeError",
            "History", "Codec", "models", "models_dirs"]
 __version__ = _frae.version
 
@@ -507,31 +507,37 @@ class FRAE:
         return float(s[0] / s[3] + m.config()["rate_lambda"] * rate)
 
     @_serialised
-    def encode(self, x, search=0, search_lambda=None, silent=None, dtx=None):
+    def encode(self, x, silent=None, **options):
         """x ([T, D] or [N, T, D]) as the bytes of a .fbs stream, exactly
-        what 'frae encode' writes.  search (0..16 passes) and search_lambda
-        (the rate's weight; None: the model's rate_lambda) as 'frae encode
-        --search N --search-lambda X': the encoder's analysis-by-synthesis
-        search of each frame's codes, the same format.  silent (a model
-        with a prior): booleans, one per frame ([T] or [N, T]), the frames
-        to send as silence (DTX: a flag each, the decoder repeating its
-        last frame); or dtx (a model loaded from a checkpoint trained on
-        audio): True, or a level in dB (-60), picks them by level as
+        what 'frae encode' writes with the same options.  options are the
+        encoder's rows of libfrae's codec table (frae.codec_options(): the
+        command's --packet-ms is packet_ms=40, --search search=2, a flag
+        True), e.g. search (0..16 passes) and search_lambda (the rate's
+        weight; None: the model's rate_lambda): the encoder's
+        analysis-by-synthesis search of each frame's codes, the same
+        format; packet_ms: real-time packets (stream version 5), with
+        resync_ms and resync_state.  silent (a model with a prior):
+        booleans, one per frame ([T] or [N, T]), the frames to send as
+        silence (DTX: a flag each, the decoder repeating its last frame);
+        or dtx (a model loaded from a checkpoint trained on audio): True,
+        or a level in dB (-60; or dtx_level=), picks them by level as
         'frae encode --dtx' (--dtx-level) does, the same bytes."""
         self._check_open()
         if isinstance(x, (list, tuple)):
             raise TypeError("encode: needs one array ([T, D] or [N, T, D])")
-        if isinstance(search, bool) or not isinstance(search, int) or not 0 <= search <= 16:
-            raise ValueError("encode: search must be an int of 0..16 passes, got %r" % (search,))
-        if search_lambda is not None and not (np.isfinite(search_lambda) and search_lambda >= 0):
-            raise ValueError("encode: search_lambda must be a finite number >= 0, got %r"
-                             % (search_lambda,))
+        dtx = options.pop("dtx", None)
+        level = options.pop("dtx_level", None)
+        if dtx is not None and dtx is not True and dtx is not False:
+            level, dtx = dtx, True  # dtx=-50: the level
+        if level is not None:
+            dtx = True
+        pairs = _codec_pairs("encode", options, ENCODES)
         cfg = self._config()
         width = cfg["frame_dim"] + 2 * cfg["pitch"]
         a = _as_frames(x, width, "x")
         n, t = (1, a.shape[0]) if a.ndim == 2 else a.shape[:2]
         mask = None
-        if dtx is not None and dtx is not False:
+        if dtx:
             if silent is not None:
                 raise ValueError("encode: give silent or dtx, not both")
             feats = getattr(self, "_features", None)
@@ -539,7 +545,9 @@ class FRAE:
                 raise FraeError("encode: dtx: the model was not loaded from a checkpoint "
                                 "trained on audio features, so its frames have no level to "
                                 "gate on (give silent=)")
-            level = -60.0 if dtx is True else float(dtx)
+            _codec_pairs("encode", {"dtx_level": level if level is not None else -60.0},
+                         ENCODES)  # checked as the table checks it
+            level = -60.0 if level is None else float(level)
             silent = np.frombuffer(_frae.dtx_mask(
                 np.ascontiguousarray(a, np.float32), n, t, width,
                 *[feats[k] for k in _FEATURE_KEYS], level), np.int32).reshape(
@@ -551,9 +559,7 @@ class FRAE:
                                  "frame), got %s of shape %s"
                                  % (a.shape[:-1], mask.dtype, mask.shape))
             mask = np.ascontiguousarray(mask, dtype=np.int32)
-        return self._inference(1).encode(a, n, t, a.ndim == 2, search,
-                                         -1.0 if search_lambda is None else float(search_lambda),
-                                         mask)
+        return self._inference(1).encode(a, n, t, a.ndim == 2, pairs, mask)
 
     @_serialised
     def decode(self, stream):
@@ -809,6 +815,50 @@ def _output(path):
         raise
 
 
+ENCODES, DECODES = 1, 2  # codec_options()' sides
+
+
+def codec_options():
+    """libfrae's codec option table, the rows 'frae encode' and 'frae
+    decode' parse: {keyword: (sides, help, default)}, sides a set of
+    "encode" and "decode"; FRAE.encode and Codec.encode/decode take them
+    as keywords (packet_ms=40 is --packet-ms 40)."""
+    return {name.replace("-", "_"): ({s for b, s in ((ENCODES, "encode"), (DECODES, "decode"))
+                                      if sides & b}, help_, deflt)
+            for name, _, sides, help_, deflt in _frae.codec_options()}
+
+
+def _codec_pairs(what, options, side):
+    """options {keyword: value} as [(keyword, value text or None)] for the
+    library, which checks each: a flag True (False: left out), None left
+    out; an option of the other end, or none, refused."""
+    rows = {name.replace("-", "_"): (metavar, sides)
+            for name, metavar, sides, _, _ in _frae.codec_options()}
+    pairs = []
+    for k, v in options.items():
+        if k not in rows or not rows[k][1] & side:
+            other = k in rows and "; it is an option of %s" % (
+                "encode" if rows[k][1] & ENCODES else "decode")
+            raise TypeError("%s: unexpected keyword %r%s (frae.codec_options() lists them)"
+                            % (what, k, other or ""))
+        if v is None or v is False:
+            continue
+        if rows[k][0] is None:  # a flag
+            if v is not True:
+                raise ValueError("%s: %s is a flag: True or False, got %r" % (what, k, v))
+            pairs.append((k, None))
+        else:
+            if isinstance(v, bool):
+                raise ValueError("%s: %s takes a value, got %r" % (what, k, v))
+            if isinstance(v, str):
+                pairs.append((k, v))
+            elif isinstance(v, (int, np.integer)):
+                pairs.append((k, str(int(v))))
+            else:
+                pairs.append((k, repr(float(v))))
+    return pairs
+
+
 def recipes():
     """The recipes by name (FRAE(recipe=...), 'frae train --recipe'): {name:
     (summary, {keyword: value})}, the options each sets."""
@@ -964,10 +1014,12 @@ class Codec:
         raise FraeError("no installed model has hash %016x (frae.models() lists them; "
                         "give the model that made the stream)" % h)
 
-    def decode(self, stream, wav=None, frames=False):
+    def decode(self, stream, wav=None, frames=False, **options):
         """A .fbs stream (bytes or a path) back to audio (float32 samples at
         the model's rate; wav: also written there, as they are made) or,
-        frames=True, to its decoded feature frames.  Memory: the returned
+        frames=True, to its decoded feature frames.  options: the decoder's
+        rows of frae.codec_options() (vocoder="gl", gl_iters=64), as
+        'frae decode' takes them.  Memory: the returned
         array (4 bytes a sample: 100 frames make 16,000 samples at 16 kHz,
         64 KB) and a bounded amount; decode_chunks and decode_to_wav decode
         in memory that does not grow with the stream."""
@@ -976,12 +1028,13 @@ class Codec:
                 stream = f.read()
         if not isinstance(stream, (bytes, bytearray, memoryview)):
             raise TypeError("decode: needs bytes or a path, got %s" % type(stream).__name__)
+        settings = self._decode_settings(options)
         m = self._model_for(stream)
         if frames:
             return m.decode(stream)
         # frame by frame through the vocoder into the one array returned
         # (and the WAV): memory is the samples' and a bounded amount
-        d = self._audio_decoder(m, stream, wav)
+        d = self._audio_decoder(m, stream, wav, settings)
         try:
             samples = np.empty(d.samples, np.float32)
             d.read(samples, len(samples))
@@ -989,26 +1042,38 @@ class Codec:
             d.close()
         return samples
 
-    def _audio_decoder(self, m, stream, wav=None):
+    @staticmethod
+    def _decode_settings(options):
+        """The decoder's options (frae.codec_options()), checked by libfrae."""
+        s = _frae.codec_settings(_codec_pairs("decode", options, DECODES))
+        if s["through"]:
+            raise FraeError("decode: through is for real-time packets (stream version 5), "
+                            "which the Python module does not decode yet: use "
+                            "'frae decode --through'")
+        return s
+
+    def _audio_decoder(self, m, stream, wav=None, settings=None):
         """The extension's decoder of a one-sequence stream's audio through
         m, a chunk at a time (and into wav, committed at its end)."""
         args = self._feature_args(m)
+        s = settings or self._decode_settings({})
         with m._lock:
             model = m._inference(1)
         return _frae.decoder(model, stream, args["sample_rate"], args["n_mels"], args["hop"],
                              args["win"], args["n_fft"], float(args["fmin"]),
-                             float(args["fmax"]), 32,
-                             None if wav is None else os.fspath(wav))
+                             float(args["fmax"]), s["gl_iters"],
+                             None if wav is None else os.fspath(wav), s["vocoder"])
 
-    def _stream_decoder(self, stream, wav=None):
+    def _stream_decoder(self, stream, wav=None, options=None):
         if isinstance(stream, (str, os.PathLike)):
             with open(stream, "rb") as f:
                 stream = f.read()
         if not isinstance(stream, (bytes, bytearray, memoryview)):
             raise TypeError("decode: needs bytes or a path, got %s" % type(stream).__name__)
-        return self._audio_decoder(self._model_for(stream), stream, wav)
+        settings = self._decode_settings(options or {})
+        return self._audio_decoder(self._model_for(stream), stream, wav, settings)
 
-    def decode_chunks(self, stream, chunk=16000):
+    def decode_chunks(self, stream, chunk=16000, **options):
         """A .fbs stream (bytes or a path) as its audio, a chunk at a time:
         an iterator of float32 arrays of chunk samples (the last shorter),
         together decode(stream)'s samples to the bit, in memory that does
@@ -1017,7 +1082,7 @@ class Codec:
         reaches them."""
         if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
             raise ValueError("decode_chunks: chunk must be a positive int, got %r" % (chunk,))
-        d = self._stream_decoder(stream)
+        d = self._stream_decoder(stream, options=options)
 
         def chunks():
             try:
@@ -1031,12 +1096,12 @@ class Codec:
                 d.close()
         return chunks()
 
-    def decode_to_wav(self, stream, wav):
+    def decode_to_wav(self, stream, wav, **options):
         """A .fbs stream (bytes or a path) decoded straight into the WAV at
         wav (as 'frae decode --wav' writes it, "-" standard output), in
         memory that does not grow with the stream; returns its number of
         samples."""
-        d = self._stream_decoder(stream, wav)
+        d = self._stream_decoder(stream, wav, options)
         try:
             d.read(None, 0)
         finally:

@@ -51,6 +51,17 @@ def _is_model(arg):
     return len(head) == 9 and head[8:9] == b"{"
 
 
+def _codec_given(a, side):
+    """The codec options given on the command line ({keyword: text, or
+    True for a flag}), for the library to parse as 'frae encode' does."""
+    given = {}
+    for row, metavar, sides, _, _ in frae._frae.codec_options():
+        v = getattr(a, row.replace("-", "_"), None)
+        if sides & side and v not in (None, False):
+            given[row.replace("-", "_")] = v
+    return given
+
+
 def cmd_encode(a):
     pos = list(a.args)
     model = pos.pop(0) if len(pos) == 2 or (pos and _is_model(pos[0]) and len(pos) > 1) else None
@@ -59,7 +70,7 @@ def cmd_encode(a):
     c = frae.Codec(model)
     src = pos[0]
     x = np.load(src) if src.endswith(".npy") else src
-    stream = c.encode(x, fbs=a.output, search=a.search, **({"dtx": True} if a.dtx else {}))
+    stream = c.encode(x, fbs=a.output, **_codec_given(a, frae.ENCODES))
     print("%s -> %s: %d bytes (%s)" % (src, a.output, len(stream), os.path.basename(c.path)),
           file=_report(a.output))
     return 0
@@ -88,7 +99,7 @@ def cmd_decode(a):
             np.save(f, y)
         del y
     if a.wav:  # frame by frame into the WAV, as frae decode --wav
-        c.decode_to_wav(stream, a.wav)
+        c.decode_to_wav(stream, a.wav, **_codec_given(a, frae.DECODES))
     print("%s -> %s" % (pos[0], a.wav or a.output), file=_report(a.output, a.wav))
     return 0
 
@@ -183,9 +194,13 @@ def main(argv=None):
         p.add_argument("args", nargs="*")
         if name in ("encode", "decode", "features", "vocode"):
             p.add_argument("-o", "--output")
-        if name == "encode":
-            p.add_argument("--search", type=int, default=0)
-            p.add_argument("--dtx", action="store_true")
+        if name in ("encode", "decode"):  # libfrae's codec table's rows
+            side = frae.ENCODES if name == "encode" else frae.DECODES
+            for row, metavar, sides, help_, deflt in frae._frae.codec_options():
+                if sides & side:
+                    p.add_argument("--" + row, help=help_,
+                                   **({"action": "store_true"} if metavar is None
+                                      else {"metavar": metavar}))
         if name == "decode":
             p.add_argument("--wav")
         if name == "features":

@@ -301,6 +301,71 @@ static PyObject *py_recipes(PyObject *self, PyObject *unused)
     return list;
 }
 
+/* codec_options(): libfrae's codec option table, (name, metavar or None,
+ * sides, help, default or None) a row; sides 1 encode, 2 decode. */
+static PyObject *py_codec_options(PyObject *self, PyObject *unused)
+{
+    (void)self, (void)unused;
+    const int n = frae_codec_option_count();
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list && i < n; i++) {
+        const frae_codec_option *o = frae_codec_option_at(i);
+        PyObject *t = Py_BuildValue("(szisz)", o->name, o->metavar, o->sides,
+                                    o->help, o->deflt);
+        if (!t) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, t);
+    }
+    return list;
+}
+
+/* Codec settings from [(keyword, value or None), ...], by libfrae's
+ * table: 0, or -1 with FraeError set (the library's line, naming the
+ * keyword). */
+int frae_py_codec_settings(PyObject *options, frae_codec_settings *s)
+{
+    frae_codec_settings_default(s);
+    if (options == Py_None)
+        return 0;
+    PyObject *seq = PySequence_Fast(options, "codec options: a list of pairs");
+    if (!seq)
+        return -1;
+    char err[512];
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        const char *name, *value;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "sz", &name,
+                              &value)) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (frae_codec_option_set(s, name, value, err, sizeof err)) {
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_ValueError, "codec option %s", err);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* codec_settings(pairs) -> {keyword: value}: the settings the pairs give
+ * (libfrae parses and checks them), every row's. */
+static PyObject *py_codec_settings(PyObject *self, PyObject *pairs)
+{
+    (void)self;
+    frae_codec_settings s;
+    if (frae_py_codec_settings(pairs, &s))
+        return NULL;
+    return Py_BuildValue(
+        "{sdsisisdsisdsisisisisisi}", "frame_rate", s.frame_rate,
+        "packet_frames", s.packet_frames, "search", s.search, "search_lambda",
+        s.search_lambda, "dtx", s.dtx, "dtx_level", s.dtx_level, "packet_ms",
+        s.packet_ms, "resync_ms", s.resync_ms, "resync_state", s.resync_state,
+        "through", s.through, "vocoder", s.vocoder, "gl_iters", s.gl_iters);
+}
+
 /* options(): the table's rows, (name, keyword, type, flags), type one of
  * "int", "float", "choice", "widths", "quantizer", "flag", "text". */
 static PyObject *py_options(PyObject *self, PyObject *unused)
@@ -337,6 +402,10 @@ static PyMethodDef module_methods[] = {
     {"load", frae_py_load, METH_VARARGS, "a model from a checkpoint"},
     {"meta", frae_py_meta, METH_VARARGS, "a checkpoint's metadata value"},
     {"options", py_options, METH_NOARGS, "the option table's rows"},
+    {"codec_options", py_codec_options, METH_NOARGS,
+     "the codec option table's rows"},
+    {"codec_settings", py_codec_settings, METH_O,
+     "codec settings from (keyword, value) pairs"},
     {"features", frae_py_features, METH_VARARGS, "log-mel features of audio"},
     {"vocode", frae_py_vocode, METH_VARARGS, "features back to audio"},
     {"recipes", py_recipes, METH_NOARGS, "the recipes and their options"},

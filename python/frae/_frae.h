@@ -35,6 +35,8 @@ typedef struct {
 } ModelObject;
 
 PyObject *frae_py_fail(const char *msg);
+/* codec settings from [(keyword, value or None), ...] (_frae.c) */
+int frae_py_codec_settings(PyObject *options, frae_codec_settings *s);
 int frae_py_model_lock(ModelObject *self);
 void frae_py_model_unlock(ModelObject *self);
 frae_model *frae_py_model_enter(ModelObject *self);

@@ -285,19 +285,20 @@ static int decoder_audio(DecoderObject *d, int gl_iters, char *err,
 }
 
 /* decoder(model, stream, sample_rate, n_mels, hop, win, n_fft, fmin, fmax,
- * gl_iters, wav): a Decoder of a one-sequence stream's audio, with pitch
- * through the vocoder, else Griffin-Lim; wav (a path, or None) written as
- * the samples are read, committed at the end. */
+ * gl_iters[, wav, vocoder]): a Decoder of a one-sequence stream's audio,
+ * with pitch through the vocoder, else Griffin-Lim (vocoder, as the codec
+ * table's: 0 so, 1 the vocoder, 2 Griffin-Lim); wav (a path, or None)
+ * written as the samples are read, committed at the end. */
 PyObject *frae_py_decoder(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *mo, *so, *wav;
-    int gl_iters;
+    PyObject *mo, *so, *wav = Py_None;
+    int gl_iters, vocoder = 0;
     frae_features f;
     frae_features_default(&f);
-    if (!PyArg_ParseTuple(args, "O!Oiiiiiffi|O", &frae_py_model_type, &mo, &so,
+    if (!PyArg_ParseTuple(args, "O!Oiiiiiffi|Oi", &frae_py_model_type, &mo, &so,
                           &f.sample_rate, &f.n_mels, &f.hop, &f.win, &f.n_fft,
-                          &f.fmin, &f.fmax, &gl_iters, &wav))
+                          &f.fmin, &f.fmax, &gl_iters, &wav, &vocoder))
         return NULL;
     char err[512];
     if (frae_features_check(&f, err, sizeof err))
@@ -329,14 +330,19 @@ PyObject *frae_py_decoder(PyObject *self, PyObject *args)
         const frae_stream *s = frae_stream_decoder_stream(d->sd);
         const int pitch = (s->flags & FRAE_STREAM_PITCH) != 0;
         d->width = frae_get_config(m)->frame_dim + 2 * pitch;
-        d->hnm = d->width == f.n_mels + 2;
+        d->hnm = vocoder ? vocoder == 1 : d->width == f.n_mels + 2;
         d->frames = s->frames;
-        if (!((s->flags & 1) && s->sequences == 1))
+        if (d->hnm && d->width != f.n_mels + 2)
+            snprintf(err, sizeof err,
+                     "decode: vocoder='hnm': the stream carries no pitch "
+                     "(the model codes the envelope alone); use 'gl'");
+        else if (!((s->flags & 1) && s->sequences == 1))
             snprintf(err, sizeof err,
                      "decode: the stream holds %u sequences; "
                      "decode(frames=True) and vocode each",
                      s->sequences);
-        else if (!s->frames || (!d->hnm && d->width != f.n_mels))
+        else if (!s->frames ||
+                 (!d->hnm && d->width != f.n_mels && d->width != f.n_mels + 2))
             snprintf(err, sizeof err,
                      "vocode: %u frames of %d values; the features have %d "
                      "mels (%d with pitch)",

@@ -400,31 +400,31 @@ static PyObject *save_locked(frae_model *m, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* encode(x, nseq, nframes, two_d[, search, search_lambda]) -> bytes: the
- * .fbs stream 'frae encode' writes (version 2 fixed-rate, or version 4
- * range-coded packets of 100 frames with a prior); search passes of the
- * encoder's search (frae_encoder_set_search), weighing the rate by
- * search_lambda (< 0: the model's rate_lambda). */
+/* encode(x, nseq, nframes, two_d, options, silent) -> bytes: the .fbs
+ * stream 'frae encode' writes with the options (libfrae's codec table:
+ * [(keyword, value or None)], e.g. packet_ms for real-time packets,
+ * search); silent (None, or an int per frame) the frames sent as silence
+ * (DTX). */
 static PyObject *encode_locked(frae_model *m, PyObject *args)
 {
-    PyObject *xo, *silent_o = Py_None;
-    int nseq, nframes, two_d, search = 0;
-    double search_lambda = -1.0;
-    if (!PyArg_ParseTuple(args, "Oiip|idO", &xo, &nseq, &nframes, &two_d,
-                          &search, &search_lambda, &silent_o))
+    PyObject *xo, *opts = Py_None, *silent_o = Py_None;
+    int nseq, nframes, two_d;
+    if (!PyArg_ParseTuple(args, "Oiip|OO", &xo, &nseq, &nframes, &two_d, &opts,
+                          &silent_o))
         return NULL;
     const frae_config *c = frae_get_config(m);
     const int width = c->frame_dim + 2 * c->pitch;
     if (nseq < 1 || nframes < 1)
         return frae_py_fail("encode: no frames");
+    frae_codec_settings cs;
+    if (frae_py_codec_settings(opts, &cs))
+        return NULL;
+    cs.dtx = silent_o != Py_None;
     frae_stream_options so;
-    frae_stream_options_default(&so);
-    so.search = search;
-    so.search_lambda = (float)search_lambda;
-    so.dtx = silent_o != Py_None;
-    const char *why = frae_stream_options_check(frae_model_net(m), &so);
-    if (why) {
-        PyErr_Format(frae_py_error, "encode: %s", why);
+    char err[512];
+    if (frae_codec_stream_options(&cs, frae_model_net(m), nseq, &so, err,
+                                  sizeof err)) {
+        PyErr_Format(frae_py_error, "encode: %s", err);
         return NULL;
     }
     Py_buffer xb, sb;
@@ -436,7 +436,6 @@ static PyObject *encode_locked(frae_model *m, PyObject *args)
         PyBuffer_Release(&xb);
         return NULL;
     }
-    char err[512];
     frae_stream_encoder *se =
         frae_stream_encoder_create(frae_model_net(m), &so, (uint32_t)nseq,
                                    (uint32_t)nframes, two_d, err, sizeof err);
@@ -449,11 +448,15 @@ static PyObject *encode_locked(frae_model *m, PyObject *args)
     /* the most the stream can take: the header, and per frame its codes
      * or per packet its bound */
     const frae_stream *h = frae_stream_encoder_stream(se);
+    const size_t packets = ((size_t)nframes + h->packet_frames - 1) /
+                           (h->packet_frames ? h->packet_frames : 1);
     const size_t cap =
-        frae_stream_ranged(h)
-            ? frae_stream_header_bytes(h) +
-                  (size_t)frae_stream_packets(h) * frae_stream_packet_cap(h)
-            : frae_stream_bytes(h);
+        so.datagrams /* version 5: each packet framed, length and CRC */
+            ? FRAE_STREAM_HEADER_V5_MAX + packets * (frae_packet_cap(h) + 5)
+            : frae_stream_ranged(h) ? frae_stream_header_bytes(h) +
+                                          (size_t)frae_stream_packets(h) *
+                                              frae_stream_packet_cap(h)
+                                    : frae_stream_bytes(h);
     unsigned char *out = malloc(cap);
     size_t len = 0;
     if (out) {

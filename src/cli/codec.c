@@ -12,59 +12,62 @@
 #include "cli.h"
 #include "cli/codec_cli.h"
 
-static const char *const vocoder_names[] = {"auto", "hnm", "gl"};
+/* the commands' own options; the codec's come from libfrae's table */
+static const cli_opt own_list[] = {
+    {"--output", 1}, {"--isa", 1},  {"--wav", 1},         {"--sample-rate", 1},
+    {"--mels", 1},   {"--hop", 1},  {"--no-resample", 0}, {"--win", 1},
+    {"--fft", 1},    {"--fmin", 1}, {"--fmax", 1}};
+#define OWN (sizeof own_list / sizeof *own_list)
 
-const cli_opt codec_list[] = {
-    {"--output", 1},      {"--frame-rate", 1},    {"--isa", 1},
-    {"--wav", 1},         {"--gl-iters", 1},      {"--sample-rate", 1},
-    {"--no-resample", 0}, {"--mels", 1},          {"--hop", 1},
-    {"--win", 1},         {"--fft", 1},           {"--fmin", 1},
-    {"--fmax", 1},        {"--vocoder", 1},       {"--packet-frames", 1},
-    {"--search", 1},      {"--search-lambda", 1}, {"--dtx", 0},
-    {"--dtx-level", 1},   {"--packet-ms", 1},     {"--resync-ms", 1},
-    {"--through", 0},     {"--resync-state", 0},  {NULL, 0}};
+const cli_opt *codec_list(void)
+{
+    static cli_opt list[OWN + 32 + 1];
+    static char names[32][48];
+    if (!list[0].name) {
+        memcpy(list, own_list, sizeof own_list);
+        const int n = frae_codec_option_count();
+        for (int r = 0; r < n && r < 32; r++) {
+            const frae_codec_option *c = frae_codec_option_at(r);
+            snprintf(names[r], sizeof names[r], "--%s", c->name);
+            list[OWN + (size_t)r] = (cli_opt){names[r], c->metavar != NULL};
+        }
+    }
+    return list;
+}
 
 int codec_opt(void *ctx, const char *name, const char *v)
 {
     codec_opts *o = ctx;
-    if (!strcmp(name, "--frame-rate"))
-        return cli_double(name, v, 1e-3, 1e9, &o->frame_rate);
+    const int row = frae_codec_option_find(name);
+    if (row >= 0) {
+        const int sides = frae_codec_option_at(row)->sides;
+        if (sides == FRAE_CODEC_ENCODES)
+            o->encoder_opt = name;
+        if (sides == FRAE_CODEC_DECODES)
+            o->decoder_opt = name;
+        char err[512];
+        if (frae_codec_option_set(&o->cs, name, v, err, sizeof err))
+            return cli_fail(EXIT_USAGE, "%s", err);
+        return 0;
+    }
     if (!strcmp(name, "--wav"))
         return o->wav = cli_output_path(v), 0;
-    if (!strcmp(name, "--gl-iters"))
-        return cli_int(name, v, 0, 10000, &o->gl_iters);
-    if (!strcmp(name, "--through"))
-        return o->through = 1, 0;
-    if (!strcmp(name, "--packet-ms") || !strcmp(name, "--resync-ms") ||
-        !strcmp(name, "--resync-state"))
-        o->encoder_opt = name;
-    if (!strcmp(name, "--resync-state"))
-        return o->resync_state = 1, 0;
-    if (!strcmp(name, "--packet-ms"))
-        return cli_int(name, v, 1, 10000, &o->packet_ms);
-    if (!strcmp(name, "--resync-ms")) {
-        if (!strcmp(v, "off"))
-            return o->resync_ms = -1, 0;
-        return cli_int(name, v, 1, 1000000, &o->resync_ms);
-    }
-    if (!strcmp(name, "--packet-frames") || !strcmp(name, "--search") ||
-        !strcmp(name, "--search-lambda") || !strcmp(name, "--dtx") ||
-        !strcmp(name, "--dtx-level"))
-        o->encoder_opt = name;
-    if (!strcmp(name, "--dtx"))
-        return o->dtx = 1, 0;
-    if (!strcmp(name, "--dtx-level"))
-        return o->dtx = 1, cli_double(name, v, -200, 0, &o->dtx_level);
-    if (!strcmp(name, "--packet-frames"))
-        return cli_int(name, v, 1, FRAE_PACKET_MAX_FRAMES, &o->packet_frames);
-    if (!strcmp(name, "--search"))
-        return cli_int(name, v, 0, 16, &o->search);
-    if (!strcmp(name, "--search-lambda"))
-        return cli_double(name, v, 0, 1e6, &o->search_lambda);
-    if (!strcmp(name, "--vocoder"))
-        return cli_choice(name, v, vocoder_names, 3, &o->vocoder);
     int rc = cli_io_option(&o->io, name, v);
     return rc == 1 ? cli_fail(EXIT_USAGE, "unknown option '%s'", name) : rc;
+}
+
+/* The --help lines of the codec's options for sides (FRAE_CODEC_ENCODES
+ * or FRAE_CODEC_DECODES), from libfrae's table. */
+void codec_options_help(int sides)
+{
+    char line[256];
+    for (int r = 0; r < frae_codec_option_count(); r++) {
+        const frae_codec_option *c = frae_codec_option_at(r);
+        if (!(c->sides & sides))
+            continue;
+        frae_codec_option_help(c, line, sizeof line);
+        cli_printf("%s", line);
+    }
 }
 
 /* MODEL IN, and (as c2enc and opusdec take them) OUT: encode's stream;
@@ -353,61 +356,15 @@ int unheard_value(const float *frame, int n, int n_mels, double max)
     return -1;
 }
 
-/* encode's stream options from its own: the packets (--packet-ms or
- * --packet-frames), the resynchronisation points, the search, DTX; 0, or
- * an exit code after saying why. */
+/* encode's stream options from its own (libfrae's
+ * frae_codec_stream_options); 0, or an exit code after saying why. */
 int stream_options(const codec_opts *o, const frae_model *m, long sequences,
                    frae_stream_options *so)
 {
-    frae_stream_options_default(so);
-    so->packet_frames = o->packet_frames;
-    so->search = o->search;
-    so->search_lambda = (float)o->search_lambda;
-    so->dtx = o->dtx;
-    if (o->packet_ms || o->resync_ms || o->resync_state) {
-        /* real-time packets: --packet-ms of frames each (a whole number
-         * of them at --frame-rate), a resynchronisation point every
-         * --resync-ms */
-        const double frames_per_packet = o->packet_ms * o->frame_rate / 1000.0;
-        const int P = (int)lrint(frames_per_packet);
-        if (o->packet_frames)
-            return cli_fail(EXIT_USAGE, "--packet-ms and --packet-frames: give "
-                                        "one");
-        if (!o->packet_ms)
-            return cli_fail(EXIT_USAGE,
-                            "%s needs --packet-ms (real-time "
-                            "packets)",
-                            o->resync_ms ? "--resync-ms" : "--resync-state");
-        if (P < 1 || fabs(frames_per_packet - P) > 1e-9 ||
-            P > FRAE_PACKET_MAX_FRAMES)
-            return cli_fail(EXIT_USAGE,
-                            "--packet-ms %d: not a whole number of %g ms "
-                            "frames (1 to %d of them)",
-                            o->packet_ms, 1000.0 / o->frame_rate,
-                            FRAE_PACKET_MAX_FRAMES);
-        if (sequences != 1)
-            return cli_fail(EXIT_USAGE,
-                            "--packet-ms: %s holds %ld sequences; real-time "
-                            "packets carry one",
-                            o->io.input, sequences);
-        so->datagrams = 1;
-        so->packet_frames = P;
-        so->resync_state = o->resync_state;
-        if (o->resync_ms < 0)
-            so->resync_packets = -1;
-        else if (o->resync_ms)
-            so->resync_packets =
-                (int)((o->resync_ms * o->frame_rate / 1000.0 + P - 1) / P);
-    }
-    const char *why = frae_stream_options_check(frae_model_net(m), so);
-    if (why)
-        return cli_fail(EXIT_USAGE, "%s: %s: %s",
-                        o->dtx             ? "--dtx"
-                        : o->resync_state  ? "--resync-state"
-                        : o->packet_ms     ? "--packet-ms"
-                        : o->packet_frames ? "--packet-frames"
-                                           : "--search",
-                        o->io.model, why);
+    char err[512];
+    if (frae_codec_stream_options(&o->cs, frae_model_net(m), sequences, so, err,
+                                  sizeof err))
+        return cli_fail(EXIT_USAGE, "%s: %s", o->io.model, err);
     return 0;
 }
 

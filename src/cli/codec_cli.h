@@ -11,19 +11,9 @@
 typedef struct {
     cli_io io; /* first: the shared handlers take a codec_opts as cli_io */
     const char *wav;
-    double frame_rate;
-    int gl_iters;
-    int vocoder;             /* 0: the default (hnm with pitch, else gl) */
-    int packet_frames;       /* --packet-frames: 0, the default */
-    int search;              /* --search passes: 0, off */
-    double search_lambda;    /* --search-lambda; < 0: the model's rate_lambda */
-    int dtx;                 /* --dtx: silent frames (below dtx_level) */
-    double dtx_level;        /* --dtx-level, dB relative to a full-scale sine */
+    frae_codec_settings cs;  /* the codec's options, by libfrae's table */
     const char *encoder_opt; /* the last encoder-only option given */
-    int packet_ms;           /* --packet-ms: real-time packets (0: files) */
-    int resync_ms;           /* --resync-ms; 0 the default, -1 off */
-    int resync_state;        /* --resync-state */
-    int through;             /* --through: decode through bit errors */
+    const char *decoder_opt; /* ... decoder-only */
 } codec_opts;
 
 /* ---- frames of features to audio, as they come ------------------------------
@@ -54,7 +44,9 @@ typedef struct {
     size_t dropped; /* bytes of the mapping dropped so far */
 } npy_reader;
 
-extern const cli_opt codec_list[];
+/* the codec commands' options: their own (io, features), then libfrae's
+ * codec table's */
+const cli_opt *codec_list(void);
 
 int codec_opt(void *ctx, const char *name, const char *v);
 int codec_pos(void *ctx, const char *arg);
@@ -71,6 +63,7 @@ int wav_out_end(wav_out *o);
 int unheard_value(const float *frame, int n, int n_mels, double max);
 int stream_options(const codec_opts *o, const frae_model *m, long sequences,
                    frae_stream_options *so);
+void codec_options_help(int sides);
 void npy_reader_read(npy_reader *r, long s, long t0, long nt, float *dst);
 
 #endif

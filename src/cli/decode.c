@@ -29,26 +29,23 @@ static void decode_help(void)
         "as training: decode(encode(x)) equals 'frae predict' on x.\n"
         "With a model that codes pitch (train --pitch), each frame is D\n"
         "values, then f0 (Hz, 0 when unvoiced) and voicing (0 or 1).\n"
-        "  --wav OUT.wav        also turn log-mel frames back into audio\n"
-        "                       (OUT-<n>.wav per sequence if several)\n"
-        "  --vocoder V          hnm: the harmonic-plus-noise vocoder\n"
-        "                       (the default when the stream carries\n"
-        "                       pitch); gl: mel pseudo-inverse, then\n"
-        "                       Griffin-Lim (the default without pitch)\n"
-        "  --gl-iters N         Griffin-Lim iterations (32)\n"
         "Real-time packets (encode --packet-ms; IN may be -, stdin, and\n"
         "OUT.wav - stdout, the audio out as it is decoded) are decoded\n"
         "as they come: a lost, damaged (its CRC fails), late or\n"
-        "duplicated packet is concealed or dropped, decoding goes on,\n"
-        "and one line on stderr says what was concealed.\n"
-        "  --through            decode through bit errors (a fixed-rate\n"
-        "                       stream on a channel without checks)\n"
-        "  -o, --output OUT.npy the decoded frames\n"
-        "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
+        "duplicated packet is concealed or dropped, a damaged length is\n"
+        "found again at the next packet, decoding goes on, and one line\n"
+        "on stderr says what was concealed.\n"
         "\n"
-        "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
-        "options, model or stream (truncated, corrupted, foreign, or\n"
-        "made with another model).\n");
+        "options:\n"
+        "  -o, --output OUT.npy the decoded frames\n"
+        "  --wav OUT.wav        also turn log-mel frames back into audio\n"
+        "                       (OUT-<n>.wav per sequence if several)\n"
+        "  --isa I              auto, scalar, avx2 or avx512 (auto)\n");
+    codec_options_help(FRAE_CODEC_DECODES);
+    cli_printf("\n"
+               "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
+               "options, model or stream (truncated, corrupted, foreign, or\n"
+               "made with another model).\n");
 }
 
 /* ---- version 5: real-time packets, read as they come ------------------------ */
@@ -94,7 +91,7 @@ static int packets_outputs(codec_opts *o, const frae_config *c,
         const int live =
             !strcmp(o->io.input, "-") || !cli_output_seekable(o->wav);
         if ((rc = wav_out_init(wav, feat, o->wav, 0,
-                               c->pitch && o->vocoder != 2, o->gl_iters)))
+                               c->pitch && o->cs.vocoder != 2, o->cs.gl_iters)))
             return rc;
         wav->live = live;
         *loudest = frae_features_max(feat);
@@ -164,7 +161,7 @@ static int decode_packets(codec_opts *o, FILE *in)
         rc = cli_fail(EXIT_FAILED, "out of memory");
         goto done;
     }
-    frae_packet_decoder_through(pd, o->through);
+    frae_packet_decoder_through(pd, o->cs.through);
     if ((rc = packets_outputs(o, c, &s, width, &wav, &feat, &loudest, &af)))
         goto done;
     uint64_t out = 0;
@@ -325,7 +322,7 @@ static int decode_file(codec_opts *o)
                                      o->io.model);
             goto done;
         }
-        if (o->vocoder == 1 && !pitch) {
+        if (o->cs.vocoder == 1 && !pitch) {
             rc = cli_fail(EXIT_USAGE,
                           "--vocoder hnm: %s carries no pitch (the model "
                           "codes the envelope alone); use --vocoder gl",
@@ -333,7 +330,7 @@ static int decode_file(codec_opts *o)
             goto done;
         }
         if ((rc = wav_out_init(&wav, &feat, o->wav, s.sequences > 1,
-                               pitch && o->vocoder != 2, o->gl_iters)))
+                               pitch && o->cs.vocoder != 2, o->cs.gl_iters)))
             goto done;
         loudest = frae_features_max(&feat);
     }
@@ -408,8 +405,8 @@ int cmd_decode(int argc, char **argv)
     cli_cmd = "frae decode";
     codec_opts o = {0};
     cli_io_default(&o.io);
-    o.gl_iters = 32;
-    int rc = cli_parse(argc, argv, codec_list, codec_opt, codec_pos,
+    frae_codec_settings_default(&o.cs);
+    int rc = cli_parse(argc, argv, codec_list(), codec_opt, codec_pos,
                        decode_help, &o);
     if (rc || (rc = shift_positionals(&o, 1)))
         return rc;
@@ -443,7 +440,7 @@ int cmd_decode(int argc, char **argv)
         fclose(in);
         return rc;
     }
-    if (o.through)
+    if (o.cs.through)
         return cli_fail(EXIT_USAGE, "--through: for real-time packets "
                                     "(encode --packet-ms)");
     return decode_file(&o);

@@ -69,22 +69,13 @@ static void encode_help(void)
         "\n"
         "options:\n"
         "  -o, --output OUT.fbs the stream (- for stdout)\n"
-        "  --frame-rate R       frames per second, for the kbit/s (100)\n"
         "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
-        "  --no-resample        refuse audio at another sample rate\n"
-        "  --packet-frames N    with a prior: frames per packet (100)\n"
-        "  --search N           passes of the encoder's search (0: off)\n"
-        "  --search-lambda X    the search's weight on bits (the model's\n"
-        "                       --rate-lambda)\n"
-        "  --dtx                silent frames sent as silence\n"
-        "  --dtx-level DB       what is silent (%g)\n"
-        "  --packet-ms N        real-time packets of N ms (stream version 5)\n"
-        "  --resync-ms M|off    resynchronisation points every M ms\n"
-        "  --resync-state       ... that start the network afresh too\n"
-        "\n"
-        "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
-        "options, model or input.\n",
-        FRAE_DTX_HANGOVER, FRAE_DTX_LEVEL, FRAE_DTX_LEVEL);
+        "  --no-resample        refuse audio at another sample rate\n",
+        FRAE_DTX_HANGOVER, FRAE_DTX_LEVEL);
+    codec_options_help(FRAE_CODEC_ENCODES);
+    cli_printf("\n"
+               "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"
+               "options, model or input.\n");
 }
 
 /* ---- a live input: samples from stdin, packets out as they are made -------- */
@@ -223,9 +214,10 @@ static int encode_live(codec_opts *o, frae_model *m,
         return rc;
     char err[512];
     frae_dtx_gate gate;
-    if (o->dtx && frae_dtx_gate_init(&gate, &f, o->dtx_level, err, sizeof err))
+    if (o->cs.dtx &&
+        frae_dtx_gate_init(&gate, &f, o->cs.dtx_level, err, sizeof err))
         return cli_fail(EXIT_FAILED, "--dtx: %s", err);
-    live_sink l = {NULL, o->dtx ? &gate : NULL, NULL, o->io.output, 0};
+    live_sink l = {NULL, o->cs.dtx ? &gate : NULL, NULL, o->io.output, 0};
     frae_atomic_file af;
     af.f = NULL;
     frae_feature_stream *fs = NULL;
@@ -333,7 +325,7 @@ static int encode_live(codec_opts *o, frae_model *m,
                    (unsigned long long)sc.frames, o->io.output,
                    (unsigned long long)sc.packets,
                    sc.frames ? 8.0 * (double)sc.datagram_bytes /
-                                   (double)sc.frames * o->frame_rate / 1000.0
+                                   (double)sc.frames * o->cs.frame_rate / 1000.0
                              : 0.0);
     }
 done:
@@ -372,7 +364,7 @@ static void encode_report(const codec_opts *o, frae_model *m,
         /* what a datagram transport carries (the header once, then the
          * packets), and what the file adds (each packet's length, CRC) */
         const double bits = 8.0 * (double)sc.datagram_bytes / (double)n_frames;
-        const double ms = 1000.0 * h->packet_frames / o->frame_rate;
+        const double ms = 1000.0 * h->packet_frames / o->cs.frame_rate;
         cli_printf("%ld frames -> %s: %llu real-time packets of %g ms (%u "
                    "frames), %s, a resynchronisation point every %u%s "
                    "(%llu bytes in the file with each packet's length and "
@@ -388,18 +380,18 @@ static void encode_report(const codec_opts *o, frae_model *m,
                    "datagrams (%llu bytes: header %llu, packets %llu of which "
                    "%.2f bytes a packet of framing); the packets alone %.3f "
                    "kbit/s\n",
-                   bits, bits * o->frame_rate / 1000.0, o->frame_rate,
+                   bits, bits * o->cs.frame_rate / 1000.0, o->cs.frame_rate,
                    (unsigned long long)sc.datagram_bytes,
                    (unsigned long long)sc.header_bytes,
                    (unsigned long long)(sc.datagram_bytes - sc.header_bytes),
                    sc.packets ? (double)sc.packet_overhead / (double)sc.packets
                               : 0.0,
                    8.0 * (double)(sc.datagram_bytes - sc.header_bytes) /
-                       (double)n_frames * o->frame_rate / 1000.0);
-        if (o->dtx)
+                       (double)n_frames * o->cs.frame_rate / 1000.0);
+        if (o->cs.dtx)
             cli_printf("dtx: %llu of %zu frames silent (below %g dB)\n",
                        (unsigned long long)sc.silent_frames, n_frames,
-                       o->dtx_level);
+                       o->cs.dtx_level);
     } else if (ranged) {
         /* the bitrate the file takes, every header byte counted */
         const double bits = 8.0 * (double)sc.bytes / (double)n_frames;
@@ -414,11 +406,11 @@ static void encode_report(const codec_opts *o, frae_model *m,
         cli_printf(
             "bitrate: %.2f bits/frame on average (entropy-coded; at most "
             "%.0f fixed-rate) = %.3f kbit/s at %g frames/s\n",
-            bits, bpf, bits * o->frame_rate / 1000.0, o->frame_rate);
-        if (o->dtx)
+            bits, bpf, bits * o->cs.frame_rate / 1000.0, o->cs.frame_rate);
+        if (o->cs.dtx)
             cli_printf("dtx: %llu of %zu frames silent (below %g dB)\n",
                        (unsigned long long)sc.silent_frames, n_frames,
-                       o->dtx_level);
+                       o->cs.dtx_level);
     } else {
         cli_printf("%ld sequence%s x %ld frames -> %s (%llu bytes, %d of them "
                    "header and CRC)\n",
@@ -433,7 +425,7 @@ static void encode_report(const codec_opts *o, frae_model *m,
                    "%g frames/s\n",
                    bpf, frae_get_config(m)->latent_dim,
                    frae_code_bits(frae_model_net(m)), split,
-                   bpf * o->frame_rate / 1000.0, o->frame_rate);
+                   bpf * o->cs.frame_rate / 1000.0, o->cs.frame_rate);
     if (pitch)
         cli_printf("pitch: %ld voiced frames, %.1f%% coded voiced, mean f0 "
                    "error %.2f%%\n",
@@ -471,20 +463,21 @@ int cmd_encode(int argc, char **argv)
     cli_cmd = "frae encode";
     codec_opts o = {0};
     cli_io_default(&o.io);
-    o.frame_rate = 100;
-    o.search_lambda = -1;
-    o.dtx_level = FRAE_DTX_LEVEL;
-    int rc = cli_parse(argc, argv, codec_list, codec_opt, codec_pos,
+    frae_codec_settings_default(&o.cs);
+    int rc = cli_parse(argc, argv, codec_list(), codec_opt, codec_pos,
                        encode_help, &o);
     if (rc || (rc = shift_positionals(&o, 0)))
         return rc;
+    if (o.decoder_opt)
+        return cli_fail(EXIT_USAGE, "%s is an option of 'frae decode'",
+                        o.decoder_opt);
     if (!o.io.input || !o.io.output)
         return cli_fail(EXIT_USAGE, "needs [MODEL] IN (audio or .npy) and -o "
                                     "OUT.fbs (see 'frae encode --help')");
     if ((rc = default_encoder_model(&o)))
         return rc;
     char err[512];
-    if (!strcmp(o.io.input, "-") && o.packet_ms) { /* a live input */
+    if (!strcmp(o.io.input, "-") && o.cs.packet_ms) { /* a live input */
         frae_model *lm = load_inference(o.io.model, o.io.isa);
         if (!lm)
             return EXIT_USAGE;
@@ -522,7 +515,7 @@ int cmd_encode(int argc, char **argv)
     frae_dtx_gate gate;
     if ((rc = stream_options(&o, m, in.n, &so)))
         goto done;
-    if (o.dtx) {
+    if (o.cs.dtx) {
         frae_features feat;
         const int have = cli_model_features(o.io.model, &feat);
         if (have <= 0) {
@@ -534,7 +527,7 @@ int cmd_encode(int argc, char **argv)
                                      o.io.model);
             goto done;
         }
-        if (frae_dtx_gate_init(&gate, &feat, o.dtx_level, err, sizeof err)) {
+        if (frae_dtx_gate_init(&gate, &feat, o.cs.dtx_level, err, sizeof err)) {
             rc = cli_fail(EXIT_FAILED, "--dtx: %s", err);
             goto done;
         }
@@ -562,7 +555,7 @@ int cmd_encode(int argc, char **argv)
     double sse = 0, energy = 0, f0_err = 0;
     long voiced = 0, voicing_kept = 0;
     for (long s = 0; s < in.n; s++) {
-        if (o.dtx)
+        if (o.cs.dtx)
             frae_dtx_gate_reset(&gate);
         for (long t = 0; t < in.t; t++) {
             if (t % chunk == 0 &&
@@ -575,7 +568,7 @@ int cmd_encode(int argc, char **argv)
                 goto done;
             }
             const float *xt = x + (size_t)(t % chunk) * width;
-            const int silent = o.dtx && frae_dtx_gate_silent(&gate, xt);
+            const int silent = o.cs.dtx && frae_dtx_gate_silent(&gate, xt);
             if (frae_stream_encode(se, xt, silent, recon)) {
                 bytes = frae_stream_encoder_bytes(se, &n);
                 fwrite(bytes, 1, n, af.f);

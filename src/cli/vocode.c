@@ -34,8 +34,9 @@ int cmd_vocode(int argc, char **argv)
     cli_cmd = "frae vocode";
     codec_opts o = {0};
     cli_io_default(&o.io);
-    o.gl_iters = -1;
-    int rc = cli_parse(argc, argv, codec_list, codec_opt, codec_pos,
+    frae_codec_settings_default(&o.cs);
+    o.cs.gl_iters = -1; /* not given: none without --vocoder gl */
+    int rc = cli_parse(argc, argv, codec_list(), codec_opt, codec_pos,
                        vocode_help, &o);
     if (rc)
         return rc;
@@ -51,10 +52,10 @@ int cmd_vocode(int argc, char **argv)
     char err[512];
     if (frae_features_check(f, err, sizeof err))
         return cli_fail(EXIT_USAGE, "bad audio features: %s", err);
-    if (o.vocoder == 2 && o.gl_iters < 0)
-        o.gl_iters = 32;
-    if (o.vocoder == 1)
-        o.gl_iters = -1;
+    if (o.cs.vocoder == 2 && o.cs.gl_iters < 0)
+        o.cs.gl_iters = 32;
+    if (o.cs.vocoder == 1)
+        o.cs.gl_iters = -1;
     frae_npy a;
     if (frae_npy_open(in, &a, err, sizeof err))
         return cli_fail(EXIT_USAGE, "%s", err);
@@ -110,7 +111,7 @@ int cmd_vocode(int argc, char **argv)
             }
         }
     if ((rc = wav_out_init(&wav, f, o.io.output, a.n > 1,
-                           pitch && o.gl_iters < 0, o.gl_iters)))
+                           pitch && o.cs.gl_iters < 0, o.cs.gl_iters)))
         goto done;
     r.dropped = 0;
     for (long s = 0; s < a.n; s++) {

@@ -6,6 +6,7 @@
 
 #include "codec/container.h"
 #include "core/frae_internal.h"
+#include "frae_audio.h"
 #include "test_util.h"
 #include "tests.h"
 
@@ -463,5 +464,99 @@ int test_packets_read_resync(void)
               "%s: the end cut inside a packet: %ld frames", kind, got);
         frae_destroy(m);
     }
+    return failures;
+}
+
+/* ---- codec options by name (frae_codec.h) ------------------------------------ */
+
+int test_codec_options_table(void)
+{
+    int failures = 0;
+    frae_codec_settings s;
+    frae_codec_settings_default(&s);
+    CHECK(s.dtx_level == FRAE_DTX_LEVEL && s.frame_rate == 100 &&
+              s.gl_iters == 32 && s.search_lambda < 0 && !s.given,
+          "defaults: dtx-level %g (FRAE_DTX_LEVEL %g), frame-rate %g",
+          s.dtx_level, FRAE_DTX_LEVEL, s.frame_rate);
+    int found = 1, fits = 1;
+    for (int r = 0; r < frae_codec_option_count(); r++) {
+        const frae_codec_option *o = frae_codec_option_at(r);
+        char dashes[64], under[64], line[512];
+        snprintf(dashes, sizeof dashes, "--%s", o->name);
+        snprintf(under, sizeof under, "%s", o->name);
+        for (char *c = under; *c; c++)
+            *c = *c == '-' ? '_' : *c;
+        found &= frae_codec_option_find(o->name) == r &&
+                 frae_codec_option_find(dashes) == r &&
+                 frae_codec_option_find(under) == r && o->sides &&
+                 !(o->sides & ~(FRAE_CODEC_ENCODES | FRAE_CODEC_DECODES));
+        const size_t n = frae_codec_option_help(o, line, sizeof line);
+        fits &= n == strlen(line) && strstr(line, dashes) != NULL;
+        for (char *l = line; *l;) { /* every line within 72 columns */
+            const size_t len = strcspn(l, "\n");
+            fits &= len <= 72;
+            l += len + (l[len] != 0);
+        }
+    }
+    CHECK(found && frae_codec_option_find("packet_ms_") < 0 &&
+              frae_codec_option_find("--epochs") < 0,
+          "every row found as name, --name and name_with_underscores; "
+          "others not");
+    CHECK(fits, "every row's --help line names it, within 72 columns");
+    char err[256] = "";
+    CHECK(frae_codec_option_set(&s, "packet_ms", "40", err, sizeof err) == 0 &&
+              s.packet_ms == 40 &&
+              frae_codec_option_set(&s, "--resync-ms", "off", err,
+                                    sizeof err) == 0 &&
+              s.resync_ms == -1 &&
+              frae_codec_option_set(&s, "dtx-level", "-50", err, sizeof err) ==
+                  0 &&
+              s.dtx && s.dtx_level == -50 &&
+              frae_codec_option_set(&s, "through", "ignored", err,
+                                    sizeof err) == 0 &&
+              s.through,
+          "values set: %s", err);
+    CHECK(frae_codec_option_set(&s, "search_lambda", "-1", err, sizeof err) <
+                  0 &&
+              strstr(err, "search_lambda expects a number"),
+          "a bad value refused naming the option as given: %s", err);
+    CHECK(frae_codec_option_set(&s, "--vocoder", "wavenet", err, sizeof err) <
+                  0 &&
+              strstr(err, "--vocoder got 'wavenet'"),
+          "a bad choice refused: %s", err);
+    CHECK(frae_codec_option_set(&s, "nope", "1", err, sizeof err) < 0 &&
+              strstr(err, "unknown codec option 'nope'"),
+          "an unknown option refused: %s", err);
+    /* the stream options they ask of a fixed-rate model with pitch */
+    const int enc[1] = {12}, dec[1] = {12};
+    frae_config c;
+    tiny_config(&c, D, 0, 1, enc, 5, 1, dec);
+    c.family = FRAE_FAMILY_GRU;
+    c.quantizer = FRAE_QUANT_BINARY;
+    c.pitch = 1, c.training = 0, c.batch = 1;
+    frae_model *m = create_or_die(&c);
+    frae_stream_options so;
+    frae_codec_settings_default(&s);
+    frae_codec_option_set(&s, "packet-ms", "40", err, sizeof err);
+    frae_codec_option_set(&s, "resync-ms", "120", err, sizeof err);
+    const int ok40 = frae_codec_stream_options(&s, frae_model_net(m), 1, &so,
+                                               err, sizeof err) == 0;
+    CHECK(ok40 && so.datagrams && so.packet_frames == 4 &&
+              so.resync_packets == 3,
+          "--packet-ms 40 --resync-ms 120: packets of %d frames, a "
+          "resynchronisation point every %d (%s)",
+          so.packet_frames, so.resync_packets, ok40 ? "" : err);
+    frae_codec_option_set(&s, "packet-ms", "45", err, sizeof err);
+    CHECK(frae_codec_stream_options(&s, frae_model_net(m), 1, &so, err,
+                                    sizeof err) < 0 &&
+              strstr(err, "not a whole number of 10 ms frames"),
+          "--packet-ms 45 refused: %s", err);
+    frae_codec_settings_default(&s);
+    frae_codec_option_set(&s, "dtx", NULL, err, sizeof err);
+    CHECK(frae_codec_stream_options(&s, frae_model_net(m), 1, &so, err,
+                                    sizeof err) < 0 &&
+              !strncmp(err, "--dtx: ", 7),
+          "--dtx on a fixed-rate model refused: %s", err);
+    frae_destroy(m);
     return failures;
 }

@@ -62,6 +62,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(packets_loss)                                                            \
     X(packets_conceal)                                                         \
     X(packets_read_resync)                                                     \
+    X(codec_options_table)                                                     \
     X(codec_search)                                                            \
     X(prior_ar_column_dot)                                                     \
     X(bitstream)                                                               \

@@ -179,6 +179,48 @@ def decode_memory_bounded(env, p):
                                    short / mb))
 
 
+def codec_options_one_table(c, v, py, env, p):
+    """Issue 47, item 1: the codec's options come from libfrae's one table:
+    every row is an option of 'frae encode' or 'frae decode' (its --help)
+    and of python3 -m frae's, and a keyword of Codec.encode/decode that
+    gives the command's bytes; a row of the other end, or none, refused."""
+    rows = frae.codec_options()
+    helps = {side: run(FRAE, side, "--help").stdout + run(*py, side, "--help", env=env).stdout
+             for side in ("encode", "decode")}
+    listed = [k for k, (sides, _, _) in rows.items()
+              if all(("--" + k.replace("_", "-")) in helps[s] for s in sides)]
+    check(len(rows) >= 12 and len(listed) == len(rows),
+          "frae.codec_options(): %d rows, each in frae's and python3 -m frae's --help of "
+          "its end" % len(rows), str(sorted(set(rows) - set(listed))))
+    same = []
+    for model, opts, argv in (
+            (c, {"packet_ms": 40, "resync_ms": 120, "resync_state": True},
+             ["--packet-ms", "40", "--resync-ms", "120", "--resync-state"]),
+            (c, {"search": 1}, ["--search", "1"]),
+            (v, {"packet_ms": 60, "dtx": True}, ["--packet-ms", "60", "--dtx"])):
+        run(FRAE, "encode", model.path, WAV, "-o", p("o.fbs"), *argv)
+        same.append(model.encode(WAV, **opts) == open(p("o.fbs"), "rb").read())
+    check(all(same), "Codec.encode(packet_ms=, resync_ms=, resync_state=, search=, dtx=): "
+          "frae encode's bytes with the same options (%s)" % same)
+    run(FRAE, "decode", p("cli.fbs"), "--wav", p("gl.wav"), "--vocoder", "gl",
+        "--gl-iters", "4")
+    c.decode(p("cli.fbs"), wav=p("pygl.wav"), vocoder="gl", gl_iters=4)
+    check(open(p("pygl.wav"), "rb").read() == open(p("gl.wav"), "rb").read(),
+          "Codec.decode(vocoder='gl', gl_iters=4): frae decode --vocoder gl --gl-iters 4's WAV")
+    refused = []
+    for call in (lambda: c.encode(WAV, through=True), lambda: c.decode(p("cli.fbs"), search=1),
+                 lambda: c.encode(WAV, packet_mss=40), lambda: c.encode(WAV, search=17),
+                 lambda: c.encode(WAV, packet_ms=45)):
+        try:
+            call()
+            refused.append("none")
+        except (TypeError, ValueError, frae.FraeError) as e:
+            refused.append(type(e).__name__)
+    check(refused == ["TypeError", "TypeError", "TypeError", "ValueError", "FraeError"],
+          "an option of the other end, an unknown one, a bad value, a packet of 45 ms: "
+          "refused (%s)" % refused)
+
+
 def main():
     global WAV
     os.environ.pop("FRAE_MODELS", None)
@@ -257,6 +299,7 @@ def main():
     check(r.returncode == 0 and open(p("f.wav"), "rb").read() == open(p("g.wav"), "rb").read(),
           "python3 -m frae vocode: the command's WAV", r.stderr)
     stdout_outputs(py, env, tmp, p)
+    codec_options_one_table(c, v, py, env, p)
     decode_memory_bounded(env, p)
     open(p("forged.fbs"), "wb").write(bytes(forged))
     r = run(*py, "decode", p("forged.fbs"), "--wav", p("x.wav"), env=env)

@@ -264,9 +264,9 @@ def test_encode_decode_are_frae_encode(tmp_path):
         searched = m.encode(x, search=2, search_lambda=0.01)
         assert searched == open(tmp_path / "s.fbs", "rb").read() and searched != stream
         assert m.decode(searched).shape == x.shape
-    with pytest.raises(ValueError, match="search must be an int"):
+    with pytest.raises(ValueError, match="search expects an integer in 0..16"):
         m.encode(x, search=17)
-    with pytest.raises(ValueError, match="search_lambda must be"):
+    with pytest.raises(ValueError, match="search_lambda expects a number"):
         m.encode(x, search=1, search_lambda=-1.0)
 
 
