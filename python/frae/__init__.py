@@ -1045,12 +1045,7 @@ class Codec:
     @staticmethod
     def _decode_settings(options):
         """The decoder's options (frae.codec_options()), checked by libfrae."""
-        s = _frae.codec_settings(_codec_pairs("decode", options, DECODES))
-        if s["through"]:
-            raise FraeError("decode: through is for real-time packets (stream version 5), "
-                            "which the Python module does not decode yet: use "
-                            "'frae decode --through'")
-        return s
+        return _frae.codec_settings(_codec_pairs("decode", options, DECODES))
 
     def _audio_decoder(self, m, stream, wav=None, settings=None):
         """The extension's decoder of a one-sequence stream's audio through
@@ -1062,7 +1057,8 @@ class Codec:
         return _frae.decoder(model, stream, args["sample_rate"], args["n_mels"], args["hop"],
                              args["win"], args["n_fft"], float(args["fmin"]),
                              float(args["fmax"]), s["gl_iters"],
-                             None if wav is None else os.fspath(wav), s["vocoder"])
+                             None if wav is None else os.fspath(wav), s["vocoder"],
+                             s["through"])
 
     def _stream_decoder(self, stream, wav=None, options=None):
         if isinstance(stream, (str, os.PathLike)):

@@ -35,6 +35,13 @@ typedef struct {
 } ModelObject;
 
 PyObject *frae_py_fail(const char *msg);
+/* A version-5 stream's frames through libfrae's reader (frae_packet_read),
+ * into y (at most y_frames of them; NULL: counted): its header into s with
+ * s->frames the frames it gives; the header's bytes, or -1 and err
+ * (_frae_decode.c). */
+long frae_py_packets_frames(const frae_model *m, const void *buf, size_t size,
+                            int through, float *y, uint64_t y_frames,
+                            frae_stream *s, char *err, size_t errlen);
 /* codec settings from [(keyword, value or None), ...] (_frae.c) */
 int frae_py_codec_settings(PyObject *options, frae_codec_settings *s);
 int frae_py_model_lock(ModelObject *self);

@@ -17,8 +17,14 @@ typedef struct {
     PyObject_HEAD ModelObject *model; /* a reference: its net decodes */
     Py_buffer stream;                 /* held while sd reads it */
     int have_stream;
-    atomic_int busy; /* a read or close running (one at a time) */
-    frae_stream_decoder *sd;
+    atomic_int busy;         /* a read or close running (one at a time) */
+    frae_stream_decoder *sd; /* versions 2 to 4 */
+    /* version 5: the library's reader (frae_packet_read) over the bytes,
+     * a call's frames held in pf and given one at a time */
+    frae_packet_decoder *pd;
+    float *pf;
+    long pcap, pn, pat;
+    size_t pos; /* the bytes read */
     frae_features f;
     int width, hnm, failed;
     uint32_t frames, t; /* the stream's frames, and those decoded */
@@ -39,6 +45,10 @@ static void decoder_free(DecoderObject *d)
     d->w = NULL;
     frae_stream_decoder_destroy(d->sd);
     d->sd = NULL;
+    frae_packet_decoder_destroy(d->pd);
+    d->pd = NULL;
+    free(d->pf);
+    d->pf = NULL;
     free(d->voc_mem), free(d->frame), free(d->pend);
     d->voc_mem = d->frame = d->pend = NULL;
     d->voc = NULL;
@@ -54,6 +64,35 @@ static void decoder_dealloc(DecoderObject *self)
     decoder_free(self);
     Py_XDECREF(self->model);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The next of a version-5 stream's frames, read from the bytes after
+ * at (its header's end) by pd, into frame (pf holds cap of them): 1, or 0
+ * at the stream's end. */
+static int packet_frame(frae_packet_decoder *pd, const unsigned char *bytes,
+                        size_t size, size_t *at, float *pf, long cap, long *pn,
+                        long *pat, int width, float *frame)
+{
+    while (*pat == *pn) {
+        size_t used, need;
+        const long k = frae_packet_read(pd, bytes + *at, size - *at, 1, &used,
+                                        &need, pf, cap);
+        *at += used;
+        if (!k && !used)
+            return 0;
+        *pn = k, *pat = 0;
+    }
+    memcpy(frame, pf + (size_t)(*pat)++ * width, sizeof(float) * width);
+    return 1;
+}
+
+/* The next frame: 1, 0 at the end, or -1 and why. */
+static int next_frame(DecoderObject *d, char *why, size_t whylen)
+{
+    if (d->sd)
+        return frae_stream_decode(d->sd, d->frame, NULL, NULL, why, whylen);
+    return packet_frame(d->pd, d->stream.buf, (size_t)d->stream.len, &d->pos,
+                        d->pf, d->pcap, &d->pn, &d->pat, d->width, d->frame);
 }
 
 /* The next step's samples into pend: 1, 0 at the end, or -1 and one line
@@ -72,8 +111,7 @@ static int decoder_step(DecoderObject *d, char *err, size_t errlen)
     }
     if (d->step == 1 && d->t < d->frames) {
         char why[480] = "";
-        const int rc =
-            frae_stream_decode(d->sd, d->frame, NULL, NULL, why, sizeof why);
+        const int rc = next_frame(d, why, sizeof why);
         if (rc <= 0) {
             if (!rc) /* as FRAE.decode words its errors */
                 snprintf(err, errlen, "stream: ended at frame %u of %u", d->t,
@@ -192,7 +230,7 @@ static PyObject *decoder_read(DecoderObject *self, PyObject *args)
     }
     char err[512] = "";
     long got = 0;
-    if (self->failed || !self->sd) {
+    if (self->failed || (!self->sd && !self->pd)) {
         got = -1;
         snprintf(err, sizeof err, "the decoder %s",
                  self->failed ? "failed before" : "is closed");
@@ -284,6 +322,85 @@ static int decoder_audio(DecoderObject *d, int gl_iters, char *err,
     return d->frame && d->pend ? 0 : -1;
 }
 
+long frae_py_packets_frames(const frae_model *m, const void *buf, size_t size,
+                            int through, float *y, uint64_t y_frames,
+                            frae_stream *s, char *err, size_t errlen)
+{
+    const unsigned char *b = buf;
+    const long hb = frae_packet_header_parse(b, size, s, err, errlen);
+    if (hb <= 0) {
+        if (!hb)
+            snprintf(err, errlen, "truncated: shorter than a version-5 header");
+        return -1;
+    }
+    const frae_config *c = frae_get_config(m);
+    const int width = c->frame_dim + 2 * c->pitch;
+    frae_packet_decoder *pd =
+        frae_packet_decoder_create(frae_model_net(m), s, err, errlen);
+    const long cap = FRAE_PACKET_DECODE_MAX((long)s->packet_frames);
+    float *pf = malloc(sizeof(float) * (size_t)cap * (size_t)width);
+    if (!pd || !pf) {
+        if (pd)
+            snprintf(err, errlen, "out of memory");
+        frae_packet_decoder_destroy(pd);
+        free(pf);
+        return -1;
+    }
+    frae_packet_decoder_through(pd, through);
+    uint64_t frames = 0;
+    size_t at = (size_t)hb;
+    for (;;) {
+        size_t used, need;
+        const long k =
+            frae_packet_read(pd, b + at, size - at, 1, &used, &need, pf, cap);
+        if (!k && !used)
+            break;
+        if (y && frames + (uint64_t)k <= y_frames)
+            memcpy(y + frames * (uint64_t)width, pf,
+                   sizeof(float) * (size_t)k * (size_t)width);
+        frames += (uint64_t)k, at += used;
+    }
+    frae_packet_decoder_destroy(pd);
+    free(pf);
+    if (!frames && s->frames) {
+        snprintf(err, errlen,
+                 "truncated: the header declares %u frames and no packet "
+                 "follows",
+                 s->frames);
+        return -1;
+    }
+    if (frames > UINT32_MAX) {
+        snprintf(err, errlen, "a stream of over 2^32 frames");
+        return -1;
+    }
+    s->frames = (uint32_t)frames;
+    return hb;
+}
+
+/* A version-5 stream opened on m: its header into s (its frames counted),
+ * the reader from its packets; 0, or -1 and err. */
+static int open_packets(DecoderObject *d, const frae_model *m, int through,
+                        frae_stream *s, char *err, size_t errlen)
+{
+    const long hb =
+        frae_py_packets_frames(m, d->stream.buf, (size_t)d->stream.len, through,
+                               NULL, 0, s, err, errlen);
+    if (hb < 0)
+        return -1;
+    const frae_config *c = frae_get_config(m);
+    d->pd = frae_packet_decoder_create(frae_model_net(m), s, err, errlen);
+    d->pcap = FRAE_PACKET_DECODE_MAX((long)s->packet_frames);
+    d->pf = malloc(sizeof(float) * (size_t)d->pcap *
+                   (size_t)(c->frame_dim + 2 * c->pitch));
+    if (!d->pd || !d->pf) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    frae_packet_decoder_through(d->pd, through);
+    d->pos = (size_t)hb;
+    return 0;
+}
+
 /* decoder(model, stream, sample_rate, n_mels, hop, win, n_fft, fmin, fmax,
  * gl_iters[, wav, vocoder]): a Decoder of a one-sequence stream's audio,
  * with pitch through the vocoder, else Griffin-Lim (vocoder, as the codec
@@ -293,12 +410,13 @@ PyObject *frae_py_decoder(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *mo, *so, *wav = Py_None;
-    int gl_iters, vocoder = 0;
+    int gl_iters, vocoder = 0, through = 0;
     frae_features f;
     frae_features_default(&f);
-    if (!PyArg_ParseTuple(args, "O!Oiiiiiffi|Oi", &frae_py_model_type, &mo, &so,
-                          &f.sample_rate, &f.n_mels, &f.hop, &f.win, &f.n_fft,
-                          &f.fmin, &f.fmax, &gl_iters, &wav, &vocoder))
+    if (!PyArg_ParseTuple(args, "O!Oiiiiiffi|Oii", &frae_py_model_type, &mo,
+                          &so, &f.sample_rate, &f.n_mels, &f.hop, &f.win,
+                          &f.n_fft, &f.fmin, &f.fmax, &gl_iters, &wav, &vocoder,
+                          &through))
         return NULL;
     char err[512];
     if (frae_features_check(&f, err, sizeof err))
@@ -324,10 +442,21 @@ PyObject *frae_py_decoder(PyObject *self, PyObject *args)
         return NULL;
     }
     int rc = -1;
-    d->sd = frae_stream_decoder_create(frae_model_net(m), d->stream.buf,
+    const unsigned char *head = d->stream.buf;
+    frae_stream v5;
+    const int packets = d->stream.len >= 7 && !memcmp(head, "FRAEBS", 6) &&
+                        head[6] == FRAE_STREAM_VERSION_PACKETS;
+    if (through && !packets)
+        snprintf(err, sizeof err,
+                 "decode: through: for real-time packets (encode "
+                 "--packet-ms)");
+    else if (!packets)
+        d->sd =
+            frae_stream_decoder_create(frae_model_net(m), d->stream.buf,
                                        (size_t)d->stream.len, err, sizeof err);
-    if (d->sd) {
-        const frae_stream *s = frae_stream_decoder_stream(d->sd);
+    if (d->sd ||
+        (packets && !open_packets(d, m, through, &v5, err, sizeof err))) {
+        const frae_stream *s = d->sd ? frae_stream_decoder_stream(d->sd) : &v5;
         const int pitch = (s->flags & FRAE_STREAM_PITCH) != 0;
         d->width = frae_get_config(m)->frame_dim + 2 * pitch;
         d->hnm = vocoder ? vocoder == 1 : d->width == f.n_mels + 2;

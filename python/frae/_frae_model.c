@@ -487,8 +487,17 @@ static PyObject *encode_locked(frae_model *m, PyObject *args)
     return r;
 }
 
+/* Whether b holds a version-5 stream (real-time packets): read by
+ * libfrae's packet reader, as frae decode reads one. */
+static int is_packets(const Py_buffer *b)
+{
+    const unsigned char *p = b->buf;
+    return b->len >= 7 && !memcmp(p, "FRAEBS", 6) &&
+           p[6] == FRAE_STREAM_VERSION_PACKETS;
+}
+
 /* stream_info(bytes) -> (sequences, frames, width, two_d), checked
- * against the model. */
+ * against the model (version 5: its frames as the reader gives them). */
 static PyObject *stream_info_locked(frae_model *m, PyObject *args)
 {
     Py_buffer b;
@@ -496,12 +505,17 @@ static PyObject *stream_info_locked(frae_model *m, PyObject *args)
         return NULL;
     char err[512];
     frae_stream s;
-    if (frae_stream_parse(b.buf, (size_t)b.len, &s, err, sizeof err) ||
-        frae_stream_check_model(&s, frae_model_net(m), err, sizeof err)) {
-        PyBuffer_Release(&b);
+    long bad;
+    Py_BEGIN_ALLOW_THREADS bad =
+        is_packets(&b)
+            ? frae_py_packets_frames(m, b.buf, (size_t)b.len, 0, NULL, 0, &s,
+                                     err, sizeof err) < 0
+            : frae_stream_parse(b.buf, (size_t)b.len, &s, err, sizeof err) ||
+                  frae_stream_check_model(&s, frae_model_net(m), err,
+                                          sizeof err);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&b);
+    if (bad)
         return frae_py_fail(err);
-    }
-    PyBuffer_Release(&b);
     const int pitch = (s.flags & FRAE_STREAM_PITCH) != 0;
     return Py_BuildValue("(IIii)", s.sequences, s.frames,
                          frae_get_config(m)->frame_dim + 2 * pitch,
@@ -516,6 +530,25 @@ static PyObject *decode_locked(frae_model *m, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*O", &b, &yo))
         return NULL;
     char err[512] = "";
+    if (is_packets(&b)) { /* y sized by stream_info's count */
+        Py_buffer yb;
+        if (PyObject_GetBuffer(yo, &yb, PyBUF_WRITABLE) < 0) {
+            PyBuffer_Release(&b);
+            return NULL;
+        }
+        const frae_config *c = frae_get_config(m);
+        const uint64_t room = (uint64_t)yb.len / sizeof(float) /
+                              (uint64_t)(c->frame_dim + 2 * c->pitch);
+        frae_stream s;
+        long hb;
+        Py_BEGIN_ALLOW_THREADS hb = frae_py_packets_frames(
+            m, b.buf, (size_t)b.len, 0, yb.buf, room, &s, err, sizeof err);
+        Py_END_ALLOW_THREADS PyBuffer_Release(&b);
+        PyBuffer_Release(&yb);
+        if (hb < 0)
+            return frae_py_fail(err);
+        Py_RETURN_NONE;
+    }
     frae_stream_decoder *sd = frae_stream_decoder_create(
         frae_model_net(m), b.buf, (size_t)b.len, err, sizeof err);
     if (!sd) {

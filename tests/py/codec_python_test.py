@@ -221,6 +221,39 @@ def codec_options_one_table(c, v, py, env, p):
           "refused (%s)" % refused)
 
 
+def packets_from_python(c, v, p):
+    """Real-time packets (stream version 5), clean and damaged, decoded by
+    Codec.decode through libfrae's reader: frae decode's WAV and frames,
+    byte for byte; a header with no packet refused."""
+    import random
+    same = []
+    for model, through in ((c, False), (c, True), (v, False)):
+        stream = bytearray(model.encode(WAV, packet_ms=40))
+        rng = random.Random(7)
+        for i in range(40, len(stream)):  # after the header: 1% bit errors
+            for bit in range(8):
+                if rng.random() < 0.01:
+                    stream[i] ^= 1 << bit
+        open(p("d5.fbs"), "wb").write(stream)
+        extra = ["--through"] if through else []
+        r = run(FRAE, "decode", model.path, p("d5.fbs"), "--wav", p("d5c.wav"), "-o",
+                p("d5c.npy"), *extra)
+        model.decode(bytes(stream), wav=p("d5p.wav"), through=through)
+        frames = model.decode(bytes(stream), frames=True) if not through else None
+        same.append(r.returncode == 0 and "concealed" in r.stderr and
+                    open(p("d5p.wav"), "rb").read() == open(p("d5c.wav"), "rb").read() and
+                    (frames is None or np.array_equal(frames, np.load(p("d5c.npy")))))
+    check(all(same), "Codec.decode of 40 ms packets at 1%% bit errors (fixed, --through, "
+          "variable rate): frae decode's WAV and frames to the byte (%s)" % same)
+    head = c.encode(WAV, packet_ms=40)[:22]
+    try:
+        c.decode(head)
+        ok = False
+    except frae.FraeError as e:
+        ok = "no packet follows" in str(e)
+    check(ok, "Codec.decode of a version-5 header and no packet: FraeError")
+
+
 def main():
     global WAV
     os.environ.pop("FRAE_MODELS", None)
@@ -300,6 +333,7 @@ def main():
           "python3 -m frae vocode: the command's WAV", r.stderr)
     stdout_outputs(py, env, tmp, p)
     codec_options_one_table(c, v, py, env, p)
+    packets_from_python(c, v, p)
     decode_memory_bounded(env, p)
     open(p("forged.fbs"), "wb").write(bytes(forged))
     r = run(*py, "decode", p("forged.fbs"), "--wav", p("x.wav"), env=env)
