@@ -40,7 +40,7 @@ CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.
             src/train/replicas.c src/train/run_support.c src/train/run.c src/train/run_state.c \
             src/train/run_setup.c
 AUDIO_SRCS = src/audio/mel.c src/audio/audio_files.c src/audio/wav.c src/audio/features.c src/audio/pitch.c \
-             src/audio/vocoder.c src/audio/dtx_gate.c src/base/errors.c \
+             src/audio/vocoder.c src/audio/dtx_gate.c src/audio/audio_out.c src/base/errors.c \
              src/io/atomic_file.c
 # gru.c is built once more per SIMD ISA (see its header)
 CORE_OBJS  = $(CORE_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/src/core/gru_avx2.o \

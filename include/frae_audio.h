@@ -177,6 +177,35 @@ void frae_vocoder_frame(frae_vocoder *v, const float *frame, float *out);
 FRAE_API
 void frae_vocoder_flush(frae_vocoder *v, float *out);
 
+/* ---- features back to audio, as they come (src/audio/audio_out.c) -------
+ * One sequence's frames turned into its samples on the features' timeline,
+ * as 'frae decode --wav', 'frae vocode' and Python's vocode and
+ * Codec.decode give them: frames with pitch (n_mels values, f0, voicing)
+ * through the vocoder (vocoder 1, seeded 1), or their n_mels values
+ * through Griffin-Lim (vocoder 0, gl_iters iterations; < 0: 32).  begin's
+ * silence to frame 0's centre, a hop a frame (Griffin-Lim: what its blocks
+ * give), end's flush and silence to the last window's end:
+ * frae_audio_out_samples in all.  Each call writes into out (room for
+ * frae_audio_out_max samples) and returns how many; begin starts a
+ * sequence afresh.  Nothing is allocated after create. */
+typedef struct frae_audio_out frae_audio_out;
+FRAE_API
+frae_audio_out *frae_audio_out_create(const frae_features *f, int vocoder,
+                                      int gl_iters, char *err, size_t errlen);
+FRAE_API
+void frae_audio_out_destroy(frae_audio_out *o);
+FRAE_API
+long frae_audio_out_max(const frae_audio_out *o);
+/* The samples `frames` frames make: (frames - 1) * hop + win. */
+FRAE_API
+long frae_audio_out_samples(const frae_features *f, long frames);
+FRAE_API
+long frae_audio_out_begin(frae_audio_out *o, float *out);
+FRAE_API
+long frae_audio_out_frame(frae_audio_out *o, const float *frame, float *out);
+FRAE_API
+long frae_audio_out_end(frae_audio_out *o, float *out);
+
 /* Audio is read in blocks, whatever its length: the calls below hold a
  * few blocks of samples and one window, not the file.  Every sample is
  * checked: NaN or infinite samples (float WAV) are refused, with their

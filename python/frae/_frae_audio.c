@@ -74,53 +74,37 @@ PyObject *frae_py_vocode(PyObject *self, PyObject *args)
     }
     float *out = (float *)PyBytes_AS_STRING(r);
     const float *x = xb.buf;
-    void *mem = NULL;
-    frae_vocoder *v = NULL;
-    frae_gl *g = NULL;
     int ok = 0;
-    snprintf(err, sizeof err, "out of memory");
-    Py_BEGIN_ALLOW_THREADS if (hnm)
-    {
-        const size_t size = frae_vocoder_size(&f);
-        mem = size ? malloc(size) : NULL;
-        if (mem && (v = frae_vocoder_init(mem, &f, 1, err, sizeof err))) {
-            /* as 'frae vocode': silence to frame 0's centre, a hop a frame,
-             * the flush, silence to the last window's end */
-            long at = f.win / 2 - f.hop;
-            memset(out, 0, sizeof(float) * (size_t)at);
-            for (long t = 0; t < frames; t++, at += f.hop)
-                frae_vocoder_frame(v, x + (size_t)t * width, out + at);
-            frae_vocoder_flush(v, out + at);
-            at += f.hop;
-            memset(out + at, 0, sizeof(float) * (size_t)(total - at));
-            ok = 1;
-        }
-    }
-    else if ((g = frae_gl_create(&f, gl_iters < 0 ? 32 : gl_iters, err,
-                                 sizeof err)))
-    {
-        float *buf = malloc(sizeof(float) * (size_t)frae_gl_max_samples(g));
+    Py_BEGIN_ALLOW_THREADS
+        /* libfrae-audio's one timeline: as 'frae vocode' and 'frae decode --wav' */
+        frae_audio_out *ao =
+            frae_audio_out_create(&f, hnm, gl_iters, err, sizeof err);
+    float *buf =
+        ao ? malloc(sizeof(float) * (size_t)frae_audio_out_max(ao)) : NULL;
+    if (ao && !buf)
+        snprintf(err, sizeof err, "out of memory");
+    if (buf) {
         long at = 0;
-        for (long t = 0; buf && t < frames; t++) {
-            long n = frae_gl_frame(g, x + (size_t)t * width, buf);
-            memcpy(out + at, buf, sizeof(float) * (size_t)n);
+        ok = 1;
+        for (long t = -1; ok && t <= frames; t++) {
+            const long n =
+                t < 0 ? frae_audio_out_begin(ao, buf)
+                : t == frames
+                    ? frae_audio_out_end(ao, buf)
+                    : frae_audio_out_frame(ao, x + (size_t)t * width, buf);
+            ok = at + n <= total;
+            if (ok)
+                memcpy(out + at, buf, sizeof(float) * (size_t)n);
             at += n;
         }
-        if (buf) {
-            long n = frae_gl_flush(g, buf);
-            memcpy(out + at, buf, sizeof(float) * (size_t)n);
-            ok = at + n == total;
-            if (!ok)
-                snprintf(err, sizeof err,
-                         "Griffin-Lim gave %ld samples, not "
-                         "%ld",
-                         at + n, total);
-        }
-        free(buf);
+        ok = ok && at == total;
+        if (!ok)
+            snprintf(err, sizeof err, "the vocoder gave %ld samples, not %ld",
+                     at, total);
     }
-    Py_END_ALLOW_THREADS free(mem);
-    frae_gl_destroy(g);
-    PyBuffer_Release(&xb);
+    free(buf);
+    frae_audio_out_destroy(ao);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&xb);
     if (!ok) {
         Py_DECREF(r);
         return PyErr_Format(frae_py_error, "vocode: %s", err);

@@ -28,13 +28,11 @@ typedef struct {
     frae_features f;
     int width, hnm, failed;
     uint32_t frames, t; /* the stream's frames, and those decoded */
-    void *voc_mem;
-    frae_vocoder *voc;
-    frae_gl *gl;
-    float *frame; /* one decoded frame */
-    float *pend;  /* the samples of the last step (a frame, the flush) */
-    long pend_len, pend_at, cap;
-    int step;        /* 0: the lead, 1: frames, 2: the flush, 3: the tail */
+    frae_audio_out *ao; /* libfrae-audio's: frames to samples */
+    float *frame;       /* one decoded frame */
+    float *pend;        /* the samples of the last step (a frame, the end) */
+    long pend_len, pend_at;
+    int step;        /* 0: the lead, 1: frames, 2: the end, 4: done */
     long total, out; /* samples the stream makes, and made so far */
     frae_wav_writer *w;
 } DecoderObject;
@@ -49,11 +47,10 @@ static void decoder_free(DecoderObject *d)
     d->pd = NULL;
     free(d->pf);
     d->pf = NULL;
-    free(d->voc_mem), free(d->frame), free(d->pend);
-    d->voc_mem = d->frame = d->pend = NULL;
-    d->voc = NULL;
-    frae_gl_destroy(d->gl);
-    d->gl = NULL;
+    free(d->frame), free(d->pend);
+    d->frame = d->pend = NULL;
+    frae_audio_out_destroy(d->ao);
+    d->ao = NULL;
     if (d->have_stream)
         PyBuffer_Release(&d->stream);
     d->have_stream = 0;
@@ -95,18 +92,14 @@ static int next_frame(DecoderObject *d, char *why, size_t whylen)
                         d->pf, d->pcap, &d->pn, &d->pat, d->width, d->frame);
 }
 
-/* The next step's samples into pend: 1, 0 at the end, or -1 and one line
- * in err.  With the vocoder: the lead (win/2 - hop zeros), a hop a frame,
- * the flush's hop, the tail (win - win/2 - hop zeros); with Griffin-Lim:
- * what each frame and the flush give. */
+/* The next step's samples into pend (libfrae-audio's timeline: the lead,
+ * a frame's, the end's): 1, 0 at the end, or -1 and one line in err. */
 static int decoder_step(DecoderObject *d, char *err, size_t errlen)
 {
-    const frae_features *f = &d->f;
     d->pend_at = 0;
     if (d->step == 0) {
         d->step = 1;
-        d->pend_len = d->hnm ? f->win / 2 - f->hop : 0;
-        memset(d->pend, 0, sizeof(float) * (size_t)d->pend_len);
+        d->pend_len = frae_audio_out_begin(d->ao, d->pend);
         return 1;
     }
     if (d->step == 1 && d->t < d->frames) {
@@ -129,28 +122,12 @@ static int decoder_step(DecoderObject *d, char *err, size_t errlen)
                 return -1;
             }
         d->t++;
-        if (d->hnm) {
-            frae_vocoder_frame(d->voc, d->frame, d->pend);
-            d->pend_len = f->hop;
-        } else {
-            d->pend_len = frae_gl_frame(d->gl, d->frame, d->pend);
-        }
+        d->pend_len = frae_audio_out_frame(d->ao, d->frame, d->pend);
         return 1;
     }
     if (d->step == 1) {
         d->step = 2;
-        if (d->hnm) {
-            frae_vocoder_flush(d->voc, d->pend);
-            d->pend_len = f->hop;
-        } else {
-            d->pend_len = frae_gl_flush(d->gl, d->pend);
-        }
-        return 1;
-    }
-    if (d->step == 2 && d->hnm) {
-        d->step = 3;
-        d->pend_len = f->win - f->win / 2 - f->hop;
-        memset(d->pend, 0, sizeof(float) * (size_t)d->pend_len);
+        d->pend_len = frae_audio_out_end(d->ao, d->pend);
         return 1;
     }
     d->pend_len = 0;
@@ -302,23 +279,11 @@ PyTypeObject frae_py_decoder_type = {
 static int decoder_audio(DecoderObject *d, int gl_iters, char *err,
                          size_t errlen)
 {
-    d->cap = d->f.win;
+    if (!(d->ao = frae_audio_out_create(&d->f, d->hnm, gl_iters, err, errlen)))
+        return -1;
     snprintf(err, errlen, "out of memory");
-    if (d->hnm) {
-        const size_t size = frae_vocoder_size(&d->f);
-        d->voc_mem = size ? malloc(size) : NULL;
-        if (!d->voc_mem ||
-            !(d->voc = frae_vocoder_init(d->voc_mem, &d->f, 1, err, errlen)))
-            return -1;
-    } else {
-        if (!(d->gl = frae_gl_create(&d->f, gl_iters < 0 ? 32 : gl_iters, err,
-                                     errlen)))
-            return -1;
-        const long most = frae_gl_max_samples(d->gl);
-        d->cap = most > d->cap ? most : d->cap;
-    }
     d->frame = malloc(sizeof(float) * (size_t)d->width);
-    d->pend = malloc(sizeof(float) * (size_t)d->cap);
+    d->pend = malloc(sizeof(float) * (size_t)frae_audio_out_max(d->ao));
     return d->frame && d->pend ? 0 : -1;
 }
 
@@ -481,7 +446,7 @@ PyObject *frae_py_decoder(PyObject *self, PyObject *args)
     }
     frae_py_model_unlock(d->model);
     if (!rc) {
-        d->total = ((long)d->frames - 1) * f.hop + f.win;
+        d->total = frae_audio_out_samples(&f, (long)d->frames);
         Py_BEGIN_ALLOW_THREADS rc = decoder_audio(d, gl_iters, err, sizeof err);
         if (!rc && path &&
             !(d->w = frae_wav_open(path, f.sample_rate, err, sizeof err)))

@@ -235,8 +235,10 @@ void wav_out_free(wav_out *o)
 {
     frae_wav_abort(o->w);
     o->w = NULL;
-    free(o->voc_mem), free(o->samples);
-    frae_gl_destroy(o->gl);
+    free(o->samples);
+    o->samples = NULL;
+    frae_audio_out_destroy(o->ao);
+    o->ao = NULL;
 }
 
 /* Returns 0, or an exit code after printing the error. */
@@ -247,17 +249,9 @@ int wav_out_init(wav_out *o, const frae_features *f, const char *wav,
     o->f = f, o->wav = wav, o->several = several, o->hnm = hnm;
     o->gl_iters = gl_iters < 0 ? 32 : gl_iters;
     char err[512] = "out of memory";
-    long cap = f->hop;
-    if (hnm) {
-        const size_t size = frae_vocoder_size(f);
-        o->voc_mem = size ? malloc(size) : NULL;
-        if (!size || o->voc_mem) /* no size: init says why */
-            o->voc = frae_vocoder_init(o->voc_mem, f, 1, err, sizeof err);
-    } else if ((o->gl = frae_gl_create(f, o->gl_iters, err, sizeof err))) {
-        cap = frae_gl_max_samples(o->gl);
-    }
-    o->samples = malloc(sizeof(float) * (size_t)cap);
-    if ((hnm ? !o->voc : !o->gl) || !o->samples) {
+    if ((o->ao = frae_audio_out_create(f, hnm, o->gl_iters, err, sizeof err)))
+        o->samples = malloc(sizeof(float) * (size_t)frae_audio_out_max(o->ao));
+    if (!o->ao || !o->samples) {
         wav_out_free(o);
         return cli_fail(EXIT_FAILED, "--wav: %s", err);
     }
@@ -267,7 +261,7 @@ int wav_out_init(wav_out *o, const frae_features *f, const char *wav,
 static int wav_out_put(wav_out *o, const float *x, long n)
 {
     char err[512];
-    if (frae_wav_write(o->w, x, n, err, sizeof err))
+    if (n && frae_wav_write(o->w, x, n, err, sizeof err))
         return cli_fail(EXIT_FAILED, "%s", err);
     return 0;
 }
@@ -287,44 +281,20 @@ int wav_out_begin(wav_out *o, long s)
     if (!(o->w = (o->live ? frae_wav_open_live : frae_wav_open)(
               o->path, o->f->sample_rate, err, sizeof err)))
         return cli_fail(EXIT_FAILED, "%s", err);
-    if (!o->hnm) {
-        frae_gl_reset(o->gl);
-        return 0;
-    }
-    frae_vocoder_reset(o->voc);
-    /* the vocoder's call t ends at frame t's centre: before frame 0's,
-     * win/2 - hop samples of silence */
-    memset(o->samples, 0, sizeof(float) * (size_t)o->f->hop);
-    return wav_out_put(o, o->samples, o->f->win / 2 - o->f->hop);
+    return wav_out_put(o, o->samples, frae_audio_out_begin(o->ao, o->samples));
 }
 
 /* One frame: n_mels log-mel values, then (the vocoder) f0 and voicing. */
 int wav_out_frame(wav_out *o, const float *frame)
 {
-    if (o->hnm) {
-        frae_vocoder_frame(o->voc, frame, o->samples);
-        return wav_out_put(o, o->samples, o->f->hop);
-    }
-    const long n = frae_gl_frame(o->gl, frame, o->samples);
-    return n ? wav_out_put(o, o->samples, n) : 0;
+    return wav_out_put(o, o->samples,
+                       frae_audio_out_frame(o->ao, frame, o->samples));
 }
 
 /* Ends the sequence's WAV: the last samples, then the file committed. */
 int wav_out_end(wav_out *o)
 {
-    int rc;
-    if (o->hnm) {
-        /* the hop after the last centre, then silence to the last frame's
-         * window's end */
-        frae_vocoder_flush(o->voc, o->samples);
-        const long tail = o->f->win - o->f->win / 2 - o->f->hop;
-        rc = wav_out_put(o, o->samples, o->f->hop);
-        memset(o->samples, 0, sizeof(float) * (size_t)o->f->hop);
-        rc = rc ? rc : wav_out_put(o, o->samples, tail);
-    } else {
-        const long n = frae_gl_flush(o->gl, o->samples);
-        rc = wav_out_put(o, o->samples, n);
-    }
+    int rc = wav_out_put(o, o->samples, frae_audio_out_end(o->ao, o->samples));
     const double seconds = (double)frae_wav_samples(o->w) / o->f->sample_rate;
     char err[512];
     frae_wav_writer *w = o->w;

@@ -28,11 +28,9 @@ typedef struct {
     const char *wav;
     int several; /* sequences: OUT-<n>.wav */
     int hnm, gl_iters;
-    int live; /* samples out as they come (frae_wav_open_live) */
-    void *voc_mem;
-    frae_vocoder *voc;
-    frae_gl *gl;
-    float *samples;     /* one frame's: a hop, or a Griffin-Lim block */
+    int live;           /* samples out as they come (frae_wav_open_live) */
+    frae_audio_out *ao; /* libfrae-audio's: frames to samples */
+    float *samples;     /* one call's (frae_audio_out_max) */
     frae_wav_writer *w; /* the sequence's, while open */
     char path[4096];
 } wav_out;

@@ -786,3 +786,64 @@ int test_loud_audio(void)
     }
     return failures;
 }
+
+/* frae_audio_out, the one timeline of frames to samples (decode --wav,
+ * vocode, Python): the vocoder's samples to the bit as the plain calls lay
+ * them (vocode_all), a second sequence the same after begin, Griffin-Lim's
+ * as many as frae_audio_out_samples says; also with a window whose lead
+ * (win/2 - hop) is longer than a hop. */
+int test_audio_out_timeline(void)
+{
+    int failures = 0;
+    for (int big = 0; big < 2; big++) {
+        frae_features f;
+        frae_features_default(&f);
+        if (big)
+            f.win = 1024, f.n_fft = 1024;
+        const long frames = 57, total = frae_audio_out_samples(&f, frames);
+        float *a = malloc(sizeof(float) * frames * (f.n_mels + 2));
+        for (long t = 0; t < frames; t++) {
+            for (int b = 0; b < f.n_mels; b++)
+                a[t * (f.n_mels + 2) + b] =
+                    (float)(0.3 * sin(0.1 * t + 0.2 * b) - 0.2);
+            a[t * (f.n_mels + 2) + f.n_mels] = t % 5 ? 120.0f + t : 0.0f;
+            a[t * (f.n_mels + 2) + f.n_mels + 1] = t % 5 != 0;
+        }
+        long n_ref;
+        float *ref = vocode_all(&f, a, frames, &n_ref);
+        char err[256] = "";
+        for (int hnm = 1; hnm >= 0; hnm--) {
+            frae_audio_out *o =
+                frae_audio_out_create(&f, hnm, 4, err, sizeof err);
+            float *buf =
+                o ? malloc(sizeof(float) * frae_audio_out_max(o)) : NULL;
+            float *y = calloc((size_t)total * 2, sizeof(float));
+            long at = 0, within = 1;
+            for (int seq = 0; o && buf && seq < 2; seq++) {
+                long n = frae_audio_out_begin(o, buf);
+                for (long t = -1; t <= frames; t++) {
+                    if (t >= 0)
+                        n = t < frames ? frae_audio_out_frame(
+                                             o, a + t * (f.n_mels + 2), buf)
+                                       : frae_audio_out_end(o, buf);
+                    within &= n <= frae_audio_out_max(o);
+                    if (at + n <= 2 * total)
+                        memcpy(y + at, buf, sizeof(float) * (size_t)n);
+                    at += n;
+                }
+            }
+            CHECK(
+                o && buf && within && at == 2 * total &&
+                    (!hnm || (n_ref == total &&
+                              !memcmp(y, ref, sizeof(float) * total) &&
+                              !memcmp(y + total, ref, sizeof(float) * total))),
+                "win %d, %s: %ld samples for 2 x %ld frames (%ld each), %s",
+                f.win, hnm ? "vocoder" : "Griffin-Lim", at, frames, total,
+                hnm ? "the plain calls' to the bit, twice" : "");
+            free(buf), free(y);
+            frae_audio_out_destroy(o);
+        }
+        free(ref), free(a);
+    }
+    return failures;
+}

@@ -80,6 +80,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(vocoder)                                                                 \
     X(vocoder_bad_input)                                                       \
     X(audio_files)                                                             \
+    X(audio_out_timeline)                                                      \
     X(bad_configs)                                                             \
     X(sizes)                                                                   \
     X(run_arrays_equal_files)                                                  \
