@@ -25,6 +25,23 @@ static void frames_with_pitch(float *f)
     free(env);
 }
 
+/* A small GRU codec with pitch, its weights perturbed: fixed-rate, or
+ * (ranged) entropy-coded with an autoregressive prior. */
+static frae_model *pitch_model(int ranged)
+{
+    const int enc[1] = {12}, dec[1] = {12};
+    frae_config c;
+    tiny_config(&c, D, 0, 1, enc, 5, 1, dec);
+    c.family = FRAE_FAMILY_GRU;
+    c.quantizer = FRAE_QUANT_BINARY;
+    c.pitch = 1, c.training = 0, c.batch = 1;
+    c.prior_hidden = ranged ? 6 : 0, c.prior_ar = ranged;
+    c.pitch_ranged = ranged ? FRAE_PITCH_CODER_ENVELOPE : 0;
+    frae_model *m = create_or_die(&c);
+    perturb_params(m, NULL);
+    return m;
+}
+
 typedef struct {
     unsigned char bytes[T / P + 1][MAXP];
     size_t len[T / P + 1];
@@ -97,16 +114,7 @@ int test_packets_loss(void)
     /* fixed-rate, entropy-coded, fixed-rate with the state resynchronised */
     for (int mode = 0; mode < 3; mode++) {
         const int ranged = mode == 1, state = mode == 2;
-        const int enc[1] = {12}, dec[1] = {12};
-        frae_config c;
-        tiny_config(&c, D, 0, 1, enc, 5, 1, dec);
-        c.family = FRAE_FAMILY_GRU;
-        c.quantizer = FRAE_QUANT_BINARY;
-        c.pitch = 1, c.training = 0, c.batch = 1;
-        c.prior_hidden = ranged ? 6 : 0, c.prior_ar = ranged;
-        c.pitch_ranged = ranged ? FRAE_PITCH_CODER_ENVELOPE : 0;
-        frae_model *m = create_or_die(&c);
-        perturb_params(m, NULL);
+        frae_model *m = pitch_model(ranged);
         sent s;
         if (send(m, ranged, state, f, &s, recon)) {
             failures++;
@@ -377,16 +385,7 @@ int test_packets_read_resync(void)
     static unsigned char file[FILE_MAX], bad[FILE_MAX];
     frames_with_pitch(f);
     for (int ranged = 0; ranged < 2; ranged++) {
-        const int enc[1] = {12}, dec[1] = {12};
-        frae_config c;
-        tiny_config(&c, D, 0, 1, enc, 5, 1, dec);
-        c.family = FRAE_FAMILY_GRU;
-        c.quantizer = FRAE_QUANT_BINARY;
-        c.pitch = 1, c.training = 0, c.batch = 1;
-        c.prior_hidden = ranged ? 6 : 0, c.prior_ar = ranged;
-        c.pitch_ranged = ranged ? FRAE_PITCH_CODER_ENVELOPE : 0;
-        frae_model *m = create_or_die(&c);
-        perturb_params(m, NULL);
+        frae_model *m = pitch_model(ranged);
         sent s;
         size_t at[T / P + 1];
         if (send(m, ranged, 0, f, &s, recon)) {
@@ -528,13 +527,7 @@ int test_codec_options_table(void)
               strstr(err, "unknown codec option 'nope'"),
           "an unknown option refused: %s", err);
     /* the stream options they ask of a fixed-rate model with pitch */
-    const int enc[1] = {12}, dec[1] = {12};
-    frae_config c;
-    tiny_config(&c, D, 0, 1, enc, 5, 1, dec);
-    c.family = FRAE_FAMILY_GRU;
-    c.quantizer = FRAE_QUANT_BINARY;
-    c.pitch = 1, c.training = 0, c.batch = 1;
-    frae_model *m = create_or_die(&c);
+    frae_model *m = pitch_model(0);
     frae_stream_options so;
     frae_codec_settings_default(&s);
     frae_codec_option_set(&s, "packet-ms", "40", err, sizeof err);
