@@ -42,7 +42,7 @@ extern "C" {
 #define FRAE_API
 #endif
 
-#define FRAE_VERSION_STRING "0.7.0"
+#define FRAE_VERSION_STRING "0.8.0"
 #define FRAE_MAX_HIDDEN 8 /* hidden layers per side */
 
 typedef enum { FRAE_ACT_RELU = 0, FRAE_ACT_TANH = 1 } frae_activation;

@@ -633,13 +633,6 @@ int frae_stream_decode(frae_stream_decoder *d, float *frame, uint32_t *seq,
 FRAE_API
 long frae_packet_header_parse(const void *buf, size_t size, frae_stream *s,
                               char *err, size_t errlen);
-/* The next packet of a file or pipe at p (avail bytes): its bytes taken
- * (0 if p ends first; -1 and err for a length no encoder writes), the
- * packet, and whether its CRC-16 holds. */
-FRAE_API
-long frae_packet_unframe(const unsigned char *p, size_t avail,
-                         const unsigned char **packet, size_t *n, int *intact,
-                         char *err, size_t errlen);
 /* The most bytes a packet of stream s takes (a buffer for it). */
 FRAE_API
 size_t frae_packet_cap(const frae_stream *s);

@@ -9,7 +9,6 @@
 
 #include "cli.h"
 #include "cli/codec_cli.h"
-#include "codec/container.h"
 
 static void decode_help(void)
 {

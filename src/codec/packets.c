@@ -95,27 +95,6 @@ long frae_packet_header_parse(const void *buf, size_t size, frae_stream *s,
 
 /* ---- framing in a file or pipe -------------------------------------------------- */
 
-long frae_packet_unframe(const unsigned char *p, size_t avail,
-                         const unsigned char **packet, size_t *n, int *intact,
-                         char *err, size_t errlen)
-{
-    uint32_t len;
-    const int lb = frae_varint_get(p, avail, &len);
-    if (lb == 0)
-        return 0;
-    if (lb < 0 || len == 0 || len > 0xffff)
-        return frae_errorf(err, errlen,
-                           "corrupted: a packet length no "
-                           "encoder writes");
-    if (avail - (size_t)lb < (size_t)len + 2)
-        return 0;
-    *packet = p + lb;
-    *n = len;
-    const unsigned char *c = p + lb + len;
-    *intact = frae_crc16(*packet, len) == (uint16_t)(c[0] | c[1] << 8);
-    return lb + (long)len + 2;
-}
-
 /* A frame's code bits: its L codes and the pitch's. */
 static size_t frame_bits(const frae_net *m)
 {
