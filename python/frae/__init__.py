@@ -23,6 +23,7 @@ one 'frae train' parses: each keyword is a row of it.
 import functools
 import math
 import os
+import stat
 import sys
 import threading
 import time
@@ -770,6 +771,21 @@ def models():
     return found
 
 
+def _open_regular(path):
+    """path opened for reading as 'frae decode' opens a stream: a regular
+    file; a FIFO or a device is refused at once (FraeError), not waited on
+    for a writer."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FraeError("%s: not a regular file" % os.fsdecode(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _stream_hash(stream):
     b = bytes(stream[:16])
     if len(b) < 16 or b[:6] != b"FRAEBS":
@@ -881,7 +897,7 @@ class Codec:
         the model's rate; wav: also written there) or, frames=True, to its
         decoded feature frames."""
         if isinstance(stream, (str, os.PathLike)):
-            with open(stream, "rb") as f:
+            with _open_regular(stream) as f:
                 stream = f.read()
         if not isinstance(stream, (bytes, bytearray, memoryview)):
             raise TypeError("decode: needs bytes or a path, got %s" % type(stream).__name__)

@@ -30,10 +30,10 @@ def _fail(msg):
 def _is_model(arg):
     if arg in frae.models():
         return True
-    try:
-        with open(arg, "rb") as f:
+    try:  # a FIFO is no model, and is not waited on
+        with frae._open_regular(arg) as f:
             head = f.read(9)
-    except OSError:
+    except (OSError, frae.FraeError):
         return False
     return len(head) == 9 and head[8:9] == b"{"
 
@@ -61,7 +61,7 @@ def cmd_decode(a):
     if len(pos) != 1 or not (a.wav or a.output):
         return _fail("decode: needs [MODEL] IN.fbs and --wav OUT.wav or -o OUT.npy")
     c = frae.Codec(model) if model else None
-    with open(pos[0], "rb") as f:
+    with frae._open_regular(pos[0]) as f:
         stream = f.read()
     if c is None:
         c = frae.Codec()
