@@ -885,10 +885,10 @@ class Codec:
         for m in self._loaded.values():
             if self._hash(m) == h:
                 return m
-        for path in models().values():
-            m = self._load(path)
-            if self._hash(m) == h:
-                return m
+        for d in models_dirs():  # libfrae's search, however many files
+            path = _frae.models_dir_find(d, h)
+            if path is not None:
+                return self._load(path)
         raise FraeError("no installed model has hash %016x (frae.models() lists them; "
                         "give the model that made the stream)" % h)
 
