@@ -714,7 +714,8 @@ size_t frae_packet_window(const frae_packet_decoder *d);
 FRAE_API
 int frae_models_dir(int index, char *dir, size_t n);
 /* The checkpoints (NAME.safetensors) of directory dir, in name order:
- * up to cap file names into names; how many (0 if dir cannot be read). */
+ * the first cap file names into names; how many (0 if dir cannot be
+ * read). */
 #define FRAE_MODEL_NAME_MAX 256
 FRAE_API
 int frae_models_dir_list(const char *dir, char names[][FRAE_MODEL_NAME_MAX],
@@ -728,8 +729,18 @@ frae_model *frae_load_shipped(const char *name, const frae_config *runtime,
                               char *path, size_t path_len, char *err,
                               size_t errlen);
 /* The model whose frae_model_hash is hash (a stream's model_hash) among
- * the shipped ones, each directory's files in name order.  NULL and one
+ * the shipped ones, each directory's files in name order, however many.
+ * A checkpoint records its hash in its metadata (frae.model_hash, which
+ * frae_save writes): a file that records another is passed over, its
+ * header alone read, and the file chosen is hashed from its weights;
+ * older files, which record none, are loaded and hashed.  NULL and one
  * line in err if none matches. */
+/* The same search in directory dir alone (a caller's own directories):
+ * 1 and the file's path in path (path_len bytes), 0 if no checkpoint of
+ * dir has that hash, -1 out of memory. */
+FRAE_API
+int frae_models_dir_find(const char *dir, uint64_t hash, char *path,
+                         size_t path_len);
 FRAE_API
 frae_model *frae_load_by_hash(uint64_t hash, const frae_config *runtime,
                               char *path, size_t path_len, char *err,

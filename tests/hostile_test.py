@@ -11,6 +11,7 @@ Usage: hostile_test.py path/to/frae     Prints "N passed, N failed" last."""
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import stat
@@ -1023,6 +1024,105 @@ def round_two(tmp, p):
         check(rc == -sig and dt < 2.0,
               "%s while the built-in data is built ends it at once (%.2f s)"
               % (signal.Signals(sig).name, dt), "rc %s after %.1f s" % (rc, dt))
+
+
+def fifo_writer(fifo, data):
+    """A thread that writes data into fifo whenever a reader opens it, until
+    stop is set: the writer a decoder of the FIFO could wait for."""
+    import threading
+    stop = threading.Event()
+
+    def write():
+        while not stop.is_set():
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader yet
+                time.sleep(0.002)
+                continue
+            try:
+                os.write(fd, data)
+            except OSError:  # EPIPE: the reader left
+                pass
+            os.close(fd)
+    t = threading.Thread(target=write, daemon=True)
+    t.start()
+    return stop, t
+
+
+def models_dir(d, target, decoy, forge=None):
+    """A models directory of 70: 67 copies of decoy (which records its
+    hash), one older-style decoy (no frae.model_hash: loaded and hashed),
+    one more decoy, its record forged to forge if given (checked, passed
+    over), and target last in name order, however the directory lists
+    them."""
+    os.mkdir(d)
+    shutil.copy(target, os.path.join(d, "zz-target.safetensors"))  # first made
+    for i in range(67):
+        shutil.copy(decoy, os.path.join(d, "a%02d.safetensors" % i))
+    edited(decoy, os.path.join(d, "a67.safetensors"), meta={"frae.model_hash": None})
+    edited(decoy, os.path.join(d, "a68.safetensors"),
+           meta={"frae.model_hash": forge} if forge else None)
+
+
+def decode_with_models(tmp, d, args):
+    """run() of frae decode with FRAE_MODELS=d."""
+    os.environ["FRAE_MODELS"] = d
+    try:
+        return run(args, tmp)
+    finally:
+        del os.environ["FRAE_MODELS"]
+
+
+def round_three(tmp, p):
+    """Issue 46: the cases of the third round."""
+    print("== decode with no MODEL: a FIFO as the stream, refused at once (issue 46, item 4)")
+    fifo = p("fifo46")
+    os.mkfifo(fifo)
+    refused(tmp, "a FIFO with no writer, decoded with no model", ["decode", "fifo46", "-o",
+                                                                  "y46.npy"],
+            "fifo46: not a regular file")
+    stop, writer = fifo_writer(fifo, open(p("good.fbs"), "rb").read())
+    for args in (["decode", "fifo46", "-o", "y46.npy"],
+                 ["decode", "fifo46", "--wav", "y46.wav"],
+                 ["decode", "good.safetensors", "fifo46", "-o", "y46.npy"]):
+        refused(tmp, "a FIFO a writer fills with a whole stream: %s" % " ".join(args[1:]),
+                args, "fifo46: not a regular file")
+    stop.set()
+    writer.join(timeout=10)
+    check(not writer.is_alive() and stat.S_ISFIFO(os.lstat(fifo).st_mode) and
+          not os.path.exists(p("y46.npy")) and not os.path.exists(p("y46.wav")),
+          "  ... nothing written, the FIFO still a FIFO, the writer let go")
+
+    print("== decode with no MODEL among 70 models (issue 46, item 6)")
+    header, _ = st_read(p("good.safetensors"))
+    rc, out, err, _, _ = run(["train", "data.npy", "--frame-dim", "6", "--history", "2",
+                              "--enc", "16", "--latent", "4", "--dec", "16", "--quantizer",
+                              "uniform:4", "--epochs", "1", "--batch", "2", "--window", "16",
+                              "--seed", "2", "--save", "decoy.safetensors", "--progress",
+                              "off"], tmp)
+    recorded = header["__metadata__"].get("frae.model_hash", "")
+    check(rc == 0 and re.fullmatch("[0-9a-f]{16}", recorded) is not None,
+          "a new checkpoint records its model hash (frae.model_hash %s)" % recorded, err)
+    rc, _, err, _, _ = run(["decode", "good.safetensors", "good.fbs", "-o", "want46.npy"], tmp)
+    check(rc == 0 and open(p("good.fbs"), "rb").read()[8:16] ==
+          bytes.fromhex(recorded)[::-1], "  ... the hash good.fbs names", err)
+    edited(p("good.safetensors"), p("old.safetensors"), meta={"frae.model_hash": None})
+    for what, target, forge in (
+            ("the model last in name order", "good.safetensors", None),
+            ("past a decoy whose record forges the stream's hash", "good.safetensors", recorded),
+            ("an older model (no recorded hash) last", "old.safetensors", recorded)):
+        d = p("models46-%s-%s" % (target[:3], "forged" if forge else "plain"))
+        models_dir(d, p(target), p("decoy.safetensors"), forge)
+        rc, _, err, dt, _ = decode_with_models(tmp, d, ["decode", "good.fbs", "-o", "y46.npy"])
+        same = rc == 0 and open(p("y46.npy"), "rb").read() == open(p("want46.npy"), "rb").read()
+        check(same and dt < TIME_LIMIT_S,
+              "70 models: %s, found by the stream's hash (%.2f s)" % (what, dt), err)
+    d = p("models46-none")
+    models_dir(d, p("decoy.safetensors"), p("decoy.safetensors"), recorded)
+    os.environ["FRAE_MODELS"] = d
+    refused(tmp, "70 models, none the stream's", ["decode", "good.fbs", "-o", "y46.npy"],
+            "no installed model has hash %s" % recorded)
+    del os.environ["FRAE_MODELS"]
 
 
 if __name__ == "__main__":

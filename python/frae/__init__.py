@@ -908,6 +908,21 @@ def models():
     return found
 
 
+def _open_regular(path):
+    """path opened for reading as 'frae decode' opens a stream: a regular
+    file; a FIFO or a device is refused at once (FraeError), not waited on
+    for a writer."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FraeError("%s: not a regular file" % os.fsdecode(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _stream_hash(stream):
     b = bytes(stream[:16])
     if len(b) < 16 or b[:6] != b"FRAEBS":
@@ -1007,10 +1022,10 @@ class Codec:
         for m in self._loaded.values():
             if self._hash(m) == h:
                 return m
-        for path in models().values():
-            m = self._load(path)
-            if self._hash(m) == h:
-                return m
+        for d in models_dirs():  # libfrae's search, however many files
+            path = _frae.models_dir_find(d, h)
+            if path is not None:
+                return self._load(path)
         raise FraeError("no installed model has hash %016x (frae.models() lists them; "
                         "give the model that made the stream)" % h)
 
@@ -1024,7 +1039,7 @@ class Codec:
         64 KB) and a bounded amount; decode_chunks and decode_to_wav decode
         in memory that does not grow with the stream."""
         if isinstance(stream, (str, os.PathLike)):
-            with open(stream, "rb") as f:
+            with _open_regular(stream) as f:
                 stream = f.read()
         if not isinstance(stream, (bytes, bytearray, memoryview)):
             raise TypeError("decode: needs bytes or a path, got %s" % type(stream).__name__)

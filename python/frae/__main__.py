@@ -43,10 +43,10 @@ def _shared_descriptor(a, b):
 def _is_model(arg):
     if arg in frae.models():
         return True
-    try:
-        with open(arg, "rb") as f:
+    try:  # a FIFO is no model, and is not waited on
+        with frae._open_regular(arg) as f:
             head = f.read(9)
-    except OSError:
+    except (OSError, frae.FraeError):
         return False
     return len(head) == 9 and head[8:9] == b"{"
 
@@ -89,7 +89,7 @@ def cmd_decode(a):
         return _fail("decode: -o %s and --wav %s: two outputs cannot share one descriptor"
                      % (a.output, a.wav))
     c = frae.Codec(model) if model else None
-    with open(pos[0], "rb") as f:
+    with frae._open_regular(pos[0]) as f:
         stream = f.read()
     if c is None:
         c = frae.Codec()

@@ -401,6 +401,8 @@ static PyMethodDef module_methods[] = {
     {"create", frae_py_create, METH_VARARGS, "a new model"},
     {"load", frae_py_load, METH_VARARGS, "a model from a checkpoint"},
     {"meta", frae_py_meta, METH_VARARGS, "a checkpoint's metadata value"},
+    {"models_dir_find", frae_py_models_dir_find, METH_VARARGS,
+     "the checkpoint of a directory with a model hash"},
     {"options", py_options, METH_NOARGS, "the option table's rows"},
     {"codec_options", py_codec_options, METH_NOARGS,
      "the codec option table's rows"},

@@ -55,6 +55,7 @@ int frae_py_options_into(PyObject *options, frae_run_config *rc);
 PyObject *frae_py_create(PyObject *self, PyObject *args);
 PyObject *frae_py_load(PyObject *self, PyObject *args);
 PyObject *frae_py_meta(PyObject *self, PyObject *args);
+PyObject *frae_py_models_dir_find(PyObject *self, PyObject *args);
 PyObject *frae_py_features(PyObject *self, PyObject *args);
 PyObject *frae_py_vocode(PyObject *self, PyObject *args);
 PyObject *frae_py_write_wav(PyObject *self, PyObject *args);

@@ -94,6 +94,24 @@ PyObject *frae_py_meta(PyObject *self, PyObject *args)
     return r;
 }
 
+/* models_dir_find(dir, hash): the path of the first checkpoint of dir,
+ * in name order, whose model hash is hash, or None (frae_models_dir_find:
+ * the files that record another hash in their metadata are not loaded) */
+PyObject *frae_py_models_dir_find(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *dir;
+    unsigned long long hash;
+    if (!PyArg_ParseTuple(args, "sK", &dir, &hash))
+        return NULL;
+    char path[8192];
+    int found;
+    Py_BEGIN_ALLOW_THREADS found =
+        frae_models_dir_find(dir, (uint64_t)hash, path, sizeof path);
+    Py_END_ALLOW_THREADS if (found < 0) return PyErr_NoMemory();
+    return found ? PyUnicode_DecodeFSDefault(path) : Py_NewRef(Py_None);
+}
+
 /* no lock: the last reference is gone, so no call is running */
 static void model_dealloc(ModelObject *self)
 {

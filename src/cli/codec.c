@@ -189,13 +189,16 @@ int model_from_stream(codec_opts *o)
         return cli_fail(EXIT_USAGE, "a stream on stdin needs MODEL (a file "
                                     "or a shipped model's name: 'frae "
                                     "models')");
+    /* a regular file, as decode reads: a FIFO is refused at once, not
+     * opened to wait for a writer (and then read a second time) */
     unsigned char head[16];
-    FILE *f = fopen(o->io.input, "rb");
-    if (!f)
-        return cli_fail(EXIT_USAGE, "%s: %s", o->io.input, strerror(errno));
-    const size_t got = fread(head, 1, sizeof head, f);
-    fclose(f);
-    if (got < sizeof head || memcmp(head, "FRAEBS", 6))
+    char err[512];
+    const int fd = frae_open_regular(o->io.input, err, sizeof err);
+    if (fd < 0)
+        return cli_fail(EXIT_USAGE, "%s", err);
+    const ssize_t got = read(fd, head, sizeof head);
+    close(fd);
+    if (got < (ssize_t)sizeof head || memcmp(head, "FRAEBS", 6))
         return cli_fail(EXIT_USAGE,
                         "%s: not a frae stream (no FRAEBS "
                         "header), and no MODEL given",
@@ -207,7 +210,6 @@ int model_from_stream(codec_opts *o)
     frae_config_default(&rt);
     rt.training = 0;
     rt.batch = 1;
-    char err[512];
     frae_model *m = frae_load_by_hash(hash, &rt, resolved_model,
                                       sizeof resolved_model, err, sizeof err);
     if (!m)

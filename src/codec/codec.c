@@ -1,5 +1,5 @@
 /* The streaming codec: per-frame encoder and decoder states, code packing,
- * the model identity hash, frames fixed-rate and entropy-coded, and loss.
+ * frames fixed-rate and entropy-coded, and loss.
  * The pitch coders are pitch_coder.c's, the prior's recalibration
  * recalibrate.c's, the encoder's search and DTX search.c's, the .fbs
  * bitstream container.c's (codec_internal.h).
@@ -91,63 +91,6 @@ static int unpack_code(const frae_config *c, int bits,
         }
     }
     return 0;
-}
-
-/* ---- model identity ------------------------------------------------------- */
-
-uint64_t frae_model_hash(const frae_net *m)
-{
-    const frae_config *c = &m->cfg;
-    int32_t shape[8 + 2 * FRAE_MAX_HIDDEN] = {
-        c->frame_dim,          c->history,
-        c->latent_dim,         (int32_t)c->activation,
-        (int32_t)c->quantizer, c->quant_levels,
-        c->n_enc_hidden,       c->n_dec_hidden};
-    for (int i = 0; i < c->n_enc_hidden; i++)
-        shape[8 + i] = c->enc_hidden[i];
-    for (int i = 0; i < c->n_dec_hidden; i++)
-        shape[8 + FRAE_MAX_HIDDEN + i] = c->dec_hidden[i];
-    uint64_t h =
-        frae_fnv1a64((const unsigned char *)shape, sizeof shape, FRAE_FNV_INIT);
-    if (c->family != FRAE_FAMILY_DENSE) { /* dense models hash as before */
-        int32_t family = (int32_t)c->family;
-        h = frae_fnv1a64((const unsigned char *)&family, 4, h);
-    }
-    if (c->prior_hidden > 0) { /* the prior decides the stream's bytes */
-        int32_t prior = c->prior_hidden;
-        h = frae_fnv1a64((const unsigned char *)&prior, 4, h);
-    }
-    if (c->prior_ar) { /* ... and so does the order it codes the units in */
-        int32_t ar = 1;
-        h = frae_fnv1a64((const unsigned char *)&ar, 4, h);
-    }
-    if (c->pitch_ranged) { /* ... and how it codes the pitch */
-        int32_t pr = c->pitch_ranged == FRAE_PITCH_CODER_ENVELOPE ? 3 : 2;
-        h = frae_fnv1a64((const unsigned char *)&pr, 4, h);
-    }
-    if (c->normalize) { /* the statistics decide what a code decodes to */
-        h = frae_fnv1a64((const unsigned char *)m->norm_mean,
-                         sizeof(float) * (size_t)c->frame_dim, h);
-        h = frae_fnv1a64((const unsigned char *)m->norm_std,
-                         sizeof(float) * (size_t)c->frame_dim, h);
-    }
-    /* the weights in Keras order, so the hash does not depend on layout
-     * (nor on the storage: a bf16 model hashes as the f32 model holding
-     * its rounded weights, which computes the same) */
-    frae_tensor_entry e[FRAE_MAX_TENSORS];
-    const int n = frae_tensor_entries(c, e);
-    for (int k = 0; k < n; k++) {
-        const int l = e[k].mat;
-        const frae_layer *ly = &m->layer[l];
-        for (int i = 0; i < (e[k].bias ? 1 : ly->in); i++)
-            for (int o = 0; o < ly->out; o++) {
-                int col = frae_keras_col(e[k].gru, o, ly->out);
-                float w =
-                    e[k].bias ? ly->bias[col] : frae_weight_get(m, l, i, col);
-                h = frae_fnv1a64((const unsigned char *)&w, 4, h);
-            }
-    }
-    return h;
 }
 
 /* ---- states ------------------------------------------------------------------ */

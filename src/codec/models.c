@@ -29,6 +29,7 @@
 
 #include "base/util.h"
 #include "frae_codec.h"
+#include "io/formats.h"
 
 #ifndef FRAE_MODELDIR
 #define FRAE_MODELDIR "/usr/local/share/frae/models"
@@ -182,25 +183,129 @@ frae_model *frae_load_shipped(const char *name, const frae_config *runtime,
     return NULL;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(a, b); }
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void free_names(char **names, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* Every checkpoint (NAME.safetensors) of dir, however many, in name
+ * order: how many, their names in *out (free_names); 0 if dir cannot be
+ * read, -1 out of memory. */
+static int list_all(const char *dir, char ***out)
+{
+    *out = NULL;
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d)
+        return 0;
+    char **names = NULL;
+    int n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const size_t len = strlen(e->d_name);
+        if (len <= 12 || len >= FRAE_MODEL_NAME_MAX ||
+            strcmp(e->d_name + len - 12, ".safetensors"))
+            continue;
+        if (n == cap) {
+            const int more = cap ? 2 * cap : 64;
+            char **grown = cap < INT_MAX / 4
+                               ? realloc(names, sizeof *names * (size_t)more)
+                               : NULL;
+            if (!grown)
+                goto oom;
+            names = grown, cap = more;
+        }
+        if (!(names[n] = strdup(e->d_name)))
+            goto oom;
+        n++;
+    }
+    closedir(d);
+    if (n)
+        qsort(names, (size_t)n, sizeof *names, by_name);
+    *out = names;
+    return n;
+oom:
+    closedir(d);
+    free_names(names, n);
+    return -1;
+}
 
 int frae_models_dir_list(const char *dir, char names[][FRAE_MODEL_NAME_MAX],
                          int cap)
 {
-    DIR *d = dir ? opendir(dir) : NULL;
-    if (!d)
+    char **all;
+    const int n = list_all(dir, &all);
+    int k = 0;
+    for (; k < n && k < cap; k++)
+        strcpy(names[k], all[k]); /* shorter than FRAE_MODEL_NAME_MAX */
+    free_names(all, n);
+    return k;
+}
+
+/* The hash file's metadata records (frae.model_hash, which saves write),
+ * its header alone read: 1 and *h; 0 if it records none (an older file),
+ * or if file is no safetensors file (frae_load says why). */
+static int recorded_hash(const char *file, uint64_t *h)
+{
+    frae_safetensors st;
+    if (frae_st_open(file, &st, NULL, 0))
         return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < cap) {
-        size_t len = strlen(e->d_name);
-        if (len > 12 && len < FRAE_MODEL_NAME_MAX &&
-            !strcmp(e->d_name + len - 12, ".safetensors"))
-            strcpy(names[n++], e->d_name);
+    const char *v = frae_st_meta(&st, "frae.model_hash");
+    const int ok = v && strlen(v) == 16 && strspn(v, "0123456789abcdef") == 16;
+    if (ok)
+        *h = strtoull(v, NULL, 16);
+    frae_st_close(&st);
+    return ok;
+}
+
+/* The first checkpoint of dir, in name order, whose frae_model_hash is
+ * hash: 1 with its path, and (out not NULL) the model loaded as
+ * frae_load does; 0 if none; -1 out of memory.  A file whose metadata
+ * records another hash is passed over unread; one that records this hash
+ * is loaded and its weights hashed, so that a wrong record never picks a
+ * model; one that records none (an older file) is loaded and hashed. */
+static int find_in_dir(const char *dir, uint64_t hash,
+                       const frae_config *runtime, char *path, size_t path_len,
+                       frae_model **out)
+{
+    char **names;
+    const int n = list_all(dir, &names);
+    int found = n < 0 ? -1 : 0;
+    for (int j = 0; j < n && !found; j++) {
+        char file[2 * PATH_MAX];
+        uint64_t recorded;
+        if ((size_t)snprintf(file, sizeof file, "%s/%s", dir, names[j]) >=
+                sizeof file ||
+            (recorded_hash(file, &recorded) && recorded != hash))
+            continue;
+        frae_model *m = frae_load(file, runtime, NULL, 0);
+        if (m && frae_model_hash(frae_model_net(m)) == hash) {
+            found = 1;
+            if (path && path_len)
+                snprintf(path, path_len, "%s", file);
+            if (out)
+                *out = m, m = NULL;
+        }
+        frae_destroy(m);
     }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof names[0], by_name);
-    return n;
+    free_names(names, n);
+    return found;
+}
+
+int frae_models_dir_find(const char *dir, uint64_t hash, char *path,
+                         size_t path_len)
+{
+    frae_config rt; /* the check's load: for inference, one sequence */
+    frae_config_default(&rt);
+    rt.training = 0;
+    rt.batch = 1;
+    return dir ? find_in_dir(dir, hash, &rt, path, path_len, NULL) : 0;
 }
 
 frae_model *frae_load_by_hash(uint64_t hash, const frae_config *runtime,
@@ -209,27 +314,19 @@ frae_model *frae_load_by_hash(uint64_t hash, const frae_config *runtime,
 {
     char dir[PATH_MAX];
     for (int i = 0; frae_models_dir(i, dir, sizeof dir) == 0; i++) {
-        /* in name order, so that the same file wins every time */
-        char names[64][FRAE_MODEL_NAME_MAX];
-        const int n = frae_models_dir_list(dir, names, 64);
-        for (int j = 0; j < n; j++) {
-            char file[2 * PATH_MAX];
-            if ((size_t)snprintf(file, sizeof file, "%s/%s", dir, names[j]) >=
-                sizeof file)
-                continue;
-            frae_model *m = frae_load(file, runtime, NULL, 0);
-            if (m && frae_model_hash(frae_model_net(m)) == hash) {
-                if (path && path_len)
-                    snprintf(path, path_len, "%s", file);
-                return m;
-            }
-            frae_destroy(m);
+        frae_model *m = NULL;
+        const int found = find_in_dir(dir, hash, runtime, path, path_len, &m);
+        if (found > 0)
+            return m;
+        if (found < 0) {
+            frae_errorf(err, errlen, "%s: out of memory listing its models",
+                        dir);
+            return NULL;
         }
     }
-    if (err && errlen)
-        snprintf(err, errlen,
-                 "no installed model has hash %016llx ('frae "
-                 "models' lists them; give the model that made the stream)",
-                 (unsigned long long)hash);
+    frae_errorf(err, errlen,
+                "no installed model has hash %016llx ('frae "
+                "models' lists them; give the model that made the stream)",
+                (unsigned long long)hash);
     return NULL;
 }

@@ -1,6 +1,7 @@
 /* Model creation: sizing with overflow checks, one arena for everything,
- * Glorot-uniform initialisation; the parameters in and out.  The config's
- * defaults, checks and shapes are config.c's. */
+ * Glorot-uniform initialisation; the parameters in and out; the model's
+ * identity (frae_model_hash).  The config's defaults, checks and shapes
+ * are config.c's. */
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -733,4 +734,64 @@ void frae_reset(frae_model *m)
         memset(m->tr.lost_bad, 0, B);
         memset(m->tr.last_q, 0, sizeof(float) * B * m->net.cfg.latent_dim);
     }
+}
+
+/* ---- model identity ------------------------------------------------------- */
+
+/* frae_model_hash (frae_codec.h: what a stream names, bytes 8-15): here,
+ * below the checkpoints, which record it when they save (frae.model_hash) */
+
+uint64_t frae_model_hash(const frae_net *m)
+{
+    const frae_config *c = &m->cfg;
+    int32_t shape[8 + 2 * FRAE_MAX_HIDDEN] = {
+        c->frame_dim,          c->history,
+        c->latent_dim,         (int32_t)c->activation,
+        (int32_t)c->quantizer, c->quant_levels,
+        c->n_enc_hidden,       c->n_dec_hidden};
+    for (int i = 0; i < c->n_enc_hidden; i++)
+        shape[8 + i] = c->enc_hidden[i];
+    for (int i = 0; i < c->n_dec_hidden; i++)
+        shape[8 + FRAE_MAX_HIDDEN + i] = c->dec_hidden[i];
+    uint64_t h =
+        frae_fnv1a64((const unsigned char *)shape, sizeof shape, FRAE_FNV_INIT);
+    if (c->family != FRAE_FAMILY_DENSE) { /* dense models hash as before */
+        int32_t family = (int32_t)c->family;
+        h = frae_fnv1a64((const unsigned char *)&family, 4, h);
+    }
+    if (c->prior_hidden > 0) { /* the prior decides the stream's bytes */
+        int32_t prior = c->prior_hidden;
+        h = frae_fnv1a64((const unsigned char *)&prior, 4, h);
+    }
+    if (c->prior_ar) { /* ... and so does the order it codes the units in */
+        int32_t ar = 1;
+        h = frae_fnv1a64((const unsigned char *)&ar, 4, h);
+    }
+    if (c->pitch_ranged) { /* ... and how it codes the pitch */
+        int32_t pr = c->pitch_ranged == FRAE_PITCH_CODER_ENVELOPE ? 3 : 2;
+        h = frae_fnv1a64((const unsigned char *)&pr, 4, h);
+    }
+    if (c->normalize) { /* the statistics decide what a code decodes to */
+        h = frae_fnv1a64((const unsigned char *)m->norm_mean,
+                         sizeof(float) * (size_t)c->frame_dim, h);
+        h = frae_fnv1a64((const unsigned char *)m->norm_std,
+                         sizeof(float) * (size_t)c->frame_dim, h);
+    }
+    /* the weights in Keras order, so the hash does not depend on layout
+     * (nor on the storage: a bf16 model hashes as the f32 model holding
+     * its rounded weights, which computes the same) */
+    frae_tensor_entry e[FRAE_MAX_TENSORS];
+    const int n = frae_tensor_entries(c, e);
+    for (int k = 0; k < n; k++) {
+        const int l = e[k].mat;
+        const frae_layer *ly = &m->layer[l];
+        for (int i = 0; i < (e[k].bias ? 1 : ly->in); i++)
+            for (int o = 0; o < ly->out; o++) {
+                int col = frae_keras_col(e[k].gru, o, ly->out);
+                float w =
+                    e[k].bias ? ly->bias[col] : frae_weight_get(m, l, i, col);
+                h = frae_fnv1a64((const unsigned char *)&w, 4, h);
+            }
+    }
+    return h;
 }

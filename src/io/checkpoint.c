@@ -105,6 +105,10 @@ static int config_meta(const frae_model *m, const frae_config *c, int with_opt,
     }
     META("frae.param_count", "%zu", m->net.n_params);
     META("frae.bits_per_frame", "%g", frae_bits_per_frame(m));
+    /* what a stream of the model names: a models directory is searched by
+     * it without hashing every file's weights (older files lack it) */
+    META("frae.model_hash", "%016llx",
+         (unsigned long long)frae_model_hash(&m->net));
     if (with_opt)
         META("frae.adam_step", "%ld", m->tr.adam_step);
 #undef META

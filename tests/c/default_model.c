@@ -1,9 +1,9 @@
 /* The C default model (tests/models_test.sh builds and runs this against
  * the build's libfrae.a): frae_load_shipped(NULL) without a file name, as
  * rnnoise_create(NULL) works without one; the same model as the file;
- * found again by its hash; a codec state over it codes a frame; a name
- * that is not shipped, a hostile name and an empty search path fail in
- * one line.  Usage: default_model SHIPPED_FILE EMPTY_DIR */
+ * found again by its hash (frae_load_by_hash, frae_models_dir_find); a
+ * codec state over it codes a frame; a name that is not shipped, a
+ * hostile name and an empty search path fail in one line.  Usage: default_model SHIPPED_FILE EMPTY_DIR */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +49,16 @@ int main(int argc, char **argv)
               !strchr(err, '\n'),
           "an unknown hash: NULL and one line");
     frae_destroy(h);
+    char found[8192];
+    check(frae_models_dir_find(dir, frae_model_hash(frae_model_net(m)), found,
+                               sizeof found) == 1 &&
+              !strcmp(found, path),
+          "frae_models_dir_find: its file in the first models directory");
+    check(frae_models_dir_find(dir, frae_model_hash(frae_model_net(m)) ^ 1,
+                               found, sizeof found) == 0 &&
+              frae_models_dir_find(argv[2], frae_model_hash(frae_model_net(m)),
+                                   found, sizeof found) == 0,
+          "... 0 for an unknown hash, and in an empty directory");
     /* a codec state over it: encode and decode a frame, the decoder's
      * output the encoder's reconstruction */
     const frae_config *cfg = frae_get_config(m);

@@ -495,7 +495,7 @@ static int known_key(const char *k)
         "frae.norm_mean",      "frae.norm_std",       "frae.beta1",
         "frae.beta2",          "frae.epsilon",        "frae.param_count",
         "frae.bits_per_frame", "frae.adam_step",      "frae.checksum",
-        "frae.targets",        "frae.batch"};
+        "frae.targets",        "frae.batch",          "frae.model_hash"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (!strcmp(k, keys[i]))
             return 1;

@@ -340,8 +340,84 @@ def main():
     check(r.returncode == 2 and r.stderr.count("\n") == 1 and "no installed model" in r.stderr
           and not os.path.exists(p("x.wav")),
           "python3 -m frae decode of a hash no model has: one line, exit 2", r.stderr)
+    fifo_refused(tmp, p, c, py, env)
+    many_models(tmp, p, vs, v.decode(vs, frames=True), py, env)
     subprocess.run(["rm", "-rf", tmp])
     return summary()
+
+
+def fifo_refused(tmp, p, c, py, env):
+    """Issue 46, item 4: a FIFO as the stream is refused at once, as frae
+    decode refuses it, not opened to wait for a writer."""
+    import threading
+    import time
+    fifo = p("fifo")
+    os.mkfifo(fifo)
+    result = []
+
+    def decode():
+        try:
+            c.decode(fifo)
+            result.append("decoded")
+        except frae.FraeError as e:
+            result.append(str(e))
+    t = threading.Thread(target=decode, daemon=True)
+    t0 = time.monotonic()
+    t.start()
+    t.join(timeout=30)
+    check(not t.is_alive() and result == ["%s: not a regular file" % fifo],
+          "Codec().decode(FIFO path) raises FraeError at once (%.2f s)" % (time.monotonic() - t0),
+          "hung" if t.is_alive() else str(result))
+    for args in ((fifo, "--wav", p("y.wav")), ("speech", fifo, "--wav", p("y.wav"))):
+        try:
+            r = subprocess.run(py + ["decode", *args], capture_output=True, text=True, env=env,
+                               timeout=60)
+            ok = (r.returncode == 2 and r.stderr.count("\n") == 1 and
+                  "not a regular file" in r.stderr and not os.path.exists(p("y.wav")))
+            detail = r.stderr
+        except subprocess.TimeoutExpired:
+            ok, detail = False, "hung"
+        check(ok, "python3 -m frae decode %s: one line, exit 2"
+              % " ".join(os.path.basename(a) for a in args), detail)
+
+
+def many_models(tmp, p, vs, want, py, env):
+    """Issue 46, item 6: a models directory of 71 (69 small decoys that
+    record their hash, speech, which records none, and speech-vbr last in
+    name order): the default Codec decodes a speech-vbr stream, found by
+    its hash, loading two models, not 71."""
+    import time
+    d = p("many")
+    os.mkdir(d)
+    r = run(FRAE, "convert", os.path.join(ROOT, "models", "speech-vbr.safetensors"), "-o",
+            os.path.join(d, "zz-speech-vbr.safetensors"), "--weights", "bf16")
+    np.save(p("d6.npy"), np.zeros((2, 20, 6), np.float32))
+    r2 = run(FRAE, "train", p("d6.npy"), "--frame-dim", "6", "--epochs", "1", "--save",
+             p("decoy.safetensors"), "--progress", "off")
+    check(r.returncode == 0 and r2.returncode == 0, "a models directory of 71",
+          r.stderr + r2.stderr)
+    for i in range(69):
+        os.symlink(p("decoy.safetensors"), os.path.join(d, "a%02d.safetensors" % i))
+    os.symlink(os.path.join(ROOT, "models", "speech.safetensors"),
+               os.path.join(d, "speech.safetensors"))
+    os.environ["FRAE_MODELS"] = d
+    try:
+        c = frae.Codec()
+        t0 = time.monotonic()
+        y = c.decode(vs, frames=True)
+        dt = time.monotonic() - t0
+        check(np.array_equal(y, want) and len(c._loaded) == 2 and dt < 10,
+              "71 models: the default Codec finds the stream's, last in name order, "
+              "loading 2 (%.2f s)" % dt, "%d loaded" % len(c._loaded))
+    finally:
+        del os.environ["FRAE_MODELS"]
+    open(p("vs.fbs"), "wb").write(vs)
+    r = run(*py, "decode", p("vs.fbs"), "-o", p("vs.npy"), env=dict(env, FRAE_MODELS=d))
+    check(r.returncode == 0 and np.array_equal(np.load(p("vs.npy")), want),
+          "python3 -m frae decode among 71 models", r.stderr)
+    r = run(FRAE, "decode", p("vs.fbs"), "-o", p("vs2.npy"), env=dict(os.environ, FRAE_MODELS=d))
+    check(r.returncode == 0 and np.array_equal(np.load(p("vs2.npy")), want),
+          "frae decode among 71 models", r.stderr)
 
 
 if __name__ == "__main__":
