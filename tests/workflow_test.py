@@ -259,6 +259,22 @@ def weights(p):
     return head, data
 
 
+def decodes_own_wavs(model, d):
+    """Whether model encodes every WAV of d and decodes each back to a
+    WAV, both exit 0."""
+    ok = True
+    for name in sorted(os.listdir(d)):
+        stem = os.path.splitext(name)[0]
+        fbs, wav = "%s-%s.fbs" % (model, stem), "%s-%s.wav" % (model, stem)
+        rc1, _, err1 = run("encode", model, os.path.join(d, name), "-o", fbs)
+        rc2, _, err2 = run("decode", model, fbs, "--wav", wav)
+        if rc1 or rc2 or not os.path.getsize(path(wav)):
+            print("    %s on %s: encode %d, decode %d: %s" % (model, name, rc1, rc2,
+                                                         (err1 + err2).strip()))
+            ok = False
+    return ok
+
+
 def recipes():
     """Issue 39: frae train --recipe NAME is the demo's flags, bit for bit;
     audio with no model option trains the speech recipe and says so."""
@@ -288,6 +304,12 @@ def recipes():
     check(rc == 0 and len(lines) == 1 and "the speech recipe" in lines[0] and
           weights(path("r-auto.st")) == weights(path("r-speech.st")),
           "audio with no model option: the speech recipe, said in one line", err)
+    check(rc == 0 and len(lines) == 1 and "audio" in lines[0] and
+          "--recipe none" in lines[0],
+          "... the line says why (audio) and how to override (--recipe none)", err)
+    check(decodes_own_wavs("r-auto.st", d),
+          "audio training with no recipe decodes each of its own training WAVs "
+          "to a WAV (frae encode, frae decode --wav: exit 0)", "")
     rc, out, err = run("train", d, "--seed", "1", "--lr", "0.001", *one, "--save", "r-auto2.st")
     check(rc == 0 and "speech recipe" in err and
           weights(path("r-auto2.st")) == weights(path("r-speech.st")),
@@ -296,6 +318,8 @@ def recipes():
     _, info, _ = run("info", "r-none.st")
     check(rc == 0 and err == "" and "family dense" in info and "recipe" not in info,
           "--recipe none: frae's plain defaults, nothing said", err + info)
+    check(decodes_own_wavs("r-none.st", d),
+          "--recipe none still decodes its own training WAVs to WAVs", "")
     rc, out, err = run("train", d, "--latent", "6", *one, "--save", "r-own.st")
     _, info, _ = run("info", "r-own.st")
     check(rc == 0 and err == "" and "family dense" in info and "latent L 6" in info,

@@ -121,19 +121,32 @@ static size_t search_floats(const frae_config *c)
 
 static size_t aligned64(size_t n) { return (n + 63) & ~(size_t)63; }
 
+void frae_codec_plan_make(const frae_net *m, frae_codec_plan *p)
+{
+    const frae_config *c = &m->cfg;
+    p->at_st = HEAD_BYTES;
+    frae_state_plan_make(c, 1, 1, &p->st);
+    p->xnorm = p->at_st + p->st.bytes;
+    p->adapt =
+        p->xnorm + (c->normalize ? sizeof(float) * (size_t)c->frame_dim : 0);
+    /* a multiple of 64, as aligned_alloc wants */
+    p->decoder = aligned64(p->adapt + sizeof(float) * adapt_floats(c));
+    p->search = p->decoder + p->st.bytes;
+    p->encoder = p->search + aligned64(sizeof(float) * search_floats(c));
+}
+
 size_t frae_decoder_size(const frae_net *m)
 {
-    /* a multiple of 64, as aligned_alloc wants */
-    return aligned64(
-        HEAD_BYTES + frae_state_layout(&m->cfg, 1, 1, NULL, NULL) +
-        (m->cfg.normalize ? sizeof(float) * (size_t)m->cfg.frame_dim : 0) +
-        sizeof(float) * adapt_floats(&m->cfg));
+    frae_codec_plan p;
+    frae_codec_plan_make(m, &p);
+    return p.decoder;
 }
 
 size_t frae_encoder_size(const frae_net *m)
 {
-    return frae_decoder_size(m) + frae_state_layout(&m->cfg, 1, 1, NULL, NULL) +
-           aligned64(sizeof(float) * search_floats(&m->cfg));
+    frae_codec_plan p;
+    frae_codec_plan_make(m, &p);
+    return p.encoder;
 }
 
 static void state_reset(struct frae_codec_state *s)
@@ -174,34 +187,31 @@ static void state_reset(struct frae_codec_state *s)
     s->st.ring_rows = 1; /* the one sequence, from the first frame */
 }
 
-static struct frae_codec_state *state_init(void *mem, const frae_net *m,
-                                           int encoder)
+struct frae_codec_state *frae_codec_state_init(void *mem, const frae_net *m,
+                                               const frae_codec_plan *p,
+                                               int encoder)
 {
     if (!mem || !m)
         return NULL;
-    memset(mem, 0, encoder ? frae_encoder_size(m) : frae_decoder_size(m));
+    memset(mem, 0, encoder ? p->encoder : p->decoder);
     struct frae_codec_state *s = mem;
     s->model = m;
-    s->st_base = (char *)mem + HEAD_BYTES;
-    const size_t st_bytes =
-        frae_state_layout(&m->cfg, 1, 1, &s->st, s->st_base);
-    s->st_bytes = st_bytes;
-    float *after = (float *)(void *)((char *)mem + HEAD_BYTES + st_bytes);
-    if (m->cfg.normalize) {
-        s->xnorm = after;
-        after += m->cfg.frame_dim;
-    }
+    s->st_base = (char *)mem + p->at_st;
+    frae_state_carve(&p->st, &s->st, s->st_base);
+    s->st_bytes = p->st.bytes;
+    if (m->cfg.normalize)
+        s->xnorm = (float *)(void *)((char *)mem + p->xnorm);
     if (m->cfg.prior_hidden > 0) {
         const size_t LS =
             (size_t)m->cfg.latent_dim * frae_codec_prior_symbols(&m->cfg);
-        s->scale = after;
+        s->scale = (float *)(void *)((char *)mem + p->adapt);
         s->shift = s->scale + m->cfg.latent_dim;
         s->weights = s->shift + LS;
     }
     if (encoder) { /* the search's, after a decoder's bytes */
-        s->trial_base = (char *)mem + frae_decoder_size(m);
-        frae_state_layout(&m->cfg, 1, 1, &s->trial, s->trial_base);
-        s->raw_logit = (float *)(void *)(s->trial_base + st_bytes);
+        s->trial_base = (char *)mem + p->decoder;
+        frae_state_carve(&p->st, &s->trial, s->trial_base);
+        s->raw_logit = (float *)(void *)((char *)mem + p->search);
         s->best_q = s->raw_logit + (size_t)m->cfg.latent_dim *
                                        frae_codec_prior_symbols(&m->cfg);
     }
@@ -210,26 +220,37 @@ static struct frae_codec_state *state_init(void *mem, const frae_net *m,
     return s;
 }
 
+/* An encoder or a decoder in mem, or in a block of its own (mem NULL). */
+static struct frae_codec_state *state_new(void *mem, const frae_net *m,
+                                          int encoder)
+{
+    if (!m)
+        return NULL;
+    frae_codec_plan p;
+    frae_codec_plan_make(m, &p);
+    if (!mem)
+        mem = aligned_alloc(64, encoder ? p.encoder : p.decoder);
+    return frae_codec_state_init(mem, m, &p, encoder);
+}
+
 frae_encoder *frae_encoder_init(void *mem, const frae_net *m)
 {
-    return (frae_encoder *)state_init(mem, m, 1);
+    return mem ? (frae_encoder *)state_new(mem, m, 1) : NULL;
 }
 
 frae_decoder *frae_decoder_init(void *mem, const frae_net *m)
 {
-    return (frae_decoder *)state_init(mem, m, 0);
+    return mem ? (frae_decoder *)state_new(mem, m, 0) : NULL;
 }
 
 frae_encoder *frae_encoder_create(const frae_net *m)
 {
-    void *mem = aligned_alloc(64, frae_encoder_size(m));
-    return mem ? frae_encoder_init(mem, m) : NULL;
+    return (frae_encoder *)state_new(NULL, m, 1);
 }
 
 frae_decoder *frae_decoder_create(const frae_net *m)
 {
-    void *mem = aligned_alloc(64, frae_decoder_size(m));
-    return mem ? frae_decoder_init(mem, m) : NULL;
+    return (frae_decoder *)state_new(NULL, m, 0);
 }
 
 void frae_encoder_destroy(frae_encoder *e) { free(e); }

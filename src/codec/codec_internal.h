@@ -62,6 +62,25 @@ struct frae_codec_state {
     float *raw_logit, *best_q;
 };
 
+/* Where a frame codec's pieces lie in its block, from one plan made once
+ * (codec.c): the head (struct frae_codec_state), the stream state st
+ * (at_st), xnorm [D] (cfg.normalize), the prior's recalibration (a model
+ * with a prior: scale, shift, weights); a decoder ends there, a multiple
+ * of 64 bytes.  An encoder's search follows: the trial state (at
+ * decoder, st.bytes), raw_logit [L x S] and best_q [L] (at search). */
+typedef struct {
+    frae_state_plan st;
+    size_t at_st, xnorm, adapt, decoder, search, encoder; /* bytes */
+} frae_codec_plan;
+
+/* The plan of m's frame codec states. */
+void frae_codec_plan_make(const frae_net *m, frae_codec_plan *p);
+/* An encoder (encoder 1) or a decoder in mem, p->encoder or p->decoder
+ * bytes 64-byte aligned, from m's plan p; reset. */
+struct frae_codec_state *frae_codec_state_init(void *mem, const frae_net *m,
+                                               const frae_codec_plan *p,
+                                               int encoder);
+
 uint32_t frae_pitch_encode(float *pred, const float *in, float *out);
 int frae_pitch_decode(float *pred, uint32_t code, float *out);
 int frae_pitch_step_context(const struct frae_codec_state *s);

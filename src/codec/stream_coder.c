@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/codec_internal.h"
 #include "codec/container.h"
 #include "core/frae_internal.h"
 
@@ -147,7 +148,9 @@ frae_stream_encoder_create(const frae_net *m, const frae_stream_options *o,
     if (out_cap < packet_cap + 8) /* + a version-5 packet's framing */
         out_cap = packet_cap + 8;
     const size_t head = (sizeof(frae_stream_encoder) + 63) / 64 * 64;
-    const size_t enc = (frae_encoder_size(m) + 63) / 64 * 64;
+    frae_codec_plan plan; /* the frame codec's, made once */
+    frae_codec_plan_make(m, &plan);
+    const size_t enc = plan.encoder;
     char *block = NULL;
     if (posix_memalign((void **)&block, 64,
                        head + enc + cb + packet_cap + out_cap)) {
@@ -157,7 +160,7 @@ frae_stream_encoder_create(const frae_net *m, const frae_stream_options *o,
     frae_stream_encoder *e = (frae_stream_encoder *)block;
     memset(e, 0, sizeof *e);
     e->m = m;
-    e->e = frae_encoder_init(block + head, m);
+    e->e = (frae_encoder *)frae_codec_state_init(block + head, m, &plan, 1);
     e->code = (unsigned char *)block + head + enc;
     e->packet = e->code + cb;
     e->out = e->packet + packet_cap;
@@ -407,7 +410,9 @@ frae_stream_decoder *frae_stream_decoder_create(const frae_net *m,
         frae_stream_check_model(&s, m, err, errlen))
         return NULL;
     const size_t head = (sizeof(frae_stream_decoder) + 63) / 64 * 64;
-    const size_t dec = (frae_decoder_size(m) + 63) / 64 * 64;
+    frae_codec_plan plan; /* the frame codec's, made once */
+    frae_codec_plan_make(m, &plan);
+    const size_t dec = plan.decoder;
     char *block = NULL;
     if (posix_memalign((void **)&block, 64, head + dec + frae_code_bytes(m))) {
         frae_errorf(err, errlen, "out of memory");
@@ -416,7 +421,7 @@ frae_stream_decoder *frae_stream_decoder_create(const frae_net *m,
     frae_stream_decoder *d = (frae_stream_decoder *)block;
     memset(d, 0, sizeof *d);
     d->m = m;
-    d->d = frae_decoder_init(block + head, m);
+    d->d = (frae_decoder *)frae_codec_state_init(block + head, m, &plan, 0);
     d->code = (unsigned char *)block + head + dec;
     d->s = s;
     d->at = s.payload;

@@ -51,16 +51,13 @@ struct frae_forward_state {
 /* The head, then the stream state, then xnorm, each 64-byte aligned. */
 #define HEAD ((sizeof(struct frae_forward_state) + 63) & ~(size_t)63)
 
-static size_t state_bytes(const frae_net *n, int rows)
-{
-    return frae_state_layout(&n->cfg, rows, 1, NULL, NULL);
-}
-
-size_t frae_forward_state_size(const frae_net *n, int rows)
+/* The bytes of a state of rows sequences, p its stream state's plan; 0 if
+ * that overflows. */
+static size_t state_size(const frae_net *n, int rows, frae_state_plan *p)
 {
     if (!n || rows < 1)
         return 0;
-    const size_t st = state_bytes(n, rows);
+    const size_t st = frae_state_plan_make(&n->cfg, rows, 1, p);
     size_t norm = 0, bytes;
     if (st == SIZE_MAX ||
         (n->cfg.normalize &&
@@ -72,33 +69,43 @@ size_t frae_forward_state_size(const frae_net *n, int rows)
     return bytes & ~(size_t)63; /* a multiple of 64, as aligned_alloc wants */
 }
 
-frae_forward_state *frae_forward_state_init(void *mem, const frae_net *n,
-                                            int rows)
+size_t frae_forward_state_size(const frae_net *n, int rows)
 {
-    const size_t size = frae_forward_state_size(n, rows);
-    if (!mem || !size)
-        return NULL;
+    frae_state_plan p;
+    return state_size(n, rows, &p);
+}
+
+/* The state in mem (size bytes, from p's plan). */
+static frae_forward_state *state_carve(void *mem, const frae_net *n,
+                                       size_t size, const frae_state_plan *p)
+{
     memset(mem, 0, size);
     frae_forward_state *s = mem;
     s->net = n;
     char *base = (char *)mem + HEAD;
-    const size_t st = frae_state_layout(&n->cfg, rows, 1, &s->st, base);
+    frae_state_carve(p, &s->st, base);
     if (n->cfg.normalize)
-        s->xnorm = (float *)(void *)(base + st);
+        s->xnorm = (float *)(void *)(base + p->bytes);
     /* its products on the calling thread: the model's workers are the
      * model's, and the bits are the same for any count */
     frae_state_reset(n, &s->st);
     return s;
 }
 
+frae_forward_state *frae_forward_state_init(void *mem, const frae_net *n,
+                                            int rows)
+{
+    frae_state_plan p;
+    const size_t size = state_size(n, rows, &p);
+    return mem && size ? state_carve(mem, n, size, &p) : NULL;
+}
+
 frae_forward_state *frae_forward_state_create(const frae_net *n, int rows)
 {
-    const size_t size = frae_forward_state_size(n, rows);
+    frae_state_plan p;
+    const size_t size = state_size(n, rows, &p);
     void *mem = size ? aligned_alloc(64, size) : NULL;
-    frae_forward_state *s = mem ? frae_forward_state_init(mem, n, rows) : NULL;
-    if (!s)
-        free(mem);
-    return s;
+    return mem ? state_carve(mem, n, size, &p) : NULL;
 }
 
 void frae_forward_state_destroy(frae_forward_state *s) { free(s); }

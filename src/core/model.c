@@ -36,6 +36,7 @@ typedef struct {
     size_t dh_carry[2], rate_dq, prior_dctx, lost, last_q, q_carry;
     int n_layers, n_mats, act_frames, chunk_frames;
     size_t n_params;
+    frae_state_plan st; /* the batch's stream state, at offset state */
 } layout;
 
 static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
@@ -141,8 +142,7 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
     }
     /* the batch's stream: activations of act_frames frames, the ring, the
      * sums ahead and the products' scratch (state.c) */
-    size_t state_bytes =
-        frae_state_layout(c, (int)B, L->act_frames, NULL, NULL);
+    size_t state_bytes = frae_state_plan_make(c, (int)B, L->act_frames, &L->st);
     if (state_bytes == SIZE_MAX)
         p->overflow = 1;
     L->state = frae_arena_reserve(p, state_bytes / sizeof(float));
@@ -383,8 +383,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         ly->wh = m->wh[l];
         tr->dz[l] = cfg->training ? (float *)(base + L.dz[l]) : NULL;
     }
-    frae_state_layout(cfg, frae_train_rows(cfg), L.act_frames, &m->state,
-                      base + L.state);
+    frae_state_carve(&L.st, &m->state, base + L.state);
     m->state.scratch.threads = m->threads;
     m->state.scratch.pool = m->pool;
     m->wvalid = (int *)(base + L.wvalid);

@@ -1,35 +1,27 @@
-/* The stream state (state.h): its layout, carved from memory its owner
- * provides, and its reset.  One layout for the model's batch and for a
- * codec's single sequence. */
+/* The stream state (state.h): its plan of offsets, the buffers carved
+ * from memory its owner provides, and its reset.  One layout for the
+ * model's batch and for a codec's single sequence. */
 #include <stdint.h>
 #include <string.h>
 
 #include "base/arena.h"
 #include "core/frae_internal.h"
 
-/* The pieces' pointers once carved (base), NULL when only sizing. */
-typedef struct {
-    frae_arena arena;
-    char *base;
-} walker;
-
-static void *take(walker *w, size_t n)
+/* Piece k of the plan: a x b x c 4-byte values, 64-byte aligned. */
+static void put(frae_state_plan *p, frae_arena *w, int k, size_t a, size_t b,
+                size_t c)
 {
-    size_t off = frae_arena_reserve(&w->arena, n);
-    return w->base && !w->arena.overflow ? w->base + off : NULL;
+    p->off[k] = frae_arena_reserve(w, frae_arena_mul3(w, a, b, c));
 }
 
-static size_t prod(walker *w, size_t a, size_t b, size_t c)
+size_t frae_state_plan_make(const frae_config *c, int rows, int frames,
+                            frae_state_plan *p)
 {
-    return frae_arena_mul3(&w->arena, a, b, c);
-}
-
-size_t frae_state_layout(const frae_config *c, int rows, int frames,
-                         frae_state *s, char *base)
-{
-    walker w = {{0, 0}, base};
-    frae_state st;
-    memset(&st, 0, sizeof st);
+    frae_arena w = {0, 0};
+    memset(p, 0, sizeof *p);
+    for (int k = 0; k < FRAE_SP_COUNT; k++)
+        p->off[k] = FRAE_STATE_NONE;
+    p->bytes = SIZE_MAX;
     const int ne = c->n_enc_hidden, nd = c->n_dec_hidden,
               n_layers = ne + nd + 2;
     const int n_mats = frae_mat_count(c);
@@ -43,51 +35,83 @@ size_t frae_state_layout(const frae_config *c, int rows, int frames,
         widest = (size_t)in[l] > widest ? (size_t)in[l] : widest;
         widest = (size_t)out[l] > widest ? (size_t)out[l] : widest;
     }
-    st.rows = rows;
-    st.frames = frames;
-    st.frame_dim = c->frame_dim;
+    p->rows = rows;
+    p->frames = frames;
+    p->frame_dim = c->frame_dim;
     const int gru = c->family == FRAE_FAMILY_GRU;
     for (int l = 0; l < n_layers - 1;
          l++) { /* the output layer writes the ring */
-        int gru_side = gru && l == 0 ? 0 : gru && l == ne + 1 ? 1 : -1;
+        int side = gru && l == 0 ? 0 : gru && l == ne + 1 ? 1 : -1;
         /* a GRU keeps its state h, H of its 3H products */
-        size_t units = gru_side >= 0 ? (size_t)out[l] / 3 : (size_t)out[l];
-        st.a[l] = take(&w, prod(&w, F, R, units));
-        if (gru_side >= 0) {
-            st.h0[gru_side] = take(&w, prod(&w, R, units, 1));
-            st.h[gru_side] = st.h0[gru_side];
-            st.gx[gru_side] = take(&w, prod(&w, R, (size_t)out[l], 1));
-            st.gh[gru_side] = take(&w, prod(&w, R, (size_t)out[l], 1));
-            st.gates[gru_side] = take(&w, prod(&w, F, R, 4 * units));
+        size_t units = side >= 0 ? (size_t)out[l] / 3 : (size_t)out[l];
+        put(p, &w, FRAE_SP_A + l, F, R, units);
+        if (side >= 0) {
+            put(p, &w, FRAE_SP_H0 + side, R, units, 1);
+            put(p, &w, FRAE_SP_GX + side, R, (size_t)out[l], 1);
+            put(p, &w, FRAE_SP_GH + side, R, (size_t)out[l], 1);
+            put(p, &w, FRAE_SP_GATES + side, F, R, 4 * units);
         }
     }
     if (K > 0) {
         /* an even number of slots: a pair of frames' sums is contiguous */
-        st.pend_cap = K < 2 ? 2 : (K + 1) / 2 * 2;
-        st.pend[0] = take(&w, prod(&w, (size_t)st.pend_cap, R, (size_t)out[0]));
-        st.pend[1] =
-            take(&w, prod(&w, (size_t)st.pend_cap, R, (size_t)out[ne + 1]));
-        st.pair_in = take(&w, prod(&w, 2, R, D));
+        p->pend_cap = K < 2 ? 2 : (K + 1) / 2 * 2;
+        put(p, &w, FRAE_SP_PEND, (size_t)p->pend_cap, R, (size_t)out[0]);
+        put(p, &w, FRAE_SP_PEND + 1, (size_t)p->pend_cap, R,
+            (size_t)out[ne + 1]);
+        put(p, &w, FRAE_SP_PAIR_IN, 2, R, D);
     }
-    st.q = take(&w, prod(&w, F, R, (size_t)c->latent_dim));
+    put(p, &w, FRAE_SP_Q, F, R, (size_t)c->latent_dim);
     if (c->prior_hidden > 0) {
         const int p0 = frae_prior_mat(c, 0), p1 = frae_prior_mat(c, 1);
-        st.prior_ctx = take(&w, prod(&w, F, R, (size_t)in[p0]));
-        st.prior_hid = take(&w, prod(&w, F, R, (size_t)out[p0]));
-        st.prior_logit = take(&w, prod(&w, F, R, (size_t)out[p1]));
+        put(p, &w, FRAE_SP_PRIOR_CTX, F, R, (size_t)in[p0]);
+        put(p, &w, FRAE_SP_PRIOR_HID, F, R, (size_t)out[p0]);
+        put(p, &w, FRAE_SP_PRIOR_LOGIT, F, R, (size_t)out[p1]);
     }
     if ((long)K + frames > INT32_MAX)
         return SIZE_MAX;
-    st.ring_cap = K + frames;
-    st.ring = take(&w, prod(&w, (size_t)st.ring_cap, R, D));
-    st.scratch.idx = take(&w, widest + FRAE_COMPACT_SLACK);
-    st.scratch.val = take(&w, widest + FRAE_COMPACT_SLACK);
-    st.scratch.threads = 1;
-    if (w.arena.overflow)
+    p->ring_cap = K + frames;
+    put(p, &w, FRAE_SP_RING, (size_t)p->ring_cap, R, D);
+    put(p, &w, FRAE_SP_IDX, widest + FRAE_COMPACT_SLACK, 1, 1);
+    put(p, &w, FRAE_SP_VAL, widest + FRAE_COMPACT_SLACK, 1, 1);
+    if (w.overflow)
         return SIZE_MAX;
-    if (base)
-        *s = st;
-    return w.arena.bytes;
+    p->bytes = w.bytes;
+    return p->bytes;
+}
+
+/* The piece at offset k of the plan, from base; NULL if the plan has none. */
+static void *piece(const frae_state_plan *p, int k, char *base)
+{
+    return p->off[k] == FRAE_STATE_NONE ? NULL : base + p->off[k];
+}
+
+void frae_state_carve(const frae_state_plan *p, frae_state *s, char *base)
+{
+    memset(s, 0, sizeof *s);
+    s->rows = p->rows;
+    s->frames = p->frames;
+    s->frame_dim = p->frame_dim;
+    for (int l = 0; l < FRAE_MAX_LAYERS; l++)
+        s->a[l] = piece(p, FRAE_SP_A + l, base);
+    for (int side = 0; side < 2; side++) {
+        s->h0[side] = piece(p, FRAE_SP_H0 + side, base);
+        s->h[side] = s->h0[side];
+        s->gx[side] = piece(p, FRAE_SP_GX + side, base);
+        s->gh[side] = piece(p, FRAE_SP_GH + side, base);
+        s->gates[side] = piece(p, FRAE_SP_GATES + side, base);
+        s->pend[side] = piece(p, FRAE_SP_PEND + side, base);
+    }
+    s->pend_cap = p->pend_cap;
+    s->pair_in = piece(p, FRAE_SP_PAIR_IN, base);
+    s->q = piece(p, FRAE_SP_Q, base);
+    s->prior_ctx = piece(p, FRAE_SP_PRIOR_CTX, base);
+    s->prior_hid = piece(p, FRAE_SP_PRIOR_HID, base);
+    s->prior_logit = piece(p, FRAE_SP_PRIOR_LOGIT, base);
+    s->ring_cap = p->ring_cap;
+    s->ring = piece(p, FRAE_SP_RING, base);
+    s->scratch.idx = piece(p, FRAE_SP_IDX, base);
+    s->scratch.val = piece(p, FRAE_SP_VAL, base);
+    s->scratch.threads = 1;
 }
 
 /* Every pending sum of first layer `which` back to its bias. */

@@ -8,6 +8,7 @@
 #define FRAE_STATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "frae.h"
 
@@ -70,14 +71,45 @@ typedef struct {
     frae_scratch scratch;
 } frae_state;
 
-/* Bytes a state of `rows` sequences keeping `frames` frames of activations
- * takes for a model of config c (checked), every buffer 64-byte aligned
- * from a 64-byte aligned base; SIZE_MAX if that overflows.  With base,
- * also carves the buffers from base into s (threads set to 1). */
-size_t frae_state_layout(const frae_config *c, int rows, int frames,
-                         frae_state *s, char *base);
+/* Where a state's pieces lie: one plan of offsets, made once and read by
+ * whatever sizes the state and whatever carves it (as model.c plans the
+ * model's arena).  A piece's index in off[]: */
+enum {
+    FRAE_SP_A = 0, /* a[l], FRAE_MAX_LAYERS of them */
+    FRAE_SP_H0 = FRAE_SP_A + FRAE_MAX_LAYERS, /* h0[side], 2 of each */
+    FRAE_SP_GX = FRAE_SP_H0 + 2,
+    FRAE_SP_GH = FRAE_SP_GX + 2,
+    FRAE_SP_GATES = FRAE_SP_GH + 2,
+    FRAE_SP_PEND = FRAE_SP_GATES + 2,
+    FRAE_SP_PAIR_IN = FRAE_SP_PEND + 2,
+    FRAE_SP_Q,
+    FRAE_SP_PRIOR_CTX,
+    FRAE_SP_PRIOR_HID,
+    FRAE_SP_PRIOR_LOGIT,
+    FRAE_SP_RING,
+    FRAE_SP_IDX,
+    FRAE_SP_VAL,
+    FRAE_SP_COUNT
+};
+#define FRAE_STATE_NONE SIZE_MAX /* off[] of a piece the state has not */
 
-/* dst (bytes from dst_base, carved by frae_state_layout with the same
+typedef struct {
+    size_t bytes;              /* the whole state, or SIZE_MAX: overflow */
+    size_t off[FRAE_SP_COUNT]; /* each piece's byte offset from the base */
+    int rows, frames, frame_dim, pend_cap, ring_cap;
+} frae_state_plan;
+
+/* Plans a state of `rows` sequences keeping `frames` frames of activations
+ * for a model of config c (checked): every buffer 64-byte aligned from a
+ * 64-byte aligned base.  Returns p->bytes, SIZE_MAX if that overflows. */
+size_t frae_state_plan_make(const frae_config *c, int rows, int frames,
+                            frae_state_plan *p);
+
+/* Carves the buffers of plan p (bytes != SIZE_MAX) from base into s, every
+ * other field zero but threads, 1. */
+void frae_state_carve(const frae_state_plan *p, frae_state *s, char *base);
+
+/* dst (bytes from dst_base, carved by frae_state_carve with the same
  * config, rows and frames as src from src_base) becomes src as it stands:
  * the same buffers' bytes and the same place in the stream, so running
  * either gives the same bits (the codec's encoder search tries a frame's

@@ -9,6 +9,7 @@
 #include "core/kernels.h"
 #include "io/formats.h"
 
+#include "codec/codec_internal.h"
 #include "codec/container.h"
 #include "test_util.h"
 #include "tests.h"
@@ -1219,5 +1220,155 @@ int test_codec_search(void)
           "refused");
     frae_encoder_destroy(e);
     frae_destroy(m);
+    return failures;
+}
+
+/* The non-NULL buffers of a stream state, each a byte offset from base;
+ * returns how many. */
+static int state_offsets(const frae_state *s, const char *base, long *off)
+{
+    const float *p[FRAE_SP_COUNT];
+    int n = 0;
+    for (int l = 0; l < FRAE_MAX_LAYERS; l++)
+        p[n++] = s->a[l];
+    for (int k = 0; k < 2; k++) {
+        p[n++] = s->h0[k];
+        p[n++] = s->gx[k];
+        p[n++] = s->gh[k];
+        p[n++] = s->gates[k];
+        p[n++] = s->pend[k];
+    }
+    p[n++] = s->pair_in, p[n++] = s->q, p[n++] = s->prior_ctx;
+    p[n++] = s->prior_hid, p[n++] = s->prior_logit, p[n++] = s->ring;
+    p[n++] = (const float *)(const void *)s->scratch.idx;
+    p[n++] = s->scratch.val;
+    int got = 0;
+    for (int k = 0; k < n; k++)
+        if (p[k])
+            off[got++] = (const char *)p[k] - base;
+    return got;
+}
+
+/* A frame codec's states are laid out by one plan (frae_codec_plan_make):
+ * the sizes reported are the plan's; every buffer an encoder or a decoder
+ * carves lies in its own part of a block of exactly that size, the stream
+ * state's pieces 64-byte aligned, apart, and each one the plan made; the search's
+ * trial state has st's offsets (frae_state_copy copies one onto the
+ * other); and frames coded in such a block leave the bytes after it
+ * alone. */
+int test_codec_state_plan(void)
+{
+    int failures = 0;
+    enum { D = 7, T = 12, GUARD = 256 };
+    for (int k = 0; k < 3; k++) {
+        frae_config c;
+        codec_config(&c, FRAE_QUANT_BINARY, 0);
+        c.batch = 1;
+        if (k >= 1) { /* a GRU with the prior, normalized, with pitch */
+            c.family = FRAE_FAMILY_GRU;
+            c.pitch = 1, c.prior_hidden = 6, c.prior_ar = 1;
+            c.normalize = 1;
+        }
+        if (k == 2)
+            c.history = 1;
+        frae_model *m = create_or_die(&c);
+        perturb_params(m, NULL);
+        const frae_net *n = frae_model_net(m);
+        frae_codec_plan p;
+        frae_codec_plan_make(n, &p);
+        CHECK(frae_decoder_size(n) == p.decoder &&
+                  frae_encoder_size(n) == p.encoder,
+              "config %d: sizes %zu, %zu are not the plan's %zu, %zu", k,
+              frae_decoder_size(n), frae_encoder_size(n), p.decoder, p.encoder);
+        CHECK(p.st.bytes != SIZE_MAX && p.st.bytes % 64 == 0 &&
+                  p.decoder % 64 == 0 && p.encoder % 64 == 0 &&
+                  p.at_st % 64 == 0,
+              "config %d: a part of the plan is not 64-byte aligned", k);
+        int planned = 0;
+        for (int i = 0; i < FRAE_SP_COUNT; i++)
+            if (p.st.off[i] != FRAE_STATE_NONE) {
+                planned++;
+                CHECK(p.st.off[i] % 64 == 0 && p.st.off[i] < p.st.bytes,
+                      "config %d: piece %d at %zu of %zu bytes", k, i,
+                      p.st.off[i], p.st.bytes);
+            }
+        const int W = D + 2;
+        float *f = ranged_frames(1, T, D, 1, 5 + k);
+        unsigned char code[64] = {0};
+        CHECK(frae_code_bytes(n) <= sizeof code, "config %d: code too big", k);
+        for (int enc = 0; enc < 2; enc++) {
+            const size_t size = enc ? p.encoder : p.decoder;
+            char *block = aligned_alloc(64, size + GUARD);
+            memset(block, 0xA5, size + GUARD);
+            struct frae_codec_state *s =
+                enc ? (struct frae_codec_state *)frae_encoder_init(block, n)
+                    : (struct frae_codec_state *)frae_decoder_init(block, n);
+            long off[FRAE_SP_COUNT], toff[FRAE_SP_COUNT];
+            const int got = state_offsets(&s->st, s->st_base, off);
+            CHECK(s->st_base == block + p.at_st && s->st_bytes == p.st.bytes &&
+                      got == planned,
+                  "config %d: st at %td, %zu bytes, %d pieces of %d planned", k,
+                  s->st_base - block, s->st_bytes, got, planned);
+            for (int i = 0; i < got; i++)
+                CHECK(off[i] >= 0 && (size_t)off[i] < p.st.bytes &&
+                          off[i] % 64 == 0,
+                      "config %d: a piece of st at %ld of %zu", k, off[i],
+                      p.st.bytes);
+            for (int i = 0; i < got; i++) /* no two pieces at one place */
+                for (int j = 0; j < i; j++)
+                    CHECK(off[i] != off[j],
+                          "config %d: two pieces of st at %ld", k, off[i]);
+            const char *st_end = s->st_base + s->st_bytes;
+            const char *end = block + p.decoder;
+            if (c.normalize)
+                CHECK((char *)s->xnorm >= st_end &&
+                          (char *)(s->xnorm + D) <= end,
+                      "config %d: xnorm out of its part", k);
+            if (c.prior_hidden > 0) {
+                const size_t LS =
+                    (size_t)c.latent_dim * (size_t)frae_codec_prior_symbols(&c);
+                CHECK((char *)s->scale >=
+                              (c.normalize ? (char *)(s->xnorm + D) : st_end) &&
+                          (char *)(s->weights + LS) <= end,
+                      "config %d: the recalibration out of its part", k);
+            }
+            if (enc) {
+                const int ntrial =
+                    state_offsets(&s->trial, s->trial_base, toff);
+                CHECK(s->trial_base == block + p.decoder && ntrial == got &&
+                          !memcmp(off, toff, sizeof(long) * (size_t)got),
+                      "config %d: the trial state is not st's layout at %zu", k,
+                      p.decoder);
+                const size_t LS =
+                    (size_t)c.latent_dim * (size_t)frae_codec_prior_symbols(&c);
+                CHECK((char *)s->raw_logit == s->trial_base + s->st_bytes &&
+                          (char *)(s->best_q + c.latent_dim) <=
+                              block + p.encoder &&
+                          s->best_q == s->raw_logit + LS,
+                      "config %d: the search's buffers out of their part", k);
+                if (c.prior_hidden > 0)
+                    frae_encoder_set_search((frae_encoder *)s, 2, 0.1f);
+            } else {
+                CHECK(!s->trial_base && !s->raw_logit && !s->best_q,
+                      "config %d: a decoder with an encoder's search", k);
+            }
+            float out[D + 2];
+            for (int t = 0; t < T; t++) {
+                if (enc)
+                    frae_encode_frame((frae_encoder *)s, f + (size_t)t * W,
+                                      code, out);
+                else
+                    frae_decode_frame((frae_decoder *)s, code, out);
+            }
+            int kept = 1;
+            for (int i = 0; i < GUARD; i++)
+                kept &= (unsigned char)block[size + i] == 0xA5;
+            CHECK(kept, "config %d: %s wrote past its %zu bytes", k,
+                  enc ? "an encoder" : "a decoder", size);
+            free(block);
+        }
+        free(f);
+        frae_destroy(m);
+    }
     return failures;
 }

@@ -71,6 +71,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(range_decoder_garbage)                                                   \
     X(bf16_weights)                                                            \
     X(codec_zero_allocations)                                                  \
+    X(codec_state_plan)                                                        \
     X(features_reference)                                                      \
     X(griffin_lim)                                                             \
     X(griffin_lim_streamed)                                                    \
