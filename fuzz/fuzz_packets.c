@@ -13,7 +13,8 @@
  *   it asks for) or all at once.  Each call must take bytes, give frames
  *   or ask for more than it has; the frames never pass the header's count,
  *   nor what the bytes that came can say (FRAE_PACKET_DECODE_MAX a call
- *   that took bytes, FRAE_PACKET_TAIL_MAX at the end).
+ *   that took bytes, a packet a byte for a long loss run's, and
+ *   FRAE_PACKET_TAIL_MAX at the end).
  * - Made (bit 2 set): the harness encodes a valid stream of 24 frames
  *   (every 5th silent with DTX) into 3-frame packets, then the rest of
  *   the input says what the channel does to each packet in turn: a byte
@@ -100,7 +101,9 @@ static void fuzz_raw(frae_packet_decoder **pd, const frae_model *m, int through,
         out += (uint64_t)k;
         taking += used > 0;
         if (used > have || (s.frames && out > s.frames) ||
-            out > taking * (uint64_t)cap + FRAE_PACKET_TAIL_MAX)
+            out > taking * (uint64_t)cap +
+                      (uint64_t)s.packet_frames * (at + used) +
+                      FRAE_PACKET_TAIL_MAX)
             __builtin_trap();
         at += used, have -= used;
         if (used || k)

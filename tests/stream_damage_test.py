@@ -165,6 +165,18 @@ def damaged_lengths(tmp, kind, model, stream, frames):
           "%d single-bit flips of the first 12 packets' lengths: every one decoded to the "
           "end, within a packet of %d frames" % (cases, frames),
           "; ".join((stops + wrong)[:3]))
+    if kind == "fixed-rate":
+        # 80 packets in a row overwritten with random bytes: more than the
+        # index counts (64), told apart by the bytes they took
+        rng = random.Random(5)
+        b = bytearray(stream)
+        for i in range(starts[10], starts[90]):
+            b[i] = rng.randrange(256)
+        open(path, "wb").write(b)
+        rc, err, got, _ = decode(tmp, model, "l.fbs")
+        check(rc == 0 and got == frames,
+              "80 packets in a row destroyed (more than the index's 64): decoded on, "
+              "%s of %d frames" % (got, frames), "rc %d %r" % (rc, err))
     # a length of 65536 (3 bytes where 1 was): decoded on, and said
     b = stream[:starts[2]] + b"\x80\x80\x04" + stream[starts[2] + 1:]
     open(path, "wb").write(b)

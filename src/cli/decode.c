@@ -176,6 +176,8 @@ static int decode_packets(codec_opts *o, FILE *in)
             memmove(buf, buf + used, have);
         } else if (!k && end) {
             break;
+        } else if (!k && need <= have) { /* asked for nothing: no more */
+            end = 1;
         } else if (!k) {
             const size_t got = fread(buf + have, 1, need - have, in);
             end = have + got < need;

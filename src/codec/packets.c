@@ -152,7 +152,9 @@ struct frae_packet_decoder {
     uint64_t skipped;   /* damaged bytes since the last packet found */
     uint64_t read_out;  /* frames read gave */
     uint32_t tail_left; /* frames the end may still conceal */
-    int arrived;        /* bytes came after the header */
+    uint64_t pending;   /* lost packets still to conceal before the next */
+    uint64_t framed_sum, framed_n; /* the sizes of the intact packets read */
+    int arrived;                   /* bytes came after the header */
 };
 
 frae_packet_decoder *frae_packet_decoder_create(const frae_net *m,
@@ -540,16 +542,45 @@ static long conceal_tail(frae_packet_decoder *d, float *frames, long cap)
     return k;
 }
 
+/* A fixed-rate stream's loss run longer than the index tells (64
+ * packets): the whole turns of the index that the skipped bytes held
+ * besides gap, at the mean size of the packets that came.  (An
+ * entropy-coded packet's size says nothing of its neighbours'.) */
+static uint64_t index_turns(const frae_packet_decoder *d, uint64_t skipped,
+                            uint32_t gap)
+{
+    if (d->ranged || !d->framed_n)
+        return 0;
+    const double held = (double)skipped * (double)d->framed_n /
+                        (double)d->framed_sum,
+                 turns = (held - gap) / FRAE_PACKET_INDEX_MOD;
+    return turns >= 0.5 ? (uint64_t)(turns + 0.5) : 0;
+}
+
+/* Pending lost packets concealed, as many as cap holds. */
+static long conceal_pending(frae_packet_decoder *d, float *frames, long cap)
+{
+    uint64_t n = (uint64_t)(cap / (long)d->s.packet_frames);
+    n = n < d->pending ? n : d->pending;
+    d->pending -= n;
+    return conceal_lost(d, (uint32_t)n, frames, 0, cap);
+}
+
 /* The next packet in buf (avail bytes): its frames; *used the bytes it
- * took (0: wait for *need bytes in all). */
+ * took (0: wait for *need bytes in all, or, frames given, call again). */
 static long read_next(frae_packet_decoder *d, const unsigned char *buf,
                       size_t avail, int end, size_t *used, size_t *need,
                       float *frames, long cap)
 {
     const size_t window = frae_packet_window(d);
+    if (d->pending && d->s.frames && d->read_out >= d->s.frames)
+        d->pending = 0; /* the header's count reached: nothing to conceal */
+    if (d->pending)     /* a long loss run: its packets before the next */
+        return conceal_pending(d, frames, cap);
     const candidate c0 = candidate_at(d, buf, avail);
     if (c0.kind == CAND_INTACT && !d->skipped) { /* the usual case */
         *used = c0.size;
+        d->framed_sum += c0.size, d->framed_n++;
         return frae_packet_decode(d, c0.packet, c0.n, frames, cap);
     }
     /* otherwise the first packet whose CRC holds and whose index follows:
@@ -571,9 +602,17 @@ static long read_next(frae_packet_decoder *d, const unsigned char *buf,
             *used = c0.size;
             return damaged_packet(d, &c0, frames, cap);
         }
-        *used = j + c.size;
+        const uint64_t skipped = d->skipped + j,
+                       turns = index_turns(d, skipped, gap);
         d->c.skipped_bytes += j;
         d->skipped = 0;
+        if (turns) { /* conceal them first; the packet waits at buf + j */
+            d->pending = turns * FRAE_PACKET_INDEX_MOD + gap;
+            *used = j;
+            return conceal_pending(d, frames, cap);
+        }
+        *used = j + c.size;
+        d->framed_sum += c.size, d->framed_n++;
         const long at = conceal_lost(d, gap, frames, 0, cap);
         return packet_body(d, c.packet, c.n, frames, at, cap);
     }
