@@ -876,11 +876,15 @@ def _add_models_dirs():
     puts the shipped models there), then the source tree's models/ when the
     package runs from the tree (python/frae, build/python/frae)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    _frae.models_add_dir(os.path.join(here, "models"))
-    for up in (2, 3):
-        tree = os.path.join(here, *[".."] * up, "models")
-        if os.path.exists(os.path.join(tree, "MANIFEST")):
-            _frae.models_add_dir(tree)
+    dirs = [os.path.join(here, "models")] + [
+        os.path.join(here, *[".."] * up, "models") for up in (2, 3)
+        if os.path.exists(os.path.join(here, *[".."] * up, "models", "MANIFEST"))]
+    for d in dirs:
+        if os.path.isdir(d):
+            try:
+                _frae.models_add_dir(d)
+            except FraeError:  # the library's table full (8): the search goes on without it
+                pass
 
 
 _add_models_dirs()
