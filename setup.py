@@ -6,6 +6,10 @@ builds too (the public headers in include/ alone), linked with libfrae and
 libfrae-audio compiled here from their sources, static, with the Makefile's
 flags: the source lists (CORE_SRCS, AUDIO_SRCS) and the per-file SIMD flags
 (ISA_FLAGS) are read from the Makefile, so the two builds cannot drift.
+The shipped models (models/MANIFEST and the files it lists) go in as
+package data, frae/models, where libfrae's search finds them (the Python
+module adds that directory: include/frae_codec.h, "the shipped models"),
+so an installed module encodes and decodes with no model argument.
 Needs only Debian's packages (python3-dev, python3-setuptools, libsndfile,
 FFTW, libsamplerate, libzip): offline,
 
@@ -17,6 +21,7 @@ import re
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
@@ -82,6 +87,27 @@ class BuildFrae(build_ext):
         super().build_extension(ext)
 
 
+def shipped_models():
+    """models/MANIFEST and the files it lists (tab-separated: file first;
+    '#' lines are comments), byte for byte as they are."""
+    with open(os.path.join(ROOT, "models", "MANIFEST")) as f:
+        files = [line.split("\t")[0] for line in f
+                 if line.strip() and not line.startswith("#")]
+    return ["MANIFEST"] + files
+
+
+class BuildPyModels(build_py):
+    """The package, and the shipped models in it as frae/models."""
+
+    def run(self):
+        super().run()
+        out = os.path.join(self.build_lib, "frae", "models")
+        self.mkpath(out)
+        for f in shipped_models():
+            self.copy_file(os.path.join(ROOT, "models", f), os.path.join(out, f),
+                           preserve_mode=False)
+
+
 setup(
     version=version(),
     package_dir={"": "python"},
@@ -93,5 +119,5 @@ setup(
                             "-fvisibility=hidden", "-D_POSIX_C_SOURCE=200809L",
                             "-pthread"],
         libraries=LIBS, extra_link_args=["-pthread"])],
-    cmdclass={"build_ext": BuildFrae},
+    cmdclass={"build_ext": BuildFrae, "build_py": BuildPyModels},
 )

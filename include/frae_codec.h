@@ -703,16 +703,31 @@ size_t frae_packet_window(const frae_packet_decoder *d);
 /* ---- the shipped models (src/codec/models.c) ----------------------------
  * models/ in the source tree holds the shipped codecs ('make models'
  * rebuilds them; models/README.md says what they were trained on); 'make
- * install' puts them in PREFIX/share/frae/models.  They are found where
- * this library (or the program) is, not compiled in: see src/codec/models.c.
- * frae_models_dir gives the index-th directory that exists, in search
- * order ($FRAE_MODELS, colon-separated, alone when set; else
- * LIBDIR/../share/frae/models and LIBDIR/../models for the library's and
- * the program's directory, then PREFIX/share/frae/models of the build):
- * 0, or -1 past the last. */
+ * install' puts them in PREFIX/share/frae/models, and 'pip install .' in
+ * the Python package (frae/models).  They are found where this library (or
+ * the program) is, not compiled in: see src/codec/models.c.  One search
+ * order serves the command, the C library and Python (its extension asks
+ * this library); frae_models_dir gives the index-th directory that exists
+ * in it (each once): 0, or -1 past the last.
+ *   1. $FRAE_MODELS: colon-separated directories, alone when set;
+ *   2. the user's: $XDG_DATA_HOME/frae/models (an absolute XDG_DATA_HOME),
+ *      else $HOME/.local/share/frae/models;
+ *   3. beside the code: DIR/../share/frae/models and DIR/../models for
+ *      DIR the library's directory, then the running program's (an
+ *      install at any PREFIX; the source tree's models/ for build/frae);
+ *   4. the directories added by frae_models_add_dir, in order (the Python
+ *      module adds its package's frae/models, then the source tree's
+ *      models/ when it is run from the tree);
+ *   5. PREFIX/share/frae/models of the build. */
 #define FRAE_DEFAULT_MODEL "speech" /* the fixed-rate 1.6 kbit/s codec */
 FRAE_API
 int frae_models_dir(int index, char *dir, size_t n);
+/* Adds dir to the search (4. above; at most FRAE_MODELS_ADDED_MAX, each
+ * once): 0, or -1 (NULL, empty, too long, or the table full).  Safe from
+ * any thread; a search under way may or may not see it. */
+#define FRAE_MODELS_ADDED_MAX 8
+FRAE_API
+int frae_models_add_dir(const char *dir);
 /* The checkpoints (NAME.safetensors) of directory dir, in name order:
  * the first cap file names into names; how many (0 if dir cannot be
  * read). */
@@ -720,6 +735,17 @@ int frae_models_dir(int index, char *dir, size_t n);
 FRAE_API
 int frae_models_dir_list(const char *dir, char names[][FRAE_MODEL_NAME_MAX],
                          int cap);
+/* Every shipped model, however many: each directory in search order, its
+ * checkpoints in name order, fn(dir, name (less .safetensors), path,
+ * used, ctx); used is 1 for the file frae_load_shipped(name) loads (the
+ * first readable one of that name), 0 for one an earlier file of its name
+ * hides, or one that cannot be read.  fn returning nonzero stops.  The
+ * list 'frae models' prints and frae.models() returns.  Returns how many
+ * files fn was given, or -1 out of memory. */
+typedef int (*frae_models_fn)(const char *dir, const char *name,
+                              const char *path, int used, void *ctx);
+FRAE_API
+int frae_models_each(frae_models_fn fn, void *ctx);
 /* The shipped model name (NULL: FRAE_DEFAULT_MODEL; "speech-vbr" the
  * variable-rate one), loaded as frae_load does (runtime may be NULL): the
  * first NAME.safetensors in the search order.  path (may be NULL) gets

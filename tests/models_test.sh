@@ -5,7 +5,9 @@
 # codec with no model argument (encode: the default; decode: the model the
 # stream's hash names) equals the codec with the file given, to the byte;
 # hostile cases (a hash no model has, not a stream, stdin, no models) one
-# line and exit 2.  The bit-for-bit rebuild is 'make check-models' (long,
+# line and exit 2; 'frae models' and Python's frae.models() the same list
+# (libfrae's one search: the tree, a user's directory that hides a name,
+# 70 models in one directory, FRAE_MODELS).  The bit-for-bit rebuild is 'make check-models' (long,
 # outside ./test.sh).  Usage: tests/models_test.sh [BUILD_DIR]
 BUILD=${1:-build}
 FRAE=$BUILD/frae
@@ -16,6 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 ok() { pass=$((pass + 1)); echo "    ok   $1"; }
 bad() { fail=$((fail + 1)); echo "    FAIL $1"; }
 unset FRAE_MODELS
+ROOT_MODELS=$(pwd)/models
 
 # MANIFEST: file, bytes, SHA-256, rate, data
 n=0
@@ -65,6 +68,66 @@ if [ "$st" = 0 ] && grep -q "not in the directory's MANIFEST" "$tmp/models" &&
     ok "frae models over a hostile directory: the good model listed, junk named, no forged line"
 else
     bad "frae models over a hostile directory: exit $st: $(cat "$tmp/models" "$tmp/err")"
+fi
+
+# 'frae models' and frae.models() (the Python module in BUILD/python): the
+# same files, names, paths and order, from libfrae's one search
+same_list() { # DESCRIPTION, then the environment's settings
+    desc=$1
+    shift
+    env "$@" "$FRAE" models >"$tmp/cli" 2>/dev/null
+    env "$@" PYTHONPATH="$BUILD/python" /usr/bin/python3 - "$tmp/cli" >"$tmp/cmp" 2>&1 <<'PY'
+import os, re, sys
+import frae
+cli, d = [], None
+for line in open(sys.argv[1]):
+    if re.match(r"^/.*:$", line):
+        d = line[:-2]
+    m = re.match(r"^  (\S+) +(.*)$", line)
+    if m and not line.startswith("   "):
+        cli.append((m.group(1), os.path.join(d, m.group(1) + ".safetensors"),
+                    not m.group(2).startswith("not used")))
+walk = [tuple(r) for r in frae._frae.models()]
+used = [(n, p) for n, p, u in cli if u]
+print("%d files, %d used" % (len(cli), len(used)))
+assert cli == walk, (cli, walk)
+assert used == list(frae.models().items()), (used, frae.models())
+dirs = [os.path.dirname(p) for _, p, _ in cli]
+assert sorted(set(dirs), key=dirs.index) == [x for x in frae.models_dirs() if x in dirs]
+print("SAME")
+PY
+    if grep -q SAME "$tmp/cmp"; then
+        ok "frae models and frae.models() the same list: $desc ($(head -n 1 "$tmp/cmp"))"
+    else
+        bad "frae models and frae.models() differ: $desc: $(cat "$tmp/cmp" "$tmp/cli" | head -c 2000)"
+    fi
+}
+if [ -d "$BUILD/python/frae" ]; then
+    mkdir -p "$tmp/xdg/frae/models" "$tmp/home/.local/share/frae/models" "$tmp/many"
+    same_list "the source tree" XDG_DATA_HOME="$tmp/nothing"
+    cp models/speech.safetensors "$tmp/xdg/frae/models/speech.safetensors"
+    same_list "a user's speech (XDG_DATA_HOME) hides the tree's" XDG_DATA_HOME="$tmp/xdg"
+    grep -q "^$tmp/xdg/frae/models:" "$tmp/cli" &&
+        grep -q "^  speech  *not used: an earlier directory has this name" "$tmp/cli" &&
+        ok "frae models: the user's directory first, the tree's speech marked not used" ||
+        bad "frae models with a user's speech: $(cat "$tmp/cli")"
+    cp models/speech-vbr.safetensors "$tmp/home/.local/share/frae/models/"
+    same_list "a user's speech-vbr (HOME/.local/share)" -u XDG_DATA_HOME HOME="$tmp/home"
+    same_list "a hostile directory (a junk checkpoint)" FRAE_MODELS="$tmp/hostile"
+    grep -q "^  junk  *does not load" "$tmp/cli" && ok "frae models: the junk checkpoint listed as not loading" ||
+        bad "frae models over junk: $(cat "$tmp/cli")"
+    i=0
+    while [ $i -lt 70 ]; do
+        ln -s "$ROOT_MODELS/speech-vbr.safetensors" "$tmp/many/m$(printf %02d $i).safetensors"
+        i=$((i + 1))
+    done
+    same_list "70 models in one directory" XDG_DATA_HOME="$tmp/nothing" \
+        FRAE_MODELS="$tmp/many:$(pwd)/models"
+    [ "$(grep -c "^  m[0-9][0-9] " "$tmp/cli")" = 70 ] && grep -q "^  m69 " "$tmp/cli" &&
+        ok "frae models lists all 70 models of one directory" ||
+        bad "frae models lists $(grep -c "^  m[0-9][0-9] " "$tmp/cli") of 70 models"
+else
+    echo "    (no $BUILD/python: frae models against frae.models() skipped)"
 fi
 
 # the C default model: the program in BUILD, so that BUILD/../models is found

@@ -5,7 +5,10 @@
 # Debian), then docs/python-install.md's quick start run from outside the
 # source tree with no PYTHONPATH: a tiny model trained, encoded, decoded,
 # predicted; a speech recipe from a WAV through features with pitch to the
-# vocoder's WAV, as 'frae vocode' writes it.
+# vocoder's WAV, as 'frae vocode' writes it.  Then the shipped models as
+# the package's data (issue 47): from a directory outside the tree, with no
+# FRAE_MODELS, 'python -m frae encode/decode' and frae.Codec() with no
+# model argument, the models found in the installed package (frae/models).
 # Usage: tests/pip_install_test.sh [path/to/frae]   Prints "N passed, N failed" last.
 FRAE=$(cd "$(dirname "${1:-build/frae}")" && pwd)/$(basename "${1:-build/frae}")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -78,6 +81,64 @@ if [ "$status" = 0 ] && printf '%s' "$out" | grep -q "QUICKSTART OK"; then
     ok "the quick start from the venv, outside the tree, no PYTHONPATH"
 else
     bad "the quick start failed (exit $status)"
+fi
+
+# the shipped models in the installed package: no FRAE_MODELS, no HOME
+# models, outside the tree; a voice from espeak-ng
+mkdir "$tmp/models-work" "$tmp/home"
+cd "$tmp/models-work" || exit 1
+py() { env -u PYTHONPATH -u FRAE_MODELS -u XDG_DATA_HOME HOME="$tmp/home" "$tmp/venv/bin/python" "$@"; }
+pkg=$(py -c "import os, frae; print(os.path.dirname(frae.__file__))" 2>"$tmp/err")
+same=1
+for f in MANIFEST speech.safetensors speech-vbr.safetensors; do
+    cmp -s "$ROOT/models/$f" "$pkg/models/$f" || same=0
+done
+[ -n "$pkg" ] && [ "$same" = 1 ] &&
+    ok "pip install . puts models/MANIFEST, speech and speech-vbr in the package (frae/models), byte for byte" ||
+    bad "the package's models: '$pkg': $(ls "$pkg/models" 2>&1) $(cat "$tmp/err")"
+if espeak-ng -w x.wav "The shipped models come with every install." 2>"$tmp/err" &&
+    [ -s x.wav ]; then
+    ok "espeak-ng -w x.wav"
+else
+    bad "espeak-ng: $(cat "$tmp/err")"
+fi
+if py -m frae encode x.wav -o x.fbs >"$tmp/out" 2>&1 && [ -s x.fbs ]; then
+    ok "python -m frae encode x.wav -o x.fbs: no model argument, exit 0"
+else
+    bad "python -m frae encode: $(cat "$tmp/out")"
+fi
+if py -m frae decode x.fbs --wav y.wav >"$tmp/out" 2>&1 && [ -s y.wav ]; then
+    ok "python -m frae decode x.fbs --wav y.wav: the stream's model, exit 0"
+else
+    bad "python -m frae decode: $(cat "$tmp/out")"
+fi
+out=$(py - "$pkg" 2>&1 <<'PY'
+import os, sys
+import numpy as np
+import frae
+models = os.path.join(sys.argv[1], "models")
+found = frae.models()
+assert found.get("speech") == os.path.join(models, "speech.safetensors") and \
+    found.get("speech-vbr") == os.path.join(models, "speech-vbr.safetensors"), found
+assert models in frae.models_dirs(), frae.models_dirs()
+c = frae.Codec()
+assert c.path == found["speech"], c.path
+stream = c.encode("x.wav")
+assert stream == open("x.fbs", "rb").read(), "Codec().encode is python -m frae encode's"
+y = c.decode(stream, wav="z.wav")
+assert y.dtype == np.float32 and y.ndim == 1 and len(y) > 8000, y.shape
+assert open("z.wav", "rb").read() == open("y.wav", "rb").read(), "decode's WAV"
+v = frae.Codec("speech-vbr")
+assert np.array_equal(frae.Codec().decode(v.encode("x.wav")), v.decode(v.encode("x.wav")))
+print("CODEC OK: %d bytes, %d samples, models from %s" % (len(stream), len(y), models))
+PY
+)
+status=$?
+printf '%s\n' "$out" | sed 's/^/    /'
+if [ "$status" = 0 ] && printf '%s' "$out" | grep -q "CODEC OK"; then
+    ok "frae.Codec().encode/decode with no model: the package's models, outside the tree"
+else
+    bad "frae.Codec() with the package's models (exit $status)"
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -870,42 +870,43 @@ def recipes():
 DEFAULT_MODEL = "speech"  # the fixed-rate 1.6 kbit/s codec (FRAE_DEFAULT_MODEL)
 
 
+def _add_models_dirs():
+    """Tells libfrae where this package's models are, its search's step 4
+    (include/frae_codec.h): the package's own frae/models ('pip install .'
+    puts the shipped models there), then the source tree's models/ when the
+    package runs from the tree (python/frae, build/python/frae)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    dirs = [os.path.join(here, "models")] + [
+        os.path.join(here, *[".."] * up, "models") for up in (2, 3)
+        if os.path.exists(os.path.join(here, *[".."] * up, "models", "MANIFEST"))]
+    for d in dirs:
+        if os.path.isdir(d):
+            try:
+                _frae.models_add_dir(d)
+            except FraeError:  # the library's table full (8): the search goes on without it
+                pass
+
+
+_add_models_dirs()
+
+
 def models_dirs():
-    """The directories the shipped models are looked for in, in the order
-    'frae models' and libfrae's frae_load_shipped look: FRAE_MODELS
-    (colon-separated; alone when set), else the source tree's models/ (this
-    package run from python/), PREFIX/share/frae/models for the
-    interpreter's prefixes, ~/.local and /usr/local ('make install'); those
-    that exist.  (pip install . installs the module, not the models: 'make
-    install' or FRAE_MODELS provides them.)"""
-    env = os.environ.get("FRAE_MODELS")
-    if env:
-        cands = [d for d in env.split(":") if d]
-    else:
-        here = os.path.dirname(os.path.abspath(__file__))
-        # the source tree's models/ (python/frae, or build/python/frae)
-        cands = [os.path.join(here, *[".."] * up, "models") for up in (2, 3)
-                 if os.path.exists(os.path.join(here, *[".."] * up, "models", "MANIFEST"))]
-        for prefix in (sys.prefix, getattr(sys, "base_prefix", sys.prefix),
-                       os.path.expanduser("~/.local"), "/usr/local", "/usr"):
-            cands.append(os.path.join(prefix, "share", "frae", "models"))
-    out = []
-    for d in cands:
-        d = os.path.realpath(d)
-        if os.path.isdir(d) and d not in out:
-            out.append(d)
-    return out
+    """The directories the shipped models are looked for in, in libfrae's
+    search order, the one 'frae models' prints (frae_models_dir):
+    FRAE_MODELS (colon-separated; alone when set), else the user's
+    ($XDG_DATA_HOME/frae/models or ~/.local/share/frae/models),
+    PREFIX/share/frae/models beside the library and the program, this
+    package's frae/models ('pip install .' installs the shipped models
+    there) and the source tree's models/ when run from the tree, then the
+    build's PREFIX/share/frae/models; those that exist."""
+    return _frae.models_dirs()
 
 
 def models():
-    """The shipped models found: {name: path}, the first of each name in
-    models_dirs()'s order."""
-    found = {}
-    for d in models_dirs():
-        for f in sorted(os.listdir(d)):
-            if f.endswith(".safetensors") and f[:-12] not in found:
-                found[f[:-12]] = os.path.join(d, f)
-    return found
+    """The shipped models found: {name: path}, in the order 'frae models'
+    lists them, each name's first readable file in models_dirs()'s order
+    (the one Codec(name) loads)."""
+    return {name: path for name, path, used in _frae.models() if used}
 
 
 def _open_regular(path):

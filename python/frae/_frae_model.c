@@ -112,6 +112,66 @@ PyObject *frae_py_models_dir_find(PyObject *self, PyObject *args)
     return found ? PyUnicode_DecodeFSDefault(path) : Py_NewRef(Py_None);
 }
 
+/* models_dirs(): libfrae's models directories, in search order
+ * (frae_models_dir) */
+PyObject *frae_py_models_dirs(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    PyObject *out = PyList_New(0);
+    char dir[8192];
+    for (int i = 0; out && frae_models_dir(i, dir, sizeof dir) == 0; i++) {
+        PyObject *d = PyUnicode_DecodeFSDefault(dir);
+        if (!d || PyList_Append(out, d))
+            Py_CLEAR(out);
+        Py_XDECREF(d);
+    }
+    return out;
+}
+
+static int model_row(const char *dir, const char *name, const char *path,
+                     int used, void *ctx)
+{
+    (void)dir;
+    PyObject *row =
+        Py_BuildValue("(O&O&N)", PyUnicode_DecodeFSDefault, name,
+                      PyUnicode_DecodeFSDefault, path, PyBool_FromLong(used));
+    const int bad = !row || PyList_Append(ctx, row);
+    Py_XDECREF(row);
+    return bad; /* stops the walk; the exception is set */
+}
+
+/* models(): every shipped model file, [(name, path, used)], in the order
+ * 'frae models' lists them (frae_models_each) */
+PyObject *frae_py_models(PyObject *self, PyObject *noargs)
+{
+    (void)self, (void)noargs;
+    PyObject *out = PyList_New(0);
+    if (!out)
+        return NULL;
+    const int n = frae_models_each(model_row, out);
+    if (PyErr_Occurred() || n < 0) {
+        Py_DECREF(out);
+        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    }
+    return out;
+}
+
+/* models_add_dir(dir): one more directory for libfrae's search
+ * (frae_models_add_dir) */
+PyObject *frae_py_models_add_dir(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *bytes;
+    if (!PyUnicode_FSConverter(arg, &bytes))
+        return NULL;
+    const int rc = frae_models_add_dir(PyBytes_AS_STRING(bytes));
+    Py_DECREF(bytes);
+    if (rc)
+        return frae_py_fail("models_add_dir: an empty or too long path, or "
+                            "the table full");
+    Py_RETURN_NONE;
+}
+
 /* no lock: the last reference is gone, so no call is running */
 static void model_dealloc(ModelObject *self)
 {

@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cli/codec_cli.h"
@@ -13,23 +14,31 @@
  * training data; '#' lines are comments). */
 static void models_help(void)
 {
-    cli_printf("usage: frae models\n"
-               "example: frae models\n"
-               "\n"
-               "Lists the shipped models frae finds, in the order it looks:\n"
-               "$FRAE_MODELS (colon-separated directories; alone when set),\n"
-               "else PREFIX/share/frae/models beside the program and the\n"
-               "library ('make install' puts them there) and the source\n"
-               "tree's models/ (for build/frae).  For each: its name (what\n"
-               "'frae encode NAME IN -o OUT.fbs' takes), its rate, its\n"
-               "latency, its hash (what a stream names: 'frae decode IN.fbs\n"
-               "--wav OUT.wav' with no MODEL finds the model by it) and the\n"
-               "data it was trained on.  'frae encode IN -o OUT.fbs' with no\n"
-               "MODEL uses '%s'.\n"
-               "\n"
-               "Exit codes: 0 done (also when none is found), 2 bad "
-               "options.\n",
-               FRAE_DEFAULT_MODEL);
+    cli_printf(
+        "usage: frae models\n"
+        "example: frae models\n"
+        "\n"
+        "Lists the shipped models frae finds, in the order it looks\n"
+        "(the order frae.models() in Python returns them):\n"
+        "$FRAE_MODELS (colon-separated directories; alone when set),\n"
+        "else the user's ($XDG_DATA_HOME/frae/models or\n"
+        "~/.local/share/frae/models), PREFIX/share/frae/models beside\n"
+        "the library and the program ('make install' puts them there;\n"
+        "the source tree's models/ for build/frae), the Python\n"
+        "package's frae/models ('pip install .'), and this build's\n"
+        "PREFIX/share/frae/models.  Every checkpoint of each directory,\n"
+        "in name order; a name an earlier directory has already is\n"
+        "marked not used.  For each: its name (what\n"
+        "'frae encode NAME IN -o OUT.fbs' takes), its rate, its\n"
+        "latency, its hash (what a stream names: 'frae decode IN.fbs\n"
+        "--wav OUT.wav' with no MODEL finds the model by it) and the\n"
+        "data it was trained on.  'frae encode IN -o OUT.fbs' with no\n"
+        "MODEL uses '%s'.\n"
+        "\n"
+        "Exit codes: 0 done (also when none is found), 1 out of "
+        "memory, 2 bad "
+        "options.\n",
+        FRAE_DEFAULT_MODEL);
 }
 
 /* the MANIFEST line of file in dir: its rate and data fields */
@@ -73,6 +82,67 @@ static int manifest_entry(const char *dir, const char *file, char *rate,
     return found;
 }
 
+/* frae_models_each's walk, printed: a directory's name before its first
+ * file, then each file's lines */
+struct listing {
+    char dir[PATH_MAX]; /* the directory last printed */
+    int listed;
+};
+
+static int list_one(const char *dir, const char *name, const char *path,
+                    int used, void *ctx)
+{
+    struct listing *l = ctx;
+    if (strcmp(l->dir, dir)) {
+        snprintf(l->dir, sizeof l->dir, "%s", dir);
+        cli_printf("%s:\n", dir);
+    }
+    l->listed++;
+    if (!used) {
+        cli_printf("  %-12s not used: %s\n", name,
+                   access(path, R_OK) ? "the file cannot be read"
+                                      : "an earlier directory has this name");
+        return 0;
+    }
+    frae_model *m = load_inference(path, FRAE_ISA_AUTO);
+    if (!m) { /* load_inference said why on stderr */
+        cli_printf("  %-12s does not load (stderr says why)\n", name);
+        return 0;
+    }
+    const frae_config *c = frae_get_config(m);
+    char rate[256] = "", data[1024] = "";
+    manifest_entry(dir, path + strlen(dir) + 1, rate, sizeof rate, data,
+                   sizeof data);
+    const double bits = frae_bits_per_frame(m);
+    /* MANIFEST's rate says "variable, about ...": said once here */
+    const char *vr = strncmp(rate, "variable, ", 10) ? rate : rate + 10;
+    const int code_bits = frae_code_bits(frae_model_net(m));
+    if (c->prior_hidden > 0)
+        cli_printf("  %-12s variable rate%s%s: %d codes of %d bit%s "
+                   "range-coded under a learned prior%s\n",
+                   name, vr[0] ? ", " : "", vr, c->latent_dim, code_bits,
+                   code_bits == 1 ? "" : "s", c->pitch ? ", pitch" : "");
+    else
+        cli_printf("  %-12s %.2f kbit/s fixed: %g bits a frame "
+                   "(%d codes of %d bit%s%s)\n",
+                   name, bits * 100 / 1000, bits, c->latent_dim, code_bits,
+                   code_bits == 1 ? "" : "s",
+                   c->pitch ? " + 4 pitch bits" : "");
+    cli_printf("               latency 30 ms (10 ms frames; the f0 "
+               "window's 20 ms ahead, the vocoder's 10)%s\n",
+               c->prior_hidden > 0 ? " + the packet (--packet-ms)" : "");
+    cli_printf("               hash %016llx, %s weights%s\n",
+               (unsigned long long)frae_model_hash(frae_model_net(m)),
+               c->weights == FRAE_WEIGHTS_BF16 ? "bf16" : "f32",
+               !strcmp(name, FRAE_DEFAULT_MODEL)
+                   ? "; the default for 'frae encode IN -o OUT'"
+                   : "");
+    cli_printf("               trained on: %s\n",
+               data[0] ? data : "(not in the directory's MANIFEST)");
+    frae_destroy(m);
+    return 0;
+}
+
 int cmd_models(int argc, char **argv)
 {
     cli_cmd = "frae models";
@@ -86,61 +156,12 @@ int cmd_models(int argc, char **argv)
                         "models --help')",
                         argv[i]);
     }
-    char dir[PATH_MAX];
-    int listed = 0;
-    for (int i = 0; frae_models_dir(i, dir, sizeof dir) == 0; i++) {
-        char names[64][FRAE_MODEL_NAME_MAX];
-        const int n = frae_models_dir_list(dir, names, 64);
-        if (n)
-            cli_printf("%s:\n", dir);
-        for (int j = 0; j < n; j++) {
-            char path[2 * PATH_MAX];
-            if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[j]) >=
-                sizeof path)
-                continue;
-            frae_model *m = load_inference(path, FRAE_ISA_AUTO);
-            if (!m)
-                continue; /* load_inference said why */
-            const frae_config *c = frae_get_config(m);
-            char rate[256] = "", data[1024] = "";
-            manifest_entry(dir, names[j], rate, sizeof rate, data, sizeof data);
-            names[j][strlen(names[j]) - 12] = 0;
-            const double bits = frae_bits_per_frame(m);
-            /* MANIFEST's rate says "variable, about ...": said once here */
-            const char *vr = strncmp(rate, "variable, ", 10) ? rate : rate + 10;
-            if (c->prior_hidden > 0)
-                cli_printf("  %-12s variable rate%s%s: %d codes of %d bit%s "
-                           "range-coded under a learned prior%s\n",
-                           names[j], vr[0] ? ", " : "", vr, c->latent_dim,
-                           frae_code_bits(frae_model_net(m)),
-                           frae_code_bits(frae_model_net(m)) == 1 ? "" : "s",
-                           c->pitch ? ", pitch" : "");
-            else
-                cli_printf("  %-12s %.2f kbit/s fixed: %g bits a frame "
-                           "(%d codes of %d bit%s%s)\n",
-                           names[j], bits * 100 / 1000, bits, c->latent_dim,
-                           frae_code_bits(frae_model_net(m)),
-                           frae_code_bits(frae_model_net(m)) == 1 ? "" : "s",
-                           c->pitch ? " + 4 pitch bits" : "");
-            cli_printf("               latency 30 ms (10 ms frames; the f0 "
-                       "window's 20 ms ahead, the vocoder's 10)%s\n",
-                       c->prior_hidden > 0 ? " + the packet (--packet-ms)"
-                                           : "");
-            cli_printf("               hash %016llx, %s weights%s\n",
-                       (unsigned long long)frae_model_hash(frae_model_net(m)),
-                       c->weights == FRAE_WEIGHTS_BF16 ? "bf16" : "f32",
-                       !strcmp(names[j], FRAE_DEFAULT_MODEL)
-                           ? "; the default for 'frae encode IN -o OUT'"
-                           : "");
-            cli_printf("               trained on: %s\n",
-                       data[0] ? data : "(not in the directory's MANIFEST)");
-            frae_destroy(m);
-            listed++;
-        }
-    }
-    if (!listed)
+    struct listing l = {{0}, 0};
+    if (frae_models_each(list_one, &l) < 0)
+        return cli_fail(EXIT_FAILED, "out of memory listing the models");
+    if (!l.listed)
         cli_printf("no shipped models found (FRAE_MODELS, "
-                   "PREFIX/share/frae/models, or the source tree's models/: "
-                   "'make models' builds them)\n");
+                   "~/.local/share/frae/models, PREFIX/share/frae/models, or "
+                   "the source tree's models/: 'make models' builds them)\n");
     return EXIT_OK;
 }

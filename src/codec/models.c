@@ -13,14 +13,21 @@
  * is PREFIX/share/frae/models, wherever PREFIX was moved; for build/frae
  * in the source tree, models/.  FRAE_MODELS overrides them all.
  *
- * Search order (frae_models_dir): each directory of $FRAE_MODELS
- * (colon-separated), then DIR/../share/frae/models and DIR/../models for
- * the directory DIR of the library holding this code, and of the running
- * program, then FRAE_MODELDIR (PREFIX/share/frae/models at build time). */
+ * Search order (frae_models_dir; one order for the command, the C library
+ * and Python, which asks through its extension): each directory of
+ * $FRAE_MODELS (colon-separated), alone when set; else the user's
+ * ($XDG_DATA_HOME/frae/models, or ~/.local/share/frae/models), then
+ * DIR/../share/frae/models and DIR/../models for the directory DIR of the
+ * library holding this code, and of the running program, then the
+ * directories a caller added (frae_models_add_dir: the Python module's
+ * package data, frae/models, and the source tree's models/ when run from
+ * it), then FRAE_MODELDIR (PREFIX/share/frae/models at build time).  Each
+ * directory once, those that exist. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +63,68 @@ static int parent_of(const char *file, char *out, size_t n)
     return 0;
 }
 
-/* The k-th candidate directory (existing or not), or -1 past the last. */
+/* The directories frae_models_add_dir added, in order. */
+static pthread_mutex_t added_lock = PTHREAD_MUTEX_INITIALIZER;
+static char added[FRAE_MODELS_ADDED_MAX][PATH_MAX];
+static int n_added;
+
+int frae_models_add_dir(const char *dir)
+{
+    if (!dir || !*dir || strlen(dir) >= PATH_MAX)
+        return -1;
+    int rc = 0;
+    pthread_mutex_lock(&added_lock);
+    int dup = 0;
+    for (int i = 0; i < n_added && !dup; i++)
+        dup = !strcmp(added[i], dir);
+    if (!dup && n_added == FRAE_MODELS_ADDED_MAX)
+        rc = -1;
+    else if (!dup)
+        strcpy(added[n_added++], dir);
+    pthread_mutex_unlock(&added_lock);
+    return rc;
+}
+
+/* The k-th added directory into dir: 1, or 0 past the last (or too long). */
+static int added_dir(int k, char *dir, size_t n)
+{
+    pthread_mutex_lock(&added_lock);
+    const int ok = k < n_added && strlen(added[k]) < n;
+    if (ok)
+        strcpy(dir, added[k]);
+    pthread_mutex_unlock(&added_lock);
+    return ok;
+}
+
+/* path resolved (realpath) into dir: 1, or 0 if it does not resolve */
+static int resolved(const char *path, char *dir, size_t n)
+{
+    char real[PATH_MAX];
+    if (!realpath(path, real) || strlen(real) >= n)
+        return 0;
+    strcpy(dir, real);
+    return 1;
+}
+
+/* The user's directory: $XDG_DATA_HOME/frae/models (an absolute
+ * XDG_DATA_HOME), else $HOME/.local/share/frae/models. */
+static int user_dir(char *dir, size_t n)
+{
+    const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    char joined[PATH_MAX];
+    int len;
+    if (xdg && xdg[0] == '/')
+        len = snprintf(joined, sizeof joined, "%s/frae/models", xdg);
+    else if (home && home[0] == '/')
+        len = snprintf(joined, sizeof joined, "%s/.local/share/frae/models",
+                       home);
+    else
+        return 0;
+    return (size_t)len < sizeof joined && resolved(joined, dir, n);
+}
+
+/* The k-th candidate directory: 1 (into dir; it may not exist), 0 for
+ * none at k (skipped), or -1 past the last. */
 static int candidate(int k, char *dir, size_t n)
 {
     const char *env = getenv("FRAE_MODELS");
@@ -76,10 +144,12 @@ static int candidate(int k, char *dir, size_t n)
         }
         return -1; /* FRAE_MODELS set: only its directories */
     }
-    char base[PATH_MAX];
-    int got = -1;
-    if (k < 4) {
-        if (k < 2) {
+    if (k == 0)
+        return user_dir(dir, n);
+    if (k <= 4) { /* beside the library (1, 2) and the program (3, 4) */
+        char base[PATH_MAX];
+        int got;
+        if (k <= 2) {
             Dl_info info;
             got = dladdr((void *)&frae_models_dir, &info) && info.dli_fname
                       ? parent_of(info.dli_fname, base, sizeof base)
@@ -89,47 +159,41 @@ static int candidate(int k, char *dir, size_t n)
         }
         if (got)
             return 0;
-        const char *tail = k % 2 ? "/../models" : "/../share/frae/models";
+        const char *tail = k % 2 ? "/../share/frae/models" : "/../models";
         char joined[PATH_MAX + 32];
         snprintf(joined, sizeof joined, "%s%s", base, tail);
-        char real[PATH_MAX];
-        if (!realpath(joined, real) || strlen(real) >= n)
-            return 0;
-        strcpy(dir, real);
-        return 1;
+        return resolved(joined, dir, n);
     }
-    if (k == 4) {
-        if (strlen(FRAE_MODELDIR) >= n)
-            return 0;
-        strcpy(dir, FRAE_MODELDIR);
-        return 1;
+    if (k < 5 + FRAE_MODELS_ADDED_MAX) {
+        char given[PATH_MAX];
+        return added_dir(k - 5, given, sizeof given) && resolved(given, dir, n);
     }
+    if (k == 5 + FRAE_MODELS_ADDED_MAX)
+        return resolved(FRAE_MODELDIR, dir, n);
     return -1;
 }
 
 int frae_models_dir(int index, char *dir, size_t n)
 {
-    char seen[5][PATH_MAX];
     int found = 0;
-    for (int k = 0; k < 64 && found < 5; k++) {
-        char d[PATH_MAX];
+    char d[PATH_MAX], e[PATH_MAX];
+    for (int k = 0;; k++) {
         const int c = candidate(k, d, sizeof d);
         if (c < 0)
             break;
         if (!c || !is_dir(d))
             continue;
-        int dup = 0;
-        for (int j = 0; j < found && !dup; j++)
-            dup = !strcmp(seen[j], d);
+        int dup = 0; /* an earlier candidate, the same directory */
+        for (int j = 0; j < k && !dup; j++)
+            dup = candidate(j, e, sizeof e) == 1 && !strcmp(e, d);
         if (dup)
             continue;
-        if (found == index) {
+        if (found++ == index) {
             if (strlen(d) >= n)
                 return -1;
             strcpy(dir, d);
             return 0;
         }
-        strcpy(seen[found++], d);
     }
     return -1;
 }
@@ -246,6 +310,55 @@ int frae_models_dir_list(const char *dir, char names[][FRAE_MODEL_NAME_MAX],
         strcpy(names[k], all[k]); /* shorter than FRAE_MODEL_NAME_MAX */
     free_names(all, n);
     return k;
+}
+
+int frae_models_each(frae_models_fn fn, void *ctx)
+{
+    char dir[PATH_MAX];
+    char **used = NULL; /* the names taken, each once */
+    int n_used = 0, cap = 0, visited = 0, stop = 0;
+    for (int i = 0; !stop && frae_models_dir(i, dir, sizeof dir) == 0; i++) {
+        char **names;
+        const int n = list_all(dir, &names);
+        if (n < 0)
+            goto oom;
+        for (int j = 0; j < n && !stop; j++) {
+            char path[2 * PATH_MAX], name[FRAE_MODEL_NAME_MAX];
+            snprintf(name, sizeof name, "%s", names[j]);
+            name[strlen(name) - 12] = 0; /* less .safetensors */
+            if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[j]) >=
+                sizeof path)
+                continue;
+            int taken = 0;
+            for (int u = 0; u < n_used && !taken; u++)
+                taken = !strcmp(used[u], name);
+            const int first = !taken && access(path, R_OK) == 0;
+            if (first) { /* the one frae_load_shipped(name) loads */
+                char **grown = used;
+                if (n_used == cap) {
+                    const int more = cap ? 2 * cap : 64;
+                    grown = cap < INT_MAX / 4
+                                ? realloc(used, sizeof *used * (size_t)more)
+                                : NULL;
+                    if (grown)
+                        used = grown, cap = more;
+                }
+                if (!grown || !(used[n_used] = strdup(name))) {
+                    free_names(names, n);
+                    goto oom;
+                }
+                n_used++;
+            }
+            visited++;
+            stop = fn(dir, name, path, first, ctx) != 0;
+        }
+        free_names(names, n);
+    }
+    free_names(used, n_used);
+    return visited;
+oom:
+    free_names(used, n_used);
+    return -1;
 }
 
 /* The hash file's metadata records (frae.model_hash, which saves write),

@@ -3,8 +3,10 @@
  * rnnoise_create(NULL) works without one; the same model as the file;
  * found again by its hash (frae_load_by_hash, frae_models_dir_find); a
  * codec state over it codes a frame; a name that is not shipped, a
- * hostile name and an empty search path fail in one line.  Usage: default_model SHIPPED_FILE EMPTY_DIR */
-#define _POSIX_C_SOURCE 200809L
+ * hostile name and an empty search path fail in one line; every model
+ * file walked (frae_models_each), a directory added to the search
+ * (frae_models_add_dir) searched after the first.  Usage: default_model SHIPPED_FILE EMPTY_DIR */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,22 @@ static void check(int ok, const char *what)
 {
     printf("    %s %s\n", ok ? "ok  " : "FAIL", what);
     ok ? pass++ : fail++;
+}
+
+/* frae_models_each's walk: files counted, the default's file used */
+struct walk {
+    const char *default_path;
+    int files, default_used, stop;
+};
+static int count_model(const char *dir, const char *name, const char *path,
+                       int used, void *ctx)
+{
+    struct walk *w = ctx;
+    w->files++;
+    if (!strcmp(path, w->default_path))
+        w->default_used +=
+            used && !strcmp(name, "speech") && !strncmp(path, dir, strlen(dir));
+    return w->stop;
 }
 
 int main(int argc, char **argv)
@@ -92,6 +110,30 @@ int main(int argc, char **argv)
     v = frae_load_shipped("../speech", NULL, NULL, 0, err, sizeof err);
     check(!v && strstr(err, "not a shipped model's name"),
           "a path as a name is refused");
+    struct walk w = {path, 0, 0, 0};
+    check(frae_models_each(count_model, &w) == w.files && w.files >= 2 &&
+              w.default_used == 1,
+          "frae_models_each: every file, the default's as used");
+    struct walk stop = {path, 0, 0, 1};
+    check(frae_models_each(count_model, &stop) == 1 && stop.files == 1,
+          "... fn's nonzero stops the walk");
+    char added[4096], last[4096];
+    check(frae_models_add_dir(NULL) == -1 && frae_models_add_dir("") == -1,
+          "frae_models_add_dir(NULL or \"\"): -1");
+    int k = 0;
+    check(frae_models_add_dir(argv[2]) == 0 &&
+              frae_models_add_dir(argv[2]) == 0,
+          "frae_models_add_dir(an empty directory): 0, twice");
+    while (frae_models_dir(k, added, sizeof added) == 0)
+        snprintf(last, sizeof last, "%s", added), k++;
+    char real[4096];
+    check(k >= 2 && realpath(argv[2], real) && !strcmp(last, real) &&
+              frae_models_dir(0, added, sizeof added) == 0 &&
+              !strcmp(added, dir),
+          "... searched once, after the directory beside the program");
+    struct walk again = {path, 0, 0, 0};
+    check(frae_models_each(count_model, &again) == w.files,
+          "... an empty one adds no model");
     setenv("FRAE_MODELS", argv[2], 1);
     v = frae_load_shipped(NULL, NULL, NULL, 0, err, sizeof err);
     check(!v && strstr(err, "no shipped model 'speech'"),
