@@ -789,7 +789,8 @@ def main():
             "frame dimension 5 does not match the model's 6")
 
     round_two(tmp, p)
-    round_three(tmp, p)
+    round_three_training(tmp, p)
+    round_three_paths(tmp, p)
 
     leftovers = [n for n in os.listdir(tmp) if ".tmp-" in n or n.startswith("frae-features")]
     check(not leftovers, "no temporary files left behind", str(leftovers))
@@ -797,7 +798,7 @@ def main():
     return summary()
 
 
-def round_three(tmp, p):
+def round_three_training(tmp, p):
     """Issue 46: what training saves, its reader reads; the library never
     ends the process."""
     import numpy as np
@@ -1073,8 +1074,8 @@ def decode_with_models(tmp, d, args):
         del os.environ["FRAE_MODELS"]
 
 
-def round_three(tmp, p):
-    """Issue 46: the cases of the third round."""
+def round_three_paths(tmp, p):
+    """Issue 46: decode's model search and FIFOs (items 4 and 6)."""
     print("== decode with no MODEL: a FIFO as the stream, refused at once (issue 46, item 4)")
     fifo = p("fifo46")
     os.mkfifo(fifo)
