@@ -87,6 +87,32 @@ def main():
           "; ".join(long_files))
     check(not long_functions, "no function over %d lines" % MAX_FUNCTION,
           "; ".join(long_functions))
+    # docs/layout.md names every source file of src/ and python/frae/ in
+    # its folder's entry (a file added without it is a map gone stale)
+    layout = open(os.path.join(root, "docs", "layout.md")).read()
+    entries, folder = {}, None
+    for line in layout.splitlines():
+        m = re.match(r"^(src/\w+/|python/frae/)\s", line)
+        if m:
+            folder = m.group(1)
+        elif line and not line.startswith(" "):
+            folder = None
+        if folder:
+            entries[folder] = entries.get(folder, "") + " " + line
+    missing = []
+    for path in files + glob.glob(os.path.join(root, "python", "frae", "*.py")):
+        rel = os.path.relpath(path, root)
+        folder, name = os.path.dirname(rel) + "/", os.path.basename(rel)
+        if folder.startswith("include/"):
+            continue
+        stem, ext = os.path.splitext(name)
+        text = entries.get(folder, "")
+        if not re.search(r"(?<![\w.])%s(?![\w])" % re.escape(name), text) and \
+                not re.search(r"(?<![\w.])%s(\.c)?/\.%s" % (re.escape(stem), ext[1:]), text) and \
+                not (stem.startswith("kernels") and "kernels*.c" in text):
+            missing.append(rel)
+    check(not missing, "docs/layout.md names every source file in its folder's entry",
+          ", ".join(missing))
     tracked = subprocess.run(["git", "ls-files", "*.c", "*.h"], cwd=root, capture_output=True,
                              text=True).stdout.split()
     tracked = [f for f in tracked if not f.endswith("pitch_counts.h")]  # generated
