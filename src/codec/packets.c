@@ -563,7 +563,9 @@ static long conceal_pending(frae_packet_decoder *d, float *frames, long cap)
     uint64_t n = (uint64_t)(cap / (long)d->s.packet_frames);
     n = n < d->pending ? n : d->pending;
     d->pending -= n;
-    return conceal_lost(d, (uint32_t)n, frames, 0, cap);
+    const long k = conceal_lost(d, (uint32_t)n, frames, 0, cap);
+    d->c.frames += (uint64_t)k;
+    return k;
 }
 
 /* The next packet in buf (avail bytes): its frames; *used the bytes it

@@ -418,7 +418,7 @@ int test_packets_read_resync(void)
                 int finite = 1;
                 for (long i = 0; i < (got > 0 ? got : 0) * W; i++)
                     finite &= isfinite(y[i]) != 0;
-                if (got != T || !finite ||
+                if (got != T || !finite || pc.frames != (uint64_t)got ||
                     memcmp(y, recon, sizeof(float) * (size_t)k * P * W) ||
                     pc.concealed < P) {
                     printf("    packet %d's length, bit %d: %ld frames, "
