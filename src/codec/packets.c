@@ -210,10 +210,9 @@ frae_packet_decoder *frae_packet_decoder_create(const frae_net *m,
     p->frame_bits = frame_bits(m);
     if (ranged)
         frae_decoder_set_dtx(p->d, (s->flags & FRAE_STREAM_DTX) != 0);
-    frae_stream full; /* the header's fields and the model's sizes */
-    frae_stream_header(m, 1, 0, 0, &full);
-    full.flags = s->flags;
-    full.packet_frames = s->packet_frames;
+    frae_stream full = *s; /* the header's fields and the model's sizes */
+    full.latent_dim = (uint32_t)c->latent_dim;
+    full.code_bits = (uint8_t)frae_code_bits(m);
     p->max_payload = frae_packet_cap(&full);
     if (p->max_payload > 0xffff)
         p->max_payload = 0xffff;
