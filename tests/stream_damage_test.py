@@ -26,7 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checks import check, summary  # noqa: E402
+from checks import check, summary, v5_split  # noqa: E402
 
 FRAE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/frae")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,35 +45,9 @@ def varint(v):
     return out + bytes([v])
 
 
-def read_varint(b, i):
-    v, shift = 0, 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if not c & 0x80:
-            return v, i
-
-
-def split(stream):
-    """A version-5 file: its header's fixed part (16 bytes), its three
-    varints, and where each framed packet starts."""
-    i, fields = 16, []
-    for _ in range(3):
-        v, i = read_varint(stream, i)
-        fields.append(v)
-    head_len, starts, j = i + 2, [], i + 2
-    while j < len(stream):
-        starts.append(j)
-        n, k = read_varint(stream, j)
-        j = k + n + 2
-    return fields, head_len, starts
-
-
 def header(stream, frames):
     """The stream's header with another frame count, its CRC-16 made anew."""
-    fields, _, _ = split(stream)
+    fields, _, _ = v5_split(stream)
     body = stream[:16] + varint(fields[0]) + varint(fields[1]) + varint(frames)
     crc = binascii.crc_hqx(body, 0xFFFF)
     return body + bytes([crc & 0xFF, crc >> 8])
@@ -114,7 +88,7 @@ def flip_bits(stream, start, ber, seed):
 
 def hostile_headers(tmp, model, stream, frames):
     print("== a header's frame count bounds nothing by itself (item 1)")
-    _, head_len, starts = split(stream)
+    _, head_len, starts = v5_split(stream)
     path = os.path.join(tmp, "h.fbs")
     open(path, "wb").write(header(stream, 10 ** 6))
     rc, err, _, dt = decode(tmp, model, "h.fbs", "--wav", "h.wav")
@@ -145,7 +119,7 @@ def hostile_headers(tmp, model, stream, frames):
 
 def damaged_lengths(tmp, kind, model, stream, frames):
     print("== %s: a damaged packet length is found again (items 2 and 3)" % kind)
-    _, head_len, starts = split(stream)
+    _, head_len, starts = v5_split(stream)
     path = os.path.join(tmp, "l.fbs")
     stops, wrong, cases = [], [], 0
     for k in range(12):
@@ -187,7 +161,7 @@ def damaged_lengths(tmp, kind, model, stream, frames):
 
 
 def bit_errors(tmp, kind, model, stream, frames, through=False):
-    _, head_len, _ = split(stream)
+    _, head_len, _ = v5_split(stream)
     n = 4 if SANITIZED else 10
     extra = ["--through"] if through else []
     for ber in (1e-3, 1e-2):

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import frae_numpy  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checks import check, summary  # noqa: E402
+from checks import check, summary, v5_split  # noqa: E402
 
 FRAE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/frae")
 TMP = tempfile.mkdtemp(prefix="frae-wf-")
@@ -85,25 +85,8 @@ def v5_packets(path_):
     """A version-5 file's header bytes and its framed packets (each the
     varint length, the packet, the CRC-16), as a list."""
     b = open(path_, "rb").read()
-
-    def varint(i):
-        v, sh = 0, 0
-        while True:
-            c = b[i]
-            i += 1
-            v |= (c & 0x7F) << sh
-            sh += 7
-            if not c & 0x80:
-                return v, i
-    i = 16
-    for _ in range(3):
-        _, i = varint(i)
-    head, i, packets = b[:i + 2], i + 2, []
-    while i < len(b):
-        n, j = varint(i)
-        packets.append(b[i:j + n + 2])
-        i = j + n + 2
-    return head, packets
+    _, head_len, starts = v5_split(b)
+    return b[:head_len], [b[a:z] for a, z in zip(starts, starts[1:] + [len(b)])]
 
 
 def on_the_wire(pitch_fixed, pitch_prior):
