@@ -684,9 +684,10 @@ void frae_packet_decoder_counts(const frae_packet_decoder *d,
  * packet whose CRC-16 fails is concealed (decoded, through), and after a
  * damaged length it finds the next packet whose CRC-16 holds and whose
  * index follows (the resynchronisation), the packets between concealed.
- * Returns the frames, *used the bytes taken; 0 frames and *used 0: read
- * until buf holds *need bytes (at most frae_packet_window), or, at the
- * end, done.  At the end it conceals what the header's frame count says
+ * Returns the frames, *used the bytes taken (frames and *used 0: a long
+ * loss run concealed in parts, call again with the same bytes); 0 frames
+ * and *used 0: read until buf holds *need bytes (at most
+ * frae_packet_window), or, at the end, done.  At the end it conceals what the header's frame count says
  * loss took at the end, at most FRAE_PACKET_TAIL_MAX frames (1 s of 10 ms
  * frames), and only once some bytes came: never frames that only the
  * header promises.  Frames past the header's count are not given.
