@@ -20,7 +20,9 @@ CFLAGS_ALL = -std=c11 $(OPT) -g -Wall -Wextra -Wshadow -Wmissing-prototypes \
              -Wstrict-prototypes -Wvla -Wformat=2 $(WERROR) \
              -fno-fast-math -ffp-contract=off -fno-math-errno -fPIC \
              -fvisibility=hidden -MMD -MP -D_POSIX_C_SOURCE=200809L \
-             -Iinclude -Isrc $(SAN) $(CFLAGS)
+             -Iinclude $(SRC_INC) $(SAN) $(CFLAGS)
+# the library's own headers; frae's command sees include/ alone
+SRC_INC = -Isrc
 CORE_LDLIBS  = -lzip -lm -pthread
 AUDIO_LDLIBS = -lsndfile -lfftw3f -lsamplerate -lm -pthread
 LDLIBS_ALL = $(AUDIO_LDLIBS) $(CORE_LDLIBS) $(SAN) $(LDFLAGS)
@@ -67,6 +69,7 @@ CLI_SRCS = src/cli/main.c src/cli/common.c src/cli/train.c src/cli/tools.c \
            src/cli/vocode.c src/cli/models.c src/cli/dist.c
 TEST_SRCS = $(sort $(wildcard tests/c/test_*.c))
 CLI_OBJS  = $(CLI_SRCS:%.c=$(BUILD)/%.o)
+$(CLI_OBJS): SRC_INC =
 TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
 
 # frae-mpi: the command built with MPI for data-parallel training
@@ -77,6 +80,7 @@ MPICC ?= mpicc
 MPI   ?= $(if $(shell command -v $(MPICC) 2>/dev/null),yes,no)
 FRAE_MPI = $(BUILD)/frae-mpi
 MPI_CLI_OBJS = $(CLI_SRCS:%.c=$(BUILD)/mpi/%.o) $(BUILD)/mpi/src/cli/dist_mpi.o
+$(MPI_CLI_OBJS): SRC_INC =
 
 # The Python module (import frae): frae/__init__.py and the extension
 # _frae, built against Debian's python3-dev (no NumPy headers: arrays cross
@@ -159,8 +163,9 @@ $(BUILD)/mpi/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS_ALL) -DFRAE_MPI -c $< -o $@
 
-$(FRAE_MPI): $(MPI_CLI_OBJS) $(INTERNAL)
-	$(MPICC) -o $@ $^ $(LDLIBS_ALL)
+$(FRAE_MPI): $(MPI_CLI_OBJS) $(SOLIB) $(AUDIO_SO)
+	$(MPICC) -o $@ $(MPI_CLI_OBJS) -L$(BUILD) -lfrae-audio -lfrae \
+	  -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib' $(LDLIBS_ALL)
 
 $(LIB): $(CORE_OBJS)
 	rm -f $@
@@ -175,12 +180,21 @@ $(INTERNAL): $(ALL_OBJS)
 $(SOLIB): $(CORE_OBJS)
 	$(CC) -shared -Wl,-soname,libfrae.so.0 -o $@ $^ $(CORE_LDLIBS) $(SAN) \
 	  $(LDFLAGS)
-$(AUDIO_SO): $(AUDIO_OBJS)
-	$(CC) -shared -Wl,-soname,libfrae-audio.so.0 -o $@ $^ $(AUDIO_LDLIBS) \
-	  $(SAN) $(LDFLAGS)
+	ln -sf libfrae.so $(BUILD)/libfrae.so.0
+# libfrae-audio.so takes the atomic files from libfrae.so, which exports
+# them (frae_io.h), rather than exporting a second copy
+$(AUDIO_SO): $(filter-out %/atomic_file.o,$(AUDIO_OBJS)) $(SOLIB)
+	$(CC) -shared -Wl,-soname,libfrae-audio.so.0 -o $@ \
+	  $(filter-out %/atomic_file.o $(SOLIB),$^) -L$(BUILD) -lfrae \
+	  -Wl,-rpath,'$$ORIGIN' $(AUDIO_LDLIBS) $(SAN) $(LDFLAGS)
+	ln -sf libfrae-audio.so $(BUILD)/libfrae-audio.so.0
 
-$(FRAE): $(CLI_OBJS) $(INTERNAL)
-	$(CC) -o $@ $^ $(LDLIBS_ALL)
+# frae's command is a client of the public headers alone: it links the
+# shared libraries (found beside it in the build, in ../lib installed),
+# never libfrae-internal.a (tests/boundary_test.sh checks it)
+$(FRAE): $(CLI_OBJS) $(SOLIB) $(AUDIO_SO)
+	$(CC) -o $@ $(CLI_OBJS) -L$(BUILD) -lfrae-audio -lfrae \
+	  -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../lib' $(LDLIBS_ALL)
 
 $(TESTS): $(TEST_OBJS) $(INTERNAL)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
@@ -188,8 +202,9 @@ $(TESTS): $(TEST_OBJS) $(INTERNAL)
 $(BENCH): $(BUILD)/bench/bench_frae.o $(INTERNAL)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
+$(SHARED_TEST): SRC_INC =
 $(SHARED_TEST): tests/c/shared_model_test.c include/frae.h include/frae_codec.h $(LIB)
-	$(CC) $(filter-out -Isrc,$(CFLAGS_ALL)) $< $(LIB) $(CORE_LDLIBS) $(SAN) \
+	$(CC) $(CFLAGS_ALL) $< $(LIB) $(CORE_LDLIBS) $(SAN) \
 	  $(LDFLAGS) -o $@
 
 # All tests: unit tests, then the CLI checks.  Closes with "N passed, N failed".
@@ -295,7 +310,7 @@ install: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/frae.h include/frae_codec.h include/frae_train.h \
-	  include/frae_audio.h \
+	  include/frae_audio.h include/frae_io.h \
 	  $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIB) $(AUDIO_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SOLIB) $(DESTDIR)$(PREFIX)/lib/libfrae.so.$(VERSION)

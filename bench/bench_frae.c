@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "base/util.h" /* frae_synth_sequences */
+#include "codec/codec_internal.h"
 #include "frae_codec.h"
 
 /* frames of up to this many values (the default models' 80) */

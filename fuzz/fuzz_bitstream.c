@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/container.h"
+#include "codec/codec_internal.h"
 #include "frae_codec.h"
 #include "io/formats.h" /* frae_crc32, the library's own */
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/codec_internal.h"
 #include "frae_codec.h"
 
 enum { MAX_SYMBOLS = 4096 };

@@ -284,6 +284,11 @@ FRAE_API
 int frae_set_normalization(frae_model *m, const float *mean, const float *std);
 FRAE_API
 int frae_get_normalization(const frae_model *m, float *mean, float *std);
+/* Why set would refuse mean and std (D each): 0 if it would not; else -1
+ * with the first band that does not pass, in one line in why. */
+FRAE_API
+int frae_norm_stats_why(const float *mean, const float *std, int D, char *why,
+                        size_t cap);
 /* Per-band statistics of frames, in one streaming pass: accumulate any
  * number of [n][D] blocks, then finish.  A band whose variance is zero
  * (or below 1e-12 of its mean square, rounding) gets std 1: it is only
@@ -319,6 +324,14 @@ FRAE_API
 float frae_learning_rate_at(const frae_config *cfg, long step);
 FRAE_API
 const char *frae_isa_name(const frae_model *m);
+/* The names the command line, Python and checkpoints give a config's
+ * enums: `what` is "family", "activation", "feedback", "weights" or
+ * "isa" (frae_isa, "auto" first).  The name of value (NULL if what or
+ * value is not one), and the value name names (-1 if none). */
+FRAE_API
+const char *frae_enum_name(const char *what, int value);
+FRAE_API
+int frae_enum_value(const char *what, const char *name);
 /* The CPUs this process may run on: its affinity mask (taskset), capped by
  * its cgroup's CPU quota (a container's --cpus), rounded up; 1..64.  The
  * default of frae_config.threads for frae train and Python. */

@@ -1,9 +1,10 @@
 /* frae's codec, for whoever codes streams with a trained model (an
  * embedder of the codec, a voice link): frame encoder and decoder states
  * over a model's shared const weights (frae_net), the .fbs bitstream and
- * its stream coder, real-time packets with loss concealment, the range
- * coder and its frequency rule, and the shipped models found by name or
- * by a stream's hash.  Models themselves (making, training, saving) are
+ * its stream coder, real-time packets with loss concealment, the codec's
+ * options by name, and the shipped models found by name or by a stream's
+ * hash.  The range coder and the container's parts are building blocks
+ * inside the library (src/codec/entropy.h, container.h).  Models themselves (making, training, saving) are
  * frae.h's, which this header includes; audio in and out is
  * frae_audio.h's.  libfrae.so exports what is declared here too. */
 #ifndef FRAE_CODEC_H
@@ -104,48 +105,6 @@ void frae_decoder_reset(frae_decoder *d);
 FRAE_API
 int frae_decode_frame(frae_decoder *d, const unsigned char *code, float *frame);
 
-/* A model with a prior (frae_config.prior_hidden): one frame through the
- * encoder, its codes range-coded into rc with the prior's frequencies
- * (computed from the state before the frame, alike at both ends; with
- * cfg.prior_ar unit by unit, each also from the frame's codes before it,
- * recalibrated to the stream as it goes: docs/codec.md), then its
- * pitch code (cfg.pitch) with adaptive frequencies: the voicing bit in the
- * context of the last frame's, a voiced frame's step in one context.  The
- * decoder reads them back; it returns 0, or -1 once rc has met bytes no
- * encoder writes (frae_range_dec_status), the frame then being whatever
- * the symbols decoded to.  Exact: decoding reproduces frae_forward. */
-typedef struct frae_range_enc frae_range_enc;
-typedef struct frae_range_dec frae_range_dec;
-FRAE_API
-void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
-                              frae_range_enc *rc, float *recon);
-FRAE_API
-int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc, float *frame);
-
-/* Discontinuous transmission (DTX), for a model with a prior: off after
- * init.  With it on, every frame starts with a silence flag (range-coded
- * with adaptive counts in the context of the last frame's), and the
- * caller, who knows what silence is for its frames (frae encode --dtx: a
- * level gate), may code a frame as silent with
- * frae_encode_silence_ranged instead of frae_encode_frame_ranged.  A
- * silent frame codes nothing else and changes nothing at either end (the
- * network's state, the prior's recalibration, the pitch coder); the
- * decoder gives the last frame it decoded again (f0 and voicing 0; before
- * a sequence's first coded frame, the model's zero frame, denormalized),
- * and recon is that frame.  Encoder and decoder must agree (a version-3
- * stream says so: FRAE_STREAM_DTX).  Coded frames decode to the bit as
- * without DTX, but a silent frame is not the network's output, so
- * decode(encode(x)) == frae_forward only while no frame is silent.
- * set_dtx returns 0, or -1 for a model without a prior;
- * frae_encode_silence_ranged 0, or -1 (nothing coded) with DTX off. */
-FRAE_API
-int frae_encoder_set_dtx(frae_encoder *e, int on);
-FRAE_API
-int frae_decoder_set_dtx(frae_decoder *d, int on);
-FRAE_API
-int frae_encode_silence_ranged(frae_encoder *e, frae_range_enc *rc,
-                               float *recon);
-
 /* A frame that never arrived (packet loss): the decoder runs on the last
  * frame's latent halved, halved again at each further frame lost (toward
  * 0, the codes' middle), and holds the last decoded f0 and voicing (after
@@ -154,65 +113,6 @@ int frae_encode_silence_ranged(frae_encoder *e, frae_range_enc *rc,
  * below, handles it). */
 FRAE_API
 void frae_decoder_conceal(frae_decoder *d, float *frame);
-
-/* ---- Entropy coding ------------------------------------------------------
- * A range coder in integer arithmetic (src/codec/entropy.c): symbols are coded
- * with integer frequencies that sum to 2^FRAE_RANGE_TOTAL_BITS, none zero,
- * made from probabilities by frae_quantize_pmf, one deterministic rule, so
- * an encoder and a decoder that compute the same probabilities (frae's
- * kernels give the same bits on every ISA and thread count) code the same
- * bytes.  The states live in the caller's memory and never allocate; the
- * encoder writes into a caller's buffer, the decoder reads a buffer and
- * never past its end (it reads zeros there, as the encoder trimmed them),
- * and on a corrupt stream still returns symbols in range, in bounded time,
- * and flags it (frae_range_dec_status). */
-#define FRAE_RANGE_TOTAL_BITS 15
-/* freq[n]: 1 + floor(p_i / sum p * (2^15 - n)) each (NaN, negative and
- * infinite p count as 0; all zero: uniform), the remainder to the most
- * probable symbol (the first on ties).  Returns -1 unless 1 <= n <= 2^14. */
-FRAE_API
-int frae_quantize_pmf(const float *p, int n, uint32_t *freq);
-
-struct frae_range_enc {
-    unsigned char *buf;
-    size_t cap, pos;
-    uint64_t low;
-    uint32_t range;
-    unsigned cache;
-    uint64_t cache_size;
-    int first_out, overflow;
-};
-FRAE_API
-void frae_range_enc_init(frae_range_enc *e, unsigned char *buf, size_t cap);
-/* The symbol with cumulative frequency cum and frequency freq (of 2^15). */
-FRAE_API
-void frae_range_encode(frae_range_enc *e, uint32_t cum, uint32_t freq);
-FRAE_API
-void frae_range_encode_symbol(frae_range_enc *e, const uint32_t *freq,
-                              int symbol);
-/* Flushes; returns the bytes written, or 0 if buf was too small. */
-FRAE_API
-size_t frae_range_enc_finish(frae_range_enc *e);
-
-struct frae_range_dec {
-    const unsigned char *buf;
-    size_t size, pos;
-    uint32_t code, range;
-    int corrupt;
-};
-FRAE_API
-void frae_range_dec_init(frae_range_dec *d, const unsigned char *buf,
-                         size_t size);
-/* A symbol in two steps (target, then the symbol's cum and freq) or one. */
-FRAE_API
-uint32_t frae_range_decode_target(frae_range_dec *d);
-FRAE_API
-void frae_range_decode_update(frae_range_dec *d, uint32_t cum, uint32_t freq);
-FRAE_API
-int frae_range_decode_symbol(frae_range_dec *d, const uint32_t *freq, int n);
-/* 0, or -1 if the bytes could not have come from an encoder. */
-FRAE_API
-int frae_range_dec_status(const frae_range_dec *d);
 
 /* ---- The .fbs bitstream ----------------------------------------------------
  * All integers little-endian:
@@ -318,89 +218,6 @@ typedef struct {
 /* Whether s is entropy-coded: version 4 or 3, or 5 with its flag. */
 FRAE_API
 int frae_stream_ranged(const frae_stream *s);
-/* Fills the header fields for a stream of m's codes: version 4, with
- * FRAE_PACKET_FRAMES frames per packet (fewer if a packet could outgrow
- * its u16 length), for a model with a prior; else version 2.  flags: bit
- * 0, the input was one [T, D] sequence; FRAE_STREAM_DTX (kept for version
- * 4 only), the frames carry a silence flag. */
-FRAE_API
-void frae_stream_header(const frae_net *m, uint32_t sequences, uint32_t frames,
-                        int flags, frae_stream *s);
-/* A version-2 stream's bytes; 0 for versions 3 and 4, whose size is
- * known once written. */
-FRAE_API
-size_t frae_stream_bytes(const frae_stream *s);
-/* The header's bytes: FRAE_STREAM_HEADER, or version 4's (its varints
- * make it 19 to 31; version 3's 28 to 46; at most
- * FRAE_STREAM_HEADER_V3_MAX). */
-FRAE_API
-size_t frae_stream_header_bytes(const frae_stream *s);
-/* Versions 3 and 4: packets in the stream; the most bytes one packet of
- * packet_frames frames can take (a buffer for frae_stream_packet_seal;
- * from the header frae_stream_header filled); sealing packet index
- * (counted over the stream) of stream s, whose payload (range-coded from
- * packet + FRAE_PACKET_PAYLOAD) is payload_bytes <= 65535 long: writes
- * the length (version 3: index and length), moves the payload after it,
- * appends the CRC, and returns the packet's bytes from packet[0]; and
- * reading one of s from avail bytes: the expected index, its payload, and
- * the bytes it took, or -1 and one line in err (truncated, corrupted, or
- * a packet missing: which one came instead). */
-FRAE_API
-uint64_t frae_stream_packets(const frae_stream *s);
-FRAE_API
-size_t frae_stream_packet_cap(const frae_stream *s);
-FRAE_API
-size_t frae_stream_packet_seal(const frae_stream *s, unsigned char *packet,
-                               uint32_t index, size_t payload_bytes);
-FRAE_API
-long frae_stream_packet_parse(const frae_stream *s, const unsigned char *p,
-                              size_t avail, uint32_t index,
-                              const unsigned char **payload, size_t *len,
-                              char *err, size_t errlen);
-/* Version 2: writes frae_stream_bytes(s) bytes: header, the frames' codes
- * (each frae_code_bytes, in order), CRC. */
-FRAE_API
-void frae_stream_write(unsigned char *dst, const frae_stream *s,
-                       const unsigned char *frame_codes);
-/* The same stream written a frame at a time, for inputs too long to hold
- * their codes: begin writes the header (FRAE_STREAM_HEADER bytes), add
- * takes one frame's frae_code_bytes and writes the whole bytes that
- * completes (at most frae_code_bytes + 1), end writes the last partial
- * byte and the CRC (at most 5); each returns the bytes it wrote to out.
- * Frames go in stream order, s->sequences x s->frames of them.  For
- * version 4 (and 3), begin writes its header (frae_stream_header_bytes),
- * and packets follow (frae_stream_packet_seal); add and end are not used. */
-typedef struct {
-    frae_stream s;
-    uint32_t crc;
-    unsigned char carry; /* bits waiting for their byte */
-    int carry_bits;
-} frae_stream_writer;
-FRAE_API
-size_t frae_stream_writer_begin(frae_stream_writer *w, const frae_stream *s,
-                                unsigned char *out);
-FRAE_API
-size_t frae_stream_writer_add(frae_stream_writer *w, const unsigned char *code,
-                              unsigned char *out);
-FRAE_API
-size_t frae_stream_writer_end(frae_stream_writer *w, unsigned char *out);
-/* Validates magic, version, sizes, exact length and CRC; never reads out
- * of bounds.  One line in err on failure. */
-FRAE_API
-int frae_stream_parse(const void *buf, size_t size, frae_stream *s, char *err,
-                      size_t errlen);
-/* Whether m can decode s: version, pitch, shape and code format (where
- * the stream states them) and model hash. */
-FRAE_API
-int frae_stream_check_model(const frae_stream *s, const frae_net *m, char *err,
-                            size_t errlen);
-/* Version 2: the code bytes of frame f (counting across sequences) of a
- * parsed s (versions 3 and 4 have no fixed place per frame: read their
- * packets). */
-FRAE_API
-void frae_stream_frame_code(const frae_stream *s, uint64_t f,
-                            unsigned char *code);
-
 /* ---- Stream coding: frames to a .fbs stream and back ---------------------
  * The loop that frae encode and decode and Python's encode and decode
  * share: frames in, a stream's bytes out as they are made, and back.  An
@@ -529,6 +346,11 @@ void frae_stream_encoder_destroy(frae_stream_encoder *e);
 /* The header's fields. */
 FRAE_API
 const frae_stream *frae_stream_encoder_stream(const frae_stream_encoder *e);
+/* The most bytes the whole stream can take (its header, frames and end):
+ * a buffer that holds any stream of these sizes; 0 for a live stream of
+ * real-time packets (frames not known). */
+FRAE_API
+uint64_t frae_stream_encoder_bound(const frae_stream_encoder *e);
 /* The bytes to write next, valid until the next call: after create the
  * header, after each frame what it completed (often none), after end the
  * rest. */
@@ -590,7 +412,7 @@ int frae_stream_decode(frae_stream_decoder *d, float *frame, uint32_t *seq,
  *            varint
  *   payload  fixed-rate: the frames' codes packed LSB first as version
  *            2's, zero bits to a byte boundary; entropy-coded: the frames
- *            range-coded (frae_encode_frame_ranged), the coder afresh in
+ *            range-coded (docs/codec.md), the coder afresh in
  *            each packet, its flush trimmed of trailing zeros
  * At a resynchronisation point (the first packet, then every R) the
  * payload starts with the pitch predictor's log2 f0, 7 bits over 50-600
@@ -633,9 +455,6 @@ int frae_stream_decode(frae_stream_decoder *d, float *frame, uint32_t *seq,
 FRAE_API
 long frae_packet_header_parse(const void *buf, size_t size, frae_stream *s,
                               char *err, size_t errlen);
-/* The most bytes a packet of stream s takes (a buffer for it). */
-FRAE_API
-size_t frae_packet_cap(const frae_stream *s);
 
 /* The receiving end.  A decoder over a version-5 stream's header takes
  * the packets as they come: decode, for a packet received (its index

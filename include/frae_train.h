@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "frae.h"
+#include "frae_io.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,6 +71,13 @@ typedef struct frae_source {
     void (*close)(void *ctx); /* may be NULL */
     void *ctx;
 } frae_source;
+/* A .npy's frames (frae_io.h) as a source, named name (audio: features
+ * made from audio, so that a run knows its input's kind); a's mapping or
+ * descriptor moves into it (closed on failure too).  0 or a FRAE_RUN_*
+ * status with one line in err. */
+FRAE_API
+int frae_source_from_npy(frae_npy *a, const char *name, int audio,
+                         frae_source *out, char *err, size_t errlen);
 
 typedef struct frae_dataset frae_dataset;
 

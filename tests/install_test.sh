@@ -133,7 +133,7 @@ stream_check g16.safetensors "a bf16 GRU model"
 # header declares with FRAE_API, and the codec's library needs none of the
 # audio libraries
 cd "$OLDPWD" || exit 1
-for pair in "libfrae.so include/frae.h include/frae_codec.h include/frae_train.h" \
+for pair in "libfrae.so include/frae.h include/frae_codec.h include/frae_train.h include/frae_io.h" \
             "libfrae-audio.so include/frae_audio.h"; do
     set -- $pair
     lib=$1

@@ -35,6 +35,8 @@ if [ "$BUILD" = build ]; then # the sources' shape: once is enough
     echo "== the tree's layout: file and function sizes, the C style"
     run /usr/bin/python3 tests/layout_test.py
 fi
+echo "== one door: the command and the Python extension call the public headers alone ($BUILD)"
+run sh tests/boundary_test.sh "$BUILD"
 echo "== CLI tests ($BUILD)"
 run sh tests/cli_test.sh "$BUILD/frae"
 echo "== workflow tests: files, checkpoints, resume, imports ($BUILD)"

@@ -523,18 +523,7 @@ static PyObject *encode_locked(frae_model *m, PyObject *args)
             PyBuffer_Release(&sb);
         return frae_py_fail(err);
     }
-    /* the most the stream can take: the header, and per frame its codes
-     * or per packet its bound */
-    const frae_stream *h = frae_stream_encoder_stream(se);
-    const size_t packets = ((size_t)nframes + h->packet_frames - 1) /
-                           (h->packet_frames ? h->packet_frames : 1);
-    const size_t cap =
-        so.datagrams /* version 5: each packet framed, length and CRC */
-            ? FRAE_STREAM_HEADER_V5_MAX + packets * (frae_packet_cap(h) + 5)
-            : frae_stream_ranged(h) ? frae_stream_header_bytes(h) +
-                                          (size_t)frae_stream_packets(h) *
-                                              frae_stream_packet_cap(h)
-                                    : frae_stream_bytes(h);
+    const size_t cap = (size_t)frae_stream_encoder_bound(se);
     unsigned char *out = malloc(cap);
     size_t len = 0;
     if (out) {
@@ -574,6 +563,20 @@ static int is_packets(const Py_buffer *b)
            p[6] == FRAE_STREAM_VERSION_PACKETS;
 }
 
+/* A version-2 to -4 stream's header, once a decoder for m accepts it:
+ * 0, or -1 and one line in err. */
+static int stream_header(frae_model *m, const void *buf, size_t size,
+                         frae_stream *s, char *err, size_t errlen)
+{
+    frae_stream_decoder *sd =
+        frae_stream_decoder_create(frae_model_net(m), buf, size, err, errlen);
+    if (!sd)
+        return -1;
+    *s = *frae_stream_decoder_stream(sd);
+    frae_stream_decoder_destroy(sd);
+    return 0;
+}
+
 /* stream_info(bytes) -> (sequences, frames, width, two_d), checked
  * against the model (version 5: its frames as the reader gives them). */
 static PyObject *stream_info_locked(frae_model *m, PyObject *args)
@@ -588,9 +591,7 @@ static PyObject *stream_info_locked(frae_model *m, PyObject *args)
         is_packets(&b)
             ? frae_py_packets_frames(m, b.buf, (size_t)b.len, 0, NULL, 0, &s,
                                      err, sizeof err) < 0
-            : frae_stream_parse(b.buf, (size_t)b.len, &s, err, sizeof err) ||
-                  frae_stream_check_model(&s, frae_model_net(m), err,
-                                          sizeof err);
+            : stream_header(m, b.buf, (size_t)b.len, &s, err, sizeof err);
     Py_END_ALLOW_THREADS PyBuffer_Release(&b);
     if (bad)
         return frae_py_fail(err);

@@ -22,6 +22,41 @@ int frae_name_index(const char *const *names, int n, const char *s)
     return -1;
 }
 
+/* frae.h's enum names: the table of what */
+static const char *const *enum_table(const char *what, int *n)
+{
+    static const struct {
+        const char *what;
+        const char *const *names;
+        int n;
+    } tables[] = {
+        {"family", frae_family_names, FRAE_NAME_COUNT(frae_family_names)},
+        {"activation", frae_activation_names,
+         FRAE_NAME_COUNT(frae_activation_names)},
+        {"feedback", frae_feedback_names, FRAE_NAME_COUNT(frae_feedback_names)},
+        {"weights", frae_weights_names, FRAE_NAME_COUNT(frae_weights_names)},
+        {"isa", frae_isa_names, FRAE_NAME_COUNT(frae_isa_names)},
+    };
+    for (size_t i = 0; what && i < sizeof tables / sizeof tables[0]; i++)
+        if (!strcmp(what, tables[i].what))
+            return *n = tables[i].n, tables[i].names;
+    return *n = 0, NULL;
+}
+
+const char *frae_enum_name(const char *what, int value)
+{
+    int n;
+    const char *const *names = enum_table(what, &n);
+    return names && value >= 0 && value < n ? names[value] : NULL;
+}
+
+int frae_enum_value(const char *what, const char *name)
+{
+    int n;
+    const char *const *names = enum_table(what, &n);
+    return names ? frae_name_index(names, n, name) : -1;
+}
+
 void frae_quantizer_name(const frae_config *c, char *out, size_t cap)
 {
     if (c->quantizer == FRAE_QUANT_UNIFORM)

@@ -8,8 +8,8 @@
 #include "frae.h"
 #include "frae_audio.h"
 #include "frae_codec.h"
+#include "frae_io.h"
 #include "frae_train.h"
-#include "io/formats.h"
 
 /* Exit codes, documented in 'frae --help' and docs/command-line.md. */
 #define EXIT_OK 0

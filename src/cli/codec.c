@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cli/codec_cli.h"
+#include "codec_cli.h"
 
 /* the commands' own options; the codec's come from libfrae's table */
 static const cli_opt own_list[] = {

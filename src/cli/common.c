@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "core/frae_internal.h"
 
 _Thread_local const char *cli_cmd = "frae";
 FILE *cli_report;
@@ -39,7 +38,9 @@ int cli_fail(int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    frae_one_line(msg); /* whatever a file's bytes quoted in it hold */
+    for (char *c = msg; *c; c++) /* whatever a file's bytes quoted in it hold */
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
     if (fail_buf)
         snprintf(fail_buf, fail_len, "%s: %s", cli_cmd, msg);
     else
@@ -454,8 +455,11 @@ int cli_io_option(cli_io *io, const char *name, const char *v)
     if (!strcmp(name, "--output"))
         return io->output = cli_output_path(v), 0;
     if (!strcmp(name, "--isa")) {
-        int tmp = 0, rc = cli_choice(name, v, frae_isa_names,
-                                     FRAE_NAME_COUNT(frae_isa_names), &tmp);
+        const char *names[8];
+        int n = 0;
+        while (n < 8 && (names[n] = frae_enum_name("isa", n)))
+            n++;
+        int tmp = 0, rc = cli_choice(name, v, names, n, &tmp);
         io->isa = (frae_isa)tmp;
         return rc;
     }

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cli/codec_cli.h"
+#include "codec_cli.h"
 
 static void encode_help(void)
 {

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cli/codec_cli.h"
+#include "codec_cli.h"
 
 /* ---- frae models: what is installed ---------------------------------------
  * Each models directory in search order, each checkpoint in it: its name,

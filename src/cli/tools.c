@@ -195,7 +195,7 @@ static void info_model(frae_checkpoint *ck, const frae_config *cfg,
     const frae_config c = *cfg;
     cli_printf("model:\n");
     const int gru = c.family == FRAE_FAMILY_GRU;
-    cli_printf("  family %s: %s\n", frae_family_names[c.family],
+    cli_printf("  family %s: %s\n", frae_enum_name("family", c.family),
                gru ? "GRU encoder and decoder, h_dec fed back to the encoder"
                    : "dense layers");
     cli_printf("  frame dim D %d, history K %d, latent L %d\n", c.frame_dim,
@@ -211,7 +211,8 @@ static void info_model(frae_checkpoint *ck, const frae_config *cfg,
         cli_printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.dec_hidden[i]);
     cli_printf(" -> %d (linear)\n", c.frame_dim);
     cli_printf("  hidden activation %s, init seed %llu\n",
-               frae_activation_names[c.activation], (unsigned long long)c.seed);
+               frae_enum_name("activation", c.activation),
+               (unsigned long long)c.seed);
     char split[96] = "";
     if (c.pitch) /* how the bits split between envelope and pitch */
         snprintf(split, sizeof split, " (envelope %d x %d, pitch %d)",
@@ -219,7 +220,7 @@ static void info_model(frae_checkpoint *ck, const frae_config *cfg,
                  FRAE_PITCH_BITS);
     cli_printf("  %zu parameters, %g bits/frame%s, %s weights\n",
                frae_param_count(m), frae_bits_per_frame(m), split,
-               frae_weights_names[c.weights]);
+               frae_enum_name("weights", c.weights));
     if (c.pitch)
         cli_printf("  pitch: f0 and voicing per frame (YIN), closed-loop "
                    "log2 f0 quantizer, %s\n",
@@ -275,7 +276,7 @@ static void info_training(frae_checkpoint *ck, const frae_config *cfg,
     cli_printf(
         "  feedback %s, window %d, batch %d, Adam lr %g (beta1 %g, beta2 "
         "%g, eps %g), clip norm %g\n",
-        frae_feedback_names[c.feedback], c.window, c.batch,
+        frae_enum_name("feedback", c.feedback), c.window, c.batch,
         (double)c.learning_rate, (double)c.beta1, (double)c.beta2,
         (double)c.epsilon, (double)c.clip_norm);
     if (c.rate_lambda > 0)
@@ -457,8 +458,8 @@ int cmd_import(int argc, char **argv)
         const frae_family held = c->family; /* c is m's: read it first */
         frae_destroy(m);
         return cli_fail(EXIT_USAGE, "%s holds a %s model, not %s", o.input,
-                        frae_family_names[held],
-                        frae_family_names[hints->family]);
+                        frae_enum_name("family", held),
+                        frae_enum_name("family", hints->family));
     }
     if (o.normalize) {
         float *stats = malloc(sizeof(float) * 2 * (size_t)c->frame_dim);
@@ -478,9 +479,9 @@ int cmd_import(int argc, char **argv)
     }
     cli_printf("%s -> %s: %s, D %d, K %d, L %d, %d+%d hidden layers, %zu "
                "parameters\n",
-               o.input, o.output, frae_family_names[c->family], c->frame_dim,
-               c->history, c->latent_dim, c->n_enc_hidden, c->n_dec_hidden,
-               frae_param_count(m));
+               o.input, o.output, frae_enum_name("family", c->family),
+               c->frame_dim, c->history, c->latent_dim, c->n_enc_hidden,
+               c->n_dec_hidden, frae_param_count(m));
     frae_destroy(m);
     return EXIT_OK;
 }
@@ -635,8 +636,7 @@ static int convert_opt(void *ctx, const char *name, const char *v)
     convert_opts *o = ctx;
     if (!strcmp(name, "--output"))
         return o->output = cli_output_path(v), 0;
-    int w = frae_name_index(frae_weights_names,
-                            FRAE_NAME_COUNT(frae_weights_names), v);
+    int w = frae_enum_value("weights", v);
     if (w < 0)
         return cli_fail(EXIT_USAGE, "--weights: '%s' is not bf16 or f32", v);
     o->weights = (frae_weights)w;
@@ -680,7 +680,7 @@ int cmd_convert(int argc, char **argv)
         return cli_fail(rc == -2 ? EXIT_FAILED : EXIT_USAGE, "%s", err);
     cli_printf("%s -> %s: %s weights, %zu of %zu parameters changed by "
                "rounding\n",
-               o.input, o.output, frae_weights_names[o.weights], moved,
+               o.input, o.output, frae_enum_name("weights", o.weights), moved,
                frae_param_count_for(&c));
     return EXIT_OK;
 }

@@ -500,7 +500,7 @@ static void on_start(void *ctx, const frae_run_info *in)
                "%d, window %d, feedback %s\n",
                in->train_sequences, in->data, p->o->n_data ? "" : ", built-in",
                in->val_sequences, in->batch_size, c->window,
-               frae_feedback_names[c->feedback]);
+               frae_enum_name("feedback", c->feedback));
     if (c->prior_hidden > 0)
         cli_printf("prior: %d units%s; codes entropy-coded (at most %.0f "
                    "bits/frame); rate lambda %g\n",

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
-#include "cli/codec_cli.h"
+#include "codec_cli.h"
 
 static void vocode_help(void)
 {

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "codec/container.h"
+#include "codec/entropy.h"
 #include "codec/pitch_counts.h"
 #include "core/frae_internal.h"
 
@@ -104,5 +105,41 @@ int frae_codec_silence_decode(struct frae_codec_state *s, frae_range_dec *rc);
 void frae_codec_silent_frame(const struct frae_codec_state *s, float *frame);
 void frae_code_put_bits(unsigned char *dst, size_t pos, uint32_t v, int bits);
 uint32_t frae_code_get_bits(const unsigned char *src, size_t pos, int bits);
+
+/* ---- frames range-coded, and discontinuous transmission ---------------- */
+/* A model with a prior (frae_config.prior_hidden): one frame through the
+ * encoder, its codes range-coded into rc with the prior's frequencies
+ * (computed from the state before the frame, alike at both ends; with
+ * cfg.prior_ar unit by unit, each also from the frame's codes before it,
+ * recalibrated to the stream as it goes: docs/codec.md), then its
+ * pitch code (cfg.pitch) with adaptive frequencies: the voicing bit in the
+ * context of the last frame's, a voiced frame's step in one context.  The
+ * decoder reads them back; it returns 0, or -1 once rc has met bytes no
+ * encoder writes (frae_range_dec_status), the frame then being whatever
+ * the symbols decoded to.  Exact: decoding reproduces frae_forward. */
+void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
+                              frae_range_enc *rc, float *recon);
+int frae_decode_frame_ranged(frae_decoder *d, frae_range_dec *rc, float *frame);
+
+/* Discontinuous transmission (DTX), for a model with a prior: off after
+ * init.  With it on, every frame starts with a silence flag (range-coded
+ * with adaptive counts in the context of the last frame's), and the
+ * caller, who knows what silence is for its frames (frae encode --dtx: a
+ * level gate), may code a frame as silent with
+ * frae_encode_silence_ranged instead of frae_encode_frame_ranged.  A
+ * silent frame codes nothing else and changes nothing at either end (the
+ * network's state, the prior's recalibration, the pitch coder); the
+ * decoder gives the last frame it decoded again (f0 and voicing 0; before
+ * a sequence's first coded frame, the model's zero frame, denormalized),
+ * and recon is that frame.  Encoder and decoder must agree (a version-3
+ * stream says so: FRAE_STREAM_DTX).  Coded frames decode to the bit as
+ * without DTX, but a silent frame is not the network's output, so
+ * decode(encode(x)) == frae_forward only while no frame is silent.
+ * set_dtx returns 0, or -1 for a model without a prior;
+ * frae_encode_silence_ranged 0, or -1 (nothing coded) with DTX off. */
+int frae_encoder_set_dtx(frae_encoder *e, int on);
+int frae_decoder_set_dtx(frae_decoder *d, int on);
+int frae_encode_silence_ranged(frae_encoder *e, frae_range_enc *rc,
+                               float *recon);
 
 #endif

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "codec/entropy.h"
 #include "core/frae_internal.h"
 
 #define TOP (1u << 24)

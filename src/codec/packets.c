@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/container.h"
+#include "codec/codec_internal.h"
 #include "core/frae_internal.h"
 #include "io/formats.h"
 

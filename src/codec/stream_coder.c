@@ -303,6 +303,21 @@ const frae_stream *frae_stream_encoder_stream(const frae_stream_encoder *e)
     return &e->s;
 }
 
+uint64_t frae_stream_encoder_bound(const frae_stream_encoder *e)
+{
+    const frae_stream *s = &e->s;
+    const uint64_t P = s->packet_frames ? s->packet_frames : 1;
+    if (s->version == FRAE_STREAM_VERSION_PACKETS) /* framed: length, CRC */
+        return s->frames
+                   ? FRAE_STREAM_HEADER_V5_MAX +
+                         (s->frames + P - 1) / P * (frae_packet_cap(s) + 5)
+                   : 0;
+    return frae_stream_ranged(s)
+               ? frae_stream_header_bytes(s) +
+                     frae_stream_packets(s) * frae_stream_packet_cap(s)
+               : frae_stream_bytes(s);
+}
+
 const unsigned char *frae_stream_encoder_bytes(const frae_stream_encoder *e,
                                                size_t *n)
 {

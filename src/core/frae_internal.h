@@ -76,10 +76,6 @@ typedef struct {
  * reader, so what is saved reads back. */
 #define FRAE_NORM_MAX 3e38
 int frae_norm_stat_ok(double v, int is_std);
-/* 0 if mean and std (D each) pass it; else -1 with the first band that
- * does not, in one line in why */
-int frae_norm_stats_why(const float *mean, const float *std, int D, char *why,
-                        size_t cap);
 
 /* cfg.normalize: rows of x (x_rs apart) z-scored into dst [rows][D]; one
  * output frame scaled back. */

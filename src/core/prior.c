@@ -18,6 +18,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "codec/entropy.h"
 #include "core/frae_internal.h"
 
 #define LN2 0.693147180559945309f

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "codec/codec_internal.h"
 #include "frae_audio.h"
 #include "frae_train.h"
 #include "test_util.h"
