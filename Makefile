@@ -37,7 +37,7 @@ CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.
             src/io/checkpoint.c src/io/import.c \
             src/codec/codec.c src/codec/pitch_coder.c src/codec/search.c src/codec/recalibrate.c \
             src/codec/container.c src/codec/entropy.c src/codec/stream_coder.c \
-            src/codec/packets.c src/codec/models.c src/codec/codec_options.c \
+            src/codec/packets.c src/codec/reader.c src/codec/models.c src/codec/codec_options.c \
             src/train/synth.c src/train/dataset.c src/train/options.c \
             src/train/replicas.c src/train/run_support.c src/train/run.c src/train/run_state.c \
             src/train/run_setup.c

@@ -520,6 +520,44 @@ long frae_packet_read(frae_packet_decoder *d, const unsigned char *buf,
 FRAE_API
 size_t frae_packet_window(const frae_packet_decoder *d);
 
+/* ---- Reading any stream: one loop for versions 2 to 5 (src/codec/reader.c)
+ * 'frae decode's loop and Python's decoder.  buf holds avail bytes from
+ * where the last call's *used ended; end says no more will come.  The
+ * first calls read the header (frae_stream_reader_stream is NULL until
+ * then); then each call gives frames in order, of one sequence (*seq),
+ * into the reader's memory (*frames, valid until the next call): how
+ * many, 0 with nothing used once the stream is done (0 with *used > 0, or
+ * with *need > avail: call again, with at least *need bytes if it can),
+ * or -1 and one line in err.  Versions 2 to 4 are files: give the whole
+ * stream with end set (a mapping: the bytes must stay until the reader is
+ * destroyed), and the stream is checked whole before a frame comes (its
+ * CRC, its model).  Version 5 is read as it comes (frae_packet_read: a
+ * pipe is read exactly as far as *need, never ahead), lost and damaged
+ * packets concealed; a header whose frames never came is refused.
+ * Memory is allocated once, with the header: frae_stream_reader_window
+ * bytes at most are asked for at once. */
+typedef struct frae_stream_reader frae_stream_reader;
+FRAE_API
+frae_stream_reader *frae_stream_reader_create(const frae_net *m);
+FRAE_API
+void frae_stream_reader_destroy(frae_stream_reader *r);
+/* Version 5's decoding through bit errors (frae_packet_decoder_through). */
+FRAE_API
+void frae_stream_reader_through(frae_stream_reader *r, int on);
+FRAE_API
+long frae_stream_read(frae_stream_reader *r, const unsigned char *buf,
+                      size_t avail, int end, size_t *used, size_t *need,
+                      const float **frames, uint32_t *seq, char *err,
+                      size_t errlen);
+FRAE_API
+const frae_stream *frae_stream_reader_stream(const frae_stream_reader *r);
+FRAE_API
+size_t frae_stream_reader_window(const frae_stream_reader *r);
+/* Version 5's counts (frae_packet_decoder_counts); the others', frames. */
+FRAE_API
+void frae_stream_reader_counts(const frae_stream_reader *r,
+                               frae_packet_counts *c);
+
 /* ---- the shipped models (src/codec/models.c) ----------------------------
  * models/ in the source tree holds the shipped codecs ('make models'
  * rebuilds them; models/README.md says what they were trained on); 'make

@@ -35,13 +35,16 @@ typedef struct {
 } ModelObject;
 
 PyObject *frae_py_fail(const char *msg);
-/* A version-5 stream's frames through libfrae's reader (frae_packet_read),
- * into y (at most y_frames of them; NULL: counted): its header into s with
- * s->frames the frames it gives; the header's bytes, or -1 and err
- * (_frae_decode.c). */
-long frae_py_packets_frames(const frae_model *m, const void *buf, size_t size,
-                            int through, float *y, uint64_t y_frames,
-                            frae_stream *s, char *err, size_t errlen);
+/* A stream's frames (any version) through libfrae's reader, into y (all
+ * of them if they fit in y_frames; NULL: counted): its header into s (a
+ * version-5 stream's s->frames: the frames it gives); how many, or -1
+ * and err (_frae_decode.c).  The header of a version-2 to -4 stream, once
+ * a decoder for m accepts it: 0, or -1 and err (_frae_model.c). */
+long frae_py_stream_frames(const frae_model *m, const void *buf, size_t size,
+                           int through, float *y, uint64_t y_frames,
+                           frae_stream *s, char *err, size_t errlen);
+int frae_py_stream_header(const frae_model *m, const void *buf, size_t size,
+                          frae_stream *s, char *err, size_t errlen);
 /* codec settings from [(keyword, value or None), ...] (_frae.c) */
 int frae_py_codec_settings(PyObject *options, frae_codec_settings *s);
 int frae_py_model_lock(ModelObject *self);

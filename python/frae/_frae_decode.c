@@ -17,13 +17,12 @@ typedef struct {
     PyObject_HEAD ModelObject *model; /* a reference: its net decodes */
     Py_buffer stream;                 /* held while sd reads it */
     int have_stream;
-    atomic_int busy;         /* a read or close running (one at a time) */
-    frae_stream_decoder *sd; /* versions 2 to 4 */
-    /* version 5: the library's reader (frae_packet_read) over the bytes,
-     * a call's frames held in pf and given one at a time */
-    frae_packet_decoder *pd;
-    float *pf;
-    long pcap, pn, pat;
+    atomic_int busy; /* a read or close running (one at a time) */
+    /* libfrae's reader over the bytes (every version), a call's frames
+     * held in rf and given one at a time */
+    frae_stream_reader *rd;
+    const float *rf;
+    long rn, rat;
     size_t pos; /* the bytes read */
     frae_features f;
     int width, hnm, failed;
@@ -41,12 +40,8 @@ static void decoder_free(DecoderObject *d)
 {
     frae_wav_abort(d->w); /* an unfinished WAV leaves the old file */
     d->w = NULL;
-    frae_stream_decoder_destroy(d->sd);
-    d->sd = NULL;
-    frae_packet_decoder_destroy(d->pd);
-    d->pd = NULL;
-    free(d->pf);
-    d->pf = NULL;
+    frae_stream_reader_destroy(d->rd);
+    d->rd = NULL;
     free(d->frame), free(d->pend);
     d->frame = d->pend = NULL;
     frae_audio_out_destroy(d->ao);
@@ -63,33 +58,27 @@ static void decoder_dealloc(DecoderObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* The next of a version-5 stream's frames, read from the bytes after
- * at (its header's end) by pd, into frame (pf holds cap of them): 1, or 0
- * at the stream's end. */
-static int packet_frame(frae_packet_decoder *pd, const unsigned char *bytes,
-                        size_t size, size_t *at, float *pf, long cap, long *pn,
-                        long *pat, int width, float *frame)
-{
-    while (*pat == *pn) {
-        size_t used, need;
-        const long k = frae_packet_read(pd, bytes + *at, size - *at, 1, &used,
-                                        &need, pf, cap);
-        *at += used;
-        if (!k && !used)
-            return 0;
-        *pn = k, *pat = 0;
-    }
-    memcpy(frame, pf + (size_t)(*pat)++ * width, sizeof(float) * width);
-    return 1;
-}
-
-/* The next frame: 1, 0 at the end, or -1 and why. */
+/* The next frame, from the reader's last call or its next: 1, 0 at the
+ * end, or -1 and why. */
 static int next_frame(DecoderObject *d, char *why, size_t whylen)
 {
-    if (d->sd)
-        return frae_stream_decode(d->sd, d->frame, NULL, NULL, why, whylen);
-    return packet_frame(d->pd, d->stream.buf, (size_t)d->stream.len, &d->pos,
-                        d->pf, d->pcap, &d->pn, &d->pat, d->width, d->frame);
+    while (d->rat == d->rn) {
+        size_t used, need;
+        uint32_t seq;
+        const long k = frae_stream_read(
+            d->rd, (const unsigned char *)d->stream.buf + d->pos,
+            (size_t)d->stream.len - d->pos, 1, &used, &need, &d->rf, &seq, why,
+            whylen);
+        if (k < 0)
+            return -1;
+        d->pos += used;
+        if (!k && !used)
+            return 0;
+        d->rn = k, d->rat = 0;
+    }
+    memcpy(d->frame, d->rf + (size_t)d->rat++ * d->width,
+           sizeof(float) * (size_t)d->width);
+    return 1;
 }
 
 /* The next step's samples into pend (libfrae-audio's timeline: the lead,
@@ -207,7 +196,7 @@ static PyObject *decoder_read(DecoderObject *self, PyObject *args)
     }
     char err[512] = "";
     long got = 0;
-    if (self->failed || (!self->sd && !self->pd)) {
+    if (self->failed || !self->rd) {
         got = -1;
         snprintf(err, sizeof err, "the decoder %s",
                  self->failed ? "failed before" : "is closed");
@@ -287,83 +276,48 @@ static int decoder_audio(DecoderObject *d, int gl_iters, char *err,
     return d->frame && d->pend ? 0 : -1;
 }
 
-long frae_py_packets_frames(const frae_model *m, const void *buf, size_t size,
-                            int through, float *y, uint64_t y_frames,
-                            frae_stream *s, char *err, size_t errlen)
+long frae_py_stream_frames(const frae_model *m, const void *buf, size_t size,
+                           int through, float *y, uint64_t y_frames,
+                           frae_stream *s, char *err, size_t errlen)
 {
-    const unsigned char *b = buf;
-    const long hb = frae_packet_header_parse(b, size, s, err, errlen);
-    if (hb <= 0) {
-        if (!hb)
-            snprintf(err, errlen, "truncated: shorter than a version-5 header");
+    frae_stream_reader *r = frae_stream_reader_create(frae_model_net(m));
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
+    frae_stream_reader_through(r, through);
     const frae_config *c = frae_get_config(m);
-    const int width = c->frame_dim + 2 * c->pitch;
-    frae_packet_decoder *pd =
-        frae_packet_decoder_create(frae_model_net(m), s, err, errlen);
-    const long cap = FRAE_PACKET_DECODE_MAX((long)s->packet_frames);
-    float *pf = malloc(sizeof(float) * (size_t)cap * (size_t)width);
-    if (!pd || !pf) {
-        if (pd)
-            snprintf(err, errlen, "out of memory");
-        frae_packet_decoder_destroy(pd);
-        free(pf);
-        return -1;
-    }
-    frae_packet_decoder_through(pd, through);
     uint64_t frames = 0;
-    size_t at = (size_t)hb;
+    size_t at = 0;
+    long k = 0;
     for (;;) {
         size_t used, need;
-        const long k =
-            frae_packet_read(pd, b + at, size - at, 1, &used, &need, pf, cap);
-        if (!k && !used)
+        const float *f;
+        uint32_t seq;
+        k = frae_stream_read(r, (const unsigned char *)buf + at, size - at, 1,
+                             &used, &need, &f, &seq, err, errlen);
+        if (k < 0 || (!k && !used))
             break;
+        const int width =
+            c->frame_dim + 2 * ((frae_stream_reader_stream(r)->flags &
+                                 FRAE_STREAM_PITCH) != 0);
         if (y && frames + (uint64_t)k <= y_frames)
-            memcpy(y + frames * (uint64_t)width, pf,
+            memcpy(y + frames * (uint64_t)width, f,
                    sizeof(float) * (size_t)k * (size_t)width);
         frames += (uint64_t)k, at += used;
     }
-    frae_packet_decoder_destroy(pd);
-    free(pf);
-    if (!frames && s->frames) {
-        snprintf(err, errlen,
-                 "truncated: the header declares %u frames and no packet "
-                 "follows",
-                 s->frames);
+    if (k >= 0)
+        *s = *frae_stream_reader_stream(r);
+    frae_stream_reader_destroy(r);
+    if (k < 0)
         return -1;
-    }
     if (frames > UINT32_MAX) {
         snprintf(err, errlen, "a stream of over 2^32 frames");
         return -1;
     }
-    s->frames = (uint32_t)frames;
-    return hb;
-}
-
-/* A version-5 stream opened on m: its header into s (its frames counted),
- * the reader from its packets; 0, or -1 and err. */
-static int open_packets(DecoderObject *d, const frae_model *m, int through,
-                        frae_stream *s, char *err, size_t errlen)
-{
-    const long hb =
-        frae_py_packets_frames(m, d->stream.buf, (size_t)d->stream.len, through,
-                               NULL, 0, s, err, errlen);
-    if (hb < 0)
-        return -1;
-    const frae_config *c = frae_get_config(m);
-    d->pd = frae_packet_decoder_create(frae_model_net(m), s, err, errlen);
-    d->pcap = FRAE_PACKET_DECODE_MAX((long)s->packet_frames);
-    d->pf = malloc(sizeof(float) * (size_t)d->pcap *
-                   (size_t)(c->frame_dim + 2 * c->pitch));
-    if (!d->pd || !d->pf) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    frae_packet_decoder_through(d->pd, through);
-    d->pos = (size_t)hb;
-    return 0;
+    if (s->version == FRAE_STREAM_VERSION_PACKETS)
+        s->frames = (uint32_t)frames; /* what came, the losses concealed */
+    return (long)frames;
 }
 
 /* decoder(model, stream, sample_rate, n_mels, hop, win, n_fft, fmin, fmax,
@@ -408,20 +362,26 @@ PyObject *frae_py_decoder(PyObject *self, PyObject *args)
     }
     int rc = -1;
     const unsigned char *head = d->stream.buf;
-    frae_stream v5;
+    frae_stream counted;
     const int packets = d->stream.len >= 7 && !memcmp(head, "FRAEBS", 6) &&
                         head[6] == FRAE_STREAM_VERSION_PACKETS;
+    const frae_stream *s = NULL;
     if (through && !packets)
         snprintf(err, sizeof err,
                  "decode: through: for real-time packets (encode "
                  "--packet-ms)");
-    else if (!packets)
-        d->sd =
-            frae_stream_decoder_create(frae_model_net(m), d->stream.buf,
-                                       (size_t)d->stream.len, err, sizeof err);
-    if (d->sd ||
-        (packets && !open_packets(d, m, through, &v5, err, sizeof err))) {
-        const frae_stream *s = d->sd ? frae_stream_decoder_stream(d->sd) : &v5;
+    else if (!(d->rd = frae_stream_reader_create(frae_model_net(m))))
+        snprintf(err, sizeof err, "out of memory");
+    /* version 5's frames are those that come: counted by a first pass */
+    else if (packets ? frae_py_stream_frames(
+                           m, d->stream.buf, (size_t)d->stream.len, through,
+                           NULL, 0, &counted, err, sizeof err) >= 0
+                     : !frae_py_stream_header(m, d->stream.buf,
+                                              (size_t)d->stream.len, &counted,
+                                              err, sizeof err))
+        s = &counted;
+    if (s) {
+        frae_stream_reader_through(d->rd, through);
         const int pitch = (s->flags & FRAE_STREAM_PITCH) != 0;
         d->width = frae_get_config(m)->frame_dim + 2 * pitch;
         d->hnm = vocoder ? vocoder == 1 : d->width == f.n_mels + 2;

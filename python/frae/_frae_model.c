@@ -565,8 +565,8 @@ static int is_packets(const Py_buffer *b)
 
 /* A version-2 to -4 stream's header, once a decoder for m accepts it:
  * 0, or -1 and one line in err. */
-static int stream_header(frae_model *m, const void *buf, size_t size,
-                         frae_stream *s, char *err, size_t errlen)
+int frae_py_stream_header(const frae_model *m, const void *buf, size_t size,
+                          frae_stream *s, char *err, size_t errlen)
 {
     frae_stream_decoder *sd =
         frae_stream_decoder_create(frae_model_net(m), buf, size, err, errlen);
@@ -588,10 +588,10 @@ static PyObject *stream_info_locked(frae_model *m, PyObject *args)
     frae_stream s;
     long bad;
     Py_BEGIN_ALLOW_THREADS bad =
-        is_packets(&b)
-            ? frae_py_packets_frames(m, b.buf, (size_t)b.len, 0, NULL, 0, &s,
-                                     err, sizeof err) < 0
-            : stream_header(m, b.buf, (size_t)b.len, &s, err, sizeof err);
+        is_packets(&b) ? frae_py_stream_frames(m, b.buf, (size_t)b.len, 0, NULL,
+                                               0, &s, err, sizeof err) < 0
+                       : frae_py_stream_header(m, b.buf, (size_t)b.len, &s, err,
+                                               sizeof err);
     Py_END_ALLOW_THREADS PyBuffer_Release(&b);
     if (bad)
         return frae_py_fail(err);
@@ -609,52 +609,26 @@ static PyObject *decode_locked(frae_model *m, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*O", &b, &yo))
         return NULL;
     char err[512] = "";
-    if (is_packets(&b)) { /* y sized by stream_info's count */
-        Py_buffer yb;
-        if (PyObject_GetBuffer(yo, &yb, PyBUF_WRITABLE) < 0) {
-            PyBuffer_Release(&b);
-            return NULL;
-        }
-        const frae_config *c = frae_get_config(m);
-        const uint64_t room = (uint64_t)yb.len / sizeof(float) /
-                              (uint64_t)(c->frame_dim + 2 * c->pitch);
-        frae_stream s;
-        long hb;
-        Py_BEGIN_ALLOW_THREADS hb = frae_py_packets_frames(
-            m, b.buf, (size_t)b.len, 0, yb.buf, room, &s, err, sizeof err);
-        Py_END_ALLOW_THREADS PyBuffer_Release(&b);
-        PyBuffer_Release(&yb);
-        if (hb < 0)
-            return frae_py_fail(err);
-        Py_RETURN_NONE;
-    }
-    frae_stream_decoder *sd = frae_stream_decoder_create(
-        frae_model_net(m), b.buf, (size_t)b.len, err, sizeof err);
-    if (!sd) {
-        PyBuffer_Release(&b);
-        return frae_py_fail(err);
-    }
-    const frae_stream *s = frae_stream_decoder_stream(sd);
-    const int width = frae_get_config(m)->frame_dim +
-                      2 * ((s->flags & FRAE_STREAM_PITCH) != 0);
-    Py_buffer yb;
-    if (frae_py_buffer(yo, &yb, 1, "f",
-                       (Py_ssize_t)s->sequences * s->frames * width, "y")) {
-        frae_stream_decoder_destroy(sd);
+    Py_buffer yb; /* sized by stream_info: version 5 by its frames' count */
+    if (PyObject_GetBuffer(yo, &yb, PyBUF_WRITABLE) < 0) {
         PyBuffer_Release(&b);
         return NULL;
     }
-    int rc;
-    Py_BEGIN_ALLOW_THREADS float *y = yb.buf;
-    while ((rc = frae_stream_decode(sd, y, NULL, NULL, err, sizeof err)) > 0)
-        y += width;
-    Py_END_ALLOW_THREADS frae_stream_decoder_destroy(sd);
-    PyBuffer_Release(&b);
+    const frae_config *c = frae_get_config(m);
+    const uint64_t room = (uint64_t)yb.len / sizeof(float) /
+                          (uint64_t)(c->frame_dim + 2 * c->pitch);
+    frae_stream s;
+    long got;
+    Py_BEGIN_ALLOW_THREADS got = frae_py_stream_frames(
+        m, b.buf, (size_t)b.len, 0, yb.buf, room, &s, err, sizeof err);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&b);
     PyBuffer_Release(&yb);
-    if (rc < 0) {
+    if (got < 0) {
         PyErr_Format(frae_py_error, "stream: %s", err);
         return NULL;
     }
+    if ((uint64_t)got > room)
+        return frae_py_fail("decode: y holds fewer frames than the stream");
     Py_RETURN_NONE;
 }
 

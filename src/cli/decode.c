@@ -47,224 +47,18 @@ static void decode_help(void)
                "made with another model).\n");
 }
 
-/* ---- version 5: real-time packets, read as they come ------------------------ */
+/* ---- one loop for every version: libfrae's reader -------------------------- */
 
-/* A version-5 stream's header, read a byte at a time until it parses:
- * its size, 0 if the input ends first, -1 (err) if it is malformed. */
-static long read_v5_header(FILE *in, frae_stream *s, char *err, size_t errlen)
-{
-    unsigned char head[FRAE_STREAM_HEADER_V5_MAX];
-    size_t have = 0;
-    long hb = 0;
-    while (have < sizeof head) {
-        int c = fgetc(in);
-        if (c == EOF)
-            break;
-        head[have++] = (unsigned char)c;
-        if ((hb = frae_packet_header_parse(head, have, s, err, errlen)))
-            break;
-    }
-    return hb;
-}
-
-/* decode_packets' outputs opened: the WAV (--wav) through the vocoder, and
- * the .npy (-o), its shape known or counted as frames come. */
-static int packets_outputs(codec_opts *o, const frae_config *c,
-                           const frae_stream *s, int width, wav_out *wav,
-                           frae_features *feat, double *loudest,
-                           frae_atomic_file *af)
-{
-    char err[512];
-    int rc = 0;
-    if (o->wav) {
-        const int features = cli_model_features(o->io.model, feat);
-        if (features <= 0) {
-            rc = features < 0 ? EXIT_USAGE
-                              : cli_fail(EXIT_USAGE,
-                                         "--wav: %s was not trained on audio "
-                                         "features, so its frames are not "
-                                         "log-mel",
-                                         o->io.model);
-            return rc;
-        }
-        const int live =
-            !strcmp(o->io.input, "-") || !cli_output_seekable(o->wav);
-        if ((rc = wav_out_init(wav, feat, o->wav, 0,
-                               c->pitch && o->cs.vocoder != 2, o->cs.gl_iters)))
-            return rc;
-        wav->live = live;
-        *loudest = frae_features_max(feat);
-        if ((rc = wav_out_begin(wav, 0)))
-            return rc;
-    }
-    if (o->io.output) {
-        /* frames known: the .npy's shape is; a live stream's is counted */
-        long shape[2] = {(long)s->frames, width};
-        if (!s->frames && !cli_output_seekable(o->io.output)) {
-            rc = cli_fail(EXIT_USAGE,
-                          "-o %s: a live stream's frames are counted only at "
-                          "its end, and the .npy header that holds the count "
-                          "comes first: give a file (or only --wav)",
-                          o->io.output);
-            return rc;
-        }
-        /* a file's count is the frames that came (the end's loss
-         * concealed at most FRAE_PACKET_TAIL_MAX); a pipe's, declared */
-        if (s->frames && !cli_output_seekable(o->io.output)
-                ? frae_npy_begin(af, o->io.output, 2, shape, err, sizeof err)
-                : frae_npy_begin_growing(af, o->io.output, 2, err,
-                                         sizeof err)) {
-            af->f = NULL;
-            rc = cli_fail(EXIT_FAILED, "%s", err);
-            return rc;
-        }
-    }
-    return rc;
-}
-
-/* frae decode of a version-5 stream (a file or "-"): packets decoded as
- * they are read, lost and damaged ones concealed, frames out as they are
- * made (the .npy, the WAV), each packet's audio flushed. */
-static int decode_packets(codec_opts *o, FILE *in)
-{
-    char err[512];
-    frae_stream s;
-    const long hb = read_v5_header(in, &s, err, sizeof err);
-    if (hb <= 0)
-        return cli_fail(EXIT_USAGE, "%s: %s", o->io.input,
-                        hb < 0 ? err
-                               : "truncated: shorter than a version-5 "
-                                 "header");
-    frae_model *m = load_inference(o->io.model, o->io.isa);
-    if (!m)
-        return EXIT_USAGE;
-    frae_packet_decoder *pd =
-        frae_packet_decoder_create(frae_model_net(m), &s, err, sizeof err);
-    const frae_config *c = frae_get_config(m);
-    const int D = c->frame_dim, width = D + 2 * c->pitch;
-    const long P = (long)s.packet_frames, cap = FRAE_PACKET_DECODE_MAX(P);
-    const size_t window = pd ? frae_packet_window(pd) : 0;
-    float *frames = malloc(sizeof(float) * (size_t)cap * width);
-    unsigned char *buf = malloc(window + 1);
-    frae_atomic_file af;
-    af.f = NULL;
-    wav_out wav = {0};
-    frae_features feat;
-    double loudest = INFINITY;
-    int rc = 0;
-    if (!pd) {
-        rc = cli_fail(EXIT_USAGE, "%s: %s", o->io.input, err);
-        goto done;
-    }
-    if (!frames || !buf) {
-        rc = cli_fail(EXIT_FAILED, "out of memory");
-        goto done;
-    }
-    frae_packet_decoder_through(pd, o->cs.through);
-    if ((rc = packets_outputs(o, c, &s, width, &wav, &feat, &loudest, &af)))
-        goto done;
-    uint64_t out = 0;
-    size_t have = 0;
-    for (int end = 0;;) {
-        /* the library finds and decodes the packets; this reads exactly
-         * the bytes it asks for (a pipe gives what the encoder flushed) */
-        size_t used, need;
-        const long k =
-            frae_packet_read(pd, buf, have, end, &used, &need, frames, cap);
-        if (used) {
-            have -= used;
-            memmove(buf, buf + used, have);
-        } else if (!k && end) {
-            break;
-        } else if (!k && need <= have) { /* asked for nothing: no more */
-            end = 1;
-        } else if (!k) {
-            const size_t got = fread(buf + have, 1, need - have, in);
-            end = have + got < need;
-            have += got;
-        }
-        for (long f = 0; f < k; f++) {
-            float *y = frames + (size_t)f * width;
-            const int bad = unheard_value(y, width, D, loudest);
-            if (bad >= 0) {
-                rc = cli_fail(
-                    EXIT_USAGE, "%s: frame %llu: %s decodes %s (%g, column %d)",
-                    o->io.input, (unsigned long long)(out + f), o->io.model,
-                    isfinite(y[bad]) ? "a log-mel value louder than "
-                                       "any audio"
-                                     : "a non-finite value",
-                    (double)y[bad], bad);
-                goto done;
-            }
-            if (af.f && fwrite(y, sizeof(float), (size_t)width, af.f) !=
-                            (size_t)width) {
-                rc = cli_fail(EXIT_FAILED, "%s: write failed", o->io.output);
-                goto done;
-            }
-            if (o->wav && (rc = wav_out_frame(&wav, y)))
-                goto done;
-        }
-        out += (uint64_t)k;
-        if (k && af.f && !af.seekable)
-            fflush(af.f);
-    }
-    if (s.frames && !out) {
-        rc = cli_fail(EXIT_USAGE,
-                      "%s: truncated: the header declares %llu frames and "
-                      "no packet follows",
-                      o->io.input, (unsigned long long)s.frames);
-        goto done;
-    }
-    if (o->wav && (rc = wav_out_end(&wav)))
-        goto done;
-    if (af.f && !af.seekable && s.frames && out != s.frames) {
-        rc = cli_fail(EXIT_USAGE,
-                      "%s: %llu of the %llu frames its header declares "
-                      "came (-o %s, not a file, has the .npy header "
-                      "that said %llu)",
-                      o->io.input, (unsigned long long)out,
-                      (unsigned long long)s.frames, o->io.output,
-                      (unsigned long long)s.frames);
-        goto done;
-    }
-    if (af.f) {
-        long shape[2] = {(long)out, width};
-        rc = (af.seekable ? frae_npy_finish(&af, 2, shape, err, sizeof err)
-                          : frae_atomic_commit(&af, err, sizeof err))
-                 ? cli_fail(EXIT_FAILED, "%s", err)
-                 : EXIT_OK;
-        af.f = NULL;
-        if (rc)
-            goto done;
-    }
-    frae_packet_counts pc;
-    frae_packet_decoder_counts(pd, &pc);
-    cli_printf("%s -> %s: %llu frames from %llu packets of %ld frames\n",
-               o->io.input, o->io.output ? o->io.output : o->wav,
-               (unsigned long long)out, (unsigned long long)pc.packets, P);
-    if (pc.concealed || pc.late || pc.damaged || pc.skipped_bytes)
-        fprintf(
-            stderr,
-            "%s: concealed %llu of %llu frames: %llu packets lost (%llu of "
-            "them damaged, %llu bytes of damaged framing), %llu late or "
-            "duplicated%s\n",
-            cli_cmd, (unsigned long long)pc.concealed, (unsigned long long)out,
-            (unsigned long long)pc.lost, (unsigned long long)pc.damaged,
-            (unsigned long long)pc.skipped_bytes, (unsigned long long)pc.late,
-            s.flags & FRAE_STREAM_RANGED_PACKETS
-                ? " (entropy-coded: after a loss, until the next "
-                  "resynchronisation point)"
-                : "");
-    rc = EXIT_OK;
-done:
-    if (af.f)
-        frae_atomic_abort(&af);
-    wav_out_free(&wav);
-    free(frames), free(buf);
-    frae_packet_decoder_destroy(pd);
-    frae_destroy(m);
-    return rc;
-}
+/* The stream's bytes: a file of versions 2 to 4 mapped whole; version 5
+ * (a file or "-") read as the reader asks, exactly that far. */
+typedef struct {
+    FILE *in; /* version 5 */
+    const unsigned char *map;
+    size_t size;
+    unsigned char *buf;
+    size_t cap, have;
+    int end;
+} stream_bytes;
 
 /* Whether IN is a version-5 stream ("-" is taken as one: a live pipe). */
 static int is_packets(const char *path)
@@ -281,123 +75,296 @@ static int is_packets(const char *path)
     return v5;
 }
 
-/* frae decode of a stream file of versions 1 to 4, mapped: frame by frame
- * into the outputs. */
-static int decode_file(codec_opts *o)
+static int bytes_open(stream_bytes *b, const char *path)
+{
+    char err[512];
+    memset(b, 0, sizeof *b);
+    if (!is_packets(path)) {
+        void *map;
+        if (frae_map_file(path, 1, &map, &b->size, err, sizeof err))
+            return cli_fail(EXIT_USAGE, "%s", err);
+        b->map = map, b->end = 1;
+        return 0;
+    }
+    if (!strcmp(path, "-")) {
+        b->in = stdin;
+    } else {
+        int fd = frae_open_regular(path, err, sizeof err);
+        if (fd < 0 || !(b->in = fdopen(fd, "rb"))) {
+            if (fd >= 0)
+                close(fd);
+            return cli_fail(EXIT_USAGE, "%s", err);
+        }
+    }
+    b->cap = FRAE_STREAM_HEADER_V5_MAX + 1;
+    if (!(b->buf = malloc(b->cap)))
+        return cli_fail(EXIT_FAILED, "out of memory");
+    return 0;
+}
+
+static void bytes_close(stream_bytes *b)
+{
+    if (b->map)
+        munmap((void *)b->map, b->size);
+    if (b->in && b->in != stdin)
+        fclose(b->in);
+    free(b->buf);
+}
+
+/* After the reader took used bytes and asked for need: 1 to call it
+ * again, 0 at the end, -1 out of memory. */
+static int bytes_next(stream_bytes *b, size_t used, long k, size_t need,
+                      size_t window)
+{
+    if (b->map) { /* one call has them all */
+        b->map += used, b->size -= used;
+        return used || k;
+    }
+    if (used) {
+        b->have -= used;
+        memmove(b->buf, b->buf + used, b->have);
+        return 1;
+    }
+    if (k)
+        return 1;
+    if (b->end)
+        return 0;
+    if (need <= b->have) /* asked for nothing: no more */
+        return b->end = 1;
+    if (need > b->cap) { /* the header read: the reader's window */
+        unsigned char *grown = realloc(b->buf, window + 1);
+        if (!grown)
+            return -1;
+        b->buf = grown, b->cap = window + 1;
+    }
+    const size_t got = fread(b->buf + b->have, 1, need - b->have, b->in);
+    b->end = b->have + got < need;
+    b->have += got;
+    return 1;
+}
+
+/* The decode's outputs: the .npy (-o) and the WAV (--wav) of each
+ * sequence, opened once the header is read. */
+typedef struct {
+    frae_atomic_file af;
+    wav_out wav;
+    frae_features feat;
+    double loudest; /* --wav: the largest log-mel value audio has */
+    int width, D;
+    uint32_t seq; /* the WAV's sequence */
+    int wav_open;
+} decode_out;
+
+static int outputs_open(codec_opts *o, const frae_config *c,
+                        const frae_stream *s, decode_out *d)
 {
     char err[512];
     int rc;
-    void *map;
-    size_t size;
-    if (frae_map_file(o->io.input, 1, &map, &size, err, sizeof err))
-        return cli_fail(EXIT_USAGE, "%s", err);
-    frae_model *m = load_inference(o->io.model, o->io.isa);
-    if (!m) {
-        munmap(map, size);
-        return EXIT_USAGE;
-    }
-    float *y = NULL;
-    frae_atomic_file af;
-    af.f = NULL;
-    wav_out wav = {0};
-    frae_features feat;
-    frae_stream_decoder *sd = frae_stream_decoder_create(frae_model_net(m), map,
-                                                         size, err, sizeof err);
-    if (!sd) {
-        rc = cli_fail(EXIT_USAGE, "%s: %s", o->io.input, err);
-        goto done;
-    }
-    const frae_stream s = *frae_stream_decoder_stream(sd);
-    const int pitch = (s.flags & FRAE_STREAM_PITCH) != 0;
-    /* the model's D: check_model matched a stream that states one, and
-     * version 4 leaves it to the model */
-    const int D = frae_get_config(m)->frame_dim, width = D + 2 * pitch;
-    double loudest = INFINITY; /* --wav: the largest log-mel value audio has */
+    const int pitch = (s->flags & FRAE_STREAM_PITCH) != 0;
+    d->D = c->frame_dim, d->width = c->frame_dim + 2 * pitch;
     if (o->wav) {
-        const int have = cli_model_features(o->io.model, &feat);
-        if (have <= 0) {
-            rc = have < 0 ? EXIT_USAGE
-                          : cli_fail(EXIT_USAGE,
-                                     "--wav: %s was not trained on audio "
-                                     "features, so its frames are not log-mel",
-                                     o->io.model);
-            goto done;
-        }
-        if (o->cs.vocoder == 1 && !pitch) {
-            rc = cli_fail(EXIT_USAGE,
-                          "--vocoder hnm: %s carries no pitch (the model "
-                          "codes the envelope alone); use --vocoder gl",
-                          o->io.input);
-            goto done;
-        }
-        if ((rc = wav_out_init(&wav, &feat, o->wav, s.sequences > 1,
+        const int have = cli_model_features(o->io.model, &d->feat);
+        if (have <= 0)
+            return have < 0 ? EXIT_USAGE
+                            : cli_fail(EXIT_USAGE,
+                                       "--wav: %s was not trained on audio "
+                                       "features, so its frames are not "
+                                       "log-mel",
+                                       o->io.model);
+        if (o->cs.vocoder == 1 && !pitch)
+            return cli_fail(EXIT_USAGE,
+                            "--vocoder hnm: %s carries no pitch (the model "
+                            "codes the envelope alone); use --vocoder gl",
+                            o->io.input);
+        if ((rc = wav_out_init(&d->wav, &d->feat, o->wav, s->sequences > 1,
                                pitch && o->cs.vocoder != 2, o->cs.gl_iters)))
-            goto done;
-        loudest = frae_features_max(&feat);
+            return rc;
+        d->wav.live =
+            s->version == FRAE_STREAM_VERSION_PACKETS &&
+            (!strcmp(o->io.input, "-") || !cli_output_seekable(o->wav));
+        d->loudest = frae_features_max(&d->feat);
+        if ((rc = wav_out_begin(&d->wav, 0)))
+            return rc;
+        d->wav_open = 1;
     }
-    long shape[3] = {(long)s.sequences, (long)s.frames, width};
-    int two_d = s.flags & 1 && s.sequences == 1;
+    if (!o->io.output)
+        return 0;
+    const int two_d = s->flags & 1 && s->sequences == 1;
+    long shape[3] = {(long)s->sequences, (long)s->frames, d->width};
     if (two_d)
-        shape[0] = s.frames, shape[1] = width;
-    y = malloc(sizeof(float) * (D + 2));
-    if (!y) {
-        rc = cli_fail(EXIT_FAILED, "out of memory");
+        shape[0] = s->frames, shape[1] = d->width;
+    const int counted = s->version == FRAE_STREAM_VERSION_PACKETS &&
+                        cli_output_seekable(o->io.output);
+    if (!s->frames && !counted)
+        return cli_fail(EXIT_USAGE,
+                        "-o %s: a live stream's frames are counted only at "
+                        "its end, and the .npy header that holds the count "
+                        "comes first: give a file (or only --wav)",
+                        o->io.output);
+    /* a version-5 file's count is the frames that came (the end's loss
+     * concealed at most FRAE_PACKET_TAIL_MAX); a pipe's, declared */
+    if (counted
+            ? frae_npy_begin_growing(&d->af, o->io.output, 2, err, sizeof err)
+            : frae_npy_begin(&d->af, o->io.output, two_d ? 2 : 3, shape, err,
+                             sizeof err)) {
+        d->af.f = NULL;
+        return cli_fail(EXIT_FAILED, "%s", err);
+    }
+    return 0;
+}
+
+/* A frame of sequence seq out: checked, into the .npy and the WAV. */
+static int frame_out(codec_opts *o, decode_out *d, const float *y, uint32_t seq,
+                     uint64_t t)
+{
+    int rc;
+    const int bad = unheard_value(y, d->width, d->D, d->loudest);
+    if (bad >= 0)
+        return cli_fail(EXIT_USAGE,
+                        !isfinite(y[bad])
+                            ? "%s: sequence %u, frame %llu: %s decodes a "
+                              "non-finite value (%g, column %d)"
+                            : "%s: sequence %u, frame %llu: %s decodes a "
+                              "log-mel value of %g (band %d), louder than any "
+                              "audio: no WAV from it",
+                        o->io.input, seq, (unsigned long long)t, o->io.model,
+                        (double)y[bad], bad);
+    if (d->af.f &&
+        fwrite(y, sizeof(float), (size_t)d->width, d->af.f) != (size_t)d->width)
+        return cli_fail(EXIT_FAILED, "%s: write failed", o->io.output);
+    if (o->wav && seq != d->seq) { /* OUT-<n>.wav, one a sequence */
+        if ((rc = wav_out_end(&d->wav)) || (rc = wav_out_begin(&d->wav, seq)))
+            return rc;
+        d->seq = seq;
+    }
+    return o->wav ? wav_out_frame(&d->wav, y) : 0;
+}
+
+/* The end: the WAV and the .npy committed, what came said. */
+static int outputs_close(codec_opts *o, decode_out *d, const frae_stream *s,
+                         uint64_t out)
+{
+    char err[512];
+    int rc;
+    if (o->wav && (rc = wav_out_end(&d->wav)))
+        return rc;
+    if (!d->af.f)
+        return 0;
+    if (!d->af.seekable && s->frames &&
+        out != (uint64_t)s->frames * s->sequences)
+        return cli_fail(EXIT_USAGE,
+                        "%s: %llu of the %llu frames its header declares "
+                        "came (-o %s, not a file, has the .npy header "
+                        "that said %llu)",
+                        o->io.input, (unsigned long long)out,
+                        (unsigned long long)s->frames, o->io.output,
+                        (unsigned long long)s->frames);
+    long shape[2] = {(long)out, d->width};
+    const int growing =
+        s->version == FRAE_STREAM_VERSION_PACKETS && d->af.seekable;
+    rc = growing ? frae_npy_finish(&d->af, 2, shape, err, sizeof err)
+                 : frae_atomic_commit(&d->af, err, sizeof err);
+    d->af.f = NULL;
+    return rc ? cli_fail(EXIT_FAILED, "%s", err) : 0;
+}
+
+/* What came, on stdout; what was concealed, on stderr. */
+static void decode_report(const codec_opts *o, const frae_stream_reader *r,
+                          const frae_stream *s, uint64_t out)
+{
+    frae_packet_counts pc;
+    frae_stream_reader_counts(r, &pc);
+    const char *to = o->io.output ? o->io.output : o->wav;
+    if (s->version != FRAE_STREAM_VERSION_PACKETS) {
+        cli_printf("%s -> %s: %u sequence%s x %u frames\n", o->io.input, to,
+                   s->sequences, s->sequences == 1 ? "" : "s", s->frames);
+        return;
+    }
+    cli_printf("%s -> %s: %llu frames from %llu packets of %u frames\n",
+               o->io.input, to, (unsigned long long)out,
+               (unsigned long long)pc.packets, s->packet_frames);
+    if (pc.concealed || pc.late || pc.damaged || pc.skipped_bytes)
+        fprintf(
+            stderr,
+            "%s: concealed %llu of %llu frames: %llu packets lost (%llu of "
+            "them damaged, %llu bytes of damaged framing), %llu late or "
+            "duplicated%s\n",
+            cli_cmd, (unsigned long long)pc.concealed, (unsigned long long)out,
+            (unsigned long long)pc.lost, (unsigned long long)pc.damaged,
+            (unsigned long long)pc.skipped_bytes, (unsigned long long)pc.late,
+            s->flags & FRAE_STREAM_RANGED_PACKETS
+                ? " (entropy-coded: after a loss, until the next "
+                  "resynchronisation point)"
+                : "");
+}
+
+/* frae decode: the stream's frames, as libfrae's reader gives them, out
+ * as they come (the .npy, the WAV; a live WAV flushed each call). */
+static int decode_stream(codec_opts *o)
+{
+    char err[512];
+    stream_bytes b;
+    int rc = bytes_open(&b, o->io.input);
+    if (rc) {
+        bytes_close(&b);
+        return rc;
+    }
+    frae_model *m = load_inference(o->io.model, o->io.isa);
+    frae_stream_reader *r =
+        m ? frae_stream_reader_create(frae_model_net(m)) : NULL;
+    decode_out d = {0};
+    d.af.f = NULL;
+    d.loudest = INFINITY;
+    const frae_stream *s = NULL;
+    uint64_t out = 0;
+    if (!r) {
+        rc = m ? cli_fail(EXIT_FAILED, "out of memory") : EXIT_USAGE;
         goto done;
     }
-    /* frame by frame, straight into the output files: memory is the
-     * model's and the vocoder's, whatever the stream's length (--wav
-     * alone: no .npy) */
-    if (o->io.output && frae_npy_begin(&af, o->io.output, two_d ? 2 : 3, shape,
-                                       err, sizeof err)) {
-        af.f = NULL;
-        rc = cli_fail(EXIT_FAILED, "%s", err);
-        goto done;
-    }
-    for (uint32_t q = 0; q < s.sequences; q++) {
-        if (o->wav && (rc = wav_out_begin(&wav, q)))
+    frae_stream_reader_through(r, o->cs.through);
+    for (int more = 1; more == 1;) {
+        size_t used, need;
+        const float *y;
+        uint32_t seq;
+        const long k =
+            frae_stream_read(r, b.map ? b.map : b.buf, b.map ? b.size : b.have,
+                             b.end, &used, &need, &y, &seq, err, sizeof err);
+        if (k < 0) {
+            rc = cli_fail(EXIT_USAGE, "%s: %s", o->io.input, err);
             goto done;
-        for (uint32_t t = 0; t < s.frames; t++) {
-            if (frae_stream_decode(sd, y, NULL, NULL, err, sizeof err) < 0) {
-                rc = cli_fail(EXIT_USAGE, "%s: %s", o->io.input, err);
+        }
+        if (!s && (s = frae_stream_reader_stream(r))) {
+            if (o->cs.through && s->version != FRAE_STREAM_VERSION_PACKETS) {
+                rc = cli_fail(EXIT_USAGE, "--through: for real-time packets "
+                                          "(encode --packet-ms)");
                 goto done;
             }
-            const int bad = unheard_value(y, width, D, loudest);
-            if (bad >= 0) {
-                rc = cli_fail(EXIT_USAGE,
-                              !isfinite(y[bad])
-                                  ? "%s: sequence %u, frame %u: %s decodes "
-                                    "a non-finite value (%g, column %d)"
-                                  : "%s: sequence %u, frame %u: %s decodes "
-                                    "a log-mel value of %g (band %d), louder "
-                                    "than any audio: no WAV from it",
-                              o->io.input, q, t, o->io.model, (double)y[bad],
-                              bad);
-                goto done;
-            }
-            if (af.f)
-                fwrite(y, sizeof(float), (size_t)width, af.f);
-            if (o->wav && (rc = wav_out_frame(&wav, y)))
+            if ((rc = outputs_open(o, frae_get_config(m), s, &d)))
                 goto done;
         }
-        if (o->wav && (rc = wav_out_end(&wav)))
+        for (long f = 0; f < k; f++, out++)
+            if ((rc = frame_out(o, &d, y + (size_t)f * d.width, seq,
+                                s->version == FRAE_STREAM_VERSION_PACKETS
+                                    ? out
+                                    : out % s->frames)))
+                goto done;
+        if (k && d.af.f && !d.af.seekable)
+            fflush(d.af.f);
+        more = bytes_next(&b, used, k, need, frae_stream_reader_window(r));
+        if (more < 0) {
+            rc = cli_fail(EXIT_FAILED, "out of memory");
             goto done;
+        }
     }
-    rc = af.f && frae_atomic_commit(&af, err, sizeof err)
-             ? cli_fail(EXIT_FAILED, "%s", err)
-             : EXIT_OK;
-    af.f = NULL;
-    if (!rc)
-        cli_printf("%s -> %s: %u sequence%s x %u frames\n", o->io.input,
-                   o->io.output ? o->io.output : o->wav, s.sequences,
-                   s.sequences == 1 ? "" : "s", s.frames);
+    if (!(rc = outputs_close(o, &d, s, out)))
+        decode_report(o, r, s, out);
 done:
-    if (af.f)
-        frae_atomic_abort(&af);
-    wav_out_free(&wav);
-    free(y);
-    frae_stream_decoder_destroy(sd);
+    if (d.af.f)
+        frae_atomic_abort(&d.af);
+    wav_out_free(&d.wav);
+    frae_stream_reader_destroy(r);
     frae_destroy(m);
-    munmap(map, size);
+    bytes_close(&b);
     return rc;
 }
 
@@ -426,23 +393,5 @@ int cmd_decode(int argc, char **argv)
                         "-o %s and --wav %s: two outputs cannot "
                         "share one descriptor",
                         o.io.output, o.wav);
-    char err[512];
-    if (is_packets(o.io.input)) {
-        if (!strcmp(o.io.input, "-"))
-            return decode_packets(&o, stdin);
-        int fd = frae_open_regular(o.io.input, err, sizeof err);
-        FILE *in = fd >= 0 ? fdopen(fd, "rb") : NULL;
-        if (!in) {
-            if (fd >= 0)
-                close(fd);
-            return cli_fail(EXIT_USAGE, "%s", err);
-        }
-        rc = decode_packets(&o, in);
-        fclose(in);
-        return rc;
-    }
-    if (o.cs.through)
-        return cli_fail(EXIT_USAGE, "--through: for real-time packets "
-                                    "(encode --packet-ms)");
-    return decode_file(&o);
+    return decode_stream(&o);
 }
