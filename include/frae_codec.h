@@ -380,6 +380,45 @@ FRAE_API
 const unsigned char *frae_stream_encoder_packet(const frae_stream_encoder *e,
                                                 size_t *n);
 
+/* ---- one encode loop: frames in, the stream's bytes out -----------------
+ * 'frae encode's loop and Python's encode: every frame of the stream the
+ * encoder was created for (sequences x frames), read a chunk at a time
+ * from the caller's source, coded, and the bytes written as they are
+ * made (the header first, the end last); memory is one chunk of frames,
+ * allocated once, whatever the stream's length. */
+typedef struct {
+    /* n frames of sequence seq from frame t, into dst (n x width
+     * floats): 0, or -1 if they cannot be read */
+    int (*read)(void *ctx, long seq, long t, long n, float *dst);
+    /* the stream's next bytes: 0, or -1 if they cannot be written */
+    int (*write)(void *ctx, const unsigned char *bytes, size_t n);
+    /* DTX (frae_stream_options.dtx): whether frame t of sequence seq is
+     * silent, asked of each frame in order; NULL: none is */
+    int (*silent)(void *ctx, long seq, long t, const float *frame);
+    void *ctx;
+} frae_frames_io;
+/* What the decoder will make of the frames, measured as they are coded:
+ * the envelope's (the first D values) squared error and energy; with
+ * pitch, the voiced input frames, those decoded voiced, and the sum of
+ * their |f0 decoded / f0 - 1|. */
+typedef struct {
+    double sse, energy, f0_err;
+    uint64_t voiced, voicing_kept;
+    long seq, frame; /* FRAE_ENCODE_NONFINITE: the frame */
+} frae_encode_tally;
+typedef enum {
+    FRAE_ENCODE_OK,
+    FRAE_ENCODE_READ,      /* io.read failed */
+    FRAE_ENCODE_WRITE,     /* io.write failed */
+    FRAE_ENCODE_NONFINITE, /* a frame decodes to a value no audio has
+                              (tally's seq, frame) */
+    FRAE_ENCODE_MEMORY
+} frae_encode_status;
+FRAE_API
+frae_encode_status frae_stream_encode_all(frae_stream_encoder *e,
+                                          const frae_frames_io *io,
+                                          frae_encode_tally *tally);
+
 typedef struct frae_stream_decoder frae_stream_decoder;
 /* Over a whole stream of size bytes at buf, which the caller keeps until
  * destroy: parsed (frae_stream_parse) and checked against m

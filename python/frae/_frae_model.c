@@ -478,6 +478,40 @@ static PyObject *save_locked(frae_model *m, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* encode's frames and silence flags in memory, its bytes into out (sized
+ * by frae_stream_encoder_bound), for libfrae's encode loop */
+typedef struct {
+    const float *x;
+    const int *silent;
+    unsigned char *out;
+    size_t len;
+    int width;
+    size_t frames; /* a sequence's */
+} py_encode_io;
+
+static int py_encode_read(void *ctx, long seq, long t, long n, float *dst)
+{
+    const py_encode_io *e = ctx;
+    memcpy(dst, e->x + ((size_t)seq * e->frames + (size_t)t) * e->width,
+           sizeof(float) * (size_t)n * e->width);
+    return 0;
+}
+
+static int py_encode_write(void *ctx, const unsigned char *bytes, size_t n)
+{
+    py_encode_io *e = ctx;
+    memcpy(e->out + e->len, bytes, n);
+    e->len += n;
+    return 0;
+}
+
+static int py_encode_silent(void *ctx, long seq, long t, const float *frame)
+{
+    const py_encode_io *e = ctx;
+    (void)frame;
+    return e->silent[(size_t)seq * e->frames + (size_t)t] != 0;
+}
+
 /* encode(x, nseq, nframes, two_d, options, silent) -> bytes: the .fbs
  * stream 'frae encode' writes with the options (libfrae's codec table:
  * [(keyword, value or None)], e.g. packet_ms for real-time packets,
@@ -525,22 +559,14 @@ static PyObject *encode_locked(frae_model *m, PyObject *args)
     }
     const size_t cap = (size_t)frae_stream_encoder_bound(se);
     unsigned char *out = malloc(cap);
-    size_t len = 0;
+    py_encode_io eio = {xb.buf, so.dtx ? sb.buf : NULL, out, 0,
+                        width,  (size_t)nframes};
+    const frae_frames_io io = {py_encode_read, py_encode_write,
+                               so.dtx ? py_encode_silent : NULL, &eio};
+    frae_encode_tally tally;
+    frae_encode_status st = FRAE_ENCODE_MEMORY;
     if (out) {
-        Py_BEGIN_ALLOW_THREADS const float *x = xb.buf;
-        const int *silent = so.dtx ? sb.buf : NULL;
-        size_t n;
-        const unsigned char *bytes = frae_stream_encoder_bytes(se, &n);
-        memcpy(out, bytes, n), len = n; /* the header */
-        for (size_t f = 0; f < (size_t)nseq * nframes; f++)
-            if (frae_stream_encode(se, x + f * width, silent && silent[f],
-                                   NULL)) {
-                bytes = frae_stream_encoder_bytes(se, &n);
-                memcpy(out + len, bytes, n), len += n;
-            }
-        frae_stream_encoder_end(se);
-        bytes = frae_stream_encoder_bytes(se, &n);
-        memcpy(out + len, bytes, n), len += n;
+        Py_BEGIN_ALLOW_THREADS st = frae_stream_encode_all(se, &io, &tally);
         Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&xb);
@@ -548,8 +574,15 @@ static PyObject *encode_locked(frae_model *m, PyObject *args)
         PyBuffer_Release(&sb);
     frae_stream_encoder_destroy(se);
     PyObject *r =
-        !out ? PyErr_NoMemory()
-             : PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)len);
+        st == FRAE_ENCODE_OK
+            ? PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)eio.len)
+        : st == FRAE_ENCODE_NONFINITE
+            ? PyErr_Format(frae_py_error,
+                           "encode: the model's output is not finite "
+                           "(sequence %ld, frame %ld): its weights are too "
+                           "large for this input",
+                           tally.seq, tally.frame)
+            : PyErr_NoMemory();
     free(out);
     return r;
 }

@@ -339,15 +339,10 @@ done:
 
 /* What frae encode says once the stream is written: the packets and the
  * rate, every byte counted, the pitch kept and the distortion. */
-typedef struct {
-    double sse, energy, f0_err;
-    long voiced, voicing_kept;
-} encode_tally;
-
 static void encode_report(const codec_opts *o, frae_model *m,
                           frae_stream_encoder *se,
                           const frae_stream_options *so, const frae_npy *in,
-                          const encode_tally *e)
+                          const frae_encode_tally *e)
 {
     const frae_stream *h = frae_stream_encoder_stream(se);
     const int ranged = frae_stream_ranged(h);
@@ -355,7 +350,7 @@ static void encode_report(const codec_opts *o, frae_model *m,
     const int pitch = frae_get_config(m)->pitch;
     const size_t n_frames = (size_t)in->n * in->t;
     const double sse = e->sse, energy = e->energy, f0_err = e->f0_err;
-    const long voiced = e->voiced, voicing_kept = e->voicing_kept;
+    const double voiced = (double)e->voiced, kept = (double)e->voicing_kept;
     frae_stream_counts sc;
     frae_stream_encoder_counts(se, &sc);
     double bpf = frae_bits_per_frame(m);
@@ -427,9 +422,9 @@ static void encode_report(const codec_opts *o, frae_model *m,
                    frae_code_bits(frae_model_net(m)), split,
                    bpf * o->cs.frame_rate / 1000.0, o->cs.frame_rate);
     if (pitch)
-        cli_printf("pitch: %ld voiced frames, %.1f%% coded voiced, mean f0 "
+        cli_printf("pitch: %.0f voiced frames, %.1f%% coded voiced, mean f0 "
                    "error %.2f%%\n",
-                   voiced, voiced ? 100.0 * voicing_kept / voiced : 0.0,
+                   voiced, voiced ? 100.0 * kept / voiced : 0.0,
                    voiced ? 100.0 * f0_err / voiced : 0.0);
     cli_printf("distortion: mse %.6g, snr %.2f dB\n", mse,
                sse > 0 ? 10.0 * log10(energy / sse) : INFINITY);
@@ -456,6 +451,57 @@ static int check_frames(const codec_opts *o, const frae_npy *in, int width,
                           "%s: %ld x %ld frames, more than a stream holds "
                           "(2^32 - 1 each)",
                           o->io.input, in->n, in->t);
+}
+
+/* frae encode's frames (a .npy, or audio's features), its output, and
+ * its DTX gate, for libfrae's encode loop */
+typedef struct {
+    const frae_npy *in;
+    FILE *out;
+    frae_dtx_gate *gate;
+    int read_errno;
+} encode_io;
+
+static int encode_read(void *ctx, long seq, long t, long n, float *dst)
+{
+    encode_io *e = ctx;
+    if (!frae_npy_read(e->in, seq, t, n, dst))
+        return 0;
+    e->read_errno = errno;
+    return -1;
+}
+
+static int encode_write(void *ctx, const unsigned char *bytes, size_t n)
+{
+    encode_io *e = ctx;
+    return fwrite(bytes, 1, n, e->out) == n ? 0 : -1;
+}
+
+static int encode_silent(void *ctx, long seq, long t, const float *frame)
+{
+    encode_io *e = ctx;
+    (void)seq;
+    if (t == 0) /* each sequence's level from its start */
+        frae_dtx_gate_reset(e->gate);
+    return frae_dtx_gate_silent(e->gate, frame);
+}
+
+/* --dtx's gate on the model's features' level: 0, or the exit code */
+static int dtx_gate_open(const codec_opts *o, frae_dtx_gate *gate)
+{
+    char err[512];
+    frae_features feat;
+    const int have = cli_model_features(o->io.model, &feat);
+    if (have <= 0)
+        return have < 0 ? EXIT_USAGE
+                        : cli_fail(EXIT_USAGE,
+                                   "--dtx: %s was not trained on audio "
+                                   "features, so its frames have no level "
+                                   "to gate on",
+                                   o->io.model);
+    if (frae_dtx_gate_init(gate, &feat, o->cs.dtx_level, err, sizeof err))
+        return cli_fail(EXIT_FAILED, "--dtx: %s", err);
+    return 0;
 }
 
 int cmd_encode(int argc, char **argv)
@@ -505,33 +551,15 @@ int cmd_encode(int argc, char **argv)
         frae_destroy(m);
         return rc;
     }
-    /* frames are read a chunk at a time and their bytes written as they
-     * come: memory does not grow with the input */
-    const long chunk = in.t < 512 ? in.t : 512;
-    float *x = malloc(sizeof(float) * (size_t)chunk * width);
-    float *recon = malloc(sizeof(float) * width);
     frae_stream_encoder *se = NULL;
     frae_stream_options so;
+    encode_io eio = {&in, NULL, NULL, 0};
     frae_dtx_gate gate;
     if ((rc = stream_options(&o, m, in.n, &so)))
         goto done;
-    if (o.cs.dtx) {
-        frae_features feat;
-        const int have = cli_model_features(o.io.model, &feat);
-        if (have <= 0) {
-            rc = have < 0 ? EXIT_USAGE
-                          : cli_fail(EXIT_USAGE,
-                                     "--dtx: %s was not trained on audio "
-                                     "features, so its frames have no level "
-                                     "to gate on",
-                                     o.io.model);
-            goto done;
-        }
-        if (frae_dtx_gate_init(&gate, &feat, o.cs.dtx_level, err, sizeof err)) {
-            rc = cli_fail(EXIT_FAILED, "--dtx: %s", err);
-            goto done;
-        }
-    }
+    if (o.cs.dtx && (rc = dtx_gate_open(&o, &gate)))
+        goto done;
+    eio.gate = o.cs.dtx ? &gate : NULL;
     se = frae_stream_encoder_create(frae_model_net(m), &so, (uint32_t)in.n,
                                     (uint32_t)in.t, in.ndim == 2, err,
                                     sizeof err);
@@ -540,68 +568,37 @@ int cmd_encode(int argc, char **argv)
         goto done;
     }
     frae_atomic_file af;
-    af.f = NULL;
-    if (!x || !recon) {
-        rc = cli_fail(EXIT_FAILED, "out of memory");
-        goto done;
-    }
     if (frae_atomic_begin(&af, o.io.output, err, sizeof err)) {
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
-    size_t n;
-    const unsigned char *bytes = frae_stream_encoder_bytes(se, &n);
-    fwrite(bytes, 1, n, af.f); /* the header */
-    double sse = 0, energy = 0, f0_err = 0;
-    long voiced = 0, voicing_kept = 0;
-    for (long s = 0; s < in.n; s++) {
-        if (o.cs.dtx)
-            frae_dtx_gate_reset(&gate);
-        for (long t = 0; t < in.t; t++) {
-            if (t % chunk == 0 &&
-                frae_npy_read(&in, s, t, in.t - t < chunk ? in.t - t : chunk,
-                              x)) {
-                frae_atomic_abort(&af);
-                rc = cli_fail(EXIT_FAILED,
-                              "%s: cannot read its features back: %s",
-                              o.io.input, strerror(errno));
-                goto done;
-            }
-            const float *xt = x + (size_t)(t % chunk) * width;
-            const int silent = o.cs.dtx && frae_dtx_gate_silent(&gate, xt);
-            if (frae_stream_encode(se, xt, silent, recon)) {
-                bytes = frae_stream_encoder_bytes(se, &n);
-                fwrite(bytes, 1, n, af.f);
-            }
-            if (pitch && xt[D + 1] >= 0.5f && xt[D] > 0) {
-                voiced++;
-                voicing_kept += recon[D + 1] >= 0.5f;
-                f0_err += fabs(recon[D] / xt[D] - 1.0);
-            }
-            for (int d = 0; d < D; d++) {
-                double diff = (double)recon[d] - xt[d];
-                sse += diff * diff;
-                energy += (double)xt[d] * xt[d];
-            }
-            if (!isfinite(sse)) { /* the stream would decode to it */
-                frae_atomic_abort(&af);
-                rc = cli_fail_nonfinite(o.io.model, s, t);
-                goto done;
-            }
-        }
+    eio.out = af.f;
+    /* frames read a chunk at a time, their bytes written as they come:
+     * memory does not grow with the input */
+    const frae_frames_io io = {encode_read, encode_write,
+                               o.cs.dtx ? encode_silent : NULL, &eio};
+    frae_encode_tally tally;
+    const frae_encode_status st = frae_stream_encode_all(se, &io, &tally);
+    if (st) {
+        frae_atomic_abort(&af);
+        rc =
+            st == FRAE_ENCODE_NONFINITE
+                ? cli_fail_nonfinite(o.io.model, tally.seq, tally.frame)
+            : st == FRAE_ENCODE_READ
+                ? cli_fail(EXIT_FAILED, "%s: cannot read its features back: %s",
+                           o.io.input, strerror(eio.read_errno))
+            : st == FRAE_ENCODE_WRITE
+                ? cli_fail(EXIT_FAILED, "%s: write failed", o.io.output)
+                : cli_fail(EXIT_FAILED, "out of memory");
+        goto done;
     }
-    frae_stream_encoder_end(se); /* every frame came */
-    bytes = frae_stream_encoder_bytes(se, &n);
-    fwrite(bytes, 1, n, af.f);
     if (frae_atomic_commit(&af, err, sizeof err)) {
         rc = cli_fail(EXIT_FAILED, "%s", err);
         goto done;
     }
-    const encode_tally tally = {sse, energy, f0_err, voiced, voicing_kept};
     encode_report(&o, m, se, &so, &in, &tally);
     rc = EXIT_OK;
 done:
-    free(x), free(recon);
     frae_stream_encoder_destroy(se);
     frae_npy_close(&in);
     frae_destroy(m);

@@ -6,6 +6,7 @@
  * and CRC, DTX's silent frames, the search's settings, and what it all
  * took.  A coder is one block allocated at create; coding a frame
  * allocates nothing. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -394,6 +395,68 @@ int frae_stream_encoder_end(frae_stream_encoder *e)
         e->out_len = frae_stream_writer_end(&e->w, e->out);
     e->counts.bytes += e->out_len;
     return 0;
+}
+
+/* frames read a chunk at a time */
+#define ENCODE_CHUNK 512
+
+/* frame x decoded as recon into t: the envelope's error and energy, and
+ * the pitch kept; 0, or -1 once the error is not finite */
+static int tally_frame(frae_encode_tally *t, const float *x, const float *recon,
+                       int D, int pitch)
+{
+    if (pitch && x[D + 1] >= 0.5f && x[D] > 0) {
+        t->voiced++;
+        t->voicing_kept += recon[D + 1] >= 0.5f;
+        t->f0_err += fabs(recon[D] / x[D] - 1.0);
+    }
+    for (int d = 0; d < D; d++) {
+        const double diff = (double)recon[d] - x[d];
+        t->sse += diff * diff;
+        t->energy += (double)x[d] * x[d];
+    }
+    return isfinite(t->sse) ? 0 : -1;
+}
+
+frae_encode_status frae_stream_encode_all(frae_stream_encoder *e,
+                                          const frae_frames_io *io,
+                                          frae_encode_tally *tally)
+{
+    const frae_stream *s = &e->s;
+    const frae_config *c = &e->m->cfg;
+    const int D = c->frame_dim, pitch = c->pitch, width = D + 2 * pitch;
+    const long T = (long)s->frames;
+    const long chunk = T < ENCODE_CHUNK ? T : ENCODE_CHUNK;
+    frae_encode_tally local;
+    frae_encode_tally *t = tally ? tally : &local;
+    memset(t, 0, sizeof *t);
+    float *x = malloc(sizeof(float) * (size_t)(chunk + 1) * width);
+    if (!x)
+        return FRAE_ENCODE_MEMORY;
+    float *recon = x + (size_t)chunk * width;
+    frae_encode_status rc = FRAE_ENCODE_OK;
+    if (io->write(io->ctx, e->out, e->out_len)) /* the header */
+        rc = FRAE_ENCODE_WRITE;
+    for (long q = 0; !rc && q < (long)s->sequences; q++)
+        for (long f = 0; !rc && f < T; f++) {
+            const float *xt = x + (size_t)(f % chunk) * width;
+            if (f % chunk == 0 &&
+                io->read(io->ctx, q, f, T - f < chunk ? T - f : chunk, x)) {
+                rc = FRAE_ENCODE_READ;
+                break;
+            }
+            const int silent = io->silent && io->silent(io->ctx, q, f, xt);
+            if (frae_stream_encode(e, xt, silent, recon) &&
+                io->write(io->ctx, e->out, e->out_len))
+                rc = FRAE_ENCODE_WRITE;
+            else if (tally_frame(t, xt, recon, D, pitch))
+                rc = FRAE_ENCODE_NONFINITE, t->seq = q, t->frame = f;
+        }
+    if (!rc &&
+        (frae_stream_encoder_end(e) || io->write(io->ctx, e->out, e->out_len)))
+        rc = FRAE_ENCODE_WRITE;
+    free(x);
+    return rc;
 }
 
 void frae_stream_encoder_counts(const frae_stream_encoder *e,
