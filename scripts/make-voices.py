@@ -53,7 +53,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT_DIR = os.path.dirname(HERE)
-RECIPE = "voices recipe 1"
+RECIPE = "voices recipe 2"
 LIST = os.path.join(HERE, "voices.tsv")
 FIELDS = ["speaker", "split", "group", "lang", "sex", "kind", "licence", "package",
           "sources", "note"]
@@ -302,7 +302,19 @@ def main():
                     need = cap - len(kept) if cap else 0
                     chosen = evenly([f for f in files if f[0] not in seen], need) \
                         if need > 0 else []
-            kept = evenly(sorted(kept, key=lambda k: k[0]), cap)
+            # a file found twice (the same bytes under two names, as Fish
+            # Fillets reuses clips across levels) kept once; a name taken
+            # twice (the same stem in two folders) numbered
+            uniq, sums, names = [], set(), {}
+            for k in sorted(kept, key=lambda k: (k[0], k[5])):
+                h = hashlib.sha256(k[1].tobytes()).hexdigest()
+                if h in sums:
+                    drops["duplicate"] = drops.get("duplicate", 0) + 1
+                    continue
+                sums.add(h)
+                n = names[k[0]] = names.get(k[0], 0) + 1
+                uniq.append(k if n == 1 else ("%s_%d" % (k[0], n),) + k[1:])
+            kept = evenly(uniq, cap)
             for name, x, band, secs, med, label in kept:
                 clip = "%s-%s" % (spk["speaker"], name)
                 wav = os.path.join(out, "wav", spk["split"], clip + ".wav")
