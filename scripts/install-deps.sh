@@ -33,9 +33,21 @@ OPTIONAL_PKGS="${FRAE_OPTIONAL_PKGS-python3-numpy python3-torch libopenblas-dev 
 # data-parallel training over MPI (frae-mpi, README "Training on a
 # cluster"): Open MPI, with WITH_MPI=1 (CI installs it; nothing else needs it)
 MPI_PKGS="openmpi-bin libopenmpi-dev"
+# recorded voices of many speakers and languages for make-corpus.sh --voices
+# (issue 48; docs/2026-12-04-voices.md: each source's licence, speakers and
+# hours), with WITH_VOICES=1: about 420 MB of downloads, not needed by the
+# tests or the shipped models.  KDE's letters and words read aloud
+# (klettres-data, ktuberling-data, GPL-2+), Asterisk's telephone prompts
+# (CC-BY-SA-3.0, CC-BY-3.0, GPL-2, BSD-style), Fish Fillets' English
+# dialogs (fillets-ng-data, GPL-2), CMU's test recordings
+# (pocketsphinx-testdata, BSD-2) and Warzone 2100's voices (GPL-2+)
+VOICE_PKGS="klettres-data ktuberling-data fillets-ng-data pocketsphinx-testdata
+  warzone2100-data asterisk-core-sounds-en-wav asterisk-core-sounds-es-wav
+  asterisk-core-sounds-fr-wav asterisk-core-sounds-it-wav asterisk-core-sounds-ru-wav
+  asterisk-prompt-es-co asterisk-prompt-fr-armelle asterisk-prompt-it-menardi-wav"
 
 missing=""
-for p in $BUILD_PKGS ${WITH_OPTIONAL:+$OPTIONAL_PKGS} ${WITH_MPI:+$MPI_PKGS}; do
+for p in $BUILD_PKGS ${WITH_OPTIONAL:+$OPTIONAL_PKGS} ${WITH_MPI:+$MPI_PKGS} ${WITH_VOICES:+$VOICE_PKGS}; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
         missing="$missing $p"
     fi

@@ -17,6 +17,16 @@
 # N and M cap the clips a speaker gives (train, test; default all), taken
 # evenly through its sorted clips; FILLETS_SOUND names the game's sound
 # directory (/usr/share/games/fillets-ng/sound).
+#
+# With --voices, the many-voices corpus (issue 48) in OUT_DIR/voices: about
+# 60 speakers of 25 languages from Debian packages (KDE's readers, Asterisk's
+# telephone voices, Warzone 2100's and Fish Fillets' English casts, CMU's
+# test recordings), split by speaker as scripts/voices.tsv fixes it; made by
+# scripts/make-voices.py (its opening comment: conversion, splitting, the
+# non-speech rule), the packages by WITH_VOICES=1 scripts/install-deps.sh:
+#   scripts/make-corpus.sh --voices [--per-speaker N] [--test-per-speaker M]
+#       [OUT_DIR] [FRAE]
+# Neither --human's corpus nor the synthetic one changes with it.
 set -eu
 
 # The recorded corpus.  A clip's file name tells its character apart:
@@ -110,6 +120,10 @@ human() {
         "$stamp" >"$out/.complete"
     cat "$out/.complete"
 }
+if [ "${1:-}" = --voices ]; then
+    shift
+    exec /usr/bin/python3 "$(dirname "$0")/make-voices.py" "$@"
+fi
 if [ "${1:-}" = --human ]; then
     shift
     human "$@"

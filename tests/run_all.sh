@@ -68,6 +68,8 @@ if [ "$BUILD" = build ]; then # the module loads into an uninstrumented python
     run /usr/bin/python3 tests/page_test.py
     echo "== the recorded human-speech corpus: a small one, its split by speaker"
     run /usr/bin/python3 tests/human_corpus_test.py "$BUILD/frae"
+    echo "== recording conditions, the shipped models under them, STOI and ESTOI (issue 48)"
+    run /usr/bin/python3 tests/voices_test.py "$BUILD/frae"
 fi
 if [ "$BUILD" = build ]; then # installs and links uninstrumented code
     echo "== install and pkg-config ($BUILD)"

@@ -8,7 +8,8 @@ aubio's track of the WAV against aubio's track of the original).
 
 On each held-out set (--sets: the human one, data/corpus/human/wav/test,
 made by scripts/make-corpus.sh --human; the synthetic one,
-data/corpus/wav/test), for every clip:
+data/corpus/wav/test; the many-voices one, data/corpus/voices/wav/test,
+made by scripts/make-corpus.sh --voices), for every clip:
   - the vocoder alone: frae features --pitch, then frae vocode on those
     original features (f0 and voicing from frae's tracker), through audio;
   - the pitch tracker: frae's YIN track of the original against aubio's
@@ -21,13 +22,24 @@ data/corpus/wav/test), for every clip:
     envelope's and the pitch's share apart: the decoded envelope with the
     original pitch, and the original envelope with the decoded pitch; its
     streams' kbit/s, every header byte counted;
-  - Opus 6 kbit/s (opusenc --bitrate 6, opusdec) and Codec2 1300 (sox to
-    8 kHz, c2enc, c2dec, sox back to 16 kHz), as the demo runs them.
+  - Opus 6 kbit/s (opusenc --bitrate 6, opusdec) and Codec2 1300 and 3200
+    (sox to 8 kHz, c2enc, c2dec, sox back to 16 kHz), as the demo runs them.
+Every system through audio also gets a listener's measure: STOI and ESTOI
+(tools/intelligibility.py) of its decoded WAV against the original, the WAV
+aligned by the features' lag, then to the millisecond by its envelope.
+
+With --conditions (e.g. clean,narrowband,noisy,quiet,loud: tools/augment.py's
+presets), each held-out clip is first put under each recording condition
+(seeded by its name), and the shipped or given models, Opus 6 kbit/s and
+Codec2 1300 and 3200 code it; each is measured against its own input (LSD,
+MCD, STOI, ESTOI; no pitch measures), per condition and per held-out
+speaker.  --per-speaker N takes at most N clips of each held-out speaker.
 
 Writes OUT/report.md (a table per set, and per speaker for the human set)
 and OUT/results.json.
 
-Usage: tools/human_study.py --model NAME=PATH [...] [--sets human,synthetic]
+Usage: tools/human_study.py --model NAME=PATH [...] [--sets human,synthetic,voices]
+       [--conditions C1,C2,...] [--per-speaker N]
        [--corpus DIR] [--frae PATH] [--out DIR] [--jobs N]"""
 import argparse
 import concurrent.futures
@@ -42,26 +54,83 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import demo  # noqa: E402  (the measures, as the demo takes them)
+import augment  # noqa: E402  (the recording conditions, issue 48)
+import intelligibility  # noqa: E402  (STOI and ESTOI, numpy)
 
 ROOT = demo.ROOT
 FULL = np.arange(80)
 NARROW = np.where(demo.mel_upper_edges() <= 3800)[0]
 
 
-def through_audio(frae, ref, ref_pitch, wav, tmp):
+def listener(orig, wav, lag):
+    """STOI and ESTOI of a decoded WAV against the original samples, the
+    WAV moved by the features' lag (frames of 160 samples) and then to the
+    best millisecond within +-10 ms by its energy envelope's correlation
+    with the original's (a vocoder's waveform does not follow the
+    original's phase, its envelope does)."""
+    y = augment.read_wav(wav)[0]
+    env = lambda a: np.sqrt(np.convolve(a ** 2, np.ones(64) / 64, "same")[::16] + 1e-12)
+    ex = env(orig)
+    best, at = None, 0
+    for s in range(lag * 160 - 160, lag * 160 + 161, 16):
+        z = y[max(0, s):] if s >= 0 else np.concatenate([np.zeros(-s), y])
+        ez = env(z[:len(orig)])
+        n = min(len(ex), len(ez))
+        c = np.corrcoef(ex[:n], ez[:n])[0, 1] if n > 10 else -1
+        if best is None or c > best:
+            best, at = c, s
+    z = y[max(0, at):] if at >= 0 else np.concatenate([np.zeros(-at), y])
+    z = np.concatenate([z, np.zeros(max(0, len(orig) - len(z)))])[:len(orig)]
+    return list(intelligibility.scores(orig, z, 16000))
+
+
+def through_audio(frae, ref, ref_pitch, wav, tmp, orig=None):
     """The demo's step 5 for one decoded WAV: its features aligned to the
-    original's, LSD/MCD both bands, and the pitch error counts."""
+    original's, LSD/MCD both bands, and the pitch error counts (ref_pitch
+    None: none); with the original's samples, STOI and ESTOI too."""
     got = demo.features(frae, wav, os.path.join(tmp, "got.npy"))
     lag = demo.best_lag(ref, got)
     test = demo.shift(len(ref), got, lag)
     ok = ~np.isnan(test).any(axis=1)
-    f0, v = demo.pitch_track(wav, len(got))
-    f0, v = demo.shift(len(ref), f0, lag), demo.shift(len(ref), v.astype(float), lag)
-    okp = ~np.isnan(v)
-    return {"nb": demo.metrics(ref[ok], test[ok], NARROW),
-            "full": demo.metrics(ref[ok], test[ok], FULL),
-            "pitch": demo.pitch_errors(ref_pitch, (np.nan_to_num(f0), v == 1, okp)),
-            "lag": lag}
+    out = {"nb": demo.metrics(ref[ok], test[ok], NARROW),
+           "full": demo.metrics(ref[ok], test[ok], FULL), "lag": lag}
+    if ref_pitch is not None:
+        f0, v = demo.pitch_track(wav, len(got))
+        f0, v = demo.shift(len(ref), f0, lag), demo.shift(len(ref), v.astype(float), lag)
+        okp = ~np.isnan(v)
+        out["pitch"] = demo.pitch_errors(ref_pitch, (np.nan_to_num(f0), v == 1, okp))
+    if orig is not None:
+        out["stoi"] = listener(orig, wav, lag)
+    return out
+
+
+def codec2(frae, ref, ref_pitch, wav, mode, tmp, orig):
+    """Codec2 at MODE as tools/demo.py runs it: sox to 8 kHz, c2enc, c2dec,
+    sox back to 16 kHz."""
+    sh = demo.sh
+    raw8 = os.path.join(tmp, "in8.raw")
+    sh(["sox", "-R", wav, "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer",
+        "-t", "raw", raw8])
+    c2 = os.path.join(tmp, "x.c2")
+    sh(["c2enc", mode, raw8, c2])
+    sh(["c2dec", mode, c2, os.path.join(tmp, "out8.raw")])
+    out = os.path.join(tmp, "codec2.wav")
+    sh(["sox", "-R", "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t",
+        "raw", os.path.join(tmp, "out8.raw"), "-r", "16000", out])
+    r = through_audio(frae, ref, ref_pitch, out, tmp, orig)
+    r["bytes"] = os.path.getsize(c2)
+    return r
+
+
+def opus6(frae, ref, ref_pitch, wav, tmp, orig):
+    sh = demo.sh
+    ogg = os.path.join(tmp, "x.opus")
+    sh(["opusenc", "--quiet", "--bitrate", "6", wav, ogg])
+    out = os.path.join(tmp, "opus.wav")
+    sh(["opusdec", "--quiet", "--rate", "16000", ogg, out])
+    r = through_audio(frae, ref, ref_pitch, out, tmp, orig)
+    r["bytes"] = sum(demo.opus_packet_sizes(ogg))
+    return r
 
 
 def in_features(ref, dec):
@@ -91,6 +160,7 @@ def one_clip(a, models, wav, work):
     feats = np.load(orig)
     ref = feats[:, :80]
     ref_pitch = demo.pitch_track(wav, len(ref))
+    x = augment.read_wav(wav)[0]
     secs = float(sh(["soxi", "-D", wav]))
     res = {"_secs": secs}
     res["frae's pitch tracker (on the original)"] = {
@@ -98,7 +168,7 @@ def one_clip(a, models, wav, work):
     out = os.path.join(tmp, "vocoded.wav")
     sh([frae, "vocode", orig, "-o", out])
     res["vocoder alone (original features and pitch)"] = through_audio(
-        frae, ref, ref_pitch, out, tmp)
+        frae, ref, ref_pitch, out, tmp, x)
     for key, path in models:
         fbs = os.path.join(tmp, key + ".fbs")
         sh([frae, "encode", path, wav, "-o", fbs])
@@ -106,7 +176,7 @@ def one_clip(a, models, wav, work):
         out = os.path.join(tmp, key + ".wav")
         sh([frae, "decode", path, fbs, "-o", npy, "--wav", out])
         dec = np.load(npy)
-        r = through_audio(frae, ref, ref_pitch, out, tmp)
+        r = through_audio(frae, ref, ref_pitch, out, tmp, x)
         r.update({"feat_" + k: v for k, v in in_features(ref, dec).items()})
         r["coded_pitch"] = pitch_vs(ref_pitch, dec[:, 80], dec[:, 81])
         r["bytes"] = os.path.getsize(fbs)
@@ -120,29 +190,48 @@ def one_clip(a, models, wav, work):
             np.save(p, mixed.astype(np.float32))
             out = os.path.join(tmp, "mix.wav")
             sh([frae, "vocode", p, "-o", out])
-            res["FRAE %s: %s" % (key, label)] = through_audio(frae, ref, ref_pitch, out, tmp)
-    # Opus 6 kbit/s and Codec2 1300, as tools/demo.py runs them
-    ogg = os.path.join(tmp, "x.opus")
-    sh(["opusenc", "--quiet", "--bitrate", "6", wav, ogg])
-    out = os.path.join(tmp, "opus.wav")
-    sh(["opusdec", "--quiet", "--rate", "16000", ogg, out])
-    r = through_audio(frae, ref, ref_pitch, out, tmp)
-    r["bytes"] = sum(demo.opus_packet_sizes(ogg))
-    res["Opus 6 kbit/s"] = r
-    raw8 = os.path.join(tmp, "in8.raw")
-    sh(["sox", "-R", wav, "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer",
-        "-t", "raw", raw8])
-    c2 = os.path.join(tmp, "x.c2")
-    sh(["c2enc", "1300", raw8, c2])
-    sh(["c2dec", "1300", c2, os.path.join(tmp, "out8.raw")])
-    out = os.path.join(tmp, "codec2.wav")
-    sh(["sox", "-R", "-r", "8000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t",
-        "raw", os.path.join(tmp, "out8.raw"), "-r", "16000", out])
-    r = through_audio(frae, ref, ref_pitch, out, tmp)
-    r["bytes"] = os.path.getsize(c2)
-    res["Codec2 1300"] = r
+            res["FRAE %s: %s" % (key, label)] = through_audio(frae, ref, ref_pitch, out, tmp,
+                                                              x)
+    # Opus 6 kbit/s and Codec2 1300 and 3200, as tools/demo.py runs them
+    res["Opus 6 kbit/s"] = opus6(frae, ref, ref_pitch, wav, tmp, x)
+    res["Codec2 1300"] = codec2(frae, ref, ref_pitch, wav, "1300", tmp, x)
+    res["Codec2 3200"] = codec2(frae, ref, ref_pitch, wav, "3200", tmp, x)
     shutil.rmtree(tmp)
     return name, res
+
+
+def one_condition_clip(a, models, wav, work):
+    """The systems on one held-out clip under each recording condition
+    (--conditions): {condition: {system: {measure: value}}}, each measured
+    against its own input (the clip as conditioned), so that a codec is
+    judged on how well it carries what it was given."""
+    frae = a.frae
+    name = os.path.basename(wav)[:-4]
+    x0 = augment.read_wav(wav)[0]
+    out = {}
+    for cond in a.conditions.split(","):
+        tmp = os.path.join(work, name + "-" + cond.replace(":", "_"))
+        os.makedirs(tmp, exist_ok=True)
+        src = os.path.join(tmp, "in.wav")
+        seed = sum(map(ord, name + cond))  # fixed per clip and condition
+        augment.write_wav(src, augment.apply(x0, cond, seed))
+        x = augment.read_wav(src)[0]
+        ref = demo.features(frae, src, os.path.join(tmp, "ref.npy"))
+        res = {"_secs": len(x) / 16000.0}
+        for key, path in models:
+            fbs = os.path.join(tmp, key + ".fbs")
+            demo.sh([frae, "encode", path, src, "-o", fbs])
+            dec = os.path.join(tmp, key + ".wav")
+            demo.sh([frae, "decode", path, fbs, "--wav", dec])
+            r = through_audio(frae, ref, None, dec, tmp, x)
+            r["bytes"] = os.path.getsize(fbs)
+            res["FRAE %s" % key] = r
+        res["Opus 6 kbit/s"] = opus6(frae, ref, None, src, tmp, x)
+        res["Codec2 1300"] = codec2(frae, ref, None, src, "1300", tmp, x)
+        res["Codec2 3200"] = codec2(frae, ref, None, src, "3200", tmp, x)
+        out[cond] = res
+        shutil.rmtree(tmp)
+    return name, out
 
 
 def summarise(per_clip):
@@ -158,6 +247,10 @@ def summarise(per_clip):
             if m in rows[0]:
                 o["lsd_" + m] = float(np.mean([r[m][0] for r in rows]))
                 o["mcd_" + m] = float(np.mean([r[m][1] for r in rows]))
+        if "stoi" in rows[0]:  # a clip too short for a 384 ms segment has none
+            v = np.array([r["stoi"] for r in rows], float)
+            o["stoi"] = float(np.nanmean(v[:, 0]))
+            o["estoi"] = float(np.nanmean(v[:, 1]))
         for m in ("pitch", "pitch_only", "coded_pitch"):
             if m in rows[0]:
                 c = np.sum([r[m] for r in rows], axis=0)
@@ -172,18 +265,54 @@ def summarise(per_clip):
 def table(summary):
     f = lambda o, k, fmt="%.2f": fmt % o[k] if k in o else "-"
     lines = ["| system | stream kbit/s | LSD 0-4 kHz | MCD 0-4 kHz | LSD 0-8 kHz | MCD 0-8 kHz "
-             "| GPE | VDE | features LSD 0-4 | features MCD 0-4 | coded pitch GPE / VDE |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| STOI | ESTOI | GPE | VDE | features LSD 0-4 | features MCD 0-4 "
+             "| coded pitch GPE / VDE |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for s, o in summary["systems"].items():
         gpe = "gpe_pitch" if "gpe_pitch" in o else "gpe_pitch_only"
         vde = "vde_pitch" if "vde_pitch" in o else "vde_pitch_only"
         cp = ("%.1f%% / %.1f%%" % (o["gpe_coded_pitch"], o["vde_coded_pitch"])
               if "gpe_coded_pitch" in o else "-")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             s, f(o, "stream_kbps", "%.3f"), f(o, "lsd_nb"), f(o, "mcd_nb"), f(o, "lsd_full"),
-            f(o, "mcd_full"), f(o, gpe, "%.1f%%"), f(o, vde, "%.1f%%"), f(o, "lsd_feat_nb"),
-            f(o, "mcd_feat_nb"), cp))
+            f(o, "mcd_full"), f(o, "stoi", "%.3f"), f(o, "estoi", "%.3f"), f(o, gpe, "%.1f%%"),
+            f(o, vde, "%.1f%%"), f(o, "lsd_feat_nb"), f(o, "mcd_feat_nb"), cp))
     return "\n".join(lines)
+
+
+def condition_tables(per, speaker_of):
+    """Per condition, the systems; then per held-out speaker, each system's
+    LSD / MCD 0-4 kHz and STOI / ESTOI under each condition."""
+    conds = list(next(iter(per.values())).keys())
+    results, lines = {}, []
+    for c in conds:
+        sub = summarise({n: r[c] for n, r in per.items()})
+        results[c] = {"all": sub, "by_speaker": {}}
+        lines += ["### condition %s (%d clips, %.0f s)" % (c, sub["clips"], sub["seconds"]), "",
+                  "| system | stream kbit/s | LSD 0-4 kHz | MCD 0-4 kHz | LSD 0-8 kHz "
+                  "| MCD 0-8 kHz | STOI | ESTOI |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for sysname, o in sub["systems"].items():
+            lines.append("| %s | %.3f | %.2f | %.2f | %.2f | %.2f | %.3f | %.3f |" % (
+                sysname, o["stream_kbps"], o["lsd_nb"], o["mcd_nb"], o["lsd_full"], o["mcd_full"],
+                o["stoi"], o["estoi"]))
+        lines.append("")
+        for sp in sorted({speaker_of(n) for n in per}):
+            results[c]["by_speaker"][sp] = summarise(
+                {n: r[c] for n, r in per.items() if speaker_of(n) == sp})
+    systems = list(results[conds[0]]["all"]["systems"])
+    for sysname in systems:
+        lines += ["### %s per held-out speaker: LSD / MCD 0-4 kHz, STOI / ESTOI" % sysname, "",
+                  "| speaker | " + " | ".join(conds) + " |",
+                  "| --- | " + " | ".join("---" for _ in conds) + " |"]
+        for sp in sorted(results[conds[0]]["by_speaker"]):
+            cells = []
+            for c in conds:
+                o = results[c]["by_speaker"][sp]["systems"][sysname]
+                cells.append("%.2f / %.2f, %.3f / %.3f" % (o["lsd_nb"], o["mcd_nb"], o["stoi"],
+                                                          o["estoi"]))
+            lines.append("| %s | %s |" % (sp, " | ".join(cells)))
+        lines.append("")
+    return results, lines
 
 
 def main():
@@ -194,6 +323,12 @@ def main():
     ap.add_argument("--frae", default=os.path.join(ROOT, "build", "frae"))
     ap.add_argument("--out", default=os.path.join(ROOT, "human-study"))
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--conditions", default="",
+                    help="with these recording conditions (tools/augment.py presets, "
+                         "e.g. clean,narrowband,noisy,quiet,loud): the systems alone on each "
+                         "held-out clip under each, measured against their input")
+    ap.add_argument("--per-speaker", type=int, default=0,
+                    help="at most N clips a held-out speaker, taken evenly (0: all)")
     a = ap.parse_args()
     models = []
     for m in a.model:
@@ -203,26 +338,43 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="frae-human-study-")
     dirs = {"human": os.path.join(a.corpus, "human", "wav", "test"),
-            "synthetic": os.path.join(a.corpus, "wav", "test")}
+            "synthetic": os.path.join(a.corpus, "wav", "test"),
+            "voices": os.path.join(a.corpus, "voices", "wav", "test")}
+    speaker_of = lambda n: "-".join(n.split("-")[:2])
     results, report = {}, ["# frae on recorded human voices: where the dB go", ""]
     for s in a.sets.split(","):
         wavs = sorted(glob.glob(os.path.join(dirs[s], "*.wav")))
         if not wavs:
             sys.exit("human_study.py: no clips in %s (scripts/make-corpus.sh%s)" % (
-                dirs[s], " --human" if s == "human" else ""))
+                dirs[s], {"human": " --human", "voices": " --voices"}.get(s, "")))
+        if a.per_speaker:
+            by = {}
+            for w in wavs:
+                by.setdefault(speaker_of(os.path.basename(w)), []).append(w)
+            wavs = sorted(w for v in by.values() for w in (
+                v if len(v) <= a.per_speaker else
+                [v[int(i * len(v) / a.per_speaker)] for i in range(a.per_speaker)]))
         print("== %s held-out set: %d clips" % (s, len(wavs)), flush=True)
+        if a.conditions:
+            with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
+                per = dict(ex.map(lambda w: one_condition_clip(a, models, w, work), wavs))
+            results[s], lines = condition_tables(per, speaker_of)
+            report += ["## %s held-out set under recording conditions (%d clips)" % (
+                s, len(wavs)), ""] + lines
+            print("\n".join(lines[:60]), flush=True)
+            continue
         with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
             per = dict(ex.map(lambda w: one_clip(a, models, w, work), wavs))
         results[s] = summarise(per)
         report += ["## %s held-out set (%d clips, %.0f s)" % (s, len(wavs),
                                                             results[s]["seconds"]), "",
                    table(results[s]), ""]
-        if s == "human":  # per held-out speaker
-            spk = sorted({"-".join(n.split("-")[:2]) for n in per})
-            results["human_by_speaker"] = {}
+        if s in ("human", "voices"):  # per held-out speaker
+            spk = sorted({speaker_of(n) for n in per})
+            results[s + "_by_speaker"] = {}
             for sp in spk:
                 sub = summarise({n: r for n, r in per.items() if n.startswith(sp + "-")})
-                results["human_by_speaker"][sp] = sub
+                results[s + "_by_speaker"][sp] = sub
                 report += ["### speaker %s (%d clips, %.0f s)" % (sp, sub["clips"],
                                                                   sub["seconds"]), "",
                            table(sub), ""]
