@@ -42,7 +42,7 @@ CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.
             src/train/replicas.c src/train/run_support.c src/train/run.c src/train/run_state.c \
             src/train/run_setup.c
 AUDIO_SRCS = src/audio/mel.c src/audio/audio_files.c src/audio/wav.c src/audio/features.c src/audio/pitch.c \
-             src/audio/vocoder.c src/audio/dtx_gate.c src/audio/audio_out.c src/base/errors.c \
+             src/audio/vocoder.c src/audio/dtx_gate.c src/audio/audio_out.c src/audio/pcm_in.c src/base/errors.c \
              src/io/atomic_file.c
 # gru.c is built once more per SIMD ISA (see its header)
 CORE_OBJS  = $(CORE_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/src/core/gru_avx2.o \
@@ -337,7 +337,7 @@ install: $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) $(FRAE)
 # (FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION) so mutations get past them.
 FUZZ_SECONDS ?= 60
 FUZZ_DIR = build-fuzz
-FUZZ_TARGETS = npy npz safetensors bitstream packets audio range
+FUZZ_TARGETS = npy npz safetensors bitstream packets audio range pcm
 FUZZ_SAN = -fsanitize=address,undefined -fno-sanitize-recover=all \
            -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 FUZZ_BINS = $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)

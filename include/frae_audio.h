@@ -271,6 +271,26 @@ int frae_wav_close(frae_wav_writer *w, char *err, size_t errlen);
 FRAE_API
 void frae_wav_abort(frae_wav_writer *w);
 
+/* Live PCM in: a WAV, or raw 16-bit little-endian mono PCM at raw_rate,
+ * on descriptor fd (a pipe from arecord, a socket), read as it comes.
+ * open reads the head (a WAV's header up to its data chunk, whose size is
+ * not believed: a live writer does not know it; of raw PCM, 4 bytes);
+ * each read takes at most 10 ms of samples, so nothing waits on a read
+ * for more than a frame, and gives them mono (the channels averaged) in
+ * the reader's memory: how many, 0 at the end, or -1 and one line in err.
+ * 16-bit PCM or 32-bit float WAVs, 1 to 16 channels, 1 to 384 kHz.  fd is
+ * the caller's to close. */
+typedef struct frae_pcm_in frae_pcm_in;
+FRAE_API
+frae_pcm_in *frae_pcm_in_open(int fd, int raw_rate, char *err, size_t errlen);
+FRAE_API
+int frae_pcm_in_rate(const frae_pcm_in *p);
+FRAE_API
+long frae_pcm_in_read(frae_pcm_in *p, const float **mono, char *err,
+                      size_t errlen);
+FRAE_API
+void frae_pcm_in_close(frae_pcm_in *p);
+
 /* Features of samples pushed as they come (a live input: a microphone, a
  * pipe): mono samples at input_rate (resampled to f's rate unless
  * resample is 0, then refused), each push's complete frames handed to the

@@ -12,6 +12,8 @@ streams are then damaged as a noisy channel or a hostile file would:
 - a packet length of 65536;
 - random bit errors after the header (the header is sent first or out of
   band) at 1e-3 and 1e-2, from a file and from a pipe, --through too.
+The live input (frae encode MODEL - -) is fed hostile WAV headers on
+stdin, and a WAV against its samples as raw PCM.
 A damaged stream must decode with exit 0 to within one packet of its
 length; a refusal must be exit 2 with one line on stderr.
 
@@ -185,6 +187,53 @@ def bit_errors(tmp, kind, model, stream, frames, through=False):
               "; ".join((stops + wrong)[:3]))
 
 
+def live_inputs(tmp, model, wav):
+    """The live input (frae encode MODEL - -, libfrae-audio's frae_pcm_in):
+    a hostile WAV header on stdin is one line and exit 2, fast; a WAV and
+    the same samples as raw PCM make the same packets."""
+    print("== live PCM on stdin: hostile WAV headers refused, WAV and raw PCM alike")
+    import struct
+
+    def fmt(tag, ch, rate, bits, size=16):
+        body = struct.pack("<HHIIHH", tag, ch, rate, rate * ch * bits // 8,
+                           ch * bits // 8, bits) + bytes(size - 16)
+        return b"fmt " + struct.pack("<I", size) + body
+
+    def riff(*chunks):
+        body = b"WAVE" + b"".join(chunks)
+        return b"RIFF" + struct.pack("<I", len(body)) + body
+    cases = [(b"", "no audio on standard input"),
+             (b"RIFF\x24\0\0\0WAVX", "a RIFF header, but not a WAV"),
+             (riff(fmt(1, 1, 16000, 24)) + b"data\0\0\0\0", "format 1, 24 bits"),
+             (riff(fmt(1, 40, 16000, 16)) + b"data\0\0\0\0", "40 channels"),
+             (riff(fmt(1, 1, 500, 16)) + b"data\0\0\0\0", "at 500 Hz"),
+             (riff(fmt(1, 1, 16000, 16, 4000)), "fmt chunk of 4000 bytes"),
+             (riff(b"LIST\xff\xff\xff\x7f"), "without its data"),
+             (riff(), "without its data"),
+             (riff(b"data\0\0\0\0"), "without its fmt chunk")]
+    for data, needle in cases:
+        t0 = time.monotonic()
+        p = subprocess.run([FRAE, "encode", model, "-", "-", "--packet-ms", "40"],
+                           input=data, capture_output=True, timeout=60)
+        err = p.stderr.decode(errors="replace")
+        check(p.returncode == 2 and one_line(err) and needle in err and not p.stdout
+              and time.monotonic() - t0 < 10,
+              "live input %r...: exit 2, one line: %s" % (data[:12], needle),
+              "rc %d: %s" % (p.returncode, err[:300]))
+    pcm = open(wav, "rb").read()
+    # espeak-ng writes 22.05 kHz 16-bit mono: its samples raw, at the rate
+    # frae reads raw PCM at, against the same samples as a 16 kHz WAV
+    data = pcm[pcm.index(b"data") + 8:]
+    as_wav = riff(fmt(1, 1, 16000, 16)) + b"data" + struct.pack("<I", len(data)) + data
+    outs = [subprocess.run([FRAE, "encode", model, "-", "-", "--packet-ms", "40"],
+                           input=x, capture_output=True, timeout=60) for x in (as_wav, data)]
+    check(all(p.returncode == 0 for p in outs) and outs[0].stdout == outs[1].stdout
+          and len(outs[0].stdout) > 100,
+          "live input: a 16 kHz WAV and its samples as raw PCM make the same %d bytes"
+          % len(outs[0].stdout), " / ".join(p.stderr.decode(errors="replace")[:200]
+                                            for p in outs))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="frae-damage-")
     try:
@@ -203,6 +252,7 @@ def main():
                   p.stderr + err)
             streams[kind] = (model, open(name, "rb").read(), frames or 0)
         model, stream, frames = streams["fixed-rate"]
+        live_inputs(tmp, model, wav)
         hostile_headers(tmp, model, stream, frames)
         for kind, (model, stream, frames) in streams.items():
             damaged_lengths(tmp, kind, model, stream, frames)

@@ -106,94 +106,6 @@ static int live_frames(void *ctx, const float *feats, long frames, int width)
     return 0;
 }
 
-static uint32_t le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
-}
-
-/* Reads exactly n bytes of fd; 0, or -1 at its end before them. */
-static int read_exact(int fd, unsigned char *p, size_t n)
-{
-    while (n) {
-        ssize_t got = read(fd, p, n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return -1;
-        p += got, n -= (size_t)got;
-    }
-    return 0;
-}
-
-/* What stdin holds: a WAV (its header read, up to its data chunk) or raw
- * 16-bit PCM (little-endian, mono, at the model's rate; its first 4 bytes
- * already taken into pending).  0, or an exit code after saying why. */
-typedef struct {
-    int rate, channels, float32; /* float32: IEEE float samples, else s16 */
-    unsigned char pending[4];
-    int n_pending;
-} live_format;
-
-static int live_format_read(int fd, int rate, live_format *lf)
-{
-    memset(lf, 0, sizeof *lf);
-    unsigned char h[12];
-    if (read_exact(fd, h, 4))
-        return cli_fail(EXIT_USAGE, "-: no audio on standard input");
-    if (memcmp(h, "RIFF", 4)) { /* raw PCM */
-        lf->rate = rate, lf->channels = 1;
-        memcpy(lf->pending, h, 4);
-        lf->n_pending = 4;
-        return 0;
-    }
-    if (read_exact(fd, h + 4, 8) || memcmp(h + 8, "WAVE", 4))
-        return cli_fail(EXIT_USAGE, "-: a RIFF header, but not a WAV");
-    int have_fmt = 0;
-    for (;;) { /* chunks up to the data, whose size is not believed (a
-                  live writer does not know it) */
-        unsigned char c[8];
-        if (read_exact(fd, c, 8))
-            return cli_fail(EXIT_USAGE, "-: a WAV header without its data");
-        const uint32_t size = le32(c + 4);
-        if (!memcmp(c, "data", 4))
-            break;
-        if (!memcmp(c, "fmt ", 4)) {
-            unsigned char fmt[40];
-            if (size < 16 || size > sizeof fmt || read_exact(fd, fmt, size))
-                return cli_fail(EXIT_USAGE, "-: a WAV fmt chunk of %u bytes",
-                                size);
-            unsigned tag = fmt[0] | fmt[1] << 8, bits = fmt[14] | fmt[15] << 8;
-            if (tag == 0xfffe && size >= 26) /* extensible: its subformat */
-                tag = fmt[24] | fmt[25] << 8;
-            lf->channels = fmt[2] | fmt[3] << 8;
-            lf->rate = (int)le32(fmt + 4);
-            lf->float32 = tag == 3 && bits == 32;
-            if (!(tag == 1 && bits == 16) && !lf->float32)
-                return cli_fail(EXIT_USAGE,
-                                "-: a WAV of format %u, %u bits; a live input "
-                                "is 16-bit PCM or 32-bit float",
-                                tag, bits);
-            if (lf->channels < 1 || lf->channels > 16 || lf->rate < 1000 ||
-                lf->rate > 384000)
-                return cli_fail(EXIT_USAGE, "-: a WAV of %d channels at %d Hz",
-                                lf->channels, lf->rate);
-            have_fmt = 1;
-            continue;
-        }
-        for (uint32_t left = size + (size & 1); left;) { /* skip it */
-            unsigned char skip[256];
-            const size_t k = left < sizeof skip ? left : sizeof skip;
-            if (read_exact(fd, skip, k))
-                return cli_fail(EXIT_USAGE, "-: a WAV header without its data");
-            left -= (uint32_t)k;
-        }
-    }
-    if (!have_fmt)
-        return cli_fail(EXIT_USAGE, "-: a WAV without its fmt chunk");
-    return 0;
-}
-
 /* frae encode MODEL - with --packet-ms: audio from stdin as it comes, each
  * packet out (and flushed) the moment its last frame is coded. */
 static int encode_live(codec_opts *o, frae_model *m,
@@ -208,29 +120,31 @@ static int encode_live(codec_opts *o, frae_model *m,
                                    "features: a live input is audio",
                                    o->io.model);
     f.pitch = frae_get_config(m)->pitch;
-    live_format lf;
-    int rc = live_format_read(STDIN_FILENO, f.sample_rate, &lf);
-    if (rc)
-        return rc;
     char err[512];
+    frae_pcm_in *pcm =
+        frae_pcm_in_open(STDIN_FILENO, f.sample_rate, err, sizeof err);
+    if (!pcm)
+        return cli_fail(EXIT_USAGE, "-: %s", err);
+    int rc = 0;
     frae_dtx_gate gate;
     if (o->cs.dtx &&
-        frae_dtx_gate_init(&gate, &f, o->cs.dtx_level, err, sizeof err))
+        frae_dtx_gate_init(&gate, &f, o->cs.dtx_level, err, sizeof err)) {
+        frae_pcm_in_close(pcm);
         return cli_fail(EXIT_FAILED, "--dtx: %s", err);
+    }
     live_sink l = {NULL, o->cs.dtx ? &gate : NULL, NULL, o->io.output, 0};
     frae_atomic_file af;
     af.f = NULL;
     frae_feature_stream *fs = NULL;
-    float *mono = NULL;
-    unsigned char *raw = NULL;
     l.se = frae_stream_encoder_create(frae_model_net(m), so, 1, 0, 1, err,
                                       sizeof err);
     if (!l.se) {
         rc = cli_fail(EXIT_USAGE, "%s: %s", o->io.model, err);
         goto done;
     }
-    fs = frae_feature_stream_create(&f, lf.rate, o->io.audio.resample,
-                                    live_frames, &l, err, sizeof err);
+    fs = frae_feature_stream_create(&f, frae_pcm_in_rate(pcm),
+                                    o->io.audio.resample, live_frames, &l, err,
+                                    sizeof err);
     if (!fs) {
         rc = cli_fail(EXIT_USAGE, "%s", err);
         goto done;
@@ -247,60 +161,23 @@ static int encode_live(codec_opts *o, frae_model *m,
         rc = cli_fail(EXIT_FAILED, "%s: write failed", o->io.output);
         goto done;
     }
-    /* 10 ms of samples a read at most, so that nothing waits on a read
-     * for more than a frame */
-    const int bytes_per = (lf.float32 ? 4 : 2) * lf.channels;
-    const size_t per_read =
-        (size_t)(lf.rate / 100 > 0 ? lf.rate / 100 : 1) * (size_t)bytes_per;
-    /* a read lands after what is held: the header's 4 look-ahead bytes
-     * or a partial sample, under 8 either way; mono takes every whole
-     * sample raw can hold (the 4 look-ahead bytes of raw PCM are two
-     * 16-bit samples: sized for the read alone, one too few) */
-    const size_t raw_cap = per_read + 8;
-    raw = malloc(raw_cap);
-    mono = malloc(sizeof(float) * (raw_cap / (size_t)bytes_per + 1));
-    if (!raw || !mono) {
-        rc = cli_fail(EXIT_FAILED, "out of memory");
-        goto done;
-    }
-    size_t held = (size_t)lf.n_pending; /* bytes of a partial sample */
-    memcpy(raw, lf.pending, held);
+    /* samples as they come (10 ms a read at most), each packet written
+     * the moment it is complete */
     for (;;) {
-        ssize_t got = read(STDIN_FILENO, raw + held, per_read);
-        if (got < 0 && errno == EINTR)
-            continue;
+        const float *mono;
+        const long got = frae_pcm_in_read(pcm, &mono, err, sizeof err);
         if (got < 0) {
-            rc = cli_fail(EXIT_FAILED, "-: cannot read: %s", strerror(errno));
+            rc = cli_fail(EXIT_FAILED, "-: %s", err);
             goto done;
         }
-        held += (size_t)got;
-        const size_t samples = held / (size_t)bytes_per;
-        for (size_t i = 0; i < samples; i++) {
-            double sum = 0;
-            for (int c = 0; c < lf.channels; c++) {
-                const unsigned char *p =
-                    raw + i * bytes_per + c * (lf.float32 ? 4 : 2);
-                if (lf.float32) {
-                    float v;
-                    memcpy(&v, p, 4);
-                    sum += v;
-                } else {
-                    sum += (int16_t)(p[0] | p[1] << 8) / 32768.0;
-                }
-            }
-            mono[i] = (float)(sum / lf.channels);
-        }
-        if (samples && frae_feature_stream_push(fs, mono, (long)samples, err,
-                                                sizeof err)) {
+        if (!got)
+            break;
+        if (frae_feature_stream_push(fs, mono, got, err, sizeof err)) {
             rc = l.failed
                      ? cli_fail(EXIT_FAILED, "%s: write failed", o->io.output)
                      : cli_fail(EXIT_USAGE, "%s", err);
             goto done;
         }
-        memmove(raw, raw + samples * bytes_per, held - samples * bytes_per);
-        held -= samples * (size_t)bytes_per;
-        if (got == 0)
-            break;
     }
     if (frae_feature_stream_end(fs, err, sizeof err)) {
         rc = l.failed ? cli_fail(EXIT_FAILED, "%s: write failed", o->io.output)
@@ -331,7 +208,7 @@ static int encode_live(codec_opts *o, frae_model *m,
 done:
     if (af.f)
         frae_atomic_abort(&af);
-    free(raw), free(mono);
+    frae_pcm_in_close(pcm);
     frae_feature_stream_destroy(fs);
     frae_stream_encoder_destroy(l.se);
     return rc;
