@@ -417,7 +417,8 @@ int test_vocoder(void)
     for (long t = 0; t < frames; t++) {
         float row[80], *fr = a + t * 82;
         for (int k = 0; k < 80; k++)
-            row[k] = (fr[k > 0 ? k - 1 : 0] + fr[k] + fr[k < 79 ? k + 1 : 79]) / 3;
+            row[k] =
+                (fr[k > 0 ? k - 1 : 0] + fr[k] + fr[k < 79 ? k + 1 : 79]) / 3;
         memcpy(fr, row, sizeof row);
     }
     y = vocode_all(&f, a, frames, &ny);
@@ -427,8 +428,9 @@ int test_vocoder(void)
     const double level = 10 * log10(ey / ex);
     /* measured -0.07 dB */
     CHECK(fabs(level) < 0.5, "smoothed envelope: level %+.2f dB", level);
-    printf("    the envelope smoothed across bands -> vocoder: level %+.2f dB\n",
-           level);
+    printf(
+        "    the envelope smoothed across bands -> vocoder: level %+.2f dB\n",
+        level);
     free(a), free(y);
     /* noise: unvoiced frames come back as noise of the same spectrum */
     uint64_t s = 3;
