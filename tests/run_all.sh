@@ -66,6 +66,8 @@ if [ "$BUILD" = build ]; then # the module loads into an uninstrumented python
     run /usr/bin/python3 tests/py/codec_python_test.py "$BUILD"
     echo "== the demo's listening page in headless Chromium"
     run /usr/bin/python3 tests/page_test.py
+    echo "== decoded speech keeps its loudness: P.56 level, the shipped models (issue 50)"
+    run /usr/bin/python3 tests/speech_level_test.py "$BUILD/frae"
     echo "== the recorded human-speech corpus: a small one, its split by speaker"
     run /usr/bin/python3 tests/human_corpus_test.py "$BUILD/frae"
     echo "== recording conditions, the shipped models under them, STOI and ESTOI (issue 48)"

@@ -12,6 +12,22 @@
  * weighting each band by how much of it the harmonic makes (R N, not R):
  * a valley between two harmonics, where a harmonic's response is small,
  * hardly counts, so noise there does not inflate the harmonics.
+ * That fit is in power, and keeps each band's power; but the features
+ * are log powers, and a codec's estimate of them (trained on their squared
+ * error) is a mean in the log domain: where the speech's harmonics make
+ * a peak band and valley bands beside it, the estimate is smoother, its
+ * mean log the same and its power lower (the peak averaged in dB with
+ * the valleys), and so was the voice fitted to it: the shipped codecs'
+ * decoded speech came out 3-4 dB quieter than their input (issue 50;
+ * docs/results.md).  So the fit goes on in the log domain: LOG_ROUNDS
+ * times, each harmonic is scaled by the geometric mean of P_m / h_m over
+ * the bands it holds over half of (h_m: the harmonics' power in band m),
+ * which matches the features' mean log around each harmonic, as the
+ * codec's estimate does.  On features of a harmonic sound the power fit
+ * was already there, and it moves little; on a smoothed envelope it puts
+ * back the peaks the smoothing took (tested: the level kept within 0.5
+ * dB, where the power fit lost 1.6).  Bands wider than the harmonics'
+ * spacing, held by none over half, keep the power fit.
  * What the harmonics leave, r_m = P_m - sum_k R_m(f_k) A_k^2 (all of P_m in
  * an unvoiced frame), is noise: white noise of variance s^2 puts
  * s^2 sum_n w_n^2 sum_b H_m[b] into band m, which sets the noise density
@@ -26,6 +42,8 @@
 #define LOBE 4            /* bins of the window's response kept each side */
 #define OVERSAMPLE 32     /* table steps per bin */
 #define VOICED_NOISE 0.1f /* of what harmonics leave in their bands */
+#define LOG_ROUNDS 3      /* rounds of the log-domain fit */
+#define LOG_STEP 3.0      /* the most one band moves a round, in nepers */
 
 typedef struct {
     int band[2];
@@ -259,6 +277,41 @@ static float lobe_at(const frae_vocoder *v, double d)
     return v->lobe[j] + t * (v->lobe[j + 1] - v->lobe[j]);
 }
 
+/* One round of the log-domain fit (the file's comment): the harmonics'
+ * powers a (A_k^2, k < K) each scaled by the geometric mean of P_m / h_m
+ * over the bands it holds over half of, h_m the harmonics' power in band
+ * m.  All harmonics move together (from the same h), so the result does
+ * not depend on their order.  v->resid holds h. */
+static void log_fit(frae_vocoder *v, int K, float *a)
+{
+    const int nm = v->f.n_mels, per_k = 2 * (2 * LOBE + 1);
+    double *h = v->resid;
+    for (int m = 0; m < nm; m++)
+        h[m] = 0;
+    for (int k = 0; k < K; k++) {
+        const float *r = v->resp + (size_t)k * per_k;
+        const int *rb = v->resp_band + (size_t)k * per_k;
+        for (int j = 0; j < per_k && rb[j] >= 0; j++)
+            h[rb[j]] += (double)r[j] * a[k];
+    }
+    for (int k = 0; k < K; k++) {
+        const float *r = v->resp + (size_t)k * per_k;
+        const int *rb = v->resp_band + (size_t)k * per_k;
+        double sum = 0;
+        int n = 0;
+        for (int j = 0; j < per_k && rb[j] >= 0; j++) {
+            const double hm = h[rb[j]];
+            if (2.0 * r[j] * a[k] > hm && hm > 0) { /* holds over half */
+                double e = log(v->power[rb[j]] / hm);
+                sum += e < -LOG_STEP ? -LOG_STEP : e > LOG_STEP ? LOG_STEP : e;
+                n++;
+            }
+        }
+        if (n)
+            a[k] = (float)(a[k] * exp(sum / n));
+    }
+}
+
 /* Harmonic amplitudes of a voiced frame into amp (k < K), and what they
  * leave of each band into v->resid.  Returns K. */
 static int harmonics(frae_vocoder *v, double f0, float *amp)
@@ -295,8 +348,7 @@ static int harmonics(frae_vocoder *v, double f0, float *amp)
         for (int j = 0; j < n; j++)
             v->norm[rb[j]] += r[j];
     }
-    for (int m = 0; m < nm; m++)
-        v->resid[m] = v->power[m];
+    /* amp holds A_k^2 until the end */
     for (int k = 0; k < K; k++) {
         const float *r = v->resp + (size_t)k * per_k;
         const int *rb = v->resp_band + (size_t)k * per_k;
@@ -305,7 +357,16 @@ static int harmonics(frae_vocoder *v, double f0, float *amp)
             num += r[j] * v->power[rb[j]];
             den += r[j] * v->norm[rb[j]];
         }
-        double a2 = den > 0 ? num / den : 0;
+        amp[k] = (float)(den > 0 ? num / den : 0);
+    }
+    for (int round = 0; round < LOG_ROUNDS; round++)
+        log_fit(v, K, amp);
+    for (int m = 0; m < nm; m++)
+        v->resid[m] = v->power[m];
+    for (int k = 0; k < K; k++) {
+        const float *r = v->resp + (size_t)k * per_k;
+        const int *rb = v->resp_band + (size_t)k * per_k;
+        const double a2 = amp[k];
         amp[k] = (float)sqrt(a2);
         for (int j = 0; j < per_k && rb[j] >= 0; j++)
             v->resid[rb[j]] -= r[j] * a2;

@@ -393,7 +393,7 @@ int test_vocoder(void)
     float *b = features_with_pitch(&f, y, ny, &frames2);
     CHECK(frames2 == frames, "%ld frames back, not %ld", frames2, frames);
     double mean, lsd = band_lsd(a, b, 82, 3, frames - 3, 0, 80, &mean);
-    /* measured 1.0 dB, mean within 0.1 dB */
+    /* measured 1.1 dB, mean within 0.1 dB */
     CHECK(lsd < 1.6 && fabs(mean) < 0.5,
           "voice round trip: LSD %.2f dB, "
           "mean %.2f dB",
@@ -407,7 +407,31 @@ int test_vocoder(void)
     printf("    voice -> features + f0 -> vocoder -> features: LSD %.2f dB "
            "(mean %+.2f dB), f0 kept\n",
            lsd, mean);
-    free(a), free(b), free(y);
+    free(b), free(y);
+    /* the same envelope smoothed across bands in the log domain, as a
+     * codec's estimate of it is (regression to the mean): its mean log is
+     * the voice's, its energy lower (the harmonics' peaks averaged with
+     * the valleys beside them).  The vocoder fits the harmonics in the
+     * log domain, so the voice keeps its level (fitted in power, band by
+     * band, it came out 1.6 dB quieter) */
+    for (long t = 0; t < frames; t++) {
+        float row[80], *fr = a + t * 82;
+        for (int k = 0; k < 80; k++)
+            row[k] =
+                (fr[k > 0 ? k - 1 : 0] + fr[k] + fr[k < 79 ? k + 1 : 79]) / 3;
+        memcpy(fr, row, sizeof row);
+    }
+    y = vocode_all(&f, a, frames, &ny);
+    double ex = 0, ey = 0;
+    for (long i = 0; i < n; i++)
+        ex += (double)x[i] * x[i], ey += (double)y[i] * y[i];
+    const double level = 10 * log10(ey / ex);
+    /* measured -0.07 dB */
+    CHECK(fabs(level) < 0.5, "smoothed envelope: level %+.2f dB", level);
+    printf(
+        "    the envelope smoothed across bands -> vocoder: level %+.2f dB\n",
+        level);
+    free(a), free(y);
     /* noise: unvoiced frames come back as noise of the same spectrum */
     uint64_t s = 3;
     for (long i = 0; i < n; i++) {
