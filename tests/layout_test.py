@@ -1,7 +1,7 @@
 """The tree's shape (issue 36): no source file of the libraries, the
 command or the extension over MAX_FILE lines unless its opening comment
 says why (a line with "one file:"), and no function over MAX_FUNCTION
-lines; and every tracked C file as .clang-format lays it out (clang-format
+lines (MAX_CLI_FUNCTION in the command); and every tracked C file as .clang-format lays it out (clang-format
 14).  Usage: layout_test.py [ROOT]"""
 import glob
 import os
@@ -14,6 +14,7 @@ from checks import check, summary  # noqa: E402
 
 MAX_FILE = 800
 MAX_FUNCTION = 150
+MAX_CLI_FUNCTION = 80  # the command is argument handling and printing (issue 47)
 
 
 def strip(text):
@@ -80,12 +81,14 @@ def main():
         if lines > MAX_FILE and "one file:" not in opening:
             long_files.append("%s (%d lines)" % (rel, lines))
         for name, at, n in functions(text):
-            if n > MAX_FUNCTION:
+            cli = rel.startswith("src/cli/")
+            if n > (MAX_CLI_FUNCTION if cli else MAX_FUNCTION):
                 long_functions.append("%s:%d %s (%d lines)" % (rel, at, name, n))
     check(len(files) > 40 and not long_files,
           "no source file over %d lines without its reason (%d files)" % (MAX_FILE, len(files)),
           "; ".join(long_files))
-    check(not long_functions, "no function over %d lines" % MAX_FUNCTION,
+    check(not long_functions, "no function over %d lines (%d in src/cli)"
+          % (MAX_FUNCTION, MAX_CLI_FUNCTION),
           "; ".join(long_functions))
     # docs/layout.md names every source file of src/ and python/frae/ in
     # its folder's entry (a file added without it is a map gone stale)

@@ -106,6 +106,39 @@ static int live_frames(void *ctx, const float *feats, long frames, int width)
     return 0;
 }
 
+/* The stream's header, then samples as they come (10 ms a read at most)
+ * into the feature stream, each packet written the moment it is
+ * complete, then the stream's end: 0, or the exit code. */
+static int live_pump(frae_pcm_in *pcm, frae_feature_stream *fs, live_sink *l)
+{
+    char err[512];
+    size_t n;
+    const unsigned char *head = frae_stream_encoder_bytes(l->se, &n);
+    if (fwrite(head, 1, n, l->out) != n || fflush(l->out))
+        return cli_fail(EXIT_FAILED, "%s: write failed", l->out_name);
+    for (;;) {
+        const float *mono;
+        const long got = frae_pcm_in_read(pcm, &mono, err, sizeof err);
+        if (got < 0)
+            return cli_fail(EXIT_FAILED, "-: %s", err);
+        if (!got)
+            break;
+        if (frae_feature_stream_push(fs, mono, got, err, sizeof err))
+            return l->failed
+                       ? cli_fail(EXIT_FAILED, "%s: write failed", l->out_name)
+                       : cli_fail(EXIT_USAGE, "%s", err);
+    }
+    if (frae_feature_stream_end(fs, err, sizeof err))
+        return l->failed
+                   ? cli_fail(EXIT_FAILED, "%s: write failed", l->out_name)
+                   : cli_fail(EXIT_USAGE, "%s", err);
+    frae_stream_encoder_end(l->se);
+    const unsigned char *tail = frae_stream_encoder_bytes(l->se, &n);
+    return fwrite(tail, 1, n, l->out) != n
+               ? cli_fail(EXIT_FAILED, "%s: write failed", l->out_name)
+               : 0;
+}
+
 /* frae encode MODEL - with --packet-ms: audio from stdin as it comes, each
  * packet out (and flushed) the moment its last frame is coded. */
 static int encode_live(codec_opts *o, frae_model *m,
@@ -155,41 +188,8 @@ static int encode_live(codec_opts *o, frae_model *m,
         goto done;
     }
     l.out = af.f;
-    size_t n;
-    const unsigned char *head = frae_stream_encoder_bytes(l.se, &n);
-    if (fwrite(head, 1, n, af.f) != n || fflush(af.f)) {
-        rc = cli_fail(EXIT_FAILED, "%s: write failed", o->io.output);
+    if ((rc = live_pump(pcm, fs, &l)))
         goto done;
-    }
-    /* samples as they come (10 ms a read at most), each packet written
-     * the moment it is complete */
-    for (;;) {
-        const float *mono;
-        const long got = frae_pcm_in_read(pcm, &mono, err, sizeof err);
-        if (got < 0) {
-            rc = cli_fail(EXIT_FAILED, "-: %s", err);
-            goto done;
-        }
-        if (!got)
-            break;
-        if (frae_feature_stream_push(fs, mono, got, err, sizeof err)) {
-            rc = l.failed
-                     ? cli_fail(EXIT_FAILED, "%s: write failed", o->io.output)
-                     : cli_fail(EXIT_USAGE, "%s", err);
-            goto done;
-        }
-    }
-    if (frae_feature_stream_end(fs, err, sizeof err)) {
-        rc = l.failed ? cli_fail(EXIT_FAILED, "%s: write failed", o->io.output)
-                      : cli_fail(EXIT_USAGE, "%s", err);
-        goto done;
-    }
-    frae_stream_encoder_end(l.se);
-    const unsigned char *tail = frae_stream_encoder_bytes(l.se, &n);
-    if (fwrite(tail, 1, n, af.f) != n) {
-        rc = cli_fail(EXIT_FAILED, "%s: write failed", o->io.output);
-        goto done;
-    }
     rc = frae_atomic_commit(&af, err, sizeof err)
              ? cli_fail(EXIT_FAILED, "%s", err)
              : EXIT_OK;
@@ -214,6 +214,44 @@ done:
     return rc;
 }
 
+/* encode's report of real-time packets: what a datagram transport
+ * carries (the header once, then the packets), and what the file adds
+ * (each packet's length, CRC) */
+static void report_datagrams(const codec_opts *o, const frae_stream *h,
+                             const frae_stream_counts *c, long t,
+                             size_t n_frames)
+{
+    const int ranged = frae_stream_ranged(h);
+    const frae_stream_counts sc = *c;
+    const double bits = 8.0 * (double)sc.datagram_bytes / (double)n_frames;
+    const double ms = 1000.0 * h->packet_frames / o->cs.frame_rate;
+    cli_printf(
+        "%ld frames -> %s: %llu real-time packets of %g ms (%u "
+        "frames), %s, a resynchronisation point every %u%s "
+        "(%llu bytes in the file with each packet's length and "
+        "CRC)\n",
+        t, o->io.output, (unsigned long long)sc.packets, ms, h->packet_frames,
+        ranged ? "entropy-coded" : "fixed-rate", h->resync_packets,
+        h->flags & FRAE_STREAM_STATE_RESYNC ? ", the state afresh there" : "",
+        (unsigned long long)sc.bytes);
+    cli_printf("bitrate: %.2f bits/frame = %.3f kbit/s at %g frames/s as "
+               "datagrams (%llu bytes: header %llu, packets %llu of which "
+               "%.2f bytes a packet of framing); the packets alone %.3f "
+               "kbit/s\n",
+               bits, bits * o->cs.frame_rate / 1000.0, o->cs.frame_rate,
+               (unsigned long long)sc.datagram_bytes,
+               (unsigned long long)sc.header_bytes,
+               (unsigned long long)(sc.datagram_bytes - sc.header_bytes),
+               sc.packets ? (double)sc.packet_overhead / (double)sc.packets
+                          : 0.0,
+               8.0 * (double)(sc.datagram_bytes - sc.header_bytes) /
+                   (double)n_frames * o->cs.frame_rate / 1000.0);
+    if (o->cs.dtx)
+        cli_printf("dtx: %llu of %zu frames silent (below %g dB)\n",
+                   (unsigned long long)sc.silent_frames, n_frames,
+                   o->cs.dtx_level);
+}
+
 /* What frae encode says once the stream is written: the packets and the
  * rate, every byte counted, the pitch kept and the distortion. */
 static void encode_report(const codec_opts *o, frae_model *m,
@@ -233,37 +271,7 @@ static void encode_report(const codec_opts *o, frae_model *m,
     double bpf = frae_bits_per_frame(m);
     double mse = sse / ((double)n_frames * D);
     if (so->datagrams) {
-        /* what a datagram transport carries (the header once, then the
-         * packets), and what the file adds (each packet's length, CRC) */
-        const double bits = 8.0 * (double)sc.datagram_bytes / (double)n_frames;
-        const double ms = 1000.0 * h->packet_frames / o->cs.frame_rate;
-        cli_printf("%ld frames -> %s: %llu real-time packets of %g ms (%u "
-                   "frames), %s, a resynchronisation point every %u%s "
-                   "(%llu bytes in the file with each packet's length and "
-                   "CRC)\n",
-                   in->t, o->io.output, (unsigned long long)sc.packets, ms,
-                   h->packet_frames, ranged ? "entropy-coded" : "fixed-rate",
-                   h->resync_packets,
-                   h->flags & FRAE_STREAM_STATE_RESYNC
-                       ? ", the state afresh there"
-                       : "",
-                   (unsigned long long)sc.bytes);
-        cli_printf("bitrate: %.2f bits/frame = %.3f kbit/s at %g frames/s as "
-                   "datagrams (%llu bytes: header %llu, packets %llu of which "
-                   "%.2f bytes a packet of framing); the packets alone %.3f "
-                   "kbit/s\n",
-                   bits, bits * o->cs.frame_rate / 1000.0, o->cs.frame_rate,
-                   (unsigned long long)sc.datagram_bytes,
-                   (unsigned long long)sc.header_bytes,
-                   (unsigned long long)(sc.datagram_bytes - sc.header_bytes),
-                   sc.packets ? (double)sc.packet_overhead / (double)sc.packets
-                              : 0.0,
-                   8.0 * (double)(sc.datagram_bytes - sc.header_bytes) /
-                       (double)n_frames * o->cs.frame_rate / 1000.0);
-        if (o->cs.dtx)
-            cli_printf("dtx: %llu of %zu frames silent (below %g dB)\n",
-                       (unsigned long long)sc.silent_frames, n_frames,
-                       o->cs.dtx_level);
+        report_datagrams(o, h, &sc, in->t, n_frames);
     } else if (ranged) {
         /* the bitrate the file takes, every header byte counted */
         const double bits = 8.0 * (double)sc.bytes / (double)n_frames;
@@ -381,6 +389,69 @@ static int dtx_gate_open(const codec_opts *o, frae_dtx_gate *gate)
     return 0;
 }
 
+/* frae encode of frames (a .npy, or audio's features): the stream
+ * written through libfrae's encode loop, then the report. */
+static int encode_file(const codec_opts *o, frae_model *m, const frae_npy *in)
+{
+    const int D = frae_get_config(m)->frame_dim;
+    const int pitch = frae_get_config(m)->pitch;
+    const int width = D + 2 * pitch; /* values per frame in and out */
+    int rc = check_frames(o, in, width, D, pitch);
+    if (rc)
+        return rc;
+    char err[512];
+    frae_stream_encoder *se = NULL;
+    frae_stream_options so;
+    encode_io eio = {in, NULL, NULL, 0};
+    frae_dtx_gate gate;
+    if ((rc = stream_options(o, m, in->n, &so)))
+        goto done;
+    if (o->cs.dtx && (rc = dtx_gate_open(o, &gate)))
+        goto done;
+    eio.gate = o->cs.dtx ? &gate : NULL;
+    se = frae_stream_encoder_create(frae_model_net(m), &so, (uint32_t)in->n,
+                                    (uint32_t)in->t, in->ndim == 2, err,
+                                    sizeof err);
+    if (!se) {
+        rc = cli_fail(EXIT_USAGE, "%s: %s", o->io.model, err);
+        goto done;
+    }
+    frae_atomic_file af;
+    if (frae_atomic_begin(&af, o->io.output, err, sizeof err)) {
+        rc = cli_fail(EXIT_FAILED, "%s", err);
+        goto done;
+    }
+    eio.out = af.f;
+    /* frames read a chunk at a time, their bytes written as they come:
+     * memory does not grow with the input */
+    const frae_frames_io io = {encode_read, encode_write,
+                               o->cs.dtx ? encode_silent : NULL, &eio};
+    frae_encode_tally tally;
+    const frae_encode_status st = frae_stream_encode_all(se, &io, &tally);
+    if (st) {
+        frae_atomic_abort(&af);
+        rc =
+            st == FRAE_ENCODE_NONFINITE
+                ? cli_fail_nonfinite(o->io.model, tally.seq, tally.frame)
+            : st == FRAE_ENCODE_READ
+                ? cli_fail(EXIT_FAILED, "%s: cannot read its features back: %s",
+                           o->io.input, strerror(eio.read_errno))
+            : st == FRAE_ENCODE_WRITE
+                ? cli_fail(EXIT_FAILED, "%s: write failed", o->io.output)
+                : cli_fail(EXIT_FAILED, "out of memory");
+        goto done;
+    }
+    if (frae_atomic_commit(&af, err, sizeof err)) {
+        rc = cli_fail(EXIT_FAILED, "%s", err);
+        goto done;
+    }
+    encode_report(o, m, se, &so, in, &tally);
+    rc = EXIT_OK;
+done:
+    frae_stream_encoder_destroy(se);
+    return rc;
+}
+
 int cmd_encode(int argc, char **argv)
 {
     cli_cmd = "frae encode";
@@ -399,7 +470,6 @@ int cmd_encode(int argc, char **argv)
                                     "OUT.fbs (see 'frae encode --help')");
     if ((rc = default_encoder_model(&o)))
         return rc;
-    char err[512];
     if (!strcmp(o.io.input, "-") && o.cs.packet_ms) { /* a live input */
         frae_model *lm = load_inference(o.io.model, o.io.isa);
         if (!lm)
@@ -420,63 +490,7 @@ int cmd_encode(int argc, char **argv)
         frae_npy_close(&in);
         return EXIT_USAGE;
     }
-    const int D = frae_get_config(m)->frame_dim;
-    const int pitch = frae_get_config(m)->pitch;
-    const int width = D + 2 * pitch; /* values per frame in and out */
-    if ((rc = check_frames(&o, &in, width, D, pitch))) {
-        frae_npy_close(&in);
-        frae_destroy(m);
-        return rc;
-    }
-    frae_stream_encoder *se = NULL;
-    frae_stream_options so;
-    encode_io eio = {&in, NULL, NULL, 0};
-    frae_dtx_gate gate;
-    if ((rc = stream_options(&o, m, in.n, &so)))
-        goto done;
-    if (o.cs.dtx && (rc = dtx_gate_open(&o, &gate)))
-        goto done;
-    eio.gate = o.cs.dtx ? &gate : NULL;
-    se = frae_stream_encoder_create(frae_model_net(m), &so, (uint32_t)in.n,
-                                    (uint32_t)in.t, in.ndim == 2, err,
-                                    sizeof err);
-    if (!se) {
-        rc = cli_fail(EXIT_USAGE, "%s: %s", o.io.model, err);
-        goto done;
-    }
-    frae_atomic_file af;
-    if (frae_atomic_begin(&af, o.io.output, err, sizeof err)) {
-        rc = cli_fail(EXIT_FAILED, "%s", err);
-        goto done;
-    }
-    eio.out = af.f;
-    /* frames read a chunk at a time, their bytes written as they come:
-     * memory does not grow with the input */
-    const frae_frames_io io = {encode_read, encode_write,
-                               o.cs.dtx ? encode_silent : NULL, &eio};
-    frae_encode_tally tally;
-    const frae_encode_status st = frae_stream_encode_all(se, &io, &tally);
-    if (st) {
-        frae_atomic_abort(&af);
-        rc =
-            st == FRAE_ENCODE_NONFINITE
-                ? cli_fail_nonfinite(o.io.model, tally.seq, tally.frame)
-            : st == FRAE_ENCODE_READ
-                ? cli_fail(EXIT_FAILED, "%s: cannot read its features back: %s",
-                           o.io.input, strerror(eio.read_errno))
-            : st == FRAE_ENCODE_WRITE
-                ? cli_fail(EXIT_FAILED, "%s: write failed", o.io.output)
-                : cli_fail(EXIT_FAILED, "out of memory");
-        goto done;
-    }
-    if (frae_atomic_commit(&af, err, sizeof err)) {
-        rc = cli_fail(EXIT_FAILED, "%s", err);
-        goto done;
-    }
-    encode_report(&o, m, se, &so, &in, &tally);
-    rc = EXIT_OK;
-done:
-    frae_stream_encoder_destroy(se);
+    rc = encode_file(&o, m, &in);
     frae_npy_close(&in);
     frae_destroy(m);
     return rc;

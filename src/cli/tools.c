@@ -49,6 +49,83 @@ static int predict_pos(void *ctx, const char *arg)
     return cli_io_positional(ctx, arg);
 }
 
+/* predict's frames: a batch of sequences at a time, in chunks of frames
+ * (the buffers carry over), each chunk written to its place in af (in
+ * order for a pipe).  0; 1 a write failed; 2 the input could not be read
+ * back; 0 with *bad_seq >= 0 at a non-finite output, which is never
+ * written. */
+static int predict_chunks(frae_model *m, const frae_npy *in,
+                          frae_atomic_file *af, int batch, int in_order,
+                          float *x, float *y, long chunk, double *sse,
+                          long *bad_seq, long *bad_frame)
+{
+    const int D = frae_get_config(m)->frame_dim;
+    const off_t data_at = ftello(af->f);
+    const int fd = fileno(af->f);
+    if (fflush(af->f))
+        return 1;
+    for (long s0 = 0; s0 < in->n; s0 += batch) {
+        const int nb = in->n - s0 < batch ? (int)(in->n - s0) : batch;
+        frae_reset(m);
+        for (long t0 = 0; t0 < in->t; t0 += chunk) {
+            const int nt = (int)(in->t - t0 < chunk ? in->t - t0 : chunk);
+            const size_t seq_vals = (size_t)nt * D;
+            for (int b = 0; b < nb; b++)
+                if (frae_npy_read(in, s0 + b, t0, nt, x + b * seq_vals))
+                    return 2;
+            frae_forward(m, x, y, nb, nt);
+            for (size_t i = 0; i < (size_t)nb * seq_vals; i++)
+                *sse += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
+            /* finite weights can still overflow */
+            if (!isfinite(*sse)) {
+                const long i = cli_first_nonfinite(y, (size_t)nb * seq_vals);
+                *bad_seq = s0 + i / (long)seq_vals;
+                *bad_frame = t0 + i % (long)seq_vals / D;
+                return 0;
+            }
+            for (int b = 0; b < nb; b++) {
+                const off_t at = data_at + (off_t)sizeof(float) * D *
+                                               ((s0 + b) * in->t + t0);
+                if (in_order
+                        ? fwrite(y, sizeof(float), seq_vals, af->f) != seq_vals
+                        : pwrite(fd, y + b * seq_vals, sizeof(float) * seq_vals,
+                                 at) != (ssize_t)(sizeof(float) * seq_vals))
+                    return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* predict's end: the output committed and the error said, or aborted
+ * and why: the exit code. */
+static int predict_outcome(const cli_io *o, const frae_npy *in, frae_model *m,
+                           frae_atomic_file *af, int st, double sse,
+                           long bad_seq, long bad_frame)
+{
+    char err[512];
+    const int D = frae_get_config(m)->frame_dim;
+    const int bad = st == 1, bad_input = st == 2;
+    int rc = EXIT_OK;
+    if (bad_seq >= 0) {
+        frae_atomic_abort(af);
+        rc = cli_fail_nonfinite(o->model, bad_seq, bad_frame);
+    } else if (bad || bad_input) {
+        frae_atomic_abort(af);
+        rc = bad_input ? cli_fail(EXIT_FAILED,
+                                  "%s: cannot read its features back: %s",
+                                  o->input, strerror(errno))
+                       : cli_fail(EXIT_FAILED, "%s: write failed", o->output);
+    } else if (frae_atomic_commit(af, err, sizeof err)) {
+        rc = cli_fail(EXIT_FAILED, "%s", err);
+    } else {
+        cli_printf("%ld sequence%s of %ld frames -> %s  mse %.6g\n", in->n,
+                   in->n == 1 ? "" : "s", in->t, o->output,
+                   sse / ((double)in->n * in->t * D));
+    }
+    return rc;
+}
+
 int cmd_predict(int argc, char **argv)
 {
     cli_cmd = "frae predict";
@@ -103,61 +180,10 @@ int cmd_predict(int argc, char **argv)
         rc = cli_fail(EXIT_FAILED, "%s", err);
     } else {
         double sse = 0;
-        const off_t data_at = ftello(af.f);
-        int fd = fileno(af.f), bad = fflush(af.f) != 0, bad_input = 0;
         long bad_seq = -1, bad_frame = -1; /* a non-finite output */
-        for (long s0 = 0; s0 < in.n && !bad && !bad_input && bad_seq < 0;
-             s0 += rt.batch) {
-            int nb = in.n - s0 < rt.batch ? (int)(in.n - s0) : rt.batch;
-            frae_reset(m);
-            for (long t0 = 0; t0 < in.t && !bad; t0 += chunk) {
-                int nt = (int)(in.t - t0 < chunk ? in.t - t0 : chunk);
-                size_t seq_vals = (size_t)nt * D;
-                for (int b = 0; b < nb && !bad_input; b++)
-                    bad_input = frae_npy_read(&in, s0 + b, t0, nt,
-                                              x + b * seq_vals) != 0;
-                if (bad_input)
-                    break;
-                frae_forward(m, x, y, nb, nt);
-                for (size_t i = 0; i < (size_t)nb * seq_vals; i++)
-                    sse += ((double)y[i] - x[i]) * ((double)y[i] - x[i]);
-                /* finite weights can still overflow: a non-finite output
-                 * (which makes sse so) is never written */
-                if (!isfinite(sse)) {
-                    const long i =
-                        cli_first_nonfinite(y, (size_t)nb * seq_vals);
-                    bad_seq = s0 + i / (long)seq_vals;
-                    bad_frame = t0 + i % (long)seq_vals / D;
-                    break;
-                }
-                for (int b = 0; b < nb && !bad; b++) {
-                    off_t at = data_at + (off_t)sizeof(float) * D *
-                                             ((s0 + b) * in.t + t0);
-                    bad = (in_order ? fwrite(y, sizeof(float), seq_vals,
-                                             af.f) != seq_vals
-                                    : pwrite(fd, y + b * seq_vals,
-                                             sizeof(float) * seq_vals, at) !=
-                                          (ssize_t)(sizeof(float) * seq_vals));
-                }
-            }
-        }
-        if (bad_seq >= 0) {
-            frae_atomic_abort(&af);
-            rc = cli_fail_nonfinite(o.model, bad_seq, bad_frame);
-        } else if (bad || bad_input) {
-            frae_atomic_abort(&af);
-            rc = bad_input
-                     ? cli_fail(EXIT_FAILED,
-                                "%s: cannot read its features back: %s",
-                                o.input, strerror(errno))
-                     : cli_fail(EXIT_FAILED, "%s: write failed", o.output);
-        } else if (frae_atomic_commit(&af, err, sizeof err)) {
-            rc = cli_fail(EXIT_FAILED, "%s", err);
-        } else {
-            cli_printf("%ld sequence%s of %ld frames -> %s  mse %.6g\n", in.n,
-                       in.n == 1 ? "" : "s", in.t, o.output,
-                       sse / ((double)in.n * in.t * D));
-        }
+        const int st = predict_chunks(m, &in, &af, rt.batch, in_order, x, y,
+                                      chunk, &sse, &bad_seq, &bad_frame);
+        rc = predict_outcome(&o, &in, m, &af, st, sse, bad_seq, bad_frame);
     }
     free(x), free(y);
     frae_npy_close(&in);

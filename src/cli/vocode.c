@@ -29,6 +29,44 @@ static void vocode_help(void)
         "options or features.\n");
 }
 
+/* Every value of the features checked before any audio is made:
+ * features no audio gives (NaN, or louder than the loudest audio frae
+ * reads) would give wrong audio.  0, or the exit code, said. */
+static int check_features(const char *in, npy_reader *r, const frae_features *f,
+                          float *x, long chunk)
+{
+    const frae_npy *a = r->a;
+    const double loudest = frae_features_max(f);
+    for (long s = 0; s < a->n; s++)
+        for (long t0 = 0; t0 < a->t; t0 += chunk) {
+            const long nt = a->t - t0 < chunk ? a->t - t0 : chunk;
+            npy_reader_read(r, s, t0, nt, x);
+            for (long t = 0; t < nt; t++) {
+                const float *frame = x + (size_t)t * a->d;
+                const int c =
+                    unheard_value(frame, (int)a->d, f->n_mels, loudest);
+                if (c < 0)
+                    continue;
+                char at[96];
+                if (a->ndim == 3)
+                    snprintf(at, sizeof at, "[%ld, %ld, %d]", s, t0 + t, c);
+                else
+                    snprintf(at, sizeof at, "[%ld, %d]", t0 + t, c);
+                return !isfinite(frame[c])
+                           ? cli_fail(EXIT_USAGE, "%s: %s at %s", in,
+                                      isnan(frame[c]) ? "NaN" : "Inf", at)
+                           : cli_fail(EXIT_USAGE,
+                                      "%s: log-mel value %g at %s, above the "
+                                      "%.2f of the loudest audio frae reads "
+                                      "(samples within +-%g): no audio has "
+                                      "these features",
+                                      in, (double)frame[c], at, loudest,
+                                      FRAE_AUDIO_MAX_SAMPLE);
+            }
+        }
+    return 0;
+}
+
 int cmd_vocode(int argc, char **argv)
 {
     cli_cmd = "frae vocode";
@@ -77,39 +115,9 @@ int cmd_vocode(int argc, char **argv)
         rc = cli_fail(EXIT_FAILED, "out of memory");
         goto done;
     }
-    /* every value checked before any audio is made: features no audio
-     * gives (NaN, or louder than the loudest audio frae reads) would give
-     * wrong audio */
-    const double loudest = frae_features_max(f);
     npy_reader r = {&a, 0};
-    for (long s = 0; s < a.n; s++)
-        for (long t0 = 0; t0 < a.t; t0 += chunk) {
-            const long nt = a.t - t0 < chunk ? a.t - t0 : chunk;
-            npy_reader_read(&r, s, t0, nt, x);
-            for (long t = 0; t < nt; t++) {
-                const float *frame = x + (size_t)t * a.d;
-                const int c =
-                    unheard_value(frame, (int)a.d, f->n_mels, loudest);
-                if (c < 0)
-                    continue;
-                char at[96];
-                if (a.ndim == 3)
-                    snprintf(at, sizeof at, "[%ld, %ld, %d]", s, t0 + t, c);
-                else
-                    snprintf(at, sizeof at, "[%ld, %d]", t0 + t, c);
-                rc = !isfinite(frame[c])
-                         ? cli_fail(EXIT_USAGE, "%s: %s at %s", in,
-                                    isnan(frame[c]) ? "NaN" : "Inf", at)
-                         : cli_fail(EXIT_USAGE,
-                                    "%s: log-mel value %g at %s, above the "
-                                    "%.2f of the loudest audio frae reads "
-                                    "(samples within +-%g): no audio has "
-                                    "these features",
-                                    in, (double)frame[c], at, loudest,
-                                    FRAE_AUDIO_MAX_SAMPLE);
-                goto done;
-            }
-        }
+    if ((rc = check_features(in, &r, f, x, chunk)))
+        goto done;
     if ((rc = wav_out_init(&wav, f, o.io.output, a.n > 1,
                            pitch && o.cs.gl_iters < 0, o.cs.gl_iters)))
         goto done;
