@@ -7,12 +7,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/frae_internal.h" /* the frequency rule: prior.c */
+
 typedef struct frae_range_enc frae_range_enc;
 typedef struct frae_range_dec frae_range_dec;
 
 /* A range coder in integer arithmetic (src/codec/entropy.c): symbols are coded
  * with integer frequencies that sum to 2^FRAE_RANGE_TOTAL_BITS, none zero,
- * made from probabilities by frae_quantize_pmf, one deterministic rule, so
+ * made from probabilities by frae_quantize_pmf (core/frae_internal.h: the
+ * prior's), one deterministic rule, so
  * an encoder and a decoder that compute the same probabilities (frae's
  * kernels give the same bits on every ISA and thread count) code the same
  * bytes.  The states live in the caller's memory and never allocate; the
@@ -20,12 +23,6 @@ typedef struct frae_range_dec frae_range_dec;
  * never past its end (it reads zeros there, as the encoder trimmed them),
  * and on a corrupt stream still returns symbols in range, in bounded time,
  * and flags it (frae_range_dec_status). */
-#define FRAE_RANGE_TOTAL_BITS 15
-/* freq[n]: 1 + floor(p_i / sum p * (2^15 - n)) each (NaN, negative and
- * infinite p count as 0; all zero: uniform), the remainder to the most
- * probable symbol (the first on ties).  Returns -1 unless 1 <= n <= 2^14. */
-int frae_quantize_pmf(const float *p, int n, uint32_t *freq);
-
 struct frae_range_enc {
     unsigned char *buf;
     size_t cap, pos;

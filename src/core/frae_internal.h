@@ -450,4 +450,14 @@ void frae_decoder_pitch_anchor(frae_decoder *d, uint32_t code);
  * FRAE_STREAM_HEADER_V5_MAX bytes): its bytes */
 size_t frae_packet_header_put(const frae_stream *s, unsigned char *dst);
 
+/* The range coder's frequency rule (prior.c; the coder itself is
+ * src/codec/entropy.h's): integer frequencies summing to
+ * 2^FRAE_RANGE_TOTAL_BITS.
+ * freq[n]: 1 + floor(p_i / sum p * (2^15 - n)) each (NaN, negative and
+ * infinite p count as 0; all zero: uniform), the remainder to the most
+ * probable symbol (the first on ties).  Returns -1 unless 1 <= n <= 2^14. */
+int frae_quantize_pmf(const float *p, int n, uint32_t *freq);
+
+#define FRAE_RANGE_TOTAL_BITS 15
+
 #endif

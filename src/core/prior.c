@@ -18,7 +18,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "codec/entropy.h"
 #include "core/frae_internal.h"
 
 #define LN2 0.693147180559945309f
