@@ -28,18 +28,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import speech_level as sl  # noqa: E402
 
-passed = failed = 0
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from checks import check, summary  # noqa: E402
+
 QUIET_BOUND = 1.5  # dB, at -40 dBFS (below)
-
-
-def check(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print("    ok   " + what)
-    else:
-        failed += 1
-        print("    FAIL " + what + (": " + detail if detail else ""))
 
 
 def level_tests():
@@ -127,8 +119,7 @@ def main():
     frae = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "frae")
     level_tests()
     codec_tests(frae)
-    print("%d passed, %d failed" % (passed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(summary())
 
 
 if __name__ == "__main__":
