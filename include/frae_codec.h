@@ -253,10 +253,8 @@ typedef struct {
 /* Everything off, search_lambda -1. */
 FRAE_API
 void frae_stream_options_default(frae_stream_options *o);
-/* NULL if m can code a stream with o, else why not (one line). */
-FRAE_API
-const char *frae_stream_options_check(const frae_net *m,
-                                      const frae_stream_options *o);
+/* (frae_stream_encoder_create says why a model cannot code a stream with
+ * o, in one line.) */
 
 /* ---- codec options by name (src/codec/codec_options.c) -------------------
  * One row per option of the codec's two ends: the frae command parses
@@ -418,25 +416,6 @@ FRAE_API
 frae_encode_status frae_stream_encode_all(frae_stream_encoder *e,
                                           const frae_frames_io *io,
                                           frae_encode_tally *tally);
-
-typedef struct frae_stream_decoder frae_stream_decoder;
-/* Over a whole stream of size bytes at buf, which the caller keeps until
- * destroy: parsed (frae_stream_parse) and checked against m
- * (frae_stream_check_model).  NULL and one line in err otherwise. */
-FRAE_API
-frae_stream_decoder *frae_stream_decoder_create(const frae_net *m,
-                                                const void *buf, size_t size,
-                                                char *err, size_t errlen);
-FRAE_API
-void frae_stream_decoder_destroy(frae_stream_decoder *d);
-FRAE_API
-const frae_stream *frae_stream_decoder_stream(const frae_stream_decoder *d);
-/* The next frame into frame (D floats, D + 2 with pitch), and where it is
- * (seq, t: may be NULL): 1, 0 once every frame is out, or -1 and one line
- * in err for bytes no encoder writes. */
-FRAE_API
-int frae_stream_decode(frae_stream_decoder *d, float *frame, uint32_t *seq,
-                       uint32_t *t, char *err, size_t errlen);
 
 /* ---- Real-time packets: stream version 5 ---------------------------------
  * For a voice link: packets of a few frames (20 to 60 ms) that a datagram
@@ -625,13 +604,7 @@ int frae_models_dir(int index, char *dir, size_t n);
 #define FRAE_MODELS_ADDED_MAX 8
 FRAE_API
 int frae_models_add_dir(const char *dir);
-/* The checkpoints (NAME.safetensors) of directory dir, in name order:
- * the first cap file names into names; how many (0 if dir cannot be
- * read). */
 #define FRAE_MODEL_NAME_MAX 256
-FRAE_API
-int frae_models_dir_list(const char *dir, char names[][FRAE_MODEL_NAME_MAX],
-                         int cap);
 /* Every shipped model, however many: each directory in search order, its
  * checkpoints in name order, fn(dir, name (less .safetensors), path,
  * used, ctx); used is 1 for the file frae_load_shipped(name) loads (the

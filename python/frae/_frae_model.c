@@ -601,13 +601,23 @@ static int is_packets(const Py_buffer *b)
 int frae_py_stream_header(const frae_model *m, const void *buf, size_t size,
                           frae_stream *s, char *err, size_t errlen)
 {
-    frae_stream_decoder *sd =
-        frae_stream_decoder_create(frae_model_net(m), buf, size, err, errlen);
-    if (!sd)
+    /* the reader checks a file's stream whole, then gives its first
+     * frames: the header is known from the first call */
+    frae_stream_reader *r = frae_stream_reader_create(frae_model_net(m));
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
         return -1;
-    *s = *frae_stream_decoder_stream(sd);
-    frae_stream_decoder_destroy(sd);
-    return 0;
+    }
+    size_t used, need;
+    const float *f;
+    uint32_t seq;
+    const long k =
+        frae_stream_read(r, buf, size, 1, &used, &need, &f, &seq, err, errlen);
+    const frae_stream *h = frae_stream_reader_stream(r);
+    if (k >= 0 && h)
+        *s = *h;
+    frae_stream_reader_destroy(r);
+    return k >= 0 && h ? 0 : -1;
 }
 
 /* stream_info(bytes) -> (sequences, frames, width, two_d), checked

@@ -106,6 +106,11 @@ void frae_codec_silent_frame(const struct frae_codec_state *s, float *frame);
 void frae_code_put_bits(unsigned char *dst, size_t pos, uint32_t v, int bits);
 uint32_t frae_code_get_bits(const unsigned char *src, size_t pos, int bits);
 
+/* NULL if m can code a stream with o, else why not (one line): the check
+ * frae_stream_encoder_create and the codec option table make. */
+const char *frae_stream_options_check(const frae_net *m,
+                                      const frae_stream_options *o);
+
 /* ---- frames range-coded, and discontinuous transmission ---------------- */
 /* A model with a prior (frae_config.prior_hidden): one frame through the
  * encoder, its codes range-coded into rc with the prior's frequencies

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/codec_internal.h"
 #include "core/frae_internal.h"
 
 enum {

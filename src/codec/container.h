@@ -98,4 +98,22 @@ void frae_stream_frame_code(const frae_stream *s, uint64_t f,
 /* The most bytes a packet of stream s takes (a buffer for it). */
 size_t frae_packet_cap(const frae_stream *s);
 
+/* A version-2 to -4 stream decoded frame by frame (stream_coder.c): the
+ * reader's (reader.c) building block; frae_stream_reader is the public
+ * way. */
+typedef struct frae_stream_decoder frae_stream_decoder;
+/* Over a whole stream of size bytes at buf, which the caller keeps until
+ * destroy: parsed (frae_stream_parse) and checked against m
+ * (frae_stream_check_model).  NULL and one line in err otherwise. */
+frae_stream_decoder *frae_stream_decoder_create(const frae_net *m,
+                                                const void *buf, size_t size,
+                                                char *err, size_t errlen);
+void frae_stream_decoder_destroy(frae_stream_decoder *d);
+const frae_stream *frae_stream_decoder_stream(const frae_stream_decoder *d);
+/* The next frame into frame (D floats, D + 2 with pitch), and where it is
+ * (seq, t: may be NULL): 1, 0 once every frame is out, or -1 and one line
+ * in err for bytes no encoder writes. */
+int frae_stream_decode(frae_stream_decoder *d, float *frame, uint32_t *seq,
+                       uint32_t *t, char *err, size_t errlen);
+
 #endif

@@ -300,18 +300,6 @@ oom:
     return -1;
 }
 
-int frae_models_dir_list(const char *dir, char names[][FRAE_MODEL_NAME_MAX],
-                         int cap)
-{
-    char **all;
-    const int n = list_all(dir, &all);
-    int k = 0;
-    for (; k < n && k < cap; k++)
-        strcpy(names[k], all[k]); /* shorter than FRAE_MODEL_NAME_MAX */
-    free_names(all, n);
-    return k;
-}
-
 int frae_models_each(frae_models_fn fn, void *ctx)
 {
     char dir[PATH_MAX];

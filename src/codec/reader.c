@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/container.h"
 #include "core/frae_internal.h"
 #include "frae_codec.h"
 

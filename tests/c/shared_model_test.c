@@ -160,17 +160,22 @@ static int stream_coder(job *j)
     frae_stream_encoder_destroy(e);
     if (rc)
         return rc;
-    frae_stream_decoder *d = frae_stream_decoder_create(
-        j->net, j->stream, j->stream_n, err, sizeof err);
-    if (!d)
+    frae_stream_reader *r = frae_stream_reader_create(j->net);
+    if (!r)
         return 15;
-    for (int t = 0; !rc && t < FRAMES; t++)
-        rc = frae_stream_decode(d, j->sdecoded + (size_t)t * j->width, NULL,
-                                NULL, err, sizeof err) == 1
-                 ? 0
-                 : 16;
-    frae_stream_decoder_destroy(d);
-    return rc;
+    long got = 0, k;
+    size_t used, need;
+    const float *f;
+    uint32_t seq;
+    while ((k = frae_stream_read(r, j->stream, j->stream_n, 1, &used, &need, &f,
+                                 &seq, err, sizeof err)) > 0 &&
+           got + k <= FRAMES) {
+        memcpy(j->sdecoded + (size_t)got * j->width, f,
+               sizeof(float) * (size_t)k * j->width);
+        got += k;
+    }
+    frae_stream_reader_destroy(r);
+    return k == 0 && got == FRAMES ? 0 : 16;
 }
 
 /* Real-time packets (stream version 5) through the packet decoder, one

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "codec/container.h"
+#include "codec/codec_internal.h"
 #include "core/frae_internal.h"
 #include "frae_audio.h"
 #include "test_util.h"

@@ -1,0 +1,11 @@
+build-dev/src/audio/mel.o: src/audio/mel.c src/audio/audio_internal.h \
+ include/frae_audio.h include/frae.h src/io/formats.h src/base/checksum.h \
+ src/base/util.h include/frae.h include/frae_io.h
+src/audio/audio_internal.h:
+include/frae_audio.h:
+include/frae.h:
+src/io/formats.h:
+src/base/checksum.h:
+src/base/util.h:
+include/frae.h:
+include/frae_io.h:

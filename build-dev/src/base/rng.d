@@ -1,0 +1,3 @@
+build-dev/src/base/rng.o: src/base/rng.c src/base/util.h include/frae.h
+src/base/util.h:
+include/frae.h:

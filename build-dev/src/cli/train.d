@@ -1,0 +1,11 @@
+build-dev/src/cli/train.o: src/cli/train.c src/cli/cli.h include/frae.h \
+ include/frae_audio.h include/frae.h include/frae_codec.h \
+ include/frae_io.h include/frae_train.h include/frae_io.h
+src/cli/cli.h:
+include/frae.h:
+include/frae_audio.h:
+include/frae.h:
+include/frae_codec.h:
+include/frae_io.h:
+include/frae_train.h:
+include/frae_io.h:

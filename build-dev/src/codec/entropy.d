@@ -1,0 +1,13 @@
+build-dev/src/codec/entropy.o: src/codec/entropy.c src/codec/entropy.h \
+ src/core/frae_internal.h src/base/checksum.h src/base/util.h \
+ include/frae.h src/core/kernels.h src/core/state.h include/frae_codec.h \
+ include/frae.h
+src/codec/entropy.h:
+src/core/frae_internal.h:
+src/base/checksum.h:
+src/base/util.h:
+include/frae.h:
+src/core/kernels.h:
+src/core/state.h:
+include/frae_codec.h:
+include/frae.h:

@@ -1,0 +1,12 @@
+build-dev/src/core/gemm.o: src/core/gemm.c src/core/frae_internal.h \
+ src/base/checksum.h src/base/util.h include/frae.h src/core/kernels.h \
+ src/core/state.h include/frae_codec.h include/frae.h src/core/pool.h
+src/core/frae_internal.h:
+src/base/checksum.h:
+src/base/util.h:
+include/frae.h:
+src/core/kernels.h:
+src/core/state.h:
+include/frae_codec.h:
+include/frae.h:
+src/core/pool.h:

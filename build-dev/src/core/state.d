@@ -1,0 +1,13 @@
+build-dev/src/core/state.o: src/core/state.c src/base/arena.h \
+ src/core/frae_internal.h src/base/checksum.h src/base/util.h \
+ include/frae.h src/core/kernels.h src/core/state.h include/frae_codec.h \
+ include/frae.h
+src/base/arena.h:
+src/core/frae_internal.h:
+src/base/checksum.h:
+src/base/util.h:
+include/frae.h:
+src/core/kernels.h:
+src/core/state.h:
+include/frae_codec.h:
+include/frae.h:

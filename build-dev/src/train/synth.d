@@ -1,0 +1,11 @@
+build-dev/src/train/synth.o: src/train/synth.c src/core/frae_internal.h \
+ src/base/checksum.h src/base/util.h include/frae.h src/core/kernels.h \
+ src/core/state.h include/frae_codec.h include/frae.h
+src/core/frae_internal.h:
+src/base/checksum.h:
+src/base/util.h:
+include/frae.h:
+src/core/kernels.h:
+src/core/state.h:
+include/frae_codec.h:
+include/frae.h:

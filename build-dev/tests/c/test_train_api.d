@@ -1,0 +1,19 @@
+build-dev/tests/c/test_train_api.o: tests/c/test_train_api.c \
+ src/core/frae_internal.h src/base/checksum.h src/base/util.h \
+ include/frae.h src/core/kernels.h src/core/state.h include/frae_codec.h \
+ include/frae.h include/frae_train.h include/frae_io.h src/io/formats.h \
+ include/frae_io.h tests/c/test_util.h tests/c/tests.h
+src/core/frae_internal.h:
+src/base/checksum.h:
+src/base/util.h:
+include/frae.h:
+src/core/kernels.h:
+src/core/state.h:
+include/frae_codec.h:
+include/frae.h:
+include/frae_train.h:
+include/frae_io.h:
+src/io/formats.h:
+include/frae_io.h:
+tests/c/test_util.h:
+tests/c/tests.h:
