@@ -1,6 +1,0 @@
-build-dev/src/audio/pcm_in.o: src/audio/pcm_in.c src/base/util.h \
- include/frae.h include/frae_audio.h include/frae.h
-src/base/util.h:
-include/frae.h:
-include/frae_audio.h:
-include/frae.h:

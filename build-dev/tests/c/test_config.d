@@ -1,9 +1,0 @@
-build-dev/tests/c/test_config.o: tests/c/test_config.c \
- tests/c/test_util.h src/base/util.h include/frae.h include/frae_codec.h \
- include/frae.h tests/c/tests.h
-tests/c/test_util.h:
-src/base/util.h:
-include/frae.h:
-include/frae_codec.h:
-include/frae.h:
-tests/c/tests.h:
