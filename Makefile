@@ -226,6 +226,15 @@ test: $(FRAE) $(TESTS) $(SHARED_TEST) $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) \
       $(if $(filter yes,$(PYMOD)),$(PY_FILES))
 	sh tests/run_all.sh $(BUILD)
 
+# The aarch64 build (CROSS=aarch64-linux-gnu-, into build-aarch64) and its
+# core suite under qemu-user (tests/aarch64_test.sh): the unit tests, the
+# damaged-stream test and the cross-machine fixtures.  Needs WITH_ARM=1 sh
+# scripts/install-deps.sh.
+.PHONY: test-aarch64
+test-aarch64:
+	$(MAKE) CROSS=aarch64-linux-gnu- all
+	sh tests/aarch64_test.sh build-aarch64
+
 # The same suite under AddressSanitizer and UBSan, in its own build dir
 # (the Python module too: its thread test runs with the runtime preloaded).
 test-asan:

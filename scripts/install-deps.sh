@@ -33,9 +33,17 @@ OPTIONAL_PKGS="${FRAE_OPTIONAL_PKGS-python3-numpy python3-torch libopenblas-dev 
 # data-parallel training over MPI (frae-mpi, README "Training on a
 # cluster"): Open MPI, with WITH_MPI=1 (CI installs it; nothing else needs it)
 MPI_PKGS="openmpi-bin libopenmpi-dev"
+# the 64-bit ARM build and its tests under emulation, with WITH_ARM=1
+# (make CROSS=aarch64-linux-gnu-, make test-aarch64): Debian's cross
+# compiler, qemu-user, and the arm64 builds of the libraries frae links
+# (multiarch: the arm64 architecture is added to dpkg first)
+ARM_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+  libzip-dev:arm64 libsndfile1-dev:arm64 libfftw3-dev:arm64
+  libsamplerate0-dev:arm64"
 
 missing=""
-for p in $BUILD_PKGS ${WITH_OPTIONAL:+$OPTIONAL_PKGS} ${WITH_MPI:+$MPI_PKGS}; do
+for p in $BUILD_PKGS ${WITH_OPTIONAL:+$OPTIONAL_PKGS} ${WITH_MPI:+$MPI_PKGS} \
+         ${WITH_ARM:+$ARM_PKGS}; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
         missing="$missing $p"
     fi
@@ -49,5 +57,8 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 echo "frae: installing Debian packages:$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
+if [ -n "${WITH_ARM:-}" ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    $SUDO dpkg --add-architecture arm64
+fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends $missing >&2
