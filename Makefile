@@ -228,7 +228,7 @@ test: $(FRAE) $(TESTS) $(SHARED_TEST) $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) \
 
 # The aarch64 build (CROSS=aarch64-linux-gnu-, into build-aarch64) and its
 # core suite under qemu-user (tests/aarch64_test.sh): the unit tests, the
-# damaged-stream test and the cross-machine fixtures.  Needs WITH_ARM=1 sh
+# CLI tests and the cross-machine fixtures.  Needs WITH_ARM=1 sh
 # scripts/install-deps.sh.
 .PHONY: test-aarch64
 test-aarch64:

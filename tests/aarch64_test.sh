@@ -2,7 +2,7 @@
 # The core suite of the aarch64 build (make CROSS=aarch64-linux-gnu-) under
 # qemu-user: the unit tests (every kernel against its scalar reference,
 # NEON included; whole runs across instruction sets and thread counts),
-# the damaged-stream test, and the cross-machine fixtures
+# the command's tests (tests/cli_test.sh) and the cross-machine fixtures
 # (tests/arch_test.sh: the same bits as x86-64).  make test-aarch64 runs
 # it; closes with "N passed, N failed".  The unit tests run in two
 # processes at once (qemu-user runs one guest thread per host thread).
@@ -45,10 +45,10 @@ wait $p1
 cat "$tmp/u1" "$tmp/u2" | grep -vE '^[0-9]+ passed, [0-9]+ failed$'
 count "$tmp/u1" "frae_tests (first half)"
 count "$tmp/u2" "frae_tests (second half)"
-echo "== damaged and hostile packet streams under $QEMU ($BUILD)"
-/usr/bin/python3 tests/stream_damage_test.py "$BUILD/qemu/frae" >"$tmp/s" 2>&1
+echo "== CLI tests under $QEMU ($BUILD)"
+sh tests/cli_test.sh "$BUILD/qemu/frae" >"$tmp/s" 2>&1
 cat "$tmp/s"
-count "$tmp/s" stream_damage_test
+count "$tmp/s" cli_test
 echo "== the same bits as x86-64: committed fixtures under $QEMU ($BUILD)"
 sh tests/arch_test.sh "$BUILD/frae" "$QEMU" >"$tmp/a" 2>&1
 cat "$tmp/a"
