@@ -36,19 +36,9 @@ CORE_LDLIBS  = -lzip -lm -pthread
 AUDIO_LDLIBS = -lsndfile -lfftw3f -lsamplerate -lm -pthread
 LDLIBS_ALL = $(AUDIO_LDLIBS) $(CORE_LDLIBS) $(SAN) $(LDFLAGS)
 
-# the SIMD kernels of the target: AVX2 and AVX-512 on x86-64, NEON on
-# aarch64 (each chosen at run time, kernels.c)
-TARGET_ARCH_ := $(firstword $(subst -, ,$(shell $(CC) -dumpmachine 2>/dev/null)))
-ifeq ($(TARGET_ARCH_),aarch64)
-SIMD_SRCS = src/core/kernels_neon.c
-GRU_ISAS  = neon
-else
-SIMD_SRCS = src/core/kernels_avx2.c src/core/kernels_avx512.c
-GRU_ISAS  = avx2 avx512
-endif
 CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.c \
             src/base/portable_math.c \
-            src/core/kernels.c $(SIMD_SRCS) \
+            src/core/kernels.c src/core/kernels_avx2.c src/core/kernels_avx512.c \
             src/core/gemm.c src/core/pool.c src/core/layers.c src/core/config.c \
             src/core/model.c src/core/state.c src/core/forward.c src/core/infer.c \
             src/core/train.c src/core/erasure.c \
@@ -61,6 +51,16 @@ CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.
             src/train/synth.c src/train/dataset.c src/train/options.c \
             src/train/replicas.c src/train/run_support.c src/train/run.c src/train/run_state.c \
             src/train/run_setup.c
+# the SIMD kernels of the target: AVX2 and AVX-512 on x86-64 (above), NEON
+# on aarch64, each chosen at run time (kernels.c); setup.py reads the list
+# above and picks the same by machine
+TARGET_ARCH_ := $(firstword $(subst -, ,$(shell $(CC) -dumpmachine 2>/dev/null)))
+ifeq ($(TARGET_ARCH_),aarch64)
+CORE_SRCS := $(filter-out src/core/kernels_avx%,$(CORE_SRCS)) src/core/kernels_neon.c
+GRU_ISAS  = neon
+else
+GRU_ISAS  = avx2 avx512
+endif
 AUDIO_SRCS = src/audio/mel.c src/audio/audio_files.c src/audio/wav.c src/audio/features.c src/audio/pitch.c \
              src/audio/vocoder.c src/audio/dtx_gate.c src/audio/audio_out.c src/base/errors.c \
              src/io/atomic_file.c

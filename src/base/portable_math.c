@@ -41,6 +41,17 @@ static inline float from_word(int32_t w)
     return x;
 }
 
+/* y times 2^k by its exponent field, as fdlibm's SET_FLOAT_WORD (in
+ * unsigned arithmetic: k may be negative) */
+static inline float times_2k(float y, int32_t k)
+{
+    uint32_t w;
+    memcpy(&w, &y, sizeof w);
+    w += (uint32_t)k << 23;
+    memcpy(&y, &w, sizeof y);
+    return y;
+}
+
 static float expm1f_(float x)
 {
     static const float one = 1.0f, huge = 1.0e30f, tiny = 1.0e-30f,
@@ -109,7 +120,7 @@ static float expm1f_(float x)
     }
     if (k <= -2 || k > 56) {
         y = one - (e - x);
-        return from_word(word(y) + (k << 23)) - one;
+        return times_2k(y, k) - one;
     }
     if (k < 23) {
         t = from_word(0x3f800000 - (0x1000000 >> k)); /* 1 - 2^-k */
@@ -119,7 +130,7 @@ static float expm1f_(float x)
         y = x - (e + t);
         y += one;
     }
-    return from_word(word(y) + (k << 23));
+    return times_2k(y, k);
 }
 
 float frae_tanhf(float x)
