@@ -10,6 +10,17 @@
 # tests, benchmarks and fuzzers use internal calls too, so they link
 # libfrae-internal.a: every object of both, never installed.
 CC      ?= cc
+# make CROSS=aarch64-linux-gnu- : the 64-bit ARM build (NEON kernels) with
+# Debian's cross compiler, into build-aarch64; make test-aarch64 runs its
+# suite under qemu-aarch64 (scripts/install-deps.sh WITH_ARM=1 installs
+# both, and the arm64 libraries it links)
+CROSS   ?=
+ifneq ($(CROSS),)
+CC      = $(CROSS)gcc
+BUILD  ?= build-$(patsubst %-,%,$(firstword $(subst -, ,$(CROSS))))
+MPI    ?= no
+PYMOD  ?= no
+endif
 BUILD   ?= build
 OPT     ?= -O3
 SAN     ?=
@@ -28,6 +39,7 @@ AUDIO_LDLIBS = -lsndfile -lfftw3f -lsamplerate -lm -pthread
 LDLIBS_ALL = $(AUDIO_LDLIBS) $(CORE_LDLIBS) $(SAN) $(LDFLAGS)
 
 CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.c \
+            src/base/portable_math.c \
             src/core/kernels.c src/core/kernels_avx2.c src/core/kernels_avx512.c \
             src/core/gemm.c src/core/pool.c src/core/layers.c src/core/config.c \
             src/core/model.c src/core/state.c src/core/forward.c src/core/infer.c \
@@ -41,12 +53,21 @@ CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.
             src/train/synth.c src/train/dataset.c src/train/options.c \
             src/train/replicas.c src/train/run_support.c src/train/run.c src/train/run_state.c \
             src/train/run_setup.c
+# the SIMD kernels of the target: AVX2 and AVX-512 on x86-64 (above), NEON
+# on aarch64, each chosen at run time (kernels.c); setup.py reads the list
+# above and picks the same by machine
+TARGET_ARCH_ := $(firstword $(subst -, ,$(shell $(CC) -dumpmachine 2>/dev/null)))
+ifeq ($(TARGET_ARCH_),aarch64)
+CORE_SRCS := $(filter-out src/core/kernels_avx%,$(CORE_SRCS)) src/core/kernels_neon.c
+GRU_ISAS  = neon
+else
+GRU_ISAS  = avx2 avx512
+endif
 AUDIO_SRCS = src/audio/mel.c src/audio/audio_files.c src/audio/wav.c src/audio/features.c src/audio/pitch.c \
              src/audio/vocoder.c src/audio/dtx_gate.c src/audio/audio_out.c src/audio/pcm_in.c src/base/errors.c \
              src/io/atomic_file.c
 # gru.c is built once more per SIMD ISA (see its header)
-CORE_OBJS  = $(CORE_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/src/core/gru_avx2.o \
-             $(BUILD)/src/core/gru_avx512.o
+CORE_OBJS  = $(CORE_SRCS:%.c=$(BUILD)/%.o) $(GRU_ISAS:%=$(BUILD)/src/core/gru_%.o)
 AUDIO_OBJS = $(AUDIO_SRCS:%.c=$(BUILD)/%.o)
 # errors and atomic files once
 ALL_OBJS   = $(CORE_OBJS) $(filter-out $(CORE_OBJS),$(AUDIO_OBJS))
@@ -137,6 +158,13 @@ $(BUILD)/src/core/gru.o: ISA_FLAGS = -fno-trapping-math
 $(BUILD)/src/core/gru_avx2.o: ISA_FLAGS = -fno-trapping-math -mavx2 -DGRU_ISA=avx2
 $(BUILD)/src/core/gru_avx512.o: ISA_FLAGS = -fno-trapping-math -mavx512f \
                                       -DGRU_ISA=avx512
+# NEON is part of the aarch64 baseline: no target flag
+$(BUILD)/src/core/gru_neon.o: ISA_FLAGS = -fno-trapping-math -DGRU_ISA=neon
+# GCC 12 for aarch64 stops with an internal error vectorising a reduction
+# in this test's reference mel (vect_transform_reduction); a test's loop
+ifeq ($(TARGET_ARCH_),aarch64)
+$(BUILD)/tests/c/test_audio.o: ISA_FLAGS = -fno-tree-vectorize
+endif
 
 # the shipped models' directory at this PREFIX, the last place searched
 # (src/codec/models.c looks first where the library and the program are)
@@ -150,7 +178,7 @@ $(BUILD)/%.o: %.c Makefile
 
 # static: a plain pattern would also "make" gru_avx2.d (the included
 # dependency file) from gru_avx2.d.o
-$(BUILD)/src/core/gru_avx2.o $(BUILD)/src/core/gru_avx512.o: $(BUILD)/src/core/gru_%.o: src/core/gru.c Makefile
+$(GRU_ISAS:%=$(BUILD)/src/core/gru_%.o): $(BUILD)/src/core/gru_%.o: src/core/gru.c Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(ISA_FLAGS) -c $< -o $@
 
@@ -212,6 +240,15 @@ test: $(FRAE) $(TESTS) $(SHARED_TEST) $(LIB) $(SOLIB) $(AUDIO_LIB) $(AUDIO_SO) \
       $(if $(filter yes,$(MPI)),$(FRAE_MPI)) \
       $(if $(filter yes,$(PYMOD)),$(PY_FILES))
 	sh tests/run_all.sh $(BUILD)
+
+# The aarch64 build (CROSS=aarch64-linux-gnu-, into build-aarch64) and its
+# core suite under qemu-user (tests/aarch64_test.sh): the unit tests, the
+# CLI tests and the cross-machine fixtures.  Needs WITH_ARM=1 sh
+# scripts/install-deps.sh.
+.PHONY: test-aarch64
+test-aarch64:
+	$(MAKE) CROSS=aarch64-linux-gnu- all
+	sh tests/aarch64_test.sh build-aarch64
 
 # The same suite under AddressSanitizer and UBSan, in its own build dir
 # (the Python module too: its thread test runs with the runtime preloaded).

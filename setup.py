@@ -17,6 +17,7 @@ FFTW, libsamplerate, libzip): offline,
     venv/bin/pip install --no-build-isolation --no-index .
 """
 import os
+import platform
 import re
 
 from setuptools import Extension, setup
@@ -73,6 +74,12 @@ class BuildFrae(build_ext):
             if s not in srcs:  # errors.c, atomic_file.c: in both lists
                 srcs.append(s)
         flags = isa_flags(lines)
+        # the Makefile lists x86-64's kernels; aarch64 has NEON's instead
+        arm = platform.machine() in ("aarch64", "arm64")
+        srcs = [s for s in srcs if not (arm and "kernels_avx" in s)]
+        srcs += ["src/core/kernels_neon.c"] if arm else []
+        flags = {k: v for k, v in flags.items()
+                 if not (k.endswith("_neon") if not arm else "avx" in k)}
         units = [(s, flags.get(s[len("src/"):-2], []), "lib") for s in srcs]
         for stem, f in flags.items():  # core/gru_avx2: gru.c again, its own flags
             if not os.path.exists(os.path.join(ROOT, "src", stem + ".c")):

@@ -86,7 +86,8 @@ typedef enum {
     FRAE_ISA_AUTO = 0, /* best the CPU supports (env FRAE_ISA overrides) */
     FRAE_ISA_SCALAR = 1,
     FRAE_ISA_AVX2 = 2,
-    FRAE_ISA_AVX512 = 3
+    FRAE_ISA_AVX512 = 3,
+    FRAE_ISA_NEON = 4 /* aarch64: always present there */
 } frae_isa;
 
 /* frae_config.pitch_ranged: how a model with a prior codes the pitch */

@@ -46,8 +46,17 @@ VOICE_PKGS="klettres-data ktuberling-data fillets-ng-data pocketsphinx-testdata
   asterisk-core-sounds-fr-wav asterisk-core-sounds-it-wav asterisk-core-sounds-ru-wav
   asterisk-prompt-es-co asterisk-prompt-fr-armelle asterisk-prompt-it-menardi-wav"
 
+# the 64-bit ARM build and its tests under emulation, with WITH_ARM=1
+# (make CROSS=aarch64-linux-gnu-, make test-aarch64): Debian's cross
+# compiler, qemu-user, and the arm64 builds of the libraries frae links
+# (multiarch: the arm64 architecture is added to dpkg first)
+ARM_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+  libzip-dev:arm64 libsndfile1-dev:arm64 libfftw3-dev:arm64
+  libsamplerate0-dev:arm64"
+
 missing=""
-for p in $BUILD_PKGS ${WITH_OPTIONAL:+$OPTIONAL_PKGS} ${WITH_MPI:+$MPI_PKGS} ${WITH_VOICES:+$VOICE_PKGS}; do
+for p in $BUILD_PKGS ${WITH_OPTIONAL:+$OPTIONAL_PKGS} ${WITH_MPI:+$MPI_PKGS} \
+         ${WITH_ARM:+$ARM_PKGS} ${WITH_VOICES:+$VOICE_PKGS}; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
         missing="$missing $p"
     fi
@@ -61,5 +70,8 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 echo "frae: installing Debian packages:$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
+if [ -n "${WITH_ARM:-}" ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    $SUDO dpkg --add-architecture arm64
+fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends $missing >&2

@@ -18,7 +18,7 @@ from checks import check, summary  # noqa: E402
 def graph(build):
     objs = sorted(glob.glob(os.path.join(build, "src", "**", "*.o"), recursive=True))
     # per ISA copies of one source (gru_avx2.o is gru.c again) are one file
-    objs = [o for o in objs if not os.path.basename(o).startswith("gru_avx")]
+    objs = [o for o in objs if not os.path.basename(o).startswith(("gru_avx", "gru_neon"))]
     # objects of sources that are gone (a build from before a move) are not the tree's
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     objs = [o for o in objs

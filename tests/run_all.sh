@@ -60,6 +60,8 @@ if [ "$BUILD" = build ]; then # the module loads into an uninstrumented python
     run sh tests/python_test.sh "$BUILD"
     echo "== the Python module the Python way: pip install . into a venv, offline"
     run sh tests/pip_install_test.sh "$BUILD/frae"
+    echo "== the same bits as aarch64: the cross-machine fixtures on every ISA here"
+    run sh tests/arch_test.sh "$BUILD/frae"
     echo "== the shipped models: MANIFEST, frae models, no model argument, the C default"
     run sh tests/models_test.sh "$BUILD"
     echo "== the Python codec over the shipped models (frae.Codec, python3 -m frae)"

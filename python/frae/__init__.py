@@ -40,7 +40,7 @@ __all__ = ["codec_options", "FRAE", "load", "features", "vocode", "write_wav", "
            "History", "Codec", "models", "models_dirs"]
 __version__ = _frae.version
 
-_ISA = {"auto": 0, "scalar": 1, "avx2": 2, "avx512": 3}
+_ISA = {"auto": 0, "scalar": 1, "avx2": 2, "avx512": 3, "neon": 4}
 # libfrae's option table: keyword -> (name, keyword, type, flags)
 _OPTIONS = {row[1]: row for row in _frae.options()}
 _FIT = 2  # FRAE_OPTION_FIT: a setting of fit rather than of the model

@@ -12,7 +12,8 @@ const char *const frae_activation_names[2] = {"relu", "tanh"};
 const char *const frae_family_names[2] = {"dense", "gru"};
 const char *const frae_feedback_names[2] = {"detached", "full"};
 const char *const frae_weights_names[2] = {"f32", "bf16"};
-const char *const frae_isa_names[4] = {"auto", "scalar", "avx2", "avx512"};
+const char *const frae_isa_names[5] = {"auto", "scalar", "avx2", "avx512",
+                                       "neon"};
 
 int frae_name_index(const char *const *names, int n, const char *s)
 {

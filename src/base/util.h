@@ -16,6 +16,11 @@ int frae_errorf(char *err, size_t errlen, const char *fmt, ...)
 /* Replaces control characters (a line break among them) with '?'. */
 void frae_one_line(char *s);
 
+/* portable_math.c: tanhf and log1pf as glibc computes them on x86-64, to
+ * the bit on every machine (aarch64's glibc fuses their multiply-adds) */
+float frae_tanhf(float x);
+float frae_log1pf(float x);
+
 /* rng.c: splitmix64, small and seedable; the state lives with its user. */
 uint64_t frae_rng_next(uint64_t *state);
 float frae_rng_uniform(uint64_t *state); /* [0, 1) with 24 bits */
@@ -26,7 +31,7 @@ extern const char *const frae_activation_names[2];
 extern const char *const frae_feedback_names[2];
 extern const char *const frae_family_names[2];
 extern const char *const frae_weights_names[2];
-extern const char *const frae_isa_names[4];
+extern const char *const frae_isa_names[5];
 #define FRAE_NAME_COUNT(names) ((int)(sizeof(names) / sizeof *(names)))
 /* The index of s in names[0..n), or -1. */
 int frae_name_index(const char *const *names, int n, const char *s);

@@ -39,7 +39,7 @@ static void decode_help(void)
         "  -o, --output OUT.npy the decoded frames\n"
         "  --wav OUT.wav        also turn log-mel frames back into audio\n"
         "                       (OUT-<n>.wav per sequence if several)\n"
-        "  --isa I              auto, scalar, avx2 or avx512 (auto)\n");
+        "  --isa I              auto, scalar, avx2, avx512 or neon (auto)\n");
     codec_options_help(FRAE_CODEC_DECODES);
     cli_printf("\n"
                "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"

@@ -69,7 +69,7 @@ static void encode_help(void)
         "\n"
         "options:\n"
         "  -o, --output OUT.fbs the stream (- for stdout)\n"
-        "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
+        "  --isa I              auto, scalar, avx2, avx512 or neon (auto)\n"
         "  --no-resample        refuse audio at another sample rate\n",
         FRAE_DTX_HANGOVER, FRAE_DTX_LEVEL);
     codec_options_help(FRAE_CODEC_ENCODES);

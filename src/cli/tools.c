@@ -25,7 +25,7 @@ static void predict_help(void)
         "model from empty buffers, and writes the decoded frames as\n"
         "float32 in the same shape.  Prints the MSE against the input.\n"
         "  -o, --output OUT.npy the decoded frames\n"
-        "  --isa I              auto, scalar, avx2 or avx512 (auto)\n"
+        "  --isa I              auto, scalar, avx2, avx512 or neon (auto)\n"
         "  --no-resample        refuse audio at another sample rate\n"
         "\n"
         "Exit codes: 0 done, 1 the output could not be written, 2 bad\n"

@@ -235,7 +235,7 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
     if (cfg->threads < 0 || cfg->threads > 1024)
         return frae_errorf(err, errlen, "threads must be 0..1024, got %d",
                            cfg->threads);
-    if (cfg->isa < FRAE_ISA_AUTO || cfg->isa > FRAE_ISA_AVX512)
+    if (cfg->isa < FRAE_ISA_AUTO || cfg->isa > FRAE_ISA_NEON)
         return frae_errorf(err, errlen, "unknown ISA %d", (int)cfg->isa);
     return 0;
 }

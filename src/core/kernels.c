@@ -82,9 +82,23 @@ int frae_compact_scalar(int K, const float *a, int k0, int *idx, float *val)
     return nnz;
 }
 
+/* The kernels each target has: AVX2 and AVX-512 on x86 (built with their
+ * own target flags, so the CPU is asked), NEON on aarch64 (its baseline,
+ * always there). */
+#if defined(__x86_64__) || defined(__i386__)
+#define HAVE_X86_KERNELS 1
+#endif
+#if defined(__aarch64__)
+#define HAVE_NEON_KERNELS 1
+#endif
+
 static int cpu_has(int isa)
 {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(HAVE_NEON_KERNELS)
+    if (isa == FRAE_ISA_NEON)
+        return 1;
+#endif
+#if defined(HAVE_X86_KERNELS)
     __builtin_cpu_init();
     if (isa == FRAE_ISA_AVX2)
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -106,6 +120,8 @@ int frae_select_kernels(int requested, frae_kernels *k)
                             getenv("FRAE_ISA"));
         if (forced > FRAE_ISA_AUTO)
             isa = forced;
+        else if (cpu_has(FRAE_ISA_NEON))
+            isa = FRAE_ISA_NEON;
         else if (cpu_has(FRAE_ISA_AVX512))
             isa = FRAE_ISA_AVX512;
         else if (cpu_has(FRAE_ISA_AVX2))
@@ -116,6 +132,15 @@ int frae_select_kernels(int requested, frae_kernels *k)
     if (!cpu_has(isa))
         return -1;
     switch (isa) {
+#if defined(HAVE_NEON_KERNELS)
+    case FRAE_ISA_NEON:
+        *k = (frae_kernels){
+            frae_gemm_neon,        frae_gemv_sparse_neon,  frae_gemv_bf16_neon,
+            frae_gemv2_bf16_neon,  frae_compact_neon,      frae_adam_neon,
+            frae_gru_forward_neon, frae_gru_backward_neon, "neon"};
+        break;
+#endif
+#if defined(HAVE_X86_KERNELS)
     case FRAE_ISA_AVX512:
         *k = (frae_kernels){frae_gemm_avx512,
                             frae_gemv_sparse_avx512,
@@ -133,6 +158,7 @@ int frae_select_kernels(int requested, frae_kernels *k)
             frae_gemv2_bf16_avx2,  frae_compact_scalar,    frae_adam_avx2,
             frae_gru_forward_avx2, frae_gru_backward_avx2, "avx2"};
         break;
+#endif
     default:
         *k = (frae_kernels){frae_gemm_scalar,
                             frae_gemv_sparse_scalar,

@@ -30,6 +30,10 @@ void frae_gemm_avx2(int M, int N, int K, const float *a, ptrdiff_t a_rs,
 void frae_gemm_avx512(int M, int N, int K, const float *a, ptrdiff_t a_rs,
                       ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
                       ptrdiff_t ldc, const float *bias, int init);
+/* aarch64 (kernels_neon.c): the same chains, four lanes a vector */
+void frae_gemm_neon(int M, int N, int K, const float *a, ptrdiff_t a_rs,
+                    ptrdiff_t a_cs, const float *b, ptrdiff_t ldb, float *c,
+                    ptrdiff_t ldc, const float *bias, int init);
 
 /* One row times a matrix, over the nonzero entries of the row only:
  * c[n] = init + sum_j val[j] * B[idx[j]][n], j in increasing order (so idx
@@ -53,6 +57,9 @@ void frae_gemv_sparse_avx2(int N, int nnz, const int *idx, const float *val,
 void frae_gemv_sparse_avx512(int N, int nnz, const int *idx, const float *val,
                              const float *b, ptrdiff_t ldb, float *c,
                              const float *bias, int init);
+void frae_gemv_sparse_neon(int N, int nnz, const int *idx, const float *val,
+                           const float *b, ptrdiff_t ldb, float *c,
+                           const float *bias, int init);
 
 /* The same one-row product with bfloat16 weights, for inference models
  * whose weights are bf16 (frae_config.weights): B is a panel of rows x ldb
@@ -76,6 +83,9 @@ void frae_gemv_bf16_avx2(int N, int nnz, const int *idx, const float *val,
 void frae_gemv_bf16_avx512(int N, int nnz, const int *idx, const float *val,
                            const uint16_t *b, ptrdiff_t ldb, float *c,
                            const float *bias, int init);
+void frae_gemv_bf16_neon(int N, int nnz, const int *idx, const float *val,
+                         const uint16_t *b, ptrdiff_t ldb, float *c,
+                         const float *bias, int init);
 
 /* The nonzero entries of a[0..K): writes val[j] = a[k] and idx[j] = k0 + k
  * for them in increasing k and returns their count.  May write up to 16
@@ -85,6 +95,7 @@ typedef int (*frae_compact_fn)(int K, const float *a, int k0, int *idx,
                                float *val);
 int frae_compact_scalar(int K, const float *a, int k0, int *idx, float *val);
 int frae_compact_avx512(int K, const float *a, int k0, int *idx, float *val);
+int frae_compact_neon(int K, const float *a, int k0, int *idx, float *val);
 #define FRAE_COMPACT_SLACK 16
 
 /* Two dense rows at once, accumulating: c0 += a0 . B, c1 += a1 . B over
@@ -104,6 +115,9 @@ void frae_gemv2_bf16_avx2(int N, int K, const float *a0, const float *a1,
 void frae_gemv2_bf16_avx512(int N, int K, const float *a0, const float *a1,
                             const uint16_t *b, ptrdiff_t ldb, float *c0,
                             float *c1);
+void frae_gemv2_bf16_neon(int N, int K, const float *a0, const float *a1,
+                          const uint16_t *b, ptrdiff_t ldb, float *c0,
+                          float *c1);
 
 /* Adam's update (optimizer.c) with the step size already folded in; the
  * same loop in every build, so the same bits. */
@@ -114,6 +128,8 @@ void frae_adam_scalar(float *params, const float *grads, float *m, float *v,
                       size_t n, float alpha, float beta1, float beta2,
                       float eps);
 void frae_adam_avx2(float *params, const float *grads, float *m, float *v,
+                    size_t n, float alpha, float beta1, float beta2, float eps);
+void frae_adam_neon(float *params, const float *grads, float *m, float *v,
                     size_t n, float alpha, float beta1, float beta2, float eps);
 
 /* Columns per panel of a bf16 kernel (wider than FRAE_PANEL: the AVX-512
@@ -168,6 +184,7 @@ typedef void (*frae_gru_backward_fn)(int nb, int H, const float *dh,
 FRAE_GRU_DECLARE(scalar)
 FRAE_GRU_DECLARE(avx2)
 FRAE_GRU_DECLARE(avx512)
+FRAE_GRU_DECLARE(neon)
 
 /* Resolves FRAE_ISA_* (AUTO reads env FRAE_ISA, then the CPU) to a kernel.
  * Returns the ISA used, or -1 if the requested one is not supported here. */

@@ -12,7 +12,7 @@ void frae_activate(int act, float *z, size_t n)
             z[i] = z[i] > 0.0f ? z[i] : 0.0f;
     } else if (act == ACT_TANH) {
         for (size_t i = 0; i < n; i++)
-            z[i] = tanhf(z[i]);
+            z[i] = frae_tanhf(z[i]); /* tanhf, the same bits everywhere */
     }
 }
 

@@ -46,6 +46,17 @@
 #include <xmmintrin.h>
 static unsigned fp_mode_get(void) { return _mm_getcsr(); }
 static void fp_mode_set(unsigned mode) { _mm_setcsr(mode); }
+#elif defined(__aarch64__) /* FPCR: its flush-to-zero bit (frae_internal.h) */
+static unsigned fp_mode_get(void)
+{
+    unsigned long mode;
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(mode));
+    return (unsigned)mode;
+}
+static void fp_mode_set(unsigned mode)
+{
+    __asm__ __volatile__("msr fpcr, %0" : : "r"((unsigned long)mode));
+}
 #else
 static unsigned fp_mode_get(void) { return 0; }
 static void fp_mode_set(unsigned mode) { (void)mode; }

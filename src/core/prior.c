@@ -77,7 +77,7 @@ float frae_prior_ar_term(const frae_net *m, const float *q, int col)
 /* softplus(x) = log(1 + e^x), without overflow */
 static float softplus(float x)
 {
-    return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+    return x > 0.0f ? x + frae_log1pf(expf(-x)) : frae_log1pf(expf(x));
 }
 
 /* The level index of a uniform code (as the quantizer made it). */

@@ -14,7 +14,7 @@ void naive_set_lost(const unsigned char *lost) { naive_lost = lost; }
 
 #define REAL float
 #define REAL_FMA fmaf
-#define REAL_TANH tanhf
+#define REAL_TANH frae_tanhf  /* layers.c: x86-64 glibc's tanhf everywhere */
 #define REAL_EXP frae_gru_exp /* the GRU cell's, a few ulp from libm's */
 #define REAL_GRU_TANH frae_gru_tanh
 #define REAL_RINT nearbyintf

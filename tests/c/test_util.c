@@ -79,10 +79,12 @@ frae_model *model_on_isa(const frae_model *m, const frae_config *c,
 int available_isas(frae_isa *out)
 {
     int n = 0;
+    /* at most three on one machine: x86 has no NEON, aarch64 no AVX */
     static const frae_isa all[] = {FRAE_ISA_SCALAR, FRAE_ISA_AVX2,
-                                   FRAE_ISA_AVX512};
+                                   FRAE_ISA_AVX512, FRAE_ISA_NEON};
     const char *only = getenv("FRAE_TEST_ISAS");
-    for (int i = 0; i < (only && !strcmp(only, "scalar") ? 1 : 3); i++) {
+    for (int i = 0; i < (only && !strcmp(only, "scalar") ? 1 : 4) && n < 3;
+         i++) {
         frae_config c;
         tiny_config(&c, 2, 1, 0, NULL, 1, 0, NULL);
         c.isa = all[i];

@@ -14,6 +14,7 @@ double naive_forward_d(const frae_config *c, const double *params,
  * failures or TEST_SKIPPED).  test_main.c declares and runs them. */
 #define FRAE_UNIT_TESTS(X)                                                     \
     X(kernels_match_scalar)                                                    \
+    X(portable_math)                                                           \
     X(isas_train_identically)                                                  \
     X(threads_train_identically)                                               \
     X(pool_items_once)                                                         \
