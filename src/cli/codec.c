@@ -357,3 +357,16 @@ void npy_reader_read(npy_reader *r, long s, long t0, long nt, float *dst)
         r->dropped = upto;
     }
 }
+
+int audio_features(const char *model, const char *opt, const char *lack,
+                   frae_features *f)
+{
+    const int have = cli_model_features(model, f);
+    if (have > 0)
+        return 0;
+    return have < 0 ? EXIT_USAGE
+                    : cli_fail(EXIT_USAGE,
+                               "%s: %s was not trained on audio features, so "
+                               "%s",
+                               opt, model, lack);
+}

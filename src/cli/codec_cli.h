@@ -50,6 +50,11 @@ int codec_opt(void *ctx, const char *name, const char *v);
 int codec_pos(void *ctx, const char *arg);
 int shift_positionals(codec_opts *o, int decode);
 int default_encoder_model(codec_opts *o);
+/* The audio features model was trained on, for option opt, which needs
+ * them: 0, or the exit code with one line ("--wav: M was not trained on
+ * audio features, so " lack). */
+int audio_features(const char *model, const char *opt, const char *lack,
+                   frae_features *f);
 int model_from_stream(codec_opts *o);
 frae_model *load_inference(const char *path, frae_isa isa);
 void wav_out_free(wav_out *o);

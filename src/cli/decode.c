@@ -163,14 +163,9 @@ static int outputs_open(codec_opts *o, const frae_config *c,
     const int pitch = (s->flags & FRAE_STREAM_PITCH) != 0;
     d->D = c->frame_dim, d->width = c->frame_dim + 2 * pitch;
     if (o->wav) {
-        const int have = cli_model_features(o->io.model, &d->feat);
-        if (have <= 0)
-            return have < 0 ? EXIT_USAGE
-                            : cli_fail(EXIT_USAGE,
-                                       "--wav: %s was not trained on audio "
-                                       "features, so its frames are not "
-                                       "log-mel",
-                                       o->io.model);
+        if ((rc = audio_features(o->io.model, "--wav",
+                                 "its frames are not log-mel", &d->feat)))
+            return rc;
         if (o->cs.vocoder == 1 && !pitch)
             return cli_fail(EXIT_USAGE,
                             "--vocoder hnm: %s carries no pitch (the model "

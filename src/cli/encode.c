@@ -376,14 +376,10 @@ static int dtx_gate_open(const codec_opts *o, frae_dtx_gate *gate)
 {
     char err[512];
     frae_features feat;
-    const int have = cli_model_features(o->io.model, &feat);
-    if (have <= 0)
-        return have < 0 ? EXIT_USAGE
-                        : cli_fail(EXIT_USAGE,
-                                   "--dtx: %s was not trained on audio "
-                                   "features, so its frames have no level "
-                                   "to gate on",
-                                   o->io.model);
+    const int rc = audio_features(o->io.model, "--dtx",
+                                  "its frames have no level to gate on", &feat);
+    if (rc)
+        return rc;
     if (frae_dtx_gate_init(gate, &feat, o->cs.dtx_level, err, sizeof err))
         return cli_fail(EXIT_FAILED, "--dtx: %s", err);
     return 0;
