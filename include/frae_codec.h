@@ -617,7 +617,7 @@ typedef int (*frae_models_fn)(const char *dir, const char *name,
 FRAE_API
 int frae_models_each(frae_models_fn fn, void *ctx);
 /* The shipped model name (NULL: FRAE_DEFAULT_MODEL; "speech-vbr" the
- * variable-rate one), loaded as frae_load does (runtime may be NULL): the
+ * variable-rate one, "speech-3k2" the 3.2 kbit/s one), loaded as frae_load does (runtime may be NULL): the
  * first NAME.safetensors in the search order.  path (may be NULL) gets
  * its file.  NULL and one line in err if there is none. */
 FRAE_API

@@ -938,16 +938,16 @@ class Codec:
         stream = c.encode("in.wav")           # the bytes 'frae encode' writes
         samples = c.decode(stream, "out.wav") # float32 audio, also written
 
-    model: a shipped model's name ("speech", "speech-vbr": frae.models()),
-    a checkpoint's path, or None (the default).  encode takes a WAV (or any
-    audio file libsndfile reads) by path, a 1-D float array of samples at
-    the model's rate, or feature frames ([T, D + 2] with pitch, as
-    frae.features(pitch=True) gives); it returns the .fbs bytes (and writes
-    them to fbs if given).  decode takes those bytes (or a .fbs path) and
-    returns the decoded audio (and writes wav if given); frames=True gives
-    the decoded feature frames instead.  A stream another shipped model
-    made is decoded with that model, found by the hash the stream names,
-    as 'frae decode IN.fbs --wav OUT.wav' does."""
+    model: a shipped model's name ("speech", "speech-vbr", "speech-3k2":
+    frae.models()), a checkpoint's path, or None (the default).  encode takes
+    a WAV (or any audio file libsndfile reads) by path, a 1-D float array of
+    samples at the model's rate, or feature frames ([T, D + 2] with pitch,
+    as frae.features(pitch=True) gives); it returns the .fbs bytes (and
+    writes them to fbs if given).  decode takes those bytes (or a .fbs path)
+    and returns the decoded audio (and writes wav if given); frames=True
+    gives the decoded feature frames instead.  A stream another shipped model
+    made is decoded with that model, found by the hash the stream names, as
+    'frae decode IN.fbs --wav OUT.wav' does."""
 
     def __init__(self, model=None, threads=None):
         self._threads = threads

@@ -90,7 +90,7 @@ int codec_pos(void *ctx, const char *arg)
  * MODEL may be left out: encode then uses the shipped default (speech, the
  * fixed-rate 1.6 kbit/s codec), decode the shipped model whose hash the
  * stream names.  MODEL may also be a shipped model's name (speech,
- * speech-vbr).  The first positional is a model when it is a
+ * speech-vbr, speech-3k2).  The first positional is a model when it is a
  * safetensors file (its byte 8 opens the JSON header) or the name of a
  * shipped one; anything else (a WAV, a .npy, a .fbs) is the input. */
 static char resolved_model[2 * PATH_MAX];

@@ -22,7 +22,7 @@ static void encode_help(void)
         "\n"
         "MODEL: a checkpoint, or a shipped model's name ('frae models':\n"
         "speech, the 1.6 kbit/s codec, when MODEL is left out; speech-vbr,\n"
-        "the variable-rate one).\n"
+        "the variable-rate one; speech-3k2, the 3.2 kbit/s one).\n"
         "\n"
         "Compresses each sequence of IN ([T, D] or [N, T, D] .npy, or an\n"
         "audio file, whose features are computed as the model was\n"

@@ -52,12 +52,13 @@ typedef struct {
  * file */
 static const row rows[] = {
     {{"recipe", "recipe", FRAE_OPTION_CHOICE, 0, 0,
-      "none|speech|speech-vbr|denoise", "R",
+      "none|speech|speech-vbr|denoise|speech-3k2", "R",
       "a named set of the options below, as the demo trains them (any "
       "option given still wins): speech (the 1.6 kbit/s codec: GRU, 12 "
       "binary latents, pitch), speech-vbr (its variable-rate one: range-"
       "coded under a prior, rate lambda 0.0002), denoise (speech's, toward "
-      "--targets); none (the default; audio DATA with no model option get "
+      "--targets), speech-3k2 (the 3.2 kbit/s codec: as speech, 28 "
+      "latents); none (the default; audio DATA with no model option get "
       "speech)",
       "train.recipe", M, FIXED, "none"},
      RUN(recipe),
@@ -405,6 +406,11 @@ static const frae_recipe recipes[] = {
      "the speech codec trained from noisy DATA toward clean --targets",
      {"family", "gru", "quantizer", "binary", "latent", "12", SPEECH_RUN, NULL},
      1},
+    {"speech-3k2",
+     "the fixed-rate 3.2 kbit/s speech codec: as speech, 28 binary latents "
+     "+ 4-bit pitch",
+     {"family", "gru", "quantizer", "binary", "latent", "28", SPEECH_RUN, NULL},
+     0},
 };
 #define N_RECIPES ((int)(sizeof recipes / sizeof *recipes))
 

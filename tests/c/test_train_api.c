@@ -428,8 +428,9 @@ int test_recipes(void)
     CHECK(row >= 0 && frae_recipe_count() >= 3 &&
               frae_recipe_find("speech") >= 0 &&
               frae_recipe_find("speech-vbr") >= 0 &&
-              frae_recipe_find("denoise") >= 0 && frae_recipe_find("x") < 0,
-          "the recipes speech, speech-vbr and denoise");
+              frae_recipe_find("denoise") >= 0 &&
+              frae_recipe_find("speech-3k2") >= 0 && frae_recipe_find("x") < 0,
+          "the recipes speech, speech-vbr, denoise and speech-3k2");
     for (int k = 0; k < frae_recipe_count(); k++) {
         const frae_recipe *r = frae_recipe_at(k);
         strcat(choices, "|"), strcat(choices, r->name);
