@@ -14,18 +14,20 @@ dBFS, a full-scale sine -3.01.  Only NumPy.
 
 The study (python3 tools/speech_level.py --study, from the repository
 root, after make): clips of held-out voices (the synthetic corpus's test
-voices and the recorded Dutch cast, scripts/make-corpus.sh and --human),
+voices, the recorded Dutch cast and, when it is made, the many-voices
+corpus's held-out speakers: scripts/make-corpus.sh, --human, --voices),
 each in five conditions (loud: peak at -6 dBFS; normal: active level -26
 dBFS; quiet: -40 dBFS; narrowband: 8 kHz audio brought back to 16 kHz by
 sox, at -26; noisy: white noise 15 dB under the speech, at -26), through
-each shipped model (frae encode, frae decode --wav), Opus 6 kbit/s and
+each model in --models DIR (models/: the shipped ones; frae encode, frae
+decode --wav), Opus 6 kbit/s and
 Codec2 1300 (as tools/demo.py runs them); it prints, per system and
 condition, the mean change of level (decoded - input, both over the
 samples P.56 finds active in the clean clip) and its range over the
 clips, a Markdown table (docs/results.md has one run's).
 
 Usage: tools/speech_level.py FILE.wav ...     the level of each file
-       tools/speech_level.py --study [--clips N] [--frae build/frae]"""
+       tools/speech_level.py --study [--clips N] [--frae build/frae] [--models DIR]"""
 import argparse
 import glob
 import os
@@ -239,20 +241,22 @@ def study(a):
     env = dict(os.environ, FRAE_MODELS=os.path.join(root, "models"))
     synth = sorted(glob.glob(os.path.join(root, "data/corpus/wav/test/*.wav")))
     human = sorted(glob.glob(os.path.join(root, "data/corpus/human/wav/test/*.wav")))
+    voices = sorted(glob.glob(os.path.join(root, "data/corpus/voices/wav/test/*.wav")))
     if not synth or not human:
         sys.exit("speech_level.py: no held-out clips: scripts/make-corpus.sh and "
                  "scripts/make-corpus.sh --human --per-speaker 150 --test-per-speaker 20")
     pick = lambda files: files[:: max(1, len(files) // a.clips)][:a.clips]
-    clips = [load_clip(p) for p in pick(synth) + pick(human)]
-    systems = [("FRAE speech, 1.6 kbit/s (shipped)",
-                frae_codec(frae, os.path.join(root, "models/speech.safetensors"), env)),
-               ("FRAE speech-vbr, variable rate (shipped)",
-                frae_codec(frae, os.path.join(root, "models/speech-vbr.safetensors"), env)),
-               ("Opus 6 kbit/s", opus6), ("Codec2 1300", codec2("1300"))]
+    clips = [load_clip(p) for p in pick(synth) + pick(human) + pick(voices)]
+    models = a.models or os.path.join(root, "models")
+    systems = [("FRAE %s" % os.path.basename(m)[:-len(".safetensors")],
+                frae_codec(frae, m, env))
+               for m in sorted(glob.glob(os.path.join(models, "*.safetensors")))]
+    systems += [("Opus 6 kbit/s", opus6), ("Codec2 1300", codec2("1300"))]
     with tempfile.TemporaryDirectory() as tmp:
         ch = level_changes(systems, clips, CONDITIONS, tmp)
-    print("%d clips (%d synthetic, %d human held-out), %s" % (
-        len(clips), len(pick(synth)), len(pick(human)), ", ".join(CONDITIONS)))
+    print("%d clips (%d synthetic, %d human, %d many-voices held-out), %s" % (
+        len(clips), len(pick(synth)), len(pick(human)), len(pick(voices)),
+        ", ".join(CONDITIONS)))
     print("| system | " + " | ".join(CONDITION_TEXT[c] for c in CONDITIONS) + " |")
     print("| --- " * (len(CONDITIONS) + 1) + "|")
     for label, _ in systems:
@@ -267,6 +271,7 @@ def main():
     p.add_argument("--study", action="store_true")
     p.add_argument("--clips", type=int, default=6, help="clips of each held-out set (6)")
     p.add_argument("--frae")
+    p.add_argument("--models", help="the models' directory: each *.safetensors in it (models/)")
     a = p.parse_args()
     if a.study:
         return study(a)
