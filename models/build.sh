@@ -1,11 +1,15 @@
 #!/bin/sh
 # Builds the shipped models (make models): the speech corpora, then each
-# recipe trained on both training sets, the synthetic voices and the
+# recipe trained on all four training sets: the synthetic voices, the
 # recorded human ones (scripts/make-corpus.sh and make-corpus.sh --human
-# with the caps below: docs/2026-12-02-human-speech.md), the synthetic
-# held-out voices for the validation loss alone (it changes nothing in
-# training), 48 epochs; its weights stored as bf16 (frae convert), and
-# MANIFEST (each file's size and SHA-256, its rate and its training data).
+# with the caps below: docs/2026-12-02-human-speech.md), the many voices
+# (make-corpus.sh --voices: 44 speaker sets in 25 languages,
+# docs/2026-12-04-voices.md) and a quarter of those again under drawn
+# recording conditions (scripts/augment-corpus.py: levels, telephone and
+# 8 kHz bands, noise, rooms, microphones, DC); the synthetic held-out
+# voices give the validation loss alone (it changes nothing in training);
+# 32 epochs; its weights stored as bf16 (frae convert), and MANIFEST (each
+# file's size and SHA-256, its rate and its training data).
 # frae's training is bit-identical across instruction sets and thread
 # counts, so the files are the same on every machine with the same corpus.
 # Usage: models/build.sh [OUT_DIR]   (models/; env FRAE, CORPUS, EPOCHS)
@@ -17,24 +21,32 @@ cd "$(dirname "$0")/.."
 OUT=${1:-models}
 FRAE=${FRAE:-build/frae}
 CORPUS=${CORPUS:-data/corpus}
-EPOCHS=${EPOCHS:-48}
+EPOCHS=${EPOCHS:-32}
 # the human corpus's caps: clips a training / held-out speaker gives
 HUMAN_CAPS="--per-speaker 150 --test-per-speaker 20"
+# the many-voices corpus's caps (its packages: WITH_VOICES=1
+# scripts/install-deps.sh)
+VOICES_CAPS="--per-speaker 150 --test-per-speaker 12"
 sh scripts/make-corpus.sh "$CORPUS" "$FRAE" >/dev/null
 # shellcheck disable=SC2086
 sh scripts/make-corpus.sh --human $HUMAN_CAPS "$CORPUS" "$FRAE" >/dev/null
+# shellcheck disable=SC2086
+sh scripts/make-corpus.sh --voices $VOICES_CAPS "$CORPUS" "$FRAE" >/dev/null
+/usr/bin/python3 scripts/augment-corpus.py "$CORPUS" "$FRAE" >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$OUT"
 corpus_line=$(cat "$CORPUS/.complete")
 human_line=$(cat "$CORPUS/human/.complete")
+voices_line=$(cat "$CORPUS/voices/.complete")
+aug_line=$(sed "s/ (from:.*//" "$CORPUS/voices-aug/.complete")
 manifest="$tmp/MANIFEST"
 cat >"$manifest" <<HEAD
 # The shipped models (models/README.md): file, bytes, SHA-256, rate, data.
 # Written by models/build.sh (make models); tests/models_test.sh checks the
 # files against it, make check-models rebuilds them and compares.
 HEAD
-for recipe in speech speech-vbr; do
+for recipe in speech speech-vbr speech-3k2; do
     # the fixed-rate codec is trained for lost packets (3% of them lost in
     # training, on two tracks, as sent and as received: on the held-out
     # human voices 5% loss then costs 0.32 dB of LSD rather than 1.70, for
@@ -45,13 +57,14 @@ for recipe in speech speech-vbr; do
     # both training sets 0.001 does, with 26-28% less rate
     # (docs/2026-12-02-human-speech.md)
     case $recipe in
-    speech) extra="--erasure 0.03" ;;
+    speech | speech-3k2) extra="--erasure 0.03" ;;
     speech-vbr) extra="--rate-lambda 0.001" ;;
     *) extra="" ;;
     esac
-    echo "models: training --recipe $recipe${extra:+ $extra} ($EPOCHS epochs) on $CORPUS and $CORPUS/human" >&2
+    echo "models: training --recipe $recipe${extra:+ $extra} ($EPOCHS epochs) on $CORPUS, $CORPUS/human, $CORPUS/voices and $CORPUS/voices-aug" >&2
     # shellcheck disable=SC2086
-    "$FRAE" train "$CORPUS/feats/train" "$CORPUS/human/feats/train" --audio-features \
+    "$FRAE" train "$CORPUS/feats/train" "$CORPUS/human/feats/train" \
+        "$CORPUS/voices/feats/train" "$CORPUS/voices-aug/feats/train" --audio-features \
         --val-data "$CORPUS/feats/test" --recipe "$recipe" $extra --epochs "$EPOCHS" \
         --save "$tmp/$recipe-f32.safetensors" --log-csv "$tmp/$recipe.csv" \
         >&2 || exit 1
@@ -59,12 +72,13 @@ for recipe in speech speech-vbr; do
         -o "$tmp/$recipe.safetensors" --weights bf16 >/dev/null
     case $recipe in
     speech) rate="1.60 kbit/s fixed" ;;
+    speech-3k2) rate="3.20 kbit/s fixed" ;;
     *) rate="variable, about 1.24 kbit/s on the held-out voices" ;;
     esac
     bytes=$(wc -c <"$tmp/$recipe.safetensors" | tr -d ' ')
     sum=$(sha256sum "$tmp/$recipe.safetensors" | cut -d' ' -f1)
     printf '%s\t%s\t%s\t%s\t%s\n' "$recipe.safetensors" "$bytes" "$sum" "$rate" \
-        "$CORPUS, $corpus_line: synthetic speech (espeak-ng and flite voices, scripts/make-corpus.sh); $CORPUS/human, $human_line: recorded human speech, the training side only (Fish Fillets' Czech cast, GPL-2; make-corpus.sh --human $HUMAN_CAPS); frae train --recipe $recipe${extra:+ $extra}, $EPOCHS epochs; bf16 weights" \
+        "$CORPUS, $corpus_line: synthetic speech (espeak-ng and flite voices, scripts/make-corpus.sh); $CORPUS/human, $human_line: recorded human speech, the training side only (Fish Fillets' Czech cast, GPL-2; make-corpus.sh --human $HUMAN_CAPS); $CORPUS/voices, $voices_line: recorded voices of 44 speaker sets in 25 languages, the training side only (Debian packages, docs/2026-12-04-voices.md; make-corpus.sh --voices $VOICES_CAPS); $CORPUS/voices-aug, $aug_line (scripts/augment-corpus.py); frae train --recipe $recipe${extra:+ $extra}, $EPOCHS epochs; bf16 weights" \
         >>"$manifest"
     mv "$tmp/$recipe.safetensors" "$OUT/$recipe.safetensors"
 done

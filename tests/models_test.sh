@@ -39,15 +39,17 @@ while IFS="$(printf '\t')" read -r file bytes sum rate data; do
     fi
     [ -n "$rate" ] && [ -n "$data" ] || bad "models/$file: MANIFEST has no rate or data"
 done <models/MANIFEST
-[ "$n" = 2 ] && ok "MANIFEST lists 2 models" || bad "MANIFEST lists $n models, not 2"
+[ "$n" = 3 ] && ok "MANIFEST lists 3 models" || bad "MANIFEST lists $n models, not 3"
 [ "$(ls models/*.safetensors | wc -l)" = "$n" ] && ok "every models/*.safetensors is in MANIFEST" ||
     bad "models/ holds files MANIFEST does not list"
 
 if "$FRAE" models >"$tmp/models" 2>&1 && grep -q "^  speech  *1.60 kbit/s fixed" "$tmp/models" &&
     grep -q "^  speech-vbr  *variable rate" "$tmp/models" &&
-    [ "$(grep -c 'trained on: .*--recipe' "$tmp/models")" = 2 ] &&
-    [ "$(grep -c 'latency 30 ms' "$tmp/models")" = 2 ]; then
-    ok "frae models: both, with rate, latency, hash and training data"
+    grep -q "^  speech-3k2  *3.20 kbit/s fixed: 32 bits a frame (28 codes" "$tmp/models" &&
+    [ "$(grep -c 'trained on: .*--recipe' "$tmp/models")" = 3 ] &&
+    [ "$(grep -c 'trained on: .*voices-aug' "$tmp/models")" = 3 ] &&
+    [ "$(grep -c 'latency 30 ms' "$tmp/models")" = 3 ]; then
+    ok "frae models: all three, with rate, latency, hash and the whole training data line"
 else
     bad "frae models: $(cat "$tmp/models")"
 fi

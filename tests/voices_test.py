@@ -6,9 +6,9 @@
     the band limits of the 8 kHz and telephone sources, the room's
     reverberation time, the microphone's response, the DC offset; the same
     seed gives the same bytes; a bad condition is one line and exit 2;
-  - the shipped models (models/speech and speech-vbr) encode and decode the
-    clip under every condition without refusing, falling silent or clipping
-    (the decoded level within 20 dB of the input's over its active speech,
+  - the shipped models (models/speech, speech-vbr, speech-3k2) encode and
+    decode the clip under every condition without refusing, falling silent
+    or clipping (the decoded level within 20 dB of the input's over its active speech,
     no sample at full scale);
   - tools/intelligibility.py (STOI, ESTOI), by the properties the papers
     give, there being no reference implementation to install: identical
@@ -130,7 +130,8 @@ CONDITIONS = ["clean", "narrowband", "nb8k", "noise:5", "noisy", "noise:30", "qu
 
 
 def decode_checks(x, frae, tmp):
-    models = [os.path.join(ROOT, "models", m + ".safetensors") for m in ("speech", "speech-vbr")]
+    models = [os.path.join(ROOT, "models", m + ".safetensors") for m in ("speech", "speech-vbr",
+                                                                  "speech-3k2")]
     for cond in CONDITIONS:
         y = A.apply(x, cond, seed=5)
         src = os.path.join(tmp, "in.wav")
@@ -157,7 +158,7 @@ def decode_checks(x, frae, tmp):
                 bad.append("%s: decoded at %.1f dBFS against %.1f in" % (name, got, level))
             if full:
                 bad.append("%s: %d samples at full scale" % (name, full))
-        check(not bad, "%s (%.1f dBFS RMS in): both shipped models decode it, neither silent "
+        check(not bad, "%s (%.1f dBFS RMS in): every shipped model decodes it, none silent "
               "nor clipped" % (cond, level), "; ".join(bad))
 
 

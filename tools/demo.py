@@ -508,7 +508,10 @@ class Progress:
 # the quick job's codecs: the shipped models (models/, make models): (name,
 # label); the full study's figures for the same models are the README's
 SHIPPED = (("speech", "FRAE speech, 1.6 kbit/s (shipped)"),
-           ("speech-vbr", "FRAE speech-vbr, variable rate (shipped)"))
+           ("speech-vbr", "FRAE speech-vbr, variable rate (shipped)"),
+           ("speech-3k2", "FRAE speech-3k2, 3.2 kbit/s (shipped)"))
+# the fixed-rate ones' own rates (kbit/s)
+SHIPPED_FIXED = {"speech": 1.6, "speech-3k2": 3.2}
 
 
 def shipped_and_others(frae, a, tests, out, tmp, what):
@@ -542,8 +545,8 @@ def shipped_and_others(frae, a, tests, out, tmp, what):
     systems = {}
     for key, m in models.items():
         kbps = m["bytes"] * 8 / secs / 1000
-        vr = key != "speech"
-        systems[m["label"]] = {"kbps": kbps if vr else 1.6, "actual": kbps, "wavs": m["wavs"],
+        vr = key not in SHIPPED_FIXED
+        systems[m["label"]] = {"kbps": kbps if vr else SHIPPED_FIXED[key], "actual": kbps, "wavs": m["wavs"],
                                "vr": vr}
     systems.update(codec2_opus(tests, out, tmp, secs,
                                Progress(what + ", Codec2 and Opus", 5 * len(tests))))
@@ -569,10 +572,13 @@ def quick_table(rows):
 # corpus (CORPUS/human) is never made again by the quick job
 HUMAN_QUICK = ["--per-speaker", "1", "--test-per-speaker", "20"]
 # the shipped models' training (models/build.sh): the human corpus with
-# these caps (its training side, the Czech cast, 150 clips a speaker) beside
-# the synthetic voices, this many epochs
+# these caps (its training side, the Czech cast, 150 clips a speaker) and
+# the many-voices one with its (and a quarter of it again under drawn
+# recording conditions, scripts/augment-corpus.py) beside the synthetic
+# voices, this many epochs
 HUMAN_SHIPPED = ["--per-speaker", "150", "--test-per-speaker", "20"]
-SHIPPED_EPOCHS = 48
+VOICES_SHIPPED = ["--per-speaker", "150", "--test-per-speaker", "12"]
+SHIPPED_EPOCHS = 32
 # ... and the 1.6 kbit/s codec's options over its recipe (models/build.sh's)
 SHIPPED_SPEECH = ["--erasure", "0.03"]
 HUMAN_TITLE = "held-out human voices (recorded, never heard in training)"
@@ -623,15 +629,23 @@ def quick(a):
     if a.train:  # the shipped codec trained again: the same bytes
         epochs = a.epochs or SHIPPED_EPOCHS
         print("    --train: training the 1.6 kbit/s codec as 'make models' does (frae train "
-              "--recipe speech --erasure 0.03, %d epochs on the synthetic and the human "
-              "training voices, "
-              "the human corpus made first with %s; about 6 minutes on an idle core)"
-              % (epochs, " ".join(HUMAN_SHIPPED)), flush=True)
+              "--recipe speech --erasure 0.03, %d epochs on the synthetic, the human, the "
+              "many-voices training voices and those under drawn conditions; the corpora "
+              "made first (the voices' packages installed: WITH_VOICES=1 "
+              "scripts/install-deps.sh, about 420 MB); about 20 minutes on two idle cores)"
+              % epochs, flush=True)
+        sh(["env", "WITH_VOICES=1", "sh", os.path.join(ROOT, "scripts", "install-deps.sh")])
         sh(["sh", os.path.join(ROOT, "scripts", "make-corpus.sh"), "--human"] + HUMAN_SHIPPED +
            [a.corpus, frae])
+        sh(["sh", os.path.join(ROOT, "scripts", "make-corpus.sh"), "--voices"] +
+           VOICES_SHIPPED + [a.corpus, frae])
+        sh(["/usr/bin/python3", os.path.join(ROOT, "scripts", "augment-corpus.py"), a.corpus,
+            frae])
         mine = os.path.join(out, "model-speech.safetensors")
         cmd = [frae, "train", os.path.join(a.corpus, "feats", "train"),
-               os.path.join(a.corpus, "human", "feats", "train"), "--audio-features",
+               os.path.join(a.corpus, "human", "feats", "train"),
+               os.path.join(a.corpus, "voices", "feats", "train"),
+               os.path.join(a.corpus, "voices-aug", "feats", "train"), "--audio-features",
                "--val-data", os.path.join(a.corpus, "feats", "test"), "--recipe", "speech",
                *SHIPPED_SPEECH, "--epochs", str(epochs), "--save", mine,
                "--log-csv", os.path.join(out, "train-speech.csv")]
@@ -663,9 +677,11 @@ def quick(a):
              "narrowband Codec2 is compared), GPE and VDE the pitch and voicing errors against "
              "a reference tracker (aubio). kbit/s: a fixed-rate codec's own rate; stream "
              "kbit/s: what the files take, headers included. The shipped models: %s "
-             "(models/README.md), trained on the synthetic training voices and the recorded "
+             "(models/README.md), trained on the synthetic training voices, the recorded "
              "human training speakers (Fish Fillets' Czech cast; "
-             "docs/2026-12-02-human-speech.md). "
+             "docs/2026-12-02-human-speech.md) and the many voices' 44 training speaker sets, "
+             "a quarter of them again under drawn recording conditions "
+             "(docs/2026-12-04-voices.md). "
              "./run.sh --full trains and compares every model of the study." % (
                  len(sets[0][2]), secs, len(sets[1][2]), coded["human"][2], rel))
     report = ["# frae speech demo: the shipped codecs", ""]
@@ -737,11 +753,11 @@ def quick(a):
         figures=[("rate and quality", os.path.join(out, "rate_quality.png"))],
         notes=[notes, "Spectrograms per synthetic sentence: the log-mel of the original, "
                "then of the decoded audio of FRAE speech 1.6 kbit/s, Codec2 1300 and Opus 6 kbit/s."],
-        texts=texts, primary=6,
+        texts=texts, primary=7,
         intro="Each sentence as spoken (synthetic voices the codecs never heard in training, "
               "then recorded human voices, Fish Fillets' Dutch cast, also never heard), "
-              "then through each codec: frae's two shipped speech codecs at 1.6 kbit/s and "
-              "about 1.2 kbit/s, Codec2 and Opus.  The figures are below the sentences.",
+              "then through each codec: frae's three shipped speech codecs at 1.6 kbit/s, "
+              "about 1.2 kbit/s and 3.2 kbit/s, Codec2 and Opus.  The figures are below the sentences.",
         title="frae speech codecs: listen")
     msg = ""
     if listening_page.chromium() and not a.no_check:
@@ -809,7 +825,7 @@ def main():
                     help="--full: epochs per model (50); --train: the codec's (%d, as "
                     "make models)" % SHIPPED_EPOCHS)
     ap.add_argument("--train", action="store_true",
-                    help="the main job also trains the 1.6 kbit/s codec (about 2 minutes "
+                    help="the main job also trains the 1.6 kbit/s codec (about 20 minutes "
                     "more on 2 idle cores) and compares it with the shipped one")
     ap.add_argument("--out", default=os.path.join(ROOT, "demo"))
     ap.add_argument("--frae", default=os.path.join(ROOT, "build", "frae"))

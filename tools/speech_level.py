@@ -238,7 +238,6 @@ def load_clip(path):
 def study(a):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     frae = a.frae or os.path.join(root, "build", "frae")
-    env = dict(os.environ, FRAE_MODELS=os.path.join(root, "models"))
     synth = sorted(glob.glob(os.path.join(root, "data/corpus/wav/test/*.wav")))
     human = sorted(glob.glob(os.path.join(root, "data/corpus/human/wav/test/*.wav")))
     voices = sorted(glob.glob(os.path.join(root, "data/corpus/voices/wav/test/*.wav")))
@@ -248,6 +247,7 @@ def study(a):
     pick = lambda files: files[:: max(1, len(files) // a.clips)][:a.clips]
     clips = [load_clip(p) for p in pick(synth) + pick(human) + pick(voices)]
     models = a.models or os.path.join(root, "models")
+    env = dict(os.environ, FRAE_MODELS=models)
     systems = [("FRAE %s" % os.path.basename(m)[:-len(".safetensors")],
                 frae_codec(frae, m, env))
                for m in sorted(glob.glob(os.path.join(models, "*.safetensors")))]

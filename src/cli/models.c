@@ -110,7 +110,7 @@ static int list_one(const char *dir, const char *name, const char *path,
         return 0;
     }
     const frae_config *c = frae_get_config(m);
-    char rate[256] = "", data[1024] = "";
+    char rate[256] = "", data[2048] = "";
     manifest_entry(dir, path + strlen(dir) + 1, rate, sizeof rate, data,
                    sizeof data);
     const double bits = frae_bits_per_frame(m);
