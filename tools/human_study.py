@@ -14,7 +14,8 @@ made by scripts/make-corpus.sh --voices), for every clip:
     original features (f0 and voicing from frae's tracker), through audio;
   - the pitch tracker: frae's YIN track of the original against aubio's
     (the demo's reference: yinfft f0, YIN confidence >= 0.8);
-  - each model (--model NAME=PATH, a frae checkpoint with --pitch): frae
+  - each model (--model NAME=PATH, a frae checkpoint with --pitch;
+    NAME=PATH,--search,2 gives frae encode those options too): frae
     encode, frae decode -o NPY --wav WAV; its decoded features against the
     original's (no vocoder: the envelope coding alone), its decoded f0 and
     voicing against aubio's track (the pitch coding), the WAV through audio
@@ -171,7 +172,8 @@ def one_clip(a, models, wav, work):
         frae, ref, ref_pitch, out, tmp, x)
     for key, path in models:
         fbs = os.path.join(tmp, key + ".fbs")
-        sh([frae, "encode", path, wav, "-o", fbs])
+        path, *opts = path.split(",")  # PATH,--search,2: encode's options
+        sh([frae, "encode", path, wav, "-o", fbs, *opts])
         npy = os.path.join(tmp, key + ".npy")
         out = os.path.join(tmp, key + ".wav")
         sh([frae, "decode", path, fbs, "-o", npy, "--wav", out])
@@ -220,7 +222,8 @@ def one_condition_clip(a, models, wav, work):
         res = {"_secs": len(x) / 16000.0}
         for key, path in models:
             fbs = os.path.join(tmp, key + ".fbs")
-            demo.sh([frae, "encode", path, src, "-o", fbs])
+            path, *opts = path.split(",")
+            demo.sh([frae, "encode", path, src, "-o", fbs, *opts])
             dec = os.path.join(tmp, key + ".wav")
             demo.sh([frae, "decode", path, fbs, "--wav", dec])
             r = through_audio(frae, ref, None, dec, tmp, x)
