@@ -407,8 +407,7 @@ static const frae_recipe recipes[] = {
      {"family", "gru", "quantizer", "binary", "latent", "12", SPEECH_RUN, NULL},
      1},
     {"speech-3k2",
-     "the fixed-rate 3.2 kbit/s speech codec: as speech, 28 binary latents "
-     "+ 4-bit pitch",
+     "the fixed-rate 3.2 kbit/s speech codec: as speech, 28 binary latents",
      {"family", "gru", "quantizer", "binary", "latent", "28", SPEECH_RUN, NULL},
      0},
 };

@@ -321,8 +321,13 @@ def main():
           "python3 -m frae encode IN -o / decode IN --wav: the command's bytes",
           r1.stderr + r2.stderr)
     r = run(*py, "models", env=env)
-    check(r.returncode == 0 and "speech " in r.stdout and "speech-vbr" in r.stdout and
-          r.stdout.count("trained on:") == 2, "python3 -m frae models", r.stdout + r.stderr)
+    with open(os.path.join(ROOT, "models", "MANIFEST")) as f:
+        shipped = [line.split("\t")[0] for line in f if line.strip() and line[0] != "#"]
+    check(r.returncode == 0 and all(m[:-len(".safetensors")] + " " in r.stdout
+                                    for m in shipped) and
+          r.stdout.count("trained on:") == len(shipped),
+          "python3 -m frae models: every model MANIFEST lists (%d), each with its data"
+          % len(shipped), r.stdout + r.stderr)
     r = run(*py, "features", WAV, "-o", p("f.npy"), "--pitch", env=env)
     run(FRAE, "features", WAV, "-o", p("g.npy"), "--pitch")
     check(r.returncode == 0 and np.array_equal(np.load(p("f.npy")), np.load(p("g.npy"))),
