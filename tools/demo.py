@@ -546,8 +546,8 @@ def shipped_and_others(frae, a, tests, out, tmp, what):
     for key, m in models.items():
         kbps = m["bytes"] * 8 / secs / 1000
         vr = key not in SHIPPED_FIXED
-        systems[m["label"]] = {"kbps": kbps if vr else SHIPPED_FIXED[key], "actual": kbps, "wavs": m["wavs"],
-                               "vr": vr}
+        systems[m["label"]] = {"kbps": kbps if vr else SHIPPED_FIXED[key], "actual": kbps,
+                               "wavs": m["wavs"], "vr": vr}
     systems.update(codec2_opus(tests, out, tmp, secs,
                                Progress(what + ", Codec2 and Opus", 5 * len(tests))))
     return systems, refs, secs, [m["path"] for m in models.values()]
@@ -573,7 +573,7 @@ def quick_table(rows):
 HUMAN_QUICK = ["--per-speaker", "1", "--test-per-speaker", "20"]
 # the shipped models' training (models/build.sh): the human corpus with
 # these caps (its training side, the Czech cast, 150 clips a speaker) and
-# the many-voices one with its (and a quarter of it again under drawn
+# the many-voices one with its own (and a quarter of it again under drawn
 # recording conditions, scripts/augment-corpus.py) beside the synthetic
 # voices, this many epochs
 HUMAN_SHIPPED = ["--per-speaker", "150", "--test-per-speaker", "20"]
@@ -757,7 +757,8 @@ def quick(a):
         intro="Each sentence as spoken (synthetic voices the codecs never heard in training, "
               "then recorded human voices, Fish Fillets' Dutch cast, also never heard), "
               "then through each codec: frae's three shipped speech codecs at 1.6 kbit/s, "
-              "about 1.2 kbit/s and 3.2 kbit/s, Codec2 and Opus.  The figures are below the sentences.",
+              "about 1.3 kbit/s and 3.2 kbit/s, Codec2 and Opus.  The figures are below the "
+              "sentences.",
         title="frae speech codecs: listen")
     msg = ""
     if listening_page.chromium() and not a.no_check:
