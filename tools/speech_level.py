@@ -20,11 +20,11 @@ each in five conditions (loud: peak at -6 dBFS; normal: active level -26
 dBFS; quiet: -40 dBFS; narrowband: 8 kHz audio brought back to 16 kHz by
 sox, at -26; noisy: white noise 15 dB under the speech, at -26), through
 each model in --models DIR (models/: the shipped ones; frae encode, frae
-decode --wav), Opus 6 kbit/s and
-Codec2 1300 (as tools/demo.py runs them); it prints, per system and
-condition, the mean change of level (decoded - input, both over the
-samples P.56 finds active in the clean clip) and its range over the
-clips, a Markdown table (docs/results.md has one run's).
+decode --wav), Opus 6 kbit/s and Codec2 1300 (as tools/demo.py runs
+them); it prints, per system and condition, the mean change of level
+(decoded - input, both over the samples P.56 finds active in the clean
+clip) and its range over the clips, a Markdown table (docs/results.md
+has one run's).
 
 Usage: tools/speech_level.py FILE.wav ...     the level of each file
        tools/speech_level.py --study [--clips N] [--frae build/frae] [--models DIR]"""
