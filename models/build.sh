@@ -47,11 +47,13 @@ cat >"$manifest" <<HEAD
 # files against it, make check-models rebuilds them and compares.
 HEAD
 for recipe in speech speech-vbr speech-3k2; do
-    # the fixed-rate codec is trained for lost packets (3% of them lost in
-    # training, on two tracks, as sent and as received: on the held-out
-    # human voices 5% loss then costs 0.32 dB of LSD rather than 1.70, for
-    # about 0.1 dB without loss; docs/2026-12-02-loss-study.md, "Two
-    # tracks"); tools/demo.py --train does the same.
+    # the fixed-rate codecs are trained for lost packets (3% of them lost
+    # in training, on two tracks, as sent and as received: on the held-out
+    # human voices 5% loss then cost the 2026-12-03 model 0.32 dB of LSD
+    # rather than 1.70; docs/2026-12-02-loss-study.md, "Two tracks"; on
+    # these four sets the 1.6 kbit/s one resynchronises in 220 ms median,
+    # docs/2026-12-04-voices.md, "Lost packets"); tools/demo.py --train
+    # trains speech the same way.
     # The variable-rate codec's rate weight: the recipe's 0.0002 lands at
     # the fixed-rate codec's distortion on the synthetic voices alone; on
     # both training sets 0.001 does, with 26-28% less rate
