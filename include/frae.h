@@ -183,6 +183,17 @@ typedef struct {
                             the latent's units (bits per frame, mean over
                             the valid frames); 0 = distortion alone, and
                             the prior does not learn */
+    float level_loss;  /* frames of log power (audio features): adds, per
+                          training window and sequence, level_loss x n x
+                          (ln sum P_out - ln sum P_in)^2 / frames, P a frame's
+                          power sum_d exp(level_scale x value) (normalized
+                          frames: after the normalization's inverse), the
+                          sums over the n frames within 30 dB of the
+                          window's loudest input: the decoded envelope keeps
+                          the speech's power, which an estimate in the log
+                          domain loses (docs/2026-12-04-loudness.md); 0 = off */
+    float level_scale; /* the frames' log-power scale: 5 for frae's features
+                          ((ln P + 5) / 5); 0 = 5 */
     /* learning-rate schedule, a function of the Adam step s = 1, 2, ...
      * alone (so a resume continues it exactly): linear warm-up from
      * lr / lr_warmup to lr over the first lr_warmup steps, then, if
@@ -238,6 +249,9 @@ typedef struct {
                          coder spends on them) */
     double rate;      /* rate_bits / frames: bits per frame; 0 without a
                          prior */
+    double level_sum; /* with level_loss: sum over windows and sequences of
+                         n (ln sum P_out - ln sum P_in)^2 */
+    double level;     /* level_sum / frames */
 } frae_stats;
 
 /* Fills cfg with the default model (docs/model-and-training.md): D=80, K=4, encoder 512,256,

@@ -469,6 +469,19 @@ def main():
     refused(tmp, "--rate-lambda -1",
             ["train", "data.npy", *small, "--rate-lambda", "-1", "--save", "none"],
             "--rate-lambda expects a number")
+    # the level term (docs/2026-12-04-loudness.md): a weight in [0, 1e6]
+    refused(tmp, "--level-loss -1",
+            ["train", "data.npy", *small, "--level-loss", "-1", "--save", "none"],
+            "--level-loss expects a number")
+    for what, meta, needle in (
+            ("a negative level loss", {"frae.level_loss": "-1", "frae.level_scale": "5"},
+             "level loss"),
+            ("a level loss without its scale", {"frae.level_loss": "0.1"},
+             "frae.level_scale"),
+            ("a level scale of 1e9", {"frae.level_loss": "0.1", "frae.level_scale": "1e9"},
+             "level scale")):
+        edited(prior, p("lv.safetensors"), meta)
+        refused(tmp, what, ["info", "lv.safetensors"], needle)
     refused(tmp, "--packet-frames 0",
             ["encode", "prior.safetensors", "data.npy", "-o", "v.fbs", "--packet-frames", "0"],
             "--packet-frames expects an integer")

@@ -10,7 +10,9 @@ prior_dense.bin (the dense family, binary codes) and prior_gru.bin (GRUs
 alone, uniform codes of 5 levels), and the same two with the prior's
 within-frame autoregression, prior_ar_dense.bin and prior_ar_gru.bin; and
 trained toward targets other than
-their inputs (denoising), targets_dense.bin and targets_gru.bin.
+their inputs (denoising), targets_dense.bin and targets_gru.bin; and
+trained with the level term (--level-loss), level_dense.bin and
+level_gru.bin.
 
 File format (little-endian), small enough to commit:
   "FRAEFIX1", u32 count, then per tensor:
@@ -233,8 +235,44 @@ def export_targets(outdir, which):
     print("wrote %s: %d tensors, %d bytes" % (path, len(out), os.path.getsize(path)))
 
 
+LEVEL_CONFIGS = {"level_dense": CFG, "level_gru": CONFIGS["gru"]}
+LEVEL = (0.5, 2.0)  # level_loss, level_scale
+
+
+def export_level(outdir, which):
+    """A model trained with the level term (cfg.level_loss): the squared
+    log ratio of decoded to input power over each window's active frames;
+    one input frame 30 dB and more below the rest, so not all are."""
+    cfg = LEVEL_CONFIGS[which]
+    init = seeded_init(cfg, 1357)
+    x = torch.rand(B, T, cfg["frame_dim"]) * 2 - 1
+    x[0, 2] = -5.0  # quiet: outside the level term
+    out = [("x", x), ("level", torch.tensor(LEVEL)), ("adam.hparams", torch.tensor(
+        [ADAM["lr"], ADAM["beta1"], ADAM["beta2"], ADAM["eps"]]))]
+    out += [("param." + k, v) for k, v in init.items()]
+    for mode in ("detached", "full"):
+        m = model_with(init, cfg)
+        opt = KerasAdam(m.parameters(), **ADAM)
+        for _ in range(3):
+            train_batch(m, opt, x, T, mode, level_loss=LEVEL[0], level_scale=LEVEL[1])
+        for k, v in m.state_dict().items():
+            out.append(("adam3.%s.%s" % (mode, k), v))
+        m = model_with(init, cfg)
+        opt = KerasAdam(m.parameters(), **ADAM)
+        train_batch(m, opt, x, 4, mode, level_loss=LEVEL[0], level_scale=LEVEL[1])
+        out.append(("tbptt.%s.level" % mode, torch.tensor([m.train_level])))
+        for k, v in m.state_dict().items():
+            out.append(("tbptt.%s.%s" % (mode, k), v))
+    path = os.path.join(outdir, which + ".bin")
+    write(path, out)
+    print("wrote %s: %d tensors, %d bytes" % (path, len(out), os.path.getsize(path)))
+
+
 def main(outdir, which=None):
     os.makedirs(outdir, exist_ok=True)
+    for name in LEVEL_CONFIGS:
+        if which in (None, name):
+            export_level(outdir, name)
     for name in TARGET_CONFIGS:
         if which in (None, name):
             export_targets(outdir, name)

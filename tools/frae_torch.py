@@ -208,15 +208,34 @@ class KerasAdam:
             p.sub_(alpha * m / (v.sqrt() + self.eps))
 
 
-def train_batch(model, opt, x, window, feedback, rate_lambda=0.0, target=None):
+def level_term(y, ref, scale):
+    """frae's level term (cfg.level_loss) of one window, before its weight:
+    per sequence, n x (ln sum P_y - ln sum P_ref)^2 over the n frames
+    within 30 dB of the window's loudest ref frame, P a frame's power
+    sum_d exp(scale v), summed over the sequences and divided by the
+    window's frames (B x w)."""
+    lx = torch.logsumexp(scale * ref, dim=2)  # [B, w]
+    ly = torch.logsumexp(scale * y, dim=2)
+    loudest = lx.max(dim=1, keepdim=True).values
+    active = (lx >= loudest - 3.0 * math.log(10.0)).to(y.dtype)
+    sx = (torch.exp(lx - loudest) * active).sum(dim=1)
+    sy = (torch.exp(ly - loudest) * active).sum(dim=1)
+    delta = torch.log(sy) - torch.log(sx)
+    return (active.sum(dim=1) * delta ** 2).sum() / (y.shape[0] * y.shape[1])
+
+
+def train_batch(model, opt, x, window, feedback, rate_lambda=0.0, target=None,
+                level_loss=0.0, level_scale=5.0):
     """Truncated BPTT as frae does it: windows of `window` frames, one Adam
     step per window, the buffer carried (as a constant) across windows.
     The loss is the MSE against x (or against target, [B, T, D], for a
     model trained toward other targets), + rate_lambda x the mean bits per
-    frame with a prior.  Returns the MSE over all frames (and sets
-    model.train_rate to the mean bits per frame)."""
+    frame with a prior, + level_loss x level_term.  Returns the MSE over
+    all frames (and sets model.train_rate to the mean bits per frame and
+    model.train_level to the level terms' sum, each window's times its
+    frames, over all frames)."""
     T = x.shape[1]
-    state, sse, count, bits = None, 0.0, 0, 0.0
+    state, sse, count, bits, level = None, 0.0, 0, 0.0, 0.0
     for w0 in range(0, T, window):
         xw = x[:, w0:w0 + window]
         y, state = model(xw, feedback, state)
@@ -228,6 +247,10 @@ def train_batch(model, opt, x, window, feedback, rate_lambda=0.0, target=None):
         if model.prior is not None:
             loss = loss + rate_lambda * model.last_rate.mean()
             bits += model.last_rate.sum().item()
+        if level_loss > 0:
+            lv = level_term(y, tw, level_scale)
+            loss = loss + level_loss * lv
+            level += lv.item() * y.shape[0] * y.shape[1]
         grads = torch.autograd.grad(loss, list(model.parameters()),
                                     allow_unused=True)
         grads = [torch.zeros_like(p) if g is None else g
@@ -237,4 +260,5 @@ def train_batch(model, opt, x, window, feedback, rate_lambda=0.0, target=None):
         sse += mse.item() * xw.numel()
         count += xw.numel()
     model.train_rate = bits / (x.shape[0] * T)
+    model.train_level = level / (x.shape[0] * T)
     return sse / count

@@ -162,7 +162,8 @@ class FRAE:
     within-frame autoregression: on with a prior unless False), seed;
     training options learning_rate, clip_norm, feedback ("detached" or
     "full"), window, warmup, decay_steps, lr_floor, rate_lambda, erasure
-    and erasure_frames (erasure training, GRU), normalize
+    and erasure_frames (erasure training, GRU), level_loss (audio features:
+    the decoded envelope keeps the input's power), normalize
     (per-band z-scoring from the training data), threads (all CPUs), isa.
     What is not given is 'frae train''s default (for the family: history 4
     and layers 512, 256 for dense; history 0 and a 240-unit GRU for gru).

@@ -105,6 +105,8 @@ static const struct {
     {"learning_rate", 'f', offsetof(frae_config, learning_rate)},
     {"clip_norm", 'f', offsetof(frae_config, clip_norm)},
     {"rate_lambda", 'f', offsetof(frae_config, rate_lambda)},
+    {"level_loss", 'f', offsetof(frae_config, level_loss)},
+    {"level_scale", 'f', offsetof(frae_config, level_scale)},
     {"lr_warmup", 'i', offsetof(frae_config, lr_warmup)},
     {"lr_decay_steps", 'i', offsetof(frae_config, lr_decay_steps)},
     {"lr_floor", 'f', offsetof(frae_config, lr_floor)},

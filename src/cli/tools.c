@@ -309,6 +309,12 @@ static void info_training(frae_checkpoint *ck, const frae_config *cfg,
         cli_printf("  loss: distortion + %g x rate (bits per frame under the "
                    "prior)\n",
                    (double)c.rate_lambda);
+    if (c.level_loss > 0)
+        cli_printf("  level term: %g x the squared log ratio of decoded to "
+                   "input power over each window's active frames (scale "
+                   "%g)\n",
+                   (double)c.level_loss,
+                   c.level_scale > 0 ? (double)c.level_scale : 5.0);
     if (c.erasure > 0)
         cli_printf("  erasure training: %g of the packets of %d frames lost "
                    "(bursts of two on average), concealed\n",

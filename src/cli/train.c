@@ -363,6 +363,7 @@ static int settle_features(train_opts *o)
                         "one value per mel band",
                         c->frame_dim, o->audio.f.n_mels);
     c->frame_dim = o->audio.f.n_mels;
+    c->level_scale = o->audio.f.scale; /* --level-loss: the frames' power */
     o->frame_dim_given = 1;
     return 0;
 }

@@ -87,6 +87,14 @@ static int check_prior(const frae_config *cfg, char *err, size_t errlen)
     if (!(cfg->rate_lambda >= 0.0f) || !isfinite(cfg->rate_lambda))
         return frae_errorf(err, errlen, "rate lambda must be >= 0, got %g",
                            (double)cfg->rate_lambda);
+    if (!(cfg->level_loss >= 0.0f && cfg->level_loss <= 1e6f))
+        return frae_errorf(err, errlen,
+                           "level loss must be in [0, 1e6], got %g",
+                           (double)cfg->level_loss);
+    if (!(cfg->level_scale >= 0.0f && cfg->level_scale <= 100.0f))
+        return frae_errorf(err, errlen,
+                           "level scale must be in [0, 100], got %g",
+                           (double)cfg->level_scale);
     if (cfg->rate_lambda > 0.0f && cfg->prior_hidden == 0)
         return frae_errorf(err, errlen,
                            "a rate term needs a prior to measure the rate "

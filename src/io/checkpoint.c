@@ -94,6 +94,10 @@ static int config_meta(const frae_model *m, const frae_config *c, int with_opt,
     META("frae.clip_norm", "%.9g", (double)c->clip_norm);
     if (c->rate_lambda > 0.0f) /* absent: distortion alone */
         META("frae.rate_lambda", "%.9g", (double)c->rate_lambda);
+    if (c->level_loss > 0.0f) { /* absent: no level term */
+        META("frae.level_loss", "%.9g", (double)c->level_loss);
+        META("frae.level_scale", "%.9g", (double)c->level_scale);
+    }
     if (c->lr_warmup || c->lr_decay_steps) { /* absent: a constant rate */
         META("frae.lr_warmup", "%d", c->lr_warmup);
         META("frae.lr_decay_steps", "%d", c->lr_decay_steps);
@@ -582,6 +586,10 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
     }
     if (frae_st_meta(&ck->st, "frae.rate_lambda") &&
         meta_float(ck, "frae.rate_lambda", &c.rate_lambda, err, errlen))
+        return -1;
+    if (frae_st_meta(&ck->st, "frae.level_loss") &&
+        (meta_float(ck, "frae.level_loss", &c.level_loss, err, errlen) ||
+         meta_float(ck, "frae.level_scale", &c.level_scale, err, errlen)))
         return -1;
     if (frae_st_meta(&ck->st, "frae.lr_warmup")) { /* else constant */
         if (meta_long(ck, "frae.lr_warmup", 0, INT_MAX, &v, err, errlen))

@@ -6,7 +6,9 @@
  *
  * The values are parsed as the command line always did, with its messages,
  * naming the option as the caller spelt it ("--latent" from the command
- * line, "latent" from Python). */
+ * line, "latent" from Python).
+ * One file: the table is the one list of the options, over 800 lines as a
+ * whole; split, it would be two lists to keep apart. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -206,6 +208,16 @@ static const row rows[] = {
       "the prior); larger X, fewer bits (0: distortion alone)",
       "frae.rate_lambda", T, FIXED, "0"},
      CFG(rate_lambda),
+     STORE_FLOAT,
+     0,
+     0,
+     0},
+    {{"level-loss", "level_loss", FRAE_OPTION_FLOAT, 0, 1e6, NULL, "W",
+      "audio features: add W x the squared log ratio of the decoded to the "
+      "input power over each window's active frames (the decoded envelope "
+      "keeps the speech's power; 0: off)",
+      "frae.level_loss", T, FIXED, "0"},
+     CFG(level_loss),
      STORE_FLOAT,
      0,
      0,

@@ -191,7 +191,11 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
         widths[nw++] = c->dec_hidden[i];
     widths[nw++] = D;
     /* widths: enc input, enc hidden..., L | dec input, dec hidden..., D */
-    double sse = 0, rate = 0;
+    double sse = 0, rate = 0, level = 0;
+    /* the level term's frame log powers (c->level_loss, frae.h) */
+    double *lx = malloc(sizeof(double) * ((size_t)T + 1));
+    double *ly = malloc(sizeof(double) * ((size_t)T + 1));
+    const double lk = c->level_scale > 0 ? c->level_scale : 5.0;
     const int C = gru ? Hf : K * D; /* the prior's context */
     REAL *ctx = malloc(sizeof(REAL) * ((size_t)C + 1));
     REAL *qv = malloc(sizeof(REAL) * (size_t)L);
@@ -299,12 +303,15 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
             }
             if (c->prior_hidden > 0) /* p: past every other layer */
                 rate += NAIVE(prior_rate)(c, p, ctx, qv);
+            double px = 0, py = 0;
             for (int i = 0; i < D; i++) {
                 if (run == 0)
                     y[fr * D + i] = cur[i];
                 double diff = (double)cur[i] - (double)xt[i];
                 sse += diff * diff;
+                px += exp(lk * (double)xt[i]), py += exp(lk * (double)cur[i]);
             }
+            lx[t] = log(px), ly[t] = log(py);
             /* shift the buffer by copying, newest frame to the front */
             if (K > 0) {
                 memmove(buffer + D, buffer, sizeof(REAL) * (size_t)(K - 1) * D);
@@ -313,10 +320,24 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
             free(cur);
         }
         free(buffer), free(h_enc), free(h_dec), free(last_q);
+        if (c->level_loss > 0) { /* over the frames within 30 dB */
+            double loudest = -HUGE_VAL, sx = 0, sy = 0;
+            int active = 0;
+            for (int t = 0; t < T; t++)
+                loudest = lx[t] > loudest ? lx[t] : loudest;
+            for (int t = 0; t < T; t++)
+                if (lx[t] >= loudest - 3.0 * log(10.0)) {
+                    sx += exp(lx[t] - loudest), sy += exp(ly[t] - loudest);
+                    active++;
+                }
+            level += active * (log(sy) - log(sx)) * (log(sy) - log(sx));
+            naive_level_active += active, naive_level_frames += T;
+        }
     }
-    free(ctx), free(qv), free(sent);
+    free(ctx), free(qv), free(sent), free(lx), free(ly);
     return sse / ((double)runs * nseq * T * D) +
-           (double)c->rate_lambda * rate / ((double)nseq * T);
+           (double)c->rate_lambda * rate / ((double)nseq * T) +
+           (double)c->level_loss * level / ((double)runs * nseq * T);
 }
 
 #undef NAIVE

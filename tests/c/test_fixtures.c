@@ -118,6 +118,7 @@ typedef struct {
     int levels;
     int targets;  /* trained toward targets other than the inputs */
     int prior_ar; /* the prior's within-frame autoregression */
+    int level;    /* trained with the level term (its file: weight, scale) */
 } fixture_set;
 
 static const fixture_set fixture_sets[] = {
@@ -132,6 +133,7 @@ static const fixture_set fixture_sets[] = {
      FRAE_QUANT_NONE,
      0,
      0,
+     0,
      0},
     {"tests/fixtures/gru.bin",
      FRAE_FAMILY_GRU,
@@ -142,6 +144,7 @@ static const fixture_set fixture_sets[] = {
      {6, 7},
      0,
      FRAE_QUANT_NONE,
+     0,
      0,
      0,
      0},
@@ -156,6 +159,7 @@ static const fixture_set fixture_sets[] = {
      FRAE_QUANT_NONE,
      0,
      0,
+     0,
      0},
     {"tests/fixtures/prior_dense.bin",
      FRAE_FAMILY_DENSE,
@@ -166,6 +170,7 @@ static const fixture_set fixture_sets[] = {
      {6, 7},
      4,
      FRAE_QUANT_BINARY,
+     0,
      0,
      0,
      0},
@@ -180,6 +185,7 @@ static const fixture_set fixture_sets[] = {
      FRAE_QUANT_UNIFORM,
      5,
      0,
+     0,
      0},
     {"tests/fixtures/prior_ar_dense.bin",
      FRAE_FAMILY_DENSE,
@@ -192,7 +198,8 @@ static const fixture_set fixture_sets[] = {
      FRAE_QUANT_BINARY,
      0,
      0,
-     1},
+     1,
+     0},
     {"tests/fixtures/prior_ar_gru.bin",
      FRAE_FAMILY_GRU,
      0,
@@ -204,7 +211,8 @@ static const fixture_set fixture_sets[] = {
      FRAE_QUANT_UNIFORM,
      5,
      0,
-     1},
+     1,
+     0},
     {"tests/fixtures/targets_dense.bin",
      FRAE_FAMILY_DENSE,
      2,
@@ -216,6 +224,7 @@ static const fixture_set fixture_sets[] = {
      FRAE_QUANT_NONE,
      0,
      1,
+     0,
      0},
     {"tests/fixtures/targets_gru.bin",
      FRAE_FAMILY_GRU,
@@ -228,13 +237,41 @@ static const fixture_set fixture_sets[] = {
      FRAE_QUANT_NONE,
      0,
      1,
+     0,
      0},
+    {"tests/fixtures/level_dense.bin",
+     FRAE_FAMILY_DENSE,
+     2,
+     2,
+     {7, 6},
+     2,
+     {6, 7},
+     0,
+     FRAE_QUANT_NONE,
+     0,
+     0,
+     0,
+     1},
+    {"tests/fixtures/level_gru.bin",
+     FRAE_FAMILY_GRU,
+     2,
+     2,
+     {7, 6},
+     2,
+     {6, 7},
+     0,
+     FRAE_QUANT_NONE,
+     0,
+     0,
+     0,
+     1},
 };
 
-/* The kind of check a set is for: 0 plain, 1 a prior, 2 targets. */
+/* The kind of check a set is for: 0 plain, 1 a prior, 2 targets, 3 the
+ * level term. */
 static int set_kind(const fixture_set *fs)
 {
-    return fs->targets ? 2 : fs->prior > 0;
+    return fs->level ? 3 : fs->targets ? 2 : fs->prior > 0;
 }
 
 /* torch [out][in] weights + biases under prefix -> frae flat params
@@ -422,6 +459,10 @@ static int open_set(const fixture_set *fs, frae_isa isa, int threads,
         c->rate_lambda = get(fx, "rate_lambda")->data[0];
     }
     c->targets = fs->targets;
+    if (fs->level) {
+        const float *lv = get(fx, "level")->data;
+        c->level_loss = lv[0], c->level_scale = lv[1];
+    }
     return 0;
 }
 
@@ -721,3 +762,69 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
 }
 
 int test_targets_fixtures(void) { return each_set(2, targets_fixtures_on); }
+
+/* ---- the level term ---------------------------------------------------- */
+
+/* Three Adam steps on one window and truncated BPTT (windows of 4 and 2,
+ * a backward pass in chunks of one frame) with the level term, against
+ * PyTorch's: the updates, and the term's value over the windows. */
+static int level_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
+{
+    int failures = 0;
+    fixtures fx;
+    frae_config c;
+    CHECK(open_set(fs, isa, threads, &fx, &c) == 0, "cannot read %s", fs->path);
+    if (failures)
+        return failures;
+    const fix_tensor *x = get(&fx, "x");
+    const int nseq = (int)x->dims[0], T = (int)x->dims[1];
+    const size_t np = frae_param_count_for(&c);
+    float *init = malloc(4 * np), *ref = malloc(4 * np), *got = malloc(4 * np);
+    flat_from_torch(&fx, "param.", &c, init);
+    for (int full = 0; full <= 1; full++) {
+        const char *mode = full ? "full" : "detached";
+        char name[64];
+        frae_config cm = c;
+        cm.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
+        frae_model *m = create_or_die(&cm);
+        frae_set_params(m, init);
+        for (int s = 0; s < 3; s++) {
+            frae_reset(m);
+            frae_step(m,
+                      &(frae_batch){.x = x->data,
+                                    .nseq = nseq,
+                                    .nframes = T,
+                                    .continued = 1,
+                                    .kind = FRAE_STEP_TRAIN},
+                      NULL);
+        }
+        snprintf(name, sizeof name, "adam3.%s.", mode);
+        failures += check_update(m, &fx, name, &cm, init, got, ref);
+        frae_destroy(m);
+
+        frae_config ct = cm;
+        ct.window = 4;
+        ct.chunk_rows = 1;
+        m = create_or_die(&ct);
+        frae_set_params(m, init);
+        frae_reset(m);
+        frae_stats st;
+        frae_step(m,
+                  &(frae_batch){.x = x->data,
+                                .nseq = nseq,
+                                .nframes = T,
+                                .continued = 1,
+                                .kind = FRAE_STEP_TRAIN},
+                  &st);
+        CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
+        snprintf(name, sizeof name, "tbptt.%s.level", mode);
+        failures += check_scalar(name, st.level, get(&fx, name)->data[0]);
+        snprintf(name, sizeof name, "tbptt.%s.", mode);
+        failures += check_update(m, &fx, name, &ct, init, got, ref);
+        frae_destroy(m);
+    }
+    free(init), free(ref), free(got), free(fx.buf), free(fx.floats);
+    return failures;
+}
+
+int test_level_fixtures(void) { return each_set(3, level_fixtures_on); }

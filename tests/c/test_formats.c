@@ -245,6 +245,34 @@ static const char *ckpt_error(const char *path)
     return err;
 }
 
+/* The level term's settings (frae.h) go to the checkpoint and back; a
+ * model without the term records none. */
+int test_level_loss_checkpoint(void)
+{
+    int failures = 0;
+    char err[512];
+    const int enc[1] = {6}, dec[1] = {7};
+    frae_config c;
+    tiny_config(&c, 4, 2, 1, enc, 3, 1, dec);
+    c.level_loss = 0.25f, c.level_scale = 3.0f;
+    frae_model *m = create_or_die(&c);
+    char path[256];
+    snprintf(path, sizeof path, "%s", tmp_path("level.safetensors"));
+    CHECK(!frae_save(m, path, 1, NULL, 0, NULL, 0, err, sizeof err), "%s", err);
+    frae_model *back = frae_load(path, NULL, err, sizeof err);
+    CHECK(back && frae_get_config(back)->level_loss == 0.25f &&
+              frae_get_config(back)->level_scale == 3.0f,
+          "the level term's settings back: %s", back ? "other values" : err);
+    frae_destroy(back), frae_destroy(m);
+    m = small_model();
+    CHECK(!frae_save(m, path, 1, NULL, 0, NULL, 0, err, sizeof err), "%s", err);
+    back = frae_load(path, NULL, err, sizeof err);
+    CHECK(back && frae_get_config(back)->level_loss == 0.0f,
+          "no level term: none back (%s)", back ? "a term" : err);
+    frae_destroy(back), frae_destroy(m);
+    return failures;
+}
+
 int test_bad_checkpoints(void)
 {
     int failures = 0;

@@ -27,6 +27,8 @@ typedef struct {
  * many frames lost (0: off) */
 static float case_erasure;
 static int case_erasure_frames;
+/* the level term for the next gradcheck (0: off), and its scale */
+static float case_level, case_level_scale = 1.0f;
 
 /* Returns failures; writes the finite-difference gradient to fd_out. */
 static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
@@ -47,6 +49,8 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     c.prior_ar = g->prior_ar;
     c.rate_lambda = g->prior ? 0.3f : 0.0f;
     c.erasure = case_erasure;
+    c.level_loss = case_level;
+    c.level_scale = case_level_scale;
     c.erasure_frames = case_erasure_frames;
     c.batch = nseq;
     c.window = T;
@@ -59,6 +63,9 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     for (size_t i = 0; i < n; i++)
         pd[i] = pf[i];
     float *x = synth(nseq, T, c.frame_dim, 21);
+    if (case_level_scale > 1.0f) /* a quiet frame: the level term skips it */
+        for (int d = 0; d < c.frame_dim; d++)
+            x[2 * c.frame_dim + d] = -3.0f;
     size_t nv = (size_t)nseq * T * c.frame_dim;
     double *y = malloc(sizeof(double) * nv);
     /* fed back per frame: the buffer, and a GRU model's h_dec */
@@ -105,7 +112,8 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     }
     double loss =
         naive_forward_d(&c, pd, x, nseq, T, y, NULL, hist, NULL, qoff);
-    const double objective = st.mse + (double)c.rate_lambda * st.rate;
+    const double objective = st.mse + (double)c.rate_lambda * st.rate +
+                             (double)c.level_loss * st.level;
     CHECK(fabs(loss - objective) <= 1e-5 * loss, "%s: loss %.9g vs naive %.9g",
           g->label, objective, loss);
 
@@ -339,5 +347,47 @@ int test_gradcheck_erasure(void)
         failures += gradcheck(&cs[i], fd, &n);
     }
     case_erasure = 0.0f, case_erasure_frames = 0;
+    return failures;
+}
+
+/* The level term (frae.h, level_loss): the squared log ratio of the
+ * decoded to the input power over the window's active frames; on both
+ * tracks of erasure training alike.  Also checks it is not nothing. */
+int test_gradcheck_level(void)
+{
+    int failures = 0;
+    double fd[4096], fd_off[4096];
+    size_t n;
+    const grad_case cs[] = {
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "gru level, full", 0,
+         FRAE_FAMILY_GRU, 0, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0, "dense level binary, full",
+         0, FRAE_FAMILY_DENSE, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+        case_level = 0.0f;
+        failures += gradcheck(&cs[i], fd_off, &n);
+        case_level = 0.7f;
+        failures += gradcheck(&cs[i], fd, &n);
+        float tmp[4096];
+        for (size_t j = 0; j < n; j++)
+            tmp[j] = (float)fd_off[j];
+        double gap = max_rel_diff_d(tmp, fd, n);
+        CHECK(gap > 1e-2, "%s: the level term moves the gradient by only %.3g",
+              cs[i].label, gap);
+    }
+    case_level = 0.7f, case_erasure = 0.5f, case_erasure_frames = 2;
+    failures += gradcheck(&cs[0], fd, &n);
+    /* at scale 20 the frames' powers span more than 30 dB: some are not
+     * active, and pass neither loss nor gradient */
+    case_erasure = 0.0f, case_erasure_frames = 0, case_level_scale = 20.0f;
+    long active, frames;
+    naive_level_counts(&active, &frames);
+    failures += gradcheck(&cs[0], fd, &n);
+    naive_level_counts(&active, &frames);
+    CHECK(active > 0 && active < frames,
+          "scale 20: %ld of %ld frames active (some, not all)", active, frames);
+    printf("    scale 20: %ld of %ld frames active\n", active, frames);
+    case_level = 0.0f, case_level_scale = 1.0f;
     return failures;
 }

@@ -11,6 +11,14 @@
  * none) */
 static const unsigned char *naive_lost;
 void naive_set_lost(const unsigned char *lost) { naive_lost = lost; }
+/* the level term's active frames and all frames, counted since the last
+ * call (naive_level_counts) */
+static long naive_level_active, naive_level_frames;
+void naive_level_counts(long *active, long *frames)
+{
+    *active = naive_level_active, *frames = naive_level_frames;
+    naive_level_active = naive_level_frames = 0;
+}
 
 #define REAL float
 #define REAL_FMA fmaf

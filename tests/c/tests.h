@@ -4,6 +4,7 @@
 #include "frae_codec.h"
 
 void naive_set_lost(const unsigned char *lost); /* [T][nseq] */
+void naive_level_counts(long *active, long *frames);
 double naive_forward_d(const frae_config *c, const double *params,
                        const float *x, int nseq, int T, double *y,
                        const double *frozen_hist, double *hist_out,
@@ -36,9 +37,11 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(gradcheck_relu_batch1)                                                   \
     X(gradcheck_gru)                                                           \
     X(gradcheck_erasure)                                                       \
+    X(gradcheck_level)                                                         \
     X(gradcheck_prior)                                                         \
     X(pytorch_fixtures)                                                        \
     X(prior_fixtures)                                                          \
+    X(level_fixtures)                                                          \
     X(targets_fixtures)                                                        \
     X(zero_allocations)                                                        \
     X(flat_rss)                                                                \
@@ -53,6 +56,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(lr_schedule)                                                             \
     X(normalization)                                                           \
     X(npy_reader)                                                              \
+    X(level_loss_checkpoint)                                                   \
     X(bad_checkpoints)                                                         \
     X(atomic_save_under_kill)                                                  \
     X(codec_roundtrip)                                                         \
