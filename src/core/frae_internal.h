@@ -270,6 +270,10 @@ static inline int frae_train_rows(const frae_config *c)
  * gradient through concealed frames into dq [nb][L] at frame t (the
  * frames after it done; tr.q_carry zeroed at the window's end) */
 void frae_erasure_channel(frae_model *m, int nt, int nb);
+/* level.c: the level term of one training window (cfg.level_loss): its
+ * sum over the sequences, and its gradient added into dy (NULL: none) */
+double frae_level_window(const frae_model *m, int nt, int nb, const int *valid,
+                         int targets, float scale, float *dy);
 void frae_erasure_backward(frae_model *m, float *dq, int t, int nb);
 void frae_forward_frame_lossy(const frae_net *m, frae_state *st, long t,
                               const float *x, ptrdiff_t x_rs, int nb,

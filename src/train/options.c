@@ -7,8 +7,8 @@
  * The values are parsed as the command line always did, with its messages,
  * naming the option as the caller spelt it ("--latent" from the command
  * line, "latent" from Python).
- * One file: the table is the one list of the options, over 800 lines as a
- * whole; split, it would be two lists to keep apart. */
+ * Kept as one file: the table is the one list of the options, over 800
+ * lines as a whole; split, it would be two lists to keep apart. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
