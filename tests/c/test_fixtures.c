@@ -666,6 +666,67 @@ static int prior_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
  * instruction set and thread count. */
 int test_prior_fixtures(void) { return each_set(1, prior_fixtures_on); }
 
+/* Three Adam steps on one window and truncated BPTT (windows of 4 and 2,
+ * a backward pass in chunks of one frame), both feedback modes, against
+ * the fixtures' "adam3.MODE." and "tbptt.MODE." updates, and the tbptt
+ * run's value: its squared error ("tbptt.MODE.loss") or, with level, its
+ * level term ("tbptt.MODE.level").  targets: NULL, or the loss's. */
+static int steps_against_torch(const fixtures *fx, const frae_config *c,
+                               const float *init, const fix_tensor *x,
+                               const float *targets, int level, float *got,
+                               float *ref)
+{
+    int failures = 0;
+    const int nseq = (int)x->dims[0], T = (int)x->dims[1];
+    for (int full = 0; full <= 1; full++) {
+        const char *mode = full ? "full" : "detached";
+        char name[64];
+        frae_config cm = *c;
+        cm.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
+        frae_model *m = create_or_die(&cm);
+        frae_set_params(m, init);
+        for (int s = 0; s < 3; s++) {
+            frae_reset(m);
+            frae_step(m,
+                      &(frae_batch){.x = x->data,
+                                    .targets = targets,
+                                    .nseq = nseq,
+                                    .nframes = T,
+                                    .continued = 1,
+                                    .kind = FRAE_STEP_TRAIN},
+                      NULL);
+        }
+        snprintf(name, sizeof name, "adam3.%s.", mode);
+        failures += check_update(m, fx, name, &cm, init, got, ref);
+        frae_destroy(m);
+
+        frae_config ct = cm;
+        ct.window = 4;
+        ct.chunk_rows = 1;
+        m = create_or_die(&ct);
+        frae_set_params(m, init);
+        frae_reset(m);
+        frae_stats st;
+        frae_step(m,
+                  &(frae_batch){.x = x->data,
+                                .targets = targets,
+                                .nseq = nseq,
+                                .nframes = T,
+                                .continued = 1,
+                                .kind = FRAE_STEP_TRAIN},
+                  &st);
+        CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
+        snprintf(name, sizeof name, "tbptt.%s.%s", mode,
+                 level ? "level" : "loss");
+        failures += check_scalar(name, level ? st.level : st.mse,
+                                 get(fx, name)->data[0]);
+        snprintf(name, sizeof name, "tbptt.%s.", mode);
+        failures += check_update(m, fx, name, &ct, init, got, ref);
+        frae_destroy(m);
+    }
+    return failures;
+}
+
 /* ---- targets other than the inputs ------------------------------------ */
 
 /* The loss against the target, three Adam steps on one window and
@@ -699,49 +760,7 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
           "eval with targets refused");
     failures += check_scalar("loss", st.mse, get(&fx, "loss")->data[0]);
     frae_destroy(m);
-    for (int full = 0; full <= 1; full++) {
-        const char *mode = full ? "full" : "detached";
-        char name[64];
-        frae_config cm = c;
-        cm.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
-        m = create_or_die(&cm);
-        frae_set_params(m, init);
-        for (int s = 0; s < 3; s++) {
-            frae_reset(m);
-            frae_step(m,
-                      &(frae_batch){.x = x->data,
-                                    .targets = tg->data,
-                                    .nseq = nseq,
-                                    .nframes = T,
-                                    .continued = 1,
-                                    .kind = FRAE_STEP_TRAIN},
-                      NULL);
-        }
-        snprintf(name, sizeof name, "adam3.%s.", mode);
-        failures += check_update(m, &fx, name, &cm, init, got, ref);
-        frae_destroy(m);
-
-        frae_config ct = cm;
-        ct.window = 4;
-        ct.chunk_rows = 1;
-        m = create_or_die(&ct);
-        frae_set_params(m, init);
-        frae_reset(m);
-        frae_step(m,
-                  &(frae_batch){.x = x->data,
-                                .targets = tg->data,
-                                .nseq = nseq,
-                                .nframes = T,
-                                .continued = 1,
-                                .kind = FRAE_STEP_TRAIN},
-                  &st);
-        CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
-        snprintf(name, sizeof name, "tbptt.%s.loss", mode);
-        failures += check_scalar(name, st.mse, get(&fx, name)->data[0]);
-        snprintf(name, sizeof name, "tbptt.%s.", mode);
-        failures += check_update(m, &fx, name, &ct, init, got, ref);
-        frae_destroy(m);
-    }
+    failures += steps_against_torch(&fx, &c, init, x, tg->data, 0, got, ref);
     /* a model made without cfg.targets refuses them */
     frae_config cn = c;
     cn.targets = 0;
@@ -777,52 +796,10 @@ static int level_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
     if (failures)
         return failures;
     const fix_tensor *x = get(&fx, "x");
-    const int nseq = (int)x->dims[0], T = (int)x->dims[1];
     const size_t np = frae_param_count_for(&c);
     float *init = malloc(4 * np), *ref = malloc(4 * np), *got = malloc(4 * np);
     flat_from_torch(&fx, "param.", &c, init);
-    for (int full = 0; full <= 1; full++) {
-        const char *mode = full ? "full" : "detached";
-        char name[64];
-        frae_config cm = c;
-        cm.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
-        frae_model *m = create_or_die(&cm);
-        frae_set_params(m, init);
-        for (int s = 0; s < 3; s++) {
-            frae_reset(m);
-            frae_step(m,
-                      &(frae_batch){.x = x->data,
-                                    .nseq = nseq,
-                                    .nframes = T,
-                                    .continued = 1,
-                                    .kind = FRAE_STEP_TRAIN},
-                      NULL);
-        }
-        snprintf(name, sizeof name, "adam3.%s.", mode);
-        failures += check_update(m, &fx, name, &cm, init, got, ref);
-        frae_destroy(m);
-
-        frae_config ct = cm;
-        ct.window = 4;
-        ct.chunk_rows = 1;
-        m = create_or_die(&ct);
-        frae_set_params(m, init);
-        frae_reset(m);
-        frae_stats st;
-        frae_step(m,
-                  &(frae_batch){.x = x->data,
-                                .nseq = nseq,
-                                .nframes = T,
-                                .continued = 1,
-                                .kind = FRAE_STEP_TRAIN},
-                  &st);
-        CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
-        snprintf(name, sizeof name, "tbptt.%s.level", mode);
-        failures += check_scalar(name, st.level, get(&fx, name)->data[0]);
-        snprintf(name, sizeof name, "tbptt.%s.", mode);
-        failures += check_update(m, &fx, name, &ct, init, got, ref);
-        frae_destroy(m);
-    }
+    failures += steps_against_torch(&fx, &c, init, x, NULL, 1, got, ref);
     free(init), free(ref), free(got), free(fx.buf), free(fx.floats);
     return failures;
 }
