@@ -259,7 +259,8 @@ def export_level(outdir, which):
             out.append(("adam3.%s.%s" % (mode, k), v))
         m = model_with(init, cfg)
         opt = KerasAdam(m.parameters(), **ADAM)
-        train_batch(m, opt, x, 4, mode, level_loss=LEVEL[0], level_scale=LEVEL[1])
+        tloss = train_batch(m, opt, x, 4, mode, level_loss=LEVEL[0], level_scale=LEVEL[1])
+        out.append(("tbptt.%s.loss" % mode, torch.tensor([tloss])))
         out.append(("tbptt.%s.level" % mode, torch.tensor([m.train_level])))
         for k, v in m.state_dict().items():
             out.append(("tbptt.%s.%s" % (mode, k), v))

@@ -387,10 +387,15 @@ static int check_update(const frae_model *m, const fixtures *fx,
 
 /* Three Adam steps on one window, then truncated BPTT (windows of 4 and 2
  * frames, two steps, a backward pass in chunks of one frame), against
- * adam3.<mode>.* and tbptt.<mode>.*: the updates, not the parameters. */
+ * adam3.<mode>.* and tbptt.<mode>.*: the updates, not the parameters, and
+ * the run's loss (and with extra, its rate, its level term).  targets:
+ * NULL, or what the loss compares with. */
+enum { CHECK_RATE = 1, CHECK_LEVEL = 2 }; /* check_steps' extra values */
+
 static int check_steps(const frae_config *cm, const float *init,
-                       const fixtures *fx, const fix_tensor *x, int nseq, int T,
-                       const char *mode, int rate, float *got, float *ref)
+                       const fixtures *fx, const fix_tensor *x,
+                       const float *targets, int nseq, int T, const char *mode,
+                       int extra, float *got, float *ref)
 {
     int failures = 0;
     char name[64];
@@ -399,6 +404,7 @@ static int check_steps(const frae_config *cm, const float *init,
     for (int s = 0; s < 3; s++)
         frae_step(m,
                   &(frae_batch){.x = x->data,
+                                .targets = targets,
                                 .nseq = nseq,
                                 .nframes = T,
                                 .kind = FRAE_STEP_TRAIN},
@@ -413,17 +419,23 @@ static int check_steps(const frae_config *cm, const float *init,
     m = create_or_die(&ct);
     frae_set_params(m, init);
     frae_stats st;
-    frae_step(
-        m,
-        &(frae_batch){
-            .x = x->data, .nseq = nseq, .nframes = T, .kind = FRAE_STEP_TRAIN},
-        &st);
+    frae_step(m,
+              &(frae_batch){.x = x->data,
+                            .targets = targets,
+                            .nseq = nseq,
+                            .nframes = T,
+                            .kind = FRAE_STEP_TRAIN},
+              &st);
     CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
     snprintf(name, sizeof name, "tbptt.%s.loss", mode);
     failures += check_scalar(name, st.mse, get(fx, name)->data[0]);
-    if (rate) {
+    if (extra & CHECK_RATE) {
         snprintf(name, sizeof name, "tbptt.%s.rate", mode);
         failures += check_scalar(name, st.rate, get(fx, name)->data[0]);
+    }
+    if (extra & CHECK_LEVEL) {
+        snprintf(name, sizeof name, "tbptt.%s.level", mode);
+        failures += check_scalar(name, st.level, get(fx, name)->data[0]);
     }
     snprintf(name, sizeof name, "tbptt.%s.", mode);
     failures += check_update(m, fx, name, cm, init, got, ref);
@@ -603,7 +615,8 @@ static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
         free(acc);
         frae_destroy(m1);
 
-        failures += check_steps(&cm, init, &fx, x, nseq, T, mode, 0, got, ref);
+        failures +=
+            check_steps(&cm, init, &fx, x, NULL, nseq, T, mode, 0, got, ref);
     }
     free(init), free(ref), free(got), free(y), free(fx.buf), free(fx.floats);
     return failures;
@@ -655,7 +668,8 @@ static int prior_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
         frae_config cm = c;
         cm.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
         failures += check_grads(&cm, init, &fx, x, nseq, T, mode, 1, got, ref);
-        failures += check_steps(&cm, init, &fx, x, nseq, T, mode, 1, got, ref);
+        failures += check_steps(&cm, init, &fx, x, NULL, nseq, T, mode,
+                                CHECK_RATE, got, ref);
     }
     free(init), free(ref), free(got), free(y), free(fx.buf), free(fx.floats);
     return failures;
@@ -665,67 +679,6 @@ static int prior_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
  * the encoder included) and Adam steps against PyTorch, on every
  * instruction set and thread count. */
 int test_prior_fixtures(void) { return each_set(1, prior_fixtures_on); }
-
-/* Three Adam steps on one window and truncated BPTT (windows of 4 and 2,
- * a backward pass in chunks of one frame), both feedback modes, against
- * the fixtures' "adam3.MODE." and "tbptt.MODE." updates, and the tbptt
- * run's value: its squared error ("tbptt.MODE.loss") or, with level, its
- * level term ("tbptt.MODE.level").  targets: NULL, or the loss's. */
-static int steps_against_torch(const fixtures *fx, const frae_config *c,
-                               const float *init, const fix_tensor *x,
-                               const float *targets, int level, float *got,
-                               float *ref)
-{
-    int failures = 0;
-    const int nseq = (int)x->dims[0], T = (int)x->dims[1];
-    for (int full = 0; full <= 1; full++) {
-        const char *mode = full ? "full" : "detached";
-        char name[64];
-        frae_config cm = *c;
-        cm.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
-        frae_model *m = create_or_die(&cm);
-        frae_set_params(m, init);
-        for (int s = 0; s < 3; s++) {
-            frae_reset(m);
-            frae_step(m,
-                      &(frae_batch){.x = x->data,
-                                    .targets = targets,
-                                    .nseq = nseq,
-                                    .nframes = T,
-                                    .continued = 1,
-                                    .kind = FRAE_STEP_TRAIN},
-                      NULL);
-        }
-        snprintf(name, sizeof name, "adam3.%s.", mode);
-        failures += check_update(m, fx, name, &cm, init, got, ref);
-        frae_destroy(m);
-
-        frae_config ct = cm;
-        ct.window = 4;
-        ct.chunk_rows = 1;
-        m = create_or_die(&ct);
-        frae_set_params(m, init);
-        frae_reset(m);
-        frae_stats st;
-        frae_step(m,
-                  &(frae_batch){.x = x->data,
-                                .targets = targets,
-                                .nseq = nseq,
-                                .nframes = T,
-                                .continued = 1,
-                                .kind = FRAE_STEP_TRAIN},
-                  &st);
-        CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
-        snprintf(name, sizeof name, "tbptt.%s.%s", mode,
-                 level ? "level" : "loss");
-        failures += check_scalar(name, level ? st.level : st.mse,
-                                 get(fx, name)->data[0]);
-        snprintf(name, sizeof name, "tbptt.%s.", mode);
-        failures += check_update(m, fx, name, &ct, init, got, ref);
-        frae_destroy(m);
-    }
-    return failures;
-}
 
 /* ---- targets other than the inputs ------------------------------------ */
 
@@ -760,7 +713,12 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
           "eval with targets refused");
     failures += check_scalar("loss", st.mse, get(&fx, "loss")->data[0]);
     frae_destroy(m);
-    failures += steps_against_torch(&fx, &c, init, x, tg->data, 0, got, ref);
+    for (int full = 0; full <= 1; full++) {
+        frae_config cm = c;
+        cm.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
+        failures += check_steps(&cm, init, &fx, x, tg->data, nseq, T,
+                                full ? "full" : "detached", 0, got, ref);
+    }
     /* a model made without cfg.targets refuses them */
     frae_config cn = c;
     cn.targets = 0;
@@ -796,10 +754,17 @@ static int level_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
     if (failures)
         return failures;
     const fix_tensor *x = get(&fx, "x");
+    const int nseq = (int)x->dims[0], T = (int)x->dims[1];
     const size_t np = frae_param_count_for(&c);
     float *init = malloc(4 * np), *ref = malloc(4 * np), *got = malloc(4 * np);
     flat_from_torch(&fx, "param.", &c, init);
-    failures += steps_against_torch(&fx, &c, init, x, NULL, 1, got, ref);
+    for (int full = 0; full <= 1; full++) {
+        frae_config cm = c;
+        cm.feedback = full ? FRAE_FEEDBACK_FULL : FRAE_FEEDBACK_DETACHED;
+        failures +=
+            check_steps(&cm, init, &fx, x, NULL, nseq, T,
+                        full ? "full" : "detached", CHECK_LEVEL, got, ref);
+    }
     free(init), free(ref), free(got), free(fx.buf), free(fx.floats);
     return failures;
 }
