@@ -250,7 +250,9 @@ typedef struct {
                             too (FRAE_STREAM_STATE_RESYNC), as an
                             entropy-coded stream's always do */
 } frae_stream_options;
-/* Everything off, search_lambda -1. */
+/* Everything off, search_lambda -1 (the search too: frae encode's and
+ * Python's default, FRAE_SEARCH_PASSES, comes from frae_codec_settings). */
+#define FRAE_SEARCH_PASSES 2
 FRAE_API
 void frae_stream_options_default(frae_stream_options *o);
 /* (frae_stream_encoder_create says why a model cannot code a stream with
@@ -265,7 +267,9 @@ void frae_stream_options_default(frae_stream_options *o);
 typedef struct {
     double frame_rate;    /* frame-rate: frames a second, for kbit/s (100) */
     int packet_frames;    /* packet-frames: entropy-coded packets (0: 100) */
-    int search;           /* search: passes of the encoder's search (0) */
+    int search;           /* search: passes of the encoder's search; -1 (the
+                             default): FRAE_SEARCH_PASSES for a model with
+                             codes, 0 for a denoiser (cfg.targets) */
     double search_lambda; /* search-lambda; < 0: the model's rate_lambda */
     int dtx;              /* dtx: silent frames sent as silence */
     double dtx_level;     /* dtx-level, dB (FRAE_DTX_LEVEL, frae_audio.h) */

@@ -34,8 +34,13 @@ SMALL = ["--enc", "24", "--latent", "4", "--dec", "24", "--history", "2"]
 
 
 def run(*args, **kw):
-    p = subprocess.run([FRAE] + [str(a) for a in args], capture_output=True,
-                       text=True, cwd=TMP, **kw)
+    args = [str(a) for a in args]
+    # frae encode searches each frame's codes by default; these checks are
+    # of the network's own codes (decode(encode(x)) == predict(x) to the
+    # bit) unless they ask for a search: encode_default_search tests the default
+    if args and args[0] == "encode" and "--search" not in args:
+        args += ["--search", "0"]
+    p = subprocess.run([FRAE] + args, capture_output=True, text=True, cwd=TMP, **kw)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -812,7 +817,7 @@ def main():
           str(size))
     run("encode", "q.safetensors", "val.npy", "-o", "a.fbs")
     run("encode", "q.safetensors", "val.npy", "-o", "b.fbs")
-    subprocess.run([FRAE, "encode", "q.safetensors", "val.npy", "-o", "c.fbs"], cwd=TMP,
+    subprocess.run([FRAE, "encode", "q.safetensors", "val.npy", "-o", "c.fbs", "--search", "0"], cwd=TMP,
                    env=dict(os.environ, FRAE_ISA="scalar"), capture_output=True)
     a, b, c = (open(path(f), "rb").read() for f in ("a.fbs", "b.fbs", "c.fbs"))
     check(a == b == c, "same model and input: the same bitstream, on every run and ISA")
@@ -854,7 +859,7 @@ def main():
     check(raw[6] == 4 and m and int(m.group(1)) == len(raw) and m2
           and abs(float(m2.group(1)) - 8.0 * len(raw) / frames) < 0.01,
           "encode reports the bytes and bits per frame the file takes, headers included", out)
-    subprocess.run([FRAE, "encode", "vr.safetensors", "one.npy", "-o", "vs.fbs",
+    subprocess.run([FRAE, "encode", "vr.safetensors", "one.npy", "-o", "vs.fbs", "--search", "0",
                     "--packet-frames", "4"], cwd=TMP, env=dict(os.environ, FRAE_ISA="scalar"),
                    capture_output=True)
     check(open(path("vs.fbs"), "rb").read() == raw, "the same version-4 stream on every ISA")
@@ -928,6 +933,21 @@ def main():
                    env=dict(os.environ, FRAE_ISA="scalar"), capture_output=True)
     check(open(path("vsearch2.fbs"), "rb").read() == searched,
           "the search makes the same stream on every ISA")
+    # encode_default_search: frae encode searches by default (two passes,
+    # the same stream as --search 2), closer than the network's codes
+    def encoded(*extra):  # subprocess itself: run() would add --search 0
+        p = subprocess.run([FRAE, "encode", "q.safetensors", "val.npy", "-o", "def.fbs",
+                            *extra], cwd=TMP, capture_output=True, text=True)
+        m = re.search(r"distortion: mse ([0-9.e+-]+)", p.stdout)
+        return (p.returncode == 0 and m is not None,
+                open(path("def.fbs"), "rb").read() if p.returncode == 0 else b"",
+                float(m.group(1)) if m else float("nan"))
+    (ok0, s0, mse0), (ok2, s2, mse2), (okd, sd, msed) = (
+        encoded("--search", "0"), encoded("--search", "2"), encoded())
+    check(ok0 and ok2 and okd and sd == s2 and sd != s0 and len(sd) == len(s0)
+          and msed < mse0,
+          "encode searches by default: --search 2's stream, not the network's codes, mse "
+          "%g against %g" % (msed, mse0))
     print("== bf16 weights: frae convert")
     rc, out, err = run("convert", "q.safetensors", "-o", "q16.safetensors", "--weights", "bf16")
     check(rc == 0 and os.path.getsize(path("q16.safetensors")) < 0.6 * os.path.getsize(path("q.safetensors")),
@@ -984,7 +1004,7 @@ def main():
     # '-': the WAV from stdin, the stream and the audio to stdout, the
     # reports to stderr; the same bytes as through files
     with open(path("at22k.wav"), "rb") as wav_in:
-        p = subprocess.run([FRAE, "encode", "sp.safetensors", "-", "-o", "-"], cwd=TMP,
+        p = subprocess.run([FRAE, "encode", "sp.safetensors", "-", "-o", "-", "--search", "0"], cwd=TMP,
                            stdin=wav_in, capture_output=True, timeout=120)
     same_stream = p.returncode == 0 and p.stdout == open(path("sp.fbs"), "rb").read()
     p2 = subprocess.run([FRAE, "decode", "sp.safetensors", "sp.fbs", "-o", "/dev/null",

@@ -127,6 +127,14 @@ RECIPE = ["--pitch", "--crop", "100", "--batch", "16", "--feedback", "full", "--
           "--clip-norm", "1"]
 
 
+def study_encode_options(m):
+    """A study row's frae encode options: its own, and the network's codes
+    unless it searches (frae encode searches by default since 2026-12-04;
+    the study compares the two)."""
+    enc = list(m.get("enc", []))
+    return enc if "--search" in enc else enc + ["--search", "0"]
+
+
 def sh(cmd, **kw):
     p = subprocess.run(cmd, capture_output=True, text=True, **kw)
     if p.returncode != 0:
@@ -580,7 +588,7 @@ HUMAN_SHIPPED = ["--per-speaker", "150", "--test-per-speaker", "20"]
 VOICES_SHIPPED = ["--per-speaker", "150", "--test-per-speaker", "12"]
 SHIPPED_EPOCHS = 32
 # ... and the 1.6 kbit/s codec's options over its recipe (models/build.sh's)
-SHIPPED_SPEECH = ["--erasure", "0.03", "--level-loss", "0.1"]
+SHIPPED_SPEECH = ["--erasure", "0.03", "--level-loss", "0.03"]
 HUMAN_TITLE = "held-out human voices (recorded, never heard in training)"
 SYNTH_TITLE = "held-out synthetic voices (never heard in training)"
 
@@ -629,7 +637,7 @@ def quick(a):
     if a.train:  # the shipped codec trained again: the same bytes
         epochs = a.epochs or SHIPPED_EPOCHS
         print("    --train: training the 1.6 kbit/s codec as 'make models' does (frae train "
-              "--recipe speech --erasure 0.03 --level-loss 0.1, %d epochs on the synthetic, the "
+              "--recipe speech --erasure 0.03 --level-loss 0.03, %d epochs on the synthetic, the "
               "human, the "
               "many-voices training voices and those under drawn conditions; the corpora "
               "made first (the voices' packages installed: WITH_VOICES=1 "
@@ -797,7 +805,7 @@ def human_held_out(a, frae, out, tmp, models):
         shutil.copy(w, os.path.join(out, "wav", name + "-original.wav"))
         for key, m in models.items():
             fbs = os.path.join(tmp, "%s-%s.fbs" % (name, key))
-            sh([frae, "encode", m["path"], w, "-o", fbs, *m.get("enc", [])])
+            sh([frae, "encode", m["path"], w, "-o", fbs, *study_encode_options(m)])
             m["hbytes"] += os.path.getsize(fbs)
             wav = os.path.join(out, "wav", "%s-frae-%s.wav" % (name, key))
             sh([frae, "decode", m["path"], fbs, "--wav", wav])
@@ -906,7 +914,7 @@ def full(a):
         shutil.copy(w, os.path.join(out, "wav", name + "-original.wav"))
         for key, m in models.items():
             fbs = os.path.join(tmp, "%s-%s.fbs" % (name, key))
-            sh([frae, "encode", m["path"], w, "-o", fbs, *m.get("enc", [])])
+            sh([frae, "encode", m["path"], w, "-o", fbs, *study_encode_options(m)])
             m["bytes"] += os.path.getsize(fbs)
             npy = os.path.join(tmp, "%s-%s.npy" % (name, key))
             wav = os.path.join(out, "wav", "%s-frae-%s.wav" % (name, key))
@@ -914,7 +922,7 @@ def full(a):
             m["wavs"][name] = wav
             m["feats"][name] = np.load(npy)[:, :80]
             fbs16 = os.path.join(tmp, "%s-%s-bf16.fbs" % (name, key))
-            sh([frae, "encode", m["bf16"], w, "-o", fbs16, *m.get("enc", [])])
+            sh([frae, "encode", m["bf16"], w, "-o", fbs16, *study_encode_options(m)])
             npy16 = os.path.join(tmp, "%s-%s-bf16.npy" % (name, key))
             sh([frae, "decode", m["bf16"], fbs16, "-o", npy16])
             m["feats16"][name] = np.load(npy16)[:, :80]

@@ -34,8 +34,9 @@ static const frae_codec_option rows[ROWS] = {
                         "frames per second, for the kbit/s", "100"},
     [ROW_PACKET_FRAMES] = {"packet-frames", "N", ENC,
                            "with a prior: frames per packet", "100"},
-    [ROW_SEARCH] = {"search", "N", ENC, "passes of the encoder's search",
-                    "0: off"},
+    [ROW_SEARCH] = {"search", "N", ENC,
+                    "passes of the encoder's search (0: off)",
+                    "2; 0 for a denoiser"},
     [ROW_SEARCH_LAMBDA] = {"search-lambda", "X", ENC,
                            "the search's weight on bits",
                            "the model's --rate-lambda"},
@@ -61,6 +62,7 @@ void frae_codec_settings_default(frae_codec_settings *s)
 {
     memset(s, 0, sizeof *s);
     s->frame_rate = 100;
+    s->search = -1; /* FRAE_SEARCH_AUTO */
     s->search_lambda = -1;
     s->dtx_level = -60.0; /* FRAE_DTX_LEVEL: test codec_options_table */
     s->gl_iters = 32;
@@ -247,7 +249,13 @@ int frae_codec_stream_options(const frae_codec_settings *s, const frae_net *m,
 {
     frae_stream_options_default(so);
     so->packet_frames = s->packet_frames;
-    so->search = s->search;
+    /* by default a codec searches its codes (docs/codec.md, "The encoder's
+     * search": 0.17 dB of LSD on unheard voices for about 3x the encoder's
+     * time); a denoiser's search would steer toward its noisy input */
+    so->search = s->search >= 0 ? s->search
+                 : m->cfg.quantizer != FRAE_QUANT_NONE && !m->cfg.targets
+                     ? FRAE_SEARCH_PASSES
+                     : 0;
     so->search_lambda = (float)s->search_lambda;
     so->dtx = s->dtx;
     if ((s->packet_ms || s->resync_ms || s->resync_state) &&
