@@ -27,6 +27,7 @@ import math
 import os
 import re
 import stat
+import struct
 import sys
 import threading
 import time
@@ -513,7 +514,8 @@ class FRAE:
         what 'frae encode' writes with the same options.  options are the
         encoder's rows of libfrae's codec table (frae.codec_options(): the
         command's --packet-ms is packet_ms=40, --search search=2, a flag
-        True), e.g. search (0..16 passes) and search_lambda (the rate's
+        True), e.g. search (0..16 passes; 2 by default, 0 for a denoiser:
+        search=0 gives the network's codes) and search_lambda (the rate's
         weight; None: the model's rate_lambda): the encoder's
         analysis-by-synthesis search of each frame's codes, the same
         format; packet_ms: real-time packets (stream version 5), with
@@ -992,18 +994,28 @@ class Codec:
 
     def features(self, audio):
         """The frames the model codes: features(pitch=True) of a file, or of
-        samples (a 1-D array at the model's rate, through a 16-bit WAV as a
-        file would hold them)."""
+        samples (a 1-D array at the model's rate, through a 32-bit float
+        WAV, so exactly as given: a 16-bit file's samples read as k / 32768
+        give that file's frames to the bit)."""
         args = self._feature_args(self.model)
         if isinstance(audio, (str, bytes, os.PathLike)):
             return features(audio, pitch=bool(self.model._config()["pitch"]), **args)
         a = np.asarray(audio)
         if a.ndim != 1:
             raise ValueError("Codec: samples must be 1-D, got shape %s" % (a.shape,))
+        a = np.ascontiguousarray(a, "<f4")
+        _check_finite(a, "Codec.features")
         import tempfile
         with tempfile.TemporaryDirectory(prefix="frae-codec-") as d:
             p = os.path.join(d, "in.wav")
-            write_wav(p, a, args["sample_rate"])
+            with open(p, "wb") as f:  # WAVE_FORMAT_IEEE_FLOAT, mono
+                rate, n = int(args["sample_rate"]), a.nbytes
+                if n > 0xFFFFFFFF - 64:
+                    raise ValueError("Codec: %d samples are more than a WAV holds" % a.size)
+                f.write(b"RIFF" + struct.pack("<I", 4 + 26 + 12 + 8 + n) + b"WAVE")
+                f.write(b"fmt " + struct.pack("<IHHIIHHH", 18, 3, 1, rate, 4 * rate, 4, 32, 0))
+                f.write(b"fact" + struct.pack("<II", 4, a.size))
+                f.write(b"data" + struct.pack("<I", n) + a.tobytes())
             return features(p, pitch=bool(self.model._config()["pitch"]), **args)
 
     def encode(self, x, fbs=None, **options):
