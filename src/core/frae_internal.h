@@ -139,6 +139,9 @@ typedef struct {
     /* cfg.targets: the window's targets [W][B][D], and one frame of
      * z-scored targets per sequence [B][D] (with normalize) */
     float *twin, *tnorm;
+    /* cfg.level_loss: the window's input frames' log powers, [W][B]
+     * (level.c computes each once a window) */
+    double *level_lx;
     float *fb; /* full feedback: dL/d(buffer) of one frame, [B][K*D] */
     /* GRU family: dL/dh of one frame [B][H] per side, and the part carried
      * back to the frame before (recurrence, and with full feedback the

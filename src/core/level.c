@@ -44,12 +44,13 @@ double frae_level_window(const frae_model *m, int nt, int nb, const int *valid,
     const double k = n->cfg.level_scale > 0 ? n->cfg.level_scale : 5.0;
     const double span = LEVEL_ACTIVE_DB / 10.0 * log(10.0);
     const float *xs = targets ? m->tr.twin : m->tr.xwin;
+    double *lx = m->tr.level_lx; /* [t][b], each frame's once */
     double sum = 0;
     for (int b = 0; b < nb; b++) {
         const int nv = valid ? (valid[b] < nt ? valid[b] : nt) : nt;
         double loudest = -HUGE_VAL, top;
         for (int t = 0; t < nv; t++) {
-            double l =
+            double l = lx[(size_t)t * nb + b] =
                 frame_log_power(n, xs + ((size_t)t * nb + b) * D, k, &top);
             loudest = l > loudest ? l : loudest;
         }
@@ -57,16 +58,15 @@ double frae_level_window(const frae_model *m, int nt, int nb, const int *valid,
         double sy = 0, sx = 0;
         int active = 0;
         for (int t = 0; t < nv; t++) {
-            double lx =
-                frame_log_power(n, xs + ((size_t)t * nb + b) * D, k, &top);
-            if (lx < loudest - span)
+            const double l = lx[(size_t)t * nb + b];
+            if (l < loudest - span)
                 continue;
             double ly = frame_log_power(
                 n,
                 frae_state_frame(&m->state, m->state.ring_pos + t) +
                     (size_t)b * D,
                 k, &top);
-            sx += exp(lx - loudest), sy += exp(ly - loudest);
+            sx += exp(l - loudest), sy += exp(ly - loudest);
             active++;
         }
         if (!active || !(sy > 0))
@@ -80,9 +80,7 @@ double frae_level_window(const frae_model *m, int nt, int nb, const int *valid,
         const float *mu = n->cfg.normalize ? n->norm_mean : NULL;
         const float *sd = n->cfg.normalize ? n->norm_std : NULL;
         for (int t = 0; t < nv; t++) {
-            double lx =
-                frame_log_power(n, xs + ((size_t)t * nb + b) * D, k, &top);
-            if (lx < loudest - span)
+            if (lx[(size_t)t * nb + b] < loudest - span)
                 continue;
             const float *y =
                 frae_state_frame(&m->state, m->state.ring_pos + t) +

@@ -27,7 +27,7 @@ static size_t bf16_elems(int rows, int cols)
 /* Walks the layout once: used both to size the arena and to carve it. */
 typedef struct {
     size_t params, grads, adam_m, adam_v, xwin, fb, state, wvalid, bias;
-    size_t norm, xnorm, twin, tnorm;
+    size_t norm, xnorm, twin, tnorm, level_lx;
     size_t wt[FRAE_MAX_MATS], dz[FRAE_MAX_MATS];
     size_t wh[FRAE_MAX_MATS];
     size_t w_off[FRAE_MAX_MATS], b_off[FRAE_MAX_MATS];
@@ -96,6 +96,9 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
         L->xwin = frae_arena_reserve(p, frae_arena_mul3(p, frames, B, D));
         if (c->targets)
             L->twin = frae_arena_reserve(p, frae_arena_mul3(p, frames, B, D));
+        if (c->level_loss > 0.0f) /* doubles, two floats each */
+            L->level_lx =
+                frae_arena_reserve(p, frae_arena_mul3(p, frames, B, 2));
         L->fb =
             frae_arena_reserve(p, frae_arena_mul3(p, B, (size_t)c->history, D));
         if (c->family == FRAE_FAMILY_GRU)
@@ -343,6 +346,8 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         tr->xwin = (float *)(base + L.xwin);
         if (cfg->targets)
             tr->twin = (float *)(base + L.twin);
+        if (cfg->level_loss > 0.0f)
+            tr->level_lx = (double *)(void *)(base + L.level_lx);
         tr->fb = (float *)(base + L.fb);
         if (n->gru)
             for (int s = 0; s < 2; s++)
