@@ -268,8 +268,9 @@ typedef struct {
     double frame_rate;    /* frame-rate: frames a second, for kbit/s (100) */
     int packet_frames;    /* packet-frames: entropy-coded packets (0: 100) */
     int search;           /* search: passes of the encoder's search; -1 (the
-                             default): FRAE_SEARCH_PASSES for a model with
-                             codes, 0 for a denoiser (cfg.targets) */
+                             default): FRAE_SEARCH_PASSES for a speech
+                             codec (cfg.pitch, with codes, no targets),
+                             else 0 */
     double search_lambda; /* search-lambda; < 0: the model's rate_lambda */
     int dtx;              /* dtx: silent frames sent as silence */
     double dtx_level;     /* dtx-level, dB (FRAE_DTX_LEVEL, frae_audio.h) */

@@ -933,21 +933,6 @@ def main():
                    env=dict(os.environ, FRAE_ISA="scalar"), capture_output=True)
     check(open(path("vsearch2.fbs"), "rb").read() == searched,
           "the search makes the same stream on every ISA")
-    # encode_default_search: frae encode searches by default (two passes,
-    # the same stream as --search 2), closer than the network's codes
-    def encoded(*extra):  # subprocess itself: run() would add --search 0
-        p = subprocess.run([FRAE, "encode", "q.safetensors", "val.npy", "-o", "def.fbs",
-                            *extra], cwd=TMP, capture_output=True, text=True)
-        m = re.search(r"distortion: mse ([0-9.e+-]+)", p.stdout)
-        return (p.returncode == 0 and m is not None,
-                open(path("def.fbs"), "rb").read() if p.returncode == 0 else b"",
-                float(m.group(1)) if m else float("nan"))
-    (ok0, s0, mse0), (ok2, s2, mse2), (okd, sd, msed) = (
-        encoded("--search", "0"), encoded("--search", "2"), encoded())
-    check(ok0 and ok2 and okd and sd == s2 and sd != s0 and len(sd) == len(s0)
-          and msed < mse0,
-          "encode searches by default: --search 2's stream, not the network's codes, mse "
-          "%g against %g" % (msed, mse0))
     print("== bf16 weights: frae convert")
     rc, out, err = run("convert", "q.safetensors", "-o", "q16.safetensors", "--weights", "bf16")
     check(rc == 0 and os.path.getsize(path("q16.safetensors")) < 0.6 * os.path.getsize(path("q.safetensors")),
@@ -1058,6 +1043,27 @@ def main():
           and "crops of 50 frames" in info,
           "--pitch: 12 bits/frame (envelope 8 x 1, pitch 4); normalization on by default "
           "for audio; crops; frae info shows all three", err + err2 + info)
+    # encode_default_search: frae encode searches a speech codec's codes
+    # by default (a model with pitch: --search 2's stream, closer than the
+    # network's codes); a model without pitch keeps the network's codes
+    def encoded(model, src, *extra):  # subprocess itself: run() adds --search 0
+        p = subprocess.run([FRAE, "encode", model, src, "-o", "def.fbs", *extra], cwd=TMP,
+                           capture_output=True, text=True)
+        m = re.search(r"distortion: mse ([0-9.e+-]+)", p.stdout)
+        return (p.returncode == 0 and m is not None,
+                open(path("def.fbs"), "rb").read() if p.returncode == 0 else b"",
+                float(m.group(1)) if m else float("nan"))
+    (ok0, s0, mse0), (ok2, s2, mse2), (okd, sd, msed) = (
+        encoded("pp.safetensors", "speech/u3.wav", "--search", "0"),
+        encoded("pp.safetensors", "speech/u3.wav", "--search", "2"),
+        encoded("pp.safetensors", "speech/u3.wav"))
+    check(ok0 and ok2 and okd and sd == s2 and sd != s0 and len(sd) == len(s0)
+          and msed < mse0,
+          "encode searches a pitch model's codes by default: --search 2's stream, not the "
+          "network's codes, mse %g against %g" % (msed, mse0))
+    (ok0, s0, _), (okd, sd, _) = (encoded("q.safetensors", "val.npy", "--search", "0"),
+                                  encoded("q.safetensors", "val.npy"))
+    check(ok0 and okd and sd == s0, "... and a model without pitch by the network's codes")
     rc, out, err = run("encode", "pp.safetensors", "speech/u3.wav", "-o", "pp.fbs")
     rc2, out2, err2 = run("decode", "pp.safetensors", "pp.fbs", "-o", "pp.npy", "--wav",
                           "pp.wav")

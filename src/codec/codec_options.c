@@ -36,7 +36,7 @@ static const frae_codec_option rows[ROWS] = {
                            "with a prior: frames per packet", "100"},
     [ROW_SEARCH] = {"search", "N", ENC,
                     "passes of the encoder's search (0: off)",
-                    "2; 0 for a denoiser"},
+                    "2 with pitch, else 0"},
     [ROW_SEARCH_LAMBDA] = {"search-lambda", "X", ENC,
                            "the search's weight on bits",
                            "the model's --rate-lambda"},
@@ -249,13 +249,16 @@ int frae_codec_stream_options(const frae_codec_settings *s, const frae_net *m,
 {
     frae_stream_options_default(so);
     so->packet_frames = s->packet_frames;
-    /* by default a codec searches its codes (docs/codec.md, "The encoder's
-     * search": 0.17 dB of LSD on unheard voices for about 3x the encoder's
-     * time); a denoiser's search would steer toward its noisy input */
-    so->search = s->search >= 0 ? s->search
-                 : m->cfg.quantizer != FRAE_QUANT_NONE && !m->cfg.targets
-                     ? FRAE_SEARCH_PASSES
-                     : 0;
+    /* by default a speech codec (a model that codes pitch) searches its
+     * codes (docs/codec.md, "Encoder search": 0.2 dB of LSD on unheard
+     * voices for about 3x the encoder's time); other models keep
+     * decode(encode(x)) == predict(x), and a denoiser's search would steer
+     * toward its noisy input */
+    so->search =
+        s->search >= 0 ? s->search
+        : m->cfg.pitch && m->cfg.quantizer != FRAE_QUANT_NONE && !m->cfg.targets
+            ? FRAE_SEARCH_PASSES
+            : 0;
     so->search_lambda = (float)s->search_lambda;
     so->dtx = s->dtx;
     if ((s->packet_ms || s->resync_ms || s->resync_state) &&

@@ -33,12 +33,23 @@ static double freq_bits(uint32_t f)
     return FRAE_RANGE_TOTAL_BITS - (e + ln_m * 1.4426950408889634);
 }
 
+/* the level term's scale (cfg.level_scale: the features' log unit) */
+static double level_scale(const frae_config *c)
+{
+    return c->level_scale > 0 ? c->level_scale : 5.0;
+}
+
 /* distortion + weight x rate of the codes in st.q: the frame decoded on
  * the trial copy against x (the model's space, as training measures it),
  * and with ranged their bits under the prior as the coder would code them
- * (from the logits saved before the frame) */
+ * (from the logits saved before the frame).  A model trained to keep the
+ * speech's power (cfg.level_loss) also weighs the frame's power as its
+ * training did, level_loss x (ln P_decoded - ln P_input)^2, x_power the
+ * input's ln P: the squared error alone would steer each frame to the
+ * log-domain mean and lose the level the training kept (1 dB on
+ * tests/speech_level_test.py's loud and noisy clips) */
 static double search_cost(struct frae_codec_state *s, const float *x,
-                          int ranged)
+                          double x_power, int ranged)
 {
     const frae_net *m = s->model;
     const frae_config *c = &m->cfg;
@@ -61,7 +72,14 @@ static double search_cost(struct frae_codec_state *s, const float *x,
         const double d = (double)y[i] - (double)x[i];
         sse += d * d;
     }
-    return sse / c->frame_dim + (double)s->search_weight * bits;
+    double level = 0.0;
+    if (c->level_loss > 0.0f) {
+        double top;
+        const double delta =
+            frae_frame_log_power(m, y, level_scale(c), &top) - x_power;
+        level = (double)c->level_loss * delta * delta;
+    }
+    return sse / c->frame_dim + level + (double)s->search_weight * bits;
 }
 
 /* The level a code takes one step up (dir 1) or down (-1): 0 when there
@@ -91,7 +109,10 @@ void frae_codec_search_codes(struct frae_codec_state *s, const float *x,
         memcpy(s->raw_logit, s->st.prior_logit,
                sizeof(float) * (size_t)L * frae_codec_prior_symbols(c));
     memcpy(s->best_q, q, sizeof(float) * L);
-    double best = search_cost(s, x, ranged);
+    double top, x_power = 0.0;
+    if (c->level_loss > 0.0f)
+        x_power = frae_frame_log_power(s->model, x, level_scale(c), &top);
+    double best = search_cost(s, x, x_power, ranged);
     for (int pass = 0; pass < s->search_passes; pass++) {
         int best_u = -1;
         float best_v = 0.0f;
@@ -102,7 +123,7 @@ void frae_codec_search_codes(struct frae_codec_state *s, const float *x,
                     continue;
                 memcpy(q, s->best_q, sizeof(float) * L);
                 q[u] = v;
-                const double cost = search_cost(s, x, ranged);
+                const double cost = search_cost(s, x, x_power, ranged);
                 if (cost < best) {
                     best = cost;
                     best_u = u;

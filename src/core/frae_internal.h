@@ -273,6 +273,11 @@ static inline int frae_train_rows(const frae_config *c)
  * gradient through concealed frames into dq [nb][L] at frame t (the
  * frames after it done; tr.q_carry zeroed at the window's end) */
 void frae_erasure_channel(frae_model *m, int nt, int nb);
+/* level.c: ln of a frame's summed power, v z-scored as the model's frames
+ * (cfg.normalize), k the features' log scale (cfg.level_scale, 5); *top
+ * gets its largest term */
+double frae_frame_log_power(const frae_net *n, const float *v, double k,
+                            double *top);
 /* level.c: the level term of one training window (cfg.level_loss): its
  * sum over the sequences, and its gradient added into dy (NULL: none) */
 double frae_level_window(const frae_model *m, int nt, int nb, const int *valid,

@@ -12,8 +12,8 @@
 
 /* ln sum_d exp(k v_d) of one frame, v the frame's values in log-power
  * units (the normalization's inverse applied), and its largest term. */
-static double frame_log_power(const frae_net *n, const float *v, double k,
-                              double *top)
+double frae_frame_log_power(const frae_net *n, const float *v, double k,
+                            double *top)
 {
     const int D = n->cfg.frame_dim;
     const float *mu = n->cfg.normalize ? n->norm_mean : NULL;
@@ -51,7 +51,7 @@ double frae_level_window(const frae_model *m, int nt, int nb, const int *valid,
         double loudest = -HUGE_VAL, top;
         for (int t = 0; t < nv; t++) {
             double l = lx[(size_t)t * nb + b] =
-                frame_log_power(n, xs + ((size_t)t * nb + b) * D, k, &top);
+                frae_frame_log_power(n, xs + ((size_t)t * nb + b) * D, k, &top);
             loudest = l > loudest ? l : loudest;
         }
         /* the sums, each relative to the loudest input frame's power */
@@ -61,7 +61,7 @@ double frae_level_window(const frae_model *m, int nt, int nb, const int *valid,
             const double l = lx[(size_t)t * nb + b];
             if (l < loudest - span)
                 continue;
-            double ly = frame_log_power(
+            double ly = frae_frame_log_power(
                 n,
                 frae_state_frame(&m->state, m->state.ring_pos + t) +
                     (size_t)b * D,

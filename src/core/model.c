@@ -28,8 +28,7 @@ static size_t bf16_elems(int rows, int cols)
 typedef struct {
     size_t params, grads, adam_m, adam_v, xwin, fb, state, wvalid, bias;
     size_t norm, xnorm, twin, tnorm, level_lx;
-    size_t wt[FRAE_MAX_MATS], dz[FRAE_MAX_MATS];
-    size_t wh[FRAE_MAX_MATS];
+    size_t wt[FRAE_MAX_MATS], dz[FRAE_MAX_MATS], wh[FRAE_MAX_MATS];
     size_t w_off[FRAE_MAX_MATS], b_off[FRAE_MAX_MATS];
     int in[FRAE_MAX_MATS], out[FRAE_MAX_MATS], act[FRAE_MAX_MATS];
     int units[FRAE_MAX_MATS];

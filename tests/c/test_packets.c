@@ -551,24 +551,27 @@ int test_codec_options_table(void)
               !strncmp(err, "--dtx: ", 7),
           "--dtx on a fixed-rate model refused: %s", err);
     frae_destroy(m);
-    /* the search: by default on for a model with codes, off for a
-     * denoiser (it would steer toward the noisy input) and for raw
-     * latents; as given otherwise */
+    /* the search: by default on for a speech codec (pitch, codes), off
+     * for other models (decode(encode(x)) == predict(x)), a denoiser (it
+     * would steer toward the noisy input) and raw latents; as given
+     * otherwise */
     static const struct {
-        int quantizer, targets;
+        int quantizer, targets, pitch;
         const char *given;
         int want;
-    } cases[] = {{FRAE_QUANT_BINARY, 0, NULL, FRAE_SEARCH_PASSES},
-                 {FRAE_QUANT_BINARY, 1, NULL, 0},
-                 {FRAE_QUANT_NONE, 0, NULL, 0},
-                 {FRAE_QUANT_BINARY, 0, "0", 0},
-                 {FRAE_QUANT_BINARY, 0, "5", 5}};
+    } cases[] = {{FRAE_QUANT_BINARY, 0, 1, NULL, FRAE_SEARCH_PASSES},
+                 {FRAE_QUANT_BINARY, 0, 0, NULL, 0},
+                 {FRAE_QUANT_BINARY, 1, 1, NULL, 0},
+                 {FRAE_QUANT_NONE, 0, 1, NULL, 0},
+                 {FRAE_QUANT_BINARY, 0, 1, "0", 0},
+                 {FRAE_QUANT_BINARY, 0, 0, "5", 5}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const int enc[1] = {12}, dec[1] = {12};
         frae_config c;
         tiny_config(&c, D, 0, 1, enc, 5, 1, dec);
         c.family = FRAE_FAMILY_GRU, c.training = 0, c.batch = 1;
         c.quantizer = cases[i].quantizer, c.targets = cases[i].targets;
+        c.pitch = cases[i].pitch;
         frae_model *sm = create_or_die(&c);
         frae_codec_settings_default(&s);
         if (cases[i].given)
