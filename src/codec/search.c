@@ -33,6 +33,16 @@ static double freq_bits(uint32_t f)
     return FRAE_RANGE_TOTAL_BITS - (e + ln_m * 1.4426950408889634);
 }
 
+/* The share of the training's level weight a frame's level gets in the
+ * search.  Training weighs a window's summed power, where the frames'
+ * errors partly cancel; per frame the whole weight undid most of what the
+ * search buys (the encoder's squared error on 51 of the many voices'
+ * held-out clips 0.0623 unsearched, 0.0545 searched on the squared error
+ * alone, LSD 6.34 / 6.27 / 6.14 unsearched / whole weight / none), and a
+ * tenth (0.0555) let the level test's worst condition drift to -0.82 dB;
+ * a quarter: 0.0574, at worst -0.59 (docs/codec.md, "Encoder search") */
+#define SEARCH_LEVEL_SHARE 0.25
+
 /* the level term's scale (cfg.level_scale: the features' log unit) */
 static double level_scale(const frae_config *c)
 {
@@ -77,7 +87,7 @@ static double search_cost(struct frae_codec_state *s, const float *x,
         double top;
         const double delta =
             frae_frame_log_power(m, y, level_scale(c), &top) - x_power;
-        level = (double)c->level_loss * delta * delta;
+        level = SEARCH_LEVEL_SHARE * (double)c->level_loss * delta * delta;
     }
     return sse / c->frame_dim + level + (double)s->search_weight * bits;
 }
