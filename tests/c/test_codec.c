@@ -1031,9 +1031,23 @@ static void unpack_indices(const unsigned char *code, int L, int bits, int *idx)
 
 /* The squared distance per value of frame t decoded after codes 0..t-1
  * and then cand, by a plain decoder replaying the stream from its start. */
+/* ln sum_i exp(5 v_i): a frame's power (the level term's, scale 5, no
+ * normalization), written out here as the reference */
+static double log_power(const float *v, int D)
+{
+    double mx = -HUGE_VAL, sum = 0.0;
+    for (int i = 0; i < D; i++)
+        mx = 5.0 * v[i] > mx ? 5.0 * v[i] : mx;
+    for (int i = 0; i < D; i++)
+        sum += exp(5.0 * v[i] - mx);
+    return mx + log(sum);
+}
+
+/* The search's cost of frame t coded as cand after codes[0..t): its mean
+ * squared error, plus level_w (ln P_decoded - ln P_input)^2 */
 static double replay_distortion(frae_decoder *d, const unsigned char *codes,
                                 size_t cb, int t, const unsigned char *cand,
-                                const float *x, int D)
+                                const float *x, int D, double level_w)
 {
     float y[64];
     frae_decoder_reset(d);
@@ -1045,33 +1059,44 @@ static double replay_distortion(frae_decoder *d, const unsigned char *codes,
         const double e = (double)y[i] - (double)x[i];
         sse += e * e;
     }
-    return sse / D;
+    const double delta = log_power(y, D) - log_power(x, D);
+    return sse / D + level_w * delta * delta;
 }
 
 /* The encoder's search (analysis by synthesis): any decoder reads its
  * stream and produces the encoder's frames to the bit; run to convergence
  * on distortion alone, every frame's codes are a local minimum (no code
  * moved by one level decodes closer), checked by a plain decoder replaying
- * the stream; it codes the sequence closer than the network's codes; with
+ * the stream (a model trained with the level term: no move lowers the
+ * squared error plus a quarter of its level weight x the squared log power
+ * ratio, computed here, while some lower the squared error alone); it
+ * codes the sequence closer than the network's codes; with
  * a prior and a rate weight the stream is smaller, and every ISA makes the
  * same stream; bad settings are refused. */
 int test_codec_search(void)
 {
     int failures = 0;
     const int T = 24, D = 7;
+    /* level: the model's cfg.level_loss; the search weighs a frame's level
+     * by a quarter of it (search.c, SEARCH_LEVEL_SHARE) */
     static const struct {
         frae_family family;
         frae_quantizer q;
         int levels, bits;
+        float level;
         const char *name;
-    } cs[] = {{FRAE_FAMILY_DENSE, FRAE_QUANT_BINARY, 0, 1, "dense binary"},
-              {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, "gru binary"},
-              {FRAE_FAMILY_GRU, FRAE_QUANT_UNIFORM, 5, 3, "gru uniform 5"},
-              {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 4, 2, "dense uniform 4"}};
+    } cs[] = {
+        {FRAE_FAMILY_DENSE, FRAE_QUANT_BINARY, 0, 1, 0, "dense binary"},
+        {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, 0, "gru binary"},
+        {FRAE_FAMILY_GRU, FRAE_QUANT_UNIFORM, 5, 3, 0, "gru uniform 5"},
+        {FRAE_FAMILY_DENSE, FRAE_QUANT_UNIFORM, 4, 2, 0, "dense uniform 4"},
+        {FRAE_FAMILY_GRU, FRAE_QUANT_BINARY, 0, 1, 2, "gru level"}};
     for (size_t k = 0; k < sizeof cs / sizeof *cs; k++) {
         frae_config c;
         codec_config(&c, cs[k].q, cs[k].levels);
         c.family = cs[k].family;
+        c.level_loss = cs[k].level;
+        const double level_w = 0.25 * cs[k].level;
         frae_model *m = create_or_die(&c);
         perturb_params(m, NULL);
         const int L = c.latent_dim;
@@ -1104,11 +1129,13 @@ int test_codec_search(void)
         CHECK(same, "%s: the decoder's frames differ from the encoder's",
               cs[k].name);
         /* local minima, by replay */
-        int worse = 0, tried = 0, changed = 0, idx[16];
+        int worse = 0, closer = 0, tried = 0, changed = 0, idx[16];
         for (int t = 0; t < T; t++) {
             const float *xt = x + (size_t)t * D;
             const double chosen = replay_distortion(
-                ref, codes, cb, t, codes + (size_t)t * cb, xt, D);
+                ref, codes, cb, t, codes + (size_t)t * cb, xt, D, level_w);
+            const double chosen_sse = replay_distortion(
+                ref, codes, cb, t, codes + (size_t)t * cb, xt, D, 0.0);
             changed +=
                 memcmp(codes + (size_t)t * cb, plain + (size_t)t * cb, cb) != 0;
             for (int u = 0; u < L; u++)
@@ -1124,15 +1151,22 @@ int test_codec_search(void)
                         continue;
                     pack_indices(idx, L, cs[k].bits, cand, cb);
                     tried++;
-                    worse += replay_distortion(ref, codes, cb, t, cand, xt, D) <
-                             chosen;
+                    worse += replay_distortion(ref, codes, cb, t, cand, xt, D,
+                                               level_w) < chosen;
+                    closer += replay_distortion(ref, codes, cb, t, cand, xt, D,
+                                                0.0) < chosen_sse;
                 }
         }
         CHECK(worse == 0,
               "%s: %d of %d one-level moves decode closer than "
               "the search's choice",
               cs[k].name, worse, tried);
-        CHECK(changed > 0 && sse_search < sse_plain,
+        /* with the level weighed, some moves decode closer but keep the
+         * level worse: the level counts */
+        CHECK(cs[k].level > 0 ? closer > 0 : closer == 0,
+              "%s: %d one-level moves decode closer (level weight %g)",
+              cs[k].name, closer, level_w);
+        CHECK(changed > 0 && (cs[k].level > 0 || sse_search < sse_plain),
               "%s: the search changed %d frames, squared error %.4g against "
               "%.4g",
               cs[k].name, changed, sse_search, sse_plain);
