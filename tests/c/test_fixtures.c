@@ -399,16 +399,15 @@ static int check_steps(const frae_config *cm, const float *init,
 {
     int failures = 0;
     char name[64];
+    const frae_batch batch = {.x = x->data,
+                              .targets = targets,
+                              .nseq = nseq,
+                              .nframes = T,
+                              .kind = FRAE_STEP_TRAIN};
     frae_model *m = create_or_die(cm);
     frae_set_params(m, init);
     for (int s = 0; s < 3; s++)
-        frae_step(m,
-                  &(frae_batch){.x = x->data,
-                                .targets = targets,
-                                .nseq = nseq,
-                                .nframes = T,
-                                .kind = FRAE_STEP_TRAIN},
-                  NULL);
+        frae_step(m, &batch, NULL);
     snprintf(name, sizeof name, "adam3.%s.", mode);
     failures += check_update(m, fx, name, cm, init, got, ref);
     frae_destroy(m);
@@ -419,13 +418,7 @@ static int check_steps(const frae_config *cm, const float *init,
     m = create_or_die(&ct);
     frae_set_params(m, init);
     frae_stats st;
-    frae_step(m,
-              &(frae_batch){.x = x->data,
-                            .targets = targets,
-                            .nseq = nseq,
-                            .nframes = T,
-                            .kind = FRAE_STEP_TRAIN},
-              &st);
+    frae_step(m, &batch, &st);
     CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
     snprintf(name, sizeof name, "tbptt.%s.loss", mode);
     failures += check_scalar(name, st.mse, get(fx, name)->data[0]);
