@@ -588,7 +588,7 @@ HUMAN_SHIPPED = ["--per-speaker", "150", "--test-per-speaker", "20"]
 VOICES_SHIPPED = ["--per-speaker", "150", "--test-per-speaker", "12"]
 SHIPPED_EPOCHS = 32
 # ... and the 1.6 kbit/s codec's options over its recipe (models/build.sh's)
-SHIPPED_SPEECH = ["--erasure", "0.03", "--level-loss", "0.1"]
+SHIPPED_SPEECH = ["--erasure", "0.1", "--level-loss", "0.1"]
 HUMAN_TITLE = "held-out human voices (recorded, never heard in training)"
 SYNTH_TITLE = "held-out synthetic voices (never heard in training)"
 
@@ -637,7 +637,7 @@ def quick(a):
     if a.train:  # the shipped codec trained again: the same bytes
         epochs = a.epochs or SHIPPED_EPOCHS
         print("    --train: training the 1.6 kbit/s codec as 'make models' does (frae train "
-              "--recipe speech --erasure 0.03 --level-loss 0.1, %d epochs on the synthetic, the "
+              "--recipe speech --erasure 0.1 --level-loss 0.1, %d epochs on the synthetic, the "
               "human, the "
               "many-voices training voices and those under drawn conditions; the corpora "
               "made first (the voices' packages installed: WITH_VOICES=1 "
@@ -765,8 +765,8 @@ def quick(a):
         texts=texts, primary=7,
         intro="Each sentence as spoken (synthetic voices the codecs never heard in training, "
               "then recorded human voices, Fish Fillets' Dutch cast, also never heard), "
-              "then through each codec: frae's three shipped speech codecs at 1.6 kbit/s, "
-              "about 1.3 kbit/s and 3.2 kbit/s, Codec2 and Opus.  The figures are below the "
+              "then through each codec: frae's three shipped speech codecs at 1.6 kbit/s "
+              "fixed, about 1.6 kbit/s variable and 3.2 kbit/s, Codec2 and Opus.  The figures are below the "
               "sentences.",
         title="frae speech codecs: listen")
     msg = ""
