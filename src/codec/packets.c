@@ -155,6 +155,7 @@ struct frae_packet_decoder {
     uint64_t pending;   /* lost packets still to conceal before the next */
     uint64_t framed_sum, framed_n; /* the sizes of the intact packets read */
     int arrived;                   /* bytes came after the header */
+    size_t held; /* bytes a caller reading as far as *need holds now */
 };
 
 frae_packet_decoder *frae_packet_decoder_create(const frae_net *m,
@@ -632,6 +633,35 @@ static long read_next(frae_packet_decoder *d, const unsigned char *buf,
     return 0;
 }
 
+/* read_next on the bytes a caller that reads exactly as far as *need
+ * (a pipe: 'frae decode -') would hold, however many buf has: after damage
+ * the packet found next depends on how far the search sees, so a whole
+ * file given at once must be searched as far as a pipe's reader would
+ * have read it, or the two decode differently.  d->held: the bytes such a
+ * caller still holds from the last call (what it read past *used). */
+static long read_as_piped(frae_packet_decoder *d, const unsigned char *buf,
+                          size_t avail, int end, size_t *used, size_t *need,
+                          float *frames, long cap)
+{
+    size_t seen = d->held ? d->held : 1;
+    if (seen > avail)
+        seen = avail;
+    for (;;) {
+        const long k = read_next(d, buf, seen, end && seen == avail, used, need,
+                                 frames, cap);
+        if (k || *used || *need <= seen) {
+            d->held = seen - *used;
+            return k;
+        }
+        if (*need > avail && !end) {
+            d->held = avail; /* the caller reads on */
+            return 0;
+        }
+        seen =
+            *need < avail ? *need : avail; /* a read that far (or to the end) */
+    }
+}
+
 long frae_packet_read(frae_packet_decoder *d, const unsigned char *buf,
                       size_t avail, int end, size_t *used, size_t *need,
                       float *frames, long cap)
@@ -641,7 +671,7 @@ long frae_packet_read(frae_packet_decoder *d, const unsigned char *buf,
         *need = 1;
         return 0;
     }
-    long k = avail ? read_next(d, buf, avail, end, used, need, frames, cap)
+    long k = avail ? read_as_piped(d, buf, avail, end, used, need, frames, cap)
                    : conceal_tail(d, frames, cap);
     d->arrived |= avail > 0;
     if (d->s.frames && d->read_out + (uint64_t)k > d->s.frames)
