@@ -3,6 +3,7 @@
  *                   [--seconds S] [--family dense|gru]
  *        frae_bench --seconds S --codec binary|uniform:N [--weights bf16]
  *                   [--family dense|gru]
+ *        frae_bench --seconds S --vocoder
  * --family gru: the default GRU model (frae_config_default_gru). 
  * Prints one line: key=value pairs, read by bench/run.py. */
 #include <math.h>
@@ -14,6 +15,7 @@
 
 #include "base/util.h" /* frae_synth_sequences */
 #include "codec/codec_internal.h"
+#include "frae_audio.h"
 #include "frae_codec.h"
 
 /* frames of up to this many values (the default models' 80) */
@@ -253,12 +255,97 @@ static int bench_codec(double seconds, const char *quant, int bf16)
     return 0;
 }
 
+/* The harmonic-plus-noise vocoder (frae_audio.h), batch 1: microseconds
+ * per 10 ms frame of features with pitch, the median of rounds over 20 s
+ * of a synthetic voice: 300 ms of harmonics with vibrato (f0 from 80 to
+ * 240 Hz, the lower the more harmonics to make) then 100 ms of noise. */
+static int bench_vocoder(double seconds)
+{
+    frae_features f;
+    frae_features_default(&f);
+    char err[256];
+    frae_mel *mel = frae_mel_create(&f, err, sizeof err);
+    if (!mel) {
+        fprintf(stderr, "frae_bench: %s\n", err);
+        return 1;
+    }
+    const long n = 20L * f.sample_rate, seg = f.sample_rate * 4 / 10;
+    const long voiced_len = f.sample_rate * 3 / 10;
+    float *x = malloc(sizeof(float) * (size_t)n);
+    float *f0_at = malloc(sizeof(float) * (size_t)n);
+    uint64_t rng = 7;
+    double ph = 0;
+    for (long i = 0; i < n; i++) {
+        const long k = i / seg, in = i % seg;
+        if (in < voiced_len) {
+            const double f0 = 80 + 160 * ((k * 37) % 11) / 10.0 +
+                              8 * sin(2 * 3.14159265 * 5 * i / f.sample_rate);
+            ph += 2 * 3.14159265 * f0 / f.sample_rate;
+            double v = 0;
+            for (int h = 1; h * f0 < 0.45 * f.sample_rate; h++)
+                v += sin(h * ph) / (1 + fabs(h * f0 - 600) / 400) / h;
+            x[i] = (float)(0.3 * v);
+            f0_at[i] = (float)f0;
+        } else {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            x[i] = (float)(0.1 * ((double)(rng >> 40) / 16777216.0 - 0.5));
+            f0_at[i] = 0;
+        }
+    }
+    const long T = frae_mel_frames(mel, n);
+    const int w = f.n_mels + 2;
+    float *m = malloc(sizeof(float) * (size_t)T * f.n_mels);
+    float *feats = malloc(sizeof(float) * (size_t)T * w);
+    frae_mel_compute(mel, x, n, m);
+    for (long t = 0; t < T; t++) {
+        const long centre = t * f.hop + f.win / 2;
+        memcpy(feats + t * w, m + t * f.n_mels, sizeof(float) * f.n_mels);
+        feats[t * w + f.n_mels] = centre < n ? f0_at[centre] : 0;
+        feats[t * w + f.n_mels + 1] = centre < n && f0_at[centre] > 0;
+    }
+    void *mem = malloc(frae_vocoder_size(&f));
+    frae_vocoder *v = frae_vocoder_init(mem, &f, 1, err, sizeof err);
+    float *out = malloc(sizeof(float) * (size_t)f.hop);
+    if (!v || !out) {
+        fprintf(stderr, "frae_bench: vocoder: %s\n", err);
+        return 1;
+    }
+    enum { MAX_ROUNDS = 1024 };
+    static double r[MAX_ROUNDS];
+    int rounds = 0;
+    double sink = 0;
+    const double start = now();
+    do {
+        const double t0 = now();
+        frae_vocoder_reset(v);
+        for (long t = 0; t < T; t++) {
+            frae_vocoder_frame(v, feats + t * w, out);
+            sink += out[0];
+        }
+        r[rounds++] = (now() - t0) / T;
+    } while ((now() - start < seconds || rounds < 3) && rounds < MAX_ROUNDS);
+    const double us = quantile(r, rounds, 0.5) * 1e6;
+    printf("system=frae vocoder_us=%.2f rt_vocoder=%.0f frames=%ld rounds=%d "
+           "sink=%g\n",
+           us, 1e6 * f.hop / f.sample_rate / us, T, rounds, sink);
+    free(out), free(mem), free(feats), free(m), free(f0_at), free(x);
+    frae_mel_destroy(mel);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int batch = 1, frames = 100, threads = 0, bf16 = 0;
     const char *codec = NULL;
     double seconds = 3.0;
     frae_feedback fb = FRAE_FEEDBACK_DETACHED;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--vocoder")) {
+            for (int j = 1; j < argc; j++)
+                if (!strcmp(argv[j], "--seconds") && j + 1 < argc)
+                    seconds = atof(argv[j + 1]);
+            return bench_vocoder(seconds > 0 ? seconds : 3.0);
+        }
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--batch"))
             batch = atoi(argv[i + 1]);

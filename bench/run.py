@@ -222,6 +222,8 @@ def main():
         if True:
             c = run([os.path.join(build, "frae_bench"), "--seconds", seconds, "--codec", q,
                      "--weights", w, "--family", fam], env1)
+            if (fam, q, w) == ("gru", "binary", "f32"):
+                gru_decode_us = float(c["decode_us"])
             rc = "%s/%s" % (paired(c, "encode"), paired(c, "decode"))
             print("%-16s %-7s %10s %12s %12s %14s %14s %10s %16s %14s" % (
                 fam + " " + q, w, c["bits_per_frame"], c["encode_us"], c["decode_us"], c["rt_decode"],
@@ -236,6 +238,14 @@ def main():
           "of the differences of paired rounds (fixed-rate and entropy-coded "
           "interleaved, the same weights), as a share of the fixed-rate time; "
           "'<X' where the pairs' quartiles straddle zero (X: the upper quartile).")
+    v = run([os.path.join(build, "frae_bench"), "--vocoder", "--seconds", seconds], env1)
+    us = float(v["vocoder_us"])
+    print()
+    print("Vocoder (harmonic-plus-noise, 16 kHz), batch 1, 1 core: %.1f us a 10 ms frame, "
+          "%sx real time; with the GRU binary model's decode, features to audio: %.0fx "
+          "real time (issue 48's bar: 50x).  A synthetic voice, 300 ms voiced at 80-240 "
+          "Hz then 100 ms of noise, 20 s; the median of rounds." % (
+              us, v["rt_vocoder"], 10000.0 / (us + gru_decode_us)))
     gru_section(build, seconds, have_torch, peaks, cores, env1)
     contention_section(build, seconds, env1)
     if not have_torch:
