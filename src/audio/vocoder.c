@@ -28,23 +28,22 @@
  * is one: its bands are fitted in ratio, not in power, so a quiet band
  * beside a loud one pulls as hard as the loud one, and a harmonic whose
  * bands are quiet (under a telephone band's 300 Hz) is brought down to
- * them.  On
- * features of a harmonic sound the power fit was already there, and it
- * moves little; on a smoothed envelope it puts back the peaks the
+ * them.  On features of a harmonic sound the power fit was already there,
+ * and it moves little; on a smoothed envelope it puts back the peaks the
  * smoothing took (tested: the level kept within 0.5 dB, where the power
  * fit lost 1.6).  It replaced a geometric mean over the bands a harmonic
  * holds over half of, taken half way: through a codec on training
- * speakers' clips, LSD 0-4 kHz 5.70 against 5.75 (docs/2026-12-04-voices.md).
+ * speakers' clips, LSD 0-4 kHz 5.70 against 5.75
+ * (docs/2026-12-04-voices.md).
  * What the harmonics leave, r_m = P_m - sum_k R_m(f_k) A_k^2 (all of P_m in
  * an unvoiced frame), is noise: white noise of variance s^2 puts
  * s^2 sum_n w_n^2 sum_b H_m[b] into band m, which sets the noise density
  * per band, interpolated to bins through the same filters.
  * Last, the frame keeps its power: the harmonics are scaled so that they
  * and the noise make sum_m P_m.  The fit gives the harmonics their shape,
- * not their level: on real voices the bands beside a
- * harmonic hold noise, which the fit counted as the harmonic's, and the
- * vocoder came out 1.5 dB loud on their unquantised features (0.1 dB
- * quiet now); what a codec's envelope lacks in power is the codec's to
+ * not their level: on real voices the bands beside a harmonic hold noise,
+ * which the fit counted as the harmonic's, and the vocoder came out 1.5
+ * dB loud on their unquantised features (0.1 dB quiet now); what a codec's envelope lacks in power is the codec's to
  * keep (its training's level term, docs/2026-12-04-loudness.md).
  * The noise is made per FFT bin, each bin's variance interpolated from the
  * bands, in segments of two hops under a window.  Seen through that window
