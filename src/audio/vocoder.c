@@ -61,7 +61,7 @@
  * magnitude too: each analysis frame sees two or three segments, whose
  * random phases already make its bands scatter from frame to frame, and
  * random magnitudes made them scatter more than real noise does (white
- * noise's 20 lowest bands: 5.31 dB against the input's 4.64; 5.04 now).
+ * noise's 20 lowest bands: 5.43 dB against the input's 4.64; 4.91 now).
  */
 #include <math.h>
 #include <string.h>
