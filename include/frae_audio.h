@@ -235,8 +235,10 @@ int frae_audio_features(const char *path, const frae_features *f, int resample,
 FRAE_API
 int frae_audio_read(const char *path, int rate, int resample, float **samples,
                     long *n, char *err, size_t errlen);
-/* 16-bit PCM WAV, scaled down only if it would clip (to a peak of 0.99),
- * written atomically: a failure leaves the old file.  Refuses non-finite
+/* 16-bit PCM WAV that keeps its level: samples past 0.85 of full scale
+ * bend softly toward 0.99 (a soft clip, slope 1 at the knee), and only a
+ * peak past 2 (+6 dBFS) scales the whole file down to it first; written
+ * atomically: a failure leaves the old file.  Refuses non-finite
  * samples. */
 FRAE_API
 int frae_audio_write_wav(const char *path, const float *samples, long n,
@@ -255,8 +257,8 @@ frae_wav_writer *frae_wav_open(const char *path, int rate, char *err,
                                size_t errlen);
 /* A live writer (decoding a live stream): the header first with the
  * length unknown (0xffffffff, as for a pipe; a file gets its sizes at
- * close), then every write's samples at once, clipped at full scale
- * (a peak to come cannot be waited for) and flushed. */
+ * close), then every write's samples at once, soft-clipped the same
+ * way but not scaled (a peak to come cannot be waited for) and flushed. */
 FRAE_API
 frae_wav_writer *frae_wav_open_live(const char *path, int rate, char *err,
                                     size_t errlen);

@@ -8,7 +8,10 @@ silence.  Then the shipped models (models/speech.safetensors,
 speech-vbr, speech-3k2): voices no model trained on (an espeak-ng and a
 flite voice of the synthetic corpus's held-out side, two sentences each;
 four clips of Fish Fillets' Dutch cast, two of each of two speakers),
-each loud (peak -6 dBFS), at -26 and -40 dBFS active level,
+each loud (peak -6 dBFS), compressed (active -12 dBFS, its peaks
+limited under -1 dBFS: the vocoder's overshoot full scale, and the WAV
+writer's soft clip keeps the level that scaling the file down lost, -1.7
+dB), at -26 and -40 dBFS active level,
 narrowband (8 kHz audio upsampled by sox) and noisy (white noise 15 dB
 down), through frae encode and frae decode --wav: for each model and
 condition the mean change of level over the clips (both over the samples

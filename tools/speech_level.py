@@ -16,8 +16,9 @@ The study (python3 tools/speech_level.py --study, from the repository
 root, after make): clips of held-out voices (the synthetic corpus's test
 voices, the recorded Dutch cast and, when it is made, the many-voices
 corpus's held-out speakers: scripts/make-corpus.sh, --human, --voices),
-each in five conditions (loud: peak at -6 dBFS; normal: active level -26
-dBFS; quiet: -40 dBFS; narrowband: 8 kHz audio brought back to 16 kHz by
+each in six conditions (loud: peak at -6 dBFS; compressed: active level
+-12 dBFS through a soft limiter that keeps the peaks under -1 dBFS;
+normal: active level -26 dBFS; quiet: -40 dBFS; narrowband: 8 kHz audio brought back to 16 kHz by
 sox, at -26; noisy: white noise 15 dB under the speech, at -26), through
 each model in --models DIR (models/: the shipped ones; frae encode, frae
 decode --wav), Opus 6 kbit/s and Codec2 1300 (as tools/demo.py runs
@@ -143,9 +144,10 @@ def sh(cmd, **kw):
 
 # ---- the conditions ---------------------------------------------------------
 
-CONDITIONS = ("loud", "normal", "quiet", "narrowband", "noisy")
+CONDITIONS = ("loud", "compressed", "normal", "quiet", "narrowband", "noisy")
 CONDITION_TEXT = {
     "loud": "loud (peak -6 dBFS)",
+    "compressed": "compressed (active -12 dBFS, peaks limited)",
     "normal": "normal (active -26 dBFS)",
     "quiet": "quiet (active -40 dBFS)",
     "narrowband": "narrowband (8 kHz source, -26)",
@@ -161,6 +163,17 @@ def condition(x, what, tmp, seed=1):
     """The clip x (16 kHz, in [-1, 1)) in one condition."""
     if what == "loud":
         return x * (10 ** (-6 / 20) / np.abs(x).max())
+    if what == "compressed":
+        # a loud, limited take, as tools/augment.py's rms:-12: a tanh
+        # limiter keeps the peaks under -1 dBFS and the gain lands the
+        # active level on -12; a vocoder's phases are not the take's, so
+        # its peaks overshoot full scale where the take's did not
+        lim, want = 10 ** (-1 / 20), -12.0
+        y = at_level(x, want)
+        for _ in range(20):
+            z = lim * np.tanh(y / lim)
+            y = y * 10 ** ((want - active_level(z)[0]) / 20)
+        return lim * np.tanh(y / lim)
     if what == "normal":
         return at_level(x, -26)
     if what == "quiet":

@@ -12,12 +12,36 @@
 #include "io/formats.h" /* frae_errorf, atomic files */
 
 /* ---- WAV out, as the samples come ------------------------------------------
- * A 16-bit PCM WAV is scaled down if its peak would clip, and the peak is
+ * A 16-bit PCM WAV keeps its level where a vocoder overshoots full scale:
+ * a sample past WAV_KNEE bends toward WAV_CEIL (a soft clip, as Opus's
+ * 16-bit decoder does), and only a peak past WAV_HEADROOM scales the file
+ * down first.  Scaling every overshoot down cost the whole file's level:
+ * the vocoder's phases are not the input's, and a loud, compressed take
+ * (active -12 dBFS, its peaks limited) came back with peaks 2-4 dB over
+ * full scale, so 35 of 44 such clips, and 7 of 176 clean ones, were
+ * scaled down, 1.4 dB on average (docs/2026-12-05-loud.md).  The peak is
  * known only at the end: the samples wait, as float32, in an unlinked
- * temporary file, then go out scaled through a 44-byte header frae writes
- * itself (libsndfile's bytes, and no seek back, so a pipe takes it too). */
+ * temporary file, then go out through a 44-byte header frae writes itself
+ * (libsndfile's bytes, and no seek back, so a pipe takes it too). */
 #define WAV_BLOCK 4096              /* samples converted at a time */
 #define WAV_MAX_SAMPLES 2147483629L /* 4 GB of data and header: RIFF's u32 */
+#define WAV_KNEE 0.85f     /* samples up to here go out as they are */
+#define WAV_CEIL 0.99f     /* the soft clip's bound, never reached */
+#define WAV_HEADROOM 2.0f  /* the most the soft clip takes: beyond, scale */
+
+/* The soft clip: the identity up to the knee, then x -> knee + r u / (1 +
+ * u), u = (|x| - knee) / r, r = ceil - knee: slope 1 at the knee, so no
+ * corner, and below the ceiling for any x.  Plain arithmetic, no libm:
+ * the same 16-bit samples on every machine. */
+static float soft_clip(float x)
+{
+    const float a = fabsf(x), r = WAV_CEIL - WAV_KNEE;
+    if (a <= WAV_KNEE)
+        return x;
+    const float u = (a - WAV_KNEE) / r;
+    const float y = WAV_KNEE + r * (u / (1.0f + u));
+    return x < 0 ? -y : y;
+}
 
 struct frae_wav_writer {
     frae_atomic_file out;
@@ -52,8 +76,9 @@ static void wav_header(unsigned char *head, uint32_t rate, uint32_t data)
 
 /* The live writer: the header first with the length not known (as a
  * pipe's reader expects, arecord's way), then each write's samples at
- * once, clipped at full scale rather than scaled (a peak to come cannot
- * be waited for), flushed; a file gets its true sizes at close. */
+ * once, soft-clipped but never scaled (a peak to come cannot be waited
+ * for: the same samples as a file's up to WAV_HEADROOM), flushed; a file
+ * gets its true sizes at close. */
 frae_wav_writer *frae_wav_open_live(const char *path, int rate, char *err,
                                     size_t errlen)
 {
@@ -86,8 +111,7 @@ static int wav_write_live(frae_wav_writer *w, const float *samples, long n,
     for (long i = 0; i < n; i += 1024) {
         const long k = n - i < 1024 ? n - i : 1024;
         for (long j = 0; j < k; j++) {
-            float v = samples[i + j];
-            v = v > 1.0f ? 1.0f : v < -1.0f ? -1.0f : v;
+            const float v = soft_clip(samples[i + j]);
             put_le(pcm + 2 * j,
                    (uint32_t)(uint16_t)(int16_t)lrintf(v * 32767.0f), 2);
         }
@@ -192,8 +216,8 @@ int frae_wav_close(frae_wav_writer *w, char *err, size_t errlen)
         free(w);
         return rc;
     }
-    /* scale into range if the synthesis overshoots, rather than clip */
-    const float g = w->peak > 0.99f ? 0.99f / w->peak : 1.0f;
+    /* past the soft clip's headroom, scaled into it first */
+    const float g = w->peak > WAV_HEADROOM ? WAV_HEADROOM / w->peak : 1.0f;
     int bad = fflush(w->scratch) || fseek(w->scratch, 0, SEEK_SET) ||
               fwrite(head, 1, sizeof head, w->out.f) != sizeof head;
     float buf[WAV_BLOCK];
@@ -203,7 +227,8 @@ int frae_wav_close(frae_wav_writer *w, char *err, size_t errlen)
         bad = fread(buf, sizeof(float), k, w->scratch) != k;
         for (size_t j = 0; j < k && !bad; j++) /* as libsndfile rounds */
             put_le(pcm + 2 * j,
-                   (uint32_t)(uint16_t)(int16_t)lrintf(buf[j] * g * 32767.0f),
+                   (uint32_t)(uint16_t)(int16_t)lrintf(
+                       soft_clip(buf[j] * g) * 32767.0f),
                    2);
         bad = bad || fwrite(pcm, 2, k, w->out.f) != k;
     }

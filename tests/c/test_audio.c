@@ -818,6 +818,17 @@ static long slurp(const char *path, unsigned char **buf)
     return n;
 }
 
+/* The WAV writer's soft clip, written out again: the identity up to 0.85,
+ * then toward 0.99 with slope 1 at the knee */
+static float soft_clip_ref(float x)
+{
+    const float r = 0.99f - 0.85f, a = fabsf(x);
+    if (a <= 0.85f)
+        return x;
+    const float u = (a - 0.85f) / r, y = 0.85f + r * (u / (1.0f + u));
+    return x < 0 ? -y : y;
+}
+
 int test_wav_writer(void)
 {
     int failures = 0;
@@ -826,34 +837,53 @@ int test_wav_writer(void)
         return 1;
     const long n = 30000;
     float *x = voice(n);
-    for (int loud = 0; loud < 2; loud++) {
-        /* louder than full scale: scaled to a peak of 0.99 */
-        const float gain = loud ? 9.0f : 1.0f;
+    /* as it is; past full scale within the soft clip's headroom (peak
+     * 1.68); past it (peak 3.2), scaled to a peak of 2 first */
+    const float gains[] = {1.0f, 4.7f, 9.0f};
+    for (int loud = 0; loud < 3; loud++) {
+        const float gain = gains[loud];
         float *y = malloc(sizeof(float) * n), peak = 0;
         for (long i = 0; i < n; i++)
             y[i] = x[i] * gain, peak = fmaxf(peak, fabsf(y[i]));
         snprintf(p, sizeof p, "%s/whole%d.wav", dir, loud);
         CHECK(!frae_audio_write_wav(p, y, n, 16000, err, sizeof err), "%s",
               err);
-        /* in pieces of every size */
-        snprintf(q, sizeof q, "%s/pieces%d.wav", dir, loud);
-        frae_wav_writer *w = frae_wav_open(q, 16000, err, sizeof err);
-        CHECK(w != NULL, "%s", err);
-        for (long at = 0, piece = 0; w && at < n; at += piece) {
-            piece = (at * 7 + 1) % 3001;
-            piece = piece < n - at ? piece : n - at;
-            CHECK(!frae_wav_write(w, y + at, piece, err, sizeof err), "%s",
-                  err);
+        /* in pieces of every size, to a file and live */
+        unsigned char *bl = NULL;
+        long nl = 0;
+        for (int live = 0; live < 2; live++) {
+            snprintf(q, sizeof q, "%s/pieces%d%s.wav", dir, loud,
+                     live ? "-live" : "");
+            frae_wav_writer *w =
+                (live ? frae_wav_open_live : frae_wav_open)(q, 16000, err,
+                                                            sizeof err);
+            CHECK(w != NULL, "%s", err);
+            for (long at = 0, piece = 0; w && at < n; at += piece) {
+                piece = (at * 7 + 1) % 3001;
+                piece = piece < n - at ? piece : n - at;
+                CHECK(!frae_wav_write(w, y + at, piece, err, sizeof err),
+                      "%s", err);
+            }
+            CHECK(w && frae_wav_samples(w) == n, "%ld samples counted",
+                  w ? frae_wav_samples(w) : -1);
+            CHECK(w && !frae_wav_close(w, err, sizeof err), "%s", err);
+            if (live)
+                nl = slurp(q, &bl);
         }
-        CHECK(w && frae_wav_samples(w) == n, "%ld samples counted",
-              w ? frae_wav_samples(w) : -1);
-        CHECK(w && !frae_wav_close(w, err, sizeof err), "%s", err);
-        /* libsndfile's own 16-bit WAV of the same scaled samples */
+        snprintf(q, sizeof q, "%s/pieces%d.wav", dir, loud);
+        /* libsndfile's own 16-bit WAV of the same samples, scaled and
+         * soft-clipped */
         char r[256];
         snprintf(r, sizeof r, "%s/ref%d.wav", dir, loud);
-        const float g = peak > 0.99f ? 0.99f / peak : 1.0f;
-        for (long i = 0; i < n; i++)
-            y[i] *= g;
+        const float g = peak > 2.0f ? 2.0f / peak : 1.0f;
+        double in_power = 0, out_power = 0;
+        int bent = 0;
+        for (long i = 0; i < n; i++) {
+            in_power += (double)y[i] * y[i];
+            const float v = soft_clip_ref(y[i] * g);
+            bent += v != y[i] * g;
+            y[i] = v;
+        }
         SF_INFO info = {0, 16000, 1, SF_FORMAT_WAV | SF_FORMAT_PCM_16, 0, 0};
         SNDFILE *sf = sf_open(r, SFM_WRITE, &info);
         CHECK(sf && sf_writef_float(sf, y, n) == n, "libsndfile");
@@ -863,10 +893,27 @@ int test_wav_writer(void)
         long nw = slurp(p, &bw), np = slurp(q, &bp), nr = slurp(r, &br);
         CHECK(nw == 44 + 2 * n && nw == np && nw == nr && !memcmp(bw, bp, nw) &&
                   !memcmp(bw, br, nw),
-              "%s WAV: whole %ld, in pieces %ld, libsndfile's %ld bytes, not "
-              "the same",
-              loud ? "a loud" : "a", nw, np, nr);
-        free(bw), free(bp), free(br), free(y);
+              "peak %.2f: WAV whole %ld, in pieces %ld, libsndfile's %ld "
+              "bytes, not the same",
+              (double)peak, nw, np, nr);
+        /* live, the same samples up to the headroom; past it, its own */
+        CHECK(nl == nw && (peak > 2.0f) == !!memcmp(bw + 44, bl + 44, nw - 44),
+              "peak %.2f: the live writer's samples %s the file's",
+              (double)peak, peak > 2.0f ? "the same as" : "not");
+        for (long i = 0; nw == 44 + 2 * n && i < n; i++) { /* the file's */
+            const double v =
+                (int16_t)(bw[44 + 2 * i] | bw[45 + 2 * i] << 8) / 32767.0;
+            out_power += v * v;
+        }
+        /* the level kept within the headroom: scaling to a peak of 0.99
+         * cost 20 log10(0.99 / peak), -4.6 dB at 1.68 */
+        const double kept = 10 * log10(out_power / in_power);
+        CHECK(loud != 1 || (bent > 0 && kept > -1.0),
+              "peak %.2f: %d samples bent, level %+.2f dB (within 1)",
+              (double)peak, bent, kept);
+        CHECK(loud != 0 || !bent, "peak %.2f: %d samples changed",
+              (double)peak, bent);
+        free(bw), free(bp), free(br), free(bl), free(y);
     }
     /* a NaN sample is refused and leaves the old file as it was */
     snprintf(p, sizeof p, "%s/whole0.wav", dir);
