@@ -362,7 +362,8 @@ const unsigned char *frae_stream_encoder_bytes(const frae_stream_encoder *e,
                                                size_t *n);
 /* The stream's next frame (D floats, D + 2 with pitch), silent meaning
  * silence with DTX on (ignored otherwise); recon (may be NULL): the frame
- * the decoder will give.  Returns the bytes ready
+ * the decoder will give (a reader then moves the f0 of a voicing onset's
+ * climb: frae_stream_read).  Returns the bytes ready
  * (frae_stream_encoder_bytes); frames past those the header declares are
  * not coded. */
 FRAE_API
@@ -557,6 +558,10 @@ size_t frae_packet_window(const frae_packet_decoder *d);
  * CRC, its model).  Version 5 is read as it comes (frae_packet_read: a
  * pipe is read exactly as far as *need, never ahead), lost and damaged
  * packets concealed; a header whose frames never came is refused.
+ * With pitch, a voicing onset whose f0 climbs at the pitch coder's limit
+ * (steps of half an octave, one way) has the climb's frames given the f0
+ * it reaches within the call's frames (a file's 64 at most, a packet's),
+ * the rest as coded (docs/codec.md, "Pitch").
  * Memory is allocated once, with the header: frae_stream_reader_window
  * bytes at most are asked for at once. */
 typedef struct frae_stream_reader frae_stream_reader;

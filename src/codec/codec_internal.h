@@ -84,6 +84,12 @@ struct frae_codec_state *frae_codec_state_init(void *mem, const frae_net *m,
 
 uint32_t frae_pitch_encode(float *pred, const float *in, float *out);
 int frae_pitch_decode(float *pred, uint32_t code, float *out);
+/* n decoded frames (width floats each, f0 and voicing at dim, dim + 1):
+ * each onset's climb at the step limit given the pitch it reaches
+ * (pitch_coder.c); *voiced_before: the frame before frames[0] was voiced
+ * (0 at a sequence's start), updated to the last one. */
+void frae_pitch_backfill(float *frames, long n, int width, int dim,
+                         int *voiced_before);
 int frae_pitch_step_context(const struct frae_codec_state *s);
 int frae_pitch_env_context(struct frae_codec_state *s);
 void frae_pitch_context_advance(struct frae_codec_state *s, int voiced,

@@ -3,10 +3,14 @@
  * (frae_stream_decoder); version 5 is read as it comes, packet by packet
  * (frae_packet_read).  Either way the caller gets frames in order, a
  * sequence at a time, from one call; the reader's memory is allocated
- * once, when the header is read. */
+ * once, when the header is read.  With pitch, each call's frames have
+ * their voicing onsets' climbs back-filled (pitch_coder.c): a file's 64
+ * frames at a time, a real-time stream's packet by packet, so nothing
+ * waits for frames to come. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec/codec_internal.h" /* frae_pitch_backfill */
 #include "codec/container.h"
 #include "core/frae_internal.h"
 #include "frae_codec.h"
@@ -25,6 +29,7 @@ struct frae_stream_reader {
     int width;               /* floats a frame */
     long cap;                /* frames a call gives at most */
     float *frames;           /* cap of them */
+    int voiced_before;       /* the last frame given was voiced */
 };
 
 frae_stream_reader *frae_stream_reader_create(const frae_net *m)
@@ -70,6 +75,14 @@ void frae_stream_reader_counts(const frae_stream_reader *r,
         frae_packet_decoder_counts(r->pd, c);
     else if (r->sd)
         c->frames = (uint64_t)r->seq * r->s.frames + r->t;
+}
+
+/* The n frames just decoded, their onsets back-filled (with pitch) */
+static void backfill(frae_stream_reader *r, long n)
+{
+    if (n > 0 && (r->s.flags & FRAE_STREAM_PITCH))
+        frae_pitch_backfill(r->frames, n, r->width, r->model->cfg.frame_dim,
+                            &r->voiced_before);
 }
 
 /* The header's frames buffer: 0, or -1 and err. */
@@ -160,6 +173,7 @@ long frae_stream_read(frae_stream_reader *r, const unsigned char *buf,
                                "truncated: the header declares %u frames and "
                                "no packet follows",
                                r->s.frames);
+        backfill(r, k);
         return k;
     }
     /* versions 2 to 4: the frames left of this sequence, cap at most */
@@ -174,6 +188,9 @@ long frae_stream_read(frae_stream_reader *r, const unsigned char *buf,
             return -1;
         }
     *seq = r->seq;
+    if (!r->t)
+        r->voiced_before = 0; /* a sequence's first frames */
+    backfill(r, n);
     r->t += (uint32_t)n;
     if (r->t == r->s.frames)
         r->seq++, r->t = 0;

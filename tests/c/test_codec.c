@@ -597,6 +597,148 @@ static int decode_ranged(const frae_model *m, const frae_stream *s, float *y)
  * every other; the bytes spent are the prior's ideal code length plus the
  * coder's small overhead; lost, damaged and truncated packets are
  * refused with a line naming them. */
+/* frae_pitch_backfill on frames made by hand: an onset's climb at the
+ * half-octave limit, up and down, gets the pitch it reaches; a climb that
+ * turns, one that does not start at an onset (the frame before voiced,
+ * here or in the last call), and a plain step are left alone. */
+static int backfill_cases(void)
+{
+    int failures = 0;
+    const float r2 = 1.41421356f;
+    /* f0 then voicing, dim 0, width 2 */
+    float up[] = {0, 0, 100, 1, 100 * r2, 1, 200, 1, 200 * r2, 1, 290, 1,
+                  295, 1};
+    int before = 0;
+    frae_pitch_backfill(up, 7, 2, 0, &before);
+    CHECK(up[0] == 0 && up[2] == 200 * r2 && up[4] == 200 * r2 &&
+              up[6] == 200 * r2 && up[8] == 200 * r2 && up[10] == 290 &&
+              up[12] == 295 && before == 1,
+          "a climb up: %g %g %g %g, then %g %g", (double)up[2], (double)up[4],
+          (double)up[6], (double)up[8], (double)up[10], (double)up[12]);
+    float down[] = {400, 1, 400 / r2, 1, 200, 1, 190, 1};
+    before = 0;
+    frae_pitch_backfill(down, 4, 2, 0, &before);
+    CHECK(down[0] == 200 && down[2] == 200 && down[4] == 200 &&
+              down[6] == 190,
+          "a climb down: %g %g %g %g", (double)down[0], (double)down[2],
+          (double)down[4], (double)down[6]);
+    float turn[] = {100, 1, 100 * r2, 1, 100, 1};
+    before = 0;
+    frae_pitch_backfill(turn, 3, 2, 0, &before);
+    CHECK(turn[0] == 100 * r2 && turn[2] == 100 * r2 && turn[4] == 100,
+          "a climb that turns: %g %g %g", (double)turn[0], (double)turn[2],
+          (double)turn[4]);
+    float mid[] = {100, 1, 100 * r2, 1, 200, 1};
+    before = 1; /* the last call's last frame was voiced: no onset */
+    frae_pitch_backfill(mid, 3, 2, 0, &before);
+    CHECK(mid[0] == 100 && mid[2] == 100 * r2 && mid[4] == 200,
+          "a climb after a voiced frame was moved");
+    float plain[] = {0, 0, 100, 1, 112, 1, 0, 0};
+    before = 0;
+    frae_pitch_backfill(plain, 4, 2, 0, &before);
+    CHECK(plain[2] == 100 && plain[4] == 112 && plain[6] == 0 && before == 0,
+          "a plain onset was moved");
+    return failures;
+}
+
+/* Through a stream reader: a voice at 100 Hz, a pause, then one at 400 Hz,
+ * two octaves up.  The codec (frae_stream_encode's recon, the frame API)
+ * climbs 141, 200, 283 Hz before it reaches 400 (near them: the held
+ * pitch is 100 Hz as coded); a file's reader gives
+ * the climb's three frames the pitch it reaches, a real-time stream's
+ * within each packet of 4 frames, and nothing else moves. */
+int test_pitch_backfill(void)
+{
+    int failures = backfill_cases();
+    const int T = 60, D = 7, W = D + 2, onset = 30;
+    frae_config c;
+    codec_config(&c, FRAE_QUANT_BINARY, 0);
+    c.family = FRAE_FAMILY_GRU;
+    c.batch = 1;
+    c.pitch = 1;
+    frae_model *m = create_or_die(&c);
+    perturb_params(m, NULL);
+    float *x = synth(1, T, D, 5), *frames = malloc(sizeof(float) * T * W);
+    for (int t = 0; t < T; t++) {
+        memcpy(frames + t * W, x + t * D, sizeof(float) * D);
+        const int voiced = t < 20 || t >= onset;
+        frames[t * W + D] = voiced ? (t < 20 ? 100.0f : 400.0f) : 0.0f;
+        frames[t * W + D + 1] = voiced ? 1.0f : 0.0f;
+    }
+    for (int rt = 0; rt <= 1; rt++) {
+        char err[256] = "";
+        frae_stream_options o;
+        frae_stream_options_default(&o);
+        if (rt)
+            o.datagrams = 1, o.packet_frames = 4;
+        frae_stream_encoder *e = frae_stream_encoder_create(
+            frae_model_net(m), &o, 1, T, 1, err, sizeof err);
+        unsigned char *stream = malloc(1 << 16);
+        size_t len = 0, n;
+        float *recon = malloc(sizeof(float) * T * W);
+        const unsigned char *b = e ? frae_stream_encoder_bytes(e, &n) : NULL;
+        for (int t = 0; e && t <= T; t++) {
+            memcpy(stream + len, b, n), len += n;
+            if (t < T)
+                frae_stream_encode(e, frames + t * W, 0, recon + t * W);
+            else
+                CHECK(!frae_stream_encoder_end(e), "end");
+            b = frae_stream_encoder_bytes(e, &n);
+        }
+        if (e)
+            memcpy(stream + len, b, n), len += n;
+        frae_stream_encoder_destroy(e);
+        frae_stream_reader *r = frae_stream_reader_create(frae_model_net(m));
+        float *got = malloc(sizeof(float) * T * W);
+        long at = 0, k;
+        size_t used = 0, need, pos = 0;
+        const float *f;
+        uint32_t seq;
+        while ((k = frae_stream_read(r, stream + pos, len - pos, 1, &used,
+                                     &need, &f, &seq, err, sizeof err)) > 0 ||
+               used) {
+            pos += used;
+            for (long i = 0; i < k && at < T; i++, at++)
+                memcpy(got + at * W, f + i * W, sizeof(float) * W);
+        }
+        frae_stream_reader_destroy(r);
+        /* the codec's climb, then what the reader gives */
+        const float *climb = recon + onset * W + D;
+        const float r2 = 1.41421356f;
+        CHECK(at == T && fabsf(climb[0] / 141.4f - 1) < 0.01f &&
+                  fabsf(climb[W] / climb[0] - r2) < 1e-3f &&
+                  fabsf(climb[2 * W] / climb[W] - r2) < 1e-3f &&
+                  fabsf(climb[3 * W] / climb[2 * W] - r2) < 1e-3f &&
+                  fabsf(climb[4 * W] / climb[3 * W] - r2) > 0.1f,
+              "%s: %ld frames, the codec's climb %g %g %g %g (%s)",
+              rt ? "packets" : "file", at, (double)climb[0],
+              (double)climb[W], (double)climb[2 * W], (double)climb[3 * W],
+              err);
+        int moved = 0, right = 1;
+        for (int t = 0; at == T && t < T; t++) {
+            right &= !memcmp(got + t * W, recon + t * W, sizeof(float) * D) &&
+                     got[t * W + D + 1] == recon[t * W + D + 1];
+            /* a packet holds frames 28-31: its climb ends at 31 */
+            const float want = t < onset || t > onset + 2 ? recon[t * W + D]
+                               : rt ? recon[(t < 31 ? 31 : t) * W + D]
+                                    : recon[(onset + 3) * W + D];
+            moved += got[t * W + D] != recon[t * W + D];
+            right &= got[t * W + D] == want;
+        }
+        CHECK(right && moved == (rt ? 1 : 3),
+              "%s: %d frames' f0 moved (%d wanted), envelopes and voicing "
+              "as coded: %s; onset %g %g %g",
+              rt ? "packets" : "file", moved, rt ? 1 : 3,
+              right ? "yes" : "no", (double)got[onset * W + D],
+              (double)got[(onset + 1) * W + D],
+              (double)got[(onset + 2) * W + D]);
+        free(stream), free(recon), free(got);
+    }
+    free(x), free(frames);
+    frae_destroy(m);
+    return failures;
+}
+
 int test_codec_ranged(void)
 {
     int failures = 0;

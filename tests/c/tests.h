@@ -62,6 +62,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(codec_roundtrip)                                                         \
     X(codec_threads_and_isas)                                                  \
     X(codec_pitch)                                                             \
+    X(pitch_backfill)                                                          \
     X(codec_ranged)                                                            \
     X(codec_dtx)                                                               \
     X(packets_loss)                                                            \
