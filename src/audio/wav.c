@@ -25,9 +25,9 @@
  * (libsndfile's bytes, and no seek back, so a pipe takes it too). */
 #define WAV_BLOCK 4096              /* samples converted at a time */
 #define WAV_MAX_SAMPLES 2147483629L /* 4 GB of data and header: RIFF's u32 */
-#define WAV_KNEE 0.85f     /* samples up to here go out as they are */
-#define WAV_CEIL 0.99f     /* the soft clip's bound, never reached */
-#define WAV_HEADROOM 2.0f  /* the most the soft clip takes: beyond, scale */
+#define WAV_KNEE 0.85f              /* samples up to here go out as they are */
+#define WAV_CEIL 0.99f              /* the soft clip's bound, never reached */
+#define WAV_HEADROOM 2.0f /* the most the soft clip takes: beyond, scale */
 
 /* The soft clip: the identity up to the knee, then x -> knee + r u / (1 +
  * u), u = (|x| - knee) / r, r = ceil - knee: slope 1 at the knee, so no
@@ -227,8 +227,8 @@ int frae_wav_close(frae_wav_writer *w, char *err, size_t errlen)
         bad = fread(buf, sizeof(float), k, w->scratch) != k;
         for (size_t j = 0; j < k && !bad; j++) /* as libsndfile rounds */
             put_le(pcm + 2 * j,
-                   (uint32_t)(uint16_t)(int16_t)lrintf(
-                       soft_clip(buf[j] * g) * 32767.0f),
+                   (uint32_t)(uint16_t)(int16_t)lrintf(soft_clip(buf[j] * g) *
+                                                       32767.0f),
                    2);
         bad = bad || fwrite(pcm, 2, k, w->out.f) != k;
     }

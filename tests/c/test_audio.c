@@ -854,15 +854,14 @@ int test_wav_writer(void)
         for (int live = 0; live < 2; live++) {
             snprintf(q, sizeof q, "%s/pieces%d%s.wav", dir, loud,
                      live ? "-live" : "");
-            frae_wav_writer *w =
-                (live ? frae_wav_open_live : frae_wav_open)(q, 16000, err,
-                                                            sizeof err);
+            frae_wav_writer *w = (live ? frae_wav_open_live : frae_wav_open)(
+                q, 16000, err, sizeof err);
             CHECK(w != NULL, "%s", err);
             for (long at = 0, piece = 0; w && at < n; at += piece) {
                 piece = (at * 7 + 1) % 3001;
                 piece = piece < n - at ? piece : n - at;
-                CHECK(!frae_wav_write(w, y + at, piece, err, sizeof err),
-                      "%s", err);
+                CHECK(!frae_wav_write(w, y + at, piece, err, sizeof err), "%s",
+                      err);
             }
             CHECK(w && frae_wav_samples(w) == n, "%ld samples counted",
                   w ? frae_wav_samples(w) : -1);
@@ -911,8 +910,8 @@ int test_wav_writer(void)
         CHECK(loud != 1 || (bent > 0 && kept > -1.0),
               "peak %.2f: %d samples bent, level %+.2f dB (within 1)",
               (double)peak, bent, kept);
-        CHECK(loud != 0 || !bent, "peak %.2f: %d samples changed",
-              (double)peak, bent);
+        CHECK(loud != 0 || !bent, "peak %.2f: %d samples changed", (double)peak,
+              bent);
         free(bw), free(bp), free(br), free(bl), free(y);
     }
     /* a NaN sample is refused and leaves the old file as it was */

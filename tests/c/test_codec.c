@@ -606,8 +606,8 @@ static int backfill_cases(void)
     int failures = 0;
     const float r2 = 1.41421356f;
     /* f0 then voicing, dim 0, width 2 */
-    float up[] = {0, 0, 100, 1, 100 * r2, 1, 200, 1, 200 * r2, 1, 290, 1,
-                  295, 1};
+    float up[] = {0, 0,        100, 1,   100 * r2, 1,   200,
+                  1, 200 * r2, 1,   290, 1,        295, 1};
     int before = 0;
     frae_pitch_backfill(up, 7, 2, 0, &before);
     CHECK(up[0] == 0 && up[2] == 200 * r2 && up[4] == 200 * r2 &&
@@ -618,8 +618,7 @@ static int backfill_cases(void)
     float down[] = {400, 1, 400 / r2, 1, 200, 1, 190, 1};
     before = 0;
     frae_pitch_backfill(down, 4, 2, 0, &before);
-    CHECK(down[0] == 200 && down[2] == 200 && down[4] == 200 &&
-              down[6] == 190,
+    CHECK(down[0] == 200 && down[2] == 200 && down[4] == 200 && down[6] == 190,
           "a climb down: %g %g %g %g", (double)down[0], (double)down[2],
           (double)down[4], (double)down[6]);
     float turn[] = {100, 1, 100 * r2, 1, 100, 1};
@@ -711,9 +710,8 @@ int test_pitch_backfill(void)
                   fabsf(climb[3 * W] / climb[2 * W] - r2) < 1e-3f &&
                   fabsf(climb[4 * W] / climb[3 * W] - r2) > 0.1f,
               "%s: %ld frames, the codec's climb %g %g %g %g (%s)",
-              rt ? "packets" : "file", at, (double)climb[0],
-              (double)climb[W], (double)climb[2 * W], (double)climb[3 * W],
-              err);
+              rt ? "packets" : "file", at, (double)climb[0], (double)climb[W],
+              (double)climb[2 * W], (double)climb[3 * W], err);
         int moved = 0, right = 1;
         for (int t = 0; at == T && t < T; t++) {
             right &= !memcmp(got + t * W, recon + t * W, sizeof(float) * D) &&
@@ -728,9 +726,8 @@ int test_pitch_backfill(void)
         CHECK(right && moved == (rt ? 1 : 3),
               "%s: %d frames' f0 moved (%d wanted), envelopes and voicing "
               "as coded: %s; onset %g %g %g",
-              rt ? "packets" : "file", moved, rt ? 1 : 3,
-              right ? "yes" : "no", (double)got[onset * W + D],
-              (double)got[(onset + 1) * W + D],
+              rt ? "packets" : "file", moved, rt ? 1 : 3, right ? "yes" : "no",
+              (double)got[onset * W + D], (double)got[(onset + 1) * W + D],
               (double)got[(onset + 2) * W + D]);
         free(stream), free(recon), free(got);
     }
