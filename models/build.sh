@@ -85,7 +85,7 @@ for recipe in speech speech-vbr speech-3k2; do
     case $recipe in
     speech) rate="1.60 kbit/s fixed" ;;
     speech-3k2) rate="3.20 kbit/s fixed" ;;
-    *) rate="variable, about 1.5-1.6 kbit/s on the held-out voices" ;;
+    *) rate="variable, about 1.6-1.7 kbit/s on the held-out voices" ;;
     esac
     bytes=$(wc -c <"$tmp/$recipe.safetensors" | tr -d ' ')
     sum=$(sha256sum "$tmp/$recipe.safetensors" | cut -d' ' -f1)
