@@ -8,10 +8,11 @@
 # recording conditions (scripts/augment-corpus.py: levels, telephone and
 # 8 kHz bands, noise, rooms, microphones, DC); the synthetic held-out
 # voices give the validation loss alone (it changes nothing in training);
-# 32 epochs (96 for the variable-rate codec), with a term that keeps the decoded envelope's power
-# (--level-loss 0.1: docs/2026-12-04-loudness.md); its weights stored as
-# bf16 (frae convert), and MANIFEST (each file's size and SHA-256, its rate
-# and its training data).
+# 32 epochs (96 for the variable-rate codec), with a term that keeps the
+# decoded envelope's power (--level-loss 0.1:
+# docs/2026-12-04-loudness.md); its weights stored as bf16 (frae
+# convert), and MANIFEST (each file's size and SHA-256, its rate and its
+# training data).
 # frae's training is bit-identical across instruction sets and thread
 # counts, so the files are the same on every machine with the same corpus.
 # Usage: models/build.sh [OUT_DIR]   (models/; env FRAE, CORPUS, EPOCHS,
@@ -90,7 +91,7 @@ for recipe in speech speech-vbr speech-3k2; do
     case $recipe in
     speech) rate="1.60 kbit/s fixed" ;;
     speech-3k2) rate="3.20 kbit/s fixed" ;;
-    *) rate="variable, about 1.6-1.7 kbit/s on the held-out voices" ;;
+    *) rate="variable, about 1.6-1.8 kbit/s on the held-out voices" ;;
     esac
     bytes=$(wc -c <"$tmp/$recipe.safetensors" | tr -d ' ')
     sum=$(sha256sum "$tmp/$recipe.safetensors" | cut -d' ' -f1)
