@@ -328,8 +328,9 @@ fixtures:
 # make models: the shipped models (models/*.safetensors, models/MANIFEST)
 # rebuilt from the synthetic, the human and the many-voices corpora, the
 # last also under drawn recording conditions (models/build.sh: three
-# 32-epoch trainings, about an hour of two idle cores; the voices' packages
-# come with WITH_VOICES=1 scripts/install-deps.sh);
+# trainings of 80 to 96 epochs, an hour and three quarters of two idle
+# cores; the voices' packages come with WITH_VOICES=1
+# scripts/install-deps.sh);
 # make check-models rebuilds them elsewhere and compares them bit for bit
 # with the shipped files (a long test, outside ./test.sh: the suite checks
 # the shipped files against MANIFEST, tests/models_test.sh)

@@ -586,7 +586,7 @@ HUMAN_QUICK = ["--per-speaker", "1", "--test-per-speaker", "20"]
 # voices, this many epochs
 HUMAN_SHIPPED = ["--per-speaker", "150", "--test-per-speaker", "20"]
 VOICES_SHIPPED = ["--per-speaker", "150", "--test-per-speaker", "12"]
-SHIPPED_EPOCHS = 32
+SHIPPED_EPOCHS = 80
 # ... and the 1.6 kbit/s codec's options over its recipe (models/build.sh's)
 SHIPPED_SPEECH = ["--erasure", "0.1", "--level-loss", "0.1"]
 HUMAN_TITLE = "held-out human voices (recorded, never heard in training)"
@@ -641,7 +641,7 @@ def quick(a):
               "human, the "
               "many-voices training voices and those under drawn conditions; the corpora "
               "made first (the voices' packages installed: WITH_VOICES=1 "
-              "scripts/install-deps.sh, about 420 MB); about 20 minutes on two idle cores)"
+              "scripts/install-deps.sh, about 420 MB); about 40 minutes on two idle cores)"
               % epochs, flush=True)
         sh(["env", "WITH_VOICES=1", "sh", os.path.join(ROOT, "scripts", "install-deps.sh")])
         sh(["sh", os.path.join(ROOT, "scripts", "make-corpus.sh"), "--human"] + HUMAN_SHIPPED +
@@ -835,7 +835,7 @@ def main():
                     help="--full: epochs per model (50); --train: the codec's (%d, as "
                     "make models)" % SHIPPED_EPOCHS)
     ap.add_argument("--train", action="store_true",
-                    help="the main job also trains the 1.6 kbit/s codec (about 20 minutes "
+                    help="the main job also trains the 1.6 kbit/s codec (about 40 minutes "
                     "more on 2 idle cores) and compares it with the shipped one")
     ap.add_argument("--out", default=os.path.join(ROOT, "demo"))
     ap.add_argument("--frae", default=os.path.join(ROOT, "build", "frae"))
