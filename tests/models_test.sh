@@ -39,6 +39,19 @@ while IFS="$(printf '\t')" read -r file bytes sum rate data; do
     fi
     [ -n "$rate" ] && [ -n "$data" ] || bad "models/$file: MANIFEST has no rate or data"
 done <models/MANIFEST
+
+# ./run.sh --train retrains the 1.6 kbit/s codec as the shipped one was
+# (tools/demo.py's SHIPPED_EPOCHS and SHIPPED_SPEECH) and compares the
+# bytes: its options must be the ones MANIFEST records for the file
+demo_epochs=$(sed -n 's/^SHIPPED_EPOCHS = \([0-9]*\)$/\1/p' tools/demo.py)
+demo_opts=$(sed -n 's/^SHIPPED_SPEECH = \[\(.*\)\]$/\1/p' tools/demo.py | tr -d '",')
+want="frae train --recipe speech $demo_opts, $demo_epochs epochs;"
+if [ -n "$demo_epochs" ] && [ -n "$demo_opts" ] &&
+    grep "^speech.safetensors" models/MANIFEST | grep -qF -- "$want"; then
+    ok "tools/demo.py --train trains speech as MANIFEST records ($demo_opts, $demo_epochs epochs)"
+else
+    bad "tools/demo.py --train ('$want') is not how MANIFEST says speech.safetensors was trained"
+fi
 [ "$n" = 3 ] && ok "MANIFEST lists 3 models" || bad "MANIFEST lists $n models, not 3"
 [ "$(ls models/*.safetensors | wc -l)" = "$n" ] && ok "every models/*.safetensors is in MANIFEST" ||
     bad "models/ holds files MANIFEST does not list"
