@@ -43,8 +43,8 @@ CORE_SRCS = src/base/errors.c src/base/names.c src/base/rng.c src/base/checksum.
             src/core/kernels.c src/core/kernels_avx2.c src/core/kernels_avx512.c \
             src/core/gemm.c src/core/pool.c src/core/layers.c src/core/config.c \
             src/core/model.c src/core/state.c src/core/forward.c src/core/infer.c \
-            src/core/train.c src/core/erasure.c src/core/level.c \
-            src/core/optimizer.c src/core/gru.c src/core/prior.c \
+            src/core/train.c src/core/lookahead.c src/core/erasure.c \
+            src/core/level.c src/core/optimizer.c src/core/gru.c src/core/prior.c \
             src/io/npy.c src/io/npz.c src/io/atomic_file.c src/io/json.c src/io/safetensors.c \
             src/io/checkpoint.c src/io/import.c \
             src/codec/codec.c src/codec/pitch_coder.c src/codec/search.c src/codec/recalibrate.c \

@@ -95,6 +95,8 @@ typedef enum {
 #define FRAE_PITCH_CODER_RANGED 1   /* "f0-voicing-ranged" */
 #define FRAE_PITCH_CODER_ENVELOPE 2 /* "f0-voicing-envelope" */
 
+#define FRAE_MAX_LOOKAHEAD 8 /* cfg.lookahead's most frames */
+
 typedef struct {
     /* model shape */
     frae_family family;              /* dense (default) or GRU */
@@ -218,6 +220,9 @@ typedef struct {
      * and inference never lose frames */
     float erasure; /* in [0, 0.5] */
     int erasure_frames;
+    /* GRU family: the encoder also sees the next `lookahead` input frames
+     * (0: none; the stream encoder then runs that many frames behind) */
+    int lookahead;
 
     frae_isa isa;
     int threads; /* threads for large matrix products (the model's own

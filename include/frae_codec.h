@@ -68,6 +68,19 @@ void frae_encoder_reset(frae_encoder *e); /* a new stream */
 FRAE_API
 void frae_encode_frame(frae_encoder *e, const float *frame, unsigned char *code,
                        float *recon);
+/* A look-ahead model's encoder (cfg.lookahead = A > 0) also sees the A
+ * frames after the one it codes: give the next frae_encode_frame (or
+ * _ranged) call the first n of them (0 <= n <= A; rows as that call takes
+ * its frame, `stride` floats apart); the ones not given are held at the
+ * last one given, or at the coded frame itself when none is, as at a
+ * sequence's end (training holds them so too).  Each call takes them
+ * once.  The stream coder (below) keeps the frames and gives them, A
+ * frames behind its input.  Returns 0, or -1 (nothing changed) for n out
+ * of range. */
+FRAE_API
+int frae_encoder_set_ahead(frae_encoder *e, const float *frames, int n,
+                           size_t stride);
+
 /* The encoder's search (analysis by synthesis), off after init.  With
  * passes > 0 a frame's codes are not taken from the network as they are:
  * starting from them, each pass decodes every code moved by one level (a
@@ -365,10 +378,20 @@ const unsigned char *frae_stream_encoder_bytes(const frae_stream_encoder *e,
  * the decoder will give (a reader then moves the f0 of a voicing onset's
  * climb: frae_stream_read).  Returns the bytes ready
  * (frae_stream_encoder_bytes); frames past those the header declares are
- * not coded. */
+ * not coded.
+ * A look-ahead model's encoder (cfg.lookahead = A) codes each frame once
+ * the A after it have come (those of its own sequence: a sequence's last
+ * frames see up to its end), so a call codes the frame given A calls
+ * before (recon is that frame's; the first A calls code none and leave
+ * recon alone), and frame NULL codes the oldest frame still held without
+ * a new one (frae_stream_encoder_pending: how many are held), as a packet
+ * sender does at the end to take each packet alone; end codes any still
+ * held, their bytes before the end's. */
 FRAE_API
 size_t frae_stream_encode(frae_stream_encoder *e, const float *frame,
                           int silent, float *recon);
+FRAE_API
+uint32_t frae_stream_encoder_pending(const frae_stream_encoder *e);
 /* After the last frame: 0 (the rest in frae_stream_encoder_bytes), or -1
  * if fewer frames came than the header declares. */
 FRAE_API

@@ -160,7 +160,8 @@ class FRAE:
     history, enc and dec (widths: a tuple or "512,256"), latent, family
     ("dense" or "gru"), activation, quantizer ("none", "binary",
     "uniform:N"), prior (units; with rate_lambda), prior_ar (the prior's
-    within-frame autoregression: on with a prior unless False), seed;
+    within-frame autoregression: on with a prior unless False), lookahead
+    (GRU: the encoder also sees the next N frames), seed;
     training options learning_rate, clip_norm, feedback ("detached" or
     "full"), window, warmup, decay_steps, lr_floor, rate_lambda, erasure
     and erasure_frames (erasure training, GRU), level_loss (audio features:

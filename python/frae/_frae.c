@@ -112,6 +112,7 @@ static const struct {
     {"lr_floor", 'f', offsetof(frae_config, lr_floor)},
     {"erasure", 'f', offsetof(frae_config, erasure)},
     {"erasure_frames", 'i', offsetof(frae_config, erasure_frames)},
+    {"lookahead", 'i', offsetof(frae_config, lookahead)},
     {"normalize", 'i', offsetof(frae_config, normalize)},
     {"threads", 'i', offsetof(frae_config, threads)},
     {"isa", 'i', offsetof(frae_config, isa)},

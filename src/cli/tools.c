@@ -227,7 +227,8 @@ static void info_model(frae_checkpoint *ck, const frae_config *cfg,
     cli_printf("  frame dim D %d, history K %d, latent L %d\n", c.frame_dim,
                c.history, c.latent_dim);
     cli_printf("  encoder  %d", c.frame_dim + c.history * c.frame_dim +
-                                    (gru ? c.dec_hidden[0] : 0));
+                                    (gru ? c.dec_hidden[0] : 0) +
+                                    c.lookahead * c.frame_dim);
     for (int i = 0; i < c.n_enc_hidden; i++)
         cli_printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.enc_hidden[i]);
     cli_printf(" -> %d (tanh, quantizer %s)\n", c.latent_dim,
@@ -236,6 +237,10 @@ static void info_model(frae_checkpoint *ck, const frae_config *cfg,
     for (int i = 0; i < c.n_dec_hidden; i++)
         cli_printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.dec_hidden[i]);
     cli_printf(" -> %d (linear)\n", c.frame_dim);
+    if (c.lookahead)
+        cli_printf("  look-ahead: the encoder also sees the next %d frame%s "
+                   "(%d ms more delay at 100 frames/s)\n",
+                   c.lookahead, c.lookahead > 1 ? "s" : "", 10 * c.lookahead);
     cli_printf("  hidden activation %s, init seed %llu\n",
                frae_enum_name("activation", c.activation),
                (unsigned long long)c.seed);

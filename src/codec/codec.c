@@ -279,6 +279,35 @@ void frae_codec_decode_and_advance(struct frae_codec_state *s, float *frame)
     st->ring_pos = (st->ring_pos + 1) % st->ring_cap;
 }
 
+int frae_encoder_set_ahead(frae_encoder *e, const float *frames, int n,
+                           size_t stride)
+{
+    struct frae_codec_state *s = (struct frae_codec_state *)e;
+    const int A = s->model->cfg.lookahead;
+    if (n < 0 || n > A || (n > 0 && !frames))
+        return -1;
+    for (int k = 0; k < n; k++)
+        frae_ahead_put(s->model, &s->st, 0, k, frames + (size_t)k * stride);
+    s->ahead_given = n;
+    return 0;
+}
+
+/* The encoder's view ahead for the frame about to be coded: the frames the
+ * caller gave, the rest held at the last of them (none given: the frame
+ * itself, as at a sequence's end); the next frame starts with none. */
+static void fill_ahead(struct frae_codec_state *s, const float *frame)
+{
+    const int A = s->model->cfg.lookahead, D = s->model->cfg.frame_dim;
+    for (int k = s->ahead_given; k < A; k++) {
+        if (k == 0)
+            frae_ahead_put(s->model, &s->st, 0, 0, frame);
+        else
+            memcpy(s->st.ahead + (size_t)k * D,
+                   s->st.ahead + (size_t)(k - 1) * D, sizeof(float) * D);
+    }
+    s->ahead_given = 0;
+}
+
 void frae_encode_frame(frae_encoder *e, const float *frame, unsigned char *code,
                        float *recon)
 {
@@ -290,6 +319,8 @@ void frae_encode_frame(frae_encoder *e, const float *frame, unsigned char *code,
         frae_normalize_rows(s->model, frame, 0, 1, s->xnorm);
         x = s->xnorm;
     }
+    if (c->lookahead > 0)
+        fill_ahead(s, frame);
     frae_forward_encode(s->model, &s->st, 0, x);
     if (s->search_passes)
         frae_codec_search_codes(s, x, 0);
@@ -341,6 +372,7 @@ int frae_encode_silence_ranged(frae_encoder *e, frae_range_enc *rc,
     struct frae_codec_state *s = (struct frae_codec_state *)e;
     if (!s->dtx)
         return -1;
+    s->ahead_given = 0; /* the frames ahead were this frame's */
     fp_env env = fp_enter();
     frae_codec_silence_encode(s, rc, 1);
     frae_codec_silent_frame(s, recon);
@@ -363,6 +395,8 @@ void frae_encode_frame_ranged(frae_encoder *e, const float *frame,
         x = s->xnorm;
     }
     frae_codec_prior_logits(s);
+    if (c->lookahead > 0)
+        fill_ahead(s, frame);
     frae_forward_encode(s->model, &s->st, 0, x);
     if (s->search_passes)
         frae_codec_search_codes(s, x, 1);

@@ -61,6 +61,9 @@ struct frae_codec_state {
     char *st_base, *trial_base;
     size_t st_bytes;
     float *raw_logit, *best_q;
+    /* a look-ahead model's encoder: how many of the frames ahead the
+     * caller gave for the next frame (frae_encoder_set_ahead) */
+    int ahead_given;
 };
 
 /* Where a frame codec's pieces lie in its block, from one plan made once

@@ -39,6 +39,17 @@ struct frae_stream_encoder {
     size_t out_len, out_cap;
     const unsigned char *datagram; /* version 5: the last packet, bare */
     size_t datagram_len;
+    /* a look-ahead model (cfg.lookahead = A > 0): the frames given and not
+     * yet coded, oldest first (held, n_held rows of width floats, and
+     * their silent flags); the oldest is coded once the A after it are
+     * here, seeing those of its own sequence.  coded: the frame the last
+     * call coded; tail: end's bytes, the held frames' and the end's */
+    int ahead, width, n_held;
+    float *held, *coded;
+    unsigned char held_silent[FRAE_MAX_LOOKAHEAD + 1];
+    uint64_t given; /* frames given, over the sequences */
+    unsigned char *tail;
+    size_t tail_cap;
 };
 
 /* Where a version-5 packet's payload starts in e->packet: after room for
@@ -152,20 +163,39 @@ frae_stream_encoder_create(const frae_net *m, const frae_stream_options *o,
     frae_codec_plan plan; /* the frame codec's, made once */
     frae_codec_plan_make(m, &plan);
     const size_t enc = plan.encoder;
+    const frae_config *c = frae_net_config(m);
+    const int ahead = c->lookahead;
+    const size_t width = (size_t)c->frame_dim + (c->pitch ? 2 : 0);
+    /* with look-ahead: A + 2 frames (the held ones and the one coded), and
+     * room for end's bytes: each held frame's and the end's */
+    const size_t held_bytes =
+        ahead ? ((size_t)(ahead + 2) * width * sizeof(float) + 63) / 64 * 64
+              : 0;
+    const size_t tail_cap = ahead ? (size_t)(ahead + 2) * out_cap : 0;
     char *block = NULL;
     if (posix_memalign((void **)&block, 64,
-                       head + enc + cb + packet_cap + out_cap)) {
+                       head + held_bytes + enc + cb + packet_cap + out_cap +
+                           tail_cap)) {
         frae_errorf(err, errlen, "out of memory");
         return NULL;
     }
     frae_stream_encoder *e = (frae_stream_encoder *)block;
     memset(e, 0, sizeof *e);
     e->m = m;
-    e->e = (frae_encoder *)frae_codec_state_init(block + head, m, &plan, 1);
-    e->code = (unsigned char *)block + head + enc;
+    e->ahead = ahead;
+    e->width = (int)width;
+    if (ahead) {
+        e->held = (float *)(void *)(block + head);
+        e->coded = e->held + (size_t)(ahead + 1) * width;
+    }
+    e->e = (frae_encoder *)frae_codec_state_init(block + head + held_bytes, m,
+                                                 &plan, 1);
+    e->code = (unsigned char *)block + head + held_bytes + enc;
     e->packet = e->code + cb;
     e->out = e->packet + packet_cap;
     e->out_cap = out_cap;
+    e->tail = ahead ? e->out + out_cap : NULL;
+    e->tail_cap = tail_cap;
     e->packet_cap = packet_cap;
     e->s = s;
     e->ranged = ranged;
@@ -326,8 +356,61 @@ const unsigned char *frae_stream_encoder_bytes(const frae_stream_encoder *e,
     return e->out;
 }
 
+static size_t encode_now(frae_stream_encoder *e, const float *frame, int silent,
+                         float *recon);
+
+/* A look-ahead model: codes the oldest held frame, giving the encoder the
+ * frames held after it that belong to its sequence. */
+static size_t code_held(frae_stream_encoder *e, float *recon)
+{
+    const size_t w = (size_t)e->width;
+    long ahead = e->n_held - 1;
+    if (e->s.frames) { /* not past its sequence's end */
+        const long left =
+            (long)(e->s.frames - 1 - e->frame % (uint64_t)e->s.frames);
+        ahead = ahead < left ? ahead : left;
+    }
+    frae_encoder_set_ahead(e->e, e->held + w, (int)ahead, w);
+    memcpy(e->coded, e->held, sizeof(float) * w);
+    const int silent = e->held_silent[0];
+    e->n_held--;
+    memmove(e->held, e->held + w, sizeof(float) * w * (size_t)e->n_held);
+    memmove(e->held_silent, e->held_silent + 1, (size_t)e->n_held);
+    return encode_now(e, e->coded, silent, recon);
+}
+
 size_t frae_stream_encode(frae_stream_encoder *e, const float *frame,
                           int silent, float *recon)
+{
+    if (!e->ahead)
+        return encode_now(e, frame, silent, recon);
+    e->out_len = 0;
+    e->datagram_len = 0;
+    if (frame) {
+        const frae_stream *s = &e->s;
+        const uint64_t total =
+            e->datagrams ? s->frames : (uint64_t)s->sequences * s->frames;
+        if (total && e->given >= total)
+            return 0; /* past what the header declares: nothing coded */
+        memcpy(e->held + (size_t)e->n_held * e->width, frame,
+               sizeof(float) * (size_t)e->width);
+        e->held_silent[e->n_held++] = (unsigned char)(silent != 0);
+        e->given++;
+        if (e->n_held <= e->ahead)
+            return 0;
+    } else if (!e->n_held) {
+        return 0;
+    }
+    return code_held(e, recon);
+}
+
+uint32_t frae_stream_encoder_pending(const frae_stream_encoder *e)
+{
+    return (uint32_t)e->n_held;
+}
+
+static size_t encode_now(frae_stream_encoder *e, const float *frame, int silent,
+                         float *recon)
 {
     const frae_stream *s = &e->s;
     e->out_len = 0;
@@ -379,7 +462,27 @@ size_t frae_stream_encode(frae_stream_encoder *e, const float *frame,
     return e->out_len;
 }
 
+static int end_now(frae_stream_encoder *e);
+
 int frae_stream_encoder_end(frae_stream_encoder *e)
+{
+    if (!e->n_held)
+        return end_now(e);
+    /* the frames still held, then the end, their bytes one after another */
+    size_t n = 0;
+    while (e->n_held) {
+        code_held(e, NULL);
+        memcpy(e->tail + n, e->out, e->out_len);
+        n += e->out_len;
+    }
+    const int rc = end_now(e);
+    memcpy(e->tail + n, e->out, e->out_len);
+    e->out_len += n;
+    e->out = e->tail; /* what frae_stream_encoder_bytes gives now */
+    return rc;
+}
+
+static int end_now(frae_stream_encoder *e)
 {
     e->out_len = 0;
     e->datagram_len = 0;
@@ -418,6 +521,31 @@ static int tally_frame(frae_encode_tally *t, const float *x, const float *recon,
     return isfinite(t->sse) ? 0 : -1;
 }
 
+/* One frame given (NULL: a held one coded), its bytes written, and the
+ * frame it coded (with look-ahead, A frames back) tallied. */
+static frae_encode_status encode_tallied(frae_stream_encoder *e,
+                                         const frae_frames_io *io,
+                                         const float *xt, int silent,
+                                         float *recon, frae_encode_tally *t)
+{
+    const frae_config *c = &e->m->cfg;
+    const uint64_t before = e->frame;
+    if (frae_stream_encode(e, xt, silent, recon) &&
+        io->write(io->ctx, e->out, e->out_len))
+        return FRAE_ENCODE_WRITE;
+    if (e->frame == before)
+        return FRAE_ENCODE_OK; /* held */
+    if (tally_frame(t, e->ahead ? e->coded : xt, recon, c->frame_dim,
+                    c->pitch)) {
+        if (e->s.frames) {
+            t->seq = (long)(before / e->s.frames);
+            t->frame = (long)(before % e->s.frames);
+        }
+        return FRAE_ENCODE_NONFINITE;
+    }
+    return FRAE_ENCODE_OK;
+}
+
 frae_encode_status frae_stream_encode_all(frae_stream_encoder *e,
                                           const frae_frames_io *io,
                                           frae_encode_tally *tally)
@@ -446,12 +574,10 @@ frae_encode_status frae_stream_encode_all(frae_stream_encoder *e,
                 break;
             }
             const int silent = io->silent && io->silent(io->ctx, q, f, xt);
-            if (frae_stream_encode(e, xt, silent, recon) &&
-                io->write(io->ctx, e->out, e->out_len))
-                rc = FRAE_ENCODE_WRITE;
-            else if (tally_frame(t, xt, recon, D, pitch))
-                rc = FRAE_ENCODE_NONFINITE, t->seq = q, t->frame = f;
+            rc = encode_tallied(e, io, xt, silent, recon, t);
         }
+    while (!rc && e->n_held) /* a look-ahead model's last frames */
+        rc = encode_tallied(e, io, NULL, 0, recon, t);
     if (!rc &&
         (frae_stream_encoder_end(e) || io->write(io->ctx, e->out, e->out_len)))
         rc = FRAE_ENCODE_WRITE;

@@ -208,6 +208,12 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
         return frae_errorf(err, errlen,
                            "erasure rate must be in [0, 0.5], got %g",
                            (double)cfg->erasure);
+    if (cfg->lookahead < 0 || cfg->lookahead > FRAE_MAX_LOOKAHEAD ||
+        (cfg->lookahead > 0 && cfg->family != FRAE_FAMILY_GRU))
+        return frae_errorf(err, errlen,
+                           "look-ahead must be 0 to 8 frames, GRU family only, "
+                           "got %d",
+                           cfg->lookahead);
     if (cfg->erasure_frames < 0 || cfg->erasure_frames > 1000)
         return frae_errorf(err, errlen,
                            "erasure packet must be 0 to 1000 frames, got %d",
@@ -284,8 +290,9 @@ int frae_layer_spec(const frae_config *c, int l, int *in, int *out, int *act,
         return 0;
     }
     if (l < ne) {
-        i = l == 0 ? D + KD + (gru ? c->dec_hidden[0] : 0)
-                   : c->enc_hidden[l - 1];
+        i = l == 0
+                ? D + KD + (gru ? c->dec_hidden[0] + (long)c->lookahead * D : 0)
+                : c->enc_hidden[l - 1];
         o = c->enc_hidden[l];
         *act = gru && l == 0 ? ACT_GRU : (int)c->activation;
     } else if (l == ne) {

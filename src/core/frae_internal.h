@@ -136,6 +136,7 @@ typedef struct {
     int chunk_frames; /* frames per backward chunk: about FRAE_CHUNK_ROWS
                          rows, so big batches keep few frames of gradients */
     float *xwin;      /* the current window's input, [W][B][D] */
+    float *xla; /* cfg.lookahead: each frame's next A frames, [W][B][A*D] */
     /* cfg.targets: the window's targets [W][B][D], and one frame of
      * z-scored targets per sequence [B][D] (with normalize) */
     float *twin, *tnorm;
@@ -256,6 +257,22 @@ void frae_forward_frame(const frae_net *m, frae_state *st, long t,
 void frae_forward_encode(const frae_net *m, frae_state *st, long t,
                          const float *x);
 void frae_forward_decode(const frae_net *m, frae_state *st, long t);
+/* cfg.lookahead: frame k + 1 after the one the encoder runs next, for row
+ * b, from a raw input frame (z-scored if the model normalizes), into the
+ * state's own view ahead, which the encoder then reads. */
+void frae_ahead_put(const frae_net *m, frae_state *st, int b, int k,
+                    const float *frame);
+/* ... all of frame t's, for nseq sequences of nframes frames (rows rs
+ * apart), each held at its last valid frame (valid[b], NULL: all). */
+void frae_ahead_rows(const frae_net *m, frae_state *st, const float *x,
+                     ptrdiff_t rs, int nseq, long t, long nframes,
+                     const int *valid);
+/* Training: the nt frames' (from w0) look-ahead rows into m->tr.xla as
+ * [frame][row][A*D]: frame w0+t+1+k of sequence b (rows x_rs apart, valid
+ * as frae_step's), erasure training's second track the same. */
+void frae_lookahead_stage(frae_model *m, const float *x, ptrdiff_t x_rs,
+                          int nseq, int nframes, const int *valid, int w0,
+                          int nt, int tracks);
 /* Erasure training's frame, over nb = 2S rows: rows 0..S-1 are the
  * sender's track (encoder and a decoder that loses nothing), rows S..2S-1
  * the receiver's: each decodes the code its sender's row made, or, where
@@ -389,6 +406,13 @@ float frae_gru_tanh(float x);
 void frae_gru_tanh_n(float *x, size_t n);
 void frae_gru_sigmoid_n(float *x, size_t n); /* 1 / (1 + exp(-x)) */
 void frae_gru_exp_n(float *x, size_t n);
+/* The encoder's first kernel row for the look-ahead frames: its last
+ * lookahead x D rows. */
+static inline int frae_lookahead_row(const frae_net *m)
+{
+    return m->layer[0].in - m->cfg.lookahead * m->cfg.frame_dim;
+}
+
 /* The kernel row where first layer `which` (0 encoder, 1 decoder) takes the
  * fed-back frames: after its head ([x], [x, h_dec] or [latent]). */
 static inline int frae_buffer_row(const frae_net *m, int which)

@@ -19,9 +19,12 @@ int frae_run_forward(const frae_net *n, frae_state *st, float *xnorm,
         return -1;
     const int D = n->cfg.frame_dim;
     const ptrdiff_t rs = (ptrdiff_t)nframes * D;
+    const int A = n->cfg.lookahead;
     for (long t = 0; t < nframes; t++) {
         const float *xt = x + t * D;
         ptrdiff_t xrs = rs;
+        if (A > 0) /* the frames ahead, held at the sequence's last */
+            frae_ahead_rows(n, st, x, rs, nseq, t, nframes, NULL);
         if (n->cfg.normalize) { /* z-scored into xnorm, rows D apart */
             frae_normalize_rows(n, xt, rs, nseq, xnorm);
             xt = xnorm;

@@ -4,9 +4,7 @@
  * are config.c's. */
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -92,7 +90,8 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
         L->grads = frae_arena_reserve(p, np);
         L->adam_m = frae_arena_reserve(p, np);
         L->adam_v = frae_arena_reserve(p, np);
-        L->xwin = frae_arena_reserve(p, frae_arena_mul3(p, frames, B, D));
+        const size_t xw = D * (1 + (size_t)c->lookahead); /* + tr.xla */
+        L->xwin = frae_arena_reserve(p, frae_arena_mul3(p, frames, B, xw));
         if (c->targets)
             L->twin = frae_arena_reserve(p, frae_arena_mul3(p, frames, B, D));
         if (c->level_loss > 0.0f) /* doubles, two floats each */
@@ -343,6 +342,7 @@ frae_model *frae_create(const frae_config *cfg, char *err, size_t errlen)
         tr->adam_m = (float *)(base + L.adam_m);
         tr->adam_v = (float *)(base + L.adam_v);
         tr->xwin = (float *)(base + L.xwin);
+        tr->xla = tr->xwin + (size_t)L.act_frames * L.st.rows * L.st.frame_dim;
         if (cfg->targets)
             tr->twin = (float *)(base + L.twin);
         if (cfg->level_loss > 0.0f)

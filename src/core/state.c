@@ -38,6 +38,7 @@ size_t frae_state_plan_make(const frae_config *c, int rows, int frames,
     p->rows = rows;
     p->frames = frames;
     p->frame_dim = c->frame_dim;
+    p->lookahead = c->lookahead;
     const int gru = c->family == FRAE_FAMILY_GRU;
     for (int l = 0; l < n_layers - 1;
          l++) { /* the output layer writes the ring */
@@ -60,6 +61,8 @@ size_t frae_state_plan_make(const frae_config *c, int rows, int frames,
             (size_t)out[ne + 1]);
         put(p, &w, FRAE_SP_PAIR_IN, 2, R, D);
     }
+    if (c->lookahead > 0)
+        put(p, &w, FRAE_SP_AHEAD, R, (size_t)c->lookahead, D);
     put(p, &w, FRAE_SP_Q, F, R, (size_t)c->latent_dim);
     if (c->prior_hidden > 0) {
         const int p0 = frae_prior_mat(c, 0), p1 = frae_prior_mat(c, 1);
@@ -103,6 +106,9 @@ void frae_state_carve(const frae_state_plan *p, frae_state *s, char *base)
     }
     s->pend_cap = p->pend_cap;
     s->pair_in = piece(p, FRAE_SP_PAIR_IN, base);
+    s->ahead = piece(p, FRAE_SP_AHEAD, base);
+    s->la = s->ahead;
+    s->la_rs = (ptrdiff_t)p->lookahead * p->frame_dim;
     s->q = piece(p, FRAE_SP_Q, base);
     s->prior_ctx = piece(p, FRAE_SP_PRIOR_CTX, base);
     s->prior_hid = piece(p, FRAE_SP_PRIOR_HID, base);
@@ -153,6 +159,9 @@ void frae_state_copy(frae_state *dst, char *dst_base, const frae_state *src,
     dst->ring_rows = src->ring_rows;
     dst->pend_next[0] = src->pend_next[0];
     dst->pend_next[1] = src->pend_next[1];
+    /* the frames ahead: dst's own copy, unless src borrowed training's */
+    dst->la = src->la == src->ahead ? dst->ahead : src->la;
+    dst->la_rs = src->la_rs;
     for (int side = 0; side < 2; side++)
         dst->h[side] =
             src->h[side]

@@ -52,6 +52,13 @@ typedef struct {
     int pend_cap;
     long pend_next[2];
     float *pair_in; /* two fed-back frames side by side, [2][rows][D] */
+    /* cfg.lookahead: the encoder's view of the frame's next A input
+     * frames, rows la_rs apart: the state's own ahead [rows][A*D] (a
+     * codec's and inference fill it frame by frame), or training's window
+     * of them; NULL without look-ahead */
+    float *ahead;
+    const float *la;
+    ptrdiff_t la_rs;
 
     /* GRU family, per side (0 encoder, 1 decoder; NULL otherwise): */
     float *h[2];  /* h(t-1), what the next frame reads: h0 after a reset
@@ -82,6 +89,7 @@ enum {
     FRAE_SP_GATES = FRAE_SP_GH + 2,
     FRAE_SP_PEND = FRAE_SP_GATES + 2,
     FRAE_SP_PAIR_IN = FRAE_SP_PEND + 2,
+    FRAE_SP_AHEAD,
     FRAE_SP_Q,
     FRAE_SP_PRIOR_CTX,
     FRAE_SP_PRIOR_HID,
@@ -96,7 +104,7 @@ enum {
 typedef struct {
     size_t bytes;              /* the whole state, or SIZE_MAX: overflow */
     size_t off[FRAE_SP_COUNT]; /* each piece's byte offset from the base */
-    int rows, frames, frame_dim, pend_cap, ring_cap;
+    int rows, frames, frame_dim, pend_cap, ring_cap, lookahead;
 } frae_state_plan;
 
 /* Plans a state of `rows` sequences keeping `frames` frames of activations

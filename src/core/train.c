@@ -15,6 +15,8 @@
  * (erasure.c), else one. */
 static int tracks_of(const frae_model *m) { return m->tr.lost ? 2 : 1; }
 
+static void set_lookahead(frae_model *m, int t, int nb);
+
 /* The model's decoded frame at window position t. */
 static float *out_frame(const frae_model *m, long t)
 {
@@ -279,6 +281,13 @@ static void weight_grads(frae_model *m, int c0, int nt, int nb, int init)
                                init);
             if (m->net.gru && l == 0) /* the GRU encoder's h_dec(t-1) rows */
                 prev_state_grad(m, 1, ly, D, c0, nt, nb, init);
+            if (l == 0 && m->net.cfg.lookahead > 0) {
+                const int aw = m->net.cfg.lookahead * D;
+                frae_gemm_packed_c(&m->net, &m->state.scratch, aw, rows,
+                                   m->tr.xla + r0 * aw, aw, dz, ly->out, gw,
+                                   ly->in, ly->out, frae_lookahead_row(&m->net),
+                                   init);
+            }
             for (int j = 0; j < m->net.cfg.history; j++)
                 buffer_weight_grad(m, ly, frae_buffer_row(&m->net, l != 0), j,
                                    c0, nt, nb, init);
@@ -382,6 +391,7 @@ static void window_grads(frae_model *m, int nt, int nb, const int *valid,
                                m->state.prior_ctx +
                                    (size_t)t * nb *
                                        m->net.layer[m->net.prior[0]].in);
+        set_lookahead(m, t, nb);
         if (m->tr.lost)
             frae_forward_frame_lossy(&m->net, &m->state, t, xt, D, nb,
                                      m->tr.lost + (size_t)t * nb, m->tr.last_q);
@@ -436,6 +446,16 @@ static void stage_window(frae_model *m, float *win, const float *x,
         if (tracks == 2)
             memcpy(dst + one, dst, sizeof(float) * one);
     }
+}
+
+/* Points the state at frame t's look-ahead rows (nb of them). */
+static void set_lookahead(frae_model *m, int t, int nb)
+{
+    const size_t row = (size_t)m->net.cfg.lookahead * m->net.cfg.frame_dim;
+    if (row == 0)
+        return;
+    m->state.la = m->tr.xla + (size_t)t * nb * row;
+    m->state.la_rs = (ptrdiff_t)row;
 }
 
 /* Frame t of nseq sequences (rows x_rs apart) as the network takes it: in
@@ -537,6 +557,7 @@ static void padding_forward(frae_model *m, const float *x, ptrdiff_t x_rs,
         const float *xt =
             tracks == 2 ? m->tr.xwin + (size_t)t * nb * D
                         : net_input(m, x + (ptrdiff_t)w0 * D, x_rs, nb, t, &rs);
+        set_lookahead(m, t, nb);
         frae_forward_frame(&m->net, &m->state, t, xt, rs, nb);
         silence_padding(m, t, nb, m->wvalid);
     }
@@ -565,6 +586,9 @@ static int train_window(frae_model *m, const float *x, const float *target,
         m->wvalid[b] = (int)(v < 0 ? 0 : v > nt ? nt : v);
         count += m->wvalid[b];
     }
+    if (m->net.cfg.lookahead > 0)
+        frae_lookahead_stage(m, x, x_rs, nseq, (int)(x_rs / D), valid, w0, nt,
+                             tracks);
     double total = (double)count; /* exact: far below 2^53 */
     if (red && red->sum_f64(red->ctx, &total, 1))
         return -1;
@@ -686,6 +710,9 @@ static int eval_impl(frae_model *m, const float *x, const float *target,
         const float *xt = net_input(m, x, x_rs, nseq, t, &rs);
         if (m->net.prior[0] >= 0)
             frame_rate_context(m, t, nseq);
+        if (m->net.cfg.lookahead > 0)
+            frae_ahead_rows(&m->net, &m->state, x, x_rs, nseq, t, nframes,
+                            valid);
         frae_forward_frame(&m->net, &m->state, t, xt, rs, nseq);
         silence_padding(m, t, nseq, valid);
         if (target) {

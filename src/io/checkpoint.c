@@ -77,6 +77,8 @@ static int config_meta(const frae_model *m, const frae_config *c, int with_opt,
         META("frae.prior_hidden", "%d", c->prior_hidden);
     if (c->prior_ar) /* absent: the units coded independently */
         META("frae.prior_ar", "%s", PRIOR_AR_NAME);
+    if (c->lookahead) /* absent: the encoder sees its frame alone */
+        META("frae.lookahead", "%d", c->lookahead);
     if (c->targets) /* absent: trained to rebuild its inputs */
         META("frae.targets", "%s", TARGETS_NAME);
     if (c->normalize) { /* absent: no normalization */
@@ -579,6 +581,12 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         meta_option(ck, "frae.prior_ar", PRIOR_AR_NAME, "prior autoregression",
                     &c.prior_ar, err, errlen))
         return -1;
+    if (frae_st_meta(&ck->st, "frae.lookahead")) { /* else none */
+        if (meta_long(ck, "frae.lookahead", 1, FRAE_MAX_LOOKAHEAD, &v, err,
+                      errlen))
+            return -1;
+        c.lookahead = (int)v;
+    }
     if (frae_st_meta(&ck->st, "frae.prior_hidden")) {
         if (meta_long(ck, "frae.prior_hidden", 1, INT_MAX, &v, err, errlen))
             return -1;

@@ -81,6 +81,10 @@ static void NAIVE(gru)(const REAL *in, int n_in, int head_w, int D, int K,
     REAL *gx = malloc(sizeof(REAL) * 3 * (size_t)H);
     REAL *gh = malloc(sizeof(REAL) * 3 * (size_t)H);
     NAIVE(dense_first)(in, head_w, D, K, kernel, bias, 3 * H, gx);
+    /* the encoder's look-ahead frames, after the head (cfg.lookahead) */
+    for (int o = 0; o < 3 * H; o++)
+        for (int i = head_w + K * D; i < n_in; i++)
+            gx[o] = REAL_FMA(in[i], kernel[(size_t)i * 3 * H + o], gx[o]);
     NAIVE(dense)(h, H, rec, bias + 3 * H, 3 * H, gh);
     for (int j = 0; j < H; j++) {
         REAL z = (REAL)1 / ((REAL)1 + REAL_EXP(-(gx[j] + gh[j])));
@@ -181,7 +185,8 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
     const int fed = K * D + Hf;                /* fed-back values per frame */
     int widths[2 * FRAE_MAX_HIDDEN + 3];
     int nw = 0;
-    widths[nw++] = D + Hf + K * D;
+    const int A = c->lookahead;
+    widths[nw++] = D + Hf + K * D + A * D;
     for (int i = 0; i < ne; i++)
         widths[nw++] = c->enc_hidden[i];
     widths[nw++] = L;
@@ -236,6 +241,11 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
                 cur[D + i] = fedv[K * D + i];
             for (int i = 0; i < K * D; i++)
                 cur[D + Hf + i] = buffer[i];
+            for (int a = 1; a <= A; a++) /* held at the last frame */
+                for (int i = 0; i < D; i++)
+                    cur[D + Hf + K * D + (a - 1) * D + i] = (REAL)
+                        x[((size_t)s * T + (t + a < T ? t + a : T - 1)) * D +
+                          i];
             free(fedv);
             const REAL *p = params;
             int li = 0;

@@ -1545,3 +1545,184 @@ int test_codec_state_plan(void)
     }
     return failures;
 }
+
+/* ---- a look-ahead encoder (cfg.lookahead) -------------------------------- */
+
+/* Every frame of a stream (any version) through a reader, the envelopes
+ * into got (D of each frame); returns the frames read. */
+static long read_envelopes(const frae_model *m, const unsigned char *stream,
+                           size_t len, int W, int D, float *got, long cap)
+{
+    frae_stream_reader *r = frae_stream_reader_create(frae_model_net(m));
+    char err[256];
+    long at = 0, k;
+    size_t used = 0, need, pos = 0;
+    const float *f;
+    uint32_t seq;
+    while ((k = frae_stream_read(r, stream + pos, len - pos, 1, &used, &need,
+                                 &f, &seq, err, sizeof err)) > 0 ||
+           used) {
+        pos += used;
+        for (long i = 0; i < k && at < cap; i++, at++)
+            memcpy(got + at * D, f + i * W, sizeof(float) * D);
+    }
+    frae_stream_reader_destroy(r);
+    return at;
+}
+
+/* The encoder also sees the next A frames: decode(encode(x)) is still
+ * frae_forward to the bit, for the frame API given them
+ * (frae_encoder_set_ahead) and for the stream coder, which holds A frames
+ * and gives each frame those of its own sequence (a file's sequences, a
+ * version-4 stream's packets, version 5's packets, drained by NULL frames
+ * or by end, with the same bytes); the frames ahead change the codes (the
+ * weights that read them are not zero), and evaluation's loss is
+ * frae_forward's. */
+int test_codec_lookahead(void)
+{
+    int failures = 0;
+    const int nseq = 3, T = 23, D = 7;
+    for (int A = 1; A <= 2; A++)
+        for (int ranged = 0; ranged <= 1; ranged++) {
+            frae_config c;
+            codec_config(&c, FRAE_QUANT_BINARY, 0);
+            c.family = FRAE_FAMILY_GRU;
+            c.lookahead = A;
+            c.pitch = 1;
+            c.prior_hidden = ranged ? 6 : 0;
+            c.batch = nseq;
+            const int W = D + 2;
+            frae_model *m = create_or_die(&c);
+            perturb_params(m, NULL);
+            const frae_net *net = frae_model_net(m);
+            float *f = ranged_frames(nseq, T, D, 1, 70 + A);
+            float *x = malloc(sizeof(float) * nseq * T * D);
+            for (int i = 0; i < nseq * T; i++)
+                memcpy(x + (size_t)i * D, f + (size_t)i * W, sizeof(float) * D);
+            float *want = malloc(sizeof(float) * nseq * T * D);
+            float *got = malloc(sizeof(float) * nseq * T * D);
+            frae_forward(m, x, want, nseq, T);
+            double sse = 0;
+            for (int i = 0; i < nseq * T * D; i++) { /* as training sums */
+                const float diff = want[i] - x[i];
+                sse += (double)diff * diff;
+            }
+            frae_stats st;
+            CHECK(!frae_step(m,
+                             &(frae_batch){.x = x,
+                                           .nseq = nseq,
+                                           .nframes = T,
+                                           .kind = FRAE_STEP_EVALUATE},
+                             &st) &&
+                      fabs(st.mse - sse / (nseq * T * D)) <= 1e-12 * sse,
+                  "A %d: evaluation's mse %.9g, forward's %.9g", A, st.mse,
+                  sse / (nseq * T * D));
+            /* the frame API, given the frames ahead */
+            if (!ranged) {
+                frae_encoder *e = frae_encoder_create(net);
+                frae_decoder *d = frae_decoder_create(net);
+                unsigned char *code = malloc(frae_code_bytes(net));
+                unsigned char *plain = malloc(frae_code_bytes(net));
+                frae_encoder *e0 = frae_encoder_create(net);
+                float out[9];
+                int same = 1, moved = 0;
+                CHECK(frae_encoder_set_ahead(e, f, A + 1, W) == -1 &&
+                          frae_encoder_set_ahead(e, NULL, 1, W) == -1,
+                      "A %d: set_ahead took more frames than A, or none", A);
+                for (int s = 0; s < nseq; s++) {
+                    frae_encoder_reset(e), frae_encoder_reset(e0);
+                    frae_decoder_reset(d);
+                    for (int t = 0; t < T; t++) {
+                        const float *ft = f + ((size_t)s * T + t) * W;
+                        const int n = T - 1 - t < A ? T - 1 - t : A;
+                        frae_encoder_set_ahead(e, ft + W, n, W);
+                        frae_encode_frame(e, ft, code, NULL);
+                        frae_encode_frame(e0, ft, plain, NULL); /* held */
+                        moved += memcmp(code, plain, frae_code_bytes(net)) != 0;
+                        frae_decode_frame(d, code, out);
+                        same &= !memcmp(out, want + ((size_t)s * T + t) * D,
+                                        sizeof(float) * D);
+                    }
+                }
+                CHECK(same,
+                      "A %d: the frame API's decode differs from "
+                      "forward",
+                      A);
+                CHECK(moved > 0, "A %d: the frames ahead changed no code", A);
+                frae_encoder_destroy(e), frae_encoder_destroy(e0);
+                frae_decoder_destroy(d);
+                free(code), free(plain);
+            }
+            /* the stream coder: a file, then real-time packets (one
+             * sequence) drained by NULL frames and by end */
+            for (int kind = 0; kind < 3; kind++) {
+                char err[256] = "";
+                frae_stream_options o;
+                frae_stream_options_default(&o);
+                if (ranged)
+                    o.packet_frames = 4;
+                if (kind)
+                    o.datagrams = 1, o.packet_frames = 4;
+                const int ns = kind ? 1 : nseq;
+                frae_stream_encoder *e = frae_stream_encoder_create(
+                    net, &o, (uint32_t)ns, T, ns == 1, err, sizeof err);
+                CHECK(e != NULL, "A %d: %s", A, err);
+                if (!e)
+                    continue;
+                unsigned char *stream = malloc(1 << 16);
+                size_t len = 0, n;
+                const unsigned char *b = frae_stream_encoder_bytes(e, &n);
+                memcpy(stream + len, b, n), len += n;
+                float recon[9];
+                int aligned = 1;
+                for (int i = 0; i < ns * T; i++) {
+                    recon[0] = NAN;
+                    frae_stream_encode(e, f + (size_t)i * W, 0, recon);
+                    b = frae_stream_encoder_bytes(e, &n);
+                    memcpy(stream + len, b, n), len += n;
+                    /* frame i - A coded now: its recon is forward's */
+                    aligned &= i < A
+                                   ? isnan(recon[0])
+                                   : !memcmp(recon, want + (size_t)(i - A) * D,
+                                             sizeof(float) * D);
+                }
+                CHECK(aligned, "A %d, %s: recon is not the frame A back", A,
+                      kind ? "packets" : "file");
+                CHECK(frae_stream_encoder_pending(e) == (uint32_t)A,
+                      "A %d: %u frames held at the end", A,
+                      frae_stream_encoder_pending(e));
+                while (kind == 2 && frae_stream_encoder_pending(e)) {
+                    frae_stream_encode(e, NULL, 0, NULL);
+                    b = frae_stream_encoder_bytes(e, &n);
+                    memcpy(stream + len, b, n), len += n;
+                }
+                CHECK(!frae_stream_encoder_end(e), "A %d: end", A);
+                b = frae_stream_encoder_bytes(e, &n);
+                memcpy(stream + len, b, n), len += n;
+                frae_stream_encoder_destroy(e);
+                static unsigned char first_drain[1 << 16];
+                static size_t first_len;
+                if (kind == 1)
+                    memcpy(first_drain, stream, len), first_len = len;
+                if (kind == 2)
+                    CHECK(len == first_len && !memcmp(stream, first_drain, len),
+                          "A %d: draining by NULL frames and by end differ", A);
+                const long at =
+                    read_envelopes(m, stream, len, W, D, got, (long)ns * T);
+
+                CHECK(at == (long)ns * T &&
+                          !memcmp(got, want, sizeof(float) * ns * T * D),
+                      "A %d, %s%s: %ld frames, decode(encode(x)) differs "
+                      "from forward",
+                      A, ranged ? "ranged " : "", kind ? "packets" : "file",
+                      at);
+                free(stream);
+            }
+            printf("    look-ahead %d%s: decode(encode(x)) == forward to the "
+                   "bit (frames, file, packets)\n",
+                   A, ranged ? ", ranged" : "");
+            free(f), free(x), free(want), free(got);
+            frae_destroy(m);
+        }
+    return failures;
+}

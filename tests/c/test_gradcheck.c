@@ -26,6 +26,8 @@ typedef struct {
 /* erasure training for the next gradcheck: this share of packets of this
  * many frames lost (0: off) */
 static float case_erasure;
+/* the encoder's look-ahead frames for the next gradcheck */
+static int case_lookahead;
 static int case_erasure_frames;
 /* the level term for the next gradcheck (0: off), and its scale */
 static float case_level, case_level_scale = 1.0f;
@@ -49,6 +51,7 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     c.prior_ar = g->prior_ar;
     c.rate_lambda = g->prior ? 0.3f : 0.0f;
     c.erasure = case_erasure;
+    c.lookahead = case_lookahead;
     c.level_loss = case_level;
     c.level_scale = case_level_scale;
     c.erasure_frames = case_erasure_frames;
@@ -325,6 +328,34 @@ int test_gradcheck_prior(void)
     return failures;
 }
 
+/* The encoder's look-ahead (cfg.lookahead): the next frames' kernel rows
+ * learn, with and without erasure training's two tracks; held at the
+ * sequence's last frame past it. */
+int test_gradcheck_lookahead(void)
+{
+    int failures = 0;
+    double fd[4096];
+    size_t n;
+    const grad_case cs[] = {
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "gru look-ahead 2, full", 0,
+         FRAE_FAMILY_GRU, 0, 0},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_BINARY, 0,
+         "gru look-ahead 1 binary, detached", 0, FRAE_FAMILY_GRU, 0, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0,
+         "gru look-ahead 1 prior, full", 0, FRAE_FAMILY_GRU, 3, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0,
+         "gru look-ahead 1 erasure, full", 0, FRAE_FAMILY_GRU, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+        case_lookahead = i == 0 ? 2 : 1;
+        case_erasure = i == 3 ? 0.5f : 0.0f;
+        case_erasure_frames = i == 3 ? 2 : 0;
+        failures += gradcheck(&cs[i], fd, &n);
+    }
+    case_lookahead = 0, case_erasure = 0.0f, case_erasure_frames = 0;
+    return failures;
+}
+
 /* Erasure training: the decoder runs lost frames on the last latent
  * halved; the gradient goes through the halving to the frame before and
  * not to the lost frame's code (the reference loses the same frames). */
@@ -389,5 +420,50 @@ int test_gradcheck_level(void)
           "scale 20: %ld of %ld frames active (some, not all)", active, frames);
     printf("    scale 20: %ld of %ld frames active\n", active, frames);
     case_level = 0.0f, case_level_scale = 1.0f;
+    return failures;
+}
+
+/* Look-ahead across training windows: a frame at a window's end sees the
+ * next window's first frames (from the sequence, as inference does), not
+ * its own window's last frame held.  Training steps of almost nothing
+ * (the gradient clipped to 1e-30) over windows of 5 frames give the loss
+ * that evaluation gives over the whole sequence. */
+int test_lookahead_windows(void)
+{
+    int failures = 0;
+    const int enc[1] = {6}, dec[1] = {5}, nseq = 2, T = 12;
+    frae_config c;
+    tiny_config(&c, 3, 0, 1, enc, 3, 1, dec);
+    c.family = FRAE_FAMILY_GRU;
+    c.quantizer = FRAE_QUANT_NONE; /* every change in the latent shows */
+    c.lookahead = 2;
+    c.batch = nseq;
+    c.window = 5;
+    c.clip_norm = 1e-30f;
+    frae_model *m = create_or_die(&c);
+    perturb_params(m, NULL);
+    float *x = synth(nseq, T, c.frame_dim, 23);
+    frae_stats tr, ev;
+    CHECK(!frae_step(m,
+                     &(frae_batch){.x = x,
+                                   .nseq = nseq,
+                                   .nframes = T,
+                                   .kind = FRAE_STEP_EVALUATE},
+                     &ev) &&
+              !frae_step(m,
+                         &(frae_batch){.x = x,
+                                       .nseq = nseq,
+                                       .nframes = T,
+                                       .kind = FRAE_STEP_TRAIN},
+                         &tr),
+          "steps failed");
+    CHECK(fabs(tr.mse - ev.mse) <= 1e-9 * ev.mse && tr.steps == 3,
+          "training over windows %.12g, evaluation %.12g (%ld steps)", tr.mse,
+          ev.mse, tr.steps);
+    printf("    look-ahead 2 over windows of 5: training %.9g, evaluation "
+           "%.9g\n",
+           tr.mse, ev.mse);
+    free(x);
+    frae_destroy(m);
     return failures;
 }

@@ -37,6 +37,8 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(gradcheck_relu_batch1)                                                   \
     X(gradcheck_gru)                                                           \
     X(gradcheck_erasure)                                                       \
+    X(gradcheck_lookahead)                                                     \
+    X(lookahead_windows)                                                       \
     X(gradcheck_level)                                                         \
     X(gradcheck_prior)                                                         \
     X(pytorch_fixtures)                                                        \
@@ -63,6 +65,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(codec_threads_and_isas)                                                  \
     X(codec_pitch)                                                             \
     X(pitch_backfill)                                                          \
+    X(codec_lookahead)                                                         \
     X(codec_ranged)                                                            \
     X(codec_dtx)                                                               \
     X(packets_loss)                                                            \
