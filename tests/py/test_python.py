@@ -53,6 +53,7 @@ def rss_bytes():
     ("gru", dict(rate_lambda=0.01), ["--rate-lambda", "0.01"]),
     ("gru", dict(feedback="full", erasure=0.2, erasure_frames=3),
      ["--feedback", "full", "--erasure", "0.2", "--erasure-frames", "3"]),
+    ("gru", dict(feedback="full", lookahead=2), ["--feedback", "full", "--lookahead", "2"]),
 ])
 def test_fit_matches_frae_train(tmp_path, family, extra, cli_extra):
     x = data()
@@ -248,7 +249,8 @@ def test_predict_evaluate_against_cli(tmp_path):
 
 def test_encode_decode_are_frae_encode(tmp_path):
     x = data()
-    for kw in ({}, dict(family="gru", rate_lambda=0.01)):
+    for kw in ({}, dict(family="gru", rate_lambda=0.01),
+               dict(family="gru", rate_lambda=0.01, lookahead=2)):
         m = frae.FRAE(**SMALL, **kw)
         m.fit(x, epochs=1, batch_size=4, verbose=0)
         m.save(tmp_path / "m.st")
