@@ -37,7 +37,7 @@ static void encode_help(void)
         "decoded frames: MSE and SNR in dB.\n"
         "\n"
         "--search N (0: off; 2 by default for a speech codec, a model\n"
-        "with pitch, else 0) searches each frame's codes by\n"
+        "with pitch and no look-ahead, else 0) searches each frame's codes by\n"
         "analysis by synthesis: starting from the network's, N passes\n"
         "each try every code moved by one level through the decoder and\n"
         "keep the move that lowers distortion + lambda x bits the most\n"

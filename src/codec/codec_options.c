@@ -36,7 +36,7 @@ static const frae_codec_option rows[ROWS] = {
                            "with a prior: frames per packet", "100"},
     [ROW_SEARCH] = {"search", "N", ENC,
                     "passes of the encoder's search (0: off)",
-                    "2 with pitch, else 0"},
+                    "2 with pitch and no look-ahead, else 0"},
     [ROW_SEARCH_LAMBDA] = {"search-lambda", "X", ENC,
                            "the search's weight on bits",
                            "the model's --rate-lambda"},
@@ -253,12 +253,15 @@ int frae_codec_stream_options(const frae_codec_settings *s, const frae_net *m,
      * codes (docs/codec.md, "Encoder search": 0.2 dB of LSD on unheard
      * voices for about 3x the encoder's time); other models keep
      * decode(encode(x)) == predict(x), and a denoiser's search would steer
-     * toward its noisy input */
-    so->search =
-        s->search >= 0 ? s->search
-        : m->cfg.pitch && m->cfg.quantizer != FRAE_QUANT_NONE && !m->cfg.targets
-            ? FRAE_SEARCH_PASSES
-            : 0;
+     * toward its noisy input.  A look-ahead encoder's codes are made for
+     * the frames ahead too, which a search frame by frame undoes (more
+     * error and more bits on unheard voices: docs/2026-12-05-loud.md,
+     * "Look-ahead in the encoder") */
+    so->search = s->search >= 0 ? s->search
+                 : m->cfg.pitch && m->cfg.quantizer != FRAE_QUANT_NONE &&
+                         !m->cfg.targets && !m->cfg.lookahead
+                     ? FRAE_SEARCH_PASSES
+                     : 0;
     so->search_lambda = (float)s->search_lambda;
     so->dtx = s->dtx;
     if ((s->packet_ms || s->resync_ms || s->resync_state) &&

@@ -40,8 +40,8 @@ void frae_ahead_rows(const frae_net *m, frae_state *st, const float *x,
  * as a stream encoder holds its last frame at the end.  Erasure training's
  * second track takes the same rows. */
 void frae_lookahead_stage(frae_model *m, const float *x, ptrdiff_t x_rs,
-                            int nseq, int nframes, const int *valid, int w0,
-                            int nt, int tracks)
+                          int nseq, int nframes, const int *valid, int w0,
+                          int nt, int tracks)
 {
     const int D = m->net.cfg.frame_dim, A = m->net.cfg.lookahead;
     const size_t row = (size_t)A * D, one = (size_t)nseq * row;
