@@ -429,6 +429,27 @@ def main():
         refused(tmp, "stream flags 0x%02x" % bad[7],
                 ["decode", "good.safetensors", "bad.fbs", "-o", "y.npy"], needle)
 
+    print("== the encoder's look-ahead: its metadata, tensors and option")
+    ahead = trained("ahead.safetensors", "a model with look-ahead trains", "--family", "gru",
+                    "--history", "0", "--lookahead", "2")
+    for what, meta, needle in (
+            ("a look-ahead of 0 recorded", {"frae.lookahead": "0"}, "frae.lookahead"),
+            ("a look-ahead past 8 frames", {"frae.lookahead": "9"}, "frae.lookahead"),
+            ("a look-ahead that is not a number", {"frae.lookahead": "two"},
+             "frae.lookahead"),
+            ("a look-ahead its tensors do not have", {"frae.lookahead": "1"},
+             "'enc.0.weight_ih' should be a float"),
+            ("look-ahead tensors without their metadata", {"frae.lookahead": None},
+             "'enc.0.weight_ih' should be a float")):
+        edited(ahead, p("ah.safetensors"), meta)
+        refused(tmp, what, ["encode", "ah.safetensors", "data.npy", "-o", "v.fbs"], needle)
+    refused(tmp, "--lookahead 9",
+            ["train", "data.npy", *small, "--family", "gru", "--history", "0",
+             "--lookahead", "9", "--save", "none"], "--lookahead")
+    refused(tmp, "--lookahead on a dense model",
+            ["train", "data.npy", *small, "--lookahead", "1", "--save", "none"],
+            "GRU family only")
+
     print("== a learned prior: its metadata, tensors and options")
     prior = trained("prior.safetensors", "a model with a prior trains", "--rate-lambda", "0.01",
                     "--prior", "5")
