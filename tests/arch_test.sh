@@ -3,7 +3,8 @@
 # features (speech-features.npy, with pitch) encoded by both shipped
 # models, the committed streams decoded to frames and audio, and two short
 # training runs (a dense model with tanh latents and a prior; the speech
-# recipe's GRU on those features, with the level term), each output's
+# recipe's GRU on those features, with the level term and a frame of
+# look-ahead, then its stream of them), each output's
 # SHA-256 held to tests/fixtures/arch/SHA256SUMS, on every instruction set
 # the machine has
 # (x86-64: scalar, avx2, avx512; aarch64: scalar, neon).
@@ -47,8 +48,10 @@ outputs() {
         fr train "$tmp/mels.npy" --audio-features --family gru \
             --quantizer binary --latent 12 --normalize on --prior 8 \
             --rate-lambda 0.0002 --level-loss 0.5 --enc 24 --dec 24 \
-            --frames 50 --epochs 2 --threads 1 \
-            --save "$d/gru.safetensors" || return 1
+            --lookahead 1 --frames 50 --epochs 2 --threads 1 \
+            --save "$d/gru.safetensors" &&
+        fr encode "$d/gru.safetensors" "$tmp/mels.npy" -o "$d/gru.fbs" ||
+        return 1
     unset FRAE_ISA
     (cd "$d" && sha256sum -- *) >"$tmp/$1.sums"
 }
