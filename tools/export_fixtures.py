@@ -4,8 +4,9 @@
 Usage: /usr/bin/python3 tools/export_fixtures.py tests/fixtures
 
 Writes small.bin (the dense family), gru.bin (the GRU family with a buffer
-of K = 2 frames and a dense layer after each GRU) and gru_k0.bin (GRUs
-alone, state feedback only); and with a learned prior and a rate term,
+of K = 2 frames and a dense layer after each GRU), gru_k0.bin (GRUs
+alone, state feedback only) and gru_lookahead.bin (gru.bin's with two
+frames of look-ahead); and with a learned prior and a rate term,
 prior_dense.bin (the dense family, binary codes) and prior_gru.bin (GRUs
 alone, uniform codes of 5 levels), and the same two with the prior's
 within-frame autoregression, prior_ar_dense.bin and prior_ar_gru.bin; and
@@ -34,6 +35,9 @@ CONFIGS = {
     "gru": dict(CFG, family="gru"),
     "gru_k0": dict(frame_dim=5, history=0, enc=(7,), latent=3, dec=(6,),
                    family="gru"),
+    # the encoder's look-ahead: two frames, held at the sequence's end, and
+    # across truncated BPTT's windows
+    "gru_lookahead": dict(CFG, family="gru", lookahead=2),
 }
 B, T = 2, 6
 # Non-default Adam settings: updates large against the float resolution of

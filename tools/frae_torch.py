@@ -36,16 +36,17 @@ from torch import nn
 class FRAE(nn.Module):
     def __init__(self, frame_dim=80, history=4, enc=(512, 256), latent=16,
                  dec=(256, 512), activation="relu", quantizer="none",
-                 levels=0, family="dense", prior=0, prior_ar=False):
+                 levels=0, family="dense", prior=0, prior_ar=False, lookahead=0):
         super().__init__()
         D, K, L = frame_dim, history, latent
         self.D, self.K, self.L = D, K, L
+        self.A = lookahead  # GRU: the encoder also sees the next A frames
         self.activation = activation
         self.quantizer = quantizer
         self.levels = levels
         self.gru = family == "gru"
         fed = dec[0] if self.gru else 0
-        widths = [D + fed + K * D] + list(enc)
+        widths = [D + fed + K * D + self.A * D] + list(enc)
         self.enc = nn.ModuleList(self._layer(i, a, b) for i, (a, b) in
                                  enumerate(zip(widths, widths[1:])))
         self.latent = nn.Linear(widths[-1], L)
@@ -142,12 +143,16 @@ class FRAE(nn.Module):
         return (buffer, x.new_zeros(B, self.enc[0].hidden_size),
                 x.new_zeros(B, self.dec[0].hidden_size))
 
-    def forward(self, x, feedback="detached", state=None):
+    def forward(self, x, feedback="detached", state=None, ahead=None):
         """x: [B, T, D].  Returns (y [B, T, D], state): the buffer [B, K*D],
         and for the GRU family (buffer, h_enc, h_dec).  Within the call the
         GRUs' own recurrences are always differentiated; `feedback` says
-        whether the fed-back frames and h_dec (into the encoder) are."""
+        whether the fed-back frames and h_dec (into the encoder) are.  With
+        look-ahead, ahead [B, T, A*D] is each frame's next A frames (None:
+        lookahead_frames(x), x being the whole sequence)."""
         B, T, _ = x.shape
+        if self.A and ahead is None:
+            ahead = lookahead_frames(x, self.A)
         if state is None:
             state = self.initial_state(x)
         buffer, h_enc, h_dec = state if self.gru else (state, None, None)
@@ -156,7 +161,8 @@ class FRAE(nn.Module):
         for t in range(T):
             if self.gru:
                 fed = h_dec if full else h_dec.detach()
-                h_enc = self.enc[0](torch.cat([x[:, t], fed, buffer], dim=1), h_enc)
+                parts = [x[:, t], fed, buffer] + ([ahead[:, t]] if self.A else [])
+                h_enc = self.enc[0](torch.cat(parts, dim=1), h_enc)
                 h = h_enc
                 rest = self.enc[1:]
             else:
@@ -185,6 +191,15 @@ class FRAE(nn.Module):
         state = (buffer, h_enc, h_dec) if self.gru else buffer
         self.last_rate = torch.stack(rates, dim=1) if rates else None  # [B, T]
         return torch.stack(ys, dim=1), state
+
+
+def lookahead_frames(x, A):
+    """[B, T, A*D]: frames t+1..t+A of x [B, T, D] for each t, held at the
+    last frame past the end (frae's cfg.lookahead)."""
+    T = x.shape[1]
+    idx = torch.clamp(torch.arange(T)[:, None] + torch.arange(1, A + 1)[None, :],
+                      max=T - 1)  # [T, A]
+    return x[:, idx].reshape(x.shape[0], T, -1)
 
 
 class KerasAdam:
@@ -236,9 +251,11 @@ def train_batch(model, opt, x, window, feedback, rate_lambda=0.0, target=None,
     frames, over all frames)."""
     T = x.shape[1]
     state, sse, count, bits, level = None, 0.0, 0, 0.0, 0.0
+    ahead = lookahead_frames(x, model.A) if model.A else None  # across windows
     for w0 in range(0, T, window):
         xw = x[:, w0:w0 + window]
-        y, state = model(xw, feedback, state)
+        y, state = model(xw, feedback, state,
+                         None if ahead is None else ahead[:, w0:w0 + window])
         state = (tuple(s.detach() for s in state) if isinstance(state, tuple)
                  else state.detach())
         tw = xw if target is None else target[:, w0:w0 + window]

@@ -116,9 +116,10 @@ typedef struct {
     int prior;
     frae_quantizer quantizer;
     int levels;
-    int targets;  /* trained toward targets other than the inputs */
-    int prior_ar; /* the prior's within-frame autoregression */
-    int level;    /* trained with the level term (its file: weight, scale) */
+    int targets;   /* trained toward targets other than the inputs */
+    int prior_ar;  /* the prior's within-frame autoregression */
+    int level;     /* trained with the level term (its file: weight, scale) */
+    int lookahead; /* the encoder's frames ahead */
 } fixture_set;
 
 static const fixture_set fixture_sets[] = {
@@ -131,6 +132,7 @@ static const fixture_set fixture_sets[] = {
      {6, 7},
      0,
      FRAE_QUANT_NONE,
+     0,
      0,
      0,
      0,
@@ -147,6 +149,7 @@ static const fixture_set fixture_sets[] = {
      0,
      0,
      0,
+     0,
      0},
     {"tests/fixtures/gru_k0.bin",
      FRAE_FAMILY_GRU,
@@ -160,7 +163,22 @@ static const fixture_set fixture_sets[] = {
      0,
      0,
      0,
+     0,
      0},
+    {"tests/fixtures/gru_lookahead.bin",
+     FRAE_FAMILY_GRU,
+     2,
+     2,
+     {7, 6},
+     2,
+     {6, 7},
+     0,
+     FRAE_QUANT_NONE,
+     0,
+     0,
+     0,
+     0,
+     2},
     {"tests/fixtures/prior_dense.bin",
      FRAE_FAMILY_DENSE,
      2,
@@ -170,6 +188,7 @@ static const fixture_set fixture_sets[] = {
      {6, 7},
      4,
      FRAE_QUANT_BINARY,
+     0,
      0,
      0,
      0,
@@ -186,6 +205,7 @@ static const fixture_set fixture_sets[] = {
      5,
      0,
      0,
+     0,
      0},
     {"tests/fixtures/prior_ar_dense.bin",
      FRAE_FAMILY_DENSE,
@@ -199,6 +219,7 @@ static const fixture_set fixture_sets[] = {
      0,
      0,
      1,
+     0,
      0},
     {"tests/fixtures/prior_ar_gru.bin",
      FRAE_FAMILY_GRU,
@@ -212,6 +233,7 @@ static const fixture_set fixture_sets[] = {
      5,
      0,
      1,
+     0,
      0},
     {"tests/fixtures/targets_dense.bin",
      FRAE_FAMILY_DENSE,
@@ -224,6 +246,7 @@ static const fixture_set fixture_sets[] = {
      FRAE_QUANT_NONE,
      0,
      1,
+     0,
      0,
      0},
     {"tests/fixtures/targets_gru.bin",
@@ -238,6 +261,7 @@ static const fixture_set fixture_sets[] = {
      0,
      1,
      0,
+     0,
      0},
     {"tests/fixtures/level_dense.bin",
      FRAE_FAMILY_DENSE,
@@ -251,7 +275,8 @@ static const fixture_set fixture_sets[] = {
      0,
      0,
      0,
-     1},
+     1,
+     0},
     {"tests/fixtures/level_gru.bin",
      FRAE_FAMILY_GRU,
      2,
@@ -264,7 +289,8 @@ static const fixture_set fixture_sets[] = {
      0,
      0,
      0,
-     1},
+     1,
+     0},
 };
 
 /* The kind of check a set is for: 0 plain, 1 a prior, 2 targets, 3 the
@@ -449,6 +475,7 @@ static int open_set(const fixture_set *fs, frae_isa isa, int threads,
     }
     tiny_config(c, 5, fs->K, fs->ne, fs->enc, 3, fs->nd, fs->dec);
     c->family = fs->family;
+    c->lookahead = fs->lookahead;
     c->batch = 2;
     c->window = (int)get(fx, "x")->dims[1];
     c->isa = isa;
