@@ -159,12 +159,13 @@ int test_codec_zero_allocations(void)
     int failures = 0;
     install_counter();
     const int enc[1] = {32}, dec[1] = {32};
-    for (int gru = 0; gru <= 1; gru++) {
+    for (int gru = 0; gru <= 2; gru++) { /* 2: GRU with two frames ahead */
         frae_config c;
         tiny_config(&c, 6, 3, 1, enc, 4, 1, dec);
         c.training = 0;
         c.quantizer = FRAE_QUANT_BINARY;
         c.family = gru ? FRAE_FAMILY_GRU : FRAE_FAMILY_DENSE;
+        c.lookahead = gru == 2 ? 2 : 0;
         frae_model *m = create_or_die(&c);
         frae_encoder *e = frae_encoder_create(frae_model_net(m));
         frae_decoder *d = frae_decoder_create(frae_model_net(m));
@@ -175,6 +176,9 @@ int test_codec_zero_allocations(void)
         counting = 1;
         alloc_count = 0;
         for (int t = 0; t < 1000; t++) {
+            if (c.lookahead)
+                frae_encoder_set_ahead(e, x + (size_t)(t + 1) * 6,
+                                       t + 2 < 1000 ? 2 : 999 - t, 6);
             frae_encode_frame(e, x + (size_t)t * 6, code, NULL);
             bad_frames += frae_decode_frame(d, code, y) != 0 || y[0] != y[0];
             if (t % 250 == 0)
@@ -189,7 +193,24 @@ int test_codec_zero_allocations(void)
               alloc_count);
         printf("    %s: %ld allocations in 1000 encode + decode frames (the "
                "last 500 with the encoder's search)\n",
-               gru ? "gru" : "dense", alloc_count);
+               gru == 2 ? "gru, look-ahead"
+               : gru    ? "gru"
+                        : "dense",
+               alloc_count);
+        if (c.lookahead) { /* the stream coder holding frames, then end */
+            frae_stream_encoder *se = frae_stream_encoder_create(
+                frae_model_net(m), NULL, 1, 1000, 1, NULL, 0);
+            CHECK(se != NULL, "no stream encoder");
+            counting = 1;
+            alloc_count = 0;
+            for (int t = 0; se && t < 1000; t++)
+                frae_stream_encode(se, x + (size_t)t * 6, 0, y);
+            CHECK(!se || !frae_stream_encoder_end(se), "end failed");
+            counting = 0;
+            CHECK(alloc_count == 0, "%ld allocations in a look-ahead stream",
+                  alloc_count);
+            frae_stream_encoder_destroy(se);
+        }
         frae_encoder_destroy(e), frae_decoder_destroy(d), free(x);
         frae_destroy(m);
     }
