@@ -6,6 +6,16 @@
 
 #include "core/frae_internal.h"
 
+/* The frame that frame t's k-th frame ahead (0: the next) is: t + 1 + k,
+ * held at sequence b's last valid frame (valid[b] of nframes; NULL:
+ * all), frame 0 for a sequence with none. */
+static long ahead_frame(long t, int k, long nframes, const int *valid, int b)
+{
+    long last = (valid && valid[b] < nframes ? valid[b] : nframes) - 1;
+    last = last < 0 ? 0 : last;
+    return t + 1 + k < last ? t + 1 + k : last;
+}
+
 void frae_ahead_put(const frae_net *m, frae_state *st, int b, int k,
                     const float *frame)
 {
@@ -24,14 +34,11 @@ void frae_ahead_rows(const frae_net *m, frae_state *st, const float *x,
                      const int *valid)
 {
     const int D = m->cfg.frame_dim;
-    for (int b = 0; b < nseq; b++) {
-        long last = (valid && valid[b] < nframes ? valid[b] : nframes) - 1;
-        last = last < 0 ? 0 : last;
-        for (int k = 0; k < m->cfg.lookahead; k++) {
-            const long f = t + 1 + k < last ? t + 1 + k : last;
-            frae_ahead_put(m, st, b, k, x + b * rs + f * D);
-        }
-    }
+    for (int b = 0; b < nseq; b++)
+        for (int k = 0; k < m->cfg.lookahead; k++)
+            frae_ahead_put(m, st, b, k,
+                           x + b * rs +
+                               ahead_frame(t, k, nframes, valid, b) * D);
 }
 
 /* cfg.lookahead: stages each of the nt frames' next A input frames into
@@ -48,11 +55,10 @@ void frae_lookahead_stage(frae_model *m, const float *x, ptrdiff_t x_rs,
     for (int t = 0; t < nt; t++) {
         float *dst = m->tr.xla + (size_t)t * tracks * one;
         for (int b = 0; b < nseq; b++) {
-            int last = (valid && valid[b] < nframes ? valid[b] : nframes) - 1;
             for (int a = 1; a <= A; a++) {
-                int f = w0 + t + a > last ? last : w0 + t + a;
                 const float *src =
-                    x + b * x_rs + (ptrdiff_t)(f < 0 ? 0 : f) * D;
+                    x + b * x_rs +
+                    ahead_frame(w0 + t, a - 1, nframes, valid, b) * D;
                 float *d = dst + (size_t)b * row + (size_t)(a - 1) * D;
                 if (m->net.cfg.normalize)
                     frae_normalize_rows(&m->net, src, x_rs, 1, d);
