@@ -282,8 +282,8 @@ typedef struct {
     int packet_frames;    /* packet-frames: entropy-coded packets (0: 100) */
     int search;           /* search: passes of the encoder's search; -1 (the
                              default): FRAE_SEARCH_PASSES for a speech
-                             codec (cfg.pitch, with codes, no targets, no
-                             look-ahead), else 0 */
+                             codec (cfg.pitch, with codes, no targets, not
+                             look-ahead with a prior), else 0 */
     double search_lambda; /* search-lambda; < 0: the model's rate_lambda */
     int dtx;              /* dtx: silent frames sent as silence */
     double dtx_level;     /* dtx-level, dB (FRAE_DTX_LEVEL, frae_audio.h) */

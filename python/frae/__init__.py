@@ -516,7 +516,8 @@ class FRAE:
         encoder's rows of libfrae's codec table (frae.codec_options(): the
         command's --packet-ms is packet_ms=40, --search search=2, a flag
         True), e.g. search (0..16 passes; by default 2 for a speech codec,
-        a model with pitch and no look-ahead, else 0) and search_lambda (the rate's
+        a model with pitch but not a variable-rate one with look-ahead,
+        else 0) and search_lambda (the rate's
         weight; None: the model's rate_lambda): the encoder's
         analysis-by-synthesis search of each frame's codes, the same
         format; packet_ms: real-time packets (stream version 5), with

@@ -253,13 +253,15 @@ int frae_codec_stream_options(const frae_codec_settings *s, const frae_net *m,
      * codes (docs/codec.md, "Encoder search": 0.2 dB of LSD on unheard
      * voices for about 3x the encoder's time); other models keep
      * decode(encode(x)) == predict(x), and a denoiser's search would steer
-     * toward its noisy input.  A look-ahead encoder's codes are made for
-     * the frames ahead too, which a search frame by frame undoes (more
-     * error and more bits on unheard voices: docs/2026-12-05-loud.md,
-     * "Look-ahead in the encoder") */
+     * toward its noisy input.  A variable-rate look-ahead encoder's codes
+     * are made for the frames ahead too, which a search frame by frame
+     * undoes (more error and more bits); a fixed-rate one's search still
+     * takes 5% off the error (docs/2026-12-05-loud.md, "Look-ahead in the
+     * encoder" and "A search that judges the next frame too") */
     so->search = s->search >= 0 ? s->search
                  : m->cfg.pitch && m->cfg.quantizer != FRAE_QUANT_NONE &&
-                         !m->cfg.targets && !m->cfg.lookahead
+                         !m->cfg.targets &&
+                         !(m->cfg.lookahead && m->cfg.prior_hidden > 0)
                      ? FRAE_SEARCH_PASSES
                      : 0;
     so->search_lambda = (float)s->search_lambda;

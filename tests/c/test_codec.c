@@ -1603,16 +1603,17 @@ int test_codec_lookahead(void)
             float *got = malloc(sizeof(float) * nseq * T * D);
             frae_forward(m, x, want, nseq, T);
             /* a speech codec searches its codes by default, but not a
-             * look-ahead one (the search, frame by frame, undoes codes
-             * made for the frames ahead) */
+             * variable-rate look-ahead one (the search, frame by frame,
+             * undoes codes made for the frames ahead at a rate weight) */
             frae_codec_settings cs;
             frae_stream_options so;
             frae_codec_settings_default(&cs);
             char why[256];
             CHECK(!frae_codec_stream_options(&cs, net, nseq, &so, why,
                                              sizeof why) &&
-                      so.search == 0,
-                  "A %d: the default search is %d passes", A, so.search);
+                      so.search == (ranged ? 0 : FRAE_SEARCH_PASSES),
+                  "A %d, ranged %d: the default search is %d passes", A, ranged,
+                  so.search);
             double sse = 0;
             for (int i = 0; i < nseq * T * D; i++) { /* as training sums */
                 const float diff = want[i] - x[i];
