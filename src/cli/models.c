@@ -128,8 +128,13 @@ static int list_one(const char *dir, const char *name, const char *path,
                    name, bits * 100 / 1000, bits, c->latent_dim, code_bits,
                    code_bits == 1 ? "" : "s",
                    c->pitch ? " + 4 pitch bits" : "");
-    cli_printf("               latency 30 ms (10 ms frames; the f0 "
-               "window's 20 ms ahead, the vocoder's 10)%s\n",
+    /* a look-ahead encoder holds each frame until the next ones come */
+    cli_printf("               latency %d ms (10 ms frames; the f0 "
+               "window's 20 ms ahead, ",
+               30 + 10 * c->lookahead);
+    if (c->lookahead > 0)
+        cli_printf("the encoder's look-ahead %d, ", 10 * c->lookahead);
+    cli_printf("the vocoder's 10)%s\n",
                c->prior_hidden > 0 ? " + the packet (--packet-ms)" : "");
     cli_printf("               hash %016llx, %s weights%s\n",
                (unsigned long long)frae_model_hash(frae_model_net(m)),

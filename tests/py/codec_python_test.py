@@ -8,6 +8,7 @@ streams raise FraeError, and python3 -m frae exits 2 with one line.
 
 Usage: codec_python_test.py [BUILD_DIR]   (the module from BUILD/python)"""
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -325,9 +326,12 @@ def main():
         shipped = [line.split("\t")[0] for line in f if line.strip() and line[0] != "#"]
     check(r.returncode == 0 and all(m[:-len(".safetensors")] + " " in r.stdout
                                     for m in shipped) and
-          r.stdout.count("trained on:") == len(shipped),
-          "python3 -m frae models: every model MANIFEST lists (%d), each with its data"
-          % len(shipped), r.stdout + r.stderr)
+          r.stdout.count("trained on:") == len(shipped) and
+          r.stdout.count("latency 30 ms") == len(shipped) - 1 and
+          re.search(r"speech-vbr .*latency 40 ms", r.stdout) is not None,
+          "python3 -m frae models: every model MANIFEST lists (%d), each with its data "
+          "and its latency (speech-vbr's look-ahead 10 ms more)" % len(shipped),
+          r.stdout + r.stderr)
     r = run(*py, "features", WAV, "-o", p("f.npy"), "--pitch", env=env)
     run(FRAE, "features", WAV, "-o", p("g.npy"), "--pitch")
     check(r.returncode == 0 and np.array_equal(np.load(p("f.npy")), np.load(p("g.npy"))),
