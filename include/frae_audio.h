@@ -135,6 +135,15 @@ FRAE_API
 int frae_f0_span(const frae_features *f);
 FRAE_API
 size_t frae_f0_size(const frae_features *f);
+/* A speech codec's latency in samples of f's rate: sample n of the decoded
+ * audio is out once the input reaches sample n + this.  A frame is coded
+ * once the input reaches its centre + half the f0 span (or of the mel
+ * window, if longer), lookahead frames later for an encoder that sees the
+ * frames after it (frae_config.lookahead), and the vocoder's output ends a
+ * hop behind the frame's centre.  Real-time packets add their own length.
+ * At the defaults: 480 samples (30 ms), + 160 a frame of look-ahead. */
+FRAE_API
+long frae_speech_latency(const frae_features *f, int lookahead);
 /* NULL if f is not a valid feature config. */
 FRAE_API
 frae_f0 *frae_f0_init(void *mem, const frae_features *f);

@@ -124,11 +124,11 @@ def cmd_models(a):
         f = manifest.get(path)
         rate = f[3] if f else ("variable rate" if cfg["prior_hidden"] else
                                "%.2f kbit/s fixed" % (info["bits_per_frame"] / 10))
-        # a look-ahead encoder holds each frame until the next ones come
-        print("  %-12s %s, %d codes%s; latency %d ms%s; hash %016x" % (
+        lat = m.latency
+        print("  %-12s %s, %d codes%s; latency %s%s; hash %016x" % (
             name, rate, cfg["latent_dim"], " + pitch" if cfg["pitch"] else "",
-            30 + 10 * cfg["lookahead"], " + the packet" if cfg["prior_hidden"] else "",
-            info["hash"]))
+            "%g ms" % lat if lat is not None else "unknown (no audio features)",
+            " + the packet" if cfg["prior_hidden"] else "", info["hash"]))
         print("               %s; trained on: %s" % (path, f[4] if f else "(no MANIFEST)"))
     return 0
 

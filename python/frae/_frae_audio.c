@@ -140,6 +140,21 @@ PyObject *frae_py_write_wav(PyObject *self, PyObject *args)
  * fmin, fmax, floor, offset, scale, level) -> bytes of int32 [nseq x
  * nframes]: 'frae encode --dtx''s silent frames (frae_dtx_gate), each
  * sequence from a fresh gate. */
+PyObject *frae_py_speech_latency(PyObject *self, PyObject *args)
+{
+    (void)self;
+    frae_features f;
+    frae_features_default(&f);
+    int lookahead;
+    if (!PyArg_ParseTuple(args, "iiiiiffi", &f.sample_rate, &f.n_mels, &f.hop,
+                          &f.win, &f.n_fft, &f.fmin, &f.fmax, &lookahead))
+        return NULL;
+    char err[512];
+    if (frae_features_check(&f, err, sizeof err))
+        return PyErr_Format(PyExc_ValueError, "latency: %s", err);
+    return PyLong_FromLong(frae_speech_latency(&f, lookahead));
+}
+
 PyObject *frae_py_dtx_mask(PyObject *self, PyObject *args)
 {
     (void)self;

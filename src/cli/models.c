@@ -128,14 +128,19 @@ static int list_one(const char *dir, const char *name, const char *path,
                    name, bits * 100 / 1000, bits, c->latent_dim, code_bits,
                    code_bits == 1 ? "" : "s",
                    c->pitch ? " + 4 pitch bits" : "");
-    /* a look-ahead encoder holds each frame until the next ones come */
-    cli_printf("               latency %d ms (10 ms frames; the f0 "
-               "window's 20 ms ahead, ",
-               30 + 10 * c->lookahead);
-    if (c->lookahead > 0)
-        cli_printf("the encoder's look-ahead %d, ", 10 * c->lookahead);
-    cli_printf("the vocoder's 10)%s\n",
-               c->prior_hidden > 0 ? " + the packet (--packet-ms)" : "");
+    frae_features f; /* the model's own, else the defaults it would take */
+    frae_features_default(&f);
+    if (cli_model_features(path, &f) >= 0) {
+        const double ms = 1000.0 / f.sample_rate, hop = f.hop * ms,
+                     total = frae_speech_latency(&f, c->lookahead) * ms;
+        cli_printf("               latency %g ms (%g ms frames; the f0 "
+                   "window's %g ms ahead, ",
+                   total, hop, total - hop * (1 + c->lookahead));
+        if (c->lookahead > 0)
+            cli_printf("the encoder's look-ahead %g, ", hop * c->lookahead);
+        cli_printf("the vocoder's %g)%s\n", hop,
+                   c->prior_hidden > 0 ? " + the packet (--packet-ms)" : "");
+    }
     cli_printf("               hash %016llx, %s weights%s\n",
                (unsigned long long)frae_model_hash(frae_model_net(m)),
                c->weights == FRAE_WEIGHTS_BF16 ? "bf16" : "f32",

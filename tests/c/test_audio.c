@@ -1007,6 +1007,33 @@ int test_loud_audio(void)
     return failures;
 }
 
+/* frae_speech_latency: the f0 span's half ahead of a frame's centre (or
+ * the mel window's, if longer), the vocoder's hop behind it, a hop more a
+ * frame of look-ahead: 30 ms at the defaults, as docs/speech.md states,
+ * and the frame a vocoder call ends at is its centre (the timeline test) */
+int test_speech_latency(void)
+{
+    int failures = 0;
+    frae_features f;
+    frae_features_default(&f);
+    const long span = frae_f0_span(&f);
+    for (int A = 0; A <= 3; A++)
+        CHECK(frae_speech_latency(&f, A) == span / 2 + f.hop * (1 + A) &&
+                  frae_speech_latency(&f, A) == 480 + 160 * A,
+              "defaults, look-ahead %d: %ld samples", A,
+              frae_speech_latency(&f, A));
+    CHECK(frae_speech_latency(&f, -1) == 480, "a negative look-ahead is none");
+    f.win = 1024, f.n_fft = 1024; /* the window's half (512) > the span's */
+    CHECK(frae_speech_latency(&f, 1) == 512 + 2 * 160,
+          "a 1024-sample window: %ld samples", frae_speech_latency(&f, 1));
+    frae_features_default(&f);
+    f.sample_rate = 8000, f.hop = 80, f.win = 200, f.n_fft = 256;
+    f.fmax = 4000.0f; /* 8 kHz: the span halves with the rate, 20 ms */
+    CHECK(frae_speech_latency(&f, 0) == 160 + 80, "8 kHz: %ld samples",
+          frae_speech_latency(&f, 0));
+    return failures;
+}
+
 /* frae_audio_out, the one timeline of frames to samples (decode --wav,
  * vocode, Python): the vocoder's samples to the bit as the plain calls lay
  * them (vocode_all), a second sequence the same after begin, Griffin-Lim's

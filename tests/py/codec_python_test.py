@@ -332,6 +332,17 @@ def main():
           "python3 -m frae models: every model MANIFEST lists (%d), each with its data "
           "and its latency (speech-vbr's look-ahead 10 ms more)" % len(shipped),
           r.stdout + r.stderr)
+    lat = {n: frae.load(os.path.join(ROOT, "models", n + ".safetensors")).latency
+           for n in ("speech", "speech-vbr")}
+    try:
+        frae._frae.speech_latency(0, 80, 160, 400, 512, 0.0, 8000.0, 0)
+        refused = False
+    except ValueError:
+        refused = True
+    check(lat == {"speech": 30.0, "speech-vbr": 40.0} and refused and
+          frae.FRAE(frame_dim=4, latent=2).latency is None,
+          "m.latency: 30 ms, 40 with a frame of look-ahead, None without audio features; "
+          "a bad sample rate is a ValueError", repr(lat))
     r = run(*py, "features", WAV, "-o", p("f.npy"), "--pitch", env=env)
     run(FRAE, "features", WAV, "-o", p("g.npy"), "--pitch")
     check(r.returncode == 0 and np.array_equal(np.load(p("f.npy")), np.load(p("g.npy"))),
