@@ -378,6 +378,18 @@ def main():
         "features.scale": "5"})
     refused(tmp, "absurd audio feature metadata", ["info", "feat.safetensors"],
             "features.n_mels")
+    # frae models lists it with the rest (a listing goes on past a bad file)
+    os.mkdir(p("featdir"))
+    shutil.copy(p("feat.safetensors"), p("featdir/feat.safetensors"))
+    os.environ["FRAE_MODELS"] = p("featdir")
+    try:
+        rc, out, err, _, _ = run(["models"], tmp)
+    finally:
+        del os.environ["FRAE_MODELS"]
+    check(rc == 0 and "latency unknown: its audio feature metadata is bad" in out and
+          "features.n_mels" in err and "latency 30" not in out,
+          "frae models over absurd audio feature metadata: the latency said unknown, "
+          "stderr says why", out + err)
     # the old (version 1) checksum covers the data alone: still read
     edited(good, p("v1.safetensors"), version=1)
     rc, out, err, _, _ = run(["info", "v1.safetensors"], tmp)

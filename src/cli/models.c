@@ -140,6 +140,9 @@ static int list_one(const char *dir, const char *name, const char *path,
             cli_printf("the encoder's look-ahead %g, ", hop * c->lookahead);
         cli_printf("the vocoder's %g)%s\n", hop,
                    c->prior_hidden > 0 ? " + the packet (--packet-ms)" : "");
+    } else { /* cli_model_features said why on stderr */
+        cli_printf("               latency unknown: its audio feature "
+                   "metadata is bad (stderr says why)\n");
     }
     cli_printf("               hash %016llx, %s weights%s\n",
                (unsigned long long)frae_model_hash(frae_model_net(m)),
