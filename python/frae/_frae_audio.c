@@ -136,10 +136,9 @@ PyObject *frae_py_write_wav(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* dtx_mask(x, nseq, nframes, width, sample_rate, n_mels, hop, win, n_fft,
- * fmin, fmax, floor, offset, scale, level) -> bytes of int32 [nseq x
- * nframes]: 'frae encode --dtx''s silent frames (frae_dtx_gate), each
- * sequence from a fresh gate. */
+/* speech_latency(sample_rate, n_mels, hop, win, n_fft, fmin, fmax,
+ * lookahead) -> samples: frae_speech_latency, the settings checked first
+ * (ValueError). */
 PyObject *frae_py_speech_latency(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -155,6 +154,10 @@ PyObject *frae_py_speech_latency(PyObject *self, PyObject *args)
     return PyLong_FromLong(frae_speech_latency(&f, lookahead));
 }
 
+/* dtx_mask(x, nseq, nframes, width, sample_rate, n_mels, hop, win, n_fft,
+ * fmin, fmax, floor, offset, scale, level) -> bytes of int32 [nseq x
+ * nframes]: 'frae encode --dtx''s silent frames (frae_dtx_gate), each
+ * sequence from a fresh gate. */
 PyObject *frae_py_dtx_mask(PyObject *self, PyObject *args)
 {
     (void)self;
