@@ -4,8 +4,9 @@
  *
  * Audio files in any format libsndfile reads, mixed to mono and resampled
  * (libsamplerate), log-mel features (FFTW) and their inversion (mel
- * pseudo-inverse, then Griffin-Lim).  Nothing here calls libfrae: the
- * features are frames for any frae model of D = n_mels.  No global state
+ * pseudo-inverse, then Griffin-Lim).  Nothing here runs a model: the
+ * features are frames for any frae model of D = n_mels (a checkpoint's
+ * metadata says which a model was trained on).  No global state
  * but FFTW's planner, which is not thread-safe: a mutex guards it, taken
  * only while a frae_mel is made or destroyed. */
 #ifndef FRAE_AUDIO_H
@@ -44,6 +45,13 @@ FRAE_API
 void frae_features_default(frae_features *f);
 FRAE_API
 int frae_features_check(const frae_features *f, char *err, size_t errlen);
+/* The features a model was trained on, from its checkpoint's features.*
+ * metadata ('frae train' with audio writes them; frae.pitch sets pitch):
+ * 1 and *f filled, 0 if it has none (trained on frames), -1 and one line
+ * in err if they are incomplete or invalid (*f untouched). */
+FRAE_API
+int frae_checkpoint_features(const frae_checkpoint *ck, frae_features *f,
+                             char *err, size_t errlen);
 FRAE_API
 double frae_mel_center_hz(const frae_features *f, int band);
 

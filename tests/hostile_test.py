@@ -390,6 +390,20 @@ def main():
           "features.n_mels" in err and "latency 30" not in out,
           "frae models over absurd audio feature metadata: the latency said unknown, "
           "stderr says why", out + err)
+    # python3 -m frae models (the module beside the binary) alike, and on
+    # past a file that does not load at all
+    pydir = os.path.join(os.path.dirname(FRAE), "python")
+    if os.path.isdir(os.path.join(pydir, "frae")):
+        with open(p("featdir/a-junk.safetensors"), "wb") as f:
+            f.write(os.urandom(3000))
+        r = subprocess.run([sys.executable, "-m", "frae", "models"], capture_output=True,
+                           text=True, timeout=120, env=dict(
+                               os.environ, FRAE_MODELS=p("featdir"), PYTHONPATH=pydir))
+        check(r.returncode == 0 and re.search(r"(?m)^  a-junk +does not load", r.stdout) and
+              re.search(r"(?m)^  feat +", r.stdout) and "latency 30" not in r.stdout and
+              "a-junk.safetensors" in r.stderr and "features.n_mels" in r.stderr,
+              "python3 -m frae models goes on past a file that does not load and one "
+              "with absurd audio feature metadata, stderr says why", r.stdout + r.stderr)
     # the old (version 1) checksum covers the data alone: still read
     edited(good, p("v1.safetensors"), version=1)
     rc, out, err, _, _ = run(["info", "v1.safetensors"], tmp)

@@ -698,18 +698,18 @@ def load(path, threads=None, isa="auto"):
     m = _frae.load(path, int(training), 0, 0, int(threads) if threads else _cpus(),
                    _ISA[isa])
     model = FRAE(_model=m)
-    # the audio features it was trained on (checkpoint metadata), for dtx
-    vals = [_frae.meta(path, "features." + k) for k in _FEATURE_KEYS]
-    if all(v is not None for v in vals):
-        model._features = {k: (int(float(v)) if k in _FEATURE_INTS else float(v))
-                           for k, v in zip(_FEATURE_KEYS, vals)}
+    # the audio features it was trained on (checkpoint metadata, read and
+    # checked by libfrae-audio as frae's commands read them), for dtx
+    vals = _frae.checkpoint_features(path)
+    if vals is not None:
+        model._features = dict(zip(_FEATURE_KEYS, vals))
     return model
 
 
-# the checkpoint's features.* keys, in _frae.dtx_mask's order
+# the checkpoint's features.* keys, in _frae.dtx_mask's and
+# _frae.checkpoint_features's order
 _FEATURE_KEYS = ("sample_rate", "n_mels", "hop", "win", "n_fft", "fmin", "fmax", "floor",
                  "offset", "scale")
-_FEATURE_INTS = ("sample_rate", "n_mels", "hop", "win", "n_fft")
 
 
 def features(path, sample_rate=16000, n_mels=80, hop=160, win=400, n_fft=512,

@@ -119,12 +119,18 @@ def cmd_models(a):
                 if not line.startswith("#") and len(f) == 5:
                     manifest.setdefault(os.path.join(d, f[0]), f)
     for name, path in found.items():
-        m = frae.load(path)
+        # as frae models: a listing goes on past a bad file, and says why
+        try:
+            m = frae.load(path)
+        except (frae.FraeError, OSError, ValueError) as e:
+            print("python3 -m frae: models: %s" % e, file=sys.stderr)
+            print("  %-12s does not load (stderr says why)" % name)
+            continue
         cfg, info = m._config(), m._inference(1).info()
         f = manifest.get(path)
         rate = f[3] if f else ("variable rate" if cfg["prior_hidden"] else
                                "%.2f kbit/s fixed" % (info["bits_per_frame"] / 10))
-        lat = m.latency
+        lat = m.latency  # load checked the features it is computed from
         print("  %-12s %s, %d codes%s; latency %s%s; hash %016x" % (
             name, rate, cfg["latent_dim"], " + pitch" if cfg["pitch"] else "",
             "%g ms" % lat if lat is not None else "unknown (no audio features)",

@@ -421,6 +421,8 @@ static PyMethodDef module_methods[] = {
     {"vocode", frae_py_vocode, METH_VARARGS, "features back to audio"},
     {"recipes", py_recipes, METH_NOARGS, "the recipes and their options"},
     {"write_wav", frae_py_write_wav, METH_VARARGS, "a 16-bit WAV file"},
+    {"checkpoint_features", frae_py_checkpoint_features, METH_VARARGS,
+     "the audio features a checkpoint's model was trained on"},
     {"speech_latency", frae_py_speech_latency, METH_VARARGS,
      "a speech codec's latency in samples"},
     {"dtx_mask", frae_py_dtx_mask, METH_VARARGS,

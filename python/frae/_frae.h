@@ -67,6 +67,7 @@ PyObject *frae_py_vocode(PyObject *self, PyObject *args);
 PyObject *frae_py_write_wav(PyObject *self, PyObject *args);
 PyObject *frae_py_dtx_mask(PyObject *self, PyObject *args);
 PyObject *frae_py_speech_latency(PyObject *self, PyObject *args);
+PyObject *frae_py_checkpoint_features(PyObject *self, PyObject *args);
 PyObject *frae_py_decoder(PyObject *self, PyObject *args);
 
 #endif

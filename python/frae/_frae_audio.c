@@ -136,6 +136,34 @@ PyObject *frae_py_write_wav(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* checkpoint_features(path) -> (sample_rate, n_mels, hop, win, n_fft,
+ * fmin, fmax, floor, offset, scale), or None for a model trained on
+ * frames: frae_checkpoint_features, FraeError for a file that does not
+ * open or bad metadata. */
+PyObject *frae_py_checkpoint_features(PyObject *self, PyObject *args)
+{
+    (void)self;
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path))
+        return NULL;
+    char err[512], msg[1100];
+    frae_checkpoint *ck = frae_checkpoint_open(path, err, sizeof err);
+    if (!ck)
+        return frae_py_fail(err);
+    frae_features f;
+    const int have = frae_checkpoint_features(ck, &f, err, sizeof err);
+    frae_checkpoint_close(ck);
+    if (have < 0) {
+        snprintf(msg, sizeof msg, "%s: %s", path, err);
+        return frae_py_fail(msg);
+    }
+    if (!have)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(iiiiiddddd)", f.sample_rate, f.n_mels, f.hop, f.win,
+                         f.n_fft, (double)f.fmin, (double)f.fmax,
+                         (double)f.floor, (double)f.offset, (double)f.scale);
+}
+
 /* speech_latency(sample_rate, n_mels, hop, win, n_fft, fmin, fmax,
  * lookahead) -> samples: frae_speech_latency, the settings checked first
  * (ValueError). */

@@ -274,52 +274,9 @@ int cli_model_features(const char *model, frae_features *f)
         cli_fail(EXIT_USAGE, "%s", err);
         return -1;
     }
-    static const char *const keys[] = {
-        "features.sample_rate", "features.n_mels", "features.hop",
-        "features.win",         "features.n_fft",  "features.fmin",
-        "features.fmax",        "features.floor",  "features.offset",
-        "features.scale"};
-    double v[10];
-    int present = 0, bad = -1;
-    for (int i = 0; i < 10; i++) {
-        const char *s = frae_checkpoint_meta(ck, keys[i]);
-        char *end;
-        if (!s)
-            continue;
-        present++;
-        v[i] = strtod(s, &end);
-        /* the first five are integers of at most a million or so */
-        if (bad < 0 && (!*s || *end || !isfinite(v[i]) ||
-                        (i < 5 && (v[i] != floor(v[i]) || fabs(v[i]) > 1e7))))
-            bad = i;
-    }
-    int rc = 1;
-    if (present == 0) {
-        rc = 0;
-    } else if (present < 10 || bad >= 0) {
-        cli_fail(EXIT_USAGE, "%s: bad audio feature metadata ('%s' %s)", model,
-                 present < 10 ? "features.*" : keys[bad],
-                 present < 10 ? "incomplete" : "invalid");
-        rc = -1;
-    } else {
-        *f = (frae_features){(int)v[0],
-                             (int)v[1],
-                             (int)v[2],
-                             (int)v[3],
-                             (int)v[4],
-                             (float)v[5],
-                             (float)v[6],
-                             (float)v[7],
-                             (float)v[8],
-                             (float)v[9],
-                             0};
-        f->pitch = frae_checkpoint_meta(ck, "frae.pitch") != NULL;
-        if (frae_features_check(f, err, sizeof err)) {
-            cli_fail(EXIT_USAGE, "%s: bad audio feature metadata: %s", model,
-                     err);
-            rc = -1;
-        }
-    }
+    int rc = frae_checkpoint_features(ck, f, err, sizeof err);
+    if (rc < 0)
+        cli_fail(EXIT_USAGE, "%s: %s", model, err);
     frae_checkpoint_close(ck);
     return rc;
 }

@@ -1094,3 +1094,75 @@ int test_audio_out_timeline(void)
     }
     return failures;
 }
+
+/* frae_checkpoint_features, the one reader of a model's features.*
+ * metadata (frae's commands and Python): all ten as written, pitch from
+ * frae.pitch; none is 0; some, a non-number, a fraction where an integer
+ * goes, an absurd size or settings frae_features_check refuses are -1
+ * with the key or the reason named, and *f left alone. */
+int test_checkpoint_features(void)
+{
+    int failures = 0;
+    char dir[] = "/tmp/frae-ckfeat-XXXXXX", path[256], err[512];
+    if (!mkdtemp(dir))
+        return 1;
+    snprintf(path, sizeof path, "%s/m.safetensors", dir);
+    const int enc[1] = {6}, dec[1] = {7};
+    frae_config c;
+    tiny_config(&c, 4, 2, 1, enc, 3, 1, dec);
+    frae_model *m = create_or_die(&c);
+    static const char *const keys[] = {
+        "features.sample_rate", "features.n_mels", "features.hop",
+        "features.win",         "features.n_fft",  "features.fmin",
+        "features.fmax",        "features.floor",  "features.offset",
+        "features.scale"};
+    const char *good[10] = {"8000", "40",     "80",   "200", "256",
+                            "50",   "3800.5", "1e-6", "4",   "6"};
+    struct {
+        int n, at; /* the first n keys, value `bad` at key `at` (-1: none) */
+        const char *bad, *said;
+        int want;
+    } cs[] = {
+        {10, -1, NULL, NULL, 1},
+        {0, -1, NULL, NULL, 0},
+        {9, -1, NULL, "'features.*' incomplete", -1},
+        {10, 1, "1e300", "'features.n_mels' invalid", -1},
+        {10, 2, "80.5", "'features.hop' invalid", -1},
+        {10, 7, "nan", "'features.floor' invalid", -1},
+        {10, 0, "12x", "'features.sample_rate' invalid", -1},
+        {10, 3, "400", "window 400 must be between 2 and the FFT size 256", -1},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+        frae_meta meta[10];
+        for (int k = 0; k < cs[i].n; k++)
+            meta[k] = (frae_meta){keys[k], k == cs[i].at ? cs[i].bad : good[k]};
+        CHECK(!frae_save(m, path, 0, meta, cs[i].n, NULL, 0, err, sizeof err),
+              "%s", err);
+        frae_checkpoint *ck = frae_checkpoint_open(path, err, sizeof err);
+        CHECK(ck != NULL, "%s", err);
+        if (!ck)
+            continue;
+        frae_features f;
+        memset(&f, 0x5a, sizeof f);
+        err[0] = 0;
+        const int got = frae_checkpoint_features(ck, &f, err, sizeof err);
+        frae_checkpoint_close(ck);
+        CHECK(got == cs[i].want, "case %zu: %d, want %d (%s)", i, got,
+              cs[i].want, err);
+        if (cs[i].said)
+            CHECK(strstr(err, cs[i].said) != NULL && f.n_mels == 0x5a5a5a5a,
+                  "case %zu: '%s' does not say %s, or *f was written", i, err,
+                  cs[i].said);
+        if (got == 1)
+            CHECK(f.sample_rate == 8000 && f.n_mels == 40 && f.hop == 80 &&
+                      f.win == 200 && f.n_fft == 256 && f.fmin == 50.0f &&
+                      f.fmax == 3800.5f && f.floor == 1e-6f &&
+                      f.offset == 4.0f && f.scale == 6.0f && f.pitch == 0,
+                  "the ten values read back");
+    }
+    frae_destroy(m);
+    snprintf(path, sizeof path, "rm -rf %s", dir);
+    if (system(path)) {
+    }
+    return failures;
+}

@@ -92,6 +92,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(audio_files)                                                             \
     X(audio_out_timeline)                                                      \
     X(speech_latency)                                                          \
+    X(checkpoint_features)                                                     \
     X(bad_configs)                                                             \
     X(sizes)                                                                   \
     X(run_arrays_equal_files)                                                  \
