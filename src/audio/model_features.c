@@ -39,9 +39,17 @@ int frae_checkpoint_features(const frae_checkpoint *ck, frae_features *f,
         return frae_errorf(err, errlen,
                            "bad audio feature metadata ('%s' invalid)",
                            keys[bad]);
-    frae_features g = {(int)v[0],   (int)v[1],   (int)v[2],   (int)v[3],
-                       (int)v[4],   (float)v[5], (float)v[6], (float)v[7],
-                       (float)v[8], (float)v[9], 0};
+    frae_features g = {(int)v[0],
+                       (int)v[1],
+                       (int)v[2],
+                       (int)v[3],
+                       (int)v[4],
+                       (float)v[5],
+                       (float)v[6],
+                       (float)v[7],
+                       (float)v[8],
+                       (float)v[9],
+                       0};
     g.pitch = frae_checkpoint_meta(ck, "frae.pitch") != NULL;
     char why[384];
     if (frae_features_check(&g, why, sizeof why))
