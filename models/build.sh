@@ -8,7 +8,7 @@
 # recording conditions (scripts/augment-corpus.py: levels, telephone and
 # 8 kHz bands, noise, rooms, microphones, DC); the synthetic held-out
 # voices give the validation loss alone (it changes nothing in training);
-# 80 epochs (96 for the variable-rate codec), with a term that keeps the
+# 80 epochs (96 for the variable-rate codecs), with a term that keeps the
 # decoded envelope's power (--level-loss 0.1:
 # docs/2026-12-04-loudness.md); its weights stored as bf16 (frae
 # convert), and MANIFEST (each file's size and SHA-256, its rate and its
@@ -57,7 +57,7 @@ cat >"$manifest" <<HEAD
 # Written by models/build.sh (make models); tests/models_test.sh checks the
 # files against it, make check-models rebuilds them and compares.
 HEAD
-for recipe in speech speech-vbr speech-3k2; do
+for name in speech speech-vbr speech-3k2 speech-3k2-vbr; do
     # the fixed-rate codecs are trained for lost packets (a share of them
     # lost in training, on two tracks, as sent and as received: on the
     # held-out human voices 5% loss then cost the 2026-12-03 model 0.32 dB
@@ -79,10 +79,17 @@ for recipe in speech speech-vbr speech-3k2; do
     # spend them, about 1.6 kbit/s on the held-out voices, every stream
     # byte counted, 0.07 / 0.08 dB less LSD / MCD than without
     # (docs/2026-12-05-loud.md, "Look-ahead in the encoder")
-    case $recipe in
+    # The variable-rate codec at about 3.2 kbit/s: speech-vbr's recipe
+    # with 48 codes at a rate weight of 0.00045; against the fixed-rate
+    # speech-3k2 on the held-out voices 0.16 / 0.07 dB less LSD / MCD at
+    # 5% fewer bits (docs/2026-12-06-rates.md, "A variable-rate codec at
+    # 3.2 kbit/s")
+    recipe=$name
+    case $name in
     speech) extra="--erasure 0.1 --level-loss 0.1" epochs=$EPOCHS ;;
     speech-3k2) extra="--erasure 0.03 --level-loss 0.1" epochs=$EPOCHS ;;
     speech-vbr) extra="--latent 20 --rate-lambda 0.00115 --level-loss 0.1 --lookahead 1" epochs=$VBR_EPOCHS ;;
+    speech-3k2-vbr) recipe=speech-vbr extra="--latent 48 --rate-lambda 0.00045 --level-loss 0.1 --lookahead 1" epochs=$VBR_EPOCHS ;;
     *) extra="" epochs=$EPOCHS ;;
     esac
     echo "models: training --recipe $recipe${extra:+ $extra} ($epochs epochs) on $CORPUS, $CORPUS/human, $CORPUS/voices and $CORPUS/voices-aug" >&2
@@ -90,21 +97,22 @@ for recipe in speech speech-vbr speech-3k2; do
     "$FRAE" train "$CORPUS/feats/train" "$CORPUS/human/feats/train" \
         "$CORPUS/voices/feats/train" "$CORPUS/voices-aug/feats/train" --audio-features \
         --val-data "$CORPUS/feats/test" --recipe "$recipe" $extra --epochs "$epochs" \
-        --save "$tmp/$recipe-f32.safetensors" --log-csv "$tmp/$recipe.csv" \
+        --save "$tmp/$name-f32.safetensors" --log-csv "$tmp/$name.csv" \
         >&2 || exit 1
-    "$FRAE" convert "$tmp/$recipe-f32.safetensors" \
-        -o "$tmp/$recipe.safetensors" --weights bf16 >/dev/null
-    case $recipe in
+    "$FRAE" convert "$tmp/$name-f32.safetensors" \
+        -o "$tmp/$name.safetensors" --weights bf16 >/dev/null
+    case $name in
     speech) rate="1.60 kbit/s fixed" ;;
     speech-3k2) rate="3.20 kbit/s fixed" ;;
+    speech-3k2-vbr) rate="variable, about 3.0-3.2 kbit/s on the held-out voices" ;;
     *) rate="variable, about 1.6-1.8 kbit/s on the held-out voices" ;;
     esac
-    bytes=$(wc -c <"$tmp/$recipe.safetensors" | tr -d ' ')
-    sum=$(sha256sum "$tmp/$recipe.safetensors" | cut -d' ' -f1)
-    printf '%s\t%s\t%s\t%s\t%s\n' "$recipe.safetensors" "$bytes" "$sum" "$rate" \
+    bytes=$(wc -c <"$tmp/$name.safetensors" | tr -d ' ')
+    sum=$(sha256sum "$tmp/$name.safetensors" | cut -d' ' -f1)
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name.safetensors" "$bytes" "$sum" "$rate" \
         "$CORPUS, $corpus_line: synthetic speech (espeak-ng and flite voices, scripts/make-corpus.sh); $CORPUS/human, $human_line: recorded human speech, the training side only (Fish Fillets' Czech cast, GPL-2; make-corpus.sh --human $HUMAN_CAPS); $CORPUS/voices, $voices_line: recorded voices of 44 speaker sets in 25 languages, the training side only (Debian packages, docs/2026-12-04-voices.md; make-corpus.sh --voices $VOICES_CAPS); $CORPUS/voices-aug, $aug_line (scripts/augment-corpus.py); frae train --recipe $recipe${extra:+ $extra}, $epochs epochs; bf16 weights" \
         >>"$manifest"
-    mv "$tmp/$recipe.safetensors" "$OUT/$recipe.safetensors"
+    mv "$tmp/$name.safetensors" "$OUT/$name.safetensors"
 done
 mv "$manifest" "$OUT/MANIFEST"
 echo "models: $(ls "$OUT"/*.safetensors | tr '\n' ' ')and $OUT/MANIFEST" >&2

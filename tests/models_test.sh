@@ -52,18 +52,20 @@ if [ -n "$demo_epochs" ] && [ -n "$demo_opts" ] &&
 else
     bad "tools/demo.py --train ('$want') is not how MANIFEST says speech.safetensors was trained"
 fi
-[ "$n" = 3 ] && ok "MANIFEST lists 3 models" || bad "MANIFEST lists $n models, not 3"
+[ "$n" = 4 ] && ok "MANIFEST lists 4 models" || bad "MANIFEST lists $n models, not 4"
 [ "$(ls models/*.safetensors | wc -l)" = "$n" ] && ok "every models/*.safetensors is in MANIFEST" ||
     bad "models/ holds files MANIFEST does not list"
 
 if "$FRAE" models >"$tmp/models" 2>&1 && grep -q "^  speech  *1.60 kbit/s fixed" "$tmp/models" &&
     grep -q "^  speech-vbr  *variable rate" "$tmp/models" &&
     grep -q "^  speech-3k2  *3.20 kbit/s fixed: 32 bits a frame (28 codes" "$tmp/models" &&
-    [ "$(grep -c 'trained on: .*--recipe' "$tmp/models")" = 3 ] &&
-    [ "$(grep -c 'trained on: .*voices-aug' "$tmp/models")" = 3 ] &&
+    grep -q "^  speech-3k2-vbr  *variable rate, about 3.0-3.2 kbit/s .*: 48 codes" "$tmp/models" &&
+    [ "$(grep -c 'trained on: .*--recipe' "$tmp/models")" = 4 ] &&
+    [ "$(grep -c 'trained on: .*voices-aug' "$tmp/models")" = 4 ] &&
     [ "$(grep -c 'latency 30 ms' "$tmp/models")" = 2 ] &&
-    grep -A1 "^  speech-vbr " "$tmp/models" | grep -q "latency 40 ms (.*look-ahead 10"; then
-    ok "frae models: all three, with rate, latency, hash and the whole training data line"
+    grep -A1 "^  speech-vbr " "$tmp/models" | grep -q "latency 40 ms (.*look-ahead 10" &&
+    grep -A1 "^  speech-3k2-vbr " "$tmp/models" | grep -q "latency 40 ms (.*look-ahead 10"; then
+    ok "frae models: all four, with rate, latency, hash and the whole training data line"
 else
     bad "frae models: $(cat "$tmp/models")"
 fi

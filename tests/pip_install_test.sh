@@ -90,11 +90,11 @@ cd "$tmp/models-work" || exit 1
 py() { env -u PYTHONPATH -u FRAE_MODELS -u XDG_DATA_HOME HOME="$tmp/home" "$tmp/venv/bin/python" "$@"; }
 pkg=$(py -c "import os, frae; print(os.path.dirname(frae.__file__))" 2>"$tmp/err")
 same=1
-for f in MANIFEST speech.safetensors speech-vbr.safetensors speech-3k2.safetensors; do
+for f in MANIFEST speech.safetensors speech-vbr.safetensors speech-3k2.safetensors speech-3k2-vbr.safetensors; do
     cmp -s "$ROOT/models/$f" "$pkg/models/$f" || same=0
 done
 [ -n "$pkg" ] && [ "$same" = 1 ] &&
-    ok "pip install . puts models/MANIFEST, speech, speech-vbr and speech-3k2 in the package (frae/models), byte for byte" ||
+    ok "pip install . puts models/MANIFEST, speech, speech-vbr, speech-3k2 and speech-3k2-vbr in the package (frae/models), byte for byte" ||
     bad "the package's models: '$pkg': $(ls "$pkg/models" 2>&1) $(cat "$tmp/err")"
 if espeak-ng -w x.wav "The shipped models come with every install." 2>"$tmp/err" &&
     [ -s x.wav ]; then

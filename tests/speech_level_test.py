@@ -5,7 +5,7 @@ First tools/speech_level.py's active speech level (ITU-T P.56 method B)
 on signals of known level: a sine, the same 20 dB down, white noise, a
 sine with a pause (the hangover counted, the level consistent with it),
 silence.  Then the shipped models (models/speech.safetensors,
-speech-vbr, speech-3k2): voices no model trained on (an espeak-ng and a
+speech-vbr, speech-3k2, speech-3k2-vbr): voices no model trained on (an espeak-ng and a
 flite voice of the synthetic corpus's held-out side, two sentences each;
 four clips of Fish Fillets' Dutch cast, two of each of two speakers),
 each loud (peak -6 dBFS), compressed (active -12 dBFS, its peaks
@@ -102,7 +102,7 @@ def clips(tmp):
 def codec_tests(frae):
     env = dict(os.environ, FRAE_MODELS=os.path.join(ROOT, "models"))
     systems = [(m, sl.frae_codec(frae, os.path.join(ROOT, "models", m + ".safetensors"), env))
-               for m in ("speech", "speech-vbr", "speech-3k2")]
+               for m in ("speech", "speech-vbr", "speech-3k2", "speech-3k2-vbr")]
 
     def vocoder_alone(inp, out, tmp):  # the input's own features, no coding
         feats = os.path.join(tmp, "feats.npy")

@@ -6,7 +6,7 @@
     the band limits of the 8 kHz and telephone sources, the room's
     reverberation time, the microphone's response, the DC offset; the same
     seed gives the same bytes; a bad condition is one line and exit 2;
-  - the shipped models (models/speech, speech-vbr, speech-3k2) encode and
+  - the shipped models (models/speech, speech-vbr, speech-3k2, speech-3k2-vbr) encode and
     decode the clip under every condition without refusing, falling silent
     or clipping (the decoded level within 20 dB of the input's over its active speech,
     no sample at full scale);
@@ -130,8 +130,8 @@ CONDITIONS = ["clean", "narrowband", "nb8k", "noise:5", "noisy", "noise:30", "qu
 
 
 def decode_checks(x, frae, tmp):
-    models = [os.path.join(ROOT, "models", m + ".safetensors") for m in ("speech", "speech-vbr",
-                                                                  "speech-3k2")]
+    models = [os.path.join(ROOT, "models", m + ".safetensors")
+              for m in ("speech", "speech-vbr", "speech-3k2", "speech-3k2-vbr")]
     for cond in CONDITIONS:
         y = A.apply(x, cond, seed=5)
         src = os.path.join(tmp, "in.wav")

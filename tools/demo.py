@@ -517,7 +517,8 @@ class Progress:
 # label); the full study's figures for the same models are the README's
 SHIPPED = (("speech", "FRAE speech, 1.6 kbit/s (shipped)"),
            ("speech-vbr", "FRAE speech-vbr, variable rate (shipped)"),
-           ("speech-3k2", "FRAE speech-3k2, 3.2 kbit/s (shipped)"))
+           ("speech-3k2", "FRAE speech-3k2, 3.2 kbit/s (shipped)"),
+           ("speech-3k2-vbr", "FRAE speech-3k2-vbr, variable rate (shipped)"))
 # the fixed-rate ones' own rates (kbit/s)
 SHIPPED_FIXED = {"speech": 1.6, "speech-3k2": 3.2}
 
