@@ -327,10 +327,11 @@ def main():
     check(r.returncode == 0 and all(m[:-len(".safetensors")] + " " in r.stdout
                                     for m in shipped) and
           r.stdout.count("trained on:") == len(shipped) and
-          r.stdout.count("latency 30 ms") == len(shipped) - 1 and
-          re.search(r"speech-vbr .*latency 40 ms", r.stdout) is not None,
+          r.stdout.count("latency 30 ms") == len(shipped) - 2 and
+          re.search(r"speech-vbr .*latency 40 ms", r.stdout) is not None and
+          re.search(r"speech-3k2-vbr .*latency 40 ms", r.stdout) is not None,
           "python3 -m frae models: every model MANIFEST lists (%d), each with its data "
-          "and its latency (speech-vbr's look-ahead 10 ms more)" % len(shipped),
+          "and its latency (the variable-rate ones' look-ahead 10 ms more)" % len(shipped),
           r.stdout + r.stderr)
     lat = {n: frae.load(os.path.join(ROOT, "models", n + ".safetensors")).latency
            for n in ("speech", "speech-vbr")}
