@@ -1,12 +1,14 @@
 /* libFuzzer target for safetensors: a checkpoint opened as 'frae info',
  * 'predict' and '--resume' open it (header, metadata, config, tensors
- * checked before the model is made, values), and the same bytes imported
+ * checked before the model is made, values), its audio features read as
+ * the commands and Python read them, and the same bytes imported
  * as a PyTorch state_dict.  Fuzzing builds skip the checksum comparison
  * (FRAE_FUZZING), so mutations reach what lies behind it. */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "core/frae_internal.h"
+#include "frae_audio.h"
 #include "fuzz_common.h"
 #include "io/formats.h"
 
@@ -17,6 +19,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[512] = "";
     frae_checkpoint *ck =
         frae_checkpoint_parse(buf, size, "fuzz.safetensors", err, sizeof err);
+    frae_features f;
+    if (ck && frae_checkpoint_features(ck, &f, err, sizeof err) < 0) {
+        fuzz_check_error(err);
+        err[0] = 0;
+    }
     frae_config c;
     if (!ck || frae_checkpoint_config(ck, &c, err, sizeof err)) {
         fuzz_check_error(err);
