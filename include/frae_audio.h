@@ -52,6 +52,13 @@ int frae_features_check(const frae_features *f, char *err, size_t errlen);
 FRAE_API
 int frae_checkpoint_features(const frae_checkpoint *ck, frae_features *f,
                              char *err, size_t errlen);
+/* The same metadata written for frae_save: FRAE_FEATURES_META pairs into
+ * meta, their values into vals; returns FRAE_FEATURES_META.  (pitch goes
+ * in the model's own config, frae.pitch.) */
+#define FRAE_FEATURES_META 10
+FRAE_API
+int frae_features_meta(const frae_features *f, char (*vals)[64],
+                       frae_meta *meta);
 FRAE_API
 double frae_mel_center_hz(const frae_features *f, int band);
 

@@ -1,23 +1,40 @@
-/* The audio features a model was trained on, from its checkpoint's
- * features.* metadata (frae_audio.h): the one reader of them, for the CLI
- * and Python alike, so that both take or refuse the same files. */
+/* The audio features a model was trained on, as its checkpoint's
+ * features.* metadata (frae_audio.h): the one writer and the one reader
+ * of them, for the CLI and Python alike, so that both take or refuse the
+ * same files. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "frae_audio.h"
 #include "io/formats.h" /* frae_errorf */
 
+/* frae_features' fields in order, from sample_rate to scale */
+static const char *const keys[FRAE_FEATURES_META] = {
+    "features.sample_rate", "features.n_mels", "features.hop",
+    "features.win",         "features.n_fft",  "features.fmin",
+    "features.fmax",        "features.floor",  "features.offset",
+    "features.scale"};
+
+int frae_features_meta(const frae_features *f, char (*vals)[64],
+                       frae_meta *meta)
+{
+    const double v[] = {f->sample_rate, f->n_mels, f->hop,  f->win,
+                        f->n_fft,       f->fmin,   f->fmax, f->floor,
+                        f->offset,      f->scale};
+    for (int i = 0; i < FRAE_FEATURES_META; i++) {
+        snprintf(vals[i], 64, "%.9g", v[i]);
+        meta[i] = (frae_meta){keys[i], vals[i]};
+    }
+    return FRAE_FEATURES_META;
+}
+
 int frae_checkpoint_features(const frae_checkpoint *ck, frae_features *f,
                              char *err, size_t errlen)
 {
-    static const char *const keys[] = {
-        "features.sample_rate", "features.n_mels", "features.hop",
-        "features.win",         "features.n_fft",  "features.fmin",
-        "features.fmax",        "features.floor",  "features.offset",
-        "features.scale"};
-    double v[10];
+    double v[FRAE_FEATURES_META];
     int present = 0, bad = -1;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < FRAE_FEATURES_META; i++) {
         const char *s = frae_checkpoint_meta(ck, keys[i]);
         char *end;
         if (!s)
@@ -31,7 +48,7 @@ int frae_checkpoint_features(const frae_checkpoint *ck, frae_features *f,
     }
     if (present == 0)
         return 0;
-    if (present < 10)
+    if (present < FRAE_FEATURES_META)
         return frae_errorf(err, errlen,
                            "bad audio feature metadata ('features.*' "
                            "incomplete)");

@@ -118,9 +118,6 @@ int cli_is_audio(const char *path);
  * 0 if not, or -1 after printing an error.  f->pitch: whether its codec
  * carries pitch. */
 int cli_model_features(const char *model, frae_features *f);
-/* Adds the features.* metadata for f to meta (needs 10 slots of vals). */
-int cli_features_meta(const frae_features *f, char (*vals)[64],
-                      frae_meta *meta);
 void cli_features_describe(const frae_features *f, char *out, size_t cap);
 /* The features of an audio file as frames ([T, n_mels]), computed block by
  * block into an unlinked temporary file (TMPDIR, else /tmp), read back a

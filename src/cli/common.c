@@ -250,22 +250,6 @@ void cli_features_describe(const frae_features *f, char *out, size_t cap)
              (double)f->fmin, (double)f->fmax);
 }
 
-int cli_features_meta(const frae_features *f, char (*vals)[64], frae_meta *meta)
-{
-    static const char *const keys[] = {
-        "features.sample_rate", "features.n_mels", "features.hop",
-        "features.win",         "features.n_fft",  "features.fmin",
-        "features.fmax",        "features.floor",  "features.offset",
-        "features.scale"};
-    double v[] = {f->sample_rate, f->n_mels, f->hop,   f->win,    f->n_fft,
-                  f->fmin,        f->fmax,   f->floor, f->offset, f->scale};
-    for (int i = 0; i < 10; i++) {
-        snprintf(vals[i], 64, "%.9g", v[i]);
-        meta[i] = (frae_meta){keys[i], vals[i]};
-    }
-    return 10;
-}
-
 int cli_model_features(const char *model, frae_features *f)
 {
     char err[512];

@@ -46,8 +46,8 @@ typedef struct {
     int frame_dim_given;
     int auto_recipe; /* audio with no model option: the speech recipe */
     /* the audio features, recorded in the checkpoints (features.*) */
-    char feature_values[10][64];
-    frae_meta feature_meta[10];
+    char feature_values[FRAE_FEATURES_META][64];
+    frae_meta feature_meta[FRAE_FEATURES_META];
 } train_opts;
 
 /* The command's options beside the library's (frae_option rows, so that
@@ -613,7 +613,7 @@ static int prepare(train_opts *o, const cli_dist *d, datasets *ds)
     if (!status && o->rc.audio) {
         o->rc.meta = o->feature_meta;
         o->rc.n_meta =
-            cli_features_meta(&o->audio.f, o->feature_values, o->feature_meta);
+            frae_features_meta(&o->audio.f, o->feature_values, o->feature_meta);
     }
     return status;
 }

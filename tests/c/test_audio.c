@@ -1096,7 +1096,8 @@ int test_audio_out_timeline(void)
 }
 
 /* frae_checkpoint_features, the one reader of a model's features.*
- * metadata (frae's commands and Python): all ten as written, pitch from
+ * metadata (frae's commands and Python), and frae_features_meta, its
+ * writer (frae train's), read back whole: all ten as written, pitch from
  * frae.pitch; none is 0; some, a non-number, a fraction where an integer
  * goes, an absurd size or settings frae_features_check refuses are -1
  * with the key or the reason named, and *f left alone. */
@@ -1160,6 +1161,20 @@ int test_checkpoint_features(void)
                       f.offset == 4.0f && f.scale == 6.0f && f.pitch == 0,
                   "the ten values read back");
     }
+    /* what frae_features_meta writes (frae train's), read back whole */
+    frae_features w, back;
+    frae_features_default(&w);
+    w.fmin = 62.5f, w.floor = 3e-7f, w.offset = -1.25f;
+    char vals[FRAE_FEATURES_META][64];
+    frae_meta meta[FRAE_FEATURES_META];
+    const int n = frae_features_meta(&w, vals, meta);
+    CHECK(!frae_save(m, path, 0, meta, n, NULL, 0, err, sizeof err), "%s", err);
+    frae_checkpoint *ck = frae_checkpoint_open(path, err, sizeof err);
+    CHECK(ck && frae_checkpoint_features(ck, &back, err, sizeof err) == 1 &&
+              !memcmp(&w, &back, sizeof w),
+          "frae_features_meta's %d pairs do not read back as written (%s)", n,
+          err);
+    frae_checkpoint_close(ck);
     frae_destroy(m);
     snprintf(path, sizeof path, "rm -rf %s", dir);
     if (system(path)) {
