@@ -402,7 +402,10 @@ void frae_stream_encoder_counts(const frae_stream_encoder *e,
 /* Version 5: the packet the last call completed, bare, as a datagram
  * carries it (n 0 if none); frae_stream_encoder_bytes gives it framed for
  * a file or a pipe.  A live stream (frames 0 at create) ends its last
- * packet short at end. */
+ * packet short at end.  After end, only the last packet end completed: a
+ * look-ahead model's held frames can fill more than one, so a sender that
+ * takes each packet alone codes them first with frame NULL
+ * (frae_stream_encode) until frae_stream_encoder_pending is 0. */
 FRAE_API
 const unsigned char *frae_stream_encoder_packet(const frae_stream_encoder *e,
                                                 size_t *n);

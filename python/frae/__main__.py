@@ -124,18 +124,18 @@ def cmd_models(a):
             m = frae.load(path)
         except (frae.FraeError, OSError, ValueError) as e:
             print("python3 -m frae: models: %s" % e, file=sys.stderr)
-            print("  %-12s does not load (stderr says why)" % name)
+            print("  %-14s does not load (stderr says why)" % name)
             continue
         cfg, info = m._config(), m._inference(1).info()
         f = manifest.get(path)
         rate = f[3] if f else ("variable rate" if cfg["prior_hidden"] else
                                "%.2f kbit/s fixed" % (info["bits_per_frame"] / 10))
         lat = m.latency  # load checked the features it is computed from
-        print("  %-12s %s, %d codes%s; latency %s%s; hash %016x" % (
+        print("  %-14s %s, %d codes%s; latency %s%s; hash %016x" % (
             name, rate, cfg["latent_dim"], " + pitch" if cfg["pitch"] else "",
             "%g ms" % lat if lat is not None else "unknown (no audio features)",
             " + the packet" if cfg["prior_hidden"] else "", info["hash"]))
-        print("               %s; trained on: %s" % (path, f[4] if f else "(no MANIFEST)"))
+        print("                 %s; trained on: %s" % (path, f[4] if f else "(no MANIFEST)"))
     return 0
 
 

@@ -99,14 +99,14 @@ static int list_one(const char *dir, const char *name, const char *path,
     }
     l->listed++;
     if (!used) {
-        cli_printf("  %-12s not used: %s\n", name,
+        cli_printf("  %-14s not used: %s\n", name,
                    access(path, R_OK) ? "the file cannot be read"
                                       : "an earlier directory has this name");
         return 0;
     }
     frae_model *m = load_inference(path, FRAE_ISA_AUTO);
     if (!m) { /* load_inference said why on stderr */
-        cli_printf("  %-12s does not load (stderr says why)\n", name);
+        cli_printf("  %-14s does not load (stderr says why)\n", name);
         return 0;
     }
     const frae_config *c = frae_get_config(m);
@@ -118,12 +118,12 @@ static int list_one(const char *dir, const char *name, const char *path,
     const char *vr = strncmp(rate, "variable, ", 10) ? rate : rate + 10;
     const int code_bits = frae_code_bits(frae_model_net(m));
     if (c->prior_hidden > 0)
-        cli_printf("  %-12s variable rate%s%s: %d codes of %d bit%s "
+        cli_printf("  %-14s variable rate%s%s: %d codes of %d bit%s "
                    "range-coded under a learned prior%s\n",
                    name, vr[0] ? ", " : "", vr, c->latent_dim, code_bits,
                    code_bits == 1 ? "" : "s", c->pitch ? ", pitch" : "");
     else
-        cli_printf("  %-12s %.2f kbit/s fixed: %g bits a frame "
+        cli_printf("  %-14s %.2f kbit/s fixed: %g bits a frame "
                    "(%d codes of %d bit%s%s)\n",
                    name, bits * 100 / 1000, bits, c->latent_dim, code_bits,
                    code_bits == 1 ? "" : "s",
@@ -133,7 +133,7 @@ static int list_one(const char *dir, const char *name, const char *path,
     if (cli_model_features(path, &f) >= 0) {
         const double ms = 1000.0 / f.sample_rate, hop = f.hop * ms,
                      total = frae_speech_latency(&f, c->lookahead) * ms;
-        cli_printf("               latency %g ms (%g ms frames; the f0 "
+        cli_printf("                 latency %g ms (%g ms frames; the f0 "
                    "window's %g ms ahead, ",
                    total, hop, total - hop * (1 + c->lookahead));
         if (c->lookahead > 0)
@@ -141,16 +141,16 @@ static int list_one(const char *dir, const char *name, const char *path,
         cli_printf("the vocoder's %g)%s\n", hop,
                    c->prior_hidden > 0 ? " + the packet (--packet-ms)" : "");
     } else { /* cli_model_features said why on stderr */
-        cli_printf("               latency unknown: its audio feature "
+        cli_printf("                 latency unknown: its audio feature "
                    "metadata is bad (stderr says why)\n");
     }
-    cli_printf("               hash %016llx, %s weights%s\n",
+    cli_printf("                 hash %016llx, %s weights%s\n",
                (unsigned long long)frae_model_hash(frae_model_net(m)),
                c->weights == FRAE_WEIGHTS_BF16 ? "bf16" : "f32",
                !strcmp(name, FRAE_DEFAULT_MODEL)
                    ? "; the default for 'frae encode IN -o OUT'"
                    : "");
-    cli_printf("               trained on: %s\n",
+    cli_printf("                 trained on: %s\n",
                data[0] ? data : "(not in the directory's MANIFEST)");
     frae_destroy(m);
     return 0;
