@@ -598,9 +598,10 @@ static int decode_ranged(const frae_model *m, const frae_stream *s, float *y)
  * coder's small overhead; lost, damaged and truncated packets are
  * refused with a line naming them. */
 /* frae_pitch_backfill on frames made by hand: an onset's climb at the
- * half-octave limit, up and down, gets the pitch it reaches; a climb that
- * turns, one that does not start at an onset (the frame before voiced,
- * here or in the last call), and a plain step are left alone. */
+ * half-octave limit, up and down, gets the pitch it reaches, with up to
+ * two steps after it that go on its way; a climb that turns, one that
+ * does not start at an onset (the frame before voiced, here or in the
+ * last call), and a plain step are left alone. */
 static int backfill_cases(void)
 {
     int failures = 0;
@@ -615,10 +616,10 @@ static int backfill_cases(void)
               up[12] == 295 && before == 1,
           "a climb up: %g %g %g %g, then %g %g", (double)up[2], (double)up[4],
           (double)up[6], (double)up[8], (double)up[10], (double)up[12]);
-    float down[] = {400, 1, 400 / r2, 1, 200, 1, 190, 1};
+    float down[] = {400, 1, 400 / r2, 1, 200, 1, 198, 1};
     before = 0;
     frae_pitch_backfill(down, 4, 2, 0, &before);
-    CHECK(down[0] == 200 && down[2] == 200 && down[4] == 200 && down[6] == 190,
+    CHECK(down[0] == 200 && down[2] == 200 && down[4] == 200 && down[6] == 198,
           "a climb down: %g %g %g %g", (double)down[0], (double)down[2],
           (double)down[4], (double)down[6]);
     float turn[] = {100, 1, 100 * r2, 1, 100, 1};
@@ -632,6 +633,52 @@ static int backfill_cases(void)
     frae_pitch_backfill(mid, 3, 2, 0, &before);
     CHECK(mid[0] == 100 && mid[2] == 100 * r2 && mid[4] == 200,
           "a climb after a voiced frame was moved");
+    /* from the 50 Hz floor: 71, 100, 141, 200, 283 Hz, then the steps
+     * that settle it, 0.17 and 0.06 octave up (taken: two at most), 0.06
+     * more (left), a 0.015 one (left) */
+    const float s17 = 1.12500f, s06 = 1.04247f; /* 2^0.17, 2^0.06 */
+    float settle[] = {0,
+                      0,
+                      50 * r2,
+                      1,
+                      100,
+                      1,
+                      100 * r2,
+                      1,
+                      200,
+                      1,
+                      200 * r2,
+                      1,
+                      200 * r2 * s17,
+                      1,
+                      200 * r2 * s17 * s06,
+                      1,
+                      200 * r2 * s17 * s06 * s06,
+                      1};
+    before = 0;
+    frae_pitch_backfill(settle, 9, 2, 0, &before);
+    int settled = 1;
+    for (int i = 1; i <= 7; i++)
+        settled &= settle[2 * i] == 200 * r2 * s17 * s06;
+    CHECK(settled && settle[16] == 200 * r2 * s17 * s06 * s06,
+          "a climb and the steps that settle it: %g ... %g, then %g",
+          (double)settle[2], (double)settle[14], (double)settle[16]);
+    /* a step back down, an unvoiced frame, a 0.015 step: none taken */
+    float back[] = {100, 1, 100 * r2, 1, 100 * r2 / s06, 1};
+    before = 0;
+    frae_pitch_backfill(back, 3, 2, 0, &before);
+    float pause[] = {100, 1, 100 * r2, 1, 0, 0, 160, 1};
+    before = 0;
+    frae_pitch_backfill(pause, 4, 2, 0, &before);
+    float small[] = {100, 1, 100 * r2, 1, 100 * r2 * 1.0105f, 1};
+    before = 0;
+    frae_pitch_backfill(small, 3, 2, 0, &before);
+    CHECK(back[0] == 100 * r2 && back[4] == 100 * r2 / s06 &&
+              pause[0] == 100 * r2 && pause[4] == 0 && pause[6] == 160 &&
+              small[0] == 100 * r2 && small[4] == 100 * r2 * 1.0105f,
+          "a climb took a step back, a pause or the voice's own step: %g "
+          "%g %g",
+          (double)back[0], (double)pause[0], (double)small[0]);
     float plain[] = {0, 0, 100, 1, 112, 1, 0, 0};
     before = 0;
     frae_pitch_backfill(plain, 4, 2, 0, &before);
