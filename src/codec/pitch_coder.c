@@ -68,15 +68,18 @@ int frae_pitch_decode(float *pred, uint32_t code, float *out)
  * tracker's own pitch: 5.603; docs/2026-12-05-loud.md).  A climb is a run
  * of steps of exactly +-half an octave, one way, from an onset (the
  * decoded f0s' ratio within 1e-3 of sqrt 2: no other step comes near).
- * Its last half octave can leave it up to a third of an octave short, so
- * the climb takes in the next steps that go on its way, up to two, of
- * 0.06 or 0.17 octave (ratio past 2^0.05; the 0.015 steps are the voice
- * itself): from the 50 Hz floor to a 360 Hz voice the climb's frames get
- * 348 Hz rather than 297.  Through speech-vbr on training speakers' clips
- * LSD 0-4 kHz 5.352 -> 5.343 (docs/2026-12-06-rates.md). */
+ * Its last half octave can leave it up to a third of an octave short of
+ * the voice, or past it, so the climb takes in the steps that settle it:
+ * up to two of 0.06 or 0.17 octave (ratio 2^0.05 to 1.3; the 0.015 steps
+ * are the voice itself), the first either way (back: the half octave
+ * overshot), the second the same way.  From the 50 Hz floor to a 360 Hz
+ * voice the climb's frames get 348 Hz rather than 297.  Through speech-vbr
+ * on training speakers' clips LSD 0-4 kHz 5.352 -> 5.332
+ * (docs/2026-12-06-rates.md). */
 #define HALF_OCTAVE 1.41421356f
 #define SETTLING_STEPS 2
 #define SETTLING_RATIO 1.03526f /* 2^0.05 */
+#define SETTLING_MAX 1.3f       /* below a half octave */
 
 static int frame_voiced(const float *f, int dim)
 {
@@ -103,13 +106,19 @@ void frae_pitch_backfill(float *frames, long n, int width, int dim,
                     break;
                 dir = d;
             }
-            for (int k = 0; dir && k < SETTLING_STEPS && end + 1 < n;
-                 k++, end++) {
+            for (int k = 0, settle = 0;
+                 dir && k < SETTLING_STEPS && end + 1 < n; k++, end++) {
                 const float *a = frames + end * width, *b = a + width;
-                if (!frame_voiced(b, dim) ||
-                    !((dir > 0 ? b[dim] / a[dim] : a[dim] / b[dim]) >=
-                      SETTLING_RATIO))
+                if (!frame_voiced(b, dim))
                     break;
+                const float up = b[dim] / a[dim], down = a[dim] / b[dim];
+                const int d = up >= SETTLING_RATIO && up < SETTLING_MAX ? 1
+                              : down >= SETTLING_RATIO && down < SETTLING_MAX
+                                  ? -1
+                                  : 0;
+                if (!d || (settle && d != settle))
+                    break;
+                settle = d;
             }
             for (long i = t; i < end; i++)
                 frames[i * width + dim] = frames[end * width + dim];

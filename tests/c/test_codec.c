@@ -599,7 +599,7 @@ static int decode_ranged(const frae_model *m, const frae_stream *s, float *y)
  * refused with a line naming them. */
 /* frae_pitch_backfill on frames made by hand: an onset's climb at the
  * half-octave limit, up and down, gets the pitch it reaches, with up to
- * two steps after it that go on its way; a climb that turns, one that
+ * two steps after it that settle it; a climb that turns, one that
  * does not start at an onset (the frame before voiced, here or in the
  * last call), and a plain step are left alone. */
 static int backfill_cases(void)
@@ -663,22 +663,27 @@ static int backfill_cases(void)
     CHECK(settled && settle[16] == 200 * r2 * s17 * s06 * s06,
           "a climb and the steps that settle it: %g ... %g, then %g",
           (double)settle[2], (double)settle[14], (double)settle[16]);
-    /* a step back down, an unvoiced frame, a 0.015 step: none taken */
-    float back[] = {100, 1, 100 * r2, 1, 100 * r2 / s06, 1};
+    /* a step back (the half octave overshot) is taken, and then only a
+     * step the same way */
+    float back[] = {
+        100, 1, 100 * r2, 1, 100 * r2 / s06, 1, 100 * r2 / s06 * s17, 1};
     before = 0;
-    frae_pitch_backfill(back, 3, 2, 0, &before);
+    frae_pitch_backfill(back, 4, 2, 0, &before);
+    CHECK(back[0] == 100 * r2 / s06 && back[2] == 100 * r2 / s06 &&
+              back[4] == 100 * r2 / s06 && back[6] == 100 * r2 / s06 * s17,
+          "a climb's step back: %g %g %g, then %g", (double)back[0],
+          (double)back[2], (double)back[4], (double)back[6]);
+    /* an unvoiced frame, a 0.015 step: not taken */
     float pause[] = {100, 1, 100 * r2, 1, 0, 0, 160, 1};
     before = 0;
     frae_pitch_backfill(pause, 4, 2, 0, &before);
     float small[] = {100, 1, 100 * r2, 1, 100 * r2 * 1.0105f, 1};
     before = 0;
     frae_pitch_backfill(small, 3, 2, 0, &before);
-    CHECK(back[0] == 100 * r2 && back[4] == 100 * r2 / s06 &&
-              pause[0] == 100 * r2 && pause[4] == 0 && pause[6] == 160 &&
+    CHECK(pause[0] == 100 * r2 && pause[4] == 0 && pause[6] == 160 &&
               small[0] == 100 * r2 && small[4] == 100 * r2 * 1.0105f,
-          "a climb took a step back, a pause or the voice's own step: %g "
-          "%g %g",
-          (double)back[0], (double)pause[0], (double)small[0]);
+          "a climb took a pause or the voice's own step: %g %g",
+          (double)pause[0], (double)small[0]);
     float plain[] = {0, 0, 100, 1, 112, 1, 0, 0};
     before = 0;
     frae_pitch_backfill(plain, 4, 2, 0, &before);
