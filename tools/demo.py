@@ -214,6 +214,28 @@ def features(frae, wav, npy):
     return np.load(npy)
 
 
+def vocoded_features(frae, feats, work):
+    """feats [T, 80 + 2] vocoded (frae vocode) and analysed again, aligned
+    to feats (NaN rows where the audio has none)."""
+    npy, wav = os.path.join(work, "vocode-in.npy"), os.path.join(work, "vocoded.wav")
+    np.save(npy, feats.astype(np.float32))
+    sh([frae, "vocode", npy, "-o", wav])
+    got = features(frae, wav, os.path.join(work, "vocoded.npy"))
+    return shift(len(feats), got, best_lag(feats[:, :80], got))
+
+
+def voices_training_clips(corpus, every=1, band=None):
+    """The many-voices corpus's training clips (clips.tsv), of one band
+    ("wb", "nb") or both, every Nth: for choosing rules on training
+    speakers, never held-out ones."""
+    with open(os.path.join(corpus, "voices", "clips.tsv")) as f:
+        rows = [line.rstrip("\n").split("\t") for line in f]
+    col = {k: i for i, k in enumerate(rows[0])}
+    names = [r[col["clip"]] for r in rows[1:]
+             if r[col["split"]] == "train" and band in (None, r[col["band"]])]
+    return [os.path.join(corpus, "voices", "wav", "train", n + ".wav") for n in names[::every]]
+
+
 def read_wav(path):
     with wave.open(path) as w:
         assert w.getframerate() == 16000 and w.getsampwidth() == 2

@@ -37,7 +37,6 @@ every Nth: the rules are chosen on training speakers, never held-out ones."""
 import argparse
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -102,24 +101,9 @@ def correction_inputs(d):
 
 
 def vocoded_metrics(frae, work, ref, feats):
-    npy, wav = os.path.join(work, "m.npy"), os.path.join(work, "m.wav")
-    np.save(npy, feats.astype(np.float32))
-    subprocess.run([frae, "vocode", npy, "-o", wav], check=True, capture_output=True)
-    got = demo.features(frae, wav, os.path.join(work, "g.npy"))
-    lag = demo.best_lag(ref, got)
-    test = demo.shift(len(ref), got, lag)
+    test = demo.vocoded_features(frae, feats, work)
     ok = ~np.isnan(test).any(axis=1)
     return demo.metrics(ref[ok], test[ok], NARROW)[:2]
-
-
-def clip_list(corpus, band, every):
-    rows = [line.rstrip("\n").split("\t") for line in open(os.path.join(corpus, "voices",
-                                                                         "clips.tsv"))]
-    head = rows[0]
-    col = {k: i for i, k in enumerate(head)}
-    names = [r[col["clip"]] for r in rows[1:]
-             if r[col["split"]] == "train" and r[col["band"]] == band]
-    return [os.path.join(corpus, "voices", "wav", "train", n + ".wav") for n in names[::every]]
 
 
 def main():
@@ -134,18 +118,15 @@ def main():
     a = ap.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="pitch-sim-")
     os.makedirs(work, exist_ok=True)
-    clips = clip_list(a.corpus, a.band, a.every)
+    clips = demo.voices_training_clips(a.corpus, a.every, a.band)
     if not clips:
         sys.exit("no training clips of band %s in %s" % (a.band, a.corpus))
     data = []
     for i, wav in enumerate(clips):
         base = os.path.join(work, "%d" % i)
-        subprocess.run([a.frae, "features", "--pitch", wav, "-o", base + ".o.npy"], check=True,
-                       capture_output=True)
-        subprocess.run([a.frae, "encode", a.model, wav, "-o", base + ".fbs"], check=True,
-                       capture_output=True)
-        subprocess.run([a.frae, "decode", a.model, base + ".fbs", "-o", base + ".d.npy"],
-                       check=True, capture_output=True)
+        demo.sh([a.frae, "features", "--pitch", wav, "-o", base + ".o.npy"])
+        demo.sh([a.frae, "encode", a.model, wav, "-o", base + ".fbs"])
+        demo.sh([a.frae, "decode", a.model, base + ".fbs", "-o", base + ".d.npy"])
         o, d = np.load(base + ".o.npy"), np.load(base + ".d.npy")
         n = min(len(o), len(d))
         data.append((o[:n], d[:n]))

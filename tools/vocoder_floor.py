@@ -14,7 +14,6 @@ Clips: the many-voices corpus's training clips, both bands, every Nth
 (training speakers only)."""
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -26,23 +25,6 @@ import demo  # noqa: E402
 NARROW = np.where(demo.mel_upper_edges() <= 3800)[0]
 
 
-def training_clips(corpus, every):
-    rows = [line.rstrip("\n").split("\t")
-            for line in open(os.path.join(corpus, "voices", "clips.tsv"))]
-    col = {k: i for i, k in enumerate(rows[0])}
-    names = [r[col["clip"]] for r in rows[1:] if r[col["split"]] == "train"]
-    return [os.path.join(corpus, "voices", "wav", "train", n + ".wav") for n in names[::every]]
-
-
-def vocoded(frae, work, feats):
-    """The features of feats vocoded, aligned to feats (NaN rows: none)."""
-    npy, wav = os.path.join(work, "v.npy"), os.path.join(work, "v.wav")
-    np.save(npy, feats.astype(np.float32))
-    subprocess.run([frae, "vocode", npy, "-o", wav], check=True, capture_output=True)
-    got = demo.features(frae, wav, os.path.join(work, "g.npy"))
-    return demo.shift(len(feats), got, demo.best_lag(feats[:, :80], got))
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--every", type=int, default=20)
@@ -52,16 +34,15 @@ def main():
     a = ap.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="vocoder-floor-")
     os.makedirs(work, exist_ok=True)
-    clips = training_clips(a.corpus, a.every)
+    clips = demo.voices_training_clips(a.corpus, a.every)
     if not clips:
         sys.exit("no training clips in %s" % a.corpus)
     feats, residuals, voicing, floor = [], [], [], []
     for wav in clips:
         npy = os.path.join(work, "o.npy")
-        subprocess.run([a.frae, "features", "--pitch", wav, "-o", npy], check=True,
-                       capture_output=True)
+        demo.sh([a.frae, "features", "--pitch", wav, "-o", npy])
         o = np.load(npy)
-        g = vocoded(a.frae, work, o)
+        g = demo.vocoded_features(a.frae, o, work)
         ok = ~np.isnan(g).any(axis=1)
         feats.append(o)
         residuals.append(o[ok, :80] - g[ok, :80])
@@ -86,7 +67,7 @@ def main():
         o = feats[k].copy()
         before.append(floor[k])
         o[:, :80] += bias[(o[:, 81] >= 0.5).astype(int)].astype(np.float32)
-        g = vocoded(a.frae, work, o)
+        g = demo.vocoded_features(a.frae, o, work)
         ok = ~np.isnan(g).any(axis=1)
         after.append(demo.metrics(feats[k][ok, :80], g[ok, :80], NARROW)[:2])
     print()
