@@ -227,12 +227,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--what", choices=("postfilter", "bands", "comb", "frames"),
                     required=True)
-    ap.add_argument("--every", type=int, default=30)
-    ap.add_argument("--model", default=os.path.join(demo.ROOT, "models",
-                                                    "speech-vbr.safetensors"))
-    ap.add_argument("--frae", default=os.path.join(demo.ROOT, "build", "frae"))
-    ap.add_argument("--corpus", default=os.path.join(demo.ROOT, "data", "corpus"))
-    ap.add_argument("--work", default=None)
+    demo.training_clip_args(ap, every=30)
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
     a.work = a.work or tempfile.mkdtemp(prefix="decoded-envelope-")

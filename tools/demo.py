@@ -224,6 +224,19 @@ def vocoded_features(frae, feats, work):
     return shift(len(feats), got, best_lag(feats[:, :80], got))
 
 
+def training_clip_args(ap, every, model=True):
+    """The options of a tool that studies the many voices' training clips:
+    --every N, --model (a shipped model, speech-vbr; model=False: none),
+    --frae, --corpus and --work."""
+    ap.add_argument("--every", type=int, default=every)
+    if model:
+        ap.add_argument("--model", default=os.path.join(ROOT, "models",
+                                                        "speech-vbr.safetensors"))
+    ap.add_argument("--frae", default=os.path.join(ROOT, "build", "frae"))
+    ap.add_argument("--corpus", default=os.path.join(ROOT, "data", "corpus"))
+    ap.add_argument("--work", default=None)
+
+
 def voices_training_clips(corpus, every=1, band=None):
     """The many-voices corpus's training clips (clips.tsv), of one band
     ("wb", "nb") or both, every Nth: for choosing rules on training

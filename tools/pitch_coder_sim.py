@@ -109,12 +109,7 @@ def vocoded_metrics(frae, work, ref, feats):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--band", choices=("nb", "wb"), required=True)
-    ap.add_argument("--every", type=int, default=1)
-    ap.add_argument("--model", default=os.path.join(demo.ROOT, "models",
-                                                    "speech-vbr.safetensors"))
-    ap.add_argument("--frae", default=os.path.join(demo.ROOT, "build", "frae"))
-    ap.add_argument("--corpus", default=os.path.join(demo.ROOT, "data", "corpus"))
-    ap.add_argument("--work", default=None)
+    demo.training_clip_args(ap, every=1)
     a = ap.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="pitch-sim-")
     os.makedirs(work, exist_ok=True)

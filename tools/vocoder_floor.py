@@ -27,10 +27,7 @@ NARROW = np.where(demo.mel_upper_edges() <= 3800)[0]
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--every", type=int, default=20)
-    ap.add_argument("--frae", default=os.path.join(demo.ROOT, "build", "frae"))
-    ap.add_argument("--corpus", default=os.path.join(demo.ROOT, "data", "corpus"))
-    ap.add_argument("--work", default=None)
+    demo.training_clip_args(ap, every=20, model=False)
     a = ap.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="vocoder-floor-")
     os.makedirs(work, exist_ok=True)
