@@ -153,6 +153,21 @@ def comb_parts(dec, inp, comb):
             fine(t))
 
 
+def by_source(a, **kw):
+    """For the narrowband then the wideband sources' training clips: their
+    label ("narrowband sources (N)") and one_clip's result for each (None
+    dropped), a.jobs clips at a time."""
+    for band, name in (("nb", "narrowband"), ("wb", "wideband")):
+        clips = demo.voices_training_clips(a.corpus, a.every, band)
+        if not clips:
+            sys.exit("no training clips in %s" % a.corpus)
+        with ThreadPoolExecutor(a.jobs) as pool:
+            res = [r for r in pool.map(lambda kc: one_clip(a, *kc, **kw), enumerate(clips))
+                   if r is not None]
+        yield "%s sources (%d)" % (name, len(clips)), res
+        sys.stdout.flush()
+
+
 def comb_table(a):
     comb = Comb()
     corr = lambda x, y: (x * y).sum() / np.sqrt((x * x).sum() * (y * y).sum())
@@ -160,26 +175,21 @@ def comb_table(a):
           "input / decoded / error (ln power) | correlation with the decoded f0's comb, "
           "input / decoded | the error's energy the comb explains |" % os.path.basename(a.model))
     print("| --- | --- | --- | --- | --- |")
-    for band in ("nb", "wb"):
-        clips = demo.voices_training_clips(a.corpus, a.every, band)
-        with ThreadPoolExecutor(a.jobs) as pool:
-            parts = [p for p in pool.map(lambda kc: one_clip(a, *kc, comb=comb),
-                                         enumerate(clips)) if p is not None]
+    for label, parts in by_source(a, comb=comb):
         fx, fd, ft = (np.concatenate([p[i] for p in parts]) for i in range(3))
         err = fx - fd
         beta = (err * ft).sum(axis=0) / (ft * ft).sum(axis=0)  # per band
         explained = 1 - ((err - beta * ft) ** 2).mean() / (err ** 2).mean()
-        print("| %s sources (%d) | %d | %.3f / %.3f / %.3f | %.3f / %.3f | %.1f%% |"
-              % ("narrowband" if band == "nb" else "wideband", len(clips), len(fx),
-                 fx.std(), fd.std(), err.std(), corr(fx, ft), corr(fd, ft), 100 * explained))
-        sys.stdout.flush()
+        print("| %s | %d | %.3f / %.3f / %.3f | %.3f / %.3f | %.1f%% |"
+              % (label, len(fx), fx.std(), fd.std(), err.std(), corr(fx, ft), corr(fd, ft),
+                 100 * explained))
 
 
-def band_errors(a, ref, inp, dec_wav, work):
+def band_errors(a, wav, ref, inp, dec_wav, work):
     """{(system, voicing, group): (sum of squares, count)} of one clip."""
     edges = demo.mel_upper_edges()
     opus = os.path.join(work, "x.opus")
-    demo.sh(["opusenc", "--quiet", "--bitrate", "6", a.wav, opus])
+    demo.sh(["opusenc", "--quiet", "--bitrate", "6", wav, opus])
     demo.sh(["opusdec", "--quiet", "--rate", "16000", opus, os.path.join(work, "o.wav")])
     demo.sh([a.frae, "vocode", os.path.join(work, "o.npy"), "-o", os.path.join(work, "v.wav")])
     keep = demo.speech_frames(ref)
@@ -213,10 +223,9 @@ def one_clip(a, k, wav, comb=None):
         n = min(len(dec), len(inp))
         return comb_parts(dec[:n], inp[:n], comb)
     if a.what == "bands":
-        a_clip = argparse.Namespace(**vars(a), wav=wav)
         dec_wav = os.path.join(work, "d.wav")
         demo.sh([a.frae, "decode", a.model, fbs, "--wav", dec_wav])
-        return band_errors(a_clip, ref, inp, dec_wav, work)
+        return band_errors(a, wav, ref, inp, dec_wav, work)
     n = min(len(dec), len(inp))
     rows = (rows_postfilter if a.what == "postfilter" else rows_frames)(dec[:n], inp[:n])
     return {name: vocoded(a.frae, ref, clean, rate, x, work) + (share,)
@@ -239,18 +248,12 @@ def main():
           % (os.path.basename(a.model), "postfilter" if a.what == "postfilter"
              else "envelope (share of frames)"))
     print("| --- | --- | --- | --- | --- |")
-    for band in ("nb", "wb"):
-        clips = demo.voices_training_clips(a.corpus, a.every, band)
-        if not clips:
-            sys.exit("no training clips in %s" % a.corpus)
-        with ThreadPoolExecutor(a.jobs) as pool:
-            res = list(pool.map(lambda kc: one_clip(a, *kc), enumerate(clips)))
+    for label, res in by_source(a):
         for name in res[0]:
             lsd, mcd, stoi, share = np.nanmean([r[name] for r in res], axis=0)
-            print("| %s sources (%d) | %s%s | %.3f | %.3f | %.4f |"
-                  % ("narrowband" if band == "nb" else "wideband", len(clips), name,
-                     " (%.2f)" % share if a.what == "frames" else "", lsd, mcd, stoi))
-        sys.stdout.flush()
+            print("| %s | %s%s | %.3f | %.3f | %.4f |"
+                  % (label, name, " (%.2f)" % share if a.what == "frames" else "", lsd, mcd,
+                     stoi))
 
 
 def bands_table(a):
@@ -258,10 +261,7 @@ def bands_table(a):
     print("| training clips (%s) | frames | %s |" % (os.path.basename(a.model),
                                                   " | ".join(groups)))
     print("| --- | --- |%s" % (" --- |" * len(groups)))
-    for band in ("nb", "wb"):
-        clips = demo.voices_training_clips(a.corpus, a.every, band)
-        with ThreadPoolExecutor(a.jobs) as pool:
-            res = list(pool.map(lambda kc: one_clip(a, *kc), enumerate(clips)))
+    for label, res in by_source(a):
         for v_name in ("voiced", "unvoiced"):
             for system in ("frae", "Opus 6k", "vocoder alone"):
                 cells = []
@@ -269,10 +269,7 @@ def bands_table(a):
                     ss = sum(r[(system, v_name, g)][0] for r in res)
                     n = sum(r[(system, v_name, g)][1] for r in res)
                     cells.append("%.2f" % np.sqrt(ss / max(n, 1)))
-                print("| %s sources (%d), %s | %s | %s |"
-                      % ("narrowband" if band == "nb" else "wideband", len(clips), system,
-                         v_name, " | ".join(cells)))
-        sys.stdout.flush()
+                print("| %s, %s | %s | %s |" % (label, system, v_name, " | ".join(cells)))
 
 
 if __name__ == "__main__":
