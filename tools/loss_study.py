@@ -60,7 +60,6 @@ import concurrent.futures
 import ctypes
 import glob
 import json
-import math
 import os
 import shutil
 import subprocess
