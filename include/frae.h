@@ -223,6 +223,13 @@ typedef struct {
     /* GRU family: the encoder also sees the next `lookahead` input frames
      * (0: none; the stream encoder then runs that many frames behind) */
     int lookahead;
+    /* ... but none past the first frame of the next packet of
+     * `lookahead_packet` frames (counted from the sequence's start): a
+     * packet's frames are sent together, so its first frames see further
+     * at no more delay than its last one's.  Each frame ahead then comes
+     * with a flag: 1 if it is there, 0 (and zeros) past the packet's or
+     * the sequence's end.  0: no such limit; else at least `lookahead` */
+    int lookahead_packet;
 
     frae_isa isa;
     int threads; /* threads for large matrix products (the model's own
@@ -273,6 +280,12 @@ void frae_config_default_gru(frae_config *cfg);
 /* Checks cfg; on error writes one line to err (if non-NULL) and returns -1. */
 FRAE_API
 int frae_config_check(const frae_config *cfg, char *err, size_t errlen);
+/* The frames an encoder's look-ahead holds a packet back by: lookahead, or
+ * 1 with lookahead_packet (a packet's frames wait for its last anyway,
+ * and the last sees one frame ahead), for packets of a multiple of
+ * lookahead_packet frames. */
+FRAE_API
+int frae_lookahead_delay(const frae_config *cfg);
 
 /* Allocates and initialises a model.  Returns NULL and writes one line to
  * err on a bad config, a size that overflows, or too little memory. */

@@ -73,8 +73,11 @@ void frae_encode_frame(frae_encoder *e, const float *frame, unsigned char *code,
  * _ranged) call the first n of them (0 <= n <= A; rows as that call takes
  * its frame, `stride` floats apart); the ones not given are held at the
  * last one given, or at the coded frame itself when none is, as at a
- * sequence's end (training holds them so too).  Each call takes them
- * once.  The stream coder (below) keeps the frames and gives them, A
+ * sequence's end (training holds them so too).  A model with
+ * cfg.lookahead_packet = P sees none past the first frame of the next
+ * packet: frame k of a sequence (k from 0) takes n <= P - k mod P, and
+ * the ones not given are marked as not there, not held.  Each
+ * call takes them once.  The stream coder (below) keeps the frames and gives them, A
  * frames behind its input.  Returns 0, or -1 (nothing changed) for n out
  * of range. */
 FRAE_API
@@ -386,12 +389,19 @@ const unsigned char *frae_stream_encoder_bytes(const frae_stream_encoder *e,
  * recon alone), and frame NULL codes the oldest frame still held without
  * a new one (frae_stream_encoder_pending: how many are held), as a packet
  * sender does at the end to take each packet alone; end codes any still
- * held, their bytes before the end's. */
+ * held, their bytes before the end's.  A model whose look-ahead stops at
+ * packets (cfg.lookahead_packet) lets a packet's frames go sooner: once
+ * the next packet's first frame has come, frae_stream_encoder_ready
+ * counts the held frames that see all they will, which frame NULL codes
+ * one a call, so a sender that codes them at once sends each packet of
+ * lookahead_packet frames a frame after its last. */
 FRAE_API
 size_t frae_stream_encode(frae_stream_encoder *e, const float *frame,
                           int silent, float *recon);
 FRAE_API
 uint32_t frae_stream_encoder_pending(const frae_stream_encoder *e);
+FRAE_API
+uint32_t frae_stream_encoder_ready(const frae_stream_encoder *e);
 /* After the last frame: 0 (the rest in frae_stream_encoder_bytes), or -1
  * if fewer frames came than the header declares. */
 FRAE_API

@@ -476,6 +476,18 @@ def main():
     refused(tmp, "--lookahead on a dense model",
             ["train", "data.npy", *small, "--lookahead", "1", "--save", "none"],
             "GRU family only")
+    for what, meta, needle in (
+            ("look-ahead packets of 0 recorded", {"frae.lookahead_packet": "0"},
+             "frae.lookahead_packet"),
+            ("look-ahead packets past 8 frames", {"frae.lookahead_packet": "9"},
+             "frae.lookahead_packet"),
+            ("look-ahead packets shorter than the look-ahead", {"frae.lookahead_packet": "1"},
+             "look-ahead packets")):
+        edited(ahead, p("ah.safetensors"), meta)
+        refused(tmp, what, ["encode", "ah.safetensors", "data.npy", "-o", "v.fbs"], needle)
+    refused(tmp, "--lookahead-packet without a look-ahead",
+            ["train", "data.npy", *small, "--family", "gru", "--history", "0",
+             "--lookahead-packet", "4", "--save", "none"], "look-ahead packets")
 
     print("== a learned prior: its metadata, tensors and options")
     prior = trained("prior.safetensors", "a model with a prior trains", "--rate-lambda", "0.01",

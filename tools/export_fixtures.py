@@ -6,7 +6,8 @@ Usage: /usr/bin/python3 tools/export_fixtures.py tests/fixtures
 Writes small.bin (the dense family), gru.bin (the GRU family with a buffer
 of K = 2 frames and a dense layer after each GRU), gru_k0.bin (GRUs
 alone, state feedback only) and gru_lookahead.bin (gru.bin's with two
-frames of look-ahead); and with a learned prior and a rate term,
+frames of look-ahead) and gru_lookahead_packet.bin (the same, none past
+the next packet of 3 frames' first); and with a learned prior and a rate term,
 prior_dense.bin (the dense family, binary codes) and prior_gru.bin (GRUs
 alone, uniform codes of 5 levels), and the same two with the prior's
 within-frame autoregression, prior_ar_dense.bin and prior_ar_gru.bin; and
@@ -38,6 +39,9 @@ CONFIGS = {
     # the encoder's look-ahead: two frames, held at the sequence's end, and
     # across truncated BPTT's windows
     "gru_lookahead": dict(CFG, family="gru", lookahead=2),
+    # ... none past the first frame of the next packet of 3 (T = 6: both
+    # packets, and a window boundary inside the second)
+    "gru_lookahead_packet": dict(CFG, family="gru", lookahead=2, lookahead_packet=3),
 }
 B, T = 2, 6
 # Non-default Adam settings: updates large against the float resolution of

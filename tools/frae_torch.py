@@ -36,17 +36,19 @@ from torch import nn
 class FRAE(nn.Module):
     def __init__(self, frame_dim=80, history=4, enc=(512, 256), latent=16,
                  dec=(256, 512), activation="relu", quantizer="none",
-                 levels=0, family="dense", prior=0, prior_ar=False, lookahead=0):
+                 levels=0, family="dense", prior=0, prior_ar=False, lookahead=0,
+                 lookahead_packet=0):
         super().__init__()
         D, K, L = frame_dim, history, latent
         self.D, self.K, self.L = D, K, L
         self.A = lookahead  # GRU: the encoder also sees the next A frames
+        self.P = lookahead_packet  # ... none past the next packet of P frames' first
         self.activation = activation
         self.quantizer = quantizer
         self.levels = levels
         self.gru = family == "gru"
         fed = dec[0] if self.gru else 0
-        widths = [D + fed + K * D + self.A * D] + list(enc)
+        widths = [D + fed + K * D + self.A * D + (self.A if self.P else 0)] + list(enc)
         self.enc = nn.ModuleList(self._layer(i, a, b) for i, (a, b) in
                                  enumerate(zip(widths, widths[1:])))
         self.latent = nn.Linear(widths[-1], L)
@@ -152,7 +154,7 @@ class FRAE(nn.Module):
         lookahead_frames(x), x being the whole sequence)."""
         B, T, _ = x.shape
         if self.A and ahead is None:
-            ahead = lookahead_frames(x, self.A)
+            ahead = lookahead_frames(x, self.A, self.P)
         if state is None:
             state = self.initial_state(x)
         buffer, h_enc, h_dec = state if self.gru else (state, None, None)
@@ -193,13 +195,21 @@ class FRAE(nn.Module):
         return torch.stack(ys, dim=1), state
 
 
-def lookahead_frames(x, A):
+def lookahead_frames(x, A, P=0):
     """[B, T, A*D]: frames t+1..t+A of x [B, T, D] for each t, held at the
-    last frame past the end (frae's cfg.lookahead)."""
-    T = x.shape[1]
-    idx = torch.clamp(torch.arange(T)[:, None] + torch.arange(1, A + 1)[None, :],
-                      max=T - 1)  # [T, A]
-    return x[:, idx].reshape(x.shape[0], T, -1)
+    last frame past the end (frae's cfg.lookahead).  With packets of P
+    frames (cfg.lookahead_packet), [B, T, A*D + A]: none past the first
+    frame of the packet after t's or past the end, each such frame zeros,
+    then a flag per frame, 1 where it is there."""
+    B, T = x.shape[0], x.shape[1]
+    t = torch.arange(T)[:, None]
+    want = t + torch.arange(1, A + 1)[None, :]  # [T, A]
+    idx = torch.clamp(want, max=T - 1)
+    if not P:
+        return x[:, idx].reshape(B, T, -1)
+    seen = (want <= torch.clamp(t - t % P + P, max=T - 1)).to(x.dtype)  # [T, A]
+    frames = x[:, idx] * seen[None, :, :, None]
+    return torch.cat([frames.reshape(B, T, -1), seen.expand(B, T, A)], dim=2)
 
 
 class KerasAdam:
@@ -251,7 +261,7 @@ def train_batch(model, opt, x, window, feedback, rate_lambda=0.0, target=None,
     frames, over all frames)."""
     T = x.shape[1]
     state, sse, count, bits, level = None, 0.0, 0, 0.0, 0.0
-    ahead = lookahead_frames(x, model.A) if model.A else None  # across windows
+    ahead = lookahead_frames(x, model.A, model.P) if model.A else None  # across windows
     for w0 in range(0, T, window):
         xw = x[:, w0:w0 + window]
         y, state = model(xw, feedback, state,

@@ -238,14 +238,14 @@ class FRAE:
         """A speech codec's latency in ms (libfrae's frae_speech_latency):
         sample n of the decoded audio is out once the input reaches n +
         this, real-time packets aside; a look-ahead encoder adds a frame
-        each.  None for a model not loaded from a checkpoint trained on
+        each (one, if it stops at packets: frae_lookahead_delay).  None for a model not loaded from a checkpoint trained on
         audio features."""
         f = getattr(self, "_features", None)
         if f is None:
             return None
         return 1000.0 * _frae.speech_latency(
             f["sample_rate"], f["n_mels"], f["hop"], f["win"], f["n_fft"], f["fmin"],
-            f["fmax"], self._config()["lookahead"]) / f["sample_rate"]
+            f["fmax"], _frae.lookahead_delay(self._config())) / f["sample_rate"]
 
     def _check_open(self):
         if self._cfg is None:

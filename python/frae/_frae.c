@@ -113,6 +113,7 @@ static const struct {
     {"erasure", 'f', offsetof(frae_config, erasure)},
     {"erasure_frames", 'i', offsetof(frae_config, erasure_frames)},
     {"lookahead", 'i', offsetof(frae_config, lookahead)},
+    {"lookahead_packet", 'i', offsetof(frae_config, lookahead_packet)},
     {"normalize", 'i', offsetof(frae_config, normalize)},
     {"threads", 'i', offsetof(frae_config, threads)},
     {"isa", 'i', offsetof(frae_config, isa)},
@@ -391,6 +392,20 @@ static PyObject *py_options(PyObject *self, PyObject *unused)
     return list;
 }
 
+/* lookahead_delay(config dict) -> frames: frae_lookahead_delay */
+static PyObject *py_lookahead_delay(PyObject *self, PyObject *fields)
+{
+    (void)self;
+    frae_config c;
+    if (!PyDict_Check(fields)) {
+        PyErr_SetString(PyExc_TypeError, "lookahead_delay takes a config dict");
+        return NULL;
+    }
+    if (frae_py_config_from_dict(fields, &c))
+        return NULL;
+    return PyLong_FromLong(frae_lookahead_delay(&c));
+}
+
 static PyObject *py_cpus_available(PyObject *self, PyObject *args)
 {
     (void)self, (void)args;
@@ -401,6 +416,8 @@ static PyMethodDef module_methods[] = {
     {"cpus_available", py_cpus_available, METH_NOARGS,
      "the CPUs this process may use (affinity, cgroup quota)"},
     {"make_config", py_make_config, METH_VARARGS, "a checked config"},
+    {"lookahead_delay", py_lookahead_delay, METH_O,
+     "the frames a model's look-ahead holds a packet back by"},
     {"create", frae_py_create, METH_VARARGS, "a new model"},
     {"load", frae_py_load, METH_VARARGS, "a model from a checkpoint"},
     {"meta", frae_py_meta, METH_VARARGS, "a checkpoint's metadata value"},

@@ -93,20 +93,33 @@ typedef struct {
     int failed;
 } live_sink;
 
-/* The feature stream's frames, each coded at once; a packet written and
- * flushed as soon as it is complete. */
+/* One frame coded (NULL: a held one), and what it completed written and
+ * flushed: 0, or -1 if that failed. */
+static int live_code(live_sink *l, const float *x, int silent)
+{
+    if (frae_stream_encode(l->se, x, silent, NULL)) {
+        size_t n;
+        const unsigned char *b = frae_stream_encoder_bytes(l->se, &n);
+        if (fwrite(b, 1, n, l->out) != n || fflush(l->out))
+            return l->failed = 1, -1;
+    }
+    return 0;
+}
+
+/* The feature stream's frames, each coded as soon as it sees all it will
+ * (a look-ahead packet's frames at once); a packet written and flushed as
+ * soon as it is complete. */
 static int live_frames(void *ctx, const float *feats, long frames, int width)
 {
     live_sink *l = ctx;
     for (long t = 0; t < frames; t++) {
         const float *x = feats + (size_t)t * width;
         const int silent = l->gate && frae_dtx_gate_silent(l->gate, x);
-        if (frae_stream_encode(l->se, x, silent, NULL)) {
-            size_t n;
-            const unsigned char *b = frae_stream_encoder_bytes(l->se, &n);
-            if (fwrite(b, 1, n, l->out) != n || fflush(l->out))
-                return l->failed = 1, -1;
-        }
+        if (live_code(l, x, silent))
+            return -1;
+        while (frae_stream_encoder_ready(l->se))
+            if (live_code(l, NULL, 0))
+                return -1;
     }
     return 0;
 }

@@ -131,13 +131,14 @@ static int list_one(const char *dir, const char *name, const char *path,
     frae_features f; /* the model's own, else the defaults it would take */
     frae_features_default(&f);
     if (cli_model_features(path, &f) >= 0) {
+        const int delay = frae_lookahead_delay(c);
         const double ms = 1000.0 / f.sample_rate, hop = f.hop * ms,
-                     total = frae_speech_latency(&f, c->lookahead) * ms;
+                     total = frae_speech_latency(&f, delay) * ms;
         cli_printf("                 latency %g ms (%g ms frames; the f0 "
                    "window's %g ms ahead, ",
-                   total, hop, total - hop * (1 + c->lookahead));
-        if (c->lookahead > 0)
-            cli_printf("the encoder's look-ahead %g, ", hop * c->lookahead);
+                   total, hop, total - hop * (1 + delay));
+        if (delay > 0)
+            cli_printf("the encoder's look-ahead %g, ", hop * delay);
         cli_printf("the vocoder's %g)%s\n", hop,
                    c->prior_hidden > 0 ? " + the packet (--packet-ms)" : "");
     } else { /* cli_model_features said why on stderr */

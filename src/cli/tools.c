@@ -228,7 +228,8 @@ static void info_model(frae_checkpoint *ck, const frae_config *cfg,
                c.history, c.latent_dim);
     cli_printf("  encoder  %d", c.frame_dim + c.history * c.frame_dim +
                                     (gru ? c.dec_hidden[0] : 0) +
-                                    c.lookahead * c.frame_dim);
+                                    c.lookahead * c.frame_dim +
+                                    (c.lookahead_packet ? c.lookahead : 0));
     for (int i = 0; i < c.n_enc_hidden; i++)
         cli_printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.enc_hidden[i]);
     cli_printf(" -> %d (tanh, quantizer %s)\n", c.latent_dim,
@@ -237,10 +238,16 @@ static void info_model(frae_checkpoint *ck, const frae_config *cfg,
     for (int i = 0; i < c.n_dec_hidden; i++)
         cli_printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.dec_hidden[i]);
     cli_printf(" -> %d (linear)\n", c.frame_dim);
-    if (c.lookahead)
+    if (c.lookahead && !c.lookahead_packet)
         cli_printf("  look-ahead: the encoder also sees the next %d frame%s "
                    "(%d ms more delay at 100 frames/s)\n",
                    c.lookahead, c.lookahead > 1 ? "s" : "", 10 * c.lookahead);
+    else if (c.lookahead)
+        cli_printf("  look-ahead: the encoder also sees the next %d frame%s, "
+                   "none past the first of the next packet of %d (%d ms "
+                   "more delay at 100 frames/s, in packets of %d)\n",
+                   c.lookahead, c.lookahead > 1 ? "s" : "", c.lookahead_packet,
+                   10 * frae_lookahead_delay(&c), c.lookahead_packet);
     cli_printf("  hidden activation %s, init seed %llu\n",
                frae_enum_name("activation", c.activation),
                (unsigned long long)c.seed);

@@ -294,12 +294,15 @@ int frae_encoder_set_ahead(frae_encoder *e, const float *frames, int n,
 
 /* The encoder's view ahead for the frame about to be coded: the frames the
  * caller gave, the rest held at the last of them (none given: the frame
- * itself, as at a sequence's end); the next frame starts with none. */
+ * itself, as at a sequence's end), or for a model with look-ahead packets
+ * marked as not there; the next frame starts with none. */
 static void fill_ahead(struct frae_codec_state *s, const float *frame)
 {
     const int A = s->model->cfg.lookahead, D = s->model->cfg.frame_dim;
     for (int k = s->ahead_given; k < A; k++) {
-        if (k == 0)
+        if (s->model->cfg.lookahead_packet > 0)
+            frae_ahead_put(s->model, &s->st, 0, k, NULL);
+        else if (k == 0)
             frae_ahead_put(s->model, &s->st, 0, 0, frame);
         else
             memcpy(s->st.ahead + (size_t)k * D,

@@ -365,11 +365,14 @@ static size_t code_held(frae_stream_encoder *e, float *recon)
 {
     const size_t w = (size_t)e->width;
     long ahead = e->n_held - 1;
+    const uint64_t t =
+        e->s.frames ? e->frame % (uint64_t)e->s.frames : e->frame;
     if (e->s.frames) { /* not past its sequence's end */
-        const long left =
-            (long)(e->s.frames - 1 - e->frame % (uint64_t)e->s.frames);
+        const long left = (long)(e->s.frames - 1 - t);
         ahead = ahead < left ? ahead : left;
     }
+    const int horizon = frae_ahead_horizon(e->m, t); /* a packet's edge */
+    ahead = ahead < horizon ? ahead : horizon;
     frae_encoder_set_ahead(e->e, e->held + w, (int)ahead, w);
     memcpy(e->coded, e->held, sizeof(float) * w);
     const int silent = e->held_silent[0];
@@ -396,7 +399,7 @@ size_t frae_stream_encode(frae_stream_encoder *e, const float *frame,
                sizeof(float) * (size_t)e->width);
         e->held_silent[e->n_held++] = (unsigned char)(silent != 0);
         e->given++;
-        if (e->n_held <= e->ahead)
+        if (!frae_stream_encoder_ready(e))
             return 0;
     } else if (!e->n_held) {
         return 0;
@@ -407,6 +410,22 @@ size_t frae_stream_encode(frae_stream_encoder *e, const float *frame,
 uint32_t frae_stream_encoder_pending(const frae_stream_encoder *e)
 {
     return (uint32_t)e->n_held;
+}
+
+/* The held frames, oldest first, whose frames ahead have all come: each
+ * waits for A of them, or (cfg.lookahead_packet) for those up to the next
+ * packet's first. */
+uint32_t frae_stream_encoder_ready(const frae_stream_encoder *e)
+{
+    int n = 0;
+    while (n < e->n_held) {
+        const uint64_t i = e->frame + (uint64_t)n;
+        const uint64_t t = e->s.frames ? i % (uint64_t)e->s.frames : i;
+        if (e->n_held - 1 - n < frae_ahead_horizon(e->m, t))
+            break;
+        n++;
+    }
+    return (uint32_t)n;
 }
 
 static size_t encode_now(frae_stream_encoder *e, const float *frame, int silent,
@@ -575,6 +594,8 @@ frae_encode_status frae_stream_encode_all(frae_stream_encoder *e,
             }
             const int silent = io->silent && io->silent(io->ctx, q, f, xt);
             rc = encode_tallied(e, io, xt, silent, recon, t);
+            while (!rc && frae_stream_encoder_ready(e)) /* a packet's */
+                rc = encode_tallied(e, io, NULL, 0, recon, t);
         }
     while (!rc && e->n_held) /* a look-ahead model's last frames */
         rc = encode_tallied(e, io, NULL, 0, recon, t);

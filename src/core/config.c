@@ -119,6 +119,11 @@ static int check_prior(const frae_config *cfg, char *err, size_t errlen)
     return 0;
 }
 
+int frae_lookahead_delay(const frae_config *cfg)
+{
+    return cfg->lookahead_packet > 0 && cfg->lookahead > 0 ? 1 : cfg->lookahead;
+}
+
 int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
 {
     char what[64];
@@ -214,6 +219,14 @@ int frae_config_check(const frae_config *cfg, char *err, size_t errlen)
                            "look-ahead must be 0 to 8 frames, GRU family only, "
                            "got %d",
                            cfg->lookahead);
+    if (cfg->lookahead_packet < 0 ||
+        cfg->lookahead_packet > FRAE_MAX_LOOKAHEAD ||
+        (cfg->lookahead_packet > 0 &&
+         (cfg->lookahead == 0 || cfg->lookahead_packet < cfg->lookahead)))
+        return frae_errorf(err, errlen,
+                           "look-ahead packets must be 0, or 1 to 8 frames "
+                           "and no fewer than the look-ahead's %d, got %d",
+                           cfg->lookahead, cfg->lookahead_packet);
     if (cfg->erasure_frames < 0 || cfg->erasure_frames > 1000)
         return frae_errorf(err, errlen,
                            "erasure packet must be 0 to 1000 frames, got %d",
@@ -291,7 +304,8 @@ int frae_layer_spec(const frae_config *c, int l, int *in, int *out, int *act,
     }
     if (l < ne) {
         i = l == 0
-                ? D + KD + (gru ? c->dec_hidden[0] + (long)c->lookahead * D : 0)
+                ? D + KD +
+                      (gru ? c->dec_hidden[0] + (long)frae_ahead_width(c) : 0)
                 : c->enc_hidden[l - 1];
         o = c->enc_hidden[l];
         *act = gru && l == 0 ? ACT_GRU : (int)c->activation;

@@ -178,9 +178,9 @@ static void gru_forward(const frae_net *m, frae_state *st, int side, long t,
         frae_layer_product(m, &st->scratch, 0, nb, Hd, st->h[1], Hd,
                            m->cfg.frame_dim, gx, NULL, GEMM_ACC);
         if (m->cfg.lookahead > 0) /* the chain ends with the frames ahead */
-            frae_layer_product(
-                m, &st->scratch, 0, nb, m->cfg.lookahead * m->cfg.frame_dim,
-                st->la, st->la_rs, frae_lookahead_row(m), gx, NULL, GEMM_ACC);
+            frae_layer_product(m, &st->scratch, 0, nb,
+                               frae_ahead_width(&m->cfg), st->la, st->la_rs,
+                               frae_lookahead_row(m), gx, NULL, GEMM_ACC);
     }
     frae_layer_product(m, &st->scratch, rec, nb, H, st->h[side], H, 0, gh,
                        m->layer[rec].bias, GEMM_BIAS);

@@ -257,16 +257,29 @@ void frae_forward_frame(const frae_net *m, frae_state *st, long t,
 void frae_forward_encode(const frae_net *m, frae_state *st, long t,
                          const float *x);
 void frae_forward_decode(const frae_net *m, frae_state *st, long t);
+/* The floats of a frame's view ahead: cfg.lookahead frames of D, and
+ * with cfg.lookahead_packet a flag for each (1: the frame is there; 0: it
+ * is past the packet's or the sequence's end, and its D values are 0, so
+ * the encoder knows what it does not see). */
+static inline int frae_ahead_width(const frae_config *c)
+{
+    return c->lookahead * (c->frame_dim + (c->lookahead_packet > 0));
+}
 /* cfg.lookahead: frame k + 1 after the one the encoder runs next, for row
  * b, from a raw input frame (z-scored if the model normalizes), into the
- * state's own view ahead, which the encoder then reads. */
+ * state's own view ahead, which the encoder then reads; frame NULL (a
+ * model with cfg.lookahead_packet): none there. */
 void frae_ahead_put(const frae_net *m, frae_state *st, int b, int k,
                     const float *frame);
 /* ... all of frame t's, for nseq sequences of nframes frames (rows rs
- * apart), each held at its last valid frame (valid[b], NULL: all). */
+ * apart), each held at its last valid frame (valid[b], NULL: all) and at
+ * cfg.lookahead_packet's edge. */
 void frae_ahead_rows(const frae_net *m, frae_state *st, const float *x,
                      ptrdiff_t rs, int nseq, long t, long nframes,
                      const int *valid);
+/* How many frames past frame t of its sequence its encoder sees before
+ * they are held: cfg.lookahead, or fewer at a look-ahead packet's end. */
+int frae_ahead_horizon(const frae_net *m, uint64_t t);
 /* Training: the nt frames' (from w0) look-ahead rows into m->tr.xla as
  * [frame][row][A*D]: frame w0+t+1+k of sequence b (rows x_rs apart, valid
  * as frae_step's), erasure training's second track the same. */
@@ -410,7 +423,7 @@ void frae_gru_exp_n(float *x, size_t n);
  * lookahead x D rows. */
 static inline int frae_lookahead_row(const frae_net *m)
 {
-    return m->layer[0].in - m->cfg.lookahead * m->cfg.frame_dim;
+    return m->layer[0].in - frae_ahead_width(&m->cfg);
 }
 
 /* The kernel row where first layer `which` (0 encoder, 1 decoder) takes the

@@ -90,7 +90,7 @@ static int plan(const frae_config *c, layout *L, frae_arena *p, char *err,
         L->grads = frae_arena_reserve(p, np);
         L->adam_m = frae_arena_reserve(p, np);
         L->adam_v = frae_arena_reserve(p, np);
-        const size_t xw = D * (1 + (size_t)c->lookahead); /* + tr.xla */
+        const size_t xw = D + (size_t)frae_ahead_width(c); /* + tr.xla */
         L->xwin = frae_arena_reserve(p, frae_arena_mul3(p, frames, B, xw));
         if (c->targets)
             L->twin = frae_arena_reserve(p, frae_arena_mul3(p, frames, B, D));

@@ -38,7 +38,7 @@ size_t frae_state_plan_make(const frae_config *c, int rows, int frames,
     p->rows = rows;
     p->frames = frames;
     p->frame_dim = c->frame_dim;
-    p->lookahead = c->lookahead;
+    p->ahead_width = frae_ahead_width(c);
     const int gru = c->family == FRAE_FAMILY_GRU;
     for (int l = 0; l < n_layers - 1;
          l++) { /* the output layer writes the ring */
@@ -62,7 +62,7 @@ size_t frae_state_plan_make(const frae_config *c, int rows, int frames,
         put(p, &w, FRAE_SP_PAIR_IN, 2, R, D);
     }
     if (c->lookahead > 0)
-        put(p, &w, FRAE_SP_AHEAD, R, (size_t)c->lookahead, D);
+        put(p, &w, FRAE_SP_AHEAD, R, 1, (size_t)p->ahead_width);
     put(p, &w, FRAE_SP_Q, F, R, (size_t)c->latent_dim);
     if (c->prior_hidden > 0) {
         const int p0 = frae_prior_mat(c, 0), p1 = frae_prior_mat(c, 1);
@@ -108,7 +108,7 @@ void frae_state_carve(const frae_state_plan *p, frae_state *s, char *base)
     s->pair_in = piece(p, FRAE_SP_PAIR_IN, base);
     s->ahead = piece(p, FRAE_SP_AHEAD, base);
     s->la = s->ahead;
-    s->la_rs = (ptrdiff_t)p->lookahead * p->frame_dim;
+    s->la_rs = p->ahead_width;
     s->q = piece(p, FRAE_SP_Q, base);
     s->prior_ctx = piece(p, FRAE_SP_PRIOR_CTX, base);
     s->prior_hid = piece(p, FRAE_SP_PRIOR_HID, base);

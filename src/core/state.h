@@ -53,7 +53,8 @@ typedef struct {
     long pend_next[2];
     float *pair_in; /* two fed-back frames side by side, [2][rows][D] */
     /* cfg.lookahead: the encoder's view of the frame's next A input
-     * frames, rows la_rs apart: the state's own ahead [rows][A*D] (a
+     * frames, rows la_rs apart: the state's own ahead [rows][A*D (+ A
+     * flags: frae_ahead_width)] (a
      * codec's and inference fill it frame by frame), or training's window
      * of them; NULL without look-ahead */
     float *ahead;
@@ -104,7 +105,8 @@ enum {
 typedef struct {
     size_t bytes;              /* the whole state, or SIZE_MAX: overflow */
     size_t off[FRAE_SP_COUNT]; /* each piece's byte offset from the base */
-    int rows, frames, frame_dim, pend_cap, ring_cap, lookahead;
+    int rows, frames, frame_dim, pend_cap, ring_cap;
+    int ahead_width; /* frae_ahead_width */
 } frae_state_plan;
 
 /* Plans a state of `rows` sequences keeping `frames` frames of activations

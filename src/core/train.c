@@ -282,7 +282,7 @@ static void weight_grads(frae_model *m, int c0, int nt, int nb, int init)
             if (m->net.gru && l == 0) /* the GRU encoder's h_dec(t-1) rows */
                 prev_state_grad(m, 1, ly, D, c0, nt, nb, init);
             if (l == 0 && m->net.cfg.lookahead > 0) {
-                const int aw = m->net.cfg.lookahead * D;
+                const int aw = frae_ahead_width(&m->net.cfg);
                 frae_gemm_packed_c(&m->net, &m->state.scratch, aw, rows,
                                    m->tr.xla + r0 * aw, aw, dz, ly->out, gw,
                                    ly->in, ly->out, frae_lookahead_row(&m->net),
@@ -451,7 +451,7 @@ static void stage_window(frae_model *m, float *win, const float *x,
 /* Points the state at frame t's look-ahead rows (nb of them). */
 static void set_lookahead(frae_model *m, int t, int nb)
 {
-    const size_t row = (size_t)m->net.cfg.lookahead * m->net.cfg.frame_dim;
+    const size_t row = (size_t)frae_ahead_width(&m->net.cfg);
     if (row == 0)
         return;
     m->state.la = m->tr.xla + (size_t)t * nb * row;

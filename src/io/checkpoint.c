@@ -79,6 +79,8 @@ static int config_meta(const frae_model *m, const frae_config *c, int with_opt,
         META("frae.prior_ar", "%s", PRIOR_AR_NAME);
     if (c->lookahead) /* absent: the encoder sees its frame alone */
         META("frae.lookahead", "%d", c->lookahead);
+    if (c->lookahead_packet) /* absent: the frames ahead run on */
+        META("frae.lookahead_packet", "%d", c->lookahead_packet);
     if (c->targets) /* absent: trained to rebuild its inputs */
         META("frae.targets", "%s", TARGETS_NAME);
     if (c->normalize) { /* absent: no normalization */
@@ -586,6 +588,12 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
                       errlen))
             return -1;
         c.lookahead = (int)v;
+    }
+    if (frae_st_meta(&ck->st, "frae.lookahead_packet")) {
+        if (meta_long(ck, "frae.lookahead_packet", 1, FRAE_MAX_LOOKAHEAD, &v,
+                      err, errlen))
+            return -1;
+        c.lookahead_packet = (int)v;
     }
     if (frae_st_meta(&ck->st, "frae.prior_hidden")) {
         if (meta_long(ck, "frae.prior_hidden", 1, INT_MAX, &v, err, errlen))

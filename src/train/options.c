@@ -272,6 +272,16 @@ static const row rows[] = {
      0,
      8,
      0},
+    {{"lookahead-packet", "lookahead_packet", FRAE_OPTION_INT, 0, 8, NULL, "P",
+      "... none past the next packet of P frames (counted from the "
+      "sequence's start): its first frames see further at no more delay "
+      "(0: off)",
+      "frae.lookahead_packet", T, FIXED, "0"},
+     CFG(lookahead_packet),
+     STORE_INT,
+     0,
+     8,
+     0},
     {{"feedback", "feedback", FRAE_OPTION_CHOICE, 0, 0, "detached|full", "F",
       "detached (no gradient through the buffer) or full (BPTT through it) "
       "(detached)",

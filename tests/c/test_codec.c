@@ -1622,7 +1622,8 @@ static long read_envelopes(const frae_model *m, const unsigned char *stream,
     return at;
 }
 
-/* The encoder also sees the next A frames: decode(encode(x)) is still
+/* The encoder also sees the next A frames (with cfg.lookahead_packet,
+ * none past the next packet's first): decode(encode(x)) is still
  * frae_forward to the bit, for the frame API given them
  * (frae_encoder_set_ahead) and for the stream coder, which holds A frames
  * and gives each frame those of its own sequence (a file's sequences, a
@@ -1634,12 +1635,16 @@ int test_codec_lookahead(void)
 {
     int failures = 0;
     const int nseq = 3, T = 23, D = 7;
-    for (int A = 1; A <= 2; A++)
+    /* look-ahead A, and packets P its frames stop at (0: none) */
+    static const int ap[][2] = {{1, 0}, {2, 0}, {2, 3}, {4, 4}};
+    for (int i_ap = 0; i_ap < 4; i_ap++)
         for (int ranged = 0; ranged <= 1; ranged++) {
+            const int A = ap[i_ap][0], P = ap[i_ap][1];
             frae_config c;
             codec_config(&c, FRAE_QUANT_BINARY, 0);
             c.family = FRAE_FAMILY_GRU;
             c.lookahead = A;
+            c.lookahead_packet = P;
             c.pitch = 1;
             c.prior_hidden = ranged ? 6 : 0;
             c.batch = nseq;
@@ -1698,7 +1703,9 @@ int test_codec_lookahead(void)
                     frae_decoder_reset(d);
                     for (int t = 0; t < T; t++) {
                         const float *ft = f + ((size_t)s * T + t) * W;
-                        const int n = T - 1 - t < A ? T - 1 - t : A;
+                        const int edge = P ? P - t % P : A;
+                        int n = T - 1 - t < A ? T - 1 - t : A;
+                        n = n < edge ? n : edge;
                         frae_encoder_set_ahead(e, ft + W, n, W);
                         frae_encode_frame(e, ft, code, NULL);
                         frae_encode_frame(e0, ft, plain, NULL); /* held */
@@ -1718,8 +1725,10 @@ int test_codec_lookahead(void)
                 free(code), free(plain);
             }
             /* the stream coder: a file, then real-time packets (one
-             * sequence) drained by NULL frames and by end */
-            for (int kind = 0; kind < 3; kind++) {
+             * sequence) drained by NULL frames and by end, and sent as
+             * soon as their frames are ready (the same bytes, with each
+             * frame held only until the frames it sees have come) */
+            for (int kind = 0; kind < 4; kind++) {
                 char err[256] = "";
                 frae_stream_options o;
                 frae_stream_options_default(&o);
@@ -1738,21 +1747,43 @@ int test_codec_lookahead(void)
                 const unsigned char *b = frae_stream_encoder_bytes(e, &n);
                 memcpy(stream + len, b, n), len += n;
                 float recon[9];
-                int aligned = 1;
+                int aligned = 1, soonest = 1;
                 for (int i = 0; i < ns * T; i++) {
                     recon[0] = NAN;
                     frae_stream_encode(e, f + (size_t)i * W, 0, recon);
                     b = frae_stream_encoder_bytes(e, &n);
                     memcpy(stream + len, b, n), len += n;
-                    /* frame i - A coded now: its recon is forward's */
-                    aligned &= i < A
-                                   ? isnan(recon[0])
-                                   : !memcmp(recon, want + (size_t)(i - A) * D,
-                                             sizeof(float) * D);
+                    if (kind < 3) {
+                        /* frame i - A coded now: its recon is forward's */
+                        aligned &=
+                            i < A ? isnan(recon[0])
+                                  : !memcmp(recon, want + (size_t)(i - A) * D,
+                                            sizeof(float) * D);
+                        continue;
+                    }
+                    while (frae_stream_encoder_ready(e)) {
+                        frae_stream_encode(e, NULL, 0, NULL);
+                        b = frae_stream_encoder_bytes(e, &n);
+                        memcpy(stream + len, b, n), len += n;
+                    }
+                    /* held: frame `first` on, the first that has not yet
+                     * seen min(A, the frames to the next packet's first) */
+                    int first = 0;
+                    while (
+                        first <= i &&
+                        first + (P && P - first % P < A ? P - first % P : A) <=
+                            i)
+                        first++;
+                    soonest &= frae_stream_encoder_pending(e) ==
+                               (uint32_t)(i + 1 - first);
                 }
                 CHECK(aligned, "A %d, %s: recon is not the frame A back", A,
                       kind ? "packets" : "file");
-                CHECK(frae_stream_encoder_pending(e) == (uint32_t)A,
+                CHECK(soonest,
+                      "A %d, P %d: a frame held past its last frame ahead", A,
+                      P);
+                CHECK(kind == 3 ||
+                          frae_stream_encoder_pending(e) == (uint32_t)A,
                       "A %d: %u frames held at the end", A,
                       frae_stream_encoder_pending(e));
                 while (kind == 2 && frae_stream_encoder_pending(e)) {
@@ -1768,9 +1799,11 @@ int test_codec_lookahead(void)
                 static size_t first_len;
                 if (kind == 1)
                     memcpy(first_drain, stream, len), first_len = len;
-                if (kind == 2)
+                if (kind >= 2)
                     CHECK(len == first_len && !memcmp(stream, first_drain, len),
-                          "A %d: draining by NULL frames and by end differ", A);
+                          "A %d: %s and by end differ", A,
+                          kind == 2 ? "draining by NULL frames"
+                                    : "sending frames as they are ready");
                 const long at =
                     read_envelopes(m, stream, len, W, D, got, (long)ns * T);
 
@@ -1782,9 +1815,9 @@ int test_codec_lookahead(void)
                       at);
                 free(stream);
             }
-            printf("    look-ahead %d%s: decode(encode(x)) == forward to the "
-                   "bit (frames, file, packets)\n",
-                   A, ranged ? ", ranged" : "");
+            printf("    look-ahead %d (packets %d)%s: decode(encode(x)) == "
+                   "forward to the bit (frames, file, packets)\n",
+                   A, P, ranged ? ", ranged" : "");
             free(f), free(x), free(want), free(got);
             frae_destroy(m);
         }

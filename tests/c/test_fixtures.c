@@ -120,6 +120,7 @@ typedef struct {
     int prior_ar;  /* the prior's within-frame autoregression */
     int level;     /* trained with the level term (its file: weight, scale) */
     int lookahead; /* the encoder's frames ahead */
+    int lookahead_packet; /* ... none past the next packet's first */
 } fixture_set;
 
 static const fixture_set fixture_sets[] = {
@@ -132,6 +133,7 @@ static const fixture_set fixture_sets[] = {
      {6, 7},
      0,
      FRAE_QUANT_NONE,
+     0,
      0,
      0,
      0,
@@ -150,6 +152,7 @@ static const fixture_set fixture_sets[] = {
      0,
      0,
      0,
+     0,
      0},
     {"tests/fixtures/gru_k0.bin",
      FRAE_FAMILY_GRU,
@@ -160,6 +163,7 @@ static const fixture_set fixture_sets[] = {
      {6},
      0,
      FRAE_QUANT_NONE,
+     0,
      0,
      0,
      0,
@@ -178,7 +182,23 @@ static const fixture_set fixture_sets[] = {
      0,
      0,
      0,
-     2},
+     2,
+     0},
+    {"tests/fixtures/gru_lookahead_packet.bin",
+     FRAE_FAMILY_GRU,
+     2,
+     2,
+     {7, 6},
+     2,
+     {6, 7},
+     0,
+     FRAE_QUANT_NONE,
+     0,
+     0,
+     0,
+     0,
+     2,
+     3},
     {"tests/fixtures/prior_dense.bin",
      FRAE_FAMILY_DENSE,
      2,
@@ -188,6 +208,7 @@ static const fixture_set fixture_sets[] = {
      {6, 7},
      4,
      FRAE_QUANT_BINARY,
+     0,
      0,
      0,
      0,
@@ -206,6 +227,7 @@ static const fixture_set fixture_sets[] = {
      0,
      0,
      0,
+     0,
      0},
     {"tests/fixtures/prior_ar_dense.bin",
      FRAE_FAMILY_DENSE,
@@ -219,6 +241,7 @@ static const fixture_set fixture_sets[] = {
      0,
      0,
      1,
+     0,
      0,
      0},
     {"tests/fixtures/prior_ar_gru.bin",
@@ -234,6 +257,7 @@ static const fixture_set fixture_sets[] = {
      0,
      1,
      0,
+     0,
      0},
     {"tests/fixtures/targets_dense.bin",
      FRAE_FAMILY_DENSE,
@@ -246,6 +270,7 @@ static const fixture_set fixture_sets[] = {
      FRAE_QUANT_NONE,
      0,
      1,
+     0,
      0,
      0,
      0},
@@ -262,6 +287,7 @@ static const fixture_set fixture_sets[] = {
      1,
      0,
      0,
+     0,
      0},
     {"tests/fixtures/level_dense.bin",
      FRAE_FAMILY_DENSE,
@@ -276,6 +302,7 @@ static const fixture_set fixture_sets[] = {
      0,
      0,
      1,
+     0,
      0},
     {"tests/fixtures/level_gru.bin",
      FRAE_FAMILY_GRU,
@@ -290,6 +317,7 @@ static const fixture_set fixture_sets[] = {
      0,
      0,
      1,
+     0,
      0},
 };
 
@@ -476,6 +504,7 @@ static int open_set(const fixture_set *fs, frae_isa isa, int threads,
     tiny_config(c, 5, fs->K, fs->ne, fs->enc, 3, fs->nd, fs->dec);
     c->family = fs->family;
     c->lookahead = fs->lookahead;
+    c->lookahead_packet = fs->lookahead_packet;
     c->batch = 2;
     c->window = (int)get(fx, "x")->dims[1];
     c->isa = isa;

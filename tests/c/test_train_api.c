@@ -536,8 +536,10 @@ int test_checkpoint_records_options(void)
             frae_option_set(&rc, "pitch", NULL, err, sizeof err);
         if (!strcmp(o->name, "lr-floor") || !strcmp(o->name, "decay-steps"))
             frae_option_set(&rc, "warmup", "3", err, sizeof err);
-        if (!strcmp(o->name, "lookahead")) /* a GRU's */
+        if (!strncmp(o->name, "lookahead", 9)) /* a GRU's */
             frae_option_set(&rc, "family", "gru", err, sizeof err);
+        if (!strcmp(o->name, "lookahead-packet")) /* a look-ahead's */
+            frae_option_set(&rc, "lookahead", "1", err, sizeof err);
         if (!strncmp(o->name, "erasure", 7)) /* a GRU's, recorded when on */
             frae_option_set(&rc, "family", "gru", err, sizeof err),
                 frae_option_set(&rc, "erasure", "0.1", err, sizeof err);

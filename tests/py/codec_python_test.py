@@ -344,6 +344,11 @@ def main():
           frae.FRAE(frame_dim=4, latent=2).latency is None,
           "m.latency: 30 ms, 40 with a frame of look-ahead, None without audio features; "
           "a bad sample rate is a ValueError", repr(lat))
+    delays = [frae._frae.lookahead_delay(dict(family=1, lookahead=a, lookahead_packet=p))
+              for a, p in ((0, 0), (3, 0), (4, 4), (2, 4))]
+    check(delays == [0, 3, 1, 1],
+          "the frames a look-ahead delays a packet by: its own, one when it stops at packets",
+          repr(delays))
     r = run(*py, "features", WAV, "-o", p("f.npy"), "--pitch", env=env)
     run(FRAE, "features", WAV, "-o", p("g.npy"), "--pitch")
     check(r.returncode == 0 and np.array_equal(np.load(p("f.npy")), np.load(p("g.npy"))),
