@@ -226,10 +226,11 @@ static void info_model(frae_checkpoint *ck, const frae_config *cfg,
                    : "dense layers");
     cli_printf("  frame dim D %d, history K %d, latent L %d\n", c.frame_dim,
                c.history, c.latent_dim);
-    cli_printf("  encoder  %d", c.frame_dim + c.history * c.frame_dim +
-                                    (gru ? c.dec_hidden[0] : 0) +
-                                    c.lookahead * c.frame_dim +
-                                    (c.lookahead_packet ? c.lookahead : 0));
+    /* the first kernel's rows: the encoder's inputs, whatever they hold
+     * (frame, history, h_dec, the frames ahead and their flags) */
+    frae_tensor_info first;
+    cli_printf("  encoder  %d",
+               frae_tensor_info_get(m, 0, &first) == 0 ? first.rows : 0);
     for (int i = 0; i < c.n_enc_hidden; i++)
         cli_printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.enc_hidden[i]);
     cli_printf(" -> %d (tanh, quantizer %s)\n", c.latent_dim,
@@ -245,7 +246,7 @@ static void info_model(frae_checkpoint *ck, const frae_config *cfg,
     else if (c.lookahead)
         cli_printf("  look-ahead: the encoder also sees the next %d frame%s, "
                    "none past the first of the next packet of %d (%d ms "
-                   "more delay at 100 frames/s, in packets of %d)\n",
+                   "more delay at 100 frames/s, in packets of %d frames)\n",
                    c.lookahead, c.lookahead > 1 ? "s" : "", c.lookahead_packet,
                    10 * frae_lookahead_delay(&c), c.lookahead_packet);
     cli_printf("  hidden activation %s, init seed %llu\n",
