@@ -73,12 +73,17 @@ for name in speech speech-vbr speech-3k2 speech-3k2-vbr; do
     # model before them) 0.11 dB less LSD and 0.06 less MCD on the held-out
     # voices at 0.05 kbit/s more (docs/2026-12-05-loud.md, "20 codes"; 16
     # at 0.001 was chosen the same way: docs/2026-12-04-voices.md, "A
-    # variable-rate codec at 1.6 kbit/s").  Its encoder also sees the next
-    # frame (--lookahead 1, 10 ms more delay): 5% less training loss at 5%
-    # fewer bits, so the rate weight comes down from 0.00125 to 0.00115 to
-    # spend them, about 1.6 kbit/s on the held-out voices, every stream
-    # byte counted, 0.07 / 0.08 dB less LSD / MCD than without
-    # (docs/2026-12-05-loud.md, "Look-ahead in the encoder")
+    # variable-rate codec at 1.6 kbit/s").  Its encoder also sees frames
+    # ahead: one frame (--lookahead 1, 10 ms more delay) took 0.07 / 0.08
+    # dB of LSD / MCD off on the held-out voices (docs/2026-12-05-loud.md,
+    # "Look-ahead in the encoder"); two, but none past the next 40 ms
+    # packet's first frame (--lookahead 2 --lookahead-packet 4: a packet's
+    # frames see 2, 2, 2 and 1 frames ahead, so the packet leaves a frame
+    # after its last, the same delay as one frame) took 0.03 / 0.02 dB more
+    # off there and 0.07 / 0.02 on the narrowband sources, at a rate
+    # weight of 0.001 (an encoder that sees further spends fewer bits at a
+    # fixed weight; 0.001 keeps about 1.6 kbit/s, every stream byte
+    # counted; docs/2026-12-06-rates.md, "Look-ahead to the packet's end")
     # The variable-rate codec at about 3.2 kbit/s: speech-vbr's recipe
     # with 48 codes at a rate weight of 0.00045; against the fixed-rate
     # speech-3k2 on the held-out voices 0.16 / 0.07 dB less LSD / MCD at
@@ -88,7 +93,7 @@ for name in speech speech-vbr speech-3k2 speech-3k2-vbr; do
     case $name in
     speech) extra="--erasure 0.1 --level-loss 0.1" epochs=$EPOCHS ;;
     speech-3k2) extra="--erasure 0.03 --level-loss 0.1" epochs=$EPOCHS ;;
-    speech-vbr) extra="--latent 20 --rate-lambda 0.00115 --level-loss 0.1 --lookahead 1" epochs=$VBR_EPOCHS ;;
+    speech-vbr) extra="--latent 20 --rate-lambda 0.001 --level-loss 0.1 --lookahead 2 --lookahead-packet 4" epochs=$VBR_EPOCHS ;;
     speech-3k2-vbr) recipe=speech-vbr extra="--latent 48 --rate-lambda 0.00045 --level-loss 0.1 --lookahead 1" epochs=$VBR_EPOCHS ;;
     *) extra="" epochs=$EPOCHS ;;
     esac

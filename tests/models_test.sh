@@ -69,6 +69,16 @@ if "$FRAE" models >"$tmp/models" 2>&1 && grep -q "^  speech  *1.60 kbit/s fixed"
 else
     bad "frae models: $(cat "$tmp/models")"
 fi
+# speech-vbr's encoder sees 2 frames ahead, each with its flag, within
+# 40 ms packets: 80 + 240 (h_dec) + 2 x (80 + 1) inputs, read from the
+# weights themselves
+if "$FRAE" info models/speech-vbr.safetensors >"$tmp/info" 2>&1 &&
+    grep -q "^  encoder  482 -> GRU 240 -> 20 " "$tmp/info" &&
+    grep -q "look-ahead: .*next 2 frames, none past the first of the next packet of 4 (10 ms" "$tmp/info"; then
+    ok "frae info speech-vbr: the encoder's 482 inputs and its look-ahead to the 40 ms packet's end"
+else
+    bad "frae info speech-vbr: $(cat "$tmp/info")"
+fi
 FRAE_MODELS=$tmp/none "$FRAE" models >"$tmp/models" 2>&1 && grep -q "no shipped models found" "$tmp/models" &&
     ok "frae models with none: says so, exit 0" || bad "frae models with none: $(cat "$tmp/models")"
 
