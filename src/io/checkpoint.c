@@ -387,6 +387,20 @@ static int meta_long(const frae_checkpoint *ck, const char *key, long lo,
     return 0;
 }
 
+/* meta_long into an int setting (lo..hi within an int's); absent, an
+ * optional one (required 0) keeps its default. */
+static int meta_int(const frae_checkpoint *ck, const char *key, int required,
+                    long lo, long hi, int *out, char *err, size_t errlen)
+{
+    long v;
+    if (!required && !frae_st_meta(&ck->st, key))
+        return 0;
+    if (meta_long(ck, key, lo, hi, &v, err, errlen))
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
 static int meta_float(const frae_checkpoint *ck, const char *key, float *out,
                       char *err, size_t errlen)
 {
@@ -491,15 +505,12 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
     frae_config c;
     frae_config_default(&c);
     long v;
-    if (meta_long(ck, "frae.frame_dim", 1, INT_MAX, &v, err, errlen))
+    if (meta_int(ck, "frae.frame_dim", 1, 1, INT_MAX, &c.frame_dim, err,
+                 errlen) ||
+        meta_int(ck, "frae.history", 1, 0, INT_MAX, &c.history, err, errlen) ||
+        meta_int(ck, "frae.latent_dim", 1, 1, INT_MAX, &c.latent_dim, err,
+                 errlen))
         return -1;
-    c.frame_dim = (int)v;
-    if (meta_long(ck, "frae.history", 0, INT_MAX, &v, err, errlen))
-        return -1;
-    c.history = (int)v;
-    if (meta_long(ck, "frae.latent_dim", 1, INT_MAX, &v, err, errlen))
-        return -1;
-    c.latent_dim = (int)v;
     const char *enc = frae_st_meta(&ck->st, "frae.enc_hidden");
     const char *dec = frae_st_meta(&ck->st, "frae.dec_hidden");
     if (!enc || !dec || frae_parse_widths(enc, &c.n_enc_hidden, c.enc_hidden) ||
@@ -549,13 +560,9 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
                                "%s: metadata 'frae.seed' = '%s' is invalid",
                                ck->path, seed);
     }
-    if (meta_long(ck, "frae.window", 1, INT_MAX, &v, err, errlen))
-        return -1;
-    c.window = (int)v;
-    if (meta_long(ck, "frae.batch", 1, INT_MAX, &v, err, errlen))
-        return -1;
-    c.batch = (int)v;
-    if (meta_float(ck, "frae.learning_rate", &c.learning_rate, err, errlen) ||
+    if (meta_int(ck, "frae.window", 1, 1, INT_MAX, &c.window, err, errlen) ||
+        meta_int(ck, "frae.batch", 1, 1, INT_MAX, &c.batch, err, errlen) ||
+        meta_float(ck, "frae.learning_rate", &c.learning_rate, err, errlen) ||
         meta_float(ck, "frae.beta1", &c.beta1, err, errlen) ||
         meta_float(ck, "frae.beta2", &c.beta2, err, errlen) ||
         meta_float(ck, "frae.epsilon", &c.epsilon, err, errlen) ||
@@ -583,23 +590,14 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         meta_option(ck, "frae.prior_ar", PRIOR_AR_NAME, "prior autoregression",
                     &c.prior_ar, err, errlen))
         return -1;
-    if (frae_st_meta(&ck->st, "frae.lookahead")) { /* else none */
-        if (meta_long(ck, "frae.lookahead", 1, FRAE_MAX_LOOKAHEAD, &v, err,
-                      errlen))
-            return -1;
-        c.lookahead = (int)v;
-    }
-    if (frae_st_meta(&ck->st, "frae.lookahead_packet")) {
-        if (meta_long(ck, "frae.lookahead_packet", 1, FRAE_MAX_LOOKAHEAD, &v,
-                      err, errlen))
-            return -1;
-        c.lookahead_packet = (int)v;
-    }
-    if (frae_st_meta(&ck->st, "frae.prior_hidden")) {
-        if (meta_long(ck, "frae.prior_hidden", 1, INT_MAX, &v, err, errlen))
-            return -1;
-        c.prior_hidden = (int)v;
-    }
+    /* absent: no look-ahead, none stopped at packets, no prior */
+    if (meta_int(ck, "frae.lookahead", 0, 1, FRAE_MAX_LOOKAHEAD, &c.lookahead,
+                 err, errlen) ||
+        meta_int(ck, "frae.lookahead_packet", 0, 1, FRAE_MAX_LOOKAHEAD,
+                 &c.lookahead_packet, err, errlen) ||
+        meta_int(ck, "frae.prior_hidden", 0, 1, INT_MAX, &c.prior_hidden, err,
+                 errlen))
+        return -1;
     if (frae_st_meta(&ck->st, "frae.rate_lambda") &&
         meta_float(ck, "frae.rate_lambda", &c.rate_lambda, err, errlen))
         return -1;
@@ -607,22 +605,18 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
         (meta_float(ck, "frae.level_loss", &c.level_loss, err, errlen) ||
          meta_float(ck, "frae.level_scale", &c.level_scale, err, errlen)))
         return -1;
-    if (frae_st_meta(&ck->st, "frae.lr_warmup")) { /* else constant */
-        if (meta_long(ck, "frae.lr_warmup", 0, INT_MAX, &v, err, errlen))
-            return -1;
-        c.lr_warmup = (int)v;
-        if (meta_long(ck, "frae.lr_decay_steps", 0, INT_MAX, &v, err, errlen))
-            return -1;
-        c.lr_decay_steps = (int)v;
-        if (meta_float(ck, "frae.lr_floor", &c.lr_floor, err, errlen))
-            return -1;
-    }
-    if (frae_st_meta(&ck->st, "frae.erasure")) { /* else off */
-        if (meta_float(ck, "frae.erasure", &c.erasure, err, errlen) ||
-            meta_long(ck, "frae.erasure_frames", 0, 1000, &v, err, errlen))
-            return -1;
-        c.erasure_frames = (int)v;
-    }
+    if (frae_st_meta(&ck->st, "frae.lr_warmup") && /* else constant */
+        (meta_int(ck, "frae.lr_warmup", 1, 0, INT_MAX, &c.lr_warmup, err,
+                  errlen) ||
+         meta_int(ck, "frae.lr_decay_steps", 1, 0, INT_MAX, &c.lr_decay_steps,
+                  err, errlen) ||
+         meta_float(ck, "frae.lr_floor", &c.lr_floor, err, errlen)))
+        return -1;
+    if (frae_st_meta(&ck->st, "frae.erasure") && /* else off */
+        (meta_float(ck, "frae.erasure", &c.erasure, err, errlen) ||
+         meta_int(ck, "frae.erasure_frames", 1, 0, 1000, &c.erasure_frames, err,
+                  errlen)))
+        return -1;
     char why[200];
     if (frae_config_check(&c, why, sizeof why))
         return frae_errorf(err, errlen, "%s: bad config in metadata: %s",
