@@ -74,7 +74,7 @@ fi
 # weights themselves
 if "$FRAE" info models/speech-vbr.safetensors >"$tmp/info" 2>&1 &&
     grep -q "^  encoder  482 -> GRU 240 -> 20 " "$tmp/info" &&
-    grep -q "look-ahead: .*next 2 frames, none past the first of the next packet of 4 (10 ms" "$tmp/info"; then
+    grep -q "look-ahead: .*next 2 frames, none past the first of the next packet of 4 frames (10 ms" "$tmp/info"; then
     ok "frae info speech-vbr: the encoder's 482 inputs and its look-ahead to the 40 ms packet's end"
 else
     bad "frae info speech-vbr: $(cat "$tmp/info")"

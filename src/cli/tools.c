@@ -214,6 +214,22 @@ static int info_pos(void *ctx, const char *arg)
     return 0;
 }
 
+/* frae info's look-ahead line: the frames the encoder sees ahead, and the
+ * delay they cost. */
+static void info_lookahead(const frae_config *c)
+{
+    char packets[64] = ""; /* the frames ahead stop at a packet's end */
+    if (c->lookahead_packet)
+        snprintf(packets, sizeof packets,
+                 ", none past the first of the next packet of %d frames",
+                 c->lookahead_packet);
+    if (c->lookahead)
+        cli_printf("  look-ahead: the encoder also sees the next %d frame%s%s "
+                   "(%d ms more delay at 100 frames/s)\n",
+                   c->lookahead, c->lookahead > 1 ? "s" : "", packets,
+                   10 * frae_lookahead_delay(c));
+}
+
 /* frae info's model: its shape, sizes, pitch, prior and normalization. */
 static void info_model(frae_checkpoint *ck, const frae_config *cfg,
                        const frae_model *m)
@@ -239,16 +255,7 @@ static void info_model(frae_checkpoint *ck, const frae_config *cfg,
     for (int i = 0; i < c.n_dec_hidden; i++)
         cli_printf(gru && i == 0 ? " -> GRU %d" : " -> %d", c.dec_hidden[i]);
     cli_printf(" -> %d (linear)\n", c.frame_dim);
-    if (c.lookahead && !c.lookahead_packet)
-        cli_printf("  look-ahead: the encoder also sees the next %d frame%s "
-                   "(%d ms more delay at 100 frames/s)\n",
-                   c.lookahead, c.lookahead > 1 ? "s" : "", 10 * c.lookahead);
-    else if (c.lookahead)
-        cli_printf("  look-ahead: the encoder also sees the next %d frame%s, "
-                   "none past the first of the next packet of %d (%d ms "
-                   "more delay at 100 frames/s, in packets of %d frames)\n",
-                   c.lookahead, c.lookahead > 1 ? "s" : "", c.lookahead_packet,
-                   10 * frae_lookahead_delay(&c), c.lookahead_packet);
+    info_lookahead(&c);
     cli_printf("  hidden activation %s, init seed %llu\n",
                frae_enum_name("activation", c.activation),
                (unsigned long long)c.seed);
