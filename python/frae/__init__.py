@@ -238,8 +238,9 @@ class FRAE:
         """A speech codec's latency in ms (libfrae's frae_speech_latency):
         sample n of the decoded audio is out once the input reaches n +
         this, real-time packets aside; a look-ahead encoder adds a frame
-        each (one, if it stops at packets: frae_lookahead_delay).  None for a model not loaded from a checkpoint trained on
-        audio features."""
+        each (one, if it stops at packets: frae_lookahead_delay).  None
+        for a model not loaded from a checkpoint trained on audio
+        features."""
         f = getattr(self, "_features", None)
         if f is None:
             return None
