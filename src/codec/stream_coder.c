@@ -359,14 +359,20 @@ const unsigned char *frae_stream_encoder_bytes(const frae_stream_encoder *e,
 static size_t encode_now(frae_stream_encoder *e, const float *frame, int silent,
                          float *recon);
 
+/* Stream frame i's index within its sequence (the stream's, for a stream
+ * of one unbounded sequence). */
+static uint64_t frame_in_sequence(const frae_stream_encoder *e, uint64_t i)
+{
+    return e->s.frames ? i % (uint64_t)e->s.frames : i;
+}
+
 /* A look-ahead model: codes the oldest held frame, giving the encoder the
  * frames held after it that belong to its sequence. */
 static size_t code_held(frae_stream_encoder *e, float *recon)
 {
     const size_t w = (size_t)e->width;
     long ahead = e->n_held - 1;
-    const uint64_t t =
-        e->s.frames ? e->frame % (uint64_t)e->s.frames : e->frame;
+    const uint64_t t = frame_in_sequence(e, e->frame);
     if (e->s.frames) { /* not past its sequence's end */
         const long left = (long)(e->s.frames - 1 - t);
         ahead = ahead < left ? ahead : left;
@@ -420,8 +426,8 @@ uint32_t frae_stream_encoder_ready(const frae_stream_encoder *e)
     int n = 0;
     while (n < e->n_held) {
         const uint64_t i = e->frame + (uint64_t)n;
-        const uint64_t t = e->s.frames ? i % (uint64_t)e->s.frames : i;
-        if (e->n_held - 1 - n < frae_ahead_horizon(e->m, t))
+        if (e->n_held - 1 - n <
+            frae_ahead_horizon(e->m, frame_in_sequence(e, i)))
             break;
         n++;
     }
