@@ -3,9 +3,10 @@
 
   - tools/augment.py: each condition does what it says, measured on its
     output: the peak or active-speech level, the SNR of the added noise,
-    the band limits of the 8 kHz and telephone sources, the room's
-    reverberation time, the microphone's response, the DC offset; the same
-    seed gives the same bytes; a bad condition is one line and exit 2;
+    the band limits of the 8 kHz, telephone and SSB radio sources, the
+    radio's frequency shift, the room's reverberation time, the
+    microphone's response, the DC offset; the same seed gives the same
+    bytes; a bad condition is one line and exit 2;
   - the shipped models (models/speech, speech-vbr, speech-3k2, speech-3k2-vbr) encode and
     decode the clip under every condition without refusing, falling silent
     or clipping (the decoded level within 20 dB of the input's over its active speech,
@@ -87,6 +88,22 @@ def augment_checks(x, tmp):
     above = 10 * np.log10(p[f > 3500].sum() / inb)
     check(below < -40 and above < -40, "tel: 300-3400 Hz; below 250 Hz %.1f dB, above 3.5 kHz "
           "%.1f dB of the band" % (below, above))
+    # an SSB radio 50 Hz off tune: a 1 kHz tone comes out at 1050 Hz, and
+    # the channel is 300-2700 Hz moved by 50 (tones of whole cycles in 1 s,
+    # so that nothing leaks)
+    t = np.arange(RATE) / RATE
+    tones = sum(0.2 * np.sin(2 * np.pi * hz * t) for hz in (200, 1000, 3000))
+    f, p = spectrum(A.apply(tones, "ssb:50"))
+    share = [10 * np.log10(p[(f > hz - 10) & (f < hz + 10)].sum() / p.sum() + 1e-30)
+             for hz in (1050, 1000, 250, 3050)]
+    check(share[0] > -0.01 and max(share[1:]) < -100,
+          "ssb:50: 1 kHz moved to 1050 Hz (%.3f dB of the power), nothing at 1000, 250 or "
+          "3050 Hz (%.0f dB at most)" % (share[0], max(share[1:])))
+    y = A.apply(x, "ssb:-50")
+    f, p = spectrum(y)
+    inb = p[(f > 250) & (f < 2650)].sum()
+    out = 10 * np.log10(p[(f < 200) | (f > 2750)].sum() / inb)
+    check(out < -40, "ssb:-50: the channel 250-2650 Hz; %.1f dB outside it" % out)
     # the room: the impulse response's Schroeder decay from -5 to -35 dB
     for rt in (0.3, 0.6):
         h = A.room(rt, np.random.default_rng(2))
@@ -125,7 +142,7 @@ def augment_checks(x, tmp):
 
 
 CONDITIONS = ["clean", "narrowband", "nb8k", "noise:5", "noisy", "noise:30", "quiet",
-              "level:-3", "loud", "reverb", "reverb:1.0", "mic", "mic:6:-6", "dc",
+              "level:-3", "loud", "radio", "reverb", "reverb:1.0", "mic", "mic:6:-6", "dc",
               "tel,noise:15,level:-30"]
 
 

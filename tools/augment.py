@@ -24,7 +24,9 @@ to a clean 16 kHz clip, deterministically (every random draw from a seed):
 
 Conditions chain left to right ("mic:-3:6,noise:20,level:-20"); the named
 presets are the study's: clean, narrowband (tel), nb8k, noisy (noise:10),
-quiet (level:-40), loud (rms:-12), reverb (reverb:0.5), mic (mic:-3:6),
+quiet (level:-40), loud (rms:-12), radio (noise:10:white,ssb:50,rms:-16:
+white noise on the air, the SSB channel 50 Hz off tune, and the receiver's
+AGC and limiter), reverb (reverb:0.5), mic (mic:-3:6),
 dc (dc:0.05).  Filtering is done on the whole clip's spectrum (numpy's FFT,
 no scipy).  Active speech: the 20 ms frames within 30 dB of the clip's
 loudest (the same frames for the SNR and the RMS level).
@@ -39,7 +41,8 @@ import numpy as np
 
 RATE = 16000
 PRESETS = {"clean": "", "narrowband": "tel", "nb8k": "nb8k", "noisy": "noise:10",
-           "quiet": "level:-40", "loud": "rms:-12", "reverb": "reverb:0.5",
+           "quiet": "level:-40", "loud": "rms:-12",
+           "radio": "noise:10:white,ssb:50,rms:-16", "reverb": "reverb:0.5",
            "mic": "mic:-3:6", "dc": "dc:0.05"}
 
 
@@ -115,6 +118,24 @@ def band(lo, hi, width=50.0):
     return g
 
 
+def shift(x, hz, rate):
+    """x with every frequency component moved up by hz (down if negative),
+    by its analytic signal; what would cross 0 Hz or Nyquist is dropped."""
+    n = len(x)
+    X = np.fft.fft(x)
+    f = np.fft.fftfreq(n, 1.0 / rate)
+    X[f < 0] = 0.0
+    X[f > 0] *= 2.0
+    k = int(round(hz * n / rate))  # whole bins: exact, and no leakage
+    Y = np.roll(X, k)
+    if k > 0:
+        Y[:k] = 0.0
+    elif k < 0:
+        Y[k:] = 0.0
+    Y[np.fft.fftfreq(n, 1.0 / rate) < 0] = 0.0
+    return np.fft.ifft(Y).real
+
+
 def mulaw(x, mu=255.0):
     """G.711-like mu-law: compressed, quantised to 8 bits, expanded."""
     y = np.sign(x) * np.log1p(mu * np.minimum(np.abs(x), 1.0)) / np.log1p(mu)
@@ -177,6 +198,9 @@ def apply(x, cond, seed=0):
             y = shape(resample(x, RATE, 8000), band(300, 3400), 8000)
             x = resample(mulaw(y), 8000, RATE)
             x = shape(x, band(0, 3900, 50))  # mu-law's noise above the band
+        elif k == "ssb":
+            y = shape(resample(x, RATE, 8000), band(300, 2700), 8000)
+            x = resample(shift(y, float(arg[0]), 8000), 8000, RATE)
         elif k == "noise":
             snr = float(arg[0])
             colour = arg[1] if len(arg) > 1 else "pink"
