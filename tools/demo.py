@@ -209,8 +209,11 @@ def shift(ref_len, test, lag):
     return out
 
 
+FEATURE_OPTS = []  # frae features options for every measure (human_study --analysis)
+
+
 def features(frae, wav, npy):
-    sh([frae, "features", wav, "-o", npy])
+    sh([frae, "features", wav, "-o", npy] + FEATURE_OPTS)
     return np.load(npy)
 
 

@@ -15,7 +15,8 @@ made by scripts/make-corpus.sh --voices), for every clip:
   - the pitch tracker: frae's YIN track of the original against aubio's
     (the demo's reference: yinfft f0, YIN confidence >= 0.8);
   - each model (--model NAME=PATH, a frae checkpoint with --pitch;
-    NAME=PATH,--search,2 gives frae encode those options too): frae
+    NAME=PATH,--search,2 gives frae encode those options too, and
+    NAME=PATH,--decode,--polish,2 frae decode those after --decode): frae
     encode, frae decode -o NPY --wav WAV; its decoded features against the
     original's (no vocoder: the envelope coding alone), its decoded f0 and
     voicing against aubio's track (the pitch coding), the WAV through audio
@@ -35,12 +36,15 @@ presets), each held-out clip is first put under each recording condition
 Codec2 1300 and 3200 code it; each is measured against its own input (LSD,
 MCD, STOI, ESTOI; no pitch measures), per condition and per held-out
 speaker.  --per-speaker N takes at most N clips of each held-out speaker.
+With --conditions, --analysis "--win 640 --fft 1024" measures every system
+with those frae features options (the original's and each decoded WAV's
+features alike): a second look whose frames are not the codec's own.
 
 Writes OUT/report.md (a table per set, and per speaker for the human set)
 and OUT/results.json.
 
 Usage: tools/human_study.py --model NAME=PATH [...] [--sets human,synthetic,voices]
-       [--conditions C1,C2,...] [--per-speaker N]
+       [--conditions C1,C2,...] [--analysis OPTS] [--per-speaker N]
        [--corpus DIR] [--frae PATH] [--out DIR] [--jobs N]"""
 import argparse
 import concurrent.futures
@@ -149,6 +153,13 @@ def pitch_vs(ref_pitch, f0, voiced):
     return demo.pitch_errors(ref_pitch, (np.where(v, f0, 0.0), v, np.ones(n, bool)))
 
 
+def model_options(spec):
+    """PATH,ENC...,--decode,DEC... -> (PATH, encode's options, decode's)."""
+    path, *opts = spec.split(",")
+    at = opts.index("--decode") if "--decode" in opts else len(opts)
+    return path, opts[:at], opts[at + 1:]
+
+
 def one_clip(a, models, wav, work):
     """Every measure of one held-out clip: {system: {measure: value}}."""
     frae = a.frae
@@ -172,11 +183,11 @@ def one_clip(a, models, wav, work):
         frae, ref, ref_pitch, out, tmp, x)
     for key, path in models:
         fbs = os.path.join(tmp, key + ".fbs")
-        path, *opts = path.split(",")  # PATH,--search,2: encode's options
-        sh([frae, "encode", path, wav, "-o", fbs, *opts])
+        path, enc, dec = model_options(path)
+        sh([frae, "encode", path, wav, "-o", fbs, *enc])
         npy = os.path.join(tmp, key + ".npy")
         out = os.path.join(tmp, key + ".wav")
-        sh([frae, "decode", path, fbs, "-o", npy, "--wav", out])
+        sh([frae, "decode", path, fbs, "-o", npy, "--wav", out, *dec])
         dec = np.load(npy)
         r = through_audio(frae, ref, ref_pitch, out, tmp, x)
         r.update({"feat_" + k: v for k, v in in_features(ref, dec).items()})
@@ -222,10 +233,10 @@ def one_condition_clip(a, models, wav, work):
         res = {"_secs": len(x) / 16000.0}
         for key, path in models:
             fbs = os.path.join(tmp, key + ".fbs")
-            path, *opts = path.split(",")
-            demo.sh([frae, "encode", path, src, "-o", fbs, *opts])
+            path, enc, dec_opts = model_options(path)
+            demo.sh([frae, "encode", path, src, "-o", fbs, *enc])
             dec = os.path.join(tmp, key + ".wav")
-            demo.sh([frae, "decode", path, fbs, "--wav", dec])
+            demo.sh([frae, "decode", path, fbs, "--wav", dec, *dec_opts])
             r = through_audio(frae, ref, None, dec, tmp, x)
             r["bytes"] = os.path.getsize(fbs)
             res["FRAE %s" % key] = r
@@ -330,9 +341,16 @@ def main():
                     help="with these recording conditions (tools/augment.py presets, "
                          "e.g. clean,narrowband,noisy,quiet,loud): the systems alone on each "
                          "held-out clip under each, measured against their input")
+    ap.add_argument("--analysis", default="",
+                    help="with --conditions: frae features options for every system's "
+                         "measures (e.g. \"--win 640 --fft 1024\")")
     ap.add_argument("--per-speaker", type=int, default=0,
                     help="at most N clips a held-out speaker, taken evenly (0: all)")
     a = ap.parse_args()
+    if a.analysis and not a.conditions:
+        sys.exit("human_study.py: --analysis needs --conditions (the vocoder's rows "
+                 "take the codec's own features)")
+    demo.FEATURE_OPTS = a.analysis.split()
     models = []
     for m in a.model:
         if "=" not in m:

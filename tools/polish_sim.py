@@ -1,0 +1,155 @@
+#!/usr/bin/python3
+"""How the vocoder's polish was chosen (src/audio/polish.c; docs/2026-12-06-
+rates.md, "The vocoder's audio polished"): the same rounds in numpy on
+the vocoder's audio of a codec's decoded features, over the whole signal
+or streamed (blocks of frames, frames ahead, the first half hop eased in
+or not), measured as tools/human_study.py measures a codec (LSD / MCD 0-4
+kHz against the original's features, aligned by the features' lag; STOI)
+under the codec's own analysis and two others whose frames are not the
+polish's: the signals moved by half a hop, and a 640-sample window in a
+1024-point FFT.  The last row is frae decode --polish 2 itself.
+
+Usage: tools/polish_sim.py [--every N] [--model M] [--frae build/frae]
+  [--corpus data/corpus] [--work DIR]
+Clips: the many-voices corpus's training clips, both bands, every Nth
+(training speakers only: the choice is made there, the study confirms it
+on the held-out ones)."""
+import argparse
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import demo  # noqa: E402
+import human_study  # noqa: E402  (the listener's measure, aligned as the study does)
+
+HOP, WIN, NFFT, MELS = 160, 400, 512, 80
+WINDOW = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(WIN) / WIN)
+NARROW = np.where(demo.mel_upper_edges() <= 3800)[0]
+ANALYSES = [("codec's frames", [], 0), ("half a hop later", [], 80),
+            ("640 / 1024", ["--win", "640", "--fft", "1024"], 0)]
+# (label, block frames (0: the whole signal), frames ahead, rounds, eased)
+VARIANTS = [("vocoder alone", 0, 0, 0, True)] + [
+    ("whole signal, %d rounds" % k, 0, 0, k, True) for k in (1, 2, 4)] + [
+    ("frame by frame, %d round%s" % (k, "s" if k > 1 else ""), 1, 0, k, True)
+    for k in (1, 2, 3)] + [
+    ("frame by frame, 2 rounds, not eased", 1, 0, 2, False),
+    ("frame by frame, 1 frame ahead, 2 rounds", 1, 1, 2, True),
+    ("blocks of 4 frames, 2 rounds", 4, 0, 2, True)]
+
+
+def filters():
+    mel = lambda hz: 2595.0 * np.log10(1.0 + hz / 700.0)
+    hz = lambda m: 700.0 * (10.0 ** (m / 2595.0) - 1.0)
+    pts = hz(mel(0.0) + (mel(8000.0) - mel(0.0)) * np.arange(MELS + 2) / (MELS + 1))
+    f = np.arange(NFFT // 2 + 1) * 16000.0 / NFFT
+    w = np.zeros((MELS, len(f)))
+    for b in range(MELS):
+        lo, c, hi = pts[b], pts[b + 1], pts[b + 2]
+        w[b] = np.maximum(0, np.minimum((f - lo) / (c - lo), (hi - f) / (hi - c)))
+    return w
+
+
+W = filters()
+
+
+def stft(y, frames):
+    return np.fft.rfft(np.stack([y[t * HOP:t * HOP + WIN] * WINDOW for t in range(frames)]),
+                       NFFT, axis=1)
+
+
+def rounds_over(z, target, f0, f1, fixed, eased):
+    """One round over frames f0..f1-1 of z: their bins scaled to the target
+    mel powers, overlap-added back from sample `fixed` on (least squares,
+    pulled to the samples as they were by 0.1), the first half hop eased."""
+    s0, s1 = f0 * HOP, (f1 - 1) * HOP + WIN
+    seg = z[s0:s1]
+    X = stft(seg, f1 - f0)
+    ratio = target[f0:f1] / np.maximum((np.abs(X) ** 2) @ W.T, 1e-30)
+    sums = W.sum(0)
+    g2 = np.where(sums > 0, (ratio @ W) / np.maximum(sums, 1e-30), 1.0)
+    fr = np.fft.irfft(X * np.sqrt(np.minimum(g2, 1e4)), NFFT, axis=1)[:, :WIN] * WINDOW
+    acc, wsum = np.zeros(s1 - s0), np.zeros(s1 - s0)
+    for t in range(f1 - f0):
+        acc[t * HOP:t * HOP + WIN] += fr[t]
+        wsum[t * HOP:t * HOP + WIN] += WINDOW ** 2
+    new = ((acc + 0.1 * seg) / (wsum + 0.1))[fixed - s0:]
+    if eased and fixed > 0:
+        ease = HOP // 2
+        up = 0.5 - 0.5 * np.cos(np.pi * (np.arange(ease) + 0.5) / ease)
+        new[:ease] = z[fixed:fixed + ease] + up * (new[:ease] - z[fixed:fixed + ease])
+    z[fixed:s1] = new
+
+
+def polish(y, target, block, ahead, k, eased):
+    z = y.copy()
+    frames = min(len(target), 1 + (len(z) - WIN) // HOP)
+    if block == 0:
+        for _ in range(k):
+            rounds_over(z, target, 0, frames, 0, False)
+        return z
+    for b0 in range(0, frames, block):
+        for _ in range(k):
+            rounds_over(z, target, max(0, b0 - 2), min(frames, b0 + block + ahead), b0 * HOP,
+                        eased)
+    return z
+
+
+def measure(a, x, z, work):
+    row = []
+    for _, opts, moved in ANALYSES:
+        demo.FEATURE_OPTS = opts
+        ref_wav, wav = os.path.join(work, "x.wav"), os.path.join(work, "z.wav")
+        demo.write_wav(ref_wav, x[moved:])
+        demo.write_wav(wav, z[moved:])
+        ref = demo.features(a.frae, ref_wav, os.path.join(work, "x.npy"))
+        got = demo.features(a.frae, wav, os.path.join(work, "z.npy"))
+        lag = demo.best_lag(ref, got)
+        test = demo.shift(len(ref), got, lag)
+        ok = ~np.isnan(test).any(axis=1)
+        row += list(demo.metrics(ref[ok], test[ok], NARROW))
+        if not opts and not moved:
+            lag0 = lag
+    demo.FEATURE_OPTS = []
+    demo.write_wav(os.path.join(work, "z.wav"), z)
+    row.append(human_study.listener(x, os.path.join(work, "z.wav"), lag0)[0])
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    demo.training_clip_args(ap, every=40)
+    a = ap.parse_args()
+    work = a.work or tempfile.mkdtemp(prefix="polish-sim-")
+    os.makedirs(work, exist_ok=True)
+    clips = demo.voices_training_clips(a.corpus, a.every)
+    if not clips:
+        sys.exit("no training clips in %s" % a.corpus)
+    rows = {v[0]: [] for v in VARIANTS}
+    rows["frae decode --polish 2"] = []
+    for wav in clips:
+        x = demo.read_wav(wav).astype(float)
+        fbs, npy, voc = (os.path.join(work, n) for n in ("c.fbs", "d.npy", "v.wav"))
+        demo.sh([a.frae, "encode", a.model, wav, "-o", fbs])
+        demo.sh([a.frae, "decode", a.model, fbs, "-o", npy, "--wav", voc, "--polish", "0"])
+        y = demo.read_wav(voc).astype(float)
+        target = np.exp(np.load(npy)[:, :MELS] * demo.FEAT_SCALE - 5.0)
+        for label, block, ahead, k, eased in VARIANTS:
+            rows[label].append(measure(a, x, polish(y, target, block, ahead, k, eased), work))
+        demo.sh([a.frae, "decode", a.model, fbs, "--wav", voc, "--polish", "2"])
+        rows["frae decode --polish 2"].append(measure(a, x, demo.read_wav(voc).astype(float),
+                                                      work))
+    print("%d training clips (every %d), %s's decoded features; LSD / MCD 0-4 kHz under each "
+          "analysis, then STOI\n" % (len(clips), a.every, os.path.basename(a.model)))
+    print("| polish | " + " | ".join(n for n, _, _ in ANALYSES) + " | STOI |")
+    print("| --- |" + " --- |" * (len(ANALYSES) + 1))
+    for label, r in rows.items():
+        m = np.nanmean(np.array(r), axis=0)
+        cells = ["%.2f / %.2f" % (m[2 * i], m[2 * i + 1]) for i in range(len(ANALYSES))]
+        print("| %s | %s | %.3f |" % (label, " | ".join(cells), m[-1]))
+
+
+if __name__ == "__main__":
+    main()
