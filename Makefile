@@ -64,7 +64,7 @@ else
 GRU_ISAS  = avx2 avx512
 endif
 AUDIO_SRCS = src/audio/mel.c src/audio/audio_files.c src/audio/wav.c src/audio/features.c src/audio/model_features.c src/audio/pitch.c \
-             src/audio/vocoder.c src/audio/dtx_gate.c src/audio/audio_out.c src/audio/pcm_in.c src/base/errors.c \
+             src/audio/vocoder.c src/audio/polish.c src/audio/fft.c src/audio/dtx_gate.c src/audio/audio_out.c src/audio/pcm_in.c src/base/errors.c \
              src/io/atomic_file.c
 # gru.c is built once more per SIMD ISA (see its header)
 CORE_OBJS  = $(CORE_SRCS:%.c=$(BUILD)/%.o) $(GRU_ISAS:%=$(BUILD)/src/core/gru_%.o)

@@ -239,13 +239,15 @@ def main():
           "interleaved, the same weights), as a share of the fixed-rate time; "
           "'<X' where the pairs' quartiles straddle zero (X: the upper quartile).")
     v = run([os.path.join(build, "frae_bench"), "--vocoder", "--seconds", seconds], env1)
-    us = float(v["vocoder_us"])
+    us, pus = float(v["vocoder_us"]), float(v["polished_us"])
     print()
     print("Vocoder (harmonic-plus-noise, 16 kHz), batch 1, 1 core: %.1f us a 10 ms frame, "
-          "%sx real time; with the GRU binary model's decode, features to audio: %.0fx "
-          "real time (issue 48's bar: 50x).  A synthetic voice, 300 ms voiced at 80-240 "
-          "Hz then 100 ms of noise, 20 s; the median of rounds." % (
-              us, v["rt_vocoder"], 10000.0 / (us + gru_decode_us)))
+          "%sx real time; with its polish (%s rounds, as decoding gives the audio) %.1f us, "
+          "%sx; with the GRU binary model's decode too, features to audio: %.0fx real "
+          "time (issue 48's bar: 50x).  A synthetic voice, 300 ms voiced at 80-240 Hz "
+          "then 100 ms of noise, 20 s; the median of rounds." % (
+              us, v["rt_vocoder"], v["polish_rounds"], pus, v["rt_polished"],
+              10000.0 / (pus + gru_decode_us)))
     gru_section(build, seconds, have_torch, peaks, cores, env1)
     contention_section(build, seconds, env1)
     if not have_torch:

@@ -155,8 +155,10 @@ size_t frae_f0_size(const frae_features *f);
  * once the input reaches its centre + half the f0 span (or of the mel
  * window, if longer), lookahead frames later for an encoder that sees the
  * frames after it (frae_config.lookahead), and the vocoder's output ends a
- * hop behind the frame's centre.  Real-time packets add their own length.
- * At the defaults: 480 samples (30 ms), + 160 a frame of look-ahead. */
+ * hop behind the frame's centre, and the polish (FRAE_POLISH_ROUNDS > 0,
+ * decode's default) FRAE_POLISH_DELAY after that.  Real-time packets add
+ * their own length.  At the defaults: 840 samples (52.5 ms; 30 ms with
+ * --polish 0), + 160 a frame of look-ahead. */
 FRAE_API
 long frae_speech_latency(const frae_features *f, int lookahead);
 /* NULL if f is not a valid feature config. */
@@ -211,11 +213,26 @@ void frae_vocoder_flush(frae_vocoder *v, float *out);
  * give), end's flush and silence to the last window's end:
  * frae_audio_out_samples in all.  Each call writes into out (room for
  * frae_audio_out_max samples) and returns how many; begin starts a
- * sequence afresh.  Nothing is allocated after create. */
+ * sequence afresh.  Nothing is allocated after create.
+ * polish > 0 (the vocoder only): that many rounds of making each frame's
+ * audio analyse back to its mel powers (the vocoder's noise, with random
+ * phases, scatters about them), frame by frame, once the vocoder has
+ * given the frame's whole window: the samples come FRAE_POLISH_DELAY(f)
+ * samples later (win/2 and the hops until the vocoder's output reaches
+ * the window's end: 22.5 ms at the defaults), the same in all. */
+#define FRAE_POLISH_DELAY(f)                                                   \
+    ((long)(f)->win / 2 +                                                      \
+     ((long)((f)->win - (f)->win / 2 + (f)->hop - 1) / (f)->hop - 1) *         \
+         (f)->hop)
+/* frae decode's, frae vocode's and Python's rounds unless told (the codec
+ * table's polish row): docs/2026-12-06-rates.md, "The vocoder's audio
+ * polished" has what they buy */
+#define FRAE_POLISH_ROUNDS 2
 typedef struct frae_audio_out frae_audio_out;
 FRAE_API
 frae_audio_out *frae_audio_out_create(const frae_features *f, int vocoder,
-                                      int gl_iters, char *err, size_t errlen);
+                                      int gl_iters, int polish, char *err,
+                                      size_t errlen);
 FRAE_API
 void frae_audio_out_destroy(frae_audio_out *o);
 FRAE_API

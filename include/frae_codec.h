@@ -296,6 +296,8 @@ typedef struct {
     int through;          /* through: decode through bit errors */
     int vocoder;          /* vocoder: 0 auto, 1 hnm, 2 gl */
     int gl_iters;         /* gl-iters: Griffin-Lim iterations (32) */
+    int polish;           /* polish: rounds of frae_audio_out's polish
+                             (FRAE_POLISH_ROUNDS, frae_audio.h) */
     uint32_t given;       /* a bit per row set by frae_codec_option_set */
 } frae_codec_settings;
 #define FRAE_CODEC_ENCODES 1 /* frae_codec_option.sides */

@@ -387,7 +387,7 @@ def main():
     finally:
         del os.environ["FRAE_MODELS"]
     check(rc == 0 and "latency unknown: its audio feature metadata is bad" in out and
-          "features.n_mels" in err and "latency 30" not in out,
+          "features.n_mels" in err and "latency 52.5" not in out,
           "frae models over absurd audio feature metadata: the latency said unknown, "
           "stderr says why", out + err)
     # python3 -m frae models (the module beside the binary) alike, and on
@@ -401,7 +401,7 @@ def main():
                            text=True, timeout=120, env=dict(
                                os.environ, FRAE_MODELS=p("featdir"), PYTHONPATH=pydir))
         check(r.returncode == 0 and re.search(r"(?m)^  a-junk +does not load", r.stdout) and
-              re.search(r"(?m)^  feat +", r.stdout) and "latency 30" not in r.stdout and
+              re.search(r"(?m)^  feat +", r.stdout) and "latency 52.5" not in r.stdout and
               "a-junk.safetensors" in r.stderr and "features.n_mels" in r.stderr,
               "python3 -m frae models goes on past a file that does not load and one "
               "with absurd audio feature metadata, stderr says why", r.stdout + r.stderr)

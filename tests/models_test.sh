@@ -62,9 +62,9 @@ if "$FRAE" models >"$tmp/models" 2>&1 && grep -q "^  speech  *1.60 kbit/s fixed"
     grep -q "^  speech-3k2-vbr  *variable rate, about 3.0-3.2 kbit/s .*: 48 codes" "$tmp/models" &&
     [ "$(grep -c 'trained on: .*--recipe' "$tmp/models")" = 4 ] &&
     [ "$(grep -c 'trained on: .*voices-aug' "$tmp/models")" = 4 ] &&
-    [ "$(grep -c 'latency 30 ms' "$tmp/models")" = 2 ] &&
-    grep -A1 "^  speech-vbr " "$tmp/models" | grep -q "latency 40 ms (.*look-ahead 10" &&
-    grep -A1 "^  speech-3k2-vbr " "$tmp/models" | grep -q "latency 40 ms (.*look-ahead 10"; then
+    [ "$(grep -c 'latency 52.5 ms (.*its polish 22.5)' "$tmp/models")" = 2 ] &&
+    grep -A1 "^  speech-vbr " "$tmp/models" | grep -q "latency 62.5 ms (.*look-ahead 10" &&
+    grep -A1 "^  speech-3k2-vbr " "$tmp/models" | grep -q "latency 62.5 ms (.*look-ahead 10"; then
     ok "frae models: all four, with rate, latency, hash and the whole training data line"
 else
     bad "frae models: $(cat "$tmp/models")"

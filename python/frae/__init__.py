@@ -237,8 +237,9 @@ class FRAE:
     def latency(self):
         """A speech codec's latency in ms (libfrae's frae_speech_latency):
         sample n of the decoded audio is out once the input reaches n +
-        this, real-time packets aside; a look-ahead encoder adds a frame
-        each (one, if it stops at packets: frae_lookahead_delay).  None
+        this, real-time packets aside, with the decoder's default polish
+        (22.5 ms of it; polish=0 takes that off); a look-ahead encoder adds
+        a frame each (one, if it stops at packets: frae_lookahead_delay).  None
         for a model not loaded from a checkpoint trained on audio
         features."""
         f = getattr(self, "_features", None)
@@ -727,20 +728,25 @@ def features(path, sample_rate=16000, n_mels=80, hop=160, win=400, n_fft=512,
 
 
 def vocode(feats, sample_rate=16000, n_mels=80, hop=160, win=400, n_fft=512,
-           fmin=0.0, fmax=8000.0, gl_iters=32):
+           fmin=0.0, fmax=8000.0, gl_iters=32, polish=None):
     """Features back to audio, float32 samples at sample_rate, as 'frae
     vocode' and 'frae decode --wav' make them: [T, n_mels + 2] (with pitch:
     features(pitch=True), or what a pitch model decodes) through the
-    harmonic-plus-noise vocoder; [T, n_mels] through Griffin-Lim (gl_iters
-    iterations).  (T - 1) * hop + win samples, on the features' timeline."""
+    harmonic-plus-noise vocoder, then polish rounds (None: the codec
+    table's default, as 'frae decode --polish'); [T, n_mels] through
+    Griffin-Lim (gl_iters iterations).  (T - 1) * hop + win samples, on the
+    features' timeline."""
     a = np.asarray(feats)
     if a.ndim != 2 or a.dtype.kind != "f":
         raise ValueError("vocode: needs [T, n_mels] or [T, n_mels + 2] float features, got "
                          "%s %s" % (a.dtype, a.shape))
     a = np.ascontiguousarray(a, np.float32)
     _check_finite(a, "vocode")
+    if polish is None:
+        polish = _frae.codec_settings([])["polish"]
     raw = _frae.vocode(a, a.shape[0], a.shape[1], int(sample_rate), int(n_mels), int(hop),
-                       int(win), int(n_fft), float(fmin), float(fmax), int(gl_iters))
+                       int(win), int(n_fft), float(fmin), float(fmax), int(gl_iters),
+                       int(polish))
     return np.frombuffer(raw, np.float32).copy()
 
 
@@ -1105,7 +1111,7 @@ class Codec:
                              args["win"], args["n_fft"], float(args["fmin"]),
                              float(args["fmax"]), s["gl_iters"],
                              None if wav is None else os.fspath(wav), s["vocoder"],
-                             s["through"])
+                             s["through"], s["polish"])
 
     def _stream_decoder(self, stream, wav=None, options=None):
         if isinstance(stream, (str, os.PathLike)):

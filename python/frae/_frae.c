@@ -362,12 +362,13 @@ static PyObject *py_codec_settings(PyObject *self, PyObject *pairs)
     frae_codec_settings s;
     if (frae_py_codec_settings(pairs, &s))
         return NULL;
-    return Py_BuildValue(
-        "{sdsisisdsisdsisisisisisi}", "frame_rate", s.frame_rate,
-        "packet_frames", s.packet_frames, "search", s.search, "search_lambda",
-        s.search_lambda, "dtx", s.dtx, "dtx_level", s.dtx_level, "packet_ms",
-        s.packet_ms, "resync_ms", s.resync_ms, "resync_state", s.resync_state,
-        "through", s.through, "vocoder", s.vocoder, "gl_iters", s.gl_iters);
+    return Py_BuildValue("{sdsisisdsisdsisisisisisisi}", "frame_rate",
+                         s.frame_rate, "packet_frames", s.packet_frames,
+                         "search", s.search, "search_lambda", s.search_lambda,
+                         "dtx", s.dtx, "dtx_level", s.dtx_level, "packet_ms",
+                         s.packet_ms, "resync_ms", s.resync_ms, "resync_state",
+                         s.resync_state, "through", s.through, "vocoder",
+                         s.vocoder, "gl_iters", s.gl_iters, "polish", s.polish);
 }
 
 /* options(): the table's rows, (name, keyword, type, flags), type one of

@@ -37,7 +37,7 @@ PyObject *frae_py_features(PyObject *self, PyObject *args)
 }
 
 /* vocode(x, frames, width, sample_rate, n_mels, hop, win, n_fft, fmin,
- * fmax, gl_iters) -> bytes of float32 samples: features back to audio as
+ * fmax, gl_iters[, polish]) -> bytes of float32 samples: features back to audio as
  * 'frae vocode' and 'frae decode --wav' make it, on the features'
  * timeline ((frames - 1) * hop + win samples): with pitch (width n_mels +
  * 2) the harmonic-plus-noise vocoder (seed 1), else Griffin-Lim. */
@@ -46,12 +46,12 @@ PyObject *frae_py_vocode(PyObject *self, PyObject *args)
     (void)self;
     PyObject *xo;
     long frames;
-    int width, gl_iters;
+    int width, gl_iters, polish = 0;
     frae_features f;
     frae_features_default(&f);
-    if (!PyArg_ParseTuple(args, "Oliiiiiiffi", &xo, &frames, &width,
+    if (!PyArg_ParseTuple(args, "Oliiiiiiffi|i", &xo, &frames, &width,
                           &f.sample_rate, &f.n_mels, &f.hop, &f.win, &f.n_fft,
-                          &f.fmin, &f.fmax, &gl_iters))
+                          &f.fmin, &f.fmax, &gl_iters, &polish))
         return NULL;
     char err[512];
     if (frae_features_check(&f, err, sizeof err))
@@ -78,7 +78,7 @@ PyObject *frae_py_vocode(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
         /* libfrae-audio's one timeline: as 'frae vocode' and 'frae decode --wav' */
         frae_audio_out *ao =
-            frae_audio_out_create(&f, hnm, gl_iters, err, sizeof err);
+            frae_audio_out_create(&f, hnm, gl_iters, polish, err, sizeof err);
     float *buf =
         ao ? malloc(sizeof(float) * (size_t)frae_audio_out_max(ao)) : NULL;
     if (ao && !buf)

@@ -265,10 +265,11 @@ PyTypeObject frae_py_decoder_type = {
 };
 
 /* The vocoder (or Griffin-Lim) and the buffers; 0, or -1 and err. */
-static int decoder_audio(DecoderObject *d, int gl_iters, char *err,
+static int decoder_audio(DecoderObject *d, int gl_iters, int polish, char *err,
                          size_t errlen)
 {
-    if (!(d->ao = frae_audio_out_create(&d->f, d->hnm, gl_iters, err, errlen)))
+    if (!(d->ao = frae_audio_out_create(&d->f, d->hnm, gl_iters, polish, err,
+                                        errlen)))
         return -1;
     snprintf(err, errlen, "out of memory");
     d->frame = malloc(sizeof(float) * (size_t)d->width);
@@ -321,7 +322,7 @@ long frae_py_stream_frames(const frae_model *m, const void *buf, size_t size,
 }
 
 /* decoder(model, stream, sample_rate, n_mels, hop, win, n_fft, fmin, fmax,
- * gl_iters[, wav, vocoder]): a Decoder of a one-sequence stream's audio,
+ * gl_iters[, wav, vocoder, through, polish]): a Decoder of a one-sequence stream's audio,
  * with pitch through the vocoder, else Griffin-Lim (vocoder, as the codec
  * table's: 0 so, 1 the vocoder, 2 Griffin-Lim); wav (a path, or None)
  * written as the samples are read, committed at the end. */
@@ -329,13 +330,13 @@ PyObject *frae_py_decoder(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *mo, *so, *wav = Py_None;
-    int gl_iters, vocoder = 0, through = 0;
+    int gl_iters, vocoder = 0, through = 0, polish = 0;
     frae_features f;
     frae_features_default(&f);
-    if (!PyArg_ParseTuple(args, "O!Oiiiiiffi|Oii", &frae_py_model_type, &mo,
+    if (!PyArg_ParseTuple(args, "O!Oiiiiiffi|Oiii", &frae_py_model_type, &mo,
                           &so, &f.sample_rate, &f.n_mels, &f.hop, &f.win,
                           &f.n_fft, &f.fmin, &f.fmax, &gl_iters, &wav, &vocoder,
-                          &through))
+                          &through, &polish))
         return NULL;
     char err[512];
     if (frae_features_check(&f, err, sizeof err))
@@ -407,7 +408,8 @@ PyObject *frae_py_decoder(PyObject *self, PyObject *args)
     frae_py_model_unlock(d->model);
     if (!rc) {
         d->total = frae_audio_out_samples(&f, (long)d->frames);
-        Py_BEGIN_ALLOW_THREADS rc = decoder_audio(d, gl_iters, err, sizeof err);
+        Py_BEGIN_ALLOW_THREADS rc =
+            decoder_audio(d, gl_iters, polish, err, sizeof err);
         if (!rc && path &&
             !(d->w = frae_wav_open(path, f.sample_rate, err, sizeof err)))
             rc = -1;

@@ -36,7 +36,8 @@ int frae_f0_span(const frae_features *f) { return 2 * tau_max_of(f); }
 long frae_speech_latency(const frae_features *f, int lookahead)
 {
     const int ahead = tau_max_of(f) > f->win / 2 ? tau_max_of(f) : f->win / 2;
-    return ahead + (long)f->hop * (1 + (lookahead > 0 ? lookahead : 0));
+    return ahead + (long)f->hop * (1 + (lookahead > 0 ? lookahead : 0)) +
+           (FRAE_POLISH_ROUNDS > 0 ? FRAE_POLISH_DELAY(f) : 0);
 }
 
 size_t frae_f0_size(const frae_features *f)

@@ -292,10 +292,7 @@ frae_vocoder *frae_vocoder_init(void *mem, const frae_features *f,
     }
     /* noise of variance s^2 per sample: s^2 * wsq in each bin */
     v->noise_gain = 1.0 / wsq;
-    for (int k = 0; k < f->n_fft / 2; k++) {
-        v->twiddle[2 * k] = (float)cos(2 * PI * k / f->n_fft);
-        v->twiddle[2 * k + 1] = (float)sin(2 * PI * k / f->n_fft);
-    }
+    frae_fft_twiddles(f->n_fft, v->twiddle);
     /* the noise segments overlap by half, so their window is power-
      * complementary (w[i]^2 + w[i + hop]^2 = 1): Vorbis's, sin(pi/2 sin^2),
      * rather than a sine, whose spectrum's slow sidelobes filled the bands
@@ -329,38 +326,9 @@ void frae_vocoder_reset(frae_vocoder *v)
     memset(v->tail, 0, sizeof(float) * (size_t)v->hop);
 }
 
-/* In-place radix-2 complex FFT of v->re, v->im (inverse: conjugate
- * twiddles; no 1/N). */
 static void fft(frae_vocoder *v, int inverse)
 {
-    const int n = v->nfft;
-    float *re = v->re, *im = v->im;
-    for (int i = 1, j = 0; i < n; i++) {
-        int bit = n >> 1;
-        for (; j & bit; bit >>= 1)
-            j ^= bit;
-        j |= bit;
-        if (i < j) {
-            float t = re[i];
-            re[i] = re[j], re[j] = t;
-            t = im[i];
-            im[i] = im[j], im[j] = t;
-        }
-    }
-    for (int len = 2; len <= n; len <<= 1) {
-        const int step = n / len;
-        for (int i = 0; i < n; i += len)
-            for (int k = 0; k < len / 2; k++) {
-                float c = v->twiddle[2 * k * step];
-                float s = v->twiddle[2 * k * step + 1];
-                if (!inverse)
-                    s = -s;
-                int a = i + k, b = a + len / 2;
-                float tr = re[b] * c - im[b] * s, ti = re[b] * s + im[b] * c;
-                re[b] = re[a] - tr, im[b] = im[a] - ti;
-                re[a] += tr, im[a] += ti;
-            }
-    }
+    frae_fft(v->re, v->im, v->nfft, v->twiddle, inverse);
 }
 
 /* |W(d)|^2 / 4 at d bins from the centre, 0 beyond the lobe kept. */

@@ -245,13 +245,14 @@ void wav_out_free(wav_out *o)
 
 /* Returns 0, or an exit code after printing the error. */
 int wav_out_init(wav_out *o, const frae_features *f, const char *wav,
-                 int several, int hnm, int gl_iters)
+                 int several, int hnm, int gl_iters, int polish)
 {
     memset(o, 0, sizeof *o);
     o->f = f, o->wav = wav, o->several = several, o->hnm = hnm;
     o->gl_iters = gl_iters < 0 ? 32 : gl_iters;
     char err[512] = "out of memory";
-    if ((o->ao = frae_audio_out_create(f, hnm, o->gl_iters, err, sizeof err)))
+    if ((o->ao = frae_audio_out_create(f, hnm, o->gl_iters, polish, err,
+                                       sizeof err)))
         o->samples = malloc(sizeof(float) * (size_t)frae_audio_out_max(o->ao));
     if (!o->ao || !o->samples) {
         wav_out_free(o);

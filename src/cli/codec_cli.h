@@ -59,7 +59,7 @@ int model_from_stream(codec_opts *o);
 frae_model *load_inference(const char *path, frae_isa isa);
 void wav_out_free(wav_out *o);
 int wav_out_init(wav_out *o, const frae_features *f, const char *wav,
-                 int several, int hnm, int gl_iters);
+                 int several, int hnm, int gl_iters, int polish);
 int wav_out_begin(wav_out *o, long s);
 int wav_out_frame(wav_out *o, const float *frame);
 int wav_out_end(wav_out *o);

@@ -175,7 +175,8 @@ static int outputs_open(codec_opts *o, const frae_config *c,
                             "codes the envelope alone); use --vocoder gl",
                             o->io.input);
         if ((rc = wav_out_init(&d->wav, &d->feat, o->wav, s->sequences > 1,
-                               pitch && o->cs.vocoder != 2, o->cs.gl_iters)))
+                               pitch && o->cs.vocoder != 2, o->cs.gl_iters,
+                               o->cs.polish)))
             return rc;
         d->wav.live =
             s->version == FRAE_STREAM_VERSION_PACKETS &&

@@ -133,13 +133,14 @@ static int list_one(const char *dir, const char *name, const char *path,
     if (cli_model_features(path, &f) >= 0) {
         const int delay = frae_lookahead_delay(c);
         const double ms = 1000.0 / f.sample_rate, hop = f.hop * ms,
-                     total = frae_speech_latency(&f, delay) * ms;
+                     total = frae_speech_latency(&f, delay) * ms,
+                     polish = FRAE_POLISH_DELAY(&f) * ms;
         cli_printf("                 latency %g ms (%g ms frames; the f0 "
                    "window's %g ms ahead, ",
-                   total, hop, total - hop * (1 + delay));
+                   total, hop, total - hop * (1 + delay) - polish);
         if (delay > 0)
             cli_printf("the encoder's look-ahead %g, ", hop * delay);
-        cli_printf("the vocoder's %g)%s\n", hop,
+        cli_printf("the vocoder's %g, its polish %g)%s\n", hop, polish,
                    c->prior_hidden > 0 ? " + the packet (--packet-ms)" : "");
     } else { /* cli_model_features said why on stderr */
         cli_printf("                 latency unknown: its audio feature "

@@ -119,7 +119,8 @@ int cmd_vocode(int argc, char **argv)
     if ((rc = check_features(in, &r, f, x, chunk)))
         goto done;
     if ((rc = wav_out_init(&wav, f, o.io.output, a.n > 1,
-                           pitch && o.cs.gl_iters < 0, o.cs.gl_iters)))
+                           pitch && o.cs.gl_iters < 0, o.cs.gl_iters,
+                           o.cs.polish)))
         goto done;
     r.dropped = 0;
     for (long s = 0; s < a.n; s++) {

@@ -24,6 +24,7 @@ enum {
     ROW_THROUGH,
     ROW_VOCODER,
     ROW_GL_ITERS,
+    ROW_POLISH,
     ROWS
 };
 
@@ -56,6 +57,10 @@ static const frae_codec_option rows[ROWS] = {
                      "hnm (harmonic plus noise) or gl (Griffin-Lim)",
                      "hnm with pitch, else gl"},
     [ROW_GL_ITERS] = {"gl-iters", "N", DEC, "Griffin-Lim iterations", "32"},
+    [ROW_POLISH] = {"polish", "N", DEC,
+                    "rounds of making the vocoder's audio analyse back to "
+                    "the frames (0: off, 22.5 ms less delay)",
+                    "2"},
 };
 
 void frae_codec_settings_default(frae_codec_settings *s)
@@ -66,6 +71,7 @@ void frae_codec_settings_default(frae_codec_settings *s)
     s->search_lambda = -1;
     s->dtx_level = -60.0; /* FRAE_DTX_LEVEL: test codec_options_table */
     s->gl_iters = 32;
+    s->polish = 2; /* FRAE_POLISH_ROUNDS: test codec_options_table */
 }
 
 int frae_codec_option_count(void) { return ROWS; }
@@ -153,8 +159,10 @@ static int set_row(frae_codec_settings *s, int row, const char *name,
                            "%s got '%s'; expected one of: auto, hnm, gl", name,
                            v ? v : "");
     }
-    default: /* ROW_GL_ITERS */
+    case ROW_GL_ITERS:
         return set_int(name, v, 0, 10000, &s->gl_iters, err, errlen);
+    default: /* ROW_POLISH */
+        return set_int(name, v, 0, 100, &s->polish, err, errlen);
     }
 }
 

@@ -6,6 +6,7 @@
 
 #include <sndfile.h>
 
+#include "audio/audio_internal.h" /* frae_mel_weight */
 #include "frae_audio.h"
 #include "test_util.h"
 #include "tests.h"
@@ -1009,27 +1010,31 @@ int test_loud_audio(void)
 
 /* frae_speech_latency: the f0 span's half ahead of a frame's centre (or
  * the mel window's, if longer), the vocoder's hop behind it, a hop more a
- * frame of look-ahead: 30 ms at the defaults, as docs/speech.md states,
- * and the frame a vocoder call ends at is its centre (the timeline test) */
+ * frame of look-ahead, and the polish's delay (decode's default): 52.5 ms
+ * at the defaults (30 without the polish), as docs/speech.md states, and
+ * the frame a vocoder call ends at is its centre (the timeline test) */
 int test_speech_latency(void)
 {
     int failures = 0;
     frae_features f;
     frae_features_default(&f);
-    const long span = frae_f0_span(&f);
+    const long span = frae_f0_span(&f), polish = FRAE_POLISH_DELAY(&f);
     for (int A = 0; A <= 3; A++)
-        CHECK(frae_speech_latency(&f, A) == span / 2 + f.hop * (1 + A) &&
-                  frae_speech_latency(&f, A) == 480 + 160 * A,
+        CHECK(frae_speech_latency(&f, A) ==
+                      span / 2 + f.hop * (1 + A) + polish &&
+                  frae_speech_latency(&f, A) == 840 + 160 * A,
               "defaults, look-ahead %d: %ld samples", A,
               frae_speech_latency(&f, A));
-    CHECK(frae_speech_latency(&f, -1) == 480, "a negative look-ahead is none");
+    CHECK(frae_speech_latency(&f, -1) == 840, "a negative look-ahead is none");
     f.win = 1024, f.n_fft = 1024; /* the window's half (512) > the span's */
-    CHECK(frae_speech_latency(&f, 1) == 512 + 2 * 160,
-          "a 1024-sample window: %ld samples", frae_speech_latency(&f, 1));
+    CHECK(FRAE_POLISH_DELAY(&f) == 512 + 3 * 160 &&
+              frae_speech_latency(&f, 1) == 512 + 2 * 160 + 992,
+          "a 1024-sample window: %ld samples (the polish %ld)",
+          frae_speech_latency(&f, 1), FRAE_POLISH_DELAY(&f));
     frae_features_default(&f);
     f.sample_rate = 8000, f.hop = 80, f.win = 200, f.n_fft = 256;
     f.fmax = 4000.0f; /* 8 kHz: the span halves with the rate, 20 ms */
-    CHECK(frae_speech_latency(&f, 0) == 160 + 80, "8 kHz: %ld samples",
+    CHECK(frae_speech_latency(&f, 0) == 160 + 80 + 180, "8 kHz: %ld samples",
           frae_speech_latency(&f, 0));
     return failures;
 }
@@ -1061,7 +1066,7 @@ int test_audio_out_timeline(void)
         char err[256] = "";
         for (int hnm = 1; hnm >= 0; hnm--) {
             frae_audio_out *o =
-                frae_audio_out_create(&f, hnm, 4, err, sizeof err);
+                frae_audio_out_create(&f, hnm, 4, 0, err, sizeof err);
             float *buf =
                 o ? malloc(sizeof(float) * frae_audio_out_max(o)) : NULL;
             float *y = calloc((size_t)total * 2, sizeof(float));
@@ -1092,6 +1097,284 @@ int test_audio_out_timeline(void)
         }
         free(ref), free(a);
     }
+    return failures;
+}
+
+/* frae_fft_real and its inverse (the polish's) against the complex FFT they
+ * stand for, on noise: the same spectrum to float rounding, and back. */
+int test_fft_real(void)
+{
+    int failures = 0;
+    enum { N = 512 };
+    float tw[N], half[N / 2], x[N], re[N], im[N], hr[N / 2 + 1], hi[N / 2 + 1],
+        y[N];
+    frae_fft_twiddles(N, tw);
+    frae_fft_twiddles(N / 2, half);
+    uint64_t r = 7;
+    for (int i = 0; i < N; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = re[i] = (float)((r >> 40) / 16777216.0 - 0.5);
+        im[i] = 0;
+    }
+    frae_fft(re, im, N, tw, 0);
+    frae_fft_real(x, hr, hi, N, half, tw);
+    double most = 0, back = 0;
+    for (int k = 0; k <= N / 2; k++)
+        most = fmax(most, fmax(fabs(hr[k] - re[k]), fabs(hi[k] - im[k])));
+    frae_fft_real_inverse(hr, hi, y, N, half, tw);
+    for (int i = 0; i < N; i++)
+        back = fmax(back, fabs(y[i] / N - x[i]));
+    CHECK(most < 1e-4 && back < 1e-6,
+          "%d real samples: the spectrum %.2g from "
+          "the complex FFT's, back %.2g from the samples",
+          N, most, back);
+    printf("    %d real samples: the spectrum %.2g from the complex FFT's, "
+           "back %.2g\n",
+           N, most, back);
+    return failures;
+}
+
+/* The polish (frae_audio_out_create's polish > 0), against a plain one on
+ * the whole signal: the same rounds in double precision with a direct DFT,
+ * frame by frame over the frames that reach a frame's samples, the
+ * samples before it held, the frame's power given back as its features
+ * ask, and its first half hop eased in.  The stream gives the same samples (to float
+ * rounding), the same count as without it, the same twice over; its audio
+ * analyses back closer to the features; junk frames give finite samples. */
+static void polish_plain(const frae_features *f, const float *feats, int width,
+                         long frames, int rounds, double *y)
+{
+    const int nb = f->n_fft / 2 + 1, nm = f->n_mels;
+    const long n = frae_audio_out_samples(f, frames);
+    double *acc = malloc(sizeof(double) * n),
+           *wsum = malloc(sizeof(double) * n);
+    double *re = malloc(sizeof(double) * nb), *im = malloc(sizeof(double) * nb);
+    double *ratio = malloc(sizeof(double) * nm),
+           *x = malloc(sizeof(double) * f->n_fft);
+    double *w = malloc(sizeof(double) * f->win);
+    for (int i = 0; i < f->win; i++)
+        w[i] = 0.5 - 0.5 * cos(2 * PI * i / f->win);
+    const double top = frae_features_max(f) * f->scale - f->offset;
+    for (long t = 0; t < frames; t++)
+        for (int r = 0; r < rounds; r++) {
+            const long from = t * f->hop;
+            for (long i = from; i < from + f->win; i++)
+                acc[i] = wsum[i] = 0;
+            for (long u = t - 2 < 0 ? 0 : t - 2; u <= t; u++) {
+                const long s = u * f->hop;
+                for (int k = 0; k < nb; k++) {
+                    re[k] = im[k] = 0;
+                    for (int i = 0; i < f->win; i++) {
+                        const double a = 2 * PI * k * i / f->n_fft;
+                        re[k] += w[i] * y[s + i] * cos(a);
+                        im[k] -= w[i] * y[s + i] * sin(a);
+                    }
+                }
+                for (int b = 0; b < nm; b++) {
+                    double e = 0,
+                           lp = feats[u * width + b] * f->scale - f->offset;
+                    for (int k = 0; k < nb; k++)
+                        e += frae_mel_weight(f, b, k) *
+                             (re[k] * re[k] + im[k] * im[k]);
+                    ratio[b] =
+                        exp(lp < top ? lp : top) / (e > 1e-30 ? e : 1e-30);
+                }
+                for (int k = 0; k < nb; k++) {
+                    double num = 0, sum = 0;
+                    for (int b = 0; b < nm; b++)
+                        num += frae_mel_weight(f, b, k) * ratio[b],
+                            sum += frae_mel_weight(f, b, k);
+                    double g2 = sum > 0 ? num / sum : 1.0;
+                    const double g = sqrt(g2 < 1e4 ? g2 : 1e4);
+                    re[k] *= g, im[k] *= g;
+                }
+                for (int i = 0; i < f->win; i++) { /* inverse real DFT */
+                    double v = 0;
+                    for (int k = 0; k < nb; k++) {
+                        const double a = 2 * PI * k * i / f->n_fft;
+                        const double c = k == 0 || 2 * k == f->n_fft ? 1 : 2;
+                        v += c * (re[k] * cos(a) - im[k] * sin(a));
+                    }
+                    x[i] = v / f->n_fft;
+                }
+                for (int i = 0; i < f->win; i++)
+                    if (s + i >= from)
+                        acc[s + i] += x[i] * w[i], wsum[s + i] += w[i] * w[i];
+            }
+            double want = 0, got = 0;
+            for (long i = from; i < from + f->win; i++)
+                acc[i] = (acc[i] + 0.1 * y[i]) / (wsum[i] + 0.1);
+            for (int k = 0; k < nb; k++) { /* the window's power, as asked */
+                double pr = 0, pi = 0;
+                for (int i = 0; i < f->win; i++) {
+                    const double a = 2 * PI * k * i / f->n_fft;
+                    pr += w[i] * acc[from + i] * cos(a);
+                    pi -= w[i] * acc[from + i] * sin(a);
+                }
+                for (int b = 0; b < nm; b++)
+                    got += frae_mel_weight(f, b, k) * (pr * pr + pi * pi);
+            }
+            for (int b = 0; b < nm; b++) {
+                const double lp = feats[t * width + b] * f->scale - f->offset;
+                want += exp(lp < top ? lp : top);
+            }
+            const double g2 = fmin(fmax(want / got, 0.25), 4.0);
+            for (long i = from; i < from + f->win; i++) {
+                const double v = sqrt(g2) * acc[i];
+                const long j = i - from, ease = f->hop / 2;
+                const double up = 0.5 - 0.5 * cos(PI * (j + 0.5) / ease);
+                y[i] = j < ease ? y[i] + up * (v - y[i]) : v;
+            }
+        }
+    free(acc), free(wsum), free(re), free(im), free(ratio), free(x), free(w);
+}
+
+/* The samples of `frames` frames through frae_audio_out, twice over (two
+ * sequences); NULL if the second differs or a call overflows. */
+static float *audio_out_all(const frae_features *f, const float *a, long frames,
+                            int polish, long *given)
+{
+    const int width = f->n_mels + 2;
+    const long total = frae_audio_out_samples(f, frames);
+    frae_audio_out *o = frae_audio_out_create(f, 1, 0, polish, NULL, 0);
+    float *buf = o ? malloc(sizeof(float) * frae_audio_out_max(o)) : NULL;
+    float *y = calloc((size_t)total * 2, sizeof(float));
+    long at = 0, ok = o && buf;
+    for (int seq = 0; ok && seq < 2; seq++)
+        for (long t = -2; ok && t <= frames; t++) {
+            const long n = t == -2 ? frae_audio_out_begin(o, buf)
+                           : t < 0 ? 0
+                           : t < frames
+                               ? frae_audio_out_frame(o, a + t * width, buf)
+                               : frae_audio_out_end(o, buf);
+            ok = n <= frae_audio_out_max(o) && at + n <= 2 * total;
+            if (ok)
+                memcpy(y + at, buf, sizeof(float) * (size_t)n), at += n;
+            if (given && seq == 0 && t >= 0 && t < frames)
+                given[t] = at; /* the samples out once frame t is in */
+        }
+    ok = ok && at == 2 * total && !memcmp(y, y + total, sizeof(float) * total);
+    free(buf);
+    frae_audio_out_destroy(o);
+    if (!ok)
+        free(y);
+    return ok ? y : NULL;
+}
+
+/* mean |dB| between y's features and the targets a */
+static double polish_error_db(const frae_features *f, const float *a,
+                              long frames, const float *y)
+{
+    frae_mel *m = frae_mel_create(f, NULL, 0);
+    float *g = malloc(sizeof(float) * frames * f->n_mels);
+    frae_mel_compute(m, y, frae_audio_out_samples(f, frames), g);
+    double e = 0;
+    for (long t = 0; t < frames; t++)
+        for (int b = 0; b < f->n_mels; b++)
+            e += fabs(g[t * f->n_mels + b] - a[t * (f->n_mels + 2) + b]);
+    frae_mel_destroy(m);
+    free(g);
+    return e / (frames * f->n_mels) * f->scale * 10 / log(10);
+}
+
+int test_audio_out_polish(void)
+{
+    int failures = 0;
+    frae_features f;
+    frae_features_default(&f);
+    const long frames = 30, total = frae_audio_out_samples(&f, frames);
+    const int width = f.n_mels + 2;
+    float *a = malloc(sizeof(float) * frames * width);
+    for (long t = 0; t < frames; t++) {
+        for (int b = 0; b < f.n_mels; b++)
+            a[t * width + b] =
+                (float)(0.3 * sin(0.1 * t + 0.2 * b) - 0.2 - 0.004 * b);
+        a[t * width + f.n_mels] = t % 7 < 4 ? 120.0f + t : 0.0f;
+        a[t * width + f.n_mels + 1] = t % 7 < 4;
+    }
+    long given0[30], given2[30], late = 1;
+    float *y0 = audio_out_all(&f, a, frames, 0, given0);
+    float *y2 = audio_out_all(&f, a, frames, 2, given2);
+    CHECK(y0 && y2,
+          "%ld samples for %ld frames, with the polish and without, "
+          "the same twice over",
+          total, frames);
+    for (long t = 0; y0 && y2 && t < frames; t++) {
+        const long want = given0[t] - FRAE_POLISH_DELAY(&f);
+        late &= given2[t] == (want > 0 ? want : 0);
+    }
+    CHECK(late && FRAE_POLISH_DELAY(&f) == 360,
+          "every frame's samples out FRAE_POLISH_DELAY (%ld) samples later "
+          "than the vocoder's",
+          FRAE_POLISH_DELAY(&f));
+    if (y0 && y2) {
+        double *ref = malloc(sizeof(double) * total);
+        for (long i = 0; i < total; i++)
+            ref[i] = y0[i];
+        polish_plain(&f, a, width, frames, 2, ref);
+        double most = 0, power = 0;
+        for (long i = 0; i < total; i++) {
+            const double d = fabs(y2[i] - ref[i]);
+            most = d > most ? d : most;
+            power += ref[i] * ref[i];
+        }
+        const double rms = sqrt(power / total);
+        CHECK(most < 1e-4 * rms,
+              "the stream against the plain polish: %.2g "
+              "at most (rms %.3g)",
+              most, rms);
+        const double e0 = polish_error_db(&f, a, frames, y0);
+        const double e2 = polish_error_db(&f, a, frames, y2);
+        CHECK(e2 < 0.6 * e0,
+              "analysed back: %.2f dB from the features "
+              "polished, %.2f not",
+              e2, e0);
+        printf("    polish: %.2g from the plain one (rms %.3g); analysed "
+               "back %.2f dB from the features, %.2f unpolished\n",
+               most, rms, e2, e0);
+        free(ref);
+    }
+    free(y0), free(y2);
+    /* a narrowband source: nothing over 4 kHz (the bands at the floor's
+     * level) stays nothing; a step where the final samples meet the new
+     * ones would splash 15 dB over it */
+    for (long t = 0; t < frames; t++)
+        for (int b = 0; b < f.n_mels; b++)
+            a[t * width + b] = b < 60
+                                   ? (float)(0.3 * sin(0.1 * t + 0.2 * b) + 0.6)
+                                   : -1.0f - 0.01f * b; /* 45 dB down */
+    y2 = audio_out_all(&f, a, frames, 2, NULL);
+    if (y2) {
+        frae_mel *m = frae_mel_create(&f, NULL, 0);
+        float *g = malloc(sizeof(float) * frames * f.n_mels);
+        frae_mel_compute(m, y2, total, g);
+        double over = 0;
+        for (long t = 2; t < frames - 2; t++)
+            for (int b = 70; b < f.n_mels; b++)
+                over += g[t * f.n_mels + b] - a[t * width + b];
+        over *= f.scale * 10 / log(10) / ((frames - 4) * (f.n_mels - 70));
+        CHECK(over < 1.5,
+              "nothing over 4 kHz: the top bands %.1f dB from their "
+              "target",
+              over);
+        printf("    polish, a narrowband source: the top bands %.1f dB from "
+               "their target\n",
+               over);
+        frae_mel_destroy(m);
+        free(g);
+    }
+    CHECK(y2 != NULL, "a narrowband source polished");
+    free(y2);
+    /* junk: NaN and huge features, absurd f0 */
+    for (long t = 0; t < frames; t++)
+        for (int b = 0; b < width; b++)
+            a[t * width + b] = t % 3 == 0 ? NAN : t % 3 == 1 ? 1e30f : -1e30f;
+    float *yj = audio_out_all(&f, a, frames, 2, NULL);
+    int finite = yj != NULL;
+    for (long i = 0; yj && i < total; i++)
+        finite &= isfinite(yj[i]);
+    CHECK(finite, "junk frames: finite samples, as many");
+    free(yj), free(a);
     return failures;
 }
 

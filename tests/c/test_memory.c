@@ -288,11 +288,16 @@ int test_codec_zero_allocations(void)
     frae_gl *gl = frae_gl_create(&f, 2, NULL, 0);
     float *gl_out =
         gl ? malloc(sizeof(float) * (size_t)frae_gl_max_samples(gl)) : NULL;
+    /* the vocoder's audio polished, as frae decode --polish gives it */
+    frae_audio_out *ao = frae_audio_out_create(&f, 1, 0, 2, NULL, 0);
+    float *ao_out =
+        ao ? malloc(sizeof(float) * (size_t)frae_audio_out_max(ao)) : NULL;
+    long ao_samples = ao_out ? frae_audio_out_begin(ao, ao_out) : 0;
     char wav_path[] = "/tmp/frae-alloc-XXXXXX";
     int wav_fd = mkstemp(wav_path);
     frae_wav_writer *w =
         wav_fd >= 0 ? frae_wav_open(wav_path, 16000, NULL, 0) : NULL;
-    CHECK(e && d && v && p && gl && gl_out && w, "no speech states");
+    CHECK(e && d && v && p && gl && gl_out && ao_out && w, "no speech states");
     const float silence[1] = {0};
     if (w)
         frae_wav_write(w, silence, 1, NULL, 0);
@@ -313,8 +318,12 @@ int test_codec_zero_allocations(void)
             bad += frae_wav_write(w, audio, 160, NULL, 0) != 0;
         if (gl)
             gl_samples += frae_gl_frame(gl, y, gl_out);
+        if (ao_out)
+            ao_samples += frae_audio_out_frame(ao, y, ao_out);
     }
     frae_vocoder_flush(v, audio);
+    if (ao_out)
+        ao_samples += frae_audio_out_end(ao, ao_out);
     if (gl)
         gl_samples += frae_gl_flush(gl, gl_out);
     counting = 0;
@@ -323,15 +332,21 @@ int test_codec_zero_allocations(void)
           bad);
     CHECK(gl_samples == 299 * 160 + 400, "Griffin-Lim gave %ld samples",
           gl_samples);
+    CHECK(ao_samples == 299 * 160 + 400,
+          "the polished vocoder gave %ld "
+          "samples",
+          ao_samples);
     printf("    speech: %ld allocations in 300 frames of f0 tracking, "
-           "encode and decode with pitch, vocoding, writing the WAV, and "
-           "Griffin-Lim (a block of %d frames run)\n",
+           "encode and decode with pitch, vocoding (and polishing), writing "
+           "the WAV, and Griffin-Lim (a block of %d frames run)\n",
            alloc_count, FRAE_GL_BLOCK);
     frae_wav_abort(w);
     if (wav_fd >= 0)
         close(wav_fd), unlink(wav_path);
     frae_gl_destroy(gl);
     free(gl_out);
+    frae_audio_out_destroy(ao);
+    free(ao_out);
     frae_encoder_destroy(e), frae_decoder_destroy(d);
     free(vmem), free(pmem), free(span);
     frae_destroy(m);

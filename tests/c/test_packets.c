@@ -543,9 +543,12 @@ int test_codec_options_table(void)
     frae_codec_settings s;
     frae_codec_settings_default(&s);
     CHECK(s.dtx_level == FRAE_DTX_LEVEL && s.frame_rate == 100 &&
-              s.gl_iters == 32 && s.search_lambda < 0 && !s.given,
-          "defaults: dtx-level %g (FRAE_DTX_LEVEL %g), frame-rate %g",
-          s.dtx_level, FRAE_DTX_LEVEL, s.frame_rate);
+              s.gl_iters == 32 && s.polish == FRAE_POLISH_ROUNDS &&
+              s.search_lambda < 0 && !s.given,
+          "defaults: dtx-level %g (FRAE_DTX_LEVEL %g), frame-rate %g, polish "
+          "%d (FRAE_POLISH_ROUNDS %d)",
+          s.dtx_level, FRAE_DTX_LEVEL, s.frame_rate, s.polish,
+          FRAE_POLISH_ROUNDS);
     int found = 1, fits = 1;
     for (int r = 0; r < frae_codec_option_count(); r++) {
         const frae_codec_option *o = frae_codec_option_at(r);

@@ -91,6 +91,8 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(vocoder_bad_input)                                                       \
     X(audio_files)                                                             \
     X(audio_out_timeline)                                                      \
+    X(audio_out_polish)                                                        \
+    X(fft_real)                                                                \
     X(speech_latency)                                                          \
     X(checkpoint_features)                                                     \
     X(bad_configs)                                                             \
