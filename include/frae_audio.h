@@ -225,8 +225,7 @@ void frae_vocoder_flush(frae_vocoder *v, float *out);
      ((long)((f)->win - (f)->win / 2 + (f)->hop - 1) / (f)->hop - 1) *         \
          (f)->hop)
 /* frae decode's, frae vocode's and Python's rounds unless told (the codec
- * table's polish row): docs/2026-12-06-rates.md, "The vocoder's audio
- * polished" has what they buy */
+ * table's polish row): docs/2026-12-06-polish.md has what they buy */
 #define FRAE_POLISH_ROUNDS 2
 typedef struct frae_audio_out frae_audio_out;
 FRAE_API

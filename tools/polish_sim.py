@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""How the vocoder's polish was chosen (src/audio/polish.c; docs/2026-12-06-
-rates.md, "The vocoder's audio polished"): the same rounds in numpy on
+"""How the vocoder's polish was chosen (src/audio/polish.c;
+docs/2026-12-06-polish.md): the same rounds in numpy on
 the vocoder's audio of a codec's decoded features, over the whole signal
 or streamed (blocks of frames, frames ahead, the first half hop eased in
 or not), measured as tools/human_study.py measures a codec (LSD / MCD 0-4
-kHz against the original's features, aligned by the features' lag; STOI)
+kHz against the original's features, aligned by the features' lag; STOI;
+aubio's GPE and VDE of the audio against the original's)
 under the codec's own analysis and two others whose frames are not the
 polish's: the signals moved by half a hop, and a 640-sample window in a
 1024-point FFT.  The last row is frae decode --polish 2 itself.
@@ -30,14 +31,19 @@ WINDOW = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(WIN) / WIN)
 NARROW = np.where(demo.mel_upper_edges() <= 3800)[0]
 ANALYSES = [("codec's frames", [], 0), ("half a hop later", [], 80),
             ("640 / 1024", ["--win", "640", "--fft", "1024"], 0)]
-# (label, block frames (0: the whole signal), frames ahead, rounds, eased)
-VARIANTS = [("vocoder alone", 0, 0, 0, True)] + [
-    ("whole signal, %d rounds" % k, 0, 0, k, True) for k in (1, 2, 4)] + [
-    ("frame by frame, %d round%s" % (k, "s" if k > 1 else ""), 1, 0, k, True)
+# (label, block frames (0: the whole signal), frames ahead, rounds, eased,
+# the power given back, a voiced frame's bins held below this many Hz)
+VARIANTS = [("vocoder alone", 0, 0, 0, True, True, 0)] + [
+    ("whole signal, %d rounds" % k, 0, 0, k, True, False, 0) for k in (1, 2, 4)] + [
+    ("frame by frame, %d round%s" % (k, "s" if k > 1 else ""), 1, 0, k, True, True, 0)
     for k in (1, 2, 3)] + [
-    ("frame by frame, 2 rounds, not eased", 1, 0, 2, False),
-    ("frame by frame, 1 frame ahead, 2 rounds", 1, 1, 2, True),
-    ("blocks of 4 frames, 2 rounds", 4, 0, 2, True)]
+    ("frame by frame, 2 rounds, not eased", 1, 0, 2, False, True, 0),
+    ("frame by frame, 2 rounds, power not given back", 1, 0, 2, True, False, 0),
+    ("frame by frame, 1 frame ahead, 2 rounds", 1, 1, 2, True, True, 0),
+    ("blocks of 4 frames, 2 rounds", 4, 0, 2, True, True, 0)] + [
+    ("frame by frame, 2 rounds, voiced frames held under %d Hz" % hz, 1, 0, 2, True, True, hz)
+    for hz in (500, 1000, 2000)]
+FREQS = np.arange(NFFT // 2 + 1) * 16000.0 / NFFT
 
 
 def filters():
@@ -60,22 +66,30 @@ def stft(y, frames):
                        NFFT, axis=1)
 
 
-def rounds_over(z, target, f0, f1, fixed, eased):
+def rounds_over(z, target, f0, f1, fixed, eased, power, held=None):
     """One round over frames f0..f1-1 of z: their bins scaled to the target
     mel powers, overlap-added back from sample `fixed` on (least squares,
-    pulled to the samples as they were by 0.1), the first half hop eased."""
+    pulled to the samples as they were by 0.1), the frames not final given
+    back the power their targets ask for (within 6 dB), the first half hop
+    eased."""
     s0, s1 = f0 * HOP, (f1 - 1) * HOP + WIN
     seg = z[s0:s1]
     X = stft(seg, f1 - f0)
     ratio = target[f0:f1] / np.maximum((np.abs(X) ** 2) @ W.T, 1e-30)
     sums = W.sum(0)
     g2 = np.where(sums > 0, (ratio @ W) / np.maximum(sums, 1e-30), 1.0)
+    if held is not None:  # [frames, bins] True where a bin keeps its gain of 1
+        g2 = np.where(held[f0:f1], 1.0, g2)
     fr = np.fft.irfft(X * np.sqrt(np.minimum(g2, 1e4)), NFFT, axis=1)[:, :WIN] * WINDOW
     acc, wsum = np.zeros(s1 - s0), np.zeros(s1 - s0)
     for t in range(f1 - f0):
         acc[t * HOP:t * HOP + WIN] += fr[t]
         wsum[t * HOP:t * HOP + WIN] += WINDOW ** 2
     new = ((acc + 0.1 * seg) / (wsum + 0.1))[fixed - s0:]
+    if power:
+        t0 = fixed // HOP
+        got = ((np.abs(stft(new, f1 - t0)) ** 2) @ W.T).sum()
+        new = new * np.sqrt(np.clip(target[t0:f1].sum() / max(got, 1e-30), 0.25, 4.0))
     if eased and fixed > 0:
         ease = HOP // 2
         up = 0.5 - 0.5 * np.cos(np.pi * (np.arange(ease) + 0.5) / ease)
@@ -83,21 +97,22 @@ def rounds_over(z, target, f0, f1, fixed, eased):
     z[fixed:s1] = new
 
 
-def polish(y, target, block, ahead, k, eased):
+def polish(y, target, voiced, block, ahead, k, eased, power, hold_hz):
     z = y.copy()
+    held = voiced[:, None] & (FREQS[None, :] < hold_hz) if hold_hz else None
     frames = min(len(target), 1 + (len(z) - WIN) // HOP)
     if block == 0:
         for _ in range(k):
-            rounds_over(z, target, 0, frames, 0, False)
+            rounds_over(z, target, 0, frames, 0, False, False)
         return z
     for b0 in range(0, frames, block):
         for _ in range(k):
             rounds_over(z, target, max(0, b0 - 2), min(frames, b0 + block + ahead), b0 * HOP,
-                        eased)
+                        eased, power, held)
     return z
 
 
-def measure(a, x, z, work):
+def measure(a, x, z, work, ref_pitch):
     row = []
     for _, opts, moved in ANALYSES:
         demo.FEATURE_OPTS = opts
@@ -113,8 +128,17 @@ def measure(a, x, z, work):
         if not opts and not moved:
             lag0 = lag
     demo.FEATURE_OPTS = []
-    demo.write_wav(os.path.join(work, "z.wav"), z)
-    row.append(human_study.listener(x, os.path.join(work, "z.wav"), lag0)[0])
+    wav = os.path.join(work, "z.wav")
+    demo.write_wav(wav, z)
+    row.append(human_study.listener(x, wav, lag0)[0])
+    # the pitch in the audio, as the study reads it: aubio's track of it
+    # against the original's (gross errors, voicing errors and their counts)
+    ref = demo.features(a.frae, os.path.join(work, "x0.wav"), os.path.join(work, "x0.npy"))
+    got = demo.features(a.frae, wav, os.path.join(work, "z.npy"))
+    lag = demo.best_lag(ref, got)
+    f0, v = demo.pitch_track(wav, len(got))
+    f0, v = demo.shift(len(ref), f0, lag), demo.shift(len(ref), v.astype(float), lag)
+    row += list(demo.pitch_errors(ref_pitch, (np.nan_to_num(f0), v == 1, ~np.isnan(v))))
     return row
 
 
@@ -131,24 +155,32 @@ def main():
     rows["frae decode --polish 2"] = []
     for wav in clips:
         x = demo.read_wav(wav).astype(float)
+        demo.write_wav(os.path.join(work, "x0.wav"), x)
+        n = len(demo.features(a.frae, wav, os.path.join(work, "x0.npy")))
+        ref_pitch = demo.pitch_track(wav, n)
         fbs, npy, voc = (os.path.join(work, n) for n in ("c.fbs", "d.npy", "v.wav"))
         demo.sh([a.frae, "encode", a.model, wav, "-o", fbs])
         demo.sh([a.frae, "decode", a.model, fbs, "-o", npy, "--wav", voc, "--polish", "0"])
         y = demo.read_wav(voc).astype(float)
-        target = np.exp(np.load(npy)[:, :MELS] * demo.FEAT_SCALE - 5.0)
-        for label, block, ahead, k, eased in VARIANTS:
-            rows[label].append(measure(a, x, polish(y, target, block, ahead, k, eased), work))
+        dec = np.load(npy)
+        target = np.exp(dec[:, :MELS] * demo.FEAT_SCALE - 5.0)
+        voiced = dec[:, MELS + 1] >= 0.5
+        for label, *how in VARIANTS:
+            rows[label].append(measure(a, x, polish(y, target, voiced, *how), work, ref_pitch))
         demo.sh([a.frae, "decode", a.model, fbs, "--wav", voc, "--polish", "2"])
         rows["frae decode --polish 2"].append(measure(a, x, demo.read_wav(voc).astype(float),
-                                                      work))
+                                                      work, ref_pitch))
     print("%d training clips (every %d), %s's decoded features; LSD / MCD 0-4 kHz under each "
           "analysis, then STOI\n" % (len(clips), a.every, os.path.basename(a.model)))
-    print("| polish | " + " | ".join(n for n, _, _ in ANALYSES) + " | STOI |")
-    print("| --- |" + " --- |" * (len(ANALYSES) + 1))
+    print("| polish | " + " | ".join(n for n, _, _ in ANALYSES) + " | STOI | GPE | VDE |")
+    print("| --- |" + " --- |" * (len(ANALYSES) + 3))
     for label, r in rows.items():
-        m = np.nanmean(np.array(r), axis=0)
+        r = np.array(r, float)
+        m = np.nanmean(r[:, :2 * len(ANALYSES) + 1], axis=0)
+        gross, both, verr, frames = r[:, 2 * len(ANALYSES) + 1:].sum(axis=0)
         cells = ["%.2f / %.2f" % (m[2 * i], m[2 * i + 1]) for i in range(len(ANALYSES))]
-        print("| %s | %s | %.3f |" % (label, " | ".join(cells), m[-1]))
+        print("| %s | %s | %.3f | %.1f%% | %.1f%% |" % (label, " | ".join(cells), m[-1],
+                                                       100 * gross / both, 100 * verr / frames))
 
 
 if __name__ == "__main__":

@@ -32,9 +32,10 @@ void frae_polish_destroy(frae_polish *p);
 void frae_polish_reset(frae_polish *p);
 /* The most samples one call below gives. */
 long frae_polish_max(const frae_polish *p);
-/* Takes n samples of the vocoder's, then (feats not NULL) the next frame's
- * n_mels features; writes the samples that became final into out and
- * returns their count.  last: the signal ends with these samples. */
+/* Takes n samples of the vocoder's, then (frame not NULL) the next frame
+ * (n_mels features, f0, voicing); writes the samples that became final
+ * into out and returns their count.  last: the signal ends with these
+ * samples. */
 long frae_polish_push(frae_polish *p, const float *samples, long n,
                       const float *feats, int last, float *out);
 

@@ -13,7 +13,7 @@
  * final and stay.  Frames are polished one at a time, once the vocoder
  * has given their whole window, so the audio comes FRAE_POLISH_DELAY
  * samples (22.5 ms at the defaults) after the vocoder's.
- * docs/2026-12-06-rates.md has what it buys.
+ * docs/2026-12-06-polish.md has what it buys.
  *
  * Nothing is allocated after create; a NaN feature counts as the floor,
  * one above frae_features_max as that. */
@@ -34,6 +34,11 @@
 #define MAX_GAIN2 1e4
 /* the most a round scales a frame's power back up or down (6 dB) */
 #define MAX_LEVEL 4.0
+/* in a voiced frame the bins below this are the vocoder's harmonics, whose
+ * amplitudes already give the frame's mel powers back: polished, their
+ * peaks were blurred and 10 points more of the synthetic voices' voiced
+ * frames read unvoiced (docs/2026-12-06-polish.md) */
+#define HOLD_HZ 1000.0
 
 /* frames from `at` on whose targets are held: the vocoder's samples reach
  * a frame's window's end (win/2 past its centre) two frames later */
@@ -41,12 +46,14 @@
 
 struct frae_polish {
     frae_features f;
-    int nb; /* n_fft / 2 + 1 */
-    int rounds, context; /* frames before a frame whose windows reach it */
-    long cap;            /* samples the buffer holds */
+    int nb;                  /* n_fft / 2 + 1 */
+    int rounds, context;     /* frames before a frame whose windows reach it */
+    long cap;                /* samples the buffer holds */
     float *sig, *acc, *wsum; /* [cap]: sig[0] is sample `start` */
-    double *target; /* [context + SLOTS_AHEAD][n_mels] mel powers, frame
+    double *target;        /* [context + SLOTS_AHEAD][n_mels] mel powers, frame
                        `at - context` first */
+    unsigned char *voiced; /* [context + SLOTS_AHEAD] likewise */
+    int held;              /* bins below HOLD_HZ */
     double *ratio, *num, *bin_sum; /* [n_mels], [nb], [nb] */
     float *window;                 /* [win] periodic Hann, as the features' */
     float *filters;                /* [n_mels][nb] frae_mel_weight's */
@@ -67,7 +74,8 @@ void frae_polish_destroy(frae_polish *p)
     free(p->window), free(p->filters), free(p->band_lo), free(p->band_hi);
     free(p->twiddle), free(p->half), free(p->frame);
     free(p->re), free(p->im), free(p->ramp);
-    free(p->target), free(p->ratio), free(p->num), free(p->bin_sum);
+    free(p->target), free(p->voiced), free(p->ratio), free(p->num),
+        free(p->bin_sum);
     free(p);
 }
 
@@ -102,6 +110,7 @@ frae_polish *frae_polish_create(const frae_features *f, int rounds, char *err,
     p->wsum = malloc(sizeof(float) * (size_t)p->cap);
     p->target = malloc(sizeof(double) * (size_t)(p->context + SLOTS_AHEAD) *
                        (size_t)nm);
+    p->voiced = calloc((size_t)(p->context + SLOTS_AHEAD), 1);
     p->ratio = malloc(sizeof(double) * (size_t)nm);
     p->num = malloc(sizeof(double) * (size_t)nb);
     p->bin_sum = calloc((size_t)nb, sizeof(double));
@@ -115,10 +124,10 @@ frae_polish *frae_polish_create(const frae_features *f, int rounds, char *err,
     p->re = malloc(sizeof(float) * (size_t)nb);
     p->im = malloc(sizeof(float) * (size_t)nb);
     p->ramp = malloc(sizeof(float) * (size_t)(f->hop / 2 + 1));
-    if (!p->sig || !p->acc || !p->wsum || !p->target || !p->ratio ||
-        !p->num || !p->bin_sum || !p->window || !p->filters || !p->band_lo ||
-        !p->band_hi || !p->twiddle || !p->half || !p->frame || !p->re ||
-        !p->im || !p->ramp) {
+    if (!p->sig || !p->acc || !p->wsum || !p->target || !p->voiced ||
+        !p->ratio || !p->num || !p->bin_sum || !p->window || !p->filters ||
+        !p->band_lo || !p->band_hi || !p->twiddle || !p->half || !p->frame ||
+        !p->re || !p->im || !p->ramp) {
         frae_polish_destroy(p);
         frae_errorf(err, errlen, "out of memory");
         return NULL;
@@ -140,6 +149,7 @@ frae_polish *frae_polish_create(const frae_features *f, int rounds, char *err,
             p->band_lo[b] = 0;
     }
     frae_fft_twiddles(f->n_fft, p->twiddle);
+    p->held = (int)ceil(HOLD_HZ * f->n_fft / f->sample_rate);
     frae_fft_twiddles(f->n_fft / 2, p->half);
     for (int j = 0; j < f->hop / 2; j++)
         p->ramp[j] = (float)(0.5 - 0.5 * cos(PI * (j + 0.5) / (f->hop / 2)));
@@ -153,8 +163,7 @@ long frae_polish_max(const frae_polish *p) { return p->cap; }
 /* Frame t's target mel powers (t within the context of `at`). */
 static double *target_of(frae_polish *p, long t)
 {
-    return p->target +
-           (size_t)(t - (p->at - p->context)) * (size_t)p->f.n_mels;
+    return p->target + (size_t)(t - (p->at - p->context)) * (size_t)p->f.n_mels;
 }
 
 /* x[0..win) windowed into p->frame, its spectrum into p->re, p->im. */
@@ -205,7 +214,8 @@ static void polish_round(frae_polish *p)
             for (int k = p->band_lo[b]; k < p->band_hi[b]; k++)
                 p->num[k] += w[k] * p->ratio[b];
         }
-        for (int k = 0; k < nb; k++) {
+        const int from_bin = p->voiced[t - (p->at - p->context)] ? p->held : 0;
+        for (int k = from_bin < nb ? from_bin : nb; k < nb; k++) {
             double g2 = p->bin_sum[k] > 0 ? p->num[k] / p->bin_sum[k] : 1.0;
             g2 = g2 < MAX_GAIN2 ? g2 : MAX_GAIN2;
             const float g = (float)sqrt(g2);
@@ -258,10 +268,12 @@ static long polish_frame(frae_polish *p, float *out)
     memmove(p->target, p->target + f->n_mels,
             sizeof(double) * (size_t)(p->context + SLOTS_AHEAD - 1) *
                 (size_t)f->n_mels);
+    memmove(p->voiced, p->voiced + 1, (size_t)(p->context + SLOTS_AHEAD - 1));
     const long start = (p->at - p->context) * f->hop;
     if (start > p->start) {
         const long drop = start - p->start;
-        memmove(p->sig, p->sig + drop, sizeof(float) * (size_t)(p->have - drop));
+        memmove(p->sig, p->sig + drop,
+                sizeof(float) * (size_t)(p->have - drop));
         p->start = start;
         p->have -= drop;
     }
@@ -277,7 +289,9 @@ long frae_polish_push(frae_polish *p, const float *samples, long n,
     memcpy(p->sig + p->have, samples, sizeof(float) * (size_t)n);
     p->have += n;
     if (feats && p->frames - p->at < SLOTS_AHEAD) {
-        double *want = target_of(p, p->frames++);
+        const long t = p->frames++;
+        p->voiced[(t - (p->at - p->context))] = feats[f->n_mels + 1] >= 0.5f;
+        double *want = target_of(p, t);
         for (int b = 0; b < f->n_mels; b++) {
             double lp = (double)feats[b] * f->scale - f->offset;
             if (isnan(lp)) /* junk: the floor; beyond what audio gives: that */
@@ -286,8 +300,7 @@ long frae_polish_push(frae_polish *p, const float *samples, long n,
         }
     }
     long got = 0;
-    while (p->at < p->frames &&
-           p->at * f->hop + f->win <= p->start + p->have)
+    while (p->at < p->frames && p->at * f->hop + f->win <= p->start + p->have)
         got += polish_frame(p, out + got);
     if (last) { /* the rest is final as it stands */
         const long from = p->at * f->hop - p->start;

@@ -1137,8 +1137,9 @@ int test_fft_real(void)
 /* The polish (frae_audio_out_create's polish > 0), against a plain one on
  * the whole signal: the same rounds in double precision with a direct DFT,
  * frame by frame over the frames that reach a frame's samples, the
- * samples before it held, the frame's power given back as its features
- * ask, and its first half hop eased in.  The stream gives the same samples (to float
+ * samples before it held, a voiced frame's bins under 1 kHz held, the
+ * frame's power given back as its features ask, and its first half hop
+ * eased in.  The stream gives the same samples (to float
  * rounding), the same count as without it, the same twice over; its audio
  * analyses back closer to the features; junk frames give finite samples. */
 static void polish_plain(const frae_features *f, const float *feats, int width,
@@ -1179,7 +1180,12 @@ static void polish_plain(const frae_features *f, const float *feats, int width,
                     ratio[b] =
                         exp(lp < top ? lp : top) / (e > 1e-30 ? e : 1e-30);
                 }
-                for (int k = 0; k < nb; k++) {
+                /* a voiced frame's bins under 1 kHz held */
+                const int held =
+                    feats[u * width + nm + 1] >= 0.5f
+                        ? (int)ceil(1000.0 * f->n_fft / f->sample_rate)
+                        : 0;
+                for (int k = held; k < nb; k++) {
                     double num = 0, sum = 0;
                     for (int b = 0; b < nm; b++)
                         num += frae_mel_weight(f, b, k) * ratio[b],
