@@ -9,8 +9,11 @@
  * band's power meets its target (a bin's gain is its bands' power ratios
  * averaged by the filters' weights), and overlap-adds the frames back
  * (least squares, window-weighted), pulled towards the samples as they
- * were where few windows reach.  Samples before the frame's start are
- * final and stay.  Frames are polished one at a time, once the vocoder
+ * were where few windows reach; the frame's window is then given back
+ * the power its features ask for, which the overlap-add of frames that
+ * disagree cancels in part.  In a voiced frame the bins under HOLD_HZ
+ * are held.  Samples before the frame's start are final and stay, and
+ * its first half hop is eased in from the last round's.  Frames are polished one at a time, once the vocoder
  * has given their whole window, so the audio comes FRAE_POLISH_DELAY
  * samples (22.5 ms at the defaults) after the vocoder's.
  * docs/2026-12-06-polish.md has what it buys.
@@ -26,9 +29,9 @@
 
 #define PI 3.14159265358979323846
 
-/* weight of the samples as they were, against a window's squared sum of
- * about 0.94 where every frame reaches (Hann 400, hop 160) */
-#define HOLD 0.1f
+/* the pull towards the samples as they were, against a window's squared
+ * sum of about 0.94 where every frame reaches (Hann 400, hop 160) */
+#define PULL 0.1f
 /* the most a bin's power is scaled in a round (40 dB): the vocoder's
  * silence is not blown up into noise */
 #define MAX_GAIN2 1e4
@@ -232,7 +235,7 @@ static void polish_round(frae_polish *p)
         }
     }
     for (long i = from; i < to; i++)
-        p->acc[i] = (p->acc[i] + HOLD * p->sig[i]) / (p->wsum[i] + HOLD);
+        p->acc[i] = (p->acc[i] + PULL * p->sig[i]) / (p->wsum[i] + PULL);
     /* where the frames disagree their overlap-add cancels some power: the
      * frame's window (all of it not final) is given back the power its
      * features ask for, within MAX_LEVEL */

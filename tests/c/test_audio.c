@@ -1313,6 +1313,22 @@ int test_audio_out_polish(void)
           "every frame's samples out FRAE_POLISH_DELAY (%ld) samples later "
           "than the vocoder's",
           FRAE_POLISH_DELAY(&f));
+    { /* a window longer than two hops' lead: the delay and counts hold */
+        frae_features big = f;
+        big.win = 1024, big.n_fft = 1024;
+        long g0[30], g2[30], ok = 1;
+        float *b0 = audio_out_all(&big, a, frames, 0, g0);
+        float *b2 = audio_out_all(&big, a, frames, 2, g2);
+        for (long t = 0; b0 && b2 && t < frames; t++) {
+            const long want = g0[t] - FRAE_POLISH_DELAY(&big);
+            ok &= g2[t] == (want > 0 ? want : 0);
+        }
+        CHECK(b0 && b2 && ok,
+              "a 1024-sample window: as many samples, "
+              "FRAE_POLISH_DELAY (%ld) later",
+              FRAE_POLISH_DELAY(&big));
+        free(b0), free(b2);
+    }
     if (y0 && y2) {
         double *ref = malloc(sizeof(double) * total);
         for (long i = 0; i < total; i++)
