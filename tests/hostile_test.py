@@ -555,6 +555,13 @@ def main():
     refused(tmp, "--search given to frae decode",
             ["decode", "prior.safetensors", "v.fbs", "-o", "y.npy", "--search", "1"],
             "--search is an option of 'frae encode'")
+    for bad in ("101", "-1", "two"):  # the vocoder's polish: 0..100 rounds
+        refused(tmp, "--polish %s" % bad,
+                ["decode", "prior.safetensors", "v.fbs", "-o", "y.npy", "--polish", bad],
+                "--polish expects an integer in 0..100")
+    refused(tmp, "--polish given to frae encode",
+            ["encode", "prior.safetensors", "data.npy", "-o", "v.fbs", "--polish", "1"],
+            "--polish is an option of 'frae decode'")
 
     print("== GRU checkpoints: the family, its tensors and their values")
     gru = trained("gru.safetensors", "a GRU model trains", "--family", "gru")
