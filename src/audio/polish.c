@@ -46,17 +46,21 @@
 /* frames from `at` on whose targets are held: the vocoder's samples reach
  * a frame's window's end (win/2 past its centre) two frames later */
 #define SLOTS_AHEAD 4
+/* frames of samples the buffer has room for past what a frame needs, so
+ * that its samples slide back (a copy) once in so many frames, not every
+ * frame */
+#define SLIDE_FRAMES 32
 
 struct frae_polish {
     frae_features f;
     int nb;                  /* n_fft / 2 + 1 */
     int rounds, context;     /* frames before a frame whose windows reach it */
-    long cap;                /* samples the buffer holds */
+    long cap, most;          /* samples the buffer holds; a call gives */
     float *sig, *acc, *wsum; /* [cap]: sig[0] is sample `start` */
-    double *target;        /* [context + SLOTS_AHEAD][n_mels] mel powers, frame
-                       `at - context` first */
-    unsigned char *voiced; /* [context + SLOTS_AHEAD] likewise */
-    int held;              /* bins below HOLD_HZ */
+    int slots;               /* context + SLOTS_AHEAD */
+    double *target; /* [slots][n_mels] mel powers, frame t's at t % slots */
+    unsigned char *voiced;         /* [slots] likewise */
+    int held;                      /* bins below HOLD_HZ */
     double *ratio, *num, *bin_sum; /* [n_mels], [nb], [nb] */
     float *window;                 /* [win] periodic Hann, as the features' */
     float *filters;                /* [n_mels][nb] frae_mel_weight's */
@@ -107,13 +111,14 @@ frae_polish *frae_polish_create(const frae_features *f, int rounds, char *err,
     p->context = (f->win - 1) / f->hop;
     /* the context's samples, a window, and what one push brings (the
      * vocoder's end: under a window, and a hop a frame) */
-    p->cap = (long)(p->context + 2) * f->hop + 2L * f->win;
+    p->most = (long)(p->context + 2) * f->hop + 2L * f->win;
+    p->cap = p->most + (long)SLIDE_FRAMES * f->hop;
+    p->slots = p->context + SLOTS_AHEAD;
     p->sig = malloc(sizeof(float) * (size_t)p->cap);
     p->acc = malloc(sizeof(float) * (size_t)p->cap);
     p->wsum = malloc(sizeof(float) * (size_t)p->cap);
-    p->target = malloc(sizeof(double) * (size_t)(p->context + SLOTS_AHEAD) *
-                       (size_t)nm);
-    p->voiced = calloc((size_t)(p->context + SLOTS_AHEAD), 1);
+    p->target = malloc(sizeof(double) * (size_t)p->slots * (size_t)nm);
+    p->voiced = calloc((size_t)p->slots, 1);
     p->ratio = malloc(sizeof(double) * (size_t)nm);
     p->num = malloc(sizeof(double) * (size_t)nb);
     p->bin_sum = calloc((size_t)nb, sizeof(double));
@@ -161,12 +166,12 @@ frae_polish *frae_polish_create(const frae_features *f, int rounds, char *err,
     return p;
 }
 
-long frae_polish_max(const frae_polish *p) { return p->cap; }
+long frae_polish_max(const frae_polish *p) { return p->most; }
 
-/* Frame t's target mel powers (t within the context of `at`). */
+/* Frame t's target mel powers (t from `at - context` to `frames - 1`). */
 static double *target_of(frae_polish *p, long t)
 {
-    return p->target + (size_t)(t - (p->at - p->context)) * (size_t)p->f.n_mels;
+    return p->target + (size_t)(t % p->slots) * (size_t)p->f.n_mels;
 }
 
 /* x[0..win) windowed into p->frame, its spectrum into p->re, p->im. */
@@ -217,7 +222,7 @@ static void polish_round(frae_polish *p)
             for (int k = p->band_lo[b]; k < p->band_hi[b]; k++)
                 p->num[k] += w[k] * p->ratio[b];
         }
-        const int from_bin = p->voiced[t - (p->at - p->context)] ? p->held : 0;
+        const int from_bin = p->voiced[t % p->slots] ? p->held : 0;
         for (int k = from_bin < nb ? from_bin : nb; k < nb; k++) {
             double g2 = p->bin_sum[k] > 0 ? p->num[k] / p->bin_sum[k] : 1.0;
             g2 = g2 < MAX_GAIN2 ? g2 : MAX_GAIN2;
@@ -259,7 +264,7 @@ static void polish_round(frae_polish *p)
 }
 
 /* Polishes frame `at`, writes its first hop (now final) to out, and
- * slides the buffer and the targets by a frame. */
+ * moves on to the next. */
 static long polish_frame(frae_polish *p, float *out)
 {
     const frae_features *f = &p->f;
@@ -268,32 +273,34 @@ static long polish_frame(frae_polish *p, float *out)
     const long from = p->at * f->hop - p->start;
     memcpy(out, p->sig + from, sizeof(float) * (size_t)f->hop);
     p->at++;
-    memmove(p->target, p->target + f->n_mels,
-            sizeof(double) * (size_t)(p->context + SLOTS_AHEAD - 1) *
-                (size_t)f->n_mels);
-    memmove(p->voiced, p->voiced + 1, (size_t)(p->context + SLOTS_AHEAD - 1));
-    const long start = (p->at - p->context) * f->hop;
-    if (start > p->start) {
-        const long drop = start - p->start;
-        memmove(p->sig, p->sig + drop,
-                sizeof(float) * (size_t)(p->have - drop));
-        p->start = start;
-        p->have -= drop;
-    }
     return f->hop;
+}
+
+/* Room for n more samples: those no frame to polish reaches are dropped,
+ * the rest slide to the buffer's start (once in SLIDE_FRAMES frames). */
+static void make_room(frae_polish *p, long n)
+{
+    const long start = (p->at - p->context) * p->f.hop;
+    if (p->have + n <= p->cap || start <= p->start)
+        return;
+    const long drop = start - p->start;
+    memmove(p->sig, p->sig + drop, sizeof(float) * (size_t)(p->have - drop));
+    p->start = start;
+    p->have -= drop;
 }
 
 long frae_polish_push(frae_polish *p, const float *samples, long n,
                       const float *feats, int last, float *out)
 {
     const frae_features *f = &p->f;
+    make_room(p, n);
     if (n > p->cap - p->have) /* never at frae_audio_out's pace */
         n = p->cap - p->have;
     memcpy(p->sig + p->have, samples, sizeof(float) * (size_t)n);
     p->have += n;
     if (feats && p->frames - p->at < SLOTS_AHEAD) {
         const long t = p->frames++;
-        p->voiced[(t - (p->at - p->context))] = feats[f->n_mels + 1] >= 0.5f;
+        p->voiced[t % p->slots] = feats[f->n_mels + 1] >= 0.5f;
         double *want = target_of(p, t);
         for (int b = 0; b < f->n_mels; b++) {
             double lp = (double)feats[b] * f->scale - f->offset;
