@@ -240,6 +240,18 @@ def training_clip_args(ap, every, model=True):
     ap.add_argument("--work", default=None)
 
 
+def training_clips_and_work(a, prefix, band=None):
+    """A training-clip tool's clips (training_clip_args's a; every Nth, of
+    one band or both) and its work directory (--work, or a new one named
+    prefix); exits with one line if the corpus has none."""
+    work = a.work or tempfile.mkdtemp(prefix=prefix)
+    os.makedirs(work, exist_ok=True)
+    clips = voices_training_clips(a.corpus, a.every, band)
+    if not clips:
+        sys.exit("no training clips%s in %s" % (" of band %s" % band if band else "", a.corpus))
+    return clips, work
+
+
 def voices_training_clips(corpus, every=1, band=None):
     """The many-voices corpus's training clips (clips.tsv), of one band
     ("wb", "nb") or both, every Nth: for choosing rules on training

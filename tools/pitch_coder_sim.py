@@ -38,7 +38,6 @@ import argparse
 import math
 import os
 import sys
-import tempfile
 
 import numpy as np
 
@@ -111,11 +110,7 @@ def main():
     ap.add_argument("--band", choices=("nb", "wb"), required=True)
     demo.training_clip_args(ap, every=1)
     a = ap.parse_args()
-    work = a.work or tempfile.mkdtemp(prefix="pitch-sim-")
-    os.makedirs(work, exist_ok=True)
-    clips = demo.voices_training_clips(a.corpus, a.every, a.band)
-    if not clips:
-        sys.exit("no training clips of band %s in %s" % (a.band, a.corpus))
+    clips, work = demo.training_clips_and_work(a, "pitch-sim-", a.band)
     data = []
     for i, wav in enumerate(clips):
         base = os.path.join(work, "%d" % i)

@@ -18,7 +18,6 @@ on the held-out ones)."""
 import argparse
 import os
 import sys
-import tempfile
 
 import numpy as np
 
@@ -146,11 +145,7 @@ def main():
     ap = argparse.ArgumentParser()
     demo.training_clip_args(ap, every=40)
     a = ap.parse_args()
-    work = a.work or tempfile.mkdtemp(prefix="polish-sim-")
-    os.makedirs(work, exist_ok=True)
-    clips = demo.voices_training_clips(a.corpus, a.every)
-    if not clips:
-        sys.exit("no training clips in %s" % a.corpus)
+    clips, work = demo.training_clips_and_work(a, "polish-sim-")
     rows = {v[0]: [] for v in VARIANTS}
     rows["frae decode --polish 2"] = []
     for wav in clips:

@@ -15,7 +15,6 @@ Clips: the many-voices corpus's training clips, both bands, every Nth
 import argparse
 import os
 import sys
-import tempfile
 
 import numpy as np
 
@@ -29,11 +28,7 @@ def main():
     ap = argparse.ArgumentParser()
     demo.training_clip_args(ap, every=20, model=False)
     a = ap.parse_args()
-    work = a.work or tempfile.mkdtemp(prefix="vocoder-floor-")
-    os.makedirs(work, exist_ok=True)
-    clips = demo.voices_training_clips(a.corpus, a.every)
-    if not clips:
-        sys.exit("no training clips in %s" % a.corpus)
+    clips, work = demo.training_clips_and_work(a, "vocoder-floor-")
     feats, residuals, voicing, floor = [], [], [], []
     for wav in clips:
         npy = os.path.join(work, "o.npy")
