@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """How the vocoder's polish was chosen (src/audio/polish.c;
-docs/2026-12-06-polish.md): the same rounds in numpy on
+docs/2026-12-06-polish.md, docs/2026-12-07-polish-down.md): the same rounds in numpy on
 the vocoder's audio of a codec's decoded features, over the whole signal
 or streamed (blocks of frames, frames ahead, the first half hop eased in
 or not), measured as tools/human_study.py measures a codec (LSD / MCD 0-4
@@ -8,7 +8,9 @@ kHz against the original's features, aligned by the features' lag; STOI;
 aubio's GPE and VDE of the audio against the original's)
 under the codec's own analysis and two others whose frames are not the
 polish's: the signals moved by half a hop, and a 640-sample window in a
-1024-point FFT.  The last row is frae decode --polish 2 itself.
+1024-point FFT.  The last row is frae decode --polish 2 itself (the row
+before it its rule: voiced frames only turned down under 1 kHz, targets
+0.4 / 3 of the way to each neighbour).
 
 Usage: tools/polish_sim.py [--every N] [--model M] [--frae build/frae]
   [--corpus data/corpus] [--work DIR]
@@ -31,17 +33,32 @@ NARROW = np.where(demo.mel_upper_edges() <= 3800)[0]
 ANALYSES = [("codec's frames", [], 0), ("half a hop later", [], 80),
             ("640 / 1024", ["--win", "640", "--fft", "1024"], 0)]
 # (label, block frames (0: the whole signal), frames ahead, rounds, eased,
-# the power given back, a voiced frame's bins held below this many Hz)
-VARIANTS = [("vocoder alone", 0, 0, 0, True, True, 0)] + [
-    ("whole signal, %d rounds" % k, 0, 0, k, True, False, 0) for k in (1, 2, 4)] + [
-    ("frame by frame, %d round%s" % (k, "s" if k > 1 else ""), 1, 0, k, True, True, 0)
+# the power given back, what a voiced frame's bins below how many Hz get:
+# None (polished as the rest), ("held", Hz): a gain of 1, ("down", Hz):
+# no gain over 1, ("down3", Hz): no gain over 1, from each band's power
+# ratio with its two neighbours'; and, optionally, each neighbour's share
+# of a frame's target log powers)
+VARIANTS = [("vocoder alone", 0, 0, 0, True, True, None)] + [
+    ("whole signal, %d rounds" % k, 0, 0, k, True, False, None) for k in (1, 2, 4)] + [
+    ("frame by frame, %d round%s" % (k, "s" if k > 1 else ""), 1, 0, k, True, True, None)
     for k in (1, 2, 3)] + [
-    ("frame by frame, 2 rounds, not eased", 1, 0, 2, False, True, 0),
-    ("frame by frame, 2 rounds, power not given back", 1, 0, 2, True, False, 0),
-    ("frame by frame, 1 frame ahead, 2 rounds", 1, 1, 2, True, True, 0),
-    ("blocks of 4 frames, 2 rounds", 4, 0, 2, True, True, 0)] + [
-    ("frame by frame, 2 rounds, voiced frames held under %d Hz" % hz, 1, 0, 2, True, True, hz)
-    for hz in (500, 1000, 2000)]
+    ("frame by frame, 2 rounds, not eased", 1, 0, 2, False, True, None),
+    ("frame by frame, 2 rounds, power not given back", 1, 0, 2, True, False, None),
+    ("frame by frame, 1 frame ahead, 2 rounds", 1, 1, 2, True, True, None),
+    ("blocks of 4 frames, 2 rounds", 4, 0, 2, True, True, None)] + [
+    ("frame by frame, 2 rounds, voiced frames %s under %d Hz"
+     % ("held" if how == "held" else "only turned down", hz), 1, 0, 2, True, True, (how, hz))
+    for how in ("held", "down") for hz in (500, 1000, 2000)] + [
+    ("frame by frame, 2 rounds, voiced frames only turned down", 1, 0, 2, True, True,
+     ("down", 8001))] + [
+    ("frame by frame, 2 rounds, voiced frames only turned down under 1000 Hz, targets %.3g of "
+     "the way to each neighbour" % share, 1, 0, 2, True, True, ("down", 1000), share)
+    for share in (0.1, 0.4 / 3, 0.2)] + [
+    ("frame by frame, 2 rounds, voiced frames only turned down under 1000 Hz, three bands at "
+     "a time", 1, 0, 2, True, True, ("down3", 1000)),
+    ("frame by frame, 2 rounds, voiced frames only turned down under 1000 Hz, three bands at "
+     "a time, targets 0.133 of the way to each neighbour (frae's rule)", 1, 0, 2, True, True,
+     ("down3", 1000), 0.4 / 3)]
 FREQS = np.arange(NFFT // 2 + 1) * 16000.0 / NFFT
 
 
@@ -65,7 +82,7 @@ def stft(y, frames):
                        NFFT, axis=1)
 
 
-def rounds_over(z, target, f0, f1, fixed, eased, power, held=None):
+def rounds_over(z, target, f0, f1, fixed, eased, power, voiced_low=None):
     """One round over frames f0..f1-1 of z: their bins scaled to the target
     mel powers, overlap-added back from sample `fixed` on (least squares,
     pulled to the samples as they were by 0.1), the frames not final given
@@ -74,11 +91,19 @@ def rounds_over(z, target, f0, f1, fixed, eased, power, held=None):
     s0, s1 = f0 * HOP, (f1 - 1) * HOP + WIN
     seg = z[s0:s1]
     X = stft(seg, f1 - f0)
-    ratio = target[f0:f1] / np.maximum((np.abs(X) ** 2) @ W.T, 1e-30)
+    bands = (np.abs(X) ** 2) @ W.T
+    ratio = target[f0:f1] / np.maximum(bands, 1e-30)
     sums = W.sum(0)
     g2 = np.where(sums > 0, (ratio @ W) / np.maximum(sums, 1e-30), 1.0)
-    if held is not None:  # [frames, bins] True where a bin keeps its gain of 1
-        g2 = np.where(held[f0:f1], 1.0, g2)
+    if voiced_low is not None:  # ([frames, bins] True where it applies, how)
+        where, how = voiced_low
+        low = g2
+        if how == "down3":  # each band with its neighbours
+            three = lambda v: v + np.pad(v[:, 1:], ((0, 0), (0, 1))) + np.pad(v[:, :-1],
+                                                                               ((0, 0), (1, 0)))
+            wide = three(target[f0:f1]) / np.maximum(three(bands), 1e-30)
+            low = np.where(sums > 0, (wide @ W) / np.maximum(sums, 1e-30), 1.0)
+        g2 = np.where(where[f0:f1], 1.0 if how == "held" else np.minimum(low, 1.0), g2)
     fr = np.fft.irfft(X * np.sqrt(np.minimum(g2, 1e4)), NFFT, axis=1)[:, :WIN] * WINDOW
     acc, wsum = np.zeros(s1 - s0), np.zeros(s1 - s0)
     for t in range(f1 - f0):
@@ -96,9 +121,20 @@ def rounds_over(z, target, f0, f1, fixed, eased, power, held=None):
     z[fixed:s1] = new
 
 
-def polish(y, target, voiced, block, ahead, k, eased, power, hold_hz):
+def towards_neighbours(target, share):
+    """Each frame's log powers taken `share` of the way to each neighbour's
+    (its own at the ends), as src/audio/polish.c's targets."""
+    lp = np.log(np.maximum(target, 1e-30))
+    before = np.concatenate([lp[:1], lp[:-1]])
+    after = np.concatenate([lp[1:], lp[-1:]])
+    return np.exp(lp + share * (before - lp) + share * (after - lp))
+
+
+def polish(y, target, voiced, block, ahead, k, eased, power, low, share=0.0):
     z = y.copy()
-    held = voiced[:, None] & (FREQS[None, :] < hold_hz) if hold_hz else None
+    if share:
+        target = towards_neighbours(target, share)
+    voiced_low = (voiced[:, None] & (FREQS[None, :] < low[1]), low[0]) if low else None
     frames = min(len(target), 1 + (len(z) - WIN) // HOP)
     if block == 0:
         for _ in range(k):
@@ -107,7 +143,7 @@ def polish(y, target, voiced, block, ahead, k, eased, power, hold_hz):
     for b0 in range(0, frames, block):
         for _ in range(k):
             rounds_over(z, target, max(0, b0 - 2), min(frames, b0 + block + ahead), b0 * HOP,
-                        eased, power, held)
+                        eased, power, voiced_low)
     return z
 
 

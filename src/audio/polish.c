@@ -11,12 +11,16 @@
  * (least squares, window-weighted), pulled towards the samples as they
  * were where few windows reach; the frame's window is then given back
  * the power its features ask for, which the overlap-add of frames that
- * disagree cancels in part.  In a voiced frame the bins under HOLD_HZ
- * are held.  Samples before the frame's start are final and stay, and
- * its first half hop is eased in from the last round's.  Frames are polished one at a time, once the vocoder
- * has given their whole window, so the audio comes FRAE_POLISH_DELAY
- * samples (22.5 ms at the defaults) after the vocoder's.
- * docs/2026-12-06-polish.md has what it buys.
+ * disagree cancels in part.  In a voiced frame the bins under
+ * VOICED_DOWN_HZ are only ever turned down, and by the power ratio of
+ * each band and its two neighbours together.  A frame's targets are its
+ * log mel powers taken a little towards its neighbours' (NEIGHBOUR).
+ * Samples before the frame's start are final and stay, and its first
+ * half hop is eased in from the last round's.  Frames are polished one at
+ * a time, once the vocoder has given their whole window, so the audio
+ * comes FRAE_POLISH_DELAY samples (22.5 ms at the defaults) after the
+ * vocoder's.  docs/2026-12-06-polish.md and docs/2026-12-07-polish-down.md
+ * have what it buys.
  *
  * Nothing is allocated after create; a NaN feature counts as the floor,
  * one above frae_features_max as that. */
@@ -37,11 +41,23 @@
 #define MAX_GAIN2 1e4
 /* the most a round scales a frame's power back up or down (6 dB) */
 #define MAX_LEVEL 4.0
-/* in a voiced frame the bins below this are the vocoder's harmonics, whose
- * amplitudes already give the frame's mel powers back: polished, their
- * peaks were blurred and 10 points more of the synthetic voices' voiced
- * frames read unvoiced (docs/2026-12-06-polish.md) */
-#define HOLD_HZ 1000.0
+/* in a voiced frame the bins below this are the vocoder's harmonics and
+ * the valleys between them, and are only turned down, by three bands'
+ * power ratio at a time, so that a harmonic and the valley beside it go
+ * down together: raised, the valleys filled and blurred the harmonics
+ * (10 points more of the synthetic voices' voiced frames read unvoiced);
+ * turned down band by band, the harmonics sank into the valleys (2.5
+ * points more of the held-out voices' frames read unvoiced with the
+ * fixed 1.6 kbit/s codec); held at a gain of 1, half the polish's STOI
+ * was lost (docs/2026-12-07-polish-down.md) */
+#define VOICED_DOWN_HZ 1000.0
+
+/* each neighbour's share of a frame's target log mel powers: the decoded
+ * features scatter from frame to frame about the input's (each frame's
+ * latent quantised apart), and the next frame is at hand (the polish
+ * waits for the vocoder's samples two frames on); the same audio's STOI
+ * +0.002 (docs/2026-12-07-polish-down.md) */
+#define NEIGHBOUR (0.4 / 3)
 
 /* frames from `at` on whose targets are held: the vocoder's samples reach
  * a frame's window's end (win/2 past its centre) two frames later */
@@ -58,19 +74,23 @@ struct frae_polish {
     long cap, most;          /* samples the buffer holds; a call gives */
     float *sig, *acc, *wsum; /* [cap]: sig[0] is sample `start` */
     int slots;               /* context + SLOTS_AHEAD */
-    double *target; /* [slots][n_mels] mel powers, frame t's at t % slots */
+    double *target;    /* [slots][n_mels] mel powers, frame t's at t % slots */
+    double *log_power; /* [slots][n_mels] the features', likewise */
     unsigned char *voiced;         /* [slots] likewise */
-    int held;                      /* bins below HOLD_HZ */
+    int voiced_bins;               /* bins below VOICED_DOWN_HZ */
     double *ratio, *num, *bin_sum; /* [n_mels], [nb], [nb] */
-    float *window;                 /* [win] periodic Hann, as the features' */
-    float *filters;                /* [n_mels][nb] frae_mel_weight's */
-    int *band_lo, *band_hi;        /* each filter's nonzero bins: [lo, hi) */
+    double *power, *wide;   /* [n_mels] a frame's band powers; the ratios of
+                           * each band and its neighbours together */
+    float *window;          /* [win] periodic Hann, as the features' */
+    float *filters;         /* [n_mels][nb] frae_mel_weight's */
+    int *band_lo, *band_hi; /* each filter's nonzero bins: [lo, hi) */
     float *twiddle, *half, *frame; /* [n_fft]; [n_fft / 2]; [n_fft] */
     float *re, *im;                /* [nb] a frame's spectrum */
     float *ramp;                   /* [hop / 2] raised cosine, 0 to 1 */
     double max_log_power;
     long start, have; /* the buffer's first sample, and how many it holds */
     long at, frames;  /* the next frame to polish; frames given so far */
+    long targeted;    /* frames whose targets are final */
 };
 
 void frae_polish_destroy(frae_polish *p)
@@ -81,15 +101,16 @@ void frae_polish_destroy(frae_polish *p)
     free(p->window), free(p->filters), free(p->band_lo), free(p->band_hi);
     free(p->twiddle), free(p->half), free(p->frame);
     free(p->re), free(p->im), free(p->ramp);
-    free(p->target), free(p->voiced), free(p->ratio), free(p->num),
-        free(p->bin_sum);
+    free(p->power), free(p->wide);
+    free(p->target), free(p->log_power), free(p->voiced), free(p->ratio),
+        free(p->num), free(p->bin_sum);
     free(p);
 }
 
 void frae_polish_reset(frae_polish *p)
 {
     p->start = p->have = 0;
-    p->at = p->frames = 0;
+    p->at = p->frames = p->targeted = 0;
 }
 
 frae_polish *frae_polish_create(const frae_features *f, int rounds, char *err,
@@ -118,8 +139,11 @@ frae_polish *frae_polish_create(const frae_features *f, int rounds, char *err,
     p->acc = malloc(sizeof(float) * (size_t)p->cap);
     p->wsum = malloc(sizeof(float) * (size_t)p->cap);
     p->target = malloc(sizeof(double) * (size_t)p->slots * (size_t)nm);
+    p->log_power = malloc(sizeof(double) * (size_t)p->slots * (size_t)nm);
     p->voiced = calloc((size_t)p->slots, 1);
     p->ratio = malloc(sizeof(double) * (size_t)nm);
+    p->power = malloc(sizeof(double) * (size_t)nm);
+    p->wide = malloc(sizeof(double) * (size_t)nm);
     p->num = malloc(sizeof(double) * (size_t)nb);
     p->bin_sum = calloc((size_t)nb, sizeof(double));
     p->window = malloc(sizeof(float) * (size_t)f->win);
@@ -132,10 +156,11 @@ frae_polish *frae_polish_create(const frae_features *f, int rounds, char *err,
     p->re = malloc(sizeof(float) * (size_t)nb);
     p->im = malloc(sizeof(float) * (size_t)nb);
     p->ramp = malloc(sizeof(float) * (size_t)(f->hop / 2 + 1));
-    if (!p->sig || !p->acc || !p->wsum || !p->target || !p->voiced ||
-        !p->ratio || !p->num || !p->bin_sum || !p->window || !p->filters ||
-        !p->band_lo || !p->band_hi || !p->twiddle || !p->half || !p->frame ||
-        !p->re || !p->im || !p->ramp) {
+    if (!p->sig || !p->acc || !p->wsum || !p->target || !p->log_power ||
+        !p->voiced || !p->ratio || !p->power || !p->wide || !p->num ||
+        !p->bin_sum || !p->window || !p->filters || !p->band_lo ||
+        !p->band_hi || !p->twiddle || !p->half || !p->frame || !p->re ||
+        !p->im || !p->ramp) {
         frae_polish_destroy(p);
         frae_errorf(err, errlen, "out of memory");
         return NULL;
@@ -157,7 +182,7 @@ frae_polish *frae_polish_create(const frae_features *f, int rounds, char *err,
             p->band_lo[b] = 0;
     }
     frae_fft_twiddles(f->n_fft, p->twiddle);
-    p->held = (int)ceil(HOLD_HZ * f->n_fft / f->sample_rate);
+    p->voiced_bins = (int)ceil(VOICED_DOWN_HZ * f->n_fft / f->sample_rate);
     frae_fft_twiddles(f->n_fft / 2, p->half);
     for (int j = 0; j < f->hop / 2; j++)
         p->ramp[j] = (float)(0.5 - 0.5 * cos(PI * (j + 0.5) / (f->hop / 2)));
@@ -172,6 +197,24 @@ long frae_polish_max(const frae_polish *p) { return p->most; }
 static double *target_of(frae_polish *p, long t)
 {
     return p->target + (size_t)(t % p->slots) * (size_t)p->f.n_mels;
+}
+
+/* Frame u's targets made final: its log mel powers taken NEIGHBOUR of the
+ * way to each neighbour's (its own where the sequence has none). */
+static void target_frame(frae_polish *p, long u)
+{
+    const int nm = p->f.n_mels;
+    const size_t slots = (size_t)p->slots;
+    const double *at = p->log_power + (size_t)u % slots * nm;
+    const double *before =
+        u > 0 ? p->log_power + (size_t)(u - 1) % slots * nm : at;
+    const double *after =
+        u + 1 < p->frames ? p->log_power + (size_t)(u + 1) % slots * nm : at;
+    double *want = target_of(p, u);
+    for (int b = 0; b < nm; b++)
+        want[b] = exp(at[b] + NEIGHBOUR * (before[b] - at[b]) +
+                      NEIGHBOUR * (after[b] - at[b]));
+    p->targeted = u + 1;
 }
 
 /* x[0..win) windowed into p->frame, its spectrum into p->re, p->im. */
@@ -212,20 +255,30 @@ static void polish_round(frae_polish *p)
         analyse(p, p->sig + s);
         const double *want = target_of(p, t);
         for (int b = 0; b < nm; b++) {
-            const double e = band_power(p, b);
+            const double e = p->power[b] = band_power(p, b);
             p->ratio[b] = want[b] / (e > 1e-30 ? e : 1e-30);
         }
+        const int voiced = p->voiced[t % p->slots];
+        if (voiced) /* each band's ratio over it and its neighbours */
+            for (int b = 0; b < nm; b++) {
+                double w = 0, e = 0;
+                for (int j = b > 0 ? b - 1 : 0; j <= b + 1 && j < nm; j++)
+                    w += want[j], e += p->power[j];
+                p->wide[b] = w / (e > 1e-30 ? e : 1e-30);
+            }
         /* each bin's gain: its bands' ratios by the filters' weights */
+        const int down_to = voiced ? p->voiced_bins : 0;
         memset(p->num, 0, sizeof(double) * (size_t)nb);
         for (int b = 0; b < nm; b++) {
             const float *w = p->filters + (size_t)b * nb;
             for (int k = p->band_lo[b]; k < p->band_hi[b]; k++)
-                p->num[k] += w[k] * p->ratio[b];
+                p->num[k] += w[k] * (k < down_to ? p->wide[b] : p->ratio[b]);
         }
-        const int from_bin = p->voiced[t % p->slots] ? p->held : 0;
-        for (int k = from_bin < nb ? from_bin : nb; k < nb; k++) {
+        for (int k = 0; k < nb; k++) {
             double g2 = p->bin_sum[k] > 0 ? p->num[k] / p->bin_sum[k] : 1.0;
             g2 = g2 < MAX_GAIN2 ? g2 : MAX_GAIN2;
+            if (k < down_to && g2 > 1.0)
+                g2 = 1.0;
             const float g = (float)sqrt(g2);
             re[k] *= g;
             im[k] *= g;
@@ -301,16 +354,20 @@ long frae_polish_push(frae_polish *p, const float *samples, long n,
     if (feats && p->frames - p->at < SLOTS_AHEAD) {
         const long t = p->frames++;
         p->voiced[t % p->slots] = feats[f->n_mels + 1] >= 0.5f;
-        double *want = target_of(p, t);
+        double *log_power = p->log_power + (size_t)(t % p->slots) * f->n_mels;
         for (int b = 0; b < f->n_mels; b++) {
             double lp = (double)feats[b] * f->scale - f->offset;
             if (isnan(lp)) /* junk: the floor; beyond what audio gives: that */
                 lp = log(f->floor);
-            want[b] = exp(lp < p->max_log_power ? lp : p->max_log_power);
+            log_power[b] = lp < p->max_log_power ? lp : p->max_log_power;
         }
+        if (t > 0)
+            target_frame(p, t - 1);
     }
+    if (last && p->targeted < p->frames) /* the last frame has no next */
+        target_frame(p, p->frames - 1);
     long got = 0;
-    while (p->at < p->frames && p->at * f->hop + f->win <= p->start + p->have)
+    while (p->at < p->targeted && p->at * f->hop + f->win <= p->start + p->have)
         got += polish_frame(p, out + got);
     if (last) { /* the rest is final as it stands */
         const long from = p->at * f->hop - p->start;
