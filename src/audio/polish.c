@@ -14,7 +14,8 @@
  * disagree cancels in part.  In a voiced frame the bins under
  * VOICED_DOWN_HZ are only ever turned down, and by the power ratio of
  * each band and its two neighbours together.  A frame's targets are its
- * log mel powers taken a little towards its neighbours' (NEIGHBOUR).
+ * log mel powers taken a little towards its neighbours' (NEIGHBOUR), their
+ * power kept at the features' over a few frames (LEVEL_FRAMES).
  * Samples before the frame's start are final and stay, and its first
  * half hop is eased in from the last round's.  Frames are polished one at
  * a time, once the vocoder has given their whole window, so the audio
@@ -58,6 +59,11 @@
  * waits for the vocoder's samples two frames on); the same audio's STOI
  * +0.002 (docs/2026-12-07-polish-down.md) */
 #define NEIGHBOUR (0.4 / 3)
+/* the frames over which the targets' power is kept at the features' (an
+ * exponential average of each's): smoothing logs lowers the power where
+ * the features scatter (0.25 dB with the fixed 1.6 kbit/s codec,
+ * tests/speech_level_test.py) */
+#define LEVEL_FRAMES 20
 
 /* frames from `at` on whose targets are held: the vocoder's samples reach
  * a frame's window's end (win/2 past its centre) two frames later */
@@ -91,6 +97,7 @@ struct frae_polish {
     long start, have; /* the buffer's first sample, and how many it holds */
     long at, frames;  /* the next frame to polish; frames given so far */
     long targeted;    /* frames whose targets are final */
+    double features_level, targets_level; /* LEVEL_FRAMES averages */
 };
 
 void frae_polish_destroy(frae_polish *p)
@@ -111,6 +118,7 @@ void frae_polish_reset(frae_polish *p)
 {
     p->start = p->have = 0;
     p->at = p->frames = p->targeted = 0;
+    p->features_level = p->targets_level = 0;
 }
 
 frae_polish *frae_polish_create(const frae_features *f, int rounds, char *err,
@@ -211,9 +219,19 @@ static void target_frame(frae_polish *p, long u)
     const double *after =
         u + 1 < p->frames ? p->log_power + (size_t)(u + 1) % slots * nm : at;
     double *want = target_of(p, u);
-    for (int b = 0; b < nm; b++)
+    double features = 0, targets = 0;
+    for (int b = 0; b < nm; b++) {
         want[b] = exp(at[b] + NEIGHBOUR * (before[b] - at[b]) +
                       NEIGHBOUR * (after[b] - at[b]));
+        features += exp(at[b]);
+        targets += want[b];
+    }
+    p->features_level += (features - p->features_level) / LEVEL_FRAMES;
+    p->targets_level += (targets - p->targets_level) / LEVEL_FRAMES;
+    const double g =
+        p->targets_level > 0 ? p->features_level / p->targets_level : 1.0;
+    for (int b = 0; b < nm; b++)
+        want[b] *= g;
     p->targeted = u + 1;
 }
 

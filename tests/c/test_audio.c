@@ -1137,7 +1137,8 @@ int test_fft_real(void)
 /* The polish (frae_audio_out_create's polish > 0), against a plain one on
  * the whole signal: the same rounds in double precision with a direct DFT,
  * frame by frame over the frames that reach a frame's samples, the
- * targets' log powers taken 0.4 / 3 of the way to each neighbour's, the
+ * targets' log powers taken 0.4 / 3 of the way to each neighbour's and
+ * their power kept at the features' over 20 frames, the
  * samples before it held, a voiced frame's bins under 1 kHz only turned
  * down and by the power ratio of each band and its neighbours, the
  * frame's power given back as its features ask, and its first half hop
@@ -1167,14 +1168,21 @@ static void polish_plain(const frae_features *f, const float *feats, int width,
             const double v = feats[t * width + b] * f->scale - f->offset;
             lp[t * nm + b] = v < top ? v : top;
         }
-    for (long t = 0; t < frames; t++)
+    double level_in = 0, level_out = 0; /* over 20 frames, exponentially */
+    for (long t = 0; t < frames; t++) {
+        double in = 0, out = 0;
         for (int b = 0; b < nm; b++) {
             const double at = lp[t * nm + b];
             const double before = t > 0 ? lp[(t - 1) * nm + b] : at;
             const double after = t + 1 < frames ? lp[(t + 1) * nm + b] : at;
             target[t * nm + b] =
                 exp(at + 0.4 / 3 * (before - at) + 0.4 / 3 * (after - at));
+            in += exp(at), out += target[t * nm + b];
         }
+        level_in += (in - level_in) / 20, level_out += (out - level_out) / 20;
+        for (int b = 0; b < nm; b++)
+            target[t * nm + b] *= level_in / level_out;
+    }
     for (long t = 0; t < frames; t++)
         for (int r = 0; r < rounds; r++) {
             const long from = t * f->hop;
