@@ -9,8 +9,9 @@ aubio's GPE and VDE of the audio against the original's)
 under the codec's own analysis and two others whose frames are not the
 polish's: the signals moved by half a hop, and a 640-sample window in a
 1024-point FFT.  The last row is frae decode --polish 2 itself (the row
-before it its rule: voiced frames only turned down under 1 kHz, targets
-0.4 / 3 of the way to each neighbour).
+before it its rule: voiced frames only turned down under 1 kHz, three
+bands at a time, targets 0.4 / 3 of the way to each neighbour, their
+level kept over 20 frames).
 
 Usage: tools/polish_sim.py [--every N] [--model M] [--frae build/frae]
   [--corpus data/corpus] [--work DIR]
@@ -121,13 +122,22 @@ def rounds_over(z, target, f0, f1, fixed, eased, power, voiced_low=None):
     z[fixed:s1] = new
 
 
-def towards_neighbours(target, share):
+def towards_neighbours(target, share, level_frames=20):
     """Each frame's log powers taken `share` of the way to each neighbour's
-    (its own at the ends), as src/audio/polish.c's targets."""
+    (its own at the ends), their power kept at the features' by the ratio
+    of two exponential averages over level_frames frames, as
+    src/audio/polish.c's targets."""
     lp = np.log(np.maximum(target, 1e-30))
     before = np.concatenate([lp[:1], lp[:-1]])
     after = np.concatenate([lp[1:], lp[-1:]])
-    return np.exp(lp + share * (before - lp) + share * (after - lp))
+    new = np.exp(lp + share * (before - lp) + share * (after - lp))
+    features, targets = np.exp(lp).sum(1), new.sum(1)
+    kept, made = 0.0, 0.0
+    for t in range(len(new)):
+        kept += (features[t] - kept) / level_frames
+        made += (targets[t] - made) / level_frames
+        new[t] *= kept / made
+    return new
 
 
 def polish(y, target, voiced, block, ahead, k, eased, power, low, share=0.0):
