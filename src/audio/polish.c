@@ -56,8 +56,8 @@
 /* each neighbour's share of a frame's target log mel powers: the decoded
  * features scatter from frame to frame about the input's (each frame's
  * latent quantised apart), and the next frame is at hand (the polish
- * waits for the vocoder's samples two frames on); the same audio's STOI
- * +0.002 (docs/2026-12-07-polish-down.md) */
+ * waits for the vocoder's samples two frames on); speech-vbr's held-out
+ * STOI +0.001 with the level kept (docs/2026-12-07-polish-down.md) */
 #define NEIGHBOUR (0.4 / 3)
 /* the frames over which the targets' power is kept at the features' (an
  * exponential average of each's): smoothing logs lowers the power where
