@@ -277,8 +277,11 @@ static void polish_round(frae_polish *p)
             p->ratio[b] = want[b] / (e > 1e-30 ? e : 1e-30);
         }
         const int voiced = p->voiced[t % p->slots];
-        if (voiced) /* each band's ratio over it and its neighbours */
+        if (voiced) /* each band's ratio over it and its neighbours, for
+                     * the bands that reach the bins under VOICED_DOWN_HZ */
             for (int b = 0; b < nm; b++) {
+                if (p->band_lo[b] >= p->voiced_bins)
+                    continue;
                 double w = 0, e = 0;
                 for (int j = b > 0 ? b - 1 : 0; j <= b + 1 && j < nm; j++)
                     w += want[j], e += p->power[j];
