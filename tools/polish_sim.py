@@ -10,8 +10,9 @@ under the codec's own analysis and two others whose frames are not the
 polish's: the signals moved by half a hop, and a 640-sample window in a
 1024-point FFT.  The last row is frae decode --polish 2 itself (the row
 before it its rule: voiced frames only turned down under 1 kHz, three
-bands at a time, targets 0.4 / 3 of the way to each neighbour, their
-level kept over 20 frames).
+bands at a time, targets 0.4 / 3 of the way to each neighbour and raised
+0.25 dB; the one before that the twenty-fourth session's, their level kept
+over 20 frames).
 
 Usage: tools/polish_sim.py [--every N] [--model M] [--frae build/frae]
   [--corpus data/corpus] [--work DIR]
@@ -38,7 +39,8 @@ ANALYSES = [("codec's frames", [], 0), ("half a hop later", [], 80),
 # None (polished as the rest), ("held", Hz): a gain of 1, ("down", Hz):
 # no gain over 1, ("down3", Hz): no gain over 1, from each band's power
 # ratio with its two neighbours'; and, optionally, each neighbour's share
-# of a frame's target log powers)
+# of a frame's target log powers, and the frames over which their level is
+# kept (none: raised 0.25 dB))
 VARIANTS = [("vocoder alone", 0, 0, 0, True, True, None)] + [
     ("whole signal, %d rounds" % k, 0, 0, k, True, False, None) for k in (1, 2, 4)] + [
     ("frame by frame, %d round%s" % (k, "s" if k > 1 else ""), 1, 0, k, True, True, None)
@@ -58,8 +60,11 @@ VARIANTS = [("vocoder alone", 0, 0, 0, True, True, None)] + [
     ("frame by frame, 2 rounds, voiced frames only turned down under 1000 Hz, three bands at "
      "a time", 1, 0, 2, True, True, ("down3", 1000)),
     ("frame by frame, 2 rounds, voiced frames only turned down under 1000 Hz, three bands at "
-     "a time, targets 0.133 of the way to each neighbour (frae's rule)", 1, 0, 2, True, True,
-     ("down3", 1000), 0.4 / 3)]
+     "a time, targets 0.133 of the way to each neighbour, their level kept over 20 frames", 1,
+     0, 2, True, True, ("down3", 1000), 0.4 / 3, 20),
+    ("frame by frame, 2 rounds, voiced frames only turned down under 1000 Hz, three bands at "
+     "a time, targets 0.133 of the way to each neighbour, raised 0.25 dB (frae's rule)", 1, 0,
+     2, True, True, ("down3", 1000), 0.4 / 3)]
 FREQS = np.arange(NFFT // 2 + 1) * 16000.0 / NFFT
 
 
@@ -122,15 +127,19 @@ def rounds_over(z, target, f0, f1, fixed, eased, power, voiced_low=None):
     z[fixed:s1] = new
 
 
-def towards_neighbours(target, share, level_frames=20):
+def towards_neighbours(target, share, level_frames=None):
     """Each frame's log powers taken `share` of the way to each neighbour's
-    (its own at the ends), their power kept at the features' by the ratio
-    of two exponential averages over level_frames frames, as
-    src/audio/polish.c's targets."""
+    (its own at the ends) and raised 0.25 dB, as src/audio/polish.c's
+    targets (what smoothing speech's logs costs in power, a constant); or,
+    with level_frames, their power kept at the features' by the ratio of
+    two exponential averages over level_frames frames (the twenty-fourth
+    session's rule)."""
     lp = np.log(np.maximum(target, 1e-30))
     before = np.concatenate([lp[:1], lp[:-1]])
     after = np.concatenate([lp[1:], lp[-1:]])
     new = np.exp(lp + share * (before - lp) + share * (after - lp))
+    if not level_frames:
+        return new * 10 ** 0.025
     features, targets = np.exp(lp).sum(1), new.sum(1)
     kept, made = 0.0, 0.0
     for t in range(len(new)):
@@ -140,10 +149,10 @@ def towards_neighbours(target, share, level_frames=20):
     return new
 
 
-def polish(y, target, voiced, block, ahead, k, eased, power, low, share=0.0):
+def polish(y, target, voiced, block, ahead, k, eased, power, low, share=0.0, level_frames=None):
     z = y.copy()
     if share:
-        target = towards_neighbours(target, share)
+        target = towards_neighbours(target, share, level_frames)
     voiced_low = (voiced[:, None] & (FREQS[None, :] < low[1]), low[0]) if low else None
     frames = min(len(target), 1 + (len(z) - WIN) // HOP)
     if block == 0:
