@@ -17,7 +17,9 @@
     lower at every step from 30 to -10 dB SNR; white noise at 0 dB lands
     where the papers' figures put it; a misaligned copy scores lower the
     further it is shifted; a clip too short for one 384 ms segment has no
-    score; the command refuses a missing file in one line.
+    score; the command refuses a missing file in one line; band by band,
+    the bands' mean is STOI, and a copy whose spectrum over 1 kHz is noise
+    keeps the bands under it and loses those over it.
 
 Usage: tests/voices_test.py [FRAE]   Prints "N passed, N failed" last."""
 import os
@@ -206,6 +208,24 @@ def stoi_checks(x, tmp):
               "%.3f" % g[0] for g in got))
     s, e = I.scores(x[:4000], x[:4000], RATE)
     check(np.isnan(s) and np.isnan(e), "a 0.25 s clip: no score (nan)")
+    # band by band: their mean is STOI; a copy whose spectrum over 1 kHz
+    # is noise keeps the bands under it (STOI's clipping at the clean
+    # envelope's times 6.6 leaves the noisy bands some correlation)
+    bands = I.band_scores(x, y, RATE)
+    freqs = np.fft.rfftfreq(len(x), 1.0 / RATE)
+    low, high = np.fft.rfft(x), np.fft.rfft(np.random.default_rng(2).standard_normal(len(x)))
+    low[freqs > 1000], high[freqs <= 1000] = 0, 0
+    high = np.fft.irfft(high, len(x))
+    mixed = np.fft.irfft(low, len(x)) + 0.3 * np.std(x) / np.std(high) * high
+    got = I.band_scores(x, mixed, RATE)
+    centres = I.MIN_FREQ * 2.0 ** (np.arange(I.BANDS) / 3)
+    check(len(bands) == I.BANDS and abs(bands.mean() - s1) < 1e-12
+          and np.all(I.band_scores(x, x, RATE) > 1 - 1e-12)
+          and np.all(got[centres < 700] > 0.99) and np.all(got[centres > 1500] < 0.7)
+          and I.band_scores(x[:4000], x[:4000], RATE) is None,
+          "STOI band by band: their mean is STOI (%.6f), a copy's all 1; noise over 1 kHz: "
+          "%.3f under 700 Hz at least, %.3f over 1.5 kHz at most; none for a 0.25 s clip"
+          % (bands.mean(), got[centres < 700].min(), got[centres > 1500].max()))
     tool = os.path.join(ROOT, "tools", "intelligibility.py")
     p = subprocess.run([sys.executable, tool, os.path.join(tmp, "clean.wav"),
                         os.path.join(tmp, "none.wav")], capture_output=True, text=True)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Two questions about a codec's decoded envelope, on training speakers'
+"""Questions about a codec's decoded envelope, on training speakers'
 clips, each clip encoded by a shipped model (the network's codes, --search
 0), its frames decoded (frae decode -o), changed in numpy, vocoded (frae
 vocode) and measured as tools/human_study.py measures a codec (LSD / MCD
@@ -24,8 +24,14 @@ vocode) and measured as tools/human_study.py measures a codec (LSD / MCD
   envelope in some frames and the input's in the others (the input's
   pitch throughout), by the input frame's level against the clip's
   loudest and by its voicing.
+--what stoi-bands: where STOI goes by third-octave band (each band's
+  correlations' mean over the segments; STOI is their mean): frae decode
+  --wav (the decoder's own polish), Opus 6 kbit/s, the vocoder alone on the
+  input's features polished and not (frae vocode --polish 0), the decoded
+  envelope with the input's pitch and the input's envelope with the
+  decoded pitch.
 
-Usage: tools/decoded_envelope_sim.py --what postfilter|bands|comb|frames [--every N]
+Usage: tools/decoded_envelope_sim.py --what postfilter|bands|comb|frames|stoi-bands [--every N]
   [--model PATH] [--frae build/frae] [--corpus data/corpus] [--jobs 2]
 Clips: the many-voices corpus's training clips, narrowband and wideband
 sources apart, every Nth (training speakers only)."""
@@ -39,6 +45,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import demo  # noqa: E402
+import human_study  # noqa: E402  (the listener's measure's alignment)
 import intelligibility  # noqa: E402
 
 NARROW = np.where(demo.mel_upper_edges() <= 3800)[0]
@@ -210,6 +217,38 @@ def band_errors(a, wav, ref, inp, dec_wav, work):
     return out
 
 
+STOI_SYSTEMS = ("frae", "Opus 6k", "vocoder alone", "vocoder alone, not polished",
+                "decoded envelope, input's pitch", "input's envelope, decoded pitch")
+
+
+def stoi_bands(a, wav, ref, clean, inp, dec, fbs, work):
+    """{system: STOI of each third-octave band} of one clip (STOI_SYSTEMS;
+    None where a system has too little speech to score)."""
+    wavs = {s: os.path.join(work, "%d.wav" % i) for i, s in enumerate(STOI_SYSTEMS)}
+    demo.sh([a.frae, "decode", a.model, fbs, "--wav", wavs["frae"]])
+    opus = os.path.join(work, "x.opus")
+    demo.sh(["opusenc", "--quiet", "--bitrate", "6", wav, opus])
+    demo.sh(["opusdec", "--quiet", "--rate", "16000", opus, wavs["Opus 6k"]])
+    inp_npy = os.path.join(work, "o.npy")
+    demo.sh([a.frae, "vocode", inp_npy, "-o", wavs["vocoder alone"]])
+    demo.sh([a.frae, "vocode", inp_npy, "-o", wavs["vocoder alone, not polished"],
+             "--polish", "0"])
+    n = min(len(dec), len(inp))
+    for system, feats in (("decoded envelope, input's pitch",
+                           np.concatenate([dec[:n, :80], inp[:n, 80:]], axis=1)),
+                          ("input's envelope, decoded pitch",
+                           np.concatenate([inp[:n, :80], dec[:n, 80:]], axis=1))):
+        npy = os.path.join(work, "mix.npy")
+        np.save(npy, feats.astype(np.float32))
+        demo.sh([a.frae, "vocode", npy, "-o", wavs[system]])
+    out = {}
+    for system, path in wavs.items():
+        got = demo.features(a.frae, path, os.path.join(work, "got.npy"))
+        z = human_study.aligned(clean, path, demo.best_lag(ref, got))
+        out[system] = intelligibility.band_scores(clean, z, 16000)
+    return out
+
+
 def one_clip(a, k, wav, comb=None):
     work = tempfile.mkdtemp(prefix="clip-%d-" % k, dir=a.work)
     ref = demo.features(a.frae, wav, os.path.join(work, "ref.npy"))
@@ -222,6 +261,8 @@ def one_clip(a, k, wav, comb=None):
     if a.what == "comb":
         n = min(len(dec), len(inp))
         return comb_parts(dec[:n], inp[:n], comb)
+    if a.what == "stoi-bands":
+        return stoi_bands(a, wav, ref, clean, inp, dec, fbs, work)
     if a.what == "bands":
         dec_wav = os.path.join(work, "d.wav")
         demo.sh([a.frae, "decode", a.model, fbs, "--wav", dec_wav])
@@ -234,16 +275,19 @@ def one_clip(a, k, wav, comb=None):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--what", choices=("postfilter", "bands", "comb", "frames"),
+    ap.add_argument("--what", choices=("postfilter", "bands", "comb", "frames", "stoi-bands"),
                     required=True)
     demo.training_clip_args(ap, every=30)
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
     a.work = a.work or tempfile.mkdtemp(prefix="decoded-envelope-")
+    os.makedirs(a.work, exist_ok=True)
     if a.what == "bands":
         return bands_table(a)
     if a.what == "comb":
         return comb_table(a)
+    if a.what == "stoi-bands":
+        return stoi_bands_table(a)
     print("| %s, training clips | %s | LSD 0-4 kHz | MCD 0-4 kHz | STOI |"
           % (os.path.basename(a.model), "postfilter" if a.what == "postfilter"
              else "envelope (share of frames)"))
@@ -270,6 +314,25 @@ def bands_table(a):
                     n = sum(r[(system, v_name, g)][1] for r in res)
                     cells.append("%.2f" % np.sqrt(ss / max(n, 1)))
                 print("| %s, %s | %s | %s |" % (label, system, v_name, " | ".join(cells)))
+
+
+def stoi_bands_table(a):
+    centres = intelligibility.MIN_FREQ * 2.0 ** (np.arange(intelligibility.BANDS) / 3)
+    print("| training clips (%s) | STOI | %s |" % (os.path.basename(a.model), " | ".join(
+        "%.0f Hz" % c for c in centres)))
+    print("| --- | --- |%s" % (" --- |" * len(centres)))
+    for label, res in by_source(a):
+        mean = {}
+        for system in STOI_SYSTEMS:
+            # the clips every system scores
+            got = [r for r in res if all(r[s] is not None for s in STOI_SYSTEMS)]
+            mean[system] = np.mean([r[system] for r in got], axis=0)
+            print("| %s (%d scored), %s | %.4f | %s |"
+                  % (label, len(got), system, mean[system].mean(),
+                     " | ".join("%.3f" % v for v in mean[system])))
+        d = mean["frae"] - mean["Opus 6k"]
+        print("| %s, frae less Opus 6k | %+.4f | %s |"
+              % (label, d.mean(), " | ".join("%+.3f" % v for v in d)))
 
 
 if __name__ == "__main__":

@@ -67,12 +67,12 @@ FULL = np.arange(80)
 NARROW = np.where(demo.mel_upper_edges() <= 3800)[0]
 
 
-def listener(orig, wav, lag):
-    """STOI and ESTOI of a decoded WAV against the original samples, the
-    WAV moved by the features' lag (frames of 160 samples) and then to the
-    best millisecond within +-10 ms by its energy envelope's correlation
-    with the original's (a vocoder's waveform does not follow the
-    original's phase, its envelope does)."""
+def aligned(orig, wav, lag):
+    """A decoded WAV's samples as long as the original's, moved by the
+    features' lag (frames of 160 samples) and then to the best millisecond
+    within +-10 ms by its energy envelope's correlation with the original's
+    (a vocoder's waveform does not follow the original's phase, its
+    envelope does)."""
     y = augment.read_wav(wav)[0]
     env = lambda a: np.sqrt(np.convolve(a ** 2, np.ones(64) / 64, "same")[::16] + 1e-12)
     ex = env(orig)
@@ -85,8 +85,13 @@ def listener(orig, wav, lag):
         if best is None or c > best:
             best, at = c, s
     z = y[max(0, at):] if at >= 0 else np.concatenate([np.zeros(-at), y])
-    z = np.concatenate([z, np.zeros(max(0, len(orig) - len(z)))])[:len(orig)]
-    return list(intelligibility.scores(orig, z, 16000))
+    return np.concatenate([z, np.zeros(max(0, len(orig) - len(z)))])[:len(orig)]
+
+
+def listener(orig, wav, lag):
+    """STOI and ESTOI of a decoded WAV against the original samples, the
+    WAV aligned (aligned())."""
+    return list(intelligibility.scores(orig, aligned(orig, wav, lag), 16000))
 
 
 def through_audio(frae, ref, ref_pitch, wav, tmp, orig=None):

@@ -120,30 +120,51 @@ def _unit(a, axis):
     return np.where(n > 0, a / np.where(n > 0, n, 1.0), 0.0)
 
 
-def scores(clean, processed, rate):
-    """(STOI, ESTOI) of processed against clean (same rate, trimmed to the
-    shorter); (nan, nan) when under N frames of speech remain."""
+def _segments(clean, processed, rate):
+    """Both signals' envelope segments, [segments, BANDS, N] each; None
+    when under N frames of speech remain."""
     n = min(len(clean), len(processed))
     x = resample(np.asarray(clean[:n], float), rate)
     y = resample(np.asarray(processed[:n], float), rate)
     x, y = remove_silence(x, y)
     X, Y = envelopes(x), envelopes(y)
     if X.shape[1] < N:
-        return float("nan"), float("nan")
+        return None
     segs = X.shape[1] - N + 1
-    xs = np.stack([X[:, m:m + N] for m in range(segs)])  # [segs, bands, N]
-    ys = np.stack([Y[:, m:m + N] for m in range(segs)])
-    # STOI
+    return (np.stack([X[:, m:m + N] for m in range(segs)]),
+            np.stack([Y[:, m:m + N] for m in range(segs)]))
+
+
+def _stoi_terms(xs, ys):
+    """[segments, BANDS]: STOI's correlation of each segment and band."""
     nx = np.linalg.norm(xs, axis=2, keepdims=True)
     ny = np.linalg.norm(ys, axis=2, keepdims=True)
     yn = ys * np.where(ny > 0, nx / np.where(ny > 0, ny, 1.0), 0.0)
     yp = np.minimum(yn, xs * (1 + 10 ** (-BETA / 20)))
-    stoi = float(np.mean(np.sum(_unit(xs, 2) * _unit(yp, 2), axis=2)))
+    return np.sum(_unit(xs, 2) * _unit(yp, 2), axis=2)
+
+
+def scores(clean, processed, rate):
+    """(STOI, ESTOI) of processed against clean (same rate, trimmed to the
+    shorter); (nan, nan) when under N frames of speech remain."""
+    segments = _segments(clean, processed, rate)
+    if segments is None:
+        return float("nan"), float("nan")
+    xs, ys = segments
+    stoi = float(np.mean(_stoi_terms(xs, ys)))
     # ESTOI: bands then frames normalised
     xe = _unit(_unit(xs, 2), 1)
     ye = _unit(_unit(ys, 2), 1)
     estoi = float(np.mean(np.sum(xe * ye, axis=1)))
     return stoi, estoi
+
+
+def band_scores(clean, processed, rate):
+    """STOI band by band, [BANDS] (each band's correlations' mean over the
+    segments; their mean is STOI); None when under N frames of speech
+    remain."""
+    segments = _segments(clean, processed, rate)
+    return None if segments is None else np.mean(_stoi_terms(*segments), axis=0)
 
 
 def read_wav(path):
