@@ -327,9 +327,9 @@ def stoi_bands_table(a):
             # the clips every system scores
             got = [r for r in res if all(r[s] is not None for s in STOI_SYSTEMS)]
             mean[system] = np.mean([r[system] for r in got], axis=0)
-            print("| %s (%d scored), %s | %.4f | %s |"
-                  % (label, len(got), system, mean[system].mean(),
-                     " | ".join("%.3f" % v for v in mean[system])))
+            name = label if len(got) == len(res) else "%s, %d scored" % (label, len(got))
+            print("| %s, %s | %.4f | %s |" % (name, system, mean[system].mean(),
+                                              " | ".join("%.3f" % v for v in mean[system])))
         d = mean["frae"] - mean["Opus 6k"]
         print("| %s, frae less Opus 6k | %+.4f | %s |"
               % (label, d.mean(), " | ".join("%+.3f" % v for v in d)))
