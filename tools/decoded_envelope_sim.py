@@ -27,9 +27,9 @@ vocode) and measured as tools/human_study.py measures a codec (LSD / MCD
 --what stoi-bands: where STOI goes by third-octave band (each band's
   correlations' mean over the segments; STOI is their mean): frae decode
   --wav (the decoder's own polish), Opus 6 kbit/s, the vocoder alone on the
-  input's features polished and not (frae vocode --polish 0), the decoded
-  envelope with the input's pitch and the input's envelope with the
-  decoded pitch.
+  input's features polished and not (frae vocode --polish 0), the coded
+  envelope with the original pitch and the original envelope with the
+  coded pitch (tools/human_study.py's mixtures).
 
 Usage: tools/decoded_envelope_sim.py --what postfilter|bands|comb|frames|stoi-bands [--every N]
   [--model PATH] [--frae build/frae] [--corpus data/corpus] [--jobs 2]
@@ -45,7 +45,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import demo  # noqa: E402
-import human_study  # noqa: E402  (the listener's measure's alignment)
+import human_study  # noqa: E402  (the listener's alignment, the mixtures)
 import intelligibility  # noqa: E402
 
 NARROW = np.where(demo.mel_upper_edges() <= 3800)[0]
@@ -218,7 +218,7 @@ def band_errors(a, wav, ref, inp, dec_wav, work):
 
 
 STOI_SYSTEMS = ("frae", "Opus 6k", "vocoder alone", "vocoder alone, not polished",
-                "decoded envelope, input's pitch", "input's envelope, decoded pitch")
+                "coded envelope, original pitch", "original envelope, coded pitch")
 
 
 def stoi_bands(a, wav, ref, clean, inp, dec, fbs, work):
@@ -233,11 +233,7 @@ def stoi_bands(a, wav, ref, clean, inp, dec, fbs, work):
     demo.sh([a.frae, "vocode", inp_npy, "-o", wavs["vocoder alone"]])
     demo.sh([a.frae, "vocode", inp_npy, "-o", wavs["vocoder alone, not polished"],
              "--polish", "0"])
-    n = min(len(dec), len(inp))
-    for system, feats in (("decoded envelope, input's pitch",
-                           np.concatenate([dec[:n, :80], inp[:n, 80:]], axis=1)),
-                          ("input's envelope, decoded pitch",
-                           np.concatenate([inp[:n, :80], dec[:n, 80:]], axis=1))):
+    for system, feats in human_study.mixtures(dec, inp):
         npy = os.path.join(work, "mix.npy")
         np.save(npy, feats.astype(np.float32))
         demo.sh([a.frae, "vocode", npy, "-o", wavs[system]])

@@ -165,6 +165,17 @@ def model_options(spec):
     return path, opts[:at], opts[at + 1:]
 
 
+def mixtures(dec, feats):
+    """What tells the envelope's and the pitch's share apart: (label,
+    [T, mels + 2] features) for the decoded envelope with the original
+    pitch and for the original envelope with the decoded pitch."""
+    n = min(len(dec), len(feats))
+    return (("coded envelope, original pitch", np.concatenate([dec[:n, :80], feats[:n, 80:]],
+                                                              axis=1)),
+            ("original envelope, coded pitch", np.concatenate([feats[:n, :80], dec[:n, 80:]],
+                                                              axis=1)))
+
+
 def one_clip(a, models, wav, work):
     """Every measure of one held-out clip: {system: {measure: value}}."""
     frae = a.frae
@@ -199,11 +210,7 @@ def one_clip(a, models, wav, work):
         r["coded_pitch"] = pitch_vs(ref_pitch, dec[:, 80], dec[:, 81])
         r["bytes"] = os.path.getsize(fbs)
         res["FRAE %s" % key] = r
-        n = min(len(dec), len(feats))
-        for label, mixed in (("coded envelope, original pitch",
-                              np.concatenate([dec[:n, :80], feats[:n, 80:]], axis=1)),
-                             ("original envelope, coded pitch",
-                              np.concatenate([feats[:n, :80], dec[:n, 80:]], axis=1))):
+        for label, mixed in mixtures(dec, feats):
             p = os.path.join(tmp, "mix.npy")
             np.save(p, mixed.astype(np.float32))
             out = os.path.join(tmp, "mix.wav")
