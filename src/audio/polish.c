@@ -14,8 +14,9 @@
  * disagree cancels in part.  In a voiced frame the bins under
  * VOICED_DOWN_HZ are only ever turned down, and by the power ratio of
  * each band and its two neighbours together.  A frame's targets are its
- * log mel powers taken a little towards its neighbours' (NEIGHBOUR) and
- * raised by the power that costs speech on average (SMOOTHING_LOSS).
+ * log mel powers taken a little towards its neighbours' (NEIGHBOUR), and
+ * raised by the power that smoothing takes from speech on average
+ * (SMOOTHING_LOSS).
  * Samples before the frame's start are final and stay, and its first
  * half hop is eased in from the last round's.  Frames are polished one at
  * a time, once the vocoder has given their whole window, so the audio
@@ -57,7 +58,7 @@
  * features scatter from frame to frame about the input's (each frame's
  * latent quantised apart), and the next frame is at hand (the polish
  * waits for the vocoder's samples two frames on); speech-vbr's held-out
- * STOI +0.001 with the level kept (docs/2026-12-07-polish-down.md) */
+ * STOI +0.003 (docs/2026-12-07-polish-down.md, -level.md) */
 #define NEIGHBOUR (0.4 / 3)
 /* what smoothing logs costs in power (0.25 dB, in nepers), given back: the
  * mean of logs is under the log of the mean, and speech's log mel powers
