@@ -318,12 +318,11 @@ def stoi_bands_table(a):
         "%.0f Hz" % c for c in centres)))
     print("| --- | --- |%s" % (" --- |" * len(centres)))
     for label, res in by_source(a):
+        got = [r for r in res if all(r[s] is not None for s in STOI_SYSTEMS)]  # all score
+        name = label if len(got) == len(res) else "%s, %d scored" % (label, len(got))
         mean = {}
         for system in STOI_SYSTEMS:
-            # the clips every system scores
-            got = [r for r in res if all(r[s] is not None for s in STOI_SYSTEMS)]
             mean[system] = np.mean([r[system] for r in got], axis=0)
-            name = label if len(got) == len(res) else "%s, %d scored" % (label, len(got))
             print("| %s, %s | %.4f | %s |" % (name, system, mean[system].mean(),
                                               " | ".join("%.3f" % v for v in mean[system])))
         d = mean["frae"] - mean["Opus 6k"]

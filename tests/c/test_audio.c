@@ -1138,9 +1138,9 @@ int test_fft_real(void)
  * the whole signal: the same rounds in double precision with a direct DFT,
  * frame by frame over the frames that reach a frame's samples, the
  * targets' log powers taken 0.4 / 3 of the way to each neighbour's and
- * raised 0.25 dB, the
- * samples before it held, a voiced frame's bins under 1 kHz only turned
- * down and by the power ratio of each band and its neighbours, the
+ * raised 0.25 dB, the samples before it held, a voiced frame's bins under
+ * 1 kHz only turned down and by the power ratio of each band and its
+ * neighbours, the
  * frame's power given back as its features ask, and its first half hop
  * eased in.  The stream gives the same samples (to float
  * rounding), the same count as without it, the same twice over; its audio
@@ -1296,8 +1296,8 @@ static float *audio_out_all(const frae_features *f, const float *a, long frames,
     return ok ? y : NULL;
 }
 
-/* mean |dB| between y's features and the targets a, over a's voiced
- * frames (voiced 1) or its unvoiced ones (0) */
+/* mean |dB| between y's features and the targets a raised lift_db, over
+ * a's voiced frames (voiced 1) or its unvoiced ones (0) */
 static double polish_error_db(const frae_features *f, const float *a,
                               long frames, const float *y, int voiced,
                               double lift_db)
