@@ -230,6 +230,13 @@ typedef struct {
      * with a flag: 1 if it is there, 0 (and zeros) past the packet's or
      * the sequence's end.  0: no such limit; else at least `lookahead` */
     int lookahead_packet;
+    /* the squared error's weight on values [emphasis_from, emphasis_to)
+     * of each frame, the others' being 1 (an audio model's mel bands: its
+     * lowest, where STOI's bands are narrow, docs/2026-12-07-emphasis.md);
+     * training's loss, its validation loss and the encoder's search all
+     * weigh them so.  0: off, every value alike */
+    float emphasis; /* in [0, 1000] */
+    int emphasis_from, emphasis_to;
 
     frae_isa isa;
     int threads; /* threads for large matrix products (the model's own

@@ -530,7 +530,23 @@ def main():
     refused(tmp, "--level-loss -1",
             ["train", "data.npy", *small, "--level-loss", "-1", "--save", "none"],
             "--level-loss expects a number")
+    # the squared error's emphasis: a weight in [0, 1000] on values inside the frame
+    refused(tmp, "--emphasis -1",
+            ["train", "data.npy", *small, "--emphasis", "-1", "--save", "none"],
+            "--emphasis expects a number")
+    refused(tmp, "--emphasis past the frame",
+            ["train", "data.npy", *small, "--emphasis", "2", "--emphasis-to", "999",
+             "--save", "none"], "emphasis must weigh values")
+    refused(tmp, "--emphasis over no values",
+            ["train", "data.npy", *small, "--emphasis", "2", "--save", "none"],
+            "emphasis must weigh values")
     for what, meta, needle in (
+            ("an emphasis past the frame", {"frae.emphasis": "2", "frae.emphasis_from": "0",
+                                            "frae.emphasis_to": "1000000"},
+             "emphasis must weigh values"),
+            ("an emphasis of nan", {"frae.emphasis": "nan", "frae.emphasis_from": "0",
+                                    "frae.emphasis_to": "1"}, "emphasis"),
+            ("an emphasis without its range", {"frae.emphasis": "2"}, "frae.emphasis_from"),
             ("a negative level loss", {"frae.level_loss": "-1", "frae.level_scale": "5"},
              "level loss"),
             ("a level loss without its scale", {"frae.level_loss": "0.1"},

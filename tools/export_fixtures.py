@@ -243,31 +243,40 @@ def export_targets(outdir, which):
     print("wrote %s: %d tensors, %d bytes" % (path, len(out), os.path.getsize(path)))
 
 
-LEVEL_CONFIGS = {"level_dense": CFG, "level_gru": CONFIGS["gru"]}
+LEVEL_CONFIGS = {"level_dense": CFG, "level_gru": CONFIGS["gru"],
+                 "level_emphasis_gru": CONFIGS["gru"]}
 LEVEL = (0.5, 2.0)  # level_loss, level_scale
+EMPHASIS = (3.0, 1, 4)  # cfg.emphasis, emphasis_from, emphasis_to
 
 
 def export_level(outdir, which):
     """A model trained with the level term (cfg.level_loss): the squared
     log ratio of decoded to input power over each window's active frames;
-    one input frame 30 dB and more below the rest, so not all are."""
+    one input frame 30 dB and more below the rest, so not all are.  The
+    _emphasis_ set also weighs values 1..3 of each frame 3 in the squared
+    error (cfg.emphasis)."""
     cfg = LEVEL_CONFIGS[which]
+    emphasis = EMPHASIS if "emphasis" in which else None
     init = seeded_init(cfg, 1357)
     x = torch.rand(B, T, cfg["frame_dim"]) * 2 - 1
     x[0, 2] = -5.0  # quiet: outside the level term
     out = [("x", x), ("level", torch.tensor(LEVEL)), ("adam.hparams", torch.tensor(
         [ADAM["lr"], ADAM["beta1"], ADAM["beta2"], ADAM["eps"]]))]
+    if emphasis:
+        out.append(("emphasis", torch.tensor(emphasis, dtype=torch.float32)))
     out += [("param." + k, v) for k, v in init.items()]
     for mode in ("detached", "full"):
         m = model_with(init, cfg)
         opt = KerasAdam(m.parameters(), **ADAM)
         for _ in range(3):
-            train_batch(m, opt, x, T, mode, level_loss=LEVEL[0], level_scale=LEVEL[1])
+            train_batch(m, opt, x, T, mode, level_loss=LEVEL[0], level_scale=LEVEL[1],
+                        emphasis=emphasis)
         for k, v in m.state_dict().items():
             out.append(("adam3.%s.%s" % (mode, k), v))
         m = model_with(init, cfg)
         opt = KerasAdam(m.parameters(), **ADAM)
-        tloss = train_batch(m, opt, x, 4, mode, level_loss=LEVEL[0], level_scale=LEVEL[1])
+        tloss = train_batch(m, opt, x, 4, mode, level_loss=LEVEL[0], level_scale=LEVEL[1],
+                            emphasis=emphasis)
         out.append(("tbptt.%s.loss" % mode, torch.tensor([tloss])))
         out.append(("tbptt.%s.level" % mode, torch.tensor([m.train_level])))
         for k, v in m.state_dict().items():

@@ -250,12 +250,14 @@ def level_term(y, ref, scale):
 
 
 def train_batch(model, opt, x, window, feedback, rate_lambda=0.0, target=None,
-                level_loss=0.0, level_scale=5.0):
+                level_loss=0.0, level_scale=5.0, emphasis=None):
     """Truncated BPTT as frae does it: windows of `window` frames, one Adam
     step per window, the buffer carried (as a constant) across windows.
     The loss is the MSE against x (or against target, [B, T, D], for a
     model trained toward other targets), + rate_lambda x the mean bits per
-    frame with a prior, + level_loss x level_term.  Returns the MSE over
+    frame with a prior, + level_loss x level_term; emphasis, (w, lo, hi):
+    values lo..hi-1 of each frame weigh w in the squared error (frae's
+    cfg.emphasis), the MSE then being that weighted one.  Returns the MSE over
     all frames (and sets model.train_rate to the mean bits per frame and
     model.train_level to the level terms' sum, each window's times its
     frames, over all frames)."""
@@ -269,7 +271,12 @@ def train_batch(model, opt, x, window, feedback, rate_lambda=0.0, target=None,
         state = (tuple(s.detach() for s in state) if isinstance(state, tuple)
                  else state.detach())
         tw = xw if target is None else target[:, w0:w0 + window]
-        loss = torch.mean((y - tw) ** 2)
+        sq = (y - tw) ** 2
+        if emphasis is not None:
+            w = torch.ones(sq.shape[-1], dtype=sq.dtype)
+            w[emphasis[1]:emphasis[2]] = emphasis[0]
+            sq = sq * w
+        loss = torch.mean(sq)
         mse = loss
         if model.prior is not None:
             loss = loss + rate_lambda * model.last_rate.mean()

@@ -165,7 +165,9 @@ class FRAE:
     training options learning_rate, clip_norm, feedback ("detached" or
     "full"), window, warmup, decay_steps, lr_floor, rate_lambda, erasure
     and erasure_frames (erasure training, GRU), level_loss (audio features:
-    the decoded envelope keeps the input's power), normalize
+    the decoded envelope keeps the input's power), emphasis,
+    emphasis_from and emphasis_to (values from..to-1 of each frame weigh
+    emphasis in the squared error), normalize
     (per-band z-scoring from the training data), threads (all CPUs), isa.
     What is not given is 'frae train''s default (for the family: history 4
     and layers 512, 256 for dense; history 0 and a 240-unit GRU for gru).

@@ -335,6 +335,10 @@ static void info_training(frae_checkpoint *ck, const frae_config *cfg,
                    "%g)\n",
                    (double)c.level_loss,
                    c.level_scale > 0 ? (double)c.level_scale : 5.0);
+    if (c.emphasis > 0)
+        cli_printf("  emphasis: values %d..%d of each frame weigh %g in the "
+                   "squared error\n",
+                   c.emphasis_from, c.emphasis_to - 1, (double)c.emphasis);
     if (c.erasure > 0)
         cli_printf("  erasure training: %g of the packets of %d frames lost "
                    "(bursts of two on average), concealed\n",

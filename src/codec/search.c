@@ -80,7 +80,7 @@ static double search_cost(struct frae_codec_state *s, const float *x,
     double sse = 0.0;
     for (int i = 0; i < c->frame_dim; i++) {
         const double d = (double)y[i] - (double)x[i];
-        sse += d * d;
+        sse += (double)frae_value_weight(c, i) * d * d;
     }
     double level = 0.0;
     if (c->level_loss > 0.0f) {

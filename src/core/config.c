@@ -91,6 +91,17 @@ static int check_prior(const frae_config *cfg, char *err, size_t errlen)
         return frae_errorf(err, errlen,
                            "level loss must be in [0, 1e6], got %g",
                            (double)cfg->level_loss);
+    if (!(cfg->emphasis >= 0.0f && cfg->emphasis <= 1000.0f))
+        return frae_errorf(err, errlen, "emphasis must be in [0, 1000], got %g",
+                           (double)cfg->emphasis);
+    if (cfg->emphasis > 0.0f &&
+        !(cfg->emphasis_from >= 0 && cfg->emphasis_from < cfg->emphasis_to &&
+          cfg->emphasis_to <= cfg->frame_dim))
+        return frae_errorf(err, errlen,
+                           "emphasis must weigh values from..to-1 with 0 <= "
+                           "from < to <= %d (the frame's), got %d..%d",
+                           cfg->frame_dim, cfg->emphasis_from,
+                           cfg->emphasis_to);
     if (!(cfg->level_scale >= 0.0f && cfg->level_scale <= 100.0f))
         return frae_errorf(err, errlen,
                            "level scale must be in [0, 100], got %g",

@@ -248,6 +248,17 @@ void frae_layer_product(const frae_net *m, const frae_scratch *sc, int l,
                         int nb, int K, const float *a, ptrdiff_t a_rs, int k0,
                         float *z, const float *bias, int init);
 
+/* The squared error's weight on value d of a frame (cfg.emphasis): 1 but
+ * in the emphasised range.  Training, validation and the encoder's search
+ * all weigh w diff^2 (gradient 2 w diff); w = 1 leaves the sums' bits as
+ * they were without it. */
+static inline float frae_value_weight(const frae_config *c, int d)
+{
+    return c->emphasis > 0.0f && d >= c->emphasis_from && d < c->emphasis_to
+               ? c->emphasis
+               : 1.0f;
+}
+
 /* forward.c: frame t (window position) of nb sequences, x at frame t of
  * sequence 0 with rows x_rs apart; the decoded frames land in the ring.
  * The halves, for the codec: encoding leaves the code in st->q, decoding

@@ -44,11 +44,12 @@ static void frame_loss(const frae_model *m, long t, const float *x,
             continue;
         }
         for (int d = 0; d < D; d++) {
+            const float w = frae_value_weight(&m->net.cfg, d);
             float diff = y[(size_t)b * D + d] - x[b * x_rs + d];
-            acc->sse += (double)diff * diff;
+            acc->sse += (double)w * diff * diff;
             acc->sae += fabs((double)diff);
             if (dy)
-                dy[(size_t)b * D + d] = scale * diff;
+                dy[(size_t)b * D + d] = scale * (w * diff);
         }
         acc->values += D;
         acc->frames++;

@@ -102,6 +102,11 @@ static int config_meta(const frae_model *m, const frae_config *c, int with_opt,
         META("frae.level_loss", "%.9g", (double)c->level_loss);
         META("frae.level_scale", "%.9g", (double)c->level_scale);
     }
+    if (c->emphasis > 0.0f) { /* absent: every value weighs 1 */
+        META("frae.emphasis", "%.9g", (double)c->emphasis);
+        META("frae.emphasis_from", "%d", c->emphasis_from);
+        META("frae.emphasis_to", "%d", c->emphasis_to);
+    }
     if (c->lr_warmup || c->lr_decay_steps) { /* absent: a constant rate */
         META("frae.lr_warmup", "%d", c->lr_warmup);
         META("frae.lr_decay_steps", "%d", c->lr_decay_steps);
@@ -604,6 +609,13 @@ int frae_checkpoint_config(const frae_checkpoint *ck, frae_config *cfg,
     if (frae_st_meta(&ck->st, "frae.level_loss") &&
         (meta_float(ck, "frae.level_loss", &c.level_loss, err, errlen) ||
          meta_float(ck, "frae.level_scale", &c.level_scale, err, errlen)))
+        return -1;
+    if (frae_st_meta(&ck->st, "frae.emphasis") && /* else all alike */
+        (meta_float(ck, "frae.emphasis", &c.emphasis, err, errlen) ||
+         meta_int(ck, "frae.emphasis_from", 1, 0, INT_MAX, &c.emphasis_from,
+                  err, errlen) ||
+         meta_int(ck, "frae.emphasis_to", 1, 0, INT_MAX, &c.emphasis_to, err,
+                  errlen)))
         return -1;
     if (frae_st_meta(&ck->st, "frae.lr_warmup") && /* else constant */
         (meta_int(ck, "frae.lr_warmup", 1, 0, INT_MAX, &c.lr_warmup, err,

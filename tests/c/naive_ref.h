@@ -318,7 +318,12 @@ static double NAIVE(naive_forward)(const frae_config *c, const REAL *params,
                 if (run == 0)
                     y[fr * D + i] = cur[i];
                 double diff = (double)cur[i] - (double)xt[i];
-                sse += diff * diff;
+                /* cfg.emphasis: values in [from, to) weigh it, the rest 1 */
+                const double w = c->emphasis > 0 && i >= c->emphasis_from &&
+                                         i < c->emphasis_to
+                                     ? (double)c->emphasis
+                                     : 1.0;
+                sse += w * diff * diff;
                 px += exp(lk * (double)xt[i]), py += exp(lk * (double)cur[i]);
             }
             lx[t] = log(px), ly[t] = log(py);

@@ -118,7 +118,9 @@ typedef struct {
     int levels;
     int targets;   /* trained toward targets other than the inputs */
     int prior_ar;  /* the prior's within-frame autoregression */
-    int level;     /* trained with the level term (its file: weight, scale) */
+    int level;     /* trained with the level term (its file: weight, scale);
+                      2: and an emphasis (its file's "emphasis": weight,
+                      from, to) */
     int lookahead; /* the encoder's frames ahead */
     int lookahead_packet; /* ... none past the next packet's first */
 } fixture_set;
@@ -317,6 +319,21 @@ static const fixture_set fixture_sets[] = {
      0,
      0,
      1,
+     0,
+     0},
+    {"tests/fixtures/level_emphasis_gru.bin",
+     FRAE_FAMILY_GRU,
+     2,
+     2,
+     {7, 6},
+     2,
+     {6, 7},
+     0,
+     FRAE_QUANT_NONE,
+     0,
+     0,
+     0,
+     2,
      0,
      0},
 };
@@ -523,6 +540,11 @@ static int open_set(const fixture_set *fs, frae_isa isa, int threads,
     if (fs->level) {
         const float *lv = get(fx, "level")->data;
         c->level_loss = lv[0], c->level_scale = lv[1];
+    }
+    if (fs->level == 2) {
+        const float *em = get(fx, "emphasis")->data;
+        c->emphasis = em[0];
+        c->emphasis_from = (int)em[1], c->emphasis_to = (int)em[2];
     }
     return 0;
 }

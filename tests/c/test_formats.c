@@ -245,8 +245,8 @@ static const char *ckpt_error(const char *path)
     return err;
 }
 
-/* The level term's settings (frae.h) go to the checkpoint and back; a
- * model without the term records none. */
+/* The level term's and the emphasis's settings (frae.h) go to the
+ * checkpoint and back; a model without them records none. */
 int test_level_loss_checkpoint(void)
 {
     int failures = 0;
@@ -255,6 +255,7 @@ int test_level_loss_checkpoint(void)
     frae_config c;
     tiny_config(&c, 4, 2, 1, enc, 3, 1, dec);
     c.level_loss = 0.25f, c.level_scale = 3.0f;
+    c.emphasis = 2.5f, c.emphasis_from = 1, c.emphasis_to = 3;
     frae_model *m = create_or_die(&c);
     char path[256];
     snprintf(path, sizeof path, "%s", tmp_path("level.safetensors"));
@@ -263,12 +264,17 @@ int test_level_loss_checkpoint(void)
     CHECK(back && frae_get_config(back)->level_loss == 0.25f &&
               frae_get_config(back)->level_scale == 3.0f,
           "the level term's settings back: %s", back ? "other values" : err);
+    CHECK(back && frae_get_config(back)->emphasis == 2.5f &&
+              frae_get_config(back)->emphasis_from == 1 &&
+              frae_get_config(back)->emphasis_to == 3,
+          "the emphasis back: %s", back ? "other values" : err);
     frae_destroy(back), frae_destroy(m);
     m = small_model();
     CHECK(!frae_save(m, path, 1, NULL, 0, NULL, 0, err, sizeof err), "%s", err);
     back = frae_load(path, NULL, err, sizeof err);
-    CHECK(back && frae_get_config(back)->level_loss == 0.0f,
-          "no level term: none back (%s)", back ? "a term" : err);
+    CHECK(back && frae_get_config(back)->level_loss == 0.0f &&
+              frae_get_config(back)->emphasis == 0.0f,
+          "no level term or emphasis: none back (%s)", back ? "some" : err);
     frae_destroy(back), frae_destroy(m);
     return failures;
 }

@@ -31,6 +31,8 @@ static int case_lookahead;
 static int case_erasure_frames;
 /* the level term for the next gradcheck (0: off), and its scale */
 static float case_level, case_level_scale = 1.0f;
+/* the squared error's emphasis for the next gradcheck (0: off) */
+static float case_emphasis;
 
 /* Returns failures; writes the finite-difference gradient to fd_out. */
 static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
@@ -54,6 +56,8 @@ static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
     c.lookahead = case_lookahead;
     c.level_loss = case_level;
     c.level_scale = case_level_scale;
+    c.emphasis = case_emphasis;
+    c.emphasis_from = 1, c.emphasis_to = 3; /* of D = 3: all but value 0 */
     c.erasure_frames = case_erasure_frames;
     c.batch = nseq;
     c.window = T;
@@ -420,6 +424,42 @@ int test_gradcheck_level(void)
           "scale 20: %ld of %ld frames active (some, not all)", active, frames);
     printf("    scale 20: %ld of %ld frames active\n", active, frames);
     case_level = 0.0f, case_level_scale = 1.0f;
+    return failures;
+}
+
+/* The squared error's emphasis (frae.h, cfg.emphasis): values 1 and 2
+ * of each frame weigh 3, value 0 weighs 1; the training's loss against
+ * the naive reference's and its gradient against finite differences,
+ * with a prior's rate and the level term beside it.  Also checks that it
+ * moves the gradient. */
+int test_gradcheck_emphasis(void)
+{
+    int failures = 0;
+    double fd[4096], fd_off[4096];
+    size_t n;
+    const grad_case cs[] = {
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_NONE, 0, "gru emphasis, full", 0,
+         FRAE_FAMILY_GRU, 0, 0},
+        {FRAE_FEEDBACK_FULL, FRAE_QUANT_BINARY, 0,
+         "gru emphasis binary, prior, full", 0, FRAE_FAMILY_GRU, 3, 1},
+        {FRAE_FEEDBACK_DETACHED, FRAE_QUANT_NONE, 0, "dense emphasis, detached",
+         0, FRAE_FAMILY_DENSE, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+        case_emphasis = 0.0f;
+        failures += gradcheck(&cs[i], fd_off, &n);
+        case_emphasis = 3.0f;
+        case_level = i == 1 ? 0.7f : 0.0f;
+        failures += gradcheck(&cs[i], fd, &n);
+        case_level = 0.0f;
+        float tmp[4096];
+        for (size_t j = 0; j < n; j++)
+            tmp[j] = (float)fd_off[j];
+        double gap = max_rel_diff_d(tmp, fd, n);
+        CHECK(gap > 1e-2, "%s: the emphasis moves the gradient by only %.3g",
+              cs[i].label, gap);
+    }
+    case_emphasis = 0.0f;
     return failures;
 }
 

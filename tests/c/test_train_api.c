@@ -543,6 +543,10 @@ int test_checkpoint_records_options(void)
         if (!strncmp(o->name, "erasure", 7)) /* a GRU's, recorded when on */
             frae_option_set(&rc, "family", "gru", err, sizeof err),
                 frae_option_set(&rc, "erasure", "0.1", err, sizeof err);
+        if (!strncmp(o->name, "emphasis", 8)) /* recorded when on */
+            frae_option_set(&rc, "emphasis", "2", err, sizeof err),
+                frae_option_set(&rc, "emphasis-from", "0", err, sizeof err),
+                frae_option_set(&rc, "emphasis-to", "5", err, sizeof err);
         const char *v = sample(o, buf, sizeof buf);
         if (!strcmp(o->name, "normalize"))
             v = "on";

@@ -40,6 +40,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(gradcheck_lookahead)                                                     \
     X(lookahead_windows)                                                       \
     X(gradcheck_level)                                                         \
+    X(gradcheck_emphasis)                                                      \
     X(gradcheck_prior)                                                         \
     X(pytorch_fixtures)                                                        \
     X(prior_fixtures)                                                          \
