@@ -8,7 +8,9 @@
  * __metadata__; the Adam moments ("optimizer.m.<name>", "optimizer.v.
  * <name>", same layouts) and the step count are there when saved with the
  * optimizer; callers add their own metadata and int32 arrays (the CLI's
- * training state). */
+ * training state).
+ * Kept as one file: the config's keys are written and read back here, side
+ * by side, so that the two cannot drift apart. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
