@@ -70,6 +70,13 @@ def main():
                         "--epochs", "1", "--sequences", "4", "--frames", "5", "--batch", "2",
                         "--save", ckn, "--progress", "off"], check=True, capture_output=True)
         put("safetensors", "normalized_crops.safetensors", open(ckn, "rb").read())
+        # the level term and the squared error's emphasis in the metadata
+        cke = os.path.join(tmp, "e.safetensors")
+        subprocess.run([FRAE, "train", *small, "--level-loss", "0.5", "--emphasis", "2",
+                        "--emphasis-from", "1", "--emphasis-to", "2", "--epochs", "1",
+                        "--sequences", "4", "--frames", "5", "--batch", "2", "--save", cke,
+                        "--progress", "off"], check=True, capture_output=True)
+        put("safetensors", "emphasis_level.safetensors", open(cke, "rb").read())
         gru_shapes = [(7, 9), (3, 9), (2, 9), (3, 2), (2,), (4, 9), (3, 9), (2, 9), (3, 2), (2,)]
         b = io.BytesIO()
         rng_gru = np.random.default_rng(4)  # its own: the older seeds stay as they were
