@@ -34,6 +34,17 @@ static float case_level, case_level_scale = 1.0f;
 /* the squared error's emphasis for the next gradcheck (0: off) */
 static float case_emphasis;
 
+/* How far two finite-difference gradients of n values lie apart (max
+ * relative difference, a rounded to float): a setting that should move
+ * the gradient moves it by more than 1e-2. */
+static double gradient_gap(const double *a, const double *b, size_t n)
+{
+    float tmp[4096];
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = (float)a[i];
+    return max_rel_diff_d(tmp, b, n);
+}
+
 /* Returns failures; writes the finite-difference gradient to fd_out. */
 static int gradcheck(const grad_case *g, double *fd_out, size_t *n_out)
 {
@@ -203,10 +214,7 @@ int test_gradcheck_full(void)
                    0,
                    0};
     failures += gradcheck(&d, fd_det, &n);
-    float tmp[4096];
-    for (size_t i = 0; i < n; i++)
-        tmp[i] = (float)fd_det[i];
-    double gap = max_rel_diff_d(tmp, fd_full, n);
+    double gap = gradient_gap(fd_det, fd_full, n);
     CHECK(gap > 1e-2, "full and detached gradients differ by only %.3g", gap);
     printf("    full vs detached gradients differ by %.3g (rel)\n", gap);
     return failures;
@@ -274,10 +282,7 @@ int test_gradcheck_gru(void)
                      0};
     failures += gradcheck(&full, fd_full, &n);
     failures += gradcheck(&det, fd_det, &n);
-    float tmp[4096];
-    for (size_t i = 0; i < n; i++)
-        tmp[i] = (float)fd_det[i];
-    double gap = max_rel_diff_d(tmp, fd_full, n);
+    double gap = gradient_gap(fd_det, fd_full, n);
     CHECK(gap > 1e-2, "gru full and detached gradients differ by only %.3g",
           gap);
     printf("    gru full vs detached gradients differ by %.3g (rel)\n", gap);
@@ -404,10 +409,7 @@ int test_gradcheck_level(void)
         failures += gradcheck(&cs[i], fd_off, &n);
         case_level = 0.7f;
         failures += gradcheck(&cs[i], fd, &n);
-        float tmp[4096];
-        for (size_t j = 0; j < n; j++)
-            tmp[j] = (float)fd_off[j];
-        double gap = max_rel_diff_d(tmp, fd, n);
+        double gap = gradient_gap(fd_off, fd, n);
         CHECK(gap > 1e-2, "%s: the level term moves the gradient by only %.3g",
               cs[i].label, gap);
     }
@@ -452,10 +454,7 @@ int test_gradcheck_emphasis(void)
         case_level = i == 1 ? 0.7f : 0.0f;
         failures += gradcheck(&cs[i], fd, &n);
         case_level = 0.0f;
-        float tmp[4096];
-        for (size_t j = 0; j < n; j++)
-            tmp[j] = (float)fd_off[j];
-        double gap = max_rel_diff_d(tmp, fd, n);
+        double gap = gradient_gap(fd_off, fd, n);
         CHECK(gap > 1e-2, "%s: the emphasis moves the gradient by only %.3g",
               cs[i].label, gap);
     }
