@@ -140,9 +140,14 @@ long frae_gl_flush(frae_gl *g, float *out);
  * interpolation.  A frame is voiced when that dip is below 0.25 and its mean
  * square above -60 dBFS.  f0 is searched from FRAE_F0_MIN_HZ to
  * FRAE_F0_MAX_HZ.  Frame t analyses frae_f0_span samples centred at
- * t*hop + win/2, where feature frame t is centred.  The state is scratch of
- * fixed size (caller-owned, as rnnoise's); a frame allocates nothing and
- * never yields NaN (non-finite samples count as silence). */
+ * t*hop + win/2, where feature frame t is centred.  Mains hum and rumble
+ * under a voice are a steady period that YIN reads at its floor, or they
+ * hide the voice's, so the features' tracker (frae_f0_frame_dehum) reads a
+ * frame again, high-passed at 80 Hz (frae_f0_filter), where the whole band
+ * reads under 80 Hz or unvoiced.  The
+ * state is of fixed size (caller-owned, as rnnoise's): the filter's memory
+ * and a frame's scratch; a frame allocates nothing and never yields NaN
+ * (non-finite samples count as silence). */
 #define FRAE_F0_MIN_HZ 50.0
 #define FRAE_F0_MAX_HZ 600.0
 typedef struct frae_f0 frae_f0;
@@ -164,9 +169,22 @@ long frae_speech_latency(const frae_features *f, int lookahead);
 /* NULL if f is not a valid feature config. */
 FRAE_API
 frae_f0 *frae_f0_init(void *mem, const frae_features *f);
+/* The tracker's input: the next n samples of the signal, high-passed into
+ * out (which may be in); the filter's memory runs on from call to call
+ * and starts silent at frae_f0_init. */
+FRAE_API
+void frae_f0_filter(frae_f0 *p, const float *in, float *out, long n);
 /* span: frae_f0_span(f) samples.  *f0: Hz, 0 when unvoiced; *voiced: 0 or 1. */
 FRAE_API
 void frae_f0_frame(frae_f0 *p, const float *span, float *f0, float *voiced);
+/* As frae_f0_frame, where highpassed is the same span through
+ * frae_f0_filter (what frae's features do): a frame read voiced under 80 Hz
+ * takes the high-passed reading; one read unvoiced takes it where it is
+ * voiced at 80 Hz or more; one read voiced at 80 Hz or more keeps its
+ * reading. */
+FRAE_API
+void frae_f0_frame_dehum(frae_f0 *p, const float *span, const float *highpassed,
+                         float *f0, float *voiced);
 
 /* ---- Vocoder: harmonic plus noise, frame by frame ---------------------------
  * Turns frames of features with pitch (n_mels log-mel values, f0 in Hz,

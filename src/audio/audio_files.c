@@ -41,6 +41,7 @@ struct audio_stream {
     float *inter, *mono, *res; /* a read, its mix, the resampled mix */
     long res_cap;
     float *win; /* samples not yet framed */
+    float *hp;  /* with pitch: the same samples high-passed for the tracker */
     long win_len, win_cap;
     float *feats; /* FEAT_BATCH frames for the sink */
     int n_feats;
@@ -92,6 +93,8 @@ static int frame_samples(audio_stream *a, const float *x, long n)
     while (n > 0) {
         long take = a->win_cap - a->win_len < n ? a->win_cap - a->win_len : n;
         memcpy(a->win + a->win_len, x, sizeof(float) * (size_t)take);
+        if (a->f0)
+            frae_f0_filter(a->f0, x, a->hp + a->win_len, take);
         a->win_len += take, x += take, n -= take;
         long at = 0;
         const long need = a->pre + f->win + a->post;
@@ -99,8 +102,9 @@ static int frame_samples(audio_stream *a, const float *x, long n)
             float *out = a->feats + (size_t)a->n_feats * a->width;
             frae_mel_compute(a->mel, a->win + at + a->pre, f->win, out);
             if (a->f0)
-                frae_f0_frame(a->f0, a->win + at + a->pre + a->span_at,
-                              out + f->n_mels, out + f->n_mels + 1);
+                frae_f0_frame_dehum(a->f0, a->win + at + a->pre + a->span_at,
+                                    a->hp + at + a->pre + a->span_at,
+                                    out + f->n_mels, out + f->n_mels + 1);
             a->frames++;
             if (++a->n_feats == FEAT_BATCH && flush_feats(a))
                 return -1;
@@ -108,6 +112,9 @@ static int frame_samples(audio_stream *a, const float *x, long n)
         if (at > a->win_len)
             at = a->win_len; /* hop > what is left: skip the rest later */
         memmove(a->win, a->win + at, sizeof(float) * (size_t)(a->win_len - at));
+        if (a->f0)
+            memmove(a->hp, a->hp + at,
+                    sizeof(float) * (size_t)(a->win_len - at));
         a->win_len -= at;
     }
     return 0;
@@ -235,7 +242,8 @@ void frae_feature_stream_destroy(frae_feature_stream *s)
     if (s->a.src)
         src_delete(s->a.src);
     frae_mel_destroy(s->a.mel);
-    free(s->a.mono), free(s->a.res), free(s->a.win), free(s->a.feats);
+    free(s->a.mono), free(s->a.res), free(s->a.win), free(s->a.hp);
+    free(s->a.feats);
     free(s->f0_mem);
     free(s);
 }
@@ -288,9 +296,12 @@ frae_feature_stream *frae_feature_stream_create(const frae_features *f,
     a->res = malloc(sizeof(float) * (size_t)a->res_cap);
     a->win_cap = a->pre + f->win + a->post + a->res_cap;
     a->win = calloc((size_t)a->win_cap, sizeof(float));
+    if (f->pitch)
+        a->hp = calloc((size_t)a->win_cap, sizeof(float));
     a->win_len = a->pre;
     a->feats = malloc(sizeof(float) * FEAT_BATCH * (size_t)a->width);
-    if (!ok || !a->mono || !a->res || !a->win || !a->feats) {
+    if (!ok || !a->mono || !a->res || !a->win || (f->pitch && !a->hp) ||
+        !a->feats) {
         frae_errorf(err, errlen, "out of memory");
         frae_feature_stream_destroy(s);
         return NULL;
@@ -370,10 +381,12 @@ static int stream_features(SNDFILE *sf, const SF_INFO *info, const char *name,
     }
     a.win_cap = a.pre + f->win + a.post + BLOCK_SAMPLES;
     a.win = calloc((size_t)a.win_cap, sizeof(float));
+    if (a.f0)
+        a.hp = calloc((size_t)a.win_cap, sizeof(float));
     a.win_len = a.pre; /* leading silence for the first spans */
     a.feats = malloc(sizeof(float) * FEAT_BATCH * (size_t)a.width);
     int rc = -1;
-    if (!a.win || !a.feats || (f->pitch && !a.f0))
+    if (!a.win || !a.feats || (f->pitch && (!a.f0 || !a.hp)))
         frae_errorf(err, errlen, "%s: out of memory", name);
     else if ((a.mel = frae_mel_create(f, err, errlen)) &&
              !stream_sndfile(sf, info, &a) && !end_silence(&a) &&
@@ -393,7 +406,8 @@ static int stream_features(SNDFILE *sf, const SF_INFO *info, const char *name,
     if (a.src)
         src_delete(a.src);
     frae_mel_destroy(a.mel);
-    free(a.inter), free(a.mono), free(a.res), free(a.win), free(a.feats);
+    free(a.inter), free(a.mono), free(a.res), free(a.win), free(a.hp);
+    free(a.feats);
     free(f0_mem);
     return rc;
 }

@@ -565,8 +565,11 @@ static void features_help(void)
         "Audio is mixed to mono and resampled to --sample-rate.\n"
         "\n" CLI_FEATURE_HELP
         "  --pitch              two more columns: f0 in Hz (0 when\n"
-        "                       unvoiced) and voicing (0 or 1), by YIN,\n"
-        "                       for 'frae vocode': [T, mels + 2]\n"
+        "                       unvoiced) and voicing (0 or 1), by YIN\n"
+        "                       (a frame read under 80 Hz is read again\n"
+        "                       high-passed, so that mains hum is not\n"
+        "                       taken for a voice), for 'frae vocode':\n"
+        "                       [T, mels + 2]\n"
         "\n"
         "Train on such files with 'frae train --audio-features' (same\n"
         "options) so the model records them.\n"
