@@ -281,6 +281,7 @@ int test_codec_zero_allocations(void)
     frae_vocoder *v = frae_vocoder_init(vmem, &f, 1, NULL, 0);
     frae_f0 *p = frae_f0_init(pmem, &f);
     float *span = malloc(sizeof(float) * (size_t)frae_f0_span(&f));
+    float *highpassed = malloc(sizeof(float) * (size_t)frae_f0_span(&f));
     float frame[82], y[82], audio[160];
     unsigned char code[8];
     /* Griffin-Lim in blocks, and the WAV writer (its file's buffer made by
@@ -307,10 +308,16 @@ int test_codec_zero_allocations(void)
     alloc_count = 0;
     for (int t = 0; t < 300; t++) {
         for (int i = 0; i < frae_f0_span(&f); i++)
-            span[i] = (float)(0.3 * sin(0.05 * (t * 160 + i)));
+            span[i] = (float)(0.3 * sin((t % 2 ? 0.05 : 0.02) * (t * 160 + i)));
         for (int k = 0; k < 80; k++)
             frame[k] = (float)(0.5 + 0.3 * sin(0.1 * k + 0.05 * t));
-        frae_f0_frame(p, span, &frame[80], &frame[81]);
+        /* the plain reading of a 127 Hz tone, and the features' of a 51 Hz
+         * one, which is read again high-passed */
+        frae_f0_filter(p, span, highpassed, frae_f0_span(&f));
+        if (t % 2)
+            frae_f0_frame(p, span, &frame[80], &frame[81]);
+        else
+            frae_f0_frame_dehum(p, span, highpassed, &frame[80], &frame[81]);
         frae_encode_frame(e, frame, code, NULL);
         bad += frae_decode_frame(d, code, y) != 0;
         frae_vocoder_frame(v, y, audio);
@@ -348,7 +355,7 @@ int test_codec_zero_allocations(void)
     frae_audio_out_destroy(ao);
     free(ao_out);
     frae_encoder_destroy(e), frae_decoder_destroy(d);
-    free(vmem), free(pmem), free(span);
+    free(vmem), free(pmem), free(span), free(highpassed);
     frae_destroy(m);
     return failures;
 }
