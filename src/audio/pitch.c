@@ -10,9 +10,9 @@
  * dBFS.  Mains hum and rumble under a voice are a steady period that YIN
  * reads as the voice's at the search's floor, or they hide the voice's: a
  * frame read under 80 Hz or unvoiced is read again from the signal
- * high-passed (frae_f0_frame_dehum).  A frame's span is W + tau_max samples centred where its feature
- * frame is centred (t*hop + win/2), so f0 and the envelope describe the same
- * instant.  Everything here is plain C on the stack of the state: no
+ * high-passed (frae_f0_frame_dehum).  A frame's span is W + tau_max samples
+ * centred where its feature frame is centred (t*hop + win/2), so f0 and the
+ * envelope describe the same instant.  Everything here is plain C on the stack of the state: no
  * allocation per frame, the same bits on every machine. */
 #include <math.h>
 #include <string.h>
