@@ -67,6 +67,14 @@ for isa in scalar avx2 avx512 neon; do
     fi
 done
 echo "    instruction sets here:$isas"
+first=${isas# }
+first=${first%% *}
+if [ "${FRAE_ARCH_UPDATE:-}" = 1 ] && [ -n "$first" ]; then
+    # the new streams first, so that every decode below reads them
+    outputs "$first" || exit 1
+    cp "$tmp/$first/speech.fbs" "$tmp/$first/speech-vbr.fbs" $fx/
+    rm -rf "${tmp:?}/$first"
+fi
 for isa in $isas; do
     if outputs "$isa"; then
         ok "FRAE_ISA=$isa: encoded, decoded and trained"
@@ -74,11 +82,8 @@ for isa in $isas; do
         bad "FRAE_ISA=$isa: a command failed"
     fi
 done
-first=${isas# }
-first=${first%% *}
 if [ "${FRAE_ARCH_UPDATE:-}" = 1 ] && [ -n "$first" ]; then
     cp "$tmp/$first.sums" $fx/SHA256SUMS
-    cp "$tmp/$first/speech.fbs" "$tmp/$first/speech-vbr.fbs" $fx/
     echo "    rewrote $fx/SHA256SUMS and the streams from FRAE_ISA=$first"
 fi
 for isa in $isas; do
