@@ -471,7 +471,12 @@ int test_memory_bound(void)
 #if defined(__SANITIZE_ADDRESS__)
         sanitized = 1;
 #endif
-        CHECK(before > 0 && (sanitized ||
+        /* under qemu-user (tests/aarch64_test.sh sets FRAE_TEST_EMULATOR)
+         * the emulator's cache of translated code is anonymous memory of
+         * the same process and grows as training's code first runs: the
+         * bound is reported there, not held (measured: 2.5 MiB over) */
+        const int emulated = getenv("FRAE_TEST_EMULATOR") != NULL;
+        CHECK(before > 0 && (sanitized || emulated ||
                              one_window - before <= arena + (2 << 20) / page),
               "%s: training added %ld pages to anonymous RSS, the arena is "
               "%.0f",
