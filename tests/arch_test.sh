@@ -70,10 +70,12 @@ echo "    instruction sets here:$isas"
 first=${isas# }
 first=${first%% *}
 if [ "${FRAE_ARCH_UPDATE:-}" = 1 ] && [ -n "$first" ]; then
-    # the new streams first, so that every decode below reads them
-    outputs "$first" || exit 1
-    cp "$tmp/$first/speech.fbs" "$tmp/$first/speech-vbr.fbs" $fx/
-    rm -rf "${tmp:?}/$first"
+    # the new streams first, so that every decode below reads them (the
+    # old ones may be another model's, which the decoder refuses)
+    for m in speech speech-vbr; do
+        FRAE_ISA=$first fr encode models/$m.safetensors $fx/speech-features.npy \
+            -o "$fx/$m.fbs" || exit 1
+    done
 fi
 for isa in $isas; do
     if outputs "$isa"; then
