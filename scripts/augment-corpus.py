@@ -115,12 +115,28 @@ def median_f0(wav, frae, work):
     return float(np.median(frames[voiced, -2])) if voiced.any() else 0.0
 
 
-def conditions(x, clip, wav, frae, work):
-    """(audio, conditions) for voices-aug, or None where clip is not chosen."""
+# Each set: choose(clip, wav, frae, work) gives what to do to a clip, or
+# None where it is not chosen (before its audio is read); make(x, what)
+# gives (audio, what was done).
+def choose_conditions(clip, wav, frae, work):
     chosen, chain, seed = draw(clip)
-    if not chosen:
-        return None
+    return (chain, seed) if chosen else None
+
+
+def under_conditions(x, chain_seed):
+    chain, seed = chain_seed
     return augment.apply(x, chain, seed % (1 << 32)), chain
+
+
+def choose_faster(clip, wav, frae, work):
+    return draw_fast(clip)
+
+
+def choose_higher(clip, wav, frae, work):
+    factor = draw_fast(clip, HIGH_SHARE, HIGH_FACTORS)
+    if factor is None or median_f0(wav, frae, work) < HIGH_LOWEST_F0:
+        return None
+    return factor
 
 
 def played_faster(x, factor):
@@ -128,37 +144,24 @@ def played_faster(x, factor):
     return np.clip(resample_poly(x, q, p), -1, 1), "%d/%d" % (p, q)
 
 
-def faster(x, clip, wav, frae, work):
-    """(audio, factor) for voices-fast, or None where clip is not chosen."""
-    factor = draw_fast(clip)
-    return None if factor is None else played_faster(x, factor)
-
-
-def higher(x, clip, wav, frae, work):
-    """(audio, factor) for voices-high, or None where clip is not chosen."""
-    factor = draw_fast(clip, HIGH_SHARE, HIGH_FACTORS)
-    if factor is None or median_f0(wav, frae, work) < HIGH_LOWEST_F0:
-        return None
-    return played_faster(x, factor)
-
-
-def one(clip, src, out, frae, render):
+def one(clip, src, out, frae, choose, make):
     wav_in = os.path.join(src, clip + ".wav")
+    what = choose(clip, wav_in, frae, out)
+    if what is None:
+        return None
     x, rate = augment.read_wav(wav_in)
     if rate != augment.RATE:
         raise ValueError("%s: %d Hz" % (clip, rate))
-    made = render(x, clip, wav_in, frae, out)
-    if made is None:
-        return None
+    audio, done = make(x, what)
     wav = os.path.join(out, "wav", "train", clip + ".wav")
-    augment.write_wav(wav, made[0])
+    augment.write_wav(wav, audio)
     subprocess.run([frae, "features", wav, "-o",
                     os.path.join(out, "feats", "train", clip + ".npy")],
                    check=True, capture_output=True)
-    return clip, made[1]
+    return clip, done
 
 
-def make_set(corpus, frae, name, recipe, column, render, what):
+def make_set(corpus, frae, name, recipe, column, choose, make, what):
     """Writes corpus/name from the voices' training clips (kept as it is
     where its .complete names the same recipe and voices corpus)."""
     voices_done = os.path.join(corpus, "voices", ".complete")
@@ -174,7 +177,7 @@ def make_set(corpus, frae, name, recipe, column, render, what):
     src = os.path.join(corpus, "voices", "wav", "train")
     clips = sorted(f[:-4] for f in os.listdir(src) if f.endswith(".wav"))
     with concurrent.futures.ThreadPoolExecutor(2) as ex:
-        rows = [r for r in ex.map(lambda c: one(c, src, out, frae, render), clips) if r]
+        rows = [r for r in ex.map(lambda c: one(c, src, out, frae, choose, make), clips) if r]
     with open(os.path.join(out, "clips.tsv"), "w") as f:
         f.write("clip\t%s\n" % column)
         for clip, done_to in rows:
@@ -192,10 +195,11 @@ def main():
         sys.stderr.write("augment-corpus.py: no voices corpus in %s (make-corpus.sh "
                          "--voices first)\n" % corpus)
         return 2
-    make_set(corpus, frae, "voices-aug", AUG_RECIPE, "conditions", conditions,
-             "under drawn conditions")
-    make_set(corpus, frae, "voices-fast", FAST_RECIPE, "factor", faster, "played faster")
-    make_set(corpus, frae, "voices-high", HIGH_RECIPE, "factor", higher,
+    make_set(corpus, frae, "voices-aug", AUG_RECIPE, "conditions", choose_conditions,
+             under_conditions, "under drawn conditions")
+    make_set(corpus, frae, "voices-fast", FAST_RECIPE, "factor", choose_faster, played_faster,
+             "played faster")
+    make_set(corpus, frae, "voices-high", HIGH_RECIPE, "factor", choose_higher, played_faster,
              "at a median f0 of 165 Hz or more played faster")
     return 0
 
