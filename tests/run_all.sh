@@ -74,6 +74,8 @@ if [ "$BUILD" = build ]; then # the module loads into an uninstrumented python
     run /usr/bin/python3 tests/human_corpus_test.py "$BUILD/frae"
     echo "== recording conditions, the shipped models under them, STOI and ESTOI (issue 48)"
     run /usr/bin/python3 tests/voices_test.py "$BUILD/frae"
+    echo "== the training voices under conditions and played faster (scripts/augment-corpus.py)"
+    run /usr/bin/python3 tests/augment_corpus_test.py "$BUILD/frae"
 fi
 if [ "$BUILD" = build ]; then # installs and links uninstrumented code
     echo "== install and pkg-config ($BUILD)"
