@@ -105,14 +105,14 @@ for name in $MODELS; do
     recipe=$name
     set -- "$CORPUS/feats/train" "$CORPUS/human/feats/train" \
         "$CORPUS/voices/feats/train" "$CORPUS/voices-aug/feats/train"
-    fast_data=""
+    extra_sets=""
     case $name in
     speech) extra="--erasure 0.1 --level-loss 0.1" epochs=$EPOCHS ;;
     speech-3k2) extra="--erasure 0.03 --level-loss 0.1" epochs=$EPOCHS ;;
     speech-vbr)
         extra="--latent 20 --rate-lambda 0.00106 --level-loss 0.1 --lookahead 2 --lookahead-packet 4" epochs=$VBR_EPOCHS
         set -- "$@" "$CORPUS/voices-fast/feats/train" "$CORPUS/voices-high/feats/train"
-        fast_data="; $CORPUS/voices-fast, $fast_line; $CORPUS/voices-high, $high_line (scripts/augment-corpus.py)" ;;
+        extra_sets="; $CORPUS/voices-fast, $fast_line; $CORPUS/voices-high, $high_line (scripts/augment-corpus.py)" ;;
     speech-3k2-vbr) recipe=speech-vbr extra="--latent 48 --rate-lambda 0.00045 --level-loss 0.1 --lookahead 1" epochs=$VBR_EPOCHS ;;
     *) extra="" epochs=$EPOCHS ;;
     esac
@@ -133,7 +133,7 @@ for name in $MODELS; do
     bytes=$(wc -c <"$tmp/$name.safetensors" | tr -d ' ')
     sum=$(sha256sum "$tmp/$name.safetensors" | cut -d' ' -f1)
     printf '%s\t%s\t%s\t%s\t%s\n' "$name.safetensors" "$bytes" "$sum" "$rate" \
-        "$CORPUS, $corpus_line: synthetic speech (espeak-ng and flite voices, scripts/make-corpus.sh); $CORPUS/human, $human_line: recorded human speech, the training side only (Fish Fillets' Czech cast, GPL-2; make-corpus.sh --human $HUMAN_CAPS); $CORPUS/voices, $voices_line: recorded voices of 44 speaker sets in 25 languages, the training side only (Debian packages, docs/2026-12-04-voices.md; make-corpus.sh --voices $VOICES_CAPS); $CORPUS/voices-aug, $aug_line (scripts/augment-corpus.py)$fast_data; frae train --recipe $recipe${extra:+ $extra}, $epochs epochs; bf16 weights" \
+        "$CORPUS, $corpus_line: synthetic speech (espeak-ng and flite voices, scripts/make-corpus.sh); $CORPUS/human, $human_line: recorded human speech, the training side only (Fish Fillets' Czech cast, GPL-2; make-corpus.sh --human $HUMAN_CAPS); $CORPUS/voices, $voices_line: recorded voices of 44 speaker sets in 25 languages, the training side only (Debian packages, docs/2026-12-04-voices.md; make-corpus.sh --voices $VOICES_CAPS); $CORPUS/voices-aug, $aug_line (scripts/augment-corpus.py)$extra_sets; frae train --recipe $recipe${extra:+ $extra}, $epochs epochs; bf16 weights" \
         >>"$manifest"
     mv "$tmp/$name.safetensors" "$OUT/$name.safetensors"
 done
