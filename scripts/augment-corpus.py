@@ -66,9 +66,14 @@ HIGH_LOWEST_F0 = 165.0
 HIGH_FACTORS = ((5, 4), (4, 3), (7, 5), (3, 2))
 
 
+def name_seed(text):
+    """A seed from text's hash alone: the same on every machine."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+
+
 def draw(name):
     """(chosen, chain, seed) for the clip called name, from its hash."""
-    seed = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
+    seed = name_seed(name)
     rng = np.random.default_rng(seed)
     if rng.random() >= SHARE:
         return False, "", seed
@@ -97,8 +102,7 @@ def draw(name):
 def draw_fast(name, share=SHARE, factors=FAST_FACTORS):
     """(p, q) for the clip called name (played p / q times faster), or None
     where it is not chosen."""
-    seed = int.from_bytes(hashlib.sha256(("hi:" + name).encode()).digest()[:8], "little")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(name_seed("hi:" + name))
     if rng.random() >= share:
         return None
     return factors[rng.integers(len(factors))]

@@ -58,15 +58,6 @@ def listed(corpus, name):
     return {r[0]: r[1] for r in rows}
 
 
-def median_f0(frae, wav, tmp):
-    npy = os.path.join(tmp, "f0.npy")
-    subprocess.run([frae, "features", "--pitch", wav, "-o", npy], check=True,
-                   capture_output=True)
-    frames = np.load(npy)
-    voiced = frames[:, -1] > 0.5
-    return float(np.median(frames[voiced, -2])) if voiced.any() else 0.0
-
-
 def main():
     frae = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "frae"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -119,8 +110,8 @@ def main():
             check("held-00" not in got and not os.path.exists(os.path.join(d, "wav", "test")),
                   "%s: the held-out side is untouched" % name)
 
-        f0_low = median_f0(frae, os.path.join(train, low[0] + ".wav"), tmp)
-        f0_high = median_f0(frae, os.path.join(train, high[0] + ".wav"), tmp)
+        f0_low = AC.median_f0(os.path.join(train, low[0] + ".wav"), frae, tmp)
+        f0_high = AC.median_f0(os.path.join(train, high[0] + ".wav"), frae, tmp)
         check(abs(f0_low - 120) < 3 and abs(f0_high - 220) < 5,
               "the tracker reads the clips at 120 and 220 Hz (%.1f, %.1f)" % (f0_low, f0_high))
 
@@ -133,7 +124,7 @@ def main():
                 check(n_out == -(-n_in * q // p), "%s %s: %s times faster, %d samples from %d"
                       % (name, clip, factor, n_out, n_in))
                 f0_in = f0_high if clip.startswith("high") else f0_low
-                f0_out = median_f0(frae, out, tmp)
+                f0_out = AC.median_f0(out, frae, tmp)
                 check(abs(f0_out / f0_in - p / q) < 0.03,
                       "%s %s: pitch %.1f Hz from %.1f, x%.3f (%s)"
                       % (name, clip, f0_out, f0_in, f0_out / f0_in, factor))
