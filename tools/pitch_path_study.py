@@ -28,6 +28,7 @@ over the frames voiced at both ends, and the bitrate.
 
 Usage: tools/pitch_path_study.py [--frae BIN] [--model PATH]
        [--corpus DIR] [--jobs N] [--sets a,b,...] [--split train --every N]
+       [--condition NAME]  (augment.py's, as human_study.py applies it)
 Prints a markdown table per speaker set."""
 import argparse
 import collections
@@ -130,6 +131,10 @@ def one_clip(job):
     a, clip, wav = job
     with tempfile.TemporaryDirectory() as work:
         x = augment.read_wav(wav)[0]
+        if a.condition != "clean":  # as human_study.py's --conditions: measured against the input as conditioned
+            wav = os.path.join(work, "conditioned.wav")
+            augment.write_wav(wav, augment.apply(x, a.condition, sum(map(ord, clip + a.condition))))
+            x = augment.read_wav(wav)[0]
         run(a.frae, "features", wav, "--pitch", "-o", os.path.join(work, "in.npy"))
         inp = np.load(os.path.join(work, "in.npy"))
         voiced = inp[:, -1] > 0.5
@@ -165,6 +170,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--split", default="test", help="test (held out) or train")
     ap.add_argument("--every", type=int, default=1, help="every Nth clip of the split")
+    ap.add_argument("--condition", default="clean", help="a recording condition of augment.py (clean)")
     a = ap.parse_args()
     rows = [line.rstrip("\n").split("\t") for line in open(os.path.join(a.corpus, "clips.tsv"))]
     col = {name: i for i, name in enumerate(rows[0])}
