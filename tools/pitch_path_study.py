@@ -5,9 +5,9 @@ another tracker's (aubio's yinfft), coded and not
 (docs/2026-12-07-seeds.md).  Per clip of the corpus's held-out side:
 
   - vocoder alone, frae's f0: frae features --pitch, then frae vocode;
-  - vocoder alone, aubio's f0: the same frames with aubio's yinfft f0
-    (640-sample buffer, the reading centred nearest the frame's centre)
-    wherever frae's tracker reads voiced and aubio reads over 60 Hz;
+  - vocoder alone, aubio's f0: the same frames with the f0 of demo.py's
+    reference tracker (aubio's yinfft, the track run.sh's pitch errors are
+    counted against) wherever both it and frae's tracker read voiced;
     frae's voicing throughout, so that only the f0 differs;
   - coded: frae encode MODEL on those frames (with frae's f0), frae decode
     --wav (the decoder's own audio);
@@ -35,19 +35,18 @@ import collections
 import multiprocessing
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
-import aubio
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import augment  # noqa: E402  (16-bit WAV in and out)
+import demo  # noqa: E402  (the reference tracker, aubio's, and running frae)
 import intelligibility  # noqa: E402  (STOI)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HOP, AUBIO_BUF, RATE = 160, 640, 16000
+HOP, RATE = 160, 16000
 VARIANTS = ("vocoder alone, frae's f0", "vocoder alone, aubio's f0", "coded",
             "coded envelope, input f0", "coded envelope, aubio's f0",
             "coded from aubio's f0", "vocoder alone, refined f0",
@@ -56,18 +55,6 @@ VARIANTS = ("vocoder alone, frae's f0", "vocoder alone, aubio's f0", "coded",
 # harmonics it sums (Hz), the window and the FFT it reads them from
 REFINE_CENTS, REFINE_STEP, REFINE_LO_HZ, REFINE_HI_HZ = 60, 5, 300.0, 3500.0
 REFINE_WIN, REFINE_FFT = 640, 8192
-
-
-def aubio_f0(x, frames):
-    """aubio yinfft's f0 per feature frame.  Its reading after hop k covers
-    the AUBIO_BUF samples before (k+1) HOP, centred at k HOP - 160; frae's
-    frame t is centred at t HOP + 200, so frame t takes reading t + 2."""
-    p = aubio.pitch("yinfft", AUBIO_BUF, HOP, RATE)
-    p.set_unit("Hz")
-    p.set_tolerance(0.8)
-    xx = np.concatenate([x.astype(np.float32), np.zeros(4 * AUBIO_BUF, np.float32)])
-    f = [float(p(xx[k * HOP:(k + 1) * HOP].copy())[0]) for k in range(frames + 2)]
-    return np.array(f[2:frames + 2])
 
 
 def refined_f0(x, f0, voiced):
@@ -101,15 +88,11 @@ def stoi(x, wav):
     return max(intelligibility.scores(x, np.roll(y, s), RATE)[0] for s in range(-160, 161, 32))
 
 
-def run(*cmd):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-
-
 def vocoded(a, frames, f0, work, name):
     g = frames.copy()
     g[:, -2] = f0
     np.save(os.path.join(work, name + ".npy"), g.astype(np.float32))
-    run(a.frae, "vocode", os.path.join(work, name + ".npy"), "-o", os.path.join(work, name + ".wav"))
+    demo.sh([a.frae, "vocode", os.path.join(work, name + ".npy"), "-o", os.path.join(work, name + ".wav")])
     return os.path.join(work, name + ".wav")
 
 
@@ -117,8 +100,8 @@ def coded(a, frames, work, name):
     """(decoded frames, decoder's WAV, kbit/s) of frames through the codec."""
     p = lambda ext: os.path.join(work, name + ext)
     np.save(p(".npy"), frames.astype(np.float32))
-    out = run(a.frae, "encode", a.model, p(".npy"), "-o", p(".fbs"))
-    run(a.frae, "decode", p(".fbs"), "-o", p(".out.npy"), "--wav", p(".wav"))
+    out = demo.sh([a.frae, "encode", a.model, p(".npy"), "-o", p(".fbs")])
+    demo.sh([a.frae, "decode", p(".fbs"), "-o", p(".out.npy"), "--wav", p(".wav")])
     return np.load(p(".out.npy")), p(".wav"), float(re.search(r"= ([\d.]+) kbit/s", out).group(1))
 
 
@@ -135,11 +118,11 @@ def one_clip(job):
             wav = os.path.join(work, "conditioned.wav")
             augment.write_wav(wav, augment.apply(x, a.condition, sum(map(ord, clip + a.condition))))
             x = augment.read_wav(wav)[0]
-        run(a.frae, "features", wav, "--pitch", "-o", os.path.join(work, "in.npy"))
+        demo.sh([a.frae, "features", wav, "--pitch", "-o", os.path.join(work, "in.npy")])
         inp = np.load(os.path.join(work, "in.npy"))
         voiced = inp[:, -1] > 0.5
-        fa = aubio_f0(x, len(inp))
-        f0_aubio = np.where(voiced & (fa > 60), fa, inp[:, -2])
+        fa = demo.pitch_track(wav, len(inp))[0]  # 0 where aubio reads unvoiced
+        f0_aubio = np.where(voiced & (fa > 0), fa, inp[:, -2])
         with_aubio = inp.copy()
         with_aubio[:, -2] = f0_aubio
         f0_refined = refined_f0(x, inp[:, -2], voiced)
