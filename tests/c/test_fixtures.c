@@ -3,7 +3,6 @@
  * is needed here.  For every tensor: max |frae - torch| / max |torch|,
  * printed, and at most FIXTURE_TOL. */
 #include <math.h>
-#include <stdint.h>
 #include <string.h>
 
 #include "core/frae_internal.h"
@@ -11,100 +10,6 @@
 #include "tests.h"
 
 #define FIXTURE_TOL 1e-5
-#define MAX_TENSORS 256
-
-typedef struct {
-    char name[64];
-    int ndim;
-    uint32_t dims[4];
-    size_t count;
-    const float *data;
-} fix_tensor;
-
-typedef struct {
-    unsigned char *buf;
-    float *floats; /* tensor data copied out: the file's are unaligned */
-    int n;
-    fix_tensor t[MAX_TENSORS];
-} fixtures;
-
-static uint32_t rd_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-           (uint32_t)p[3] << 24;
-}
-
-static int load_fixtures(const char *path, fixtures *fx)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        printf("    cannot open %s (run from the repository root)\n", path);
-        return -1;
-    }
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    fx->buf = malloc((size_t)len);
-    if (!fx->buf || fread(fx->buf, 1, (size_t)len, f) != (size_t)len) {
-        fclose(f);
-        return -1;
-    }
-    fclose(f);
-    const unsigned char *p = fx->buf, *end = fx->buf + len;
-    if (len < 12 || memcmp(p, "FRAEFIX1", 8))
-        return -1;
-    uint32_t count = rd_u32(p + 8);
-    p += 12;
-    if (count > MAX_TENSORS)
-        return -1;
-    for (fx->n = 0; fx->n < (int)count; fx->n++) {
-        fix_tensor *t = &fx->t[fx->n];
-        if (end - p < 4)
-            return -1;
-        uint32_t nl = rd_u32(p);
-        p += 4;
-        if (nl >= sizeof t->name || (size_t)(end - p) < nl + 4)
-            return -1;
-        memcpy(t->name, p, nl);
-        t->name[nl] = 0;
-        p += nl;
-        t->ndim = (int)rd_u32(p);
-        p += 4;
-        if (t->ndim > 4 || end - p < 4 * t->ndim)
-            return -1;
-        t->count = 1;
-        for (int d = 0; d < t->ndim; d++, p += 4)
-            t->count *= t->dims[d] = rd_u32(p);
-        if ((size_t)(end - p) < 4 * t->count)
-            return -1;
-        t->data = (const float *)(uintptr_t)(p - fx->buf); /* offset for now */
-        p += 4 * t->count;
-    }
-    if (p != end)
-        return -1;
-    /* one aligned copy of all tensor data (little-endian host assumed) */
-    size_t total = 0;
-    for (int i = 0; i < fx->n; i++)
-        total += fx->t[i].count;
-    fx->floats = malloc(sizeof(float) * (total ? total : 1));
-    float *dst = fx->floats;
-    for (int i = 0; i < fx->n; i++) {
-        memcpy(dst, fx->buf + (uintptr_t)fx->t[i].data,
-               sizeof(float) * fx->t[i].count);
-        fx->t[i].data = dst;
-        dst += fx->t[i].count;
-    }
-    return 0;
-}
-
-static const fix_tensor *get(const fixtures *fx, const char *name)
-{
-    for (int i = 0; i < fx->n; i++)
-        if (!strcmp(fx->t[i].name, name))
-            return &fx->t[i];
-    printf("    fixture tensor '%s' missing\n", name);
-    exit(1);
-}
 
 /* The fixture sets of tools/export_fixtures.py and their configs; the
  * prior's sets (prior > 0) also fix the quantizer, and their files the
@@ -355,7 +260,7 @@ static void flat_from_torch(const fixtures *fx, const char *prefix,
     const int n = frae_tensor_entries(c, e);
     for (int k = 0; k < n; k++) {
         snprintf(name, sizeof name, "%s%s", prefix, e[k].name);
-        const fix_tensor *t = get(fx, name);
+        const fix_tensor *t = fixtures_get(fx, name);
         if (e[k].bias) {
             const int out = (int)t->dims[0];
             for (int o = 0; o < out; o++)
@@ -430,10 +335,11 @@ static int check_grads(const frae_config *cm, const float *init,
                             .kind = FRAE_STEP_GRADIENTS},
               &st);
     snprintf(name, sizeof name, "loss.%s", mode);
-    failures += check_scalar(name, st.mse, get(fx, name)->data[0]);
+    failures += check_scalar(name, st.mse, fixtures_get(fx, name)->data[0]);
     if (rate) {
         snprintf(name, sizeof name, "rate.%s", mode);
-        failures += check_scalar(name, st.rate, get(fx, name)->data[0]);
+        failures +=
+            check_scalar(name, st.rate, fixtures_get(fx, name)->data[0]);
     }
     frae_get_grads(m, got);
     snprintf(name, sizeof name, "grad.%s.", mode);
@@ -492,14 +398,16 @@ static int check_steps(const frae_config *cm, const float *init,
     frae_step(m, &batch, &st);
     CHECK(st.steps == 2, "tbptt took %ld steps, not 2", st.steps);
     snprintf(name, sizeof name, "tbptt.%s.loss", mode);
-    failures += check_scalar(name, st.mse, get(fx, name)->data[0]);
+    failures += check_scalar(name, st.mse, fixtures_get(fx, name)->data[0]);
     if (extra & CHECK_RATE) {
         snprintf(name, sizeof name, "tbptt.%s.rate", mode);
-        failures += check_scalar(name, st.rate, get(fx, name)->data[0]);
+        failures +=
+            check_scalar(name, st.rate, fixtures_get(fx, name)->data[0]);
     }
     if (extra & CHECK_LEVEL) {
         snprintf(name, sizeof name, "tbptt.%s.level", mode);
-        failures += check_scalar(name, st.level, get(fx, name)->data[0]);
+        failures +=
+            check_scalar(name, st.level, fixtures_get(fx, name)->data[0]);
     }
     snprintf(name, sizeof name, "tbptt.%s.", mode);
     failures += check_update(m, fx, name, cm, init, got, ref);
@@ -514,7 +422,7 @@ static int open_set(const fixture_set *fs, frae_isa isa, int threads,
                     fixtures *fx, frae_config *c)
 {
     memset(fx, 0, sizeof *fx);
-    if (load_fixtures(fs->path, fx)) {
+    if (fixtures_load(fs->path, fx)) {
         free(fx->buf), free(fx->floats);
         return -1;
     }
@@ -523,10 +431,10 @@ static int open_set(const fixture_set *fs, frae_isa isa, int threads,
     c->lookahead = fs->lookahead;
     c->lookahead_packet = fs->lookahead_packet;
     c->batch = 2;
-    c->window = (int)get(fx, "x")->dims[1];
+    c->window = (int)fixtures_get(fx, "x")->dims[1];
     c->isa = isa;
     c->threads = threads;
-    const float *hp = get(fx, "adam.hparams")->data;
+    const float *hp = fixtures_get(fx, "adam.hparams")->data;
     c->learning_rate = hp[0], c->beta1 = hp[1], c->beta2 = hp[2];
     c->epsilon = hp[3];
     if (fs->prior) {
@@ -534,15 +442,15 @@ static int open_set(const fixture_set *fs, frae_isa isa, int threads,
         c->quant_levels = fs->levels;
         c->prior_hidden = fs->prior;
         c->prior_ar = fs->prior_ar;
-        c->rate_lambda = get(fx, "rate_lambda")->data[0];
+        c->rate_lambda = fixtures_get(fx, "rate_lambda")->data[0];
     }
     c->targets = fs->targets;
     if (fs->level) {
-        const float *lv = get(fx, "level")->data;
+        const float *lv = fixtures_get(fx, "level")->data;
         c->level_loss = lv[0], c->level_scale = lv[1];
     }
     if (fs->level == 2) {
-        const float *em = get(fx, "emphasis")->data;
+        const float *em = fixtures_get(fx, "emphasis")->data;
         c->emphasis = em[0];
         c->emphasis_from = (int)em[1], c->emphasis_to = (int)em[2];
     }
@@ -611,7 +519,7 @@ static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
     CHECK(open_set(fs, isa, threads, &fx, &c) == 0, "cannot read %s", fs->path);
     if (failures)
         return failures;
-    const fix_tensor *x = get(&fx, "x");
+    const fix_tensor *x = fixtures_get(&fx, "x");
     const int nseq = (int)x->dims[0], T = (int)x->dims[1];
     size_t np = frae_param_count_for(&c);
     float *init = malloc(4 * np), *ref = malloc(4 * np), *got = malloc(4 * np);
@@ -633,7 +541,7 @@ static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
         char name[32];
         snprintf(name, sizeof name, "y.%s", quants[i].name);
         failures += check_forward(&cq, init, x->data, nseq, T,
-                                  get(&fx, name)->data, name, y);
+                                  fixtures_get(&fx, name)->data, name, y);
     }
 
     /* bf16 weights: frae's rounding is torch's .bfloat16(), bit for bit,
@@ -650,8 +558,9 @@ static int fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
         CHECK(!memcmp(got, ref, 4 * np),
               "bf16 rounding of the weights differs from torch's");
         frae_destroy(m);
-        failures += check_forward(&cb, init, x->data, nseq, T,
-                                  get(&fx, "y.bf16")->data, "y.bf16", y);
+        failures +=
+            check_forward(&cb, init, x->data, nseq, T,
+                          fixtures_get(&fx, "y.bf16")->data, "y.bf16", y);
     }
 
     for (int full = 0; full <= 1; full++) {
@@ -703,14 +612,14 @@ static int prior_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
     CHECK(open_set(fs, isa, threads, &fx, &c) == 0, "cannot read %s", fs->path);
     if (failures)
         return failures;
-    const fix_tensor *x = get(&fx, "x");
+    const fix_tensor *x = fixtures_get(&fx, "x");
     const int nseq = (int)x->dims[0], T = (int)x->dims[1];
     size_t np = frae_param_count_for(&c);
     float *init = malloc(4 * np), *ref = malloc(4 * np), *got = malloc(4 * np);
     float *y = malloc(4 * x->count);
     flat_from_torch(&fx, "param.", &c, init);
-    failures +=
-        check_forward(&c, init, x->data, nseq, T, get(&fx, "y")->data, "y", y);
+    failures += check_forward(&c, init, x->data, nseq, T,
+                              fixtures_get(&fx, "y")->data, "y", y);
     /* the rate of the forward pass, batched and one sequence at a time */
     for (int one = 0; one <= 1; one++) {
         frae_config cc = c;
@@ -729,9 +638,9 @@ static int prior_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
                       &st);
             bits += st.rate_bits;
         }
-        failures +=
-            check_scalar(one ? "rate (batch 1)" : "rate",
-                         bits / ((double)nseq * T), get(&fx, "rate")->data[0]);
+        failures += check_scalar(one ? "rate (batch 1)" : "rate",
+                                 bits / ((double)nseq * T),
+                                 fixtures_get(&fx, "rate")->data[0]);
         frae_destroy(m);
     }
     for (int full = 0; full <= 1; full++) {
@@ -764,7 +673,8 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
     CHECK(open_set(fs, isa, threads, &fx, &c) == 0, "cannot read %s", fs->path);
     if (failures)
         return failures;
-    const fix_tensor *x = get(&fx, "x"), *tg = get(&fx, "target");
+    const fix_tensor *x = fixtures_get(&fx, "x"),
+                     *tg = fixtures_get(&fx, "target");
     const int nseq = (int)x->dims[0], T = (int)x->dims[1];
     const size_t np = frae_param_count_for(&c);
     float *init = malloc(4 * np), *ref = malloc(4 * np), *got = malloc(4 * np);
@@ -782,7 +692,8 @@ static int targets_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
                                   .kind = FRAE_STEP_EVALUATE},
                     &st) == 0,
           "eval with targets refused");
-    failures += check_scalar("loss", st.mse, get(&fx, "loss")->data[0]);
+    failures +=
+        check_scalar("loss", st.mse, fixtures_get(&fx, "loss")->data[0]);
     frae_destroy(m);
     for (int full = 0; full <= 1; full++) {
         frae_config cm = c;
@@ -824,7 +735,7 @@ static int level_fixtures_on(const fixture_set *fs, frae_isa isa, int threads)
     CHECK(open_set(fs, isa, threads, &fx, &c) == 0, "cannot read %s", fs->path);
     if (failures)
         return failures;
-    const fix_tensor *x = get(&fx, "x");
+    const fix_tensor *x = fixtures_get(&fx, "x");
     const int nseq = (int)x->dims[0], T = (int)x->dims[1];
     const size_t np = frae_param_count_for(&c);
     float *init = malloc(4 * np), *ref = malloc(4 * np), *got = malloc(4 * np);

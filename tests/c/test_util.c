@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 double max_rel_diff(const float *a, const float *b, size_t n)
@@ -127,4 +128,84 @@ void perturb_params(frae_model *m, float *params)
     if (params)
         memcpy(params, p, sizeof(float) * n);
     free(p);
+}
+
+/* ---- fixtures: FRAEFIX1 files of named float32 tensors ---------------- */
+
+static uint32_t rd_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+int fixtures_load(const char *path, fixtures *fx)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        printf("    cannot open %s (run from the repository root)\n", path);
+        return -1;
+    }
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    fx->buf = malloc((size_t)len);
+    if (!fx->buf || fread(fx->buf, 1, (size_t)len, f) != (size_t)len) {
+        fclose(f);
+        return -1;
+    }
+    fclose(f);
+    const unsigned char *p = fx->buf, *end = fx->buf + len;
+    if (len < 12 || memcmp(p, "FRAEFIX1", 8))
+        return -1;
+    uint32_t count = rd_u32(p + 8);
+    p += 12;
+    if (count > MAX_TENSORS)
+        return -1;
+    for (fx->n = 0; fx->n < (int)count; fx->n++) {
+        fix_tensor *t = &fx->t[fx->n];
+        if (end - p < 4)
+            return -1;
+        uint32_t nl = rd_u32(p);
+        p += 4;
+        if (nl >= sizeof t->name || (size_t)(end - p) < nl + 4)
+            return -1;
+        memcpy(t->name, p, nl);
+        t->name[nl] = 0;
+        p += nl;
+        t->ndim = (int)rd_u32(p);
+        p += 4;
+        if (t->ndim > 4 || end - p < 4 * t->ndim)
+            return -1;
+        t->count = 1;
+        for (int d = 0; d < t->ndim; d++, p += 4)
+            t->count *= t->dims[d] = rd_u32(p);
+        if ((size_t)(end - p) < 4 * t->count)
+            return -1;
+        t->data = (const float *)(uintptr_t)(p - fx->buf); /* offset for now */
+        p += 4 * t->count;
+    }
+    if (p != end)
+        return -1;
+    /* one aligned copy of all tensor data (little-endian host assumed) */
+    size_t total = 0;
+    for (int i = 0; i < fx->n; i++)
+        total += fx->t[i].count;
+    fx->floats = malloc(sizeof(float) * (total ? total : 1));
+    float *dst = fx->floats;
+    for (int i = 0; i < fx->n; i++) {
+        memcpy(dst, fx->buf + (uintptr_t)fx->t[i].data,
+               sizeof(float) * fx->t[i].count);
+        fx->t[i].data = dst;
+        dst += fx->t[i].count;
+    }
+    return 0;
+}
+
+const fix_tensor *fixtures_get(const fixtures *fx, const char *name)
+{
+    for (int i = 0; i < fx->n; i++)
+        if (!strcmp(fx->t[i].name, name))
+            return &fx->t[i];
+    printf("    fixture tensor '%s' missing\n", name);
+    exit(1);
 }

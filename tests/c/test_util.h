@@ -3,6 +3,7 @@
 #ifndef FRAE_TEST_UTIL_H
 #define FRAE_TEST_UTIL_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -53,4 +54,26 @@ int layer_shapes(const frae_config *c, int *in, int *out);
 /* Sets the params of m to its init plus a deterministic non-zero offset on
  * every value (biases included); writes them to params if non-NULL. */
 void perturb_params(frae_model *m, float *params);
+
+/* Fixtures committed under tests/fixtures: "FRAEFIX1", a u32 count, then
+ * per tensor a u32 name length, the name, u32 ndim, u32 dims, float32 data
+ * (little-endian; tools/export_fixtures.py writes them). */
+#define MAX_TENSORS 256
+typedef struct {
+    char name[64];
+    int ndim;
+    uint32_t dims[4];
+    size_t count;
+    const float *data;
+} fix_tensor;
+typedef struct {
+    unsigned char *buf;
+    float *floats; /* tensor data copied out: the file's are unaligned */
+    int n;
+    fix_tensor t[MAX_TENSORS];
+} fixtures;
+/* 0, or -1 with a line printed; free fx->buf and fx->floats after. */
+int fixtures_load(const char *path, fixtures *fx);
+/* The tensor called name; a missing one is a line and exit(1). */
+const fix_tensor *fixtures_get(const fixtures *fx, const char *name);
 #endif
