@@ -35,8 +35,18 @@ typedef struct {
     float floor, offset, scale; /* 1e-7, 5, 5 */
     int pitch;                  /* 0; 1: each frame also carries f0 (Hz, 0 when
                         unvoiced) and voicing (0 or 1) after its n_mels
-                        values: n_mels + 2 per frame (frae_f0_frame) */
+                        values: n_mels + 2 per frame (frae_f0_frame);
+                        FRAE_PITCH_YIN, FRAE_PITCH_YIN_HP: the same, by
+                        fewer of the tracker's steps */
 } frae_features;
+/* frae_features.pitch, the tracker with fewer of its steps: what the
+ * corpus scripts' rules (held notes, voiced share, a clip's median f0)
+ * were set on when the shipped models' corpus was made, so that they
+ * choose the same clips.  FRAE_PITCH_YIN: YIN's reading alone;
+ * FRAE_PITCH_YIN_HP: and the second reading high-passed
+ * (frae_f0_frame_dehum), f0 not refined.  1 is every step. */
+#define FRAE_PITCH_YIN 2
+#define FRAE_PITCH_YIN_HP 3
 
 /* Values per frame: n_mels, plus 2 with pitch. */
 #define FRAE_FEATURE_WIDTH(f) ((f)->n_mels + 2 * ((f)->pitch != 0))
@@ -137,9 +147,11 @@ long frae_gl_flush(frae_gl *g, float *out);
  * de Cheveigne and Kawahara's YIN (JASA 2002): the cumulative-mean-
  * normalised difference function over an integration window of the longest
  * period, its first dip below 0.15 (else its minimum), parabolic
- * interpolation.  A frame is voiced when that dip is below 0.25 and its mean
- * square above -60 dBFS.  f0 is searched from FRAE_F0_MIN_HZ to
- * FRAE_F0_MAX_HZ.  Frame t analyses frae_f0_span samples centred at
+ * interpolation; then a voiced frame's f0 is moved within +-60 cents to
+ * where its harmonics up to 3.5 kHz are strongest (the period of the upper
+ * harmonics too, which a listener hears).  A frame is voiced when that dip
+ * is below 0.25 and its mean square above -60 dBFS.  f0 is searched from
+ * FRAE_F0_MIN_HZ to FRAE_F0_MAX_HZ.  Frame t analyses frae_f0_span samples centred at
  * t*hop + win/2, where feature frame t is centred.  Mains hum and rumble
  * under a voice are a steady period that YIN reads at its floor, or they
  * hide the voice's, so the features' tracker (frae_f0_frame_dehum) reads a

@@ -22,7 +22,7 @@ its pitch and its formants together, as from an adult's voice towards a
 child's (speed perturbation).
 
 OUT/voices-high: higher voices still: half of the clips whose voiced
-frames' median f0 (frae's tracker) is 165 Hz or more, played 5/4, 4/3, 7/5
+frames' median f0 (frae's tracker, unrefined) is 165 Hz or more, played 5/4, 4/3, 7/5
 or 3/2 times faster, so that most come out above 250 Hz, where the
 held-out voices frae coded worst are (drawn with voices-fast's draw: a
 clip in its share and the f0 band is in both, at the factor of the same
@@ -109,9 +109,11 @@ def draw_fast(name, share=SHARE, factors=FAST_FACTORS):
 
 
 def median_f0(wav, frae, work):
-    """The median f0 of the clip's voiced frames (frae's tracker), 0 if none."""
+    """The median f0 of the clip's voiced frames (frae's tracker without its
+    refinement, --f0 yin-hp: what HIGH_LOWEST_F0 was set on and the shipped
+    voices-high drawn by), 0 if none."""
     npy = os.path.join(work, os.path.basename(wav)[:-4] + ".f0.npy")
-    subprocess.run([frae, "features", "--pitch", wav, "-o", npy], check=True,
+    subprocess.run([frae, "features", "--f0", "yin-hp", wav, "-o", npy], check=True,
                    capture_output=True)
     frames = np.load(npy)
     os.unlink(npy)

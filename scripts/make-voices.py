@@ -17,8 +17,9 @@ files inside a zip archive such as Warzone 2100's base.wz):
   2. split when long: a clip over 10 s is cut at its quietest 20 ms
      between 4 and 10 s after the last cut, again until the rest is short;
   3. non-speech dropped, by one rule on frae's features and pitch track (frae
-     features --pitch): a piece is kept when it lasts at least 0.5 s, at
-     least 15% of its frames are voiced, and no voiced stretch holds its f0
+     features --f0 yin: YIN's reading alone, which the rule was set on, so
+     that the clips stay those the shipped models heard): a piece is kept when it
+     lasts at least 0.5 s, at least 15% of its frames are voiced, and no voiced stretch holds its f0
      within 1% from frame to frame for more than 0.5 s (a held note: music,
      a tone, a sung or synthetic sound; speech glides), and, when it lasts
      2 s or more, at least 10% of its frames are 20 dB or more below its
@@ -221,7 +222,7 @@ def one_source(spk, i, label, src, frae, tmp):
         p = os.path.join(work, "p.wav")
         write_wav(p, x[a:b])
         npy = os.path.join(work, "p.npy")
-        if subprocess.run([frae, "features", "--pitch", p, "-o", npy],
+        if subprocess.run([frae, "features", "--f0", "yin", p, "-o", npy],
                           capture_output=True).returncode != 0:
             dropped.append("unreadable")
             continue

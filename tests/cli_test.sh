@@ -90,7 +90,7 @@ for spec in \
     "convert -o --weights" \
     "encode -o --frame-rate --isa --no-resample --packet-frames --search --search-lambda --dtx --dtx-level --packet-ms --resync-ms --resync-state" \
     "decode -o --wav --vocoder --gl-iters --through --isa" \
-    "features -o --pitch --sample-rate --no-resample --mels --hop --win --fft --fmin --fmax" \
+    "features -o --pitch --f0 --sample-rate --no-resample --mels --hop --win --fft --fmin --fmax" \
     "vocode -o --gl-iters --sample-rate --no-resample --mels --hop --win --fft --fmin --fmax"; do
     set -- $spec
     cmd=$1

@@ -1025,6 +1025,22 @@ def main():
     check(rc == 0 and fp.shape[1] == 82 and (mid[:, 81] == 1).all()
           and np.abs(mid[:, 80] / 150.0 - 1).max() < 0.06,
           "frae features --pitch: [T, 82], a voice at 150 Hz +-5% voiced within it", err)
+    # the tracker's earlier steps (the corpus scripts'): the same mels; the
+    # refinement moves f0 by 60 cents at most and never the voicing
+    rc, out, err = run("features", "--f0", "yin-hp", "speech/u2.wav", "-o", "fh.npy")
+    rc2, out2, err2 = run("features", "--f0", "yin", "speech/u2.wav", "-o", "fy.npy")
+    fh = np.load(path("fh.npy")) if rc == 0 else np.zeros((1, 82))
+    fy = np.load(path("fy.npy")) if rc2 == 0 else np.zeros((1, 82))
+    same = fh.shape == fy.shape == fp.shape and (fh[:, :80] == fp[:, :80]).all() and \
+        (fy[:, :80] == fp[:, :80]).all() and (fh[:, 81] == fp[:, 81]).all()
+    v = fp[:, 81] == 1 if same else np.zeros(0, bool)
+    cents = 1200 * np.abs(np.log2(fp[v, 80] / fh[v, 80])) if v.any() else [99]
+    check(rc == rc2 == 0 and same and max(cents) <= 60.01 and (np.asarray(cents) > 0).any(),
+          "frae features --f0 yin-hp, --f0 yin: the same mels (and voicing), f0 unrefined "
+          "(--pitch moves %d of %d voiced frames, by %.1f cents at most)"
+          % (np.sum(np.asarray(cents) > 0), len(cents), max(cents)), err + err2)
+    rc, out, err = run("features", "--f0", "yinfft", "speech/u2.wav", "-o", "fz.npy")
+    check(one_line_error(rc, err, 2, "--f0"), "frae features --f0 yinfft: one line, exit 2", err)
     rc, out, err = run("vocode", "fp.npy", "-o", "voc.wav")
     rc2, out2, err2 = run("features", "--pitch", "voc.wav", "-o", "fv.npy")
     fv = np.load(path("fv.npy")) if rc == rc2 == 0 else np.zeros((1, 82))

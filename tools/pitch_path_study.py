@@ -18,8 +18,9 @@ another tracker's (aubio's yinfft), coded and not
   - coded from aubio's f0: the frames with aubio's f0 encoded and decoded;
   - the same three with frae's f0 refined (refined_f0(): each voiced
     frame's f0 moved within +-60 cents to where the mean of its harmonics'
-    square-root magnitudes from 300 Hz to 3.5 kHz is largest), a numpy
-    model of a tracker step that frae does not have.
+    square-root magnitudes up to 3.5 kHz is largest), the numpy model that
+    chose the tracker's last step, frae_f0_refine (frae's own f0 has been
+    refined since, so this column refines it again).
 
 STOI (a clip too short for a 384 ms segment has none) is intelligibility.py's, at the best of eleven shifts within +-10 ms
 (every variant alike; a study's own alignment is human_study.py's, so
@@ -44,6 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import augment  # noqa: E402  (16-bit WAV in and out)
 import demo  # noqa: E402  (the reference tracker, aubio's, and running frae)
 import intelligibility  # noqa: E402  (STOI)
+import pitch_refine_ref  # noqa: E402  (the refinement's reference)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOP, RATE = 160, 16000
@@ -51,34 +53,24 @@ VARIANTS = ("vocoder alone, frae's f0", "vocoder alone, aubio's f0", "coded",
             "coded envelope, input f0", "coded envelope, aubio's f0",
             "coded from aubio's f0", "vocoder alone, refined f0",
             "coded envelope, refined f0", "coded from refined f0")
-# refined_f0's search: the span either way and its step (cents), the
-# harmonics it sums (Hz), the window and the FFT it reads them from
-REFINE_CENTS, REFINE_STEP, REFINE_LO_HZ, REFINE_HI_HZ = 60, 5, 300.0, 3500.0
+# refined_f0's window and the FFT it reads the harmonics from (frae's
+# tracker reads 4096 points: docs/2026-12-07-pitch-refine.md)
 REFINE_WIN, REFINE_FFT = 640, 8192
 
 
 def refined_f0(x, f0, voiced):
-    """Each voiced frame's f0 moved within +-REFINE_CENTS to where its
-    harmonics (from REFINE_LO_HZ, or the first, to REFINE_HI_HZ) have the
-    largest mean square-root magnitude in a Hann window of REFINE_WIN
-    samples centred on the frame (t HOP + 200): the period read from the
-    upper harmonics, which a high voice has few of under 1 kHz."""
+    """Each voiced frame's f0 moved within +-60 cents to where its harmonics
+    up to 3.5 kHz have the largest mean square-root magnitude in a Hann
+    window of REFINE_WIN samples centred on the frame (t HOP + 200): the
+    model that chose frae_f0_refine, by its reference (tools/
+    pitch_refine_ref.py) at this study's FFT and without the valley test
+    frae added after it (docs/2026-12-07-pitch-refine.md)."""
     out = f0.copy()
-    win = np.hanning(REFINE_WIN)
     pad = np.concatenate([np.zeros(REFINE_WIN), x, np.zeros(2 * REFINE_WIN)])
-    cents = np.arange(-REFINE_CENTS, REFINE_CENTS + 1, REFINE_STEP)
     for t in np.nonzero(voiced)[0]:
         c = t * HOP + 200 + REFINE_WIN
-        mag = np.abs(np.fft.rfft(pad[c - REFINE_WIN // 2:c + REFINE_WIN // 2] * win, REFINE_FFT)) ** 0.5
-        best, best_f = -1.0, f0[t]
-        for ct in cents:
-            f = f0[t] * 2 ** (ct / 1200)
-            h = np.arange(1, int(REFINE_HI_HZ / f) + 1) * f
-            h = h[h >= min(REFINE_LO_HZ, f)]
-            score = np.interp(h * REFINE_FFT / RATE, np.arange(len(mag)), mag).mean() if len(h) else -1
-            if score > best:
-                best, best_f = score, f
-        out[t] = best_f
+        out[t] = pitch_refine_ref.refine(pad[c - REFINE_WIN // 2:c + REFINE_WIN // 2], f0[t], RATE,
+                                         n_fft=REFINE_FFT, valleys=False)[0]
     return out
 
 

@@ -22,6 +22,14 @@ void frae_fft_real(const float *x, float *re, float *im, int n,
 void frae_fft_real_inverse(float *re, float *im, float *x, int n,
                            const float *twiddle_half, const float *twiddle);
 
+/* The pitch tracker's last step (pitch.c): f0 (Hz, a voiced reading of the
+ * span) moved within +-60 cents, in 5-cent steps, to where the mean
+ * |X|^(1/2) of its harmonics up to 3.5 kHz in the span's Hann-windowed
+ * spectrum is largest, unless its harmonics above the first do not stand
+ * above the valleys below them; anything else back as it came.  Exposed
+ * for its test against tools/pitch_refine_ref.py. */
+float frae_f0_refine(frae_f0 *p, const float *span, float f0);
+
 /* ---- Polish (polish.c) ------------------------------------------------------
  * The vocoder's samples made to analyse back to the frames' mel powers:
  * rounds of projection over each frame's window and the two before it. */

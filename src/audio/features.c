@@ -47,6 +47,9 @@ int frae_features_check(const frae_features *f, char *err, size_t errlen)
         return frae_errorf(
             err, errlen, "mel range %g..%g Hz must fit below Nyquist (%g Hz)",
             (double)f->fmin, (double)f->fmax, f->sample_rate / 2.0);
+    if (f->pitch < 0 || f->pitch > FRAE_PITCH_YIN_HP)
+        return frae_errorf(err, errlen, "pitch %d must be 0 to %d", f->pitch,
+                           FRAE_PITCH_YIN_HP);
     if (!(f->floor > 0) || !(f->scale > 0) || !isfinite(f->floor) ||
         !isfinite(f->scale) || !isfinite(f->offset))
         return frae_errorf(err, errlen,

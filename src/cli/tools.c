@@ -552,7 +552,8 @@ typedef struct {
 static void features_help(void)
 {
     cli_printf(
-        "usage: frae features IN.(wav|flac|...) -o OUT.npy [--pitch]\n"
+        "usage: frae features IN.(wav|flac|...) -o OUT.npy [--pitch] "
+        "[--f0 STEPS]\n"
         "                     [--sample-rate HZ] [--no-resample] [--mels N]\n"
         "                     [--hop N] [--win N] [--fft N] [--fmin HZ] "
         "[--fmax HZ]\n"
@@ -568,8 +569,16 @@ static void features_help(void)
         "                       unvoiced) and voicing (0 or 1), by YIN\n"
         "                       (a frame read under 80 Hz is read again\n"
         "                       high-passed, so that mains hum is not\n"
-        "                       taken for a voice), for 'frae vocode':\n"
-        "                       [T, mels + 2]\n"
+        "                       taken for a voice), then moved within\n"
+        "                       60 cents to where its harmonics up to\n"
+        "                       3.5 kHz are strongest, for 'frae vocode'\n"
+        "                       and 'frae encode': [T, mels + 2]\n"
+        "  --f0 STEPS           --pitch by the tracker's steps up to\n"
+        "                       STEPS: yin (YIN's reading alone), yin-hp\n"
+        "                       (and the second reading high-passed) or\n"
+        "                       refined (every step, --pitch's); the\n"
+        "                       corpus scripts read the steps their\n"
+        "                       rules were set on\n"
         "\n"
         "Train on such files with 'frae train --audio-features' (same\n"
         "options) so the model records them.\n"
@@ -584,7 +593,17 @@ static int features_opt(void *ctx, const char *name, const char *v)
     if (!strcmp(name, "--output"))
         return o->output = cli_output_path(v), 0;
     if (!strcmp(name, "--pitch"))
-        return o->audio.f.pitch = 1, 0;
+        return o->audio.f.pitch = o->audio.f.pitch ? o->audio.f.pitch : 1, 0;
+    if (!strcmp(name, "--f0")) {
+        if (!strcmp(v, "yin"))
+            return o->audio.f.pitch = FRAE_PITCH_YIN, 0;
+        if (!strcmp(v, "yin-hp"))
+            return o->audio.f.pitch = FRAE_PITCH_YIN_HP, 0;
+        if (!strcmp(v, "refined"))
+            return o->audio.f.pitch = 1, 0;
+        return cli_fail(EXIT_USAGE,
+                        "--f0 '%s': yin, yin-hp or refined (the default)", v);
+    }
     return cli_feature_option(&o->audio, name, v);
 }
 
@@ -610,17 +629,11 @@ int cmd_features(int argc, char **argv)
     cli_cmd = "frae features";
     features_opts o = {0};
     cli_audio_default(&o.audio);
-    static const cli_opt list[] = {{"--output", 1},
-                                   {"--sample-rate", 1},
-                                   {"--no-resample", 0},
-                                   {"--mels", 1},
-                                   {"--hop", 1},
-                                   {"--win", 1},
-                                   {"--fft", 1},
-                                   {"--fmin", 1},
-                                   {"--fmax", 1},
-                                   {"--pitch", 0},
-                                   {NULL, 0}};
+    static const cli_opt list[] = {
+        {"--output", 1}, {"--sample-rate", 1}, {"--no-resample", 0},
+        {"--mels", 1},   {"--hop", 1},         {"--win", 1},
+        {"--fft", 1},    {"--fmin", 1},        {"--fmax", 1},
+        {"--pitch", 0},  {"--f0", 1},          {NULL, 0}};
     int rc = cli_parse(argc, argv, list, features_opt, features_pos,
                        features_help, &o);
     if (rc)

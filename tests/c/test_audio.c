@@ -335,6 +335,88 @@ int test_pitch_tracker(void)
     return failures;
 }
 
+/* frae_f0_refine against its numpy reference (tools/pitch_refine_ref.py,
+ * tests/fixtures/pitch_refine.bin): synthetic voices' spans and readings
+ * up to 50 cents off.  frae's spectrum is float32, the reference's float64,
+ * so the same candidate wherever the reference's best leads its runner-up
+ * by more than 1e-4 of its score, within one 5-cent step elsewhere; and
+ * within 6 cents of the voice's true f0. */
+int test_pitch_refine(void)
+{
+    int failures = 0;
+    fixtures fx;
+    if (fixtures_load("tests/fixtures/pitch_refine.bin", &fx))
+        return 1;
+    const fix_tensor *spans = fixtures_get(&fx, "spans");
+    const float *f0_in = fixtures_get(&fx, "f0_in")->data;
+    const float *f0_out = fixtures_get(&fx, "f0_out")->data;
+    const float *margin = fixtures_get(&fx, "margin")->data;
+    const float *truth = fixtures_get(&fx, "truth")->data;
+    frae_features f;
+    frae_features_default(&f);
+    const int span = frae_f0_span(&f);
+    void *mem = malloc(frae_f0_size(&f));
+    frae_f0 *p = frae_f0_init(mem, &f);
+    CHECK(p && spans->ndim == 2 && (int)spans->dims[1] == span,
+          "fixture spans of %u samples, tracker's %d", spans->dims[1], span);
+    int same = 0, near_ties = 0;
+    double worst = 0, worst_truth = 0;
+    for (uint32_t i = 0; p && i < spans->dims[0]; i++) {
+        const float got =
+            frae_f0_refine(p, spans->data + (size_t)i * span, f0_in[i]);
+        const double cents = got > 0 && f0_out[i] > 0
+                                 ? fabs(1200 * log2((double)got / f0_out[i]))
+                                 : 0;
+        CHECK(isfinite(got) && (f0_out[i] > 0 || got == f0_out[i]),
+              "span %u: %g Hz, reference %g", i, got, f0_out[i]);
+        if (margin[i] > 1e-4f)
+            CHECK(got == f0_out[i],
+                  "span %u (margin %.2g): %.4f Hz, reference %.4f", i,
+                  margin[i], got, f0_out[i]);
+        else
+            near_ties++;
+        CHECK(cents < 5.01, "span %u: %.1f cents from the reference", i, cents);
+        same += got == f0_out[i];
+        worst = cents > worst ? cents : worst;
+        if (truth[i] > 0 && f0_in[i] > 0) {
+            const double off = fabs(1200 * log2((double)got / truth[i]));
+            CHECK(off < 6, "span %u: %.1f cents from the voice's %.1f Hz", i,
+                  off, truth[i]);
+            worst_truth = off > worst_truth ? off : worst_truth;
+        }
+    }
+    /* FRAE_PITCH_YIN: YIN's reading, which the refinement then moves as
+     * frae_f0_refine does; a pitch field out of range is refused */
+    frae_features fy = f;
+    fy.pitch = FRAE_PITCH_YIN;
+    void *mem_yin = malloc(frae_f0_size(&fy));
+    frae_f0 *py = frae_f0_init(mem_yin, &fy);
+    int moved = 0;
+    for (uint32_t i = 0; p && py && i < spans->dims[0]; i++) {
+        float hz, v, hz_yin, v_yin;
+        frae_f0_frame(p, spans->data + (size_t)i * span, &hz, &v);
+        frae_f0_frame(py, spans->data + (size_t)i * span, &hz_yin, &v_yin);
+        const float want =
+            frae_f0_refine(p, spans->data + (size_t)i * span, hz_yin);
+        CHECK(v == v_yin && hz == want,
+              "span %u: frae_f0_frame %g Hz, YIN's %g refined %g", i, hz,
+              hz_yin, want);
+        moved += hz != hz_yin;
+    }
+    CHECK(py && moved > 0, "no span's f0 moved by the refinement");
+    for (int bad = -1; bad <= FRAE_PITCH_YIN_HP + 1;
+         bad += FRAE_PITCH_YIN_HP + 2) {
+        fy.pitch = bad;
+        CHECK(frae_features_check(&fy, NULL, 0) != 0, "pitch %d accepted", bad);
+    }
+    free(mem_yin);
+    printf("    %u spans: %d the reference's f0 (%d near ties), at most %.1f "
+           "cents apart; at most %.1f cents from the voice's\n",
+           spans->dims[0], same, near_ties, worst, worst_truth);
+    free(mem), free(fx.buf), free(fx.floats);
+    return failures;
+}
+
 /* Features with pitch of x: n_mels + 2 values per frame. */
 static float *features_with_pitch(const frae_features *f, const float *x,
                                   long n, long *frames)

@@ -88,6 +88,7 @@ double naive_forward_d(const frae_config *c, const double *params,
     X(wav_writer)                                                              \
     X(loud_audio)                                                              \
     X(pitch_tracker)                                                           \
+    X(pitch_refine)                                                            \
     X(vocoder)                                                                 \
     X(vocoder_bad_input)                                                       \
     X(audio_files)                                                             \
