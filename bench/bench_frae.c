@@ -346,11 +346,46 @@ static int bench_vocoder(double seconds)
         r[prounds++] = (now() - t0) / T;
     } while ((now() - pstart < seconds || prounds < 3) && prounds < MAX_ROUNDS);
     const double pus = quantile(r, prounds, 0.5) * 1e6;
+    /* the pitch tracker on the same voice, as the features run it (the
+     * signal high-passed, then frame by frame), with every step and
+     * without the refinement (FRAE_PITCH_YIN_HP) */
+    double tus[2];
+    const int span = frae_f0_span(&f);
+    const long first = span / 2, last = n - span / 2; /* spans inside x */
+    float *hp = malloc(sizeof(float) * (size_t)n);
+    for (int k = 0; k < 2; k++) {
+        frae_features fp = f;
+        fp.pitch = k ? FRAE_PITCH_YIN_HP : 1;
+        void *tmem = malloc(frae_f0_size(&fp));
+        frae_f0 *tr = frae_f0_init(tmem, &fp);
+        int trounds = 0;
+        long tframes = 0;
+        const double tstart = now();
+        do {
+            const double t0 = now();
+            tframes = 0;
+            frae_f0_filter(tr, x, hp, n);
+            for (long c = first; c + span / 2 <= last; c += f.hop, tframes++) {
+                float hz, voiced;
+                frae_f0_frame_dehum(tr, x + c - span / 2, hp + c - span / 2,
+                                    &hz, &voiced);
+                sink += hz;
+            }
+            r[trounds++] = (now() - t0) / tframes;
+        } while ((now() - tstart < seconds || trounds < 3) &&
+                 trounds < MAX_ROUNDS);
+        tus[k] = quantile(r, trounds, 0.5) * 1e6;
+        free(tmem);
+    }
+    free(hp);
     printf("system=frae vocoder_us=%.2f rt_vocoder=%.0f polished_us=%.2f "
-           "rt_polished=%.0f polish_rounds=%d frames=%ld rounds=%d sink=%g\n",
+           "rt_polished=%.0f polish_rounds=%d pitch_us=%.2f rt_pitch=%.0f "
+           "pitch_unrefined_us=%.2f rt_pitch_unrefined=%.0f frames=%ld "
+           "rounds=%d sink=%g\n",
            us, 1e6 * f.hop / f.sample_rate / us, pus,
-           1e6 * f.hop / f.sample_rate / pus, FRAE_POLISH_ROUNDS, T, rounds,
-           sink);
+           1e6 * f.hop / f.sample_rate / pus, FRAE_POLISH_ROUNDS, tus[0],
+           1e6 * f.hop / f.sample_rate / tus[0], tus[1],
+           1e6 * f.hop / f.sample_rate / tus[1], T, rounds, sink);
     frae_audio_out_destroy(ao);
     free(ao_out);
     free(out), free(mem), free(feats), free(m), free(f0_at), free(x);

@@ -248,6 +248,11 @@ def main():
           "then 100 ms of noise, 20 s; the median of rounds." % (
               us, v["rt_vocoder"], v["polish_rounds"], pus, v["rt_polished"],
               10000.0 / (pus + gru_decode_us)))
+    print("Pitch tracker (YIN, the second reading high-passed, the f0 refined on its "
+          "harmonics), 1 core, on the same voice: %.1f us a 10 ms frame, %sx real time; "
+          "without the refinement (frae features --f0 yin-hp) %.1f us, %sx." % (
+              float(v["pitch_us"]), v["rt_pitch"], float(v["pitch_unrefined_us"]),
+              v["rt_pitch_unrefined"]))
     gru_section(build, seconds, have_torch, peaks, cores, env1)
     contention_section(build, seconds, env1)
     if not have_torch:
