@@ -10,10 +10,12 @@
  * dBFS.  Mains hum and rumble under a voice are a steady period that YIN
  * reads as the voice's at the search's floor, or they hide the voice's: a
  * frame read under 80 Hz or unvoiced is read again from the signal
- * high-passed (frae_f0_frame_dehum).  A frame's span is W + tau_max samples
- * centred where its feature frame is centred (t*hop + win/2), so f0 and the
- * envelope describe the same instant.  Everything here is plain C on the stack of the state: no
- * allocation per frame, the same bits on every machine. */
+ * high-passed (frae_f0_frame_dehum).  Last, a voiced frame's f0 is refined
+ * on its harmonics (frae_f0_refine, below).  A frame's span is W + tau_max
+ * samples centred where its feature frame is centred (t*hop + win/2), so f0
+ * and the envelope describe the same instant.  Everything here is plain C
+ * in the state's memory: no allocation per frame, the same bits on every
+ * machine. */
 #include <math.h>
 #include <string.h>
 
@@ -29,14 +31,13 @@
  * a listener hears the upper ones too, which a high voice has few of under
  * 1 kHz.  The f0 is moved within +-60 cents, in 5-cent steps, to where its
  * harmonics up to 3.5 kHz (some thirty of a man's voice, six of a child's)
- * have the largest mean square-root magnitude: the span's Hann-windowed spectrum, zero-padded to
- * bins of at most REFINE_BIN_HZ, read between bins by linear interpolation.
- * Where the chosen harmonics above the first do not stand above the
- * valleys halfway below them, there are none to read (a pure tone): YIN's
- * f0 stays.
- * Chosen on training clips, it is worth +0.004 of STOI through the vocoder
- * and +0.003 through the codec on held-out voices
- * (docs/2026-12-07-seeds.md, docs/2026-12-07-pitch-refine.md);
+ * have the largest mean square-root magnitude: the span's Hann-windowed
+ * spectrum, zero-padded to bins of at most REFINE_BIN_HZ, read between
+ * bins linearly.  Where the chosen harmonics above the first do not stand
+ * above the valleys halfway below them, there are none to read (a pure
+ * tone): YIN's f0 stays.  Chosen on training clips; on the held-out
+ * voices +0.0044 of STOI through the vocoder alone, +0.0025 through the
+ * variable-rate codec (docs/2026-12-07-pitch-refine.md).
  * tools/pitch_refine_ref.py is its numpy reference. */
 #define REFINE_HI_HZ 3500.0
 #define REFINE_BIN_HZ 4.0
