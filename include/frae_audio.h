@@ -151,15 +151,16 @@ long frae_gl_flush(frae_gl *g, float *out);
  * where its harmonics up to 3.5 kHz are strongest (the period of the upper
  * harmonics too, which a listener hears).  A frame is voiced when that dip
  * is below 0.25 and its mean square above -60 dBFS.  f0 is searched from
- * FRAE_F0_MIN_HZ to FRAE_F0_MAX_HZ.  Frame t analyses frae_f0_span samples centred at
- * t*hop + win/2, where feature frame t is centred.  Mains hum and rumble
- * under a voice are a steady period that YIN reads at its floor, or they
- * hide the voice's, so the features' tracker (frae_f0_frame_dehum) reads a
- * frame again, high-passed at 80 Hz (frae_f0_filter), where the whole band
- * reads under 80 Hz or unvoiced.  The
- * state is of fixed size (caller-owned, as rnnoise's): the filter's memory
- * and a frame's scratch; a frame allocates nothing and never yields NaN
- * (non-finite samples count as silence). */
+ * FRAE_F0_MIN_HZ to FRAE_F0_MAX_HZ.  Frame t analyses frae_f0_span samples
+ * centred at t*hop + win/2, where feature frame t is centred.  Mains hum
+ * and rumble under a voice are a steady period that YIN reads at its
+ * floor, or they hide the voice's, so the features' tracker
+ * (frae_f0_frame_dehum) reads a frame again, high-passed at 80 Hz
+ * (frae_f0_filter), where the whole band reads under 80 Hz or unvoiced.
+ * The state is of fixed size (caller-owned, as rnnoise's): the filter's
+ * memory and a frame's scratch, the refinement's spectrum among it; a
+ * frame allocates nothing and never yields NaN (non-finite samples count
+ * as silence). */
 #define FRAE_F0_MIN_HZ 50.0
 #define FRAE_F0_MAX_HZ 600.0
 typedef struct frae_f0 frae_f0;
