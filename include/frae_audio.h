@@ -47,6 +47,11 @@ typedef struct {
  * (frae_f0_frame_dehum), f0 not refined.  1 is every step. */
 #define FRAE_PITCH_YIN 2
 #define FRAE_PITCH_YIN_HP 3
+/* frae_features.pitch by the name of the tracker's last step, as 'frae
+ * features --f0' and Python's features(f0=) take it: "yin", "yin-hp" or
+ * "refined" (1, every step); -1 for any other name or NULL. */
+FRAE_API
+int frae_features_pitch_steps(const char *name);
 
 /* Values per frame: n_mels, plus 2 with pitch. */
 #define FRAE_FEATURE_WIDTH(f) ((f)->n_mels + 2 * ((f)->pitch != 0))

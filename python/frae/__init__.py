@@ -717,15 +717,20 @@ _FEATURE_KEYS = ("sample_rate", "n_mels", "hop", "win", "n_fft", "fmin", "fmax",
 
 
 def features(path, sample_rate=16000, n_mels=80, hop=160, win=400, n_fft=512,
-             fmin=0.0, fmax=8000.0, resample=True, pitch=False):
+             fmin=0.0, fmax=8000.0, resample=True, pitch=False, f0=None):
     """The log-mel features of an audio file, [frames, n_mels] float32:
     exactly 'frae features' (docs/speech.md); pitch=True adds f0 (Hz, 0
     when unvoiced) and voicing (0 or 1), [frames, n_mels + 2], exactly
     'frae features --pitch': what a speech codec (trained with pitch, as
-    recipe="speech") encodes."""
+    recipe="speech") encodes.  f0="yin", "yin-hp" or "refined" (implies
+    pitch): the tracker's steps up to that one, exactly 'frae features
+    --f0' (None: every step, "refined")."""
+    if f0 is not None and not isinstance(f0, str):
+        raise ValueError("features: f0 must be 'yin', 'yin-hp', 'refined' or None, got %r"
+                         % (f0,))
     raw, frames, width = _frae.features(os.fspath(path), int(sample_rate), int(n_mels),
                                         int(hop), int(win), int(n_fft), float(fmin),
-                                        float(fmax), bool(resample), bool(pitch))
+                                        float(fmax), bool(resample), bool(pitch), f0)
     return np.frombuffer(raw, np.float32).reshape(frames, width).copy()
 
 

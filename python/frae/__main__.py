@@ -3,7 +3,7 @@
     python3 -m frae encode IN.wav -o OUT.fbs          # the default model
     python3 -m frae decode OUT.fbs --wav OUT.wav      # the stream's model
     python3 -m frae models                            # what is installed
-    python3 -m frae features IN.wav -o f.npy [--pitch]
+    python3 -m frae features IN.wav -o f.npy [--pitch] [--f0 STEPS]
     python3 -m frae vocode f.npy -o OUT.wav
     python3 -m frae info MODEL
     python3 -m frae train WAVDIR --recipe speech --epochs 50 --save M.safetensors
@@ -146,7 +146,7 @@ def cmd_features(a):
         return _fail("features: %s: the frames are counted only at the end, and the .npy "
                      "header that holds the count comes first: give a file, not a pipe"
                      % a.output)
-    f = frae.features(a.args[0], pitch=a.pitch)
+    f = frae.features(a.args[0], pitch=a.pitch, f0=a.f0)
     with frae._output(a.output) as out:  # the name as given: no .npy added
         np.save(out, f)
     print("%s -> %s: %d frames x %d" % (a.args[0], a.output, f.shape[0], f.shape[1]),
@@ -213,6 +213,7 @@ def main(argv=None):
             p.add_argument("--wav")
         if name == "features":
             p.add_argument("--pitch", action="store_true")
+            p.add_argument("--f0", metavar="STEPS", help="yin, yin-hp or refined (the default)")
         if name == "train":
             p.add_argument("--recipe", default="speech")
             p.add_argument("--epochs", type=int, default=50)

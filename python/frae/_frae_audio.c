@@ -5,20 +5,24 @@
 /* ---- module functions ---------------------------------------------------- */
 
 /* features(path, sample_rate, n_mels, hop, win, n_fft, fmin, fmax,
- * resample, pitch) -> (bytes, frames, width): width n_mels, + 2 with pitch
- * (f0 in Hz and voicing, as 'frae features --pitch') */
+ * resample, pitch, f0) -> (bytes, frames, width): width n_mels, + 2 with
+ * pitch (f0 in Hz and voicing, as 'frae features --pitch'); f0, a name of
+ * the tracker's last step or None, as 'frae features --f0' */
 PyObject *frae_py_features(PyObject *self, PyObject *args)
 {
     (void)self;
-    const char *path;
+    const char *path, *f0 = NULL;
     frae_features f;
     frae_features_default(&f);
     int resample = 1, pitch = 0;
-    if (!PyArg_ParseTuple(args, "s|iiiiiffpp", &path, &f.sample_rate, &f.n_mels,
-                          &f.hop, &f.win, &f.n_fft, &f.fmin, &f.fmax, &resample,
-                          &pitch))
+    if (!PyArg_ParseTuple(args, "s|iiiiiffppz", &path, &f.sample_rate,
+                          &f.n_mels, &f.hop, &f.win, &f.n_fft, &f.fmin, &f.fmax,
+                          &resample, &pitch, &f0))
         return NULL;
     f.pitch = pitch;
+    if (f0 && (f.pitch = frae_features_pitch_steps(f0)) < 0)
+        return PyErr_Format(PyExc_ValueError,
+                            "features: f0 '%s': yin, yin-hp or refined", f0);
     char err[512];
     if (frae_features_check(&f, err, sizeof err))
         return PyErr_Format(PyExc_ValueError, "features: %s", err);

@@ -26,6 +26,19 @@ void frae_features_default(frae_features *f)
     f->scale = 5.0f;
 }
 
+int frae_features_pitch_steps(const char *name)
+{
+    static const struct {
+        const char *name;
+        int pitch;
+    } steps[] = {
+        {"yin", FRAE_PITCH_YIN}, {"yin-hp", FRAE_PITCH_YIN_HP}, {"refined", 1}};
+    for (size_t i = 0; name && i < sizeof steps / sizeof steps[0]; i++)
+        if (!strcmp(name, steps[i].name))
+            return steps[i].pitch;
+    return -1;
+}
+
 int frae_features_check(const frae_features *f, char *err, size_t errlen)
 {
     if (f->sample_rate < 1000 || f->sample_rate > 384000)

@@ -595,14 +595,12 @@ static int features_opt(void *ctx, const char *name, const char *v)
     if (!strcmp(name, "--pitch"))
         return o->audio.f.pitch = o->audio.f.pitch ? o->audio.f.pitch : 1, 0;
     if (!strcmp(name, "--f0")) {
-        if (!strcmp(v, "yin"))
-            return o->audio.f.pitch = FRAE_PITCH_YIN, 0;
-        if (!strcmp(v, "yin-hp"))
-            return o->audio.f.pitch = FRAE_PITCH_YIN_HP, 0;
-        if (!strcmp(v, "refined"))
-            return o->audio.f.pitch = 1, 0;
-        return cli_fail(EXIT_USAGE,
-                        "--f0 '%s': yin, yin-hp or refined (the default)", v);
+        const int steps = frae_features_pitch_steps(v);
+        if (steps < 0)
+            return cli_fail(EXIT_USAGE,
+                            "--f0 '%s': yin, yin-hp or refined (the default)",
+                            v);
+        return o->audio.f.pitch = steps, 0;
     }
     return cli_feature_option(&o->audio, name, v);
 }

@@ -409,6 +409,18 @@ int test_pitch_refine(void)
         fy.pitch = bad;
         CHECK(frae_features_check(&fy, NULL, 0) != 0, "pitch %d accepted", bad);
     }
+    /* the steps by name, as 'frae features --f0' and Python take them */
+    CHECK(frae_features_pitch_steps("yin") == FRAE_PITCH_YIN &&
+              frae_features_pitch_steps("yin-hp") == FRAE_PITCH_YIN_HP &&
+              frae_features_pitch_steps("refined") == 1,
+          "the steps' names give yin %d, yin-hp %d, refined %d",
+          frae_features_pitch_steps("yin"), frae_features_pitch_steps("yin-hp"),
+          frae_features_pitch_steps("refined"));
+    const char *bad_names[] = {NULL, "", "YIN", "yin-h", "refined ", "aubio"};
+    for (size_t i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++)
+        CHECK(frae_features_pitch_steps(bad_names[i]) == -1,
+              "the name '%s' taken for a step",
+              bad_names[i] ? bad_names[i] : "(null)");
     free(mem_yin);
     printf("    %u spans: %d the reference's f0 (%d near ties), at most %.1f "
            "cents apart; at most %.1f cents from the voice's\n",

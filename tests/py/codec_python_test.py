@@ -354,6 +354,26 @@ def main():
     run(FRAE, "features", WAV, "-o", p("g.npy"), "--pitch")
     check(r.returncode == 0 and np.array_equal(np.load(p("f.npy")), np.load(p("g.npy"))),
           "python3 -m frae features --pitch: the command's frames", r.stderr)
+    for steps in ("yin", "yin-hp", "refined"):
+        r = run(*py, "features", WAV, "-o", p("f-%s.npy" % steps), "--f0", steps, env=env)
+        run(FRAE, "features", WAV, "-o", p("g-%s.npy" % steps), "--f0", steps)
+        g = np.load(p("g-%s.npy" % steps))
+        check(r.returncode == 0 and np.array_equal(np.load(p("f-%s.npy" % steps)), g) and
+              np.array_equal(frae.features(WAV, f0=steps), g),
+              "python3 -m frae features --f0 %s and features(f0=%r): the command's frames"
+              % (steps, steps), r.stderr)
+    check(not np.array_equal(np.load(p("g-yin.npy")), np.load(p("g-refined.npy"))),
+          "--f0 yin is not the refined track (the test would not see a step ignored)")
+    r = run(*py, "features", WAV, "-o", p("f-bad.npy"), "--f0", "aubio", env=env)
+    check(r.returncode == 2 and r.stderr.count("\n") == 1 and "yin-hp" in r.stderr and
+          not os.path.exists(p("f-bad.npy")),
+          "python3 -m frae features --f0 aubio: one line, exit 2, no file", r.stderr)
+    for bad in ("aubio", 1, ""):
+        try:
+            frae.features(WAV, f0=bad)
+            check(False, "features(f0=%r) raises ValueError" % (bad,))
+        except ValueError as e:
+            check("yin" in str(e), "features(f0=%r) raises ValueError: %s" % (bad, e))
     r = run(*py, "vocode", p("f.npy"), "-o", p("f.wav"), env=env)
     run(FRAE, "vocode", p("g.npy"), "-o", p("g.wav"))
     check(r.returncode == 0 and open(p("f.wav"), "rb").read() == open(p("g.wav"), "rb").read(),
