@@ -40,8 +40,13 @@ With --conditions, --analysis "--win 640 --fft 1024" measures every system
 with those frae features options (the original's and each decoded WAV's
 features alike): a second look whose frames are not the codec's own.
 
-Writes OUT/report.md (a table per set, and per speaker for the human set)
-and OUT/results.json.
+Under each set's table, every model less Opus 6 kbit/s clip by clip: the
+mean difference of LSD, MCD, STOI and ESTOI with its standard error over
+the clips, and the clips where the model's STOI is ahead.
+
+Writes OUT/report.md (a table per set, and per speaker for the human and
+many-voices sets) and OUT/results.json (the tables' figures, and each
+clip's LSD / MCD 0-4 kHz, STOI and ESTOI by system: SET_per_clip).
 
 Usage: tools/human_study.py --model NAME=PATH [...] [--sets human,synthetic,voices]
        [--conditions C1,C2,...] [--analysis OPTS] [--per-speaker N]
@@ -306,6 +311,41 @@ def table(summary):
     return "\n".join(lines)
 
 
+def clip_measures(per):
+    """Each clip's LSD / MCD 0-4 kHz, STOI and ESTOI by system, for
+    results.json (paired comparisons on any subset of clips)."""
+    out = {}
+    for name, r in per.items():
+        out[name] = {s: {"lsd_nb": v["nb"][0], "mcd_nb": v["nb"][1],
+                         **({"stoi": v["stoi"][0], "estoi": v["stoi"][1]} if "stoi" in v else {})}
+                     for s, v in r.items() if not s.startswith("_") and "nb" in v}
+    return out
+
+
+def paired(per, against="Opus 6 kbit/s"):
+    """Each FRAE system less the system against, clip by clip: the mean
+    difference of LSD / MCD 0-4 kHz, STOI and ESTOI, its standard error
+    over the clips (how far the mean could move with other clips of the
+    same speakers), and the clips where FRAE is ahead."""
+    lines = ["| FRAE less %s, clip by clip | LSD 0-4 kHz | MCD 0-4 kHz | STOI | ESTOI "
+             "| clips ahead on STOI |" % against, "| --- | --- | --- | --- | --- | --- |"]
+    m = clip_measures(per)
+    for s in next(iter(m.values())):
+        if not s.startswith("FRAE") or ":" in s:
+            continue
+        cells, ahead = [], "-"
+        for k, i in (("lsd_nb", 0), ("mcd_nb", 0), ("stoi", 0), ("estoi", 0)):
+            d = np.array([c[s][k] - c[against][k] for c in m.values()
+                          if k in c[s] and k in c[against]], float)
+            d = d[~np.isnan(d)]
+            fmt = "%+.2f +- %.2f" if k[0] in "lm" else "%+.4f +- %.4f"
+            cells.append(fmt % (d.mean(), d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else "-")
+            if k == "stoi" and len(d):
+                ahead = "%d of %d" % (np.sum(d > 0), len(d))
+        lines.append("| %s | %s | %s |" % (s, " | ".join(cells), ahead))
+    return lines
+
+
 def condition_tables(per, speaker_of):
     """Per condition, the systems; then per held-out speaker, each system's
     LSD / MCD 0-4 kHz and STOI / ESTOI under each condition."""
@@ -399,9 +439,10 @@ def main():
         with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
             per = dict(ex.map(lambda w: one_clip(a, models, w, work), wavs))
         results[s] = summarise(per)
+        results[s + "_per_clip"] = clip_measures(per)
         report += ["## %s held-out set (%d clips, %.0f s)" % (s, len(wavs),
                                                             results[s]["seconds"]), "",
-                   table(results[s]), ""]
+                   table(results[s]), ""] + paired(per) + [""]
         if s in ("human", "voices"):  # per held-out speaker
             spk = sorted({speaker_of(n) for n in per})
             results[s + "_by_speaker"] = {}
