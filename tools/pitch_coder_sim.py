@@ -21,6 +21,12 @@ steps, clamps and start, in float32), without the reader's back-fill:
                      from the held prediction in 1/16 octave (+-2 octaves:
                      a coarse and a fine symbol of 8), then the shipped steps
   onset jump, finer  both
+  look-ahead steps   the shipped steps, each frame's chosen with the frames
+                     the variable-rate codec's encoder sees ahead (two, none
+                     past the next 40 ms packet's first frame): the step
+                     whose best continuation over them has the least summed
+                     |log2 f0 error|, no back-fill (same stream format,
+                     same decoder)
   f0 correction      the decoded bands + a per-band linear function of the
                      decoded voicing and log f0 (and its square), fitted on
                      the even clips by least squares; reported on the odd
@@ -67,10 +73,30 @@ class AdaptiveCounts:
         return b
 
 
-def simulate(f0, voiced, steps=STEPS, onset_jump=False):
+def ahead_frames(t, voiced):
+    """The voiced frames after t that speech-vbr's encoder sees (--lookahead
+    2 --lookahead-packet 4: 2, 2, 2 and 1 in a packet of 4), up to the
+    first unvoiced one."""
+    k, n = 0, min(2 if t % 4 < 3 else 1, len(voiced) - 1 - t)
+    while k < n and voiced[t + 1 + k]:
+        k += 1
+    return k
+
+
+def best_continuation(pred, targets, steps):
+    """The least summed |error| of any steps over the targets from pred."""
+    if not len(targets):
+        return 0.0
+    cand = np.clip(pred + steps, LO, HI)
+    return min(float(abs(c - targets[0])) + best_continuation(c, targets[1:], steps)
+               for c in cand)
+
+
+def simulate(f0, voiced, steps=STEPS, onset_jump=False, lookahead=False):
     """Decoded f0 per frame (0 unvoiced) of a closed-loop coder, and its
     estimated pitch bits."""
     steps = np.asarray(steps, np.float32)
+    log_f0 = np.where(voiced, np.log2(np.maximum(f0, 1.0)), 0).astype(np.float32)
     pred, out, bits = START, np.zeros(len(f0), np.float32), 0.0
     counts, last_step, last_voiced = AdaptiveCounts(), -1, False
     for t in range(len(f0)):
@@ -85,7 +111,11 @@ def simulate(f0, voiced, steps=STEPS, onset_jump=False):
             last_step = -2
         else:
             cand = np.clip(pred + steps, LO, HI)
-            best = int(np.argmin(np.abs(cand - target)))
+            cost = np.abs(cand - target)
+            if lookahead:
+                ahead = log_f0[t + 1:t + 1 + ahead_frames(t, voiced)]
+                cost = [float(e) + best_continuation(c, ahead, steps) for c, e in zip(cand, cost)]
+            best = int(np.argmin(cost))
             bits += counts.bits(last_step, len(steps), best)
             pred, last_step = cand[best], best
         last_voiced = True
@@ -125,7 +155,7 @@ def main():
                               np.concatenate([o[:, :80] - d[:, :80] for o, d in fit]),
                               rcond=None)[0]
     names = ["decoded", "original pitch", "original, off", "steps", "finer steps",
-             "onset jump", "onset jump, finer"]
+             "onset jump", "onset jump, finer", "look-ahead steps"]
     sums = {k: np.zeros(3) for k in names + ["decoded (odd clips)", "f0 correction (odd clips)"]}
     counts = dict.fromkeys(sums, 0)
     for k, (o, d) in enumerate(data):
@@ -139,10 +169,12 @@ def main():
         e = d.copy()
         e[:, 80] = np.where(voiced & off, o[:, 80], d[:, 80])
         variants["original, off"] = (e, 0.0)
-        for name, steps, jump in (("steps", STEPS, False), ("finer steps", FINER, False),
-                                  ("onset jump", STEPS, True),
-                                  ("onset jump, finer", FINER, True)):
-            f0, bits = simulate(o[:, 80], voiced, steps, jump)
+        for name, steps, jump, ahead in (("steps", STEPS, False, False),
+                                         ("finer steps", FINER, False, False),
+                                         ("onset jump", STEPS, True, False),
+                                         ("onset jump, finer", FINER, True, False),
+                                         ("look-ahead steps", STEPS, False, True)):
+            f0, bits = simulate(o[:, 80], voiced, steps, jump, ahead)
             e = d.copy()
             e[:, 80] = np.where(voiced, f0, 0.0)
             variants[name] = (e, bits)
