@@ -334,7 +334,7 @@ def paired(per, against="Opus 6 kbit/s"):
         if not s.startswith("FRAE") or ":" in s:
             continue
         cells, ahead = [], "-"
-        for k, i in (("lsd_nb", 0), ("mcd_nb", 0), ("stoi", 0), ("estoi", 0)):
+        for k in ("lsd_nb", "mcd_nb", "stoi", "estoi"):
             d = np.array([c[s][k] - c[against][k] for c in m.values()
                           if k in c[s] and k in c[against]], float)
             d = d[~np.isnan(d)]
